@@ -1,0 +1,44 @@
+"""Sessions area: health, sessions, a session's raw turns."""
+
+from agent_memory import http
+from agent_memory.models.requests import CreateSessionRequest
+from agent_memory.runtime import get_runtime
+
+app = http.make_resolver()
+
+
+@app.get("/api/v1/health")
+def health():
+    settings = get_runtime().settings
+    return {"status": "ok", "store": settings.store, "search": settings.search}
+
+
+@app.post("/api/v1/<context_id>/sessions")
+def create_session(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, CreateSessionRequest, optional=True)
+    return http.json_response(get_runtime().sessions.create(ctx, req.scopes, req.labels), 201)
+
+
+@app.post("/api/v1/<context_id>/sessions/<session_id>/close")
+def close_session(context_id: str, session_id: str):
+    ctx = http.context(app, context_id)
+    return get_runtime().sessions.close(ctx, session_id)
+
+
+@app.delete("/api/v1/<context_id>/sessions/<session_id>")
+def delete_session(context_id: str, session_id: str):
+    ctx = http.context(app, context_id)
+    get_runtime().sessions.delete(ctx, session_id)
+    return http.empty_response(204)
+
+
+@app.get("/api/v1/<context_id>/sessions/<session_id>/turns")
+def list_session_turns(context_id: str, session_id: str):
+    ctx = http.context(app, context_id)
+    limit = http.page_limit(app)
+    return get_runtime().sessions.list_turns(ctx, session_id, limit, http.query_str(app, "cursor"))
+
+
+def lambda_handler(event, context):
+    return app.resolve(event, context)

@@ -1,0 +1,1 @@
+"""agent-memory: memory service for LLM agents."""

@@ -1,0 +1,1 @@
+"""Adapters: implementations of the ports in ``agent_memory.ports`` for each technology."""

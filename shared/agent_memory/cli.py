@@ -1,0 +1,68 @@
+"""``agent-memory``: the command line (serve, reindex, chat, bench)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from agent_memory.config import load_settings
+    from agent_memory.errors import ConfigurationError
+    from agent_memory.local_server import make_server
+    from agent_memory.runtime import Runtime, set_runtime
+
+    if args.data_dir:
+        os.environ["AGENT_MEMORY_DATA_DIR"] = args.data_dir
+    if args.store:
+        os.environ["AGENT_MEMORY_STORE"] = args.store
+    try:
+        settings = load_settings()
+    except ConfigurationError as exc:
+        print(f"agent-memory: configuration error: {exc}", file=sys.stderr)
+        return 2
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    if settings.store == "dynamodb" and args.create_table:
+        from agent_memory.adapters.dynamodb_table import ensure_table
+
+        ensure_table(settings)
+    server = make_server(args.host, args.port)
+    logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s)",
+                                           args.host, server.server_port, settings.describe(), settings.data_dir)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agent-memory", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the local service (the deployed API, in-process)")
+    serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8080")))
+    serve.add_argument("--data-dir", default=None, help="embedded storage directory (AGENT_MEMORY_DATA_DIR)")
+    serve.add_argument("--store", choices=["sqlite", "dynamodb"], default=None)
+    serve.add_argument("--create-table", action="store_true",
+                       help="with --store dynamodb: create the table from template.yaml if missing")
+    serve.set_defaults(func=_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""One configuration object for every entry point (local server, Lambda, CLI, tests).
+
+Sources, lowest precedence first:
+1. built-in defaults (offline models and hashing embeddings when no provider key is set);
+2. ``agent-memory.yaml`` (path from ``AGENT_MEMORY_CONFIG``, else ``./agent-memory.yaml``);
+3. environment variables ``AGENT_MEMORY_*`` (in Lambda these carry template parameters).
+
+``load_settings`` validates everything once, so an unknown provider or a missing key is one
+clear ``ConfigurationError`` at startup rather than a stack trace at first use.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from agent_memory.errors import ConfigurationError
+
+LANGUAGE_PROVIDERS = {"offline", "openai", "bedrock"}
+EMBEDDING_PROVIDERS = {"hashing", "openai", "bedrock", "local"}
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """``provider/model``; the model part may itself contain slashes or colons."""
+
+    provider: str
+    model: str
+
+    @classmethod
+    def parse(cls, value: str, *, providers: set[str], setting: str) -> ModelRef:
+        provider, sep, model = (value or "").strip().partition("/")
+        if not sep or not model:
+            raise ConfigurationError(f"{setting}: expected 'provider/model', got {value!r}")
+        if provider not in providers:
+            raise ConfigurationError(
+                f"{setting}: unknown provider {provider!r} (known: {', '.join(sorted(providers))})")
+        return cls(provider, model)
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
+    extraction: ModelRef
+    response: ModelRef
+    embedding: ModelRef
+    allowed: tuple[str, ...] = ()
+    embedding_dimensions: int | None = None
+    openai_base_url: str | None = None
+    request_timeout_s: float = 30.0
+
+    def is_allowed(self, name: str) -> bool:
+        return name == str(self.response) or name in self.allowed
+
+
+@dataclass(frozen=True)
+class Limits:
+    facts_text_bytes: int = 64 * 1024
+    chat_message_bytes: int = 32 * 1024
+    thread_turn_bytes: int = 1024 * 1024
+    document_bytes: int = 5 * 1024 * 1024
+    page_default: int = 100
+    page_max: int = 500
+    inflight_cap: int = 64
+    cache_similarity: float = 0.95
+    extraction_confidence_floor: float = 0.5
+    idempotency_ttl_s: int = 24 * 3600
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    store: Literal["sqlite", "dynamodb"]
+    search: Literal["embedded", "opensearch", "none"]
+    models: ModelsConfig
+    limits: Limits = field(default_factory=Limits)
+    tenant: str = "local"
+    table_name: str = "agent-memory"
+    dynamodb_endpoint: str | None = None
+    aws_region: str | None = None
+    opensearch_url: str | None = None
+    opensearch_service: Literal["es", "aoss"] = "aoss"
+    opensearch_index: str | None = None
+    opensearch_engine: Literal["faiss", "lucene"] | None = None
+    cursor_secret_arn: str | None = None
+    openai_secret_arn: str | None = None
+    default_principal: str = "local-admin"
+    _cursor_secret: bytes | None = None
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "records.db"
+
+    @property
+    def search_path(self) -> Path:
+        return self.data_dir / "search.db"
+
+    def cursor_secret(self) -> bytes:
+        """The HMAC key for paging cursors: configured, from Secrets Manager (Lambda), or
+        generated once into the data directory (local runs)."""
+        if self._cursor_secret:
+            return self._cursor_secret
+        if self.cursor_secret_arn:
+            from agent_memory.adapters.secrets import read_secret
+
+            return read_secret(self.cursor_secret_arn, region=self.aws_region).encode()
+        path = self.data_dir / "cursor-secret"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(secrets.token_hex(32))
+            os.replace(tmp, path)
+        return path.read_text().strip().encode()
+
+    def describe(self) -> str:
+        m = self.models
+        return (f"store={self.store} search={self.search} extraction={m.extraction} "
+                f"response={m.response} embedding={m.embedding}"
+                + (" (offline models: deterministic, no network)" if m.response.provider == "offline" else ""))
+
+
+def _default_models(env: dict[str, str]) -> dict[str, str]:
+    if env.get("OPENAI_API_KEY"):
+        return {"extraction": "openai/gpt-4o-mini", "response": "openai/gpt-4o-mini",
+                "embedding": "openai/text-embedding-3-small"}
+    return {"extraction": "offline/deterministic", "response": "offline/deterministic",
+            "embedding": "hashing/v1"}
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigurationError(f"{path}: invalid YAML: {exc}") from exc
+    if not isinstance(loaded, dict):
+        raise ConfigurationError(f"{path}: expected a mapping at the top level")
+    return loaded
+
+
+def _int(value: Any, setting: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{setting}: expected an integer, got {value!r}") from exc
+
+
+def _float(value: Any, setting: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"{setting}: expected a number, got {value!r}") from exc
+
+
+def load_settings(env: dict[str, str] | None = None, config_path: str | Path | None = None,
+                  **overrides: Any) -> Settings:
+    env = dict(os.environ if env is None else env)
+    path = Path(config_path or env.get("AGENT_MEMORY_CONFIG") or "agent-memory.yaml")
+    file_cfg = _read_yaml(path) if path.exists() else {}
+    if config_path and not path.exists():
+        raise ConfigurationError(f"config file {path} does not exist")
+
+    file_models = file_cfg.get("models") or {}
+    file_storage = file_cfg.get("storage") or {}
+    file_limits = file_cfg.get("limits") or {}
+
+    def pick(env_key: str, file_value: Any, default: Any = None) -> Any:
+        value = env.get(env_key)
+        return value if value not in (None, "") else (file_value if file_value not in (None, "") else default)
+
+    defaults = _default_models(env)
+    extraction = ModelRef.parse(pick("AGENT_MEMORY_MODELS_EXTRACTION", file_models.get("extraction"),
+                                     defaults["extraction"]), providers=LANGUAGE_PROVIDERS,
+                                setting="models.extraction")
+    response = ModelRef.parse(pick("AGENT_MEMORY_MODELS_RESPONSE", file_models.get("response"),
+                                   defaults["response"]), providers=LANGUAGE_PROVIDERS,
+                              setting="models.response")
+    embedding = ModelRef.parse(pick("AGENT_MEMORY_MODELS_EMBEDDING", file_models.get("embedding"),
+                                    defaults["embedding"]), providers=EMBEDDING_PROVIDERS,
+                               setting="models.embedding")
+    allowed_raw = pick("AGENT_MEMORY_MODELS_ALLOWED", file_models.get("allowed"), [])
+    if isinstance(allowed_raw, str):
+        allowed_raw = [a.strip() for a in allowed_raw.split(",") if a.strip()]
+    for name in allowed_raw:
+        ModelRef.parse(name, providers=LANGUAGE_PROVIDERS, setting="models.allowed")
+    dims = pick("AGENT_MEMORY_EMBEDDING_DIMENSIONS", file_models.get("embedding_dimensions"))
+    models = ModelsConfig(
+        extraction=extraction, response=response, embedding=embedding, allowed=tuple(allowed_raw),
+        embedding_dimensions=_int(dims, "models.embedding_dimensions") if dims else None,
+        openai_base_url=pick("OPENAI_BASE_URL", file_models.get("openai_base_url")),
+        request_timeout_s=_float(pick("AGENT_MEMORY_MODEL_TIMEOUT_S", file_models.get("timeout_s"), 30.0),
+                                 "models.timeout_s"),
+    )
+
+    limit_fields = {f for f in Limits.__dataclass_fields__}
+    limit_values: dict[str, Any] = {}
+    for key, value in file_limits.items():
+        if key not in limit_fields:
+            raise ConfigurationError(f"limits.{key}: unknown limit (known: {', '.join(sorted(limit_fields))})")
+        limit_values[key] = value
+    for key in limit_fields:
+        env_value = env.get(f"AGENT_MEMORY_LIMITS_{key.upper()}")
+        if env_value:
+            limit_values[key] = env_value
+    for key, value in list(limit_values.items()):
+        kind = type(getattr(Limits(), key))
+        limit_values[key] = _float(value, f"limits.{key}") if kind is float else _int(value, f"limits.{key}")
+    limits = Limits(**limit_values)
+
+    store = pick("AGENT_MEMORY_STORE", file_storage.get("records"), "sqlite")
+    if store not in ("sqlite", "dynamodb"):
+        raise ConfigurationError(f"storage.records: expected sqlite or dynamodb, got {store!r}")
+    search = pick("AGENT_MEMORY_SEARCH", file_storage.get("search"), "embedded")
+    if search not in ("embedded", "opensearch", "none"):
+        raise ConfigurationError(f"storage.search: expected embedded, opensearch or none, got {search!r}")
+    opensearch_url = pick("AGENT_MEMORY_OPENSEARCH_URL", file_storage.get("opensearch_url"))
+    if search == "opensearch" and not opensearch_url:
+        raise ConfigurationError("storage.search is opensearch but no OpenSearch endpoint is set "
+                                 "(AGENT_MEMORY_OPENSEARCH_URL or storage.opensearch_url)")
+    tenant = pick("AGENT_MEMORY_TENANT", file_cfg.get("tenant"), "local")
+    settings = Settings(
+        data_dir=Path(pick("AGENT_MEMORY_DATA_DIR", file_storage.get("data_dir"), ".agent-memory")),
+        store=store,
+        search=search,
+        models=models,
+        limits=limits,
+        tenant=tenant,
+        table_name=pick("AGENT_MEMORY_TABLE", file_storage.get("table"), "agent-memory"),
+        dynamodb_endpoint=pick("AGENT_MEMORY_DYNAMODB_ENDPOINT", file_storage.get("dynamodb_endpoint")),
+        aws_region=pick("AWS_REGION", file_storage.get("region"), env.get("AWS_DEFAULT_REGION")),
+        opensearch_url=opensearch_url,
+        opensearch_service=pick("AGENT_MEMORY_OPENSEARCH_SERVICE", file_storage.get("opensearch_service"), "aoss"),
+        opensearch_index=pick("AGENT_MEMORY_OPENSEARCH_INDEX", file_storage.get("opensearch_index"),
+                              f"agent-memory-{tenant}"),
+        opensearch_engine=pick("AGENT_MEMORY_OPENSEARCH_ENGINE", file_storage.get("opensearch_engine")),
+        cursor_secret_arn=pick("AGENT_MEMORY_CURSOR_SECRET_ARN", file_cfg.get("cursor_secret_arn")),
+        openai_secret_arn=pick("AGENT_MEMORY_OPENAI_SECRET_ARN", None),
+        default_principal=pick("AGENT_MEMORY_DEFAULT_PRINCIPAL", file_cfg.get("default_principal"), "local-admin"),
+        _cursor_secret=(pick("AGENT_MEMORY_CURSOR_SECRET", file_cfg.get("cursor_secret")) or "").encode() or None,
+    )
+    if overrides:
+        settings = replace(settings, **overrides)
+    _check_provider_keys(settings, env)
+    return settings
+
+
+def _check_provider_keys(settings: Settings, env: dict[str, str]) -> None:
+    m = settings.models
+    uses_openai = any(ref.provider == "openai" for ref in (m.extraction, m.response, m.embedding))
+    uses_openai = uses_openai or any(a.startswith("openai/") for a in m.allowed)
+    if uses_openai and not (env.get("OPENAI_API_KEY") or settings.openai_secret_arn or m.openai_base_url):
+        raise ConfigurationError("an openai/ model is configured but OPENAI_API_KEY is not set "
+                                 "(nor AGENT_MEMORY_OPENAI_SECRET_ARN, nor OPENAI_BASE_URL for a compatible server)")
+    uses_bedrock = any(ref.provider == "bedrock" for ref in (m.extraction, m.response, m.embedding))
+    if uses_bedrock and not (settings.aws_region or env.get("AWS_LAMBDA_FUNCTION_NAME")):
+        raise ConfigurationError("a bedrock/ model is configured but no AWS region is set (AWS_REGION)")

@@ -1,0 +1,143 @@
+"""HTTP glue shared by every function's ``app.py``: one resolver factory that maps domain
+errors to problem documents once, and helpers that parse a request (context, body, query)
+so handlers stay thin: parse, authorise, call one service, return."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, TypeVar
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from pydantic import BaseModel, ValidationError
+
+from agent_memory.errors import InvalidRequest, MemoryError_, NotFound, PayloadTooLarge
+from agent_memory.request_context import RequestContext, resolve
+from agent_memory.runtime import get_runtime
+
+log = logging.getLogger("agent_memory.http")
+
+PROBLEM_TYPE_BASE = "https://agent-memory.dev/problems/"
+M = TypeVar("M", bound=BaseModel)
+
+
+def problem_body(status: int, title: str, detail: str, slug: str, **extensions: Any) -> dict[str, Any]:
+    body = {"type": PROBLEM_TYPE_BASE + slug, "title": title, "status": status, "detail": detail}
+    body.update({k: v for k, v in extensions.items() if v is not None})
+    return body
+
+
+def problem_response(status: int, title: str, detail: str, slug: str, headers: dict[str, str] | None = None,
+                     **extensions: Any) -> Response:
+    return Response(status_code=status, content_type="application/problem+json",
+                    body=json.dumps(problem_body(status, title, detail, slug, **extensions)), headers=headers)
+
+
+def error_response(exc: MemoryError_) -> Response:
+    return problem_response(exc.status, exc.title, exc.detail, exc.type_slug, headers=exc.headers or None,
+                            code=exc.code, **exc.extensions)
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=headers)
+
+
+def empty_response(status: int = 204) -> Response:
+    return Response(status_code=status, content_type="application/json", body="")
+
+
+def make_resolver() -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver()
+
+    @app.exception_handler(MemoryError_)
+    def _domain_error(exc: MemoryError_) -> Response:
+        return error_response(exc)
+
+    @app.not_found
+    def _not_found(_: Exception) -> Response:
+        path = app.current_event.raw_path if app.current_event else "?"
+        return error_response(NotFound(f"no route for {app.current_event.request_context.http.method} {path}"))
+
+    @app.exception_handler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        log.exception("unhandled error")
+        return problem_response(500, "Internal error", "an unexpected error occurred", "internal")
+
+    return app
+
+
+# --- request parsing ----------------------------------------------------------------
+
+
+def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
+    event = app.current_event
+    return resolve(context_id, dict(event.headers or {}),
+                   default_principal=get_runtime().settings.default_principal,
+                   request_id=event.request_context.request_id)
+
+
+def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:
+    event = app.current_event
+    body = event.decoded_body if event.body is not None else ""
+    data = body.encode("utf-8") if isinstance(body, str) else (body or b"")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise PayloadTooLarge(f"request body is {len(data)} bytes; the limit is {max_bytes}")
+    return data
+
+
+def json_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> dict[str, Any]:
+    data = raw_body(app, max_bytes)
+    if not data.strip():
+        raise InvalidRequest("request body is required", field="body")
+    try:
+        parsed = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"malformed JSON: {exc}", field="body") from exc
+    if not isinstance(parsed, dict):
+        raise InvalidRequest("request body must be a JSON object", field="body")
+    return parsed
+
+
+def validate(model: type[M], data: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "body"
+        raise InvalidRequest(f"{field}: {first['msg']}", field=field) from exc
+
+
+def body(app: APIGatewayHttpResolver, model: type[M], max_bytes: int | None = None,
+         optional: bool = False) -> M:
+    if optional and not raw_body(app).strip():
+        return validate(model, {})
+    return validate(model, json_body(app, max_bytes))
+
+
+def query_int(app: APIGatewayHttpResolver, name: str, default: int, *, minimum: int = 1,
+              maximum: int | None = None) -> int:
+    raw = app.current_event.get_query_string_value(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise InvalidRequest(f"{name} must be an integer", field=name) from exc
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+        raise InvalidRequest(f"{name} must be {bound}", field=name)
+    return value
+
+
+def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
+    value = app.current_event.get_query_string_value(name)
+    return value if value not in (None, "") else None
+
+
+def header(app: APIGatewayHttpResolver, name: str) -> str | None:
+    return app.current_event.get_header_value(name, case_sensitive=False)
+
+
+def page_limit(app: APIGatewayHttpResolver) -> int:
+    limits = get_runtime().settings.limits
+    return query_int(app, "limit", limits.page_default, maximum=limits.page_max)

@@ -1,0 +1,101 @@
+"""Request bodies, validated with pydantic. Field names follow openapi.yaml (checked by
+tests/http/test_openapi_contract.py); requests accept camelCase and the spec's snake_case."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+
+from agent_memory import scopes as scope_lib
+from agent_memory import timeutil
+
+Role = Literal["user", "assistant", "system", "tool"]
+Category = Literal["identity", "knowledge", "context"]
+
+
+def both(snake: str, camel: str) -> Any:
+    return Field(default=None, validation_alias=AliasChoices(snake, camel))
+
+
+class RequestModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, str_strip_whitespace=False)
+
+
+class ScopedRequest(RequestModel):
+    scopes: list[list[str]] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
+
+    @field_validator("scopes", mode="before")
+    @classmethod
+    def _dnf(cls, value: Any) -> list[list[str]]:
+        try:
+            return scope_lib.normalise_dnf(value)
+        except scope_lib.InvalidScope as exc:
+            raise ValueError(str(exc)) from exc
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: list[str]) -> list[str]:
+        if any(not label.strip() or len(label) > 128 for label in value):
+            raise ValueError("labels must be non-empty strings of at most 128 characters")
+        return sorted(set(value))
+
+
+def _rfc3339(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return timeutil.normalise(value)
+    except ValueError as exc:
+        raise ValueError("must be an RFC 3339 timestamp") from exc
+
+
+class CreateSessionRequest(ScopedRequest):
+    pass
+
+
+class Triple(RequestModel):
+    """One pre-extracted fact for ``infer: triples`` (validated semantically by the facts service)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    entity: dict[str, Any]
+    key: str | None = None
+    value: Any = None
+    target: dict[str, Any] | None = None
+    verb: str | None = None
+    object: str | None = None
+    summary: str | None = None
+    confidence: float | None = None
+    occurred_at: str | None = both("occurred_at", "occurredAt")
+    valid_from: str | None = both("valid_from", "validFrom")
+    valid_until: str | None = both("valid_until", "validUntil")
+    memory_category: Category | None = both("memory_category", "memoryCategory")
+
+
+class WriteFactsRequest(ScopedRequest):
+    text: str = Field(min_length=1)
+    infer: Literal["full", "triples", "preview", "none"] = "full"
+    triples: list[dict[str, Any]] | None = None
+    session_id: str | None = both("session_id", "sessionId")
+    memory_category: Category | None = both("memory_category", "memoryCategory")
+    role: Role = "user"
+    observed_at: str | None = both("observed_at", "observedAt")
+
+    _observed = field_validator("observed_at")(classmethod(lambda cls, v: _rfc3339(v)))
+
+
+class BatchMessage(RequestModel):
+    role: Role = "user"
+    content: str = Field(min_length=1)
+    ts: str | None = None
+
+    _ts = field_validator("ts")(classmethod(lambda cls, v: _rfc3339(v)))
+
+
+class WriteFactsBatchRequest(ScopedRequest):
+    messages: list[BatchMessage] = Field(min_length=1, max_length=500)
+    extract: Literal["per_message", "whole_conversation"] = "per_message"
+    infer: Literal["full", "triples", "preview", "none"] = "full"
+    session_id: str | None = both("session_id", "sessionId")
+    memory_category: Category | None = both("memory_category", "memoryCategory")

@@ -1,0 +1,317 @@
+"""Ports: the only surfaces the domain sees of storage, search and models.
+
+Domain services depend on these Protocols; adapters under ``agent_memory.adapters``
+implement them (DynamoDB/SQLite records, OpenSearch/embedded search, model providers).
+Nothing here imports boto3, opensearchpy, openai or sentence-transformers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel
+
+# ---------------------------------------------------------------------------
+# Record store
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    """One stored item.
+
+    ``pk``/``sk`` are the primary key; ``gsi1pk``/``gsi1sk`` the optional secondary
+    order (index ``"gsi1"``). ``version`` is the optimistic-concurrency counter that
+    conditions compare against; ``expires_at`` (epoch seconds) is a TTL hint: stores may
+    keep expired items around for a while (DynamoDB does), so readers check it.
+    ``data`` is a JSON-serialisable dict owned by the domain.
+    """
+
+    pk: str
+    sk: str
+    data: dict[str, Any]
+    version: int = 1
+    gsi1pk: str | None = None
+    gsi1sk: str | None = None
+    expires_at: int | None = None
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A write condition on the current item at the same key.
+
+    - ``absent``: no item exists at the key (create-only).
+    - ``exists``: an item exists at the key.
+    - ``version``: an item exists and its ``version`` equals ``expected_version``.
+    """
+
+    kind: Literal["absent", "exists", "version"]
+    expected_version: int | None = None
+
+    @classmethod
+    def absent(cls) -> Condition:
+        return cls("absent")
+
+    @classmethod
+    def exists(cls) -> Condition:
+        return cls("exists")
+
+    @classmethod
+    def version_is(cls, version: int) -> Condition:
+        return cls("version", version)
+
+
+@dataclass
+class Put:
+    record: Record
+    condition: Condition | None = None
+
+
+@dataclass
+class Delete:
+    pk: str
+    sk: str
+    condition: Condition | None = None
+
+
+@dataclass
+class Check:
+    """A condition on another item that must hold for a transaction to commit."""
+
+    pk: str
+    sk: str
+    condition: Condition
+
+
+WriteOp = Put | Delete | Check
+
+
+@dataclass
+class Page:
+    """A page of a query. ``last_key`` is opaque to callers: pass it back as ``after``."""
+
+    records: list[Record]
+    last_key: dict[str, str] | None
+
+
+class ConditionFailed(Exception):
+    """A conditional write or transaction was rejected because a condition did not hold.
+
+    ``index`` is the position of the failing operation in a transaction when the store
+    can tell (DynamoDB cancellation reasons, SQLite evaluation order), else ``None``.
+    """
+
+    def __init__(self, message: str = "condition failed", index: int | None = None):
+        super().__init__(message)
+        self.index = index
+
+
+@runtime_checkable
+class RecordStore(Protocol):
+    """Key-ordered item storage with conditional writes and atomic transactions.
+
+    Semantics both adapters share (tests/contract/test_record_store.py):
+    - ``query`` returns items of one partition key ordered by sort key (byte order of
+      the UTF-8 strings), optionally restricted to a prefix or an inclusive range, resumable
+      from ``after`` (a ``Page.last_key``); ``index="gsi1"`` queries the secondary order and
+      only returns items that have both gsi1 attributes.
+    - ``transact`` applies every operation or none (at most 100 operations, distinct keys),
+      raising ``ConditionFailed`` when any condition fails.
+    - ``put`` without a condition overwrites.
+    """
+
+    def get(self, pk: str, sk: str) -> Record | None: ...
+
+    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Record]: ...
+
+    def put(self, record: Record, condition: Condition | None = None) -> None: ...
+
+    def delete(self, pk: str, sk: str, condition: Condition | None = None) -> None: ...
+
+    def query(
+        self,
+        pk: str,
+        *,
+        prefix: str | None = None,
+        between: tuple[str, str] | None = None,
+        after: dict[str, str] | None = None,
+        limit: int = 100,
+        forward: bool = True,
+        index: Literal["gsi1"] | None = None,
+    ) -> Page: ...
+
+    def transact(self, ops: Sequence[WriteOp]) -> None: ...
+
+
+# ---------------------------------------------------------------------------
+# Embeddings
+# ---------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors.
+
+    ``name`` identifies provider and model (``hashing/v1``, ``openai/text-embedding-3-small``);
+    together with ``dimension`` it is recorded by a search index, which refuses vectors
+    from a different embedder.
+    """
+
+    name: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return an array of shape ``(len(texts), dimension)``, dtype float32, rows unit-norm."""
+        ...
+
+
+# ---------------------------------------------------------------------------
+# Language models
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class ChatMessage:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass
+class Completion:
+    text: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ModelError(Exception):
+    """The model call failed (transport, provider error, or invalid output after retries)."""
+
+
+class ModelTimeout(ModelError):
+    """The model call timed out."""
+
+
+class ModelOutputInvalid(ModelError):
+    """The model returned output that does not validate against the requested schema."""
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """A chat model. ``name`` is ``provider/model``.
+
+    ``structured`` returns an instance of ``schema`` (a pydantic model) or raises
+    ``ModelOutputInvalid``; callers own the retry policy for invalid output.
+    ``complete`` and ``stream`` produce free text.
+    """
+
+    name: str
+
+    def structured(self, *, system: str, user: str, schema: type[BaseModel]) -> BaseModel: ...
+
+    def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None) -> Completion: ...
+
+    def stream(self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None) -> Iterator[str]: ...
+
+
+# ---------------------------------------------------------------------------
+# Search index
+# ---------------------------------------------------------------------------
+
+UnitKind = Literal["turn", "attribute", "relation", "action", "entity", "instruction", "chunk", "thread_turn"]
+
+
+@dataclass
+class SearchUnit:
+    """One searchable unit: a turn, a current fact rendered as text, a document chunk, a thread turn.
+
+    ``scopes`` is DNF (list of clauses, each a list of scope paths); ``[]`` is unscoped.
+    ``valid_from``/``valid_until`` are RFC 3339 UTC strings (``None`` = open).
+    ``acl_readers``: ``None`` = no reader list, ``[]`` = admin-only quarantine, else the
+    principals / ``group:`` names that may read it.
+    ``revision`` orders projections of the same unit: an upsert with a lower revision than
+    the stored one is ignored (stale stream records never overwrite newer units).
+    ``source_ids`` are the records this unit derives from (a fact's source turns).
+    """
+
+    id: str
+    context_id: str
+    kind: UnitKind
+    text: str
+    revision: int = 1
+    partition: str = "default"
+    scopes: list[list[str]] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    role: str | None = None
+    session_id: str | None = None
+    thread_id: str | None = None
+    entity_ids: list[str] = field(default_factory=list)
+    acl_readers: list[str] | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
+    occurred_at: str | None = None
+    source_ids: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SearchFilter:
+    """Restrictions applied inside the search (before any top-k cut), never after.
+
+    - ``read_region``: scope paths the caller can read; ``None`` = unrestricted. A unit is
+      visible when it is unscoped or when some clause of its DNF has every path covered by
+      a region path (a region path covers itself and everything below it: ``org/acme``
+      covers ``org/acme/user/alice``).
+    - ``principals``: the caller's principal id and ``group:`` names, checked against unit
+      reader lists; ``admin`` bypasses reader lists (including quarantine).
+    - ``as_of``: RFC 3339 instant; units whose validity window does not contain it are
+      excluded. ``None`` means "current": units with a ``valid_until`` in the past are out.
+    """
+
+    context_id: str
+    partition: str = "default"
+    read_region: list[str] | None = None
+    principals: list[str] = field(default_factory=list)
+    admin: bool = False
+    as_of: str | None = None
+    kinds: list[str] | None = None
+    roles: list[str] | None = None
+    session_id: str | None = None
+    thread_id: str | None = None
+    labels: list[str] | None = None  # unit must carry every one of these labels
+    exclude_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SearchHit:
+    unit: SearchUnit
+    score: float
+
+
+SearchMode = Literal["hybrid", "vector", "bm25"]
+
+
+@runtime_checkable
+class SearchIndex(Protocol):
+    """Text + vector search over ``SearchUnit``s of many contexts.
+
+    The index remembers the embedder name and dimension that built it and raises
+    ``EmbedderMismatch`` when used with another.
+    """
+
+    def upsert(self, units: Sequence[SearchUnit]) -> None: ...
+
+    def delete(self, context_id: str, unit_ids: Sequence[str]) -> None: ...
+
+    def delete_context(self, context_id: str) -> None: ...
+
+    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid") -> list[SearchHit]: ...
+
+    def get(self, context_id: str, unit_id: str) -> SearchUnit | None: ...
+
+
+class EmbedderMismatch(Exception):
+    """The search index was built by another embedder or dimension."""

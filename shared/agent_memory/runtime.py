@@ -1,0 +1,159 @@
+"""Composition root: builds adapters and services from ``Settings``, once per process.
+
+Everything is created lazily on first use, so a Lambda function that only reads sessions
+never imports the model or search libraries (cold start), and the local server, the CLI
+and tests share exactly the wiring a deployed function uses.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from agent_memory.config import ModelRef, Settings, load_settings
+
+if TYPE_CHECKING:
+    from agent_memory.ports import Embedder, LanguageModel, RecordStore, SearchIndex
+    from agent_memory.services.facts import FactsService
+    from agent_memory.services.sessions import SessionService
+
+log = logging.getLogger("agent_memory")
+
+
+class Runtime:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._lock = threading.RLock()
+
+    # --- adapters -------------------------------------------------------------------
+
+    @cached_property
+    def store(self) -> RecordStore:
+        s = self.settings
+        if s.store == "dynamodb":
+            from agent_memory.adapters.dynamodb_store import DynamoDBRecordStore
+
+            return DynamoDBRecordStore(s.table_name, region=s.aws_region, endpoint_url=s.dynamodb_endpoint)
+        from agent_memory.adapters.sqlite_store import SQLiteRecordStore
+
+        return SQLiteRecordStore(s.sqlite_path)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        return build_embedder(self.settings)
+
+    @cached_property
+    def search(self) -> SearchIndex | None:
+        s = self.settings
+        if s.search == "none":
+            return None
+        if s.search == "opensearch":
+            from agent_memory.adapters.opensearch_search import OpenSearchIndex
+
+            return OpenSearchIndex(s.opensearch_url, s.opensearch_index, self.embedder,
+                                   service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine)
+        from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+
+        return EmbeddedSearchIndex(s.search_path, self.embedder)
+
+    def language_model(self, ref: ModelRef | str) -> LanguageModel:
+        """A model by ``provider/model``; instances are cached per name."""
+        name = str(ref)
+        with self._lock:
+            cache = self.__dict__.setdefault("_models", {})
+            if name not in cache:
+                cache[name] = build_language_model(self.settings, name)
+            return cache[name]
+
+    # --- services -------------------------------------------------------------------
+
+    @cached_property
+    def sessions(self) -> SessionService:
+        from agent_memory.services.sessions import SessionService
+
+        return SessionService(self.store, self.settings)
+
+    @cached_property
+    def facts(self) -> FactsService:
+        from agent_memory.services.facts import FactsService
+
+        return FactsService(self)
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    ref = settings.models.embedding
+    if ref.provider == "hashing":
+        from agent_memory.adapters.embedders import HashingEmbedder
+
+        return HashingEmbedder(dimension=settings.models.embedding_dimensions or 384)
+    if ref.provider == "openai":
+        from agent_memory.adapters.embedders import OpenAIEmbedder
+
+        return OpenAIEmbedder(model=ref.model, dimensions=settings.models.embedding_dimensions,
+                              api_key=_openai_key(settings), base_url=settings.models.openai_base_url)
+    if ref.provider == "bedrock":
+        from agent_memory.adapters.embedders import BedrockTitanEmbedder
+
+        return BedrockTitanEmbedder(model_id=ref.model, dimensions=settings.models.embedding_dimensions or 1024,
+                                    region=settings.aws_region)
+    from agent_memory.adapters.embedders import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(model=ref.model)
+
+
+def build_language_model(settings: Settings, name: str) -> LanguageModel:
+    from agent_memory.config import LANGUAGE_PROVIDERS
+
+    ref = ModelRef.parse(name, providers=LANGUAGE_PROVIDERS, setting="model")
+    timeout = settings.models.request_timeout_s
+    if ref.provider == "openai":
+        from agent_memory.adapters.language_models import OpenAIChatModel
+
+        return OpenAIChatModel(ref.model, api_key=_openai_key(settings), base_url=settings.models.openai_base_url,
+                               timeout=timeout)
+    if ref.provider == "bedrock":
+        from agent_memory.adapters.language_models import BedrockConverseModel
+
+        return BedrockConverseModel(ref.model, region=settings.aws_region, timeout=timeout)
+    from agent_memory.adapters.language_models import OfflineLanguageModel
+    from agent_memory.services.extraction.offline import register_offline_extractor
+
+    model = OfflineLanguageModel(name=name)
+    register_offline_extractor(model)
+    return model
+
+
+def _openai_key(settings: Settings) -> str | None:
+    import os
+
+    if os.environ.get("OPENAI_API_KEY"):
+        return os.environ["OPENAI_API_KEY"]
+    if settings.openai_secret_arn:
+        from agent_memory.adapters.secrets import read_secret
+
+        return read_secret(settings.openai_secret_arn, region=settings.aws_region)
+    return None
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime() -> Runtime:
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                settings = load_settings()
+                log.info("agent-memory starting: %s", settings.describe())
+                _runtime = Runtime(settings)
+    return _runtime
+
+
+def set_runtime(runtime: Runtime | None) -> None:
+    """Install a runtime (tests, the local server); ``None`` resets to lazy loading."""
+    global _runtime
+    with _runtime_lock:
+        _runtime = runtime

@@ -1,0 +1,1 @@
+"""Domain services: pure logic over the ports."""

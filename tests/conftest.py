@@ -1,0 +1,156 @@
+"""Shared fixtures: a runtime per record store (SQLite on disk, DynamoDB under moto with
+the table built from template.yaml), in-process API Gateway v2 invocation, and the local
+server on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agent_memory.config import Settings, load_settings
+from agent_memory.local_server import LocalGateway, make_server
+from agent_memory.runtime import Runtime, set_runtime
+
+REPO = Path(__file__).resolve().parents[1]
+TEST_SECRET = "test-cursor-secret"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees the developer's keys or config, and none can reach AWS."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENT_MEMORY_CONFIG", "AGENT_MEMORY_STORE",
+                "AGENT_MEMORY_SEARCH", "AGENT_MEMORY_DATA_DIR", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.chdir(tmp_path)
+
+
+def make_settings(tmp_path: Path, store: str = "sqlite", **overrides: Any) -> Settings:
+    env = {"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_STORE": store,
+           "AGENT_MEMORY_CURSOR_SECRET": TEST_SECRET, "AWS_REGION": "us-east-1",
+           "AGENT_MEMORY_TABLE": "agent-memory-test"}
+    return load_settings(env=env, **overrides)
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def runtime(store_kind: str, tmp_path: Path) -> Iterator[Runtime]:
+    settings = make_settings(tmp_path, store_kind)
+    if store_kind == "dynamodb":
+        import boto3
+        from moto import mock_aws
+
+        from agent_memory.adapters.dynamodb_table import create_table_from_template
+
+        with mock_aws():
+            create_table_from_template(boto3.client("dynamodb", region_name="us-east-1"), settings.table_name)
+            rt = Runtime(settings)
+            set_runtime(rt)
+            yield rt
+    else:
+        rt = Runtime(settings)
+        set_runtime(rt)
+        yield rt
+    set_runtime(None)
+
+
+@dataclass
+class ApiResponse:
+    status: int
+    headers: dict[str, str]
+    text: str
+
+    def json(self) -> Any:
+        return json.loads(self.text) if self.text else None
+
+
+class InProcessApi:
+    """Calls functions exactly as API Gateway would: a v2 event into ``lambda_handler``."""
+
+    def __init__(self) -> None:
+        self.gateway = LocalGateway(REPO)
+
+    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
+                raw: bytes | None = None) -> ApiResponse:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
+        hdrs = {"content-type": "application/json", **(headers or {})}
+        resp = self.gateway.invoke(method, path, hdrs, data)
+        return ApiResponse(resp["statusCode"], {k.lower(): v for k, v in (resp.get("headers") or {}).items()},
+                           resp.get("body") or "")
+
+    def get(self, path: str, **kw: Any) -> ApiResponse:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> ApiResponse:
+        return self.request("POST", path, body, **kw)
+
+    def delete(self, path: str, **kw: Any) -> ApiResponse:
+        return self.request("DELETE", path, **kw)
+
+
+@pytest.fixture
+def api(runtime: Runtime) -> InProcessApi:
+    return InProcessApi()
+
+
+@pytest.fixture
+def server(runtime: Runtime) -> Iterator[str]:
+    srv = make_server("127.0.0.1", 0, REPO)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_port}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+@pytest.fixture
+def client(server: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server, timeout=30) as c:
+        yield c
+
+
+class HttpApi:
+    """The same interface as ``InProcessApi``, over real HTTP to the local server."""
+
+    def __init__(self, client: httpx.Client):
+        self.client = client
+
+    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
+                raw: bytes | None = None) -> ApiResponse:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        hdrs = {"content-type": "application/json", **(headers or {})}
+        resp = self.client.request(method, path, content=data, headers=hdrs)
+        return ApiResponse(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.text)
+
+    def get(self, path: str, **kw: Any) -> ApiResponse:
+        return self.request("GET", path, **kw)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> ApiResponse:
+        return self.request("POST", path, body, **kw)
+
+    def delete(self, path: str, **kw: Any) -> ApiResponse:
+        return self.request("DELETE", path, **kw)
+
+
+@pytest.fixture(params=["in-process", "http"])
+def any_api(request: pytest.FixtureRequest, runtime: Runtime) -> Any:
+    """Each test using this runs through in-process v2 events and through the local server."""
+    if request.param == "in-process":
+        return InProcessApi()
+    return HttpApi(request.getfixturevalue("client"))
