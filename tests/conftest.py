@@ -48,14 +48,26 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def runtime(store_kind: str, tmp_path: Path) -> Iterator[Runtime]:
+def runtime(store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
     settings = make_settings(tmp_path, store_kind)
     if store_kind == "dynamodb":
         import boto3
         from moto import mock_aws
+        from moto.core.botocore_stubber import BotocoreStubber
 
         from agent_memory.adapters.dynamodb_table import create_table_from_template
 
+        # moto applies a request in several unlocked steps; DynamoDB applies each request
+        # atomically. One request at a time inside moto restores that, while threads still
+        # interleave between requests (see tests/contract/conftest.py).
+        lock = threading.Lock()
+        process_request = BotocoreStubber.process_request
+
+        def one_request_at_a_time(self, request):
+            with lock:
+                return process_request(self, request)
+
+        monkeypatch.setattr(BotocoreStubber, "process_request", one_request_at_a_time)
         with mock_aws():
             create_table_from_template(boto3.client("dynamodb", region_name="us-east-1"), settings.table_name)
             rt = Runtime(settings)

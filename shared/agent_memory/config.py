@@ -80,6 +80,9 @@ class Settings:
     store: Literal["sqlite", "dynamodb"]
     search: Literal["embedded", "opensearch", "none"]
     models: ModelsConfig
+    # How written records reach the search index: inline (after each commit), background
+    # (a worker thread), or stream (DynamoDB Streams -> the projector function, on AWS).
+    projection: Literal["inline", "background", "stream"] = "inline"
     limits: Limits = field(default_factory=Limits)
     tenant: str = "local"
     table_name: str = "agent-memory"
@@ -223,11 +226,15 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
     if search == "opensearch" and not opensearch_url:
         raise ConfigurationError("storage.search is opensearch but no OpenSearch endpoint is set "
                                  "(AGENT_MEMORY_OPENSEARCH_URL or storage.opensearch_url)")
+    projection = pick("AGENT_MEMORY_PROJECTION", file_storage.get("projection"), "inline")
+    if projection not in ("inline", "background", "stream"):
+        raise ConfigurationError(f"storage.projection: expected inline, background or stream, got {projection!r}")
     tenant = pick("AGENT_MEMORY_TENANT", file_cfg.get("tenant"), "local")
     settings = Settings(
         data_dir=Path(pick("AGENT_MEMORY_DATA_DIR", file_storage.get("data_dir"), ".agent-memory")),
         store=store,
         search=search,
+        projection=projection,
         models=models,
         limits=limits,
         tenant=tenant,

@@ -42,3 +42,63 @@ def turn_ids_gsi(ctx: RequestContext) -> str:
 
 def idempotency_pk(ctx: RequestContext) -> str:
     return f"{base(ctx)}#idem"
+
+
+# --- memory graph -----------------------------------------------------------------------
+#
+# entities           c#<ctx>#<part>#entities          <type>/<name>
+# attributes         c#<ctx>#<part>#attrs#<entity>    a#<key>#<attr id>          (history, oldest first)
+#   head rows        c#<ctx>#<part>#attrs#<entity>    h#<key>#<scope sig>[#<value>]  (current pointer)
+# relations          c#<ctx>#<part>#rels#<subject>    a#<label>#<rel id>
+#   head rows        c#<ctx>#<part>#rels#<subject>    h#<label>#<scope sig>[#<object>]
+# actions            c#<ctx>#<part>#actions           <occurred at>#<act id>
+# instructions       c#<ctx>#<part>#instructions      <instr id>
+# uncertainties      c#<ctx>#<part>#uncertainties     <unc id>
+#
+# Head rows serialise writers of one single-valued (entity, key, scope): superseding the
+# current value and inserting the new one is one transaction conditioned on the head's
+# version, so concurrent corrections leave exactly one current value and an unbroken chain.
+# For multi-valued keys the head is per value, which makes "same value again" race-free.
+#
+# gsi1 holds CURRENT facts only (the attribute is removed when a fact is superseded, closed
+# or deleted): gsi1pk c#<ctx>#<part>#current#attr|rel, gsi1sk <category>#<entity>#<key>#<id>.
+# /state and the collections page through it.
+
+def entities_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#entities"
+
+
+def entity_sk(entity_id: str) -> str:
+    return entity_id.removeprefix("entity:")
+
+
+def attrs_pk(ctx: RequestContext, entity_id: str) -> str:
+    return f"{base(ctx)}#attrs#{entity_id}"
+
+
+def rels_pk(ctx: RequestContext, subject: str) -> str:
+    return f"{base(ctx)}#rels#{subject}"
+
+
+def fact_sk(key: str, fact_id: str) -> str:
+    return f"a#{key}#{fact_id}"
+
+
+def head_sk(key: str, scope_sig: str, value: str | None = None) -> str:
+    return f"h#{key}#{scope_sig}" + (f"#{value}" if value is not None else "")
+
+
+def current_gsi(ctx: RequestContext, kind: str) -> str:
+    return f"{base(ctx)}#current#{kind}"
+
+
+def actions_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#actions"
+
+
+def instructions_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#instructions"
+
+
+def uncertainties_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#uncertainties"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from agent_memory.config import ModelRef, Settings, load_settings
 
 if TYPE_CHECKING:
-    from agent_memory.ports import Embedder, LanguageModel, RecordStore, SearchIndex
+    from agent_memory.ports import Embedder, LanguageModel, Record, RecordStore, SearchIndex
     from agent_memory.services.facts import FactsService
     from agent_memory.services.sessions import SessionService
 
@@ -31,6 +31,23 @@ class Runtime:
 
     @cached_property
     def store(self) -> RecordStore:
+        """The record store; unless projection runs from DynamoDB Streams, wrapped so that
+        committed changes reach the search index."""
+        base = self.base_store
+        if self.search is None or self.settings.projection == "stream":
+            return base
+        from agent_memory.services.projection import ProjectingRecordStore
+
+        return ProjectingRecordStore(base, self.projector)
+
+    @cached_property
+    def projector(self):
+        from agent_memory.services.projection import Projector
+
+        return Projector(self.search, background=self.settings.projection == "background")
+
+    @cached_property
+    def base_store(self) -> RecordStore:
         s = self.settings
         if s.store == "dynamodb":
             from agent_memory.adapters.dynamodb_store import DynamoDBRecordStore
@@ -57,6 +74,13 @@ class Runtime:
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
         return EmbeddedSearchIndex(s.search_path, self.embedder)
+
+    def project(self, new: Record | None, old: Record | None) -> None:
+        """Apply one record change to the search index (the projector function's job)."""
+        from agent_memory.services.projection import apply, change_for
+
+        if self.search is not None:
+            apply(self.search, change_for(new, old))
 
     def language_model(self, ref: ModelRef | str) -> LanguageModel:
         """A model by ``provider/model``; instances are cached per name."""

@@ -7,6 +7,8 @@ and two concurrent appends never share one. Closing keeps the turns; deleting re
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +20,7 @@ from agent_memory.ids import new_id
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
 from agent_memory.request_context import RequestContext
 
-APPEND_ATTEMPTS = 8
+APPEND_ATTEMPTS = 40
 
 
 @dataclass
@@ -51,7 +53,7 @@ class SessionService:
 
     def _new_session_record(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> Record:
         sid = new_id("sess")
-        data = {"id": sid, "scopes": scopes, "labels": labels, "createdAt": timeutil.now_iso(),
+        data = {"kind": "session", "contextId": ctx.context_id, "id": sid, "scopes": scopes, "labels": labels, "createdAt": timeutil.now_iso(),
                 "createdBy": ctx.principal, "closedAt": None, "turnCount": 0, "partition": ctx.partition}
         return Record(pk=keys.sessions_pk(ctx), sk=sid, data=data)
 
@@ -151,7 +153,7 @@ class SessionService:
         not stored yet) is created in the same transaction.
         """
         is_new = self.store.get(session.pk, session.sk) is None
-        for _ in range(APPEND_ATTEMPTS):
+        for attempt in range(APPEND_ATTEMPTS):
             if not is_new:
                 session = self.load(ctx, session.sk)
                 if session.data.get("closedAt"):
@@ -160,7 +162,7 @@ class SessionService:
             start = session.data.get("turnCount", 0)
             rows: list[dict[str, Any]] = []
             for i, turn in enumerate(turns):
-                rows.append({"id": new_id("turn"), "session": session.sk, "role": turn.role, "content": turn.content,
+                rows.append({"kind": "turn", "contextId": ctx.context_id, "id": new_id("turn"), "session": session.sk, "role": turn.role, "content": turn.content,
                              "seq": start + i + 1, "createdAt": now, "observedAt": turn.observed_at or now,
                              "infer": turn.infer, "scopes": scopes, "labels": labels, "createdBy": ctx.principal,
                              "partition": ctx.partition})
@@ -181,8 +183,14 @@ class SessionService:
                     raise  # a condition of the caller's own ops: not ours to retry
                 if is_new:
                     raise Conflict("session id collision; retry") from exc
+                backoff(attempt)
                 continue
         raise Conflict(f"session {session.sk} is receiving too many concurrent writes; retry")
+
+
+def backoff(attempt: int, base_s: float = 0.005, cap_s: float = 0.2) -> None:
+    """Full-jitter exponential backoff between optimistic-concurrency retries."""
+    time.sleep(random.uniform(0, min(cap_s, base_s * 2 ** attempt)))
 
 
 def _bumped(record: Record) -> Record:

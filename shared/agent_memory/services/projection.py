@@ -1,0 +1,183 @@
+"""Search projection: which stored records become search units, and how.
+
+``units_for`` is a pure mapping from a stored record to the units it projects to. It is
+called by the ``projector`` Lambda on each DynamoDB stream record and, locally, by
+``ProjectingRecordStore`` after each committed write (the embedded stand-in for streams).
+A record's ``version`` is the unit's ``revision``, so a stale stream record never
+overwrites a newer unit. Superseded or closed facts stay in the index with their
+``valid_until`` (``asOf`` reads find them; "current" searches exclude them); deleted and
+forgotten records are removed.
+
+Projection builders register per record ``kind`` (``turn``, ``attribute``, ``chunk``...),
+so each collection keeps its rendering next to its own code.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_memory.ports import Delete, Put, Record, RecordStore, SearchIndex, SearchUnit, WriteOp
+
+log = logging.getLogger("agent_memory.projection")
+
+UnitBuilder = Callable[[dict[str, Any], int], list[SearchUnit]]
+_BUILDERS: dict[str, UnitBuilder] = {}
+
+
+def projects(kind: str) -> Callable[[UnitBuilder], UnitBuilder]:
+    def register(fn: UnitBuilder) -> UnitBuilder:
+        _BUILDERS[kind] = fn
+        return fn
+
+    return register
+
+
+def is_projected(data: dict[str, Any] | None) -> bool:
+    return bool(data) and data.get("kind") in _BUILDERS
+
+
+@dataclass
+class ProjectionChange:
+    upserts: list[SearchUnit] = field(default_factory=list)
+    deletes: dict[str, list[str]] = field(default_factory=dict)  # context -> unit ids
+
+    def delete(self, context_id: str, unit_id: str) -> None:
+        self.deletes.setdefault(context_id, []).append(unit_id)
+
+    def __bool__(self) -> bool:
+        return bool(self.upserts or self.deletes)
+
+
+def change_for(new: Record | None, old: Record | None) -> ProjectionChange:
+    """The index change for one stored record going from ``old`` to ``new`` (None = absent)."""
+    change = ProjectionChange()
+    if new is not None and is_projected(new.data) and not new.data.get("deleted"):
+        change.upserts.extend(_BUILDERS[new.data["kind"]](new.data, new.version))
+        return change
+    gone = new if new is not None else old
+    if gone is not None and is_projected(gone.data):
+        for unit in _BUILDERS[gone.data["kind"]](gone.data, gone.version):
+            change.delete(unit.context_id, unit.id)
+    return change
+
+
+def apply(index: SearchIndex, change: ProjectionChange) -> None:
+    if change.upserts:
+        index.upsert(change.upserts)
+    for context_id, ids in change.deletes.items():
+        index.delete(context_id, ids)
+
+
+@projects("turn")
+def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    return [SearchUnit(
+        id=data["id"], context_id=data["contextId"], kind="turn", text=data["content"], revision=version,
+        partition=data.get("partition", "default"), scopes=data.get("scopes", []), labels=data.get("labels", []),
+        role=data.get("role"), session_id=data.get("session"), occurred_at=data.get("observedAt"),
+        metadata={"seq": data.get("seq")},
+    )]
+
+
+class Projector:
+    """Applies projection changes to a search index, inline or on a background thread.
+
+    ``pause()``/``resume()`` hold projection back (tests of projection lag); ``drain()``
+    waits until everything queued so far is applied.
+    """
+
+    def __init__(self, index: SearchIndex, *, background: bool = False):
+        self.index = index
+        self.background = background
+        self._queue: queue.Queue[ProjectionChange] = queue.Queue()
+        self._resumed = threading.Event()
+        self._resumed.set()
+        self._worker: threading.Thread | None = None
+        if background:
+            self._worker = threading.Thread(target=self._run, name="projector", daemon=True)
+            self._worker.start()
+
+    def submit(self, change: ProjectionChange) -> None:
+        if not change:
+            return
+        if self.background or not self._resumed.is_set():
+            self._queue.put(change)
+        else:
+            apply(self.index, change)
+
+    def pause(self) -> None:
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        self._resumed.set()
+        if not self.background:
+            self.drain()
+
+    def drain(self) -> None:
+        if self.background:
+            self._queue.join()
+            return
+        while not self._queue.empty():
+            apply(self.index, self._queue.get())
+            self._queue.task_done()
+
+    def _run(self) -> None:
+        while True:
+            change = self._queue.get()
+            self._resumed.wait()
+            try:
+                apply(self.index, change)
+            except Exception:  # keep the worker alive; reindex repairs what failed
+                log.exception("projection failed")
+            finally:
+                self._queue.task_done()
+
+
+class ProjectingRecordStore:
+    """A RecordStore that hands every committed change of a projected record to a
+    ``Projector``: the embedded equivalent of DynamoDB Streams -> projector Lambda."""
+
+    def __init__(self, inner: RecordStore, projector: Projector):
+        self.inner = inner
+        self.projector = projector
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def get(self, pk: str, sk: str) -> Record | None:
+        return self.inner.get(pk, sk)
+
+    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Record]:
+        return self.inner.batch_get(keys)
+
+    def query(self, pk: str, **kw: Any):
+        return self.inner.query(pk, **kw)
+
+    def put(self, record: Record, condition=None) -> None:
+        self.inner.put(record, condition)
+        self.projector.submit(change_for(record, None))
+
+    def delete(self, pk: str, sk: str, condition=None) -> None:
+        old = self.inner.get(pk, sk)
+        self.inner.delete(pk, sk, condition)
+        self.projector.submit(change_for(None, old))
+
+    def transact(self, ops: Sequence[WriteOp]) -> None:
+        deleted_keys = [(op.pk, op.sk) for op in ops if isinstance(op, Delete)]
+        olds = self.inner.batch_get(deleted_keys) if deleted_keys else []
+        self.inner.transact(ops)
+        change = ProjectionChange()
+        for op in ops:
+            if isinstance(op, Put):
+                part = change_for(op.record, None)
+                change.upserts.extend(part.upserts)
+                for ctx, ids in part.deletes.items():
+                    change.deletes.setdefault(ctx, []).extend(ids)
+        for old in olds:
+            for ctx, ids in change_for(None, old).deletes.items():
+                change.deletes.setdefault(ctx, []).extend(ids)
+        self.projector.submit(change)

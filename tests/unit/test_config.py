@@ -1,0 +1,63 @@
+"""One configuration object: defaults, file, environment, and clear startup errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_memory.config import load_settings
+from agent_memory.errors import ConfigurationError
+
+
+def test_defaults_are_offline_without_keys(tmp_path):
+    s = load_settings(env={})
+    assert str(s.models.extraction) == "offline/deterministic"
+    assert str(s.models.embedding) == "hashing/v1"
+    assert s.store == "sqlite" and s.search == "embedded" and s.projection == "inline"
+    assert "offline" in s.describe()
+
+
+def test_openai_key_switches_defaults():
+    s = load_settings(env={"OPENAI_API_KEY": "sk-test"})
+    assert s.models.response.provider == "openai"
+    assert str(s.models.embedding) == "openai/text-embedding-3-small"
+
+
+def test_file_then_env_precedence(tmp_path):
+    cfg = tmp_path / "agent-memory.yaml"
+    cfg.write_text("models:\n  extraction: bedrock/anthropic.claude-3-haiku\n  response: offline/x\n"
+                   "  allowed: [offline/y]\nstorage:\n  records: dynamodb\n  table: t1\nlimits:\n  page_max: 200\n")
+    s = load_settings(env={"AWS_REGION": "eu-west-1", "AGENT_MEMORY_TABLE": "t2"}, config_path=cfg)
+    assert str(s.models.extraction) == "bedrock/anthropic.claude-3-haiku"
+    assert s.models.allowed == ("offline/y",)
+    assert s.store == "dynamodb" and s.table_name == "t2"
+    assert s.limits.page_max == 200
+    assert s.models.is_allowed("offline/y") and not s.models.is_allowed("openai/gpt-4o")
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"AGENT_MEMORY_MODELS_RESPONSE": "acme/model"}, "unknown provider 'acme'"),
+    ({"AGENT_MEMORY_MODELS_EMBEDDING": "offline/x"}, "unknown provider 'offline'"),
+    ({"AGENT_MEMORY_MODELS_RESPONSE": "gpt-4o"}, "expected 'provider/model'"),
+    ({"AGENT_MEMORY_MODELS_RESPONSE": "openai/gpt-4o"}, "OPENAI_API_KEY is not set"),
+    ({"AGENT_MEMORY_MODELS_EXTRACTION": "bedrock/claude"}, "no AWS region"),
+    ({"AGENT_MEMORY_STORE": "postgres"}, "expected sqlite or dynamodb"),
+    ({"AGENT_MEMORY_SEARCH": "opensearch"}, "no OpenSearch endpoint"),
+    ({"AGENT_MEMORY_LIMITS_PAGE_MAX": "lots"}, "expected an integer"),
+])
+def test_bad_configuration_is_one_clear_error(env, message):
+    with pytest.raises(ConfigurationError, match=message):
+        load_settings(env=env)
+
+
+def test_unknown_limit_in_file_is_rejected(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits:\n  bogus: 1\n")
+    with pytest.raises(ConfigurationError, match="limits.bogus"):
+        load_settings(env={}, config_path=cfg)
+
+
+def test_cursor_secret_is_generated_once_into_data_dir(tmp_path):
+    s = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "d")})
+    first = s.cursor_secret()
+    assert len(first) == 64 and (tmp_path / "d" / "cursor-secret").exists()
+    assert load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "d")}).cursor_secret() == first
