@@ -1,7 +1,7 @@
-"""Facts area: POST /facts (store a turn, extract and reconcile facts)."""
+"""Facts area: POST /facts and /facts/batch (store turns, extract and reconcile facts)."""
 
 from agent_memory import http
-from agent_memory.models.requests import WriteFactsRequest
+from agent_memory.models.requests import WriteFactsBatchRequest, WriteFactsRequest
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -10,9 +10,17 @@ app = http.make_resolver()
 @app.post("/api/v1/<context_id>/facts")
 def write_facts(context_id: str):
     ctx = http.context(app, context_id)
-    limits = get_runtime().settings.limits
-    req = http.body(app, WriteFactsRequest, max_bytes=limits.facts_text_bytes + 64 * 1024)
-    return get_runtime().facts.write(ctx, req)
+    rt = get_runtime()
+    req = http.body(app, WriteFactsRequest, max_bytes=rt.settings.limits.facts_text_bytes * 2)
+    return http.idempotent(app, ctx, "facts", req, lambda: rt.facts.write(ctx, req))
+
+
+@app.post("/api/v1/<context_id>/facts/batch")
+def write_facts_batch(context_id: str):
+    ctx = http.context(app, context_id)
+    rt = get_runtime()
+    req = http.body(app, WriteFactsBatchRequest, max_bytes=rt.settings.limits.facts_text_bytes * 8)
+    return http.idempotent(app, ctx, "facts-batch", req, lambda: rt.facts.write_batch(ctx, req))
 
 
 def lambda_handler(event, context):

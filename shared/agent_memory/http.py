@@ -71,9 +71,10 @@ def make_resolver() -> APIGatewayHttpResolver:
 
 def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
     event = app.current_event
+    settings = get_runtime().settings
     return resolve(context_id, dict(event.headers or {}),
-                   default_principal=get_runtime().settings.default_principal,
-                   request_id=event.request_context.request_id)
+                   default_principal=settings.default_principal,
+                   request_id=event.request_context.request_id, principals=settings.principals)
 
 
 def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:
@@ -135,9 +136,40 @@ def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
 
 
 def header(app: APIGatewayHttpResolver, name: str) -> str | None:
-    return app.current_event.get_header_value(name, case_sensitive=False)
+    return app.current_event.headers.get(name)
 
 
 def page_limit(app: APIGatewayHttpResolver) -> int:
     limits = get_runtime().settings.limits
     return query_int(app, "limit", limits.page_default, maximum=limits.page_max)
+
+
+def idempotent(app: APIGatewayHttpResolver, ctx: RequestContext, operation: str, req: BaseModel,
+               run: Any, status: int = 200) -> Response:
+    """Run a write under the request's ``Idempotency-Key`` (if any): a replay returns the
+    stored response without running ``run`` again."""
+    key = header(app, "Idempotency-Key")
+    payload = req.model_dump(mode="json")
+
+    def call() -> tuple[dict[str, Any], int, list[str]]:
+        body = run()
+        return body, status, referenced_ids(body)
+
+    outcome = get_runtime().idempotency.run(ctx, operation, key, payload, call)
+    headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
+    return json_response(outcome.body, outcome.status, headers)
+
+
+def referenced_ids(body: Any) -> list[str]:
+    """Record ids a response mentions (``turn_…``, ``attr_…``), for forget to find stored replies."""
+    found: list[str] = []
+    if isinstance(body, dict):
+        for value in body.values():
+            found += referenced_ids(value)
+    elif isinstance(body, list):
+        for value in body:
+            found += referenced_ids(value)
+    elif isinstance(body, str) and "_" in body and body.split("_", 1)[0] in {
+            "turn", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "sess", "tturn"}:
+        found.append(body)
+    return found

@@ -102,3 +102,38 @@ def instructions_pk(ctx: RequestContext) -> str:
 
 def uncertainties_pk(ctx: RequestContext) -> str:
     return f"{base(ctx)}#uncertainties"
+
+
+# --- threads ----------------------------------------------------------------------------
+#
+# thread rows        c#<ctx>#<part>#threads                  <thread id>     (counter + reader list)
+# thread turns       c#<ctx>#<part>#thread-turns#<thread id>  <turn index, 12 digits>
+# turn text parts    c#<ctx>#<part>#thread-parts#<thread id>  <turn index>#<part, 3 digits>
+# audit records      c#<ctx>#<part>#audit                    <at>#<audit id>  (admin bypasses)
+#
+# A thread row is the turn counter: an append bumps it under a version condition in the same
+# transaction as the new turn row, so turn indexes are dense and never shared. Turn text over
+# what one item holds is split into part rows written in that transaction too.
+
+def threads_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#threads"
+
+
+def thread_turns_pk(ctx: RequestContext, thread_id: str) -> str:
+    return f"{base(ctx)}#thread-turns#{thread_id}"
+
+
+def thread_turn_sk(turn_index: int) -> str:
+    return f"{turn_index:012d}"
+
+
+def thread_parts_pk(ctx: RequestContext, thread_id: str) -> str:
+    return f"{base(ctx)}#thread-parts#{thread_id}"
+
+
+def thread_part_sk(turn_index: int, part: int) -> str:
+    return f"{turn_index:012d}#{part:03d}"
+
+
+def audit_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#audit"

@@ -17,7 +17,9 @@ from agent_memory.config import ModelRef, Settings, load_settings
 if TYPE_CHECKING:
     from agent_memory.ports import Embedder, LanguageModel, Record, RecordStore, SearchIndex
     from agent_memory.services.facts import FactsService
+    from agent_memory.services.idempotency import IdempotencyService
     from agent_memory.services.sessions import SessionService
+    from agent_memory.services.threads import ThreadService
 
 log = logging.getLogger("agent_memory")
 
@@ -100,10 +102,22 @@ class Runtime:
         return SessionService(self.store, self.settings)
 
     @cached_property
+    def idempotency(self) -> IdempotencyService:
+        from agent_memory.services.idempotency import IdempotencyService
+
+        return IdempotencyService(self.store, self.settings.limits.idempotency_ttl_s)
+
+    @cached_property
     def facts(self) -> FactsService:
         from agent_memory.services.facts import FactsService
 
         return FactsService(self)
+
+    @cached_property
+    def threads(self) -> ThreadService:
+        from agent_memory.services.threads import ThreadService
+
+        return ThreadService(self.store, self.search, self.settings, self.idempotency)
 
 
 def build_embedder(settings: Settings) -> Embedder:

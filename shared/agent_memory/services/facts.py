@@ -1,28 +1,301 @@
-"""POST /facts: store a turn and, depending on ``infer``, extract and reconcile facts."""
+"""The write path: POST /facts and /facts/batch.
+
+One write = store the turn, extract what it states (one model call, or the caller's
+``triples``), reconcile that against current memory, and commit the turn and every fact
+change in ONE transaction. Nothing is written when extraction fails (502, or 504 on a
+model timeout) or the input is invalid. A transaction that loses a race (another write
+changed the same slot) is re-reconciled against the fresh state and retried, without a
+second model call.
+
+Modes: ``full`` (model extraction), ``triples`` (caller-supplied facts, authoritative,
+no model call), ``preview`` (extract and reconcile, write nothing, report what would
+change), ``none`` (store the turn only).
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_memory.errors import PayloadTooLarge
-from agent_memory.models.requests import WriteFactsRequest
+from pydantic import ValidationError
+
+from agent_memory import timeutil
+from agent_memory.errors import (
+    Conflict,
+    PayloadTooLarge,
+    Unprocessable,
+    UpstreamModelError,
+    UpstreamModelTimeout,
+)
+from agent_memory.models.extraction import (
+    ExtractedAction,
+    ExtractedAttribute,
+    ExtractedEntity,
+    ExtractedRelation,
+    ExtractionOutput,
+    ExtractionResult,
+)
+from agent_memory.models.memory import Source
+from agent_memory.models.requests import Triple, WriteFactsBatchRequest, WriteFactsRequest
+from agent_memory.ports import ConditionFailed, LanguageModel, ModelOutputInvalid, ModelTimeout, Record
+from agent_memory.ports import ModelError as PortModelError
 from agent_memory.request_context import RequestContext
-from agent_memory.services.sessions import NewTurn
+from agent_memory.services import reconcile as rec
+from agent_memory.services.extraction.prompt import build_extraction_prompt
+from agent_memory.services.extraction.speaker import EntityResolver
+from agent_memory.services.memory_repo import MemoryRepository
+from agent_memory.services.sessions import NewTurn, backoff
 
 if TYPE_CHECKING:
     from agent_memory.runtime import Runtime
+
+log = logging.getLogger("agent_memory.facts")
+
+RECONCILE_ATTEMPTS = 12
+
+
+@dataclass
+class PendingTurn:
+    """One turn of a write, with what its extraction produced (before reconciliation)."""
+
+    role: str
+    text: str
+    observed_at: str | None
+    infer: str
+    extraction: ExtractionOutput | None
+    source_kind: str = "turn"
 
 
 class FactsService:
     def __init__(self, runtime: Runtime):
         self.runtime = runtime
+        self.repo = MemoryRepository(runtime.store)
+
+    # --- public operations ------------------------------------------------------------
 
     def write(self, ctx: RequestContext, req: WriteFactsRequest) -> dict[str, Any]:
-        cap = self.runtime.settings.limits.facts_text_bytes
-        if len(req.text.encode("utf-8")) > cap:
-            raise PayloadTooLarge(f"text is over the {cap}-byte limit")
+        self._check_size(req.text)
+        observed = req.observed_at
+        extraction: ExtractionOutput | None = None
+        source_kind = "turn"
+        if req.infer == "triples":
+            extraction = triples_to_extraction(req.triples or [])
+            source_kind = "upsert"
+        elif req.triples:
+            raise Unprocessable("triples are only accepted with infer: triples", field="triples")
         sessions = self.runtime.sessions
         session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
-        turns = sessions.append_turns(ctx, session, [NewTurn(req.role, req.text, req.observed_at, req.infer)],
-                                      req.scopes, req.labels)
-        return {"mode": req.infer, "sessionId": session.sk, "turnId": turns[0]["id"], "extraction": None}
+        if req.infer in ("full", "preview"):
+            extraction = self.extract(ctx, req.text, observed)
+        pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind)
+        if req.infer == "preview":
+            result = self._reconcile_only(ctx, pending, session.sk, req.scopes, req.labels)
+            return {"mode": "preview", "sessionId": req.session_id, "turnId": None, "extraction": result}
+        turn_ids, results = self._commit(ctx, session, [pending], req.scopes, req.labels)
+        return {"mode": req.infer, "sessionId": session.sk, "turnId": turn_ids[0], "extraction": results[0]}
+
+    def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> dict[str, Any]:
+        for m in req.messages:
+            self._check_size(m.content)
+        if req.infer == "triples":
+            raise Unprocessable("infer: triples is not available for batches; use POST /facts", field="infer")
+        sessions = self.runtime.sessions
+        session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        extract = req.infer in ("full", "preview")
+        pending: list[PendingTurn] = []
+        if extract and req.extract == "whole_conversation":
+            transcript = "\n".join(f"{m.role}: {m.content}" for m in req.messages)
+            whole = self.extract(ctx, transcript, req.messages[-1].ts)
+            pending = [PendingTurn(m.role, m.content, m.ts, req.infer, None) for m in req.messages]
+            # The single extraction is attributed to the last turn (the one that completes it).
+            pending[-1].extraction = whole
+        else:
+            for m in req.messages:
+                ext = self.extract(ctx, m.content, m.ts) if extract and m.role == "user" else None
+                pending.append(PendingTurn(m.role, m.content, m.ts, req.infer, ext))
+        if req.infer == "preview":
+            results = [self._reconcile_only(ctx, p, session.sk, req.scopes, req.labels) for p in pending]
+            return {"sessionId": req.session_id, "turnIds": [], "extractions": results}
+        # Every model call is done before the first write. Each turn then commits in its own
+        # transaction, so a later turn reconciles against what the earlier ones stored.
+        turn_ids: list[str] = []
+        results: list[dict[str, Any] | None] = []
+        for p in pending:
+            ids, res = self._commit(ctx, session, [p], req.scopes, req.labels)
+            turn_ids += ids
+            results += res
+        return {"sessionId": session.sk, "turnIds": turn_ids, "extractions": results}
+
+    # --- extraction ---------------------------------------------------------------------
+
+    def extract(self, ctx: RequestContext, text: str, observed_at: str | None) -> ExtractionOutput:
+        """One extraction model call (one retry on invalid output). Writes nothing."""
+        model: LanguageModel = self.runtime.language_model(self.runtime.settings.models.extraction)
+        system, user = build_extraction_prompt(
+            text, speaker_name=self.repo.speaker_name(ctx), known_entities=self.repo.entity_names(ctx),
+            observed_at=observed_at or timeutil.now_iso())
+        for attempt in (1, 2):
+            try:
+                return model.structured(system=system, user=user, schema=ExtractionOutput)
+            except ModelOutputInvalid as exc:
+                if attempt == 2:
+                    raise UpstreamModelError(f"extraction model returned invalid output twice: {exc}") from exc
+                log.warning("extraction output invalid, retrying once: %s", exc)
+            except ModelTimeout as exc:
+                raise UpstreamModelTimeout(f"extraction model timed out: {exc}") from exc
+            except PortModelError as exc:
+                raise UpstreamModelError(f"extraction model failed: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    # --- reconciliation and commit -------------------------------------------------------
+
+    def _plan(self, ctx: RequestContext, pending: PendingTurn, turn_id: str, session_id: str,
+              scopes: list[list[str]], labels: list[str]) -> tuple[rec.ReconcilePlan, Any]:
+        extraction = pending.extraction or ExtractionOutput()
+        speaker = self.repo.speaker_name(ctx)
+        names = _mentioned_names(extraction)
+        loaded = self.repo.load_for_write(ctx, [], [], names)
+        resolver = EntityResolver(loaded.entities.values(), speaker_name=speaker)
+        slots = rec.slots(extraction, resolver)
+        loaded = self.repo.load_for_write(ctx, slots.attributes, slots.relations, names)
+        observed = timeutil.parse(pending.observed_at) if pending.observed_at else None
+        plan = rec.reconcile(
+            extraction,
+            source=Source(kind=pending.source_kind, ref=turn_id, session_id=session_id),
+            current_attributes=loaded.attributes, current_relations=loaded.relations,
+            current_instructions=self.repo.instructions(ctx) if extraction.instructions else (),
+            existing_entities=loaded.entities.values(),
+            resolver=EntityResolver(loaded.entities.values(), speaker_name=speaker),
+            speaker_name=speaker, scopes=scopes, labels=labels, context_id=ctx.context_id,
+            created_by=ctx.principal, observed_at=observed,
+            settings=rec.ReconcileSettings(confidence_floor=self.runtime.settings.limits.extraction_confidence_floor),
+        )
+        return plan, loaded
+
+    def _reconcile_only(self, ctx: RequestContext, pending: PendingTurn, session_id: str,
+                        scopes: list[list[str]], labels: list[str]) -> dict[str, Any] | None:
+        if pending.extraction is None:
+            return None
+        plan, _ = self._plan(ctx, pending, "turn_preview", session_id, scopes, labels)
+        return plan.to_result("turn_preview").to_wire()
+
+    def _commit(self, ctx: RequestContext, session: Record, pending: Sequence[PendingTurn],
+                scopes: list[list[str]], labels: list[str]) -> tuple[list[str], list[dict[str, Any] | None]]:
+        """Append the turns and apply each turn's plan in one transaction; on a lost race,
+        reload and re-plan (extraction output is reused, never re-requested)."""
+        sessions = self.runtime.sessions
+        for attempt in range(RECONCILE_ATTEMPTS):
+            planner = _TurnPlanner(self, ctx, session.sk, pending, scopes, labels)
+            try:
+                rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer)
+                                                            for p in pending], scopes, labels,
+                                             extra_ops=planner.ops)
+            except ConditionFailed:
+                backoff(attempt)
+                if self.runtime.store.get(session.pk, session.sk) is not None:
+                    session = sessions.load(ctx, session.sk)
+                continue
+            return [r["id"] for r in rows], [r.to_wire() if r else None for r in planner.results]
+        raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
+
+    def _check_size(self, text: str) -> None:
+        cap = self.runtime.settings.limits.facts_text_bytes
+        if len(text.encode("utf-8")) > cap:
+            raise PayloadTooLarge(f"text is over the {cap}-byte limit")
+
+
+class _TurnPlanner:
+    """Builds the fact operations for freshly numbered turns (called inside the append
+    transaction attempt, so every retry re-plans against current state)."""
+
+    def __init__(self, service: FactsService, ctx: RequestContext, session_id: str,
+                 pending: Sequence[PendingTurn], scopes: list[list[str]], labels: list[str]):
+        self.service, self.ctx, self.session_id = service, ctx, session_id
+        self.pending, self.scopes, self.labels = pending, scopes, labels
+        self.results: list[ExtractionResult | None] = []
+
+    def ops(self, rows: list[dict[str, Any]]) -> list:
+        ops: list = []
+        self.results = []
+        for row, p in zip(rows, self.pending, strict=True):
+            if p.extraction is None:
+                self.results.append(None)
+                continue
+            plan, loaded = self.service._plan(self.ctx, p, row["id"], self.session_id, self.scopes, self.labels)
+            ops.extend(self.service.repo.plan_ops(self.ctx, plan, loaded))
+            self.results.append(plan.to_result(row["id"]))
+        return ops
+
+
+def _mentioned_names(extraction: ExtractionOutput) -> list[str]:
+    names = [e.name for e in extraction.entities]
+    names += [a.entity for a in extraction.attributes]
+    for r in extraction.relations:
+        names += [r.subject, r.object]
+    names += [a.actor for a in extraction.actions]
+    return [n for n in names if n]
+
+
+def triples_to_extraction(raw: list[dict[str, Any]]) -> ExtractionOutput:
+    """Caller-supplied facts (``infer: triples``) as an extraction; 422 names a bad index."""
+    out = ExtractionOutput()
+    for i, item in enumerate(raw):
+        where = f"triples[{i}]"
+        try:
+            triple = Triple.model_validate(item)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise Unprocessable(f"{where}.{field}: {first['msg']}", field=f"{where}.{field}") from exc
+        etype, name = _entity_ref(triple.entity, f"{where}.entity")
+        given = [k for k in ("value", "target", "verb") if getattr(triple, k) not in (None, "")]
+        if len(given) > 1:
+            raise Unprocessable(f"{where}: at most one of value, target or verb", field=where)
+        if triple.confidence is not None and not 0 <= triple.confidence <= 1:
+            raise Unprocessable(f"{where}.confidence: must be between 0 and 1", field=f"{where}.confidence")
+        times = {}
+        for key in ("occurred_at", "valid_from", "valid_until"):
+            value = getattr(triple, key)
+            if value is not None:
+                try:
+                    times[key] = timeutil.normalise(value)
+                except ValueError as exc:
+                    raise Unprocessable(f"{where}.{key}: must be RFC 3339", field=f"{where}.{key}") from exc
+        category = triple.memory_category
+        out.entities.append(ExtractedEntity(name=name, type=etype, category=category))
+        if "value" in given:
+            if not (triple.key or "").strip():
+                raise Unprocessable(f"{where}.key: required with value", field=f"{where}.key")
+            if not isinstance(triple.value, str | int | float | bool):
+                raise Unprocessable(f"{where}.value: must be a string, number or boolean", field=f"{where}.value")
+            out.attributes.append(ExtractedAttribute(
+                entity=name, entity_type=etype, key=triple.key, value=str(triple.value), category=category,
+                confidence=triple.confidence if triple.confidence is not None else 1.0,
+                valid_from=times.get("valid_from")))
+        elif "target" in given:
+            if not (triple.key or "").strip():
+                raise Unprocessable(f"{where}.key: the relation label is required with target", field=f"{where}.key")
+            ttype, tname = _entity_ref(triple.target, f"{where}.target")
+            out.entities.append(ExtractedEntity(name=tname, type=ttype, category=category))
+            out.relations.append(ExtractedRelation(
+                subject=name, subject_type=etype, label=triple.key, object=tname, object_type=ttype,
+                category=category, valid_from=times.get("valid_from"), valid_until=times.get("valid_until")))
+        elif "verb" in given:
+            out.actions.append(ExtractedAction(
+                actor=name, actor_type=etype, verb=triple.verb, object=triple.object,
+                occurred_at=times.get("occurred_at"), summary=triple.summary or
+                " ".join(p for p in (name, triple.verb, triple.object or "") if p), category=category))
+    return out
+
+
+def _entity_ref(ref: Any, where: str) -> tuple[str, str]:
+    if not isinstance(ref, dict):
+        raise Unprocessable(f"{where}: must be an object with type and name", field=where)
+    name, etype = ref.get("name"), ref.get("type")
+    if not isinstance(name, str) or not name.strip():
+        raise Unprocessable(f"{where}.name: required", field=f"{where}.name")
+    if not isinstance(etype, str) or not etype.strip():
+        raise Unprocessable(f"{where}.type: required", field=f"{where}.type")
+    return etype, name.strip()

@@ -56,7 +56,8 @@ class ProjectionChange:
 def change_for(new: Record | None, old: Record | None) -> ProjectionChange:
     """The index change for one stored record going from ``old`` to ``new`` (None = absent)."""
     change = ProjectionChange()
-    if new is not None and is_projected(new.data) and not new.data.get("deleted"):
+    if new is not None and is_projected(new.data) and not new.data.get("deleted") \
+            and new.data.get("active", True):
         change.upserts.extend(_BUILDERS[new.data["kind"]](new.data, new.version))
         return change
     gone = new if new is not None else old
@@ -181,3 +182,59 @@ class ProjectingRecordStore:
             for ctx, ids in change_for(None, old).deletes.items():
                 change.deletes.setdefault(ctx, []).extend(ids)
         self.projector.submit(change)
+
+
+def _fact_unit(data: dict[str, Any], version: int, kind: str, text: str, entity_ids: list[str],
+               **extra: Any) -> SearchUnit:
+    source = data.get("source") or {}
+    return SearchUnit(
+        id=data["id"], context_id=data["contextId"], kind=kind, text=text, revision=version,
+        partition=data.get("partition", "default"), scopes=data.get("scopes", []), labels=data.get("labels", []),
+        session_id=source.get("sessionId"), entity_ids=entity_ids,
+        source_ids=[source["ref"]] if source.get("ref") else [], **extra,
+    )
+
+
+def _words(key: str) -> str:
+    return key.replace("_", " ")
+
+
+@projects("attribute")
+def _attribute_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    name = data.get("entityName") or data.get("entityId", "")
+    text = f"{name} {_words(data['key'])}: {data['value']}"
+    return [_fact_unit(data, version, "attribute", text, [data["entityId"]],
+                       valid_from=data.get("validFrom"), valid_until=data.get("validUntil"),
+                       occurred_at=data.get("validFrom"),
+                       metadata={"entity": data["entityId"], "key": data["key"], "value": data["value"]})]
+
+
+@projects("relation")
+def _relation_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    text = f"{data.get('subjectName') or data['subject']} {_words(data['label'])}: {data.get('objectName') or data['object']}"
+    return [_fact_unit(data, version, "relation", text, [data["subject"], data["object"]],
+                       valid_from=data.get("validFrom"), valid_until=data.get("validUntil"),
+                       occurred_at=data.get("validFrom"),
+                       metadata={"subject": data["subject"], "label": data["label"], "object": data["object"]})]
+
+
+@projects("action")
+def _action_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    actor = data.get("actorName") or data.get("actor", "")
+    text = data.get("summary") or " ".join(p for p in (actor, data.get("verb"), data.get("object")) if p)
+    return [_fact_unit(data, version, "action", text, [data["actor"]] if data.get("actor") else [],
+                       occurred_at=data.get("occurredAt"),
+                       metadata={"actor": data.get("actor"), "verb": data.get("verb"), "object": data.get("object")})]
+
+
+@projects("instruction")
+def _instruction_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    if not data.get("active", True):
+        return []
+    return [_fact_unit(data, version, "instruction", data.get("description", ""), [],
+                       metadata={"label": data.get("label")})]
+
+
+# Builders that live beside their own collections register when imported; importing them
+# here means every path that projects (runtime, projector function, reindex) knows them all.
+from agent_memory.services import thread_units  # noqa: E402,F401

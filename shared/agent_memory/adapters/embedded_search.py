@@ -1,0 +1,851 @@
+"""Embedded search index: SQLite (FTS5 for BM25) + one in-memory float32 matrix per context.
+
+Why this shape: the single-machine mode needs hybrid search with the same semantics as the
+OpenSearch projection, persistent across restarts, without a server. SQLite holds the truth
+(``units`` rows, an external-content FTS5 table kept in sync by triggers, and ``vectors``
+blobs); searches run against a per-context in-memory view that is loaded lazily on the first
+search of a context and kept in sync by every upsert/delete:
+
+- one ``(rows, dimension)`` float32 matrix, so the vector leg is one matrix-vector product;
+- per-row code arrays (kind, partition, role, session, thread), validity bounds as epoch
+  floats, and small-integer "signatures" for scopes / reader lists / labels, so every filter
+  is a vectorised boolean mask computed *before* any top-k cut. Visibility of a signature
+  (a distinct DNF, reader list or label set) is evaluated once per query per distinct value,
+  not once per row.
+
+The BM25 leg asks FTS5 for results in rank order and applies the same mask to each candidate;
+when a page of candidates does not yield enough visible rows it falls back to scoring every
+match, so a query whose best matches are all invisible still returns ``k`` visible hits.
+
+Thread safety: one connection (WAL) and one re-entrant lock around every read and write of
+SQLite and of the in-memory views; embedding calls run outside the lock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from agent_memory import scopes as scope_rules
+from agent_memory import timeutil
+from agent_memory.ports import Embedder, EmbedderMismatch, SearchFilter, SearchHit, SearchMode, SearchUnit
+
+RRF_K = 60
+EMBED_BATCH = 256
+_SQL_IN_CHUNK = 500
+# Words that carry no retrieval signal; dropped from the BM25 query (when other words remain)
+# because OR-ing them in makes FTS5 score nearly every row of a large index.
+_STOPWORDS = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have he her him his "
+    "i if in into is it its me my of on or our she so that the their them then there these they "
+    "this those to us was we were what when where which who whom why will with would you your".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MAX_QUERY_TERMS = 32
+_TOKENIZE = "porter unicode61 remove_diacritics 2"
+# Most rows the BM25 leg lets FTS5 score per query. FTS5's bm25() costs about 1 us per matching
+# row, so a query made of very common words would cost ~100 ms at 100k units. When the query's
+# terms together match more rows than this, the most frequent terms (lowest IDF, least
+# influence on the ranking) are left out of the BM25 leg, always keeping the rarest one.
+# Below the budget the leg is exact.
+BM25_MATCH_BUDGET = 20_000
+
+
+# ---------------------------------------------------------------------------
+# Helpers shared with the OpenSearch adapter
+# ---------------------------------------------------------------------------
+
+
+def candidate_depth(k: int) -> int:
+    """How many candidates each leg of a hybrid query takes: generous, so fusion has room."""
+    return max(50, 5 * k)
+
+
+def reciprocal_rank_fusion(legs: Iterable[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """Fuse ranked id lists: ``score(id) = sum(1 / (k + rank))`` with 1-based ranks.
+
+    Ties are broken by the best single-leg rank, then by id, so results are deterministic.
+    """
+    scores: dict[str, float] = {}
+    best: dict[str, int] = {}
+    for leg in legs:
+        for rank, uid in enumerate(leg, start=1):
+            scores[uid] = scores.get(uid, 0.0) + 1.0 / (k + rank)
+            best[uid] = min(best.get(uid, rank), rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]], kv[0]))
+
+
+def query_terms(query: str) -> list[str]:
+    """Lower-cased word tokens of ``query``, deduplicated in order, stopwords dropped when
+    anything else remains, capped at 32 terms."""
+    seen: dict[str, None] = {}
+    for w in _WORD.findall(query.lower()):
+        seen.setdefault(w, None)
+    words = list(seen)
+    content = [w for w in words if w not in _STOPWORDS]
+    return (content or words)[:_MAX_QUERY_TERMS]
+
+
+def fts_match_expression(terms: Sequence[str], ctx_token: str | None = None) -> str | None:
+    """Turn query words into a safe FTS5 MATCH expression: an OR of double-quoted terms on
+    the ``text`` column, ANDed with the context token when given.
+
+    Quoting every term means no user input is ever parsed as FTS5 syntax (``NEAR``, ``-``,
+    ``col:``, ``*``, parentheses); ``None`` when there are no terms. The context token makes
+    FTS5 score only rows of the caller's context (doclist intersection is cheap; ``bm25()``
+    per row is not), so other contexts in the same file cost next to nothing.
+    """
+    if not terms:
+        return None
+    words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    if ctx_token is None:
+        return words
+    return f'ctx_token : "{ctx_token}" AND text : ({words})'
+
+
+def context_token(context_id: str) -> str:
+    """A single FTS token naming a context: ``ctx`` + 20 digits of a hash. Digits end the
+    token so the porter stemmer leaves it alone; context ids themselves may hold any text."""
+    digest = hashlib.blake2b(context_id.encode("utf-8"), digest_size=8).digest()
+    return f"ctx{int.from_bytes(digest, 'big'):020d}"
+
+
+def saturate(score: float) -> float:
+    """Map a non-negative BM25 score to ``s / (1 + s)``: positive, higher is better, below 1,
+    so BM25 scores from either backend live on one bounded scale."""
+    s = max(0.0, float(score))
+    return s / (1.0 + s)
+
+
+def unit_to_dict(unit: SearchUnit) -> dict[str, Any]:
+    return dataclasses.asdict(unit)
+
+
+_UNIT_FIELDS = frozenset(f.name for f in dataclasses.fields(SearchUnit))
+
+
+def unit_from_dict(data: dict[str, Any]) -> SearchUnit:
+    """Rebuild a ``SearchUnit`` from its stored dict, ignoring unknown keys (forward compatible)."""
+    return SearchUnit(**{k: v for k, v in data.items() if k in _UNIT_FIELDS})
+
+
+def scopes_key(scopes: Sequence[Sequence[str]]) -> str:
+    """Canonical JSON of a DNF (clauses sorted, paths sorted, duplicates removed)."""
+    clauses = sorted({tuple(sorted(set(c))) for c in scopes})
+    return json.dumps([list(c) for c in clauses], separators=(",", ":"))
+
+
+def embed_all(embedder: Embedder, texts: Sequence[str], batch: int = EMBED_BATCH) -> np.ndarray:
+    """Embed ``texts`` in chunks of ``batch`` and check the embedder honours its contract."""
+    dim = int(embedder.dimension)
+    if not texts:
+        return np.zeros((0, dim), dtype=np.float32)
+    parts = []
+    for start in range(0, len(texts), batch):
+        chunk = list(texts[start : start + batch])
+        out = np.asarray(embedder.embed(chunk), dtype=np.float32)
+        if out.shape != (len(chunk), dim):
+            raise EmbedderMismatch(
+                f"embedder {embedder.name!r} returned shape {out.shape}, expected ({len(chunk)}, {dim})"
+            )
+        parts.append(out)
+    return np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0])
+
+
+def _epoch(value: str | None) -> float | None:
+    return None if value is None else timeutil.parse(value).timestamp()
+
+
+# ---------------------------------------------------------------------------
+# In-memory per-context view
+# ---------------------------------------------------------------------------
+
+
+class _Codes:
+    """String -> small int. ``None`` is -1; an unknown value looks up as -2 (matches nothing)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+
+    def code(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        c = self.codes.get(value)
+        if c is None:
+            c = self.codes[value] = len(self.codes)
+        return c
+
+    def lookup(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        return self.codes.get(value, -2)
+
+
+class _Signatures:
+    """Distinct values of a structured field (a DNF, a reader list, a label set) -> int code,
+    with the parsed value kept once per distinct value and per-query verdict caching."""
+
+    def __init__(self, parse: Callable[[str | None], Any]) -> None:
+        self._parse = parse
+        self.codes: dict[str | None, int] = {}
+        self.values: list[Any] = []
+        self._verdicts: dict[Any, np.ndarray] = {}
+
+    def code(self, key: str | None) -> int:
+        c = self.codes.get(key)
+        if c is None:
+            c = self.codes[key] = len(self.values)
+            self.values.append(self._parse(key))
+        return c
+
+    def verdicts(self, cache_key: Any, predicate: Callable[[Any], bool]) -> np.ndarray:
+        """Boolean array over signature codes; extended incrementally as new signatures appear."""
+        cached = self._verdicts.get(cache_key)
+        have = 0 if cached is None else len(cached)
+        if have == len(self.values) and cached is not None:
+            return cached
+        extra = np.fromiter((predicate(v) for v in self.values[have:]), dtype=bool,
+                            count=len(self.values) - have)
+        arr = extra if cached is None else np.concatenate([cached, extra])
+        if len(self._verdicts) > 256:  # bounded: regions/principal sets are few per context
+            self._verdicts.clear()
+        self._verdicts[cache_key] = arr
+        return arr
+
+
+def _parse_json(key: str | None) -> Any:
+    return None if key is None else json.loads(key)
+
+
+def _parse_labels(key: str | None) -> frozenset[str]:
+    return frozenset(json.loads(key)) if key else frozenset()
+
+
+@dataclasses.dataclass
+class _Row:
+    """The filterable columns of one unit, as stored in SQLite and mirrored in memory."""
+
+    pk: int
+    id: str
+    kind: str
+    partition: str
+    role: str | None
+    session_id: str | None
+    thread_id: str | None
+    valid_from: float | None
+    valid_until: float | None
+    scopes_key: str
+    acl_key: str | None
+    labels_key: str
+
+
+class _ContextView:
+    """Vectors and filter columns of one context, row-aligned, with spare capacity so appends
+    are amortised O(1); deleted rows are tombstoned and compacted when they pile up."""
+
+    def __init__(self, context_id: str, dim: int, capacity: int = 64) -> None:
+        self.context_id = context_id
+        self.dim = dim
+        self.n = 0
+        self.dead = 0
+        self.ids: list[str | None] = []
+        self.row_of: dict[str, int] = {}
+        self.row_of_pk: dict[int, int] = {}
+        self.kind_codes, self.part_codes, self.role_codes = _Codes(), _Codes(), _Codes()
+        self.session_codes, self.thread_codes = _Codes(), _Codes()
+        self.scope_sigs = _Signatures(_parse_json)
+        self.acl_sigs = _Signatures(_parse_json)
+        self.label_sigs = _Signatures(_parse_labels)
+        self._alloc(capacity)
+
+    def _alloc(self, cap: int) -> None:
+        self.cap = cap
+        self.matrix = np.zeros((cap, self.dim), dtype=np.float32)
+        self.alive = np.zeros(cap, dtype=bool)
+        self.pks = np.zeros(cap, dtype=np.int64)
+        self.kind = np.full(cap, -1, dtype=np.int32)
+        self.part = np.full(cap, -1, dtype=np.int32)
+        self.role = np.full(cap, -1, dtype=np.int32)
+        self.session = np.full(cap, -1, dtype=np.int32)
+        self.thread = np.full(cap, -1, dtype=np.int32)
+        self.vf = np.full(cap, -np.inf, dtype=np.float64)
+        self.vu = np.full(cap, np.inf, dtype=np.float64)
+        self.scope = np.zeros(cap, dtype=np.int32)
+        self.acl = np.zeros(cap, dtype=np.int32)
+        self.labels = np.zeros(cap, dtype=np.int32)
+
+    _ARRAYS = ("matrix", "alive", "pks", "kind", "part", "role", "session", "thread", "vf", "vu",
+               "scope", "acl", "labels")
+
+    def _grow(self, need: int) -> None:
+        if need <= self.cap:
+            return
+        cap = max(need, self.cap * 2)
+        old = {name: getattr(self, name) for name in self._ARRAYS}
+        self._alloc(cap)
+        for name, arr in old.items():
+            getattr(self, name)[: self.n] = arr[: self.n]
+
+    def set_rows(self, rows: Sequence[_Row], vectors: np.ndarray) -> None:
+        """Insert or overwrite rows (matched by unit id) with their vectors."""
+        new = sum(1 for r in rows if r.id not in self.row_of)
+        self._grow(self.n + new)
+        for r, vec in zip(rows, vectors, strict=True):
+            i = self.row_of.get(r.id)
+            if i is None:
+                i = self.n
+                self.n += 1
+                self.ids.append(r.id)
+                self.row_of[r.id] = i
+            self.row_of_pk[r.pk] = i
+            self.matrix[i] = vec
+            self.alive[i] = True
+            self.pks[i] = r.pk
+            self.kind[i] = self.kind_codes.code(r.kind)
+            self.part[i] = self.part_codes.code(r.partition)
+            self.role[i] = self.role_codes.code(r.role)
+            self.session[i] = self.session_codes.code(r.session_id)
+            self.thread[i] = self.thread_codes.code(r.thread_id)
+            self.vf[i] = -np.inf if r.valid_from is None else r.valid_from
+            self.vu[i] = np.inf if r.valid_until is None else r.valid_until
+            self.scope[i] = self.scope_sigs.code(r.scopes_key)
+            self.acl[i] = self.acl_sigs.code(r.acl_key)
+            self.labels[i] = self.label_sigs.code(r.labels_key)
+
+    def load(self, rows: Sequence[tuple[Any, ...]], vectors: np.ndarray) -> None:
+        """Fill an empty view from stored rows (``_Row`` field order), column at a time: the
+        lazy load of a large context is one pass per column instead of per-row updates."""
+        assert self.n == 0, "load() fills an empty view"
+        n = len(rows)
+        if n == 0:
+            return
+        self._alloc(max(64, n + n // 4))
+        pk, ids, kind, part, role, sess, thr, vf, vu, scope, acl, labels = zip(*rows, strict=True)
+        self.n = n
+        self.ids = list(ids)
+        self.row_of = {uid: i for i, uid in enumerate(ids)}
+        self.row_of_pk = {int(p): i for i, p in enumerate(pk)}
+        self.matrix[:n] = vectors
+        self.alive[:n] = True
+        self.pks[:n] = pk
+        for arr, codes, col in ((self.kind, self.kind_codes, kind), (self.part, self.part_codes, part),
+                                (self.role, self.role_codes, role), (self.session, self.session_codes, sess),
+                                (self.thread, self.thread_codes, thr)):
+            arr[:n] = [codes.code(v) for v in col]
+        self.vf[:n] = [-np.inf if v is None else v for v in vf]
+        self.vu[:n] = [np.inf if v is None else v for v in vu]
+        self.scope[:n] = [self.scope_sigs.code(v) for v in scope]
+        self.acl[:n] = [self.acl_sigs.code(v) for v in acl]
+        self.labels[:n] = [self.label_sigs.code(v) for v in labels]
+
+    def remove(self, unit_ids: Iterable[str]) -> None:
+        for uid in unit_ids:
+            i = self.row_of.pop(uid, None)
+            if i is None:
+                continue
+            self.row_of_pk.pop(int(self.pks[i]), None)
+            self.alive[i] = False
+            self.ids[i] = None
+            self.dead += 1
+        if self.dead > max(1024, self.n // 4):
+            self._compact()
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.alive[: self.n])
+        old = {name: getattr(self, name)[keep] for name in self._ARRAYS}
+        ids = [self.ids[i] for i in keep]
+        self._alloc(max(64, len(keep) + len(keep) // 4))
+        for name, arr in old.items():
+            getattr(self, name)[: len(keep)] = arr
+        self.n, self.dead, self.ids = len(keep), 0, ids
+        self.row_of = {uid: i for i, uid in enumerate(ids) if uid is not None}
+        self.row_of_pk = {int(pk): i for i, pk in enumerate(self.pks[: self.n])}
+
+    def mask(self, flt: SearchFilter, now: float) -> np.ndarray:
+        """Boolean mask over rows ``[0, n)`` of every filter condition (vectorised)."""
+        n = self.n
+        m = self.alive[:n].copy()
+        m &= self.part[:n] == self.part_codes.lookup(flt.partition)
+        if flt.kinds is not None:
+            m &= np.isin(self.kind[:n], [self.kind_codes.lookup(x) for x in flt.kinds if x is not None])
+        if flt.roles is not None:
+            m &= np.isin(self.role[:n], [self.role_codes.lookup(x) for x in flt.roles if x is not None])
+        if flt.session_id is not None:
+            m &= self.session[:n] == self.session_codes.lookup(flt.session_id)
+        if flt.thread_id is not None:
+            m &= self.thread[:n] == self.thread_codes.lookup(flt.thread_id)
+        if flt.as_of is not None:
+            t = timeutil.parse(flt.as_of).timestamp()
+            m &= (self.vf[:n] <= t) & (self.vu[:n] > t)
+        else:
+            m &= self.vu[:n] > now
+        if flt.read_region is not None:
+            region = tuple(sorted(set(flt.read_region)))
+            ok = self.scope_sigs.verdicts(("region", region), lambda d: scope_rules.visible(d, region))
+            m &= ok[self.scope[:n]]
+        if not flt.admin:
+            principals = frozenset(flt.principals)
+            ok = self.acl_sigs.verdicts(
+                ("readers", principals),
+                lambda readers: readers is None or bool(principals.intersection(readers)),
+            )
+            m &= ok[self.acl[:n]]
+        if flt.labels:
+            need = frozenset(flt.labels)
+            ok = self.label_sigs.verdicts(("labels", need), lambda have: need <= have)
+            m &= ok[self.labels[:n]]
+        for uid in flt.exclude_ids:
+            i = self.row_of.get(uid)
+            if i is not None:
+                m[i] = False
+        return m
+
+    def top_vector(self, q: np.ndarray, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
+        """Top ``depth`` rows by cosine among rows where ``m`` holds: ``(row, cosine)``."""
+        rows = np.flatnonzero(m)
+        if rows.size == 0 or depth <= 0:
+            return []
+        if rows.size * 4 < self.n:  # selective filter: score only the visible rows
+            scores = self.matrix[rows] @ q
+            cand = rows
+        else:
+            scores = self.matrix[: self.n] @ q
+            scores = np.where(m, scores, -np.inf)
+            cand = None
+        kk = min(depth, rows.size)
+        if kk < scores.size:
+            part = np.argpartition(-scores, kk - 1)[:kk]
+        else:
+            part = np.arange(scores.size)
+        part = part[np.argsort(-scores[part], kind="stable")]
+        picked = cand[part] if cand is not None else part
+        return [(int(r), float(scores[p])) for r, p in zip(picked, part, strict=True)]
+
+
+# ---------------------------------------------------------------------------
+# The index
+# ---------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS units (
+    pk INTEGER PRIMARY KEY,
+    context_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    partition TEXT NOT NULL,
+    role TEXT,
+    session_id TEXT,
+    thread_id TEXT,
+    valid_from REAL,
+    valid_until REAL,
+    scopes_key TEXT NOT NULL,
+    acl_key TEXT,
+    labels_key TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    text TEXT NOT NULL,
+    ctx_token TEXT NOT NULL,
+    UNIQUE (context_id, id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
+    text, ctx_token, content='units', content_rowid='pk', tokenize='{tokenize}'
+);
+CREATE TRIGGER IF NOT EXISTS units_ai AFTER INSERT ON units BEGIN
+    INSERT INTO units_fts(rowid, text, ctx_token) VALUES (new.pk, new.text, new.ctx_token);
+END;
+CREATE TRIGGER IF NOT EXISTS units_ad AFTER DELETE ON units BEGIN
+    INSERT INTO units_fts(units_fts, rowid, text, ctx_token) VALUES ('delete', old.pk, old.text, old.ctx_token);
+    DELETE FROM vectors WHERE pk = old.pk;
+END;
+CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE OF text ON units BEGIN
+    INSERT INTO units_fts(units_fts, rowid, text, ctx_token) VALUES ('delete', old.pk, old.text, old.ctx_token);
+    INSERT INTO units_fts(rowid, text, ctx_token) VALUES (new.pk, new.text, new.ctx_token);
+END;
+CREATE TABLE IF NOT EXISTS vectors (pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
+""".replace("{tokenize}", _TOKENIZE)
+
+# Connection-local helpers for the BM25 budget: a scratch FTS5 table with the same tokenizer
+# turns query words into index terms (porter stems), and a vocabulary view gives their
+# document frequencies.
+_TEMP_SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(text, tokenize='{tokenize}');
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_token_instances USING fts5vocab(temp, query_tokens, 'instance');
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.units_vocab USING fts5vocab(main, units_fts, 'row');
+""".replace("{tokenize}", _TOKENIZE)
+
+_UPSERT = """
+INSERT INTO units (context_id, id, revision, kind, partition, role, session_id, thread_id,
+                   valid_from, valid_until, scopes_key, acl_key, labels_key, payload, text, ctx_token)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (context_id, id) DO UPDATE SET
+    revision = excluded.revision, kind = excluded.kind, partition = excluded.partition,
+    role = excluded.role, session_id = excluded.session_id, thread_id = excluded.thread_id,
+    valid_from = excluded.valid_from, valid_until = excluded.valid_until,
+    scopes_key = excluded.scopes_key, acl_key = excluded.acl_key, labels_key = excluded.labels_key,
+    payload = excluded.payload, text = excluded.text
+WHERE excluded.revision >= units.revision
+RETURNING pk
+"""
+
+SCHEMA_VERSION = "1"
+
+_ROW_COLUMNS = ("pk, id, kind, partition, role, session_id, thread_id, valid_from, valid_until, "
+                "scopes_key, acl_key, labels_key")
+
+
+class EmbeddedSearchIndex:
+    """``SearchIndex`` over one SQLite file; see the module docstring for the design.
+
+    ``clock`` returns epoch seconds and decides what "current" means when a filter has no
+    ``as_of`` (tests can pin it). ``max_cached_contexts`` bounds how many contexts keep their
+    in-memory view; the least recently searched one is dropped (and reloaded on demand).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], embedder: Embedder, *,
+                 clock: Callable[[], float] = time.time, max_cached_contexts: int = 256) -> None:
+        self.path = os.fspath(path)
+        self.embedder = embedder
+        self.dimension = int(embedder.dimension)
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._views: OrderedDict[str, _ContextView] = OrderedDict()  # least recently searched first
+        self._max_views = max_cached_contexts
+        self._df_cache: dict[str, int] = {}  # query word -> document frequency (budget only)
+        self._df_rows: int | None = None  # index size when the cache was started
+        self._writes_since_df = 0
+        if self.path != ":memory:":
+            parent = os.path.dirname(os.path.abspath(self.path))
+            os.makedirs(parent, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+            self._db.executescript(_TEMP_SCHEMA)
+            self._check_embedder()
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+            self._views.clear()
+
+    def __enter__(self) -> EmbeddedSearchIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_embedder(self) -> None:
+        """Record the embedder on first use; refuse a different one afterwards, because vectors
+        from two embedders are not comparable and mixing them silently ruins retrieval."""
+        meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        name, dim = meta.get("embedder_name"), meta.get("embedder_dimension")
+        if name is None:
+            with self._tx():
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    [("embedder_name", self.embedder.name), ("embedder_dimension", str(self.dimension)),
+                     ("schema_version", SCHEMA_VERSION)],
+                )
+                # rank = BM25 of the text column only; the context-token column weighs nothing
+                self._db.execute("INSERT INTO units_fts (units_fts, rank) VALUES ('rank', 'bm25(1.0, 0.0)')")
+            return
+        if meta.get("schema_version") != SCHEMA_VERSION:
+            raise RuntimeError(
+                f"search index {self.path} has schema version {meta.get('schema_version')!r}, "
+                f"this code reads {SCHEMA_VERSION!r}; rebuild it with `agent-memory reindex`"
+            )
+        if name != self.embedder.name or int(dim or -1) != self.dimension:
+            raise EmbedderMismatch(
+                f"search index {self.path} was built with embedder {name!r} (dimension {dim}) "
+                f"but is being opened with {self.embedder.name!r} (dimension {self.dimension}); "
+                "rebuild it with `agent-memory reindex` or configure the original embedder"
+            )
+
+    def _tx(self) -> _Transaction:
+        return _Transaction(self._db)
+
+    # -- writes --------------------------------------------------------------
+
+    def upsert(self, units: Sequence[SearchUnit]) -> None:
+        """Insert or replace units; a unit whose revision is lower than the stored one is
+        ignored (equal revision overwrites), so replayed or reordered projections are safe."""
+        latest: dict[tuple[str, str], SearchUnit] = {}
+        for u in units:
+            key = (u.context_id, u.id)
+            prev = latest.get(key)
+            if prev is None or u.revision >= prev.revision:
+                latest[key] = u
+        if not latest:
+            return
+        with self._lock:
+            stored = self._stored_revisions(list(latest))
+        todo = [u for key, u in latest.items() if stored.get(key, -math.inf) <= u.revision]
+        if not todo:
+            return
+        prepared = [self._prepare(u) for u in todo]  # validates timestamps before any write
+        vectors = embed_all(self.embedder, [u.text for u in todo])
+        applied: dict[str, tuple[list[_Row], list[np.ndarray]]] = {}
+        with self._lock, self._tx():
+            for u, params, vec in zip(todo, prepared, vectors, strict=True):
+                got = self._db.execute(_UPSERT, params).fetchone()
+                if got is None:  # a newer revision landed meanwhile
+                    continue
+                pk = int(got[0])
+                self._db.execute("INSERT OR REPLACE INTO vectors (pk, embedding) VALUES (?, ?)",
+                                 (pk, vec.astype("<f4").tobytes()))
+                rows, vecs = applied.setdefault(u.context_id, ([], []))
+                rows.append(_row_from_params(pk, params))
+                vecs.append(vec)
+        with self._lock:
+            self._writes_since_df += sum(len(rows) for rows, _ in applied.values())
+            for ctx, (rows, vecs) in applied.items():
+                view = self._views.get(ctx)
+                if view is not None:
+                    view.set_rows(rows, np.stack(vecs))
+
+    @staticmethod
+    def _prepare(u: SearchUnit) -> tuple[Any, ...]:
+        acl = None if u.acl_readers is None else json.dumps(sorted(set(u.acl_readers)))
+        return (
+            u.context_id, u.id, int(u.revision), u.kind, u.partition, u.role, u.session_id,
+            u.thread_id, _epoch(u.valid_from), _epoch(u.valid_until),
+            scopes_key(u.scopes), acl, json.dumps(sorted(set(u.labels))),
+            json.dumps(unit_to_dict(u), ensure_ascii=False, separators=(",", ":")), u.text,
+            context_token(u.context_id),
+        )
+
+    def _stored_revisions(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        by_ctx: dict[str, list[str]] = {}
+        for ctx, uid in keys:
+            by_ctx.setdefault(ctx, []).append(uid)
+        out: dict[tuple[str, str], int] = {}
+        for ctx, ids in by_ctx.items():
+            for chunk in _chunks(ids, _SQL_IN_CHUNK):
+                sql = f"SELECT id, revision FROM units WHERE context_id = ? AND id IN ({_qmarks(chunk)})"
+                for uid, rev in self._db.execute(sql, (ctx, *chunk)):
+                    out[(ctx, uid)] = int(rev)
+        return out
+
+    def delete(self, context_id: str, unit_ids: Sequence[str]) -> None:
+        ids = list(dict.fromkeys(unit_ids))
+        if not ids:
+            return
+        with self._lock, self._tx():
+            for chunk in _chunks(ids, _SQL_IN_CHUNK):
+                self._db.execute(
+                    f"DELETE FROM units WHERE context_id = ? AND id IN ({_qmarks(chunk)})", (context_id, *chunk)
+                )
+            view = self._views.get(context_id)
+            if view is not None:
+                view.remove(ids)
+            self._writes_since_df += len(ids)
+
+    def delete_context(self, context_id: str) -> None:
+        with self._lock, self._tx():
+            gone = self._db.execute("DELETE FROM units WHERE context_id = ?", (context_id,)).rowcount
+            self._views.pop(context_id, None)
+            self._writes_since_df += max(0, gone)
+
+    # -- reads ---------------------------------------------------------------
+
+    def get(self, context_id: str, unit_id: str) -> SearchUnit | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT payload FROM units WHERE context_id = ? AND id = ?", (context_id, unit_id)
+            ).fetchone()
+        return None if row is None else unit_from_dict(json.loads(row[0]))
+
+    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid") -> list[SearchHit]:
+        if mode not in ("hybrid", "vector", "bm25"):
+            raise ValueError(f"unknown search mode {mode!r}")
+        if k <= 0:
+            return []
+        depth = candidate_depth(k) if mode == "hybrid" else k
+        qvec = embed_all(self.embedder, [query])[0] if mode != "bm25" else None
+        with self._lock:
+            view = self._view(flt.context_id)
+            if view.n == view.dead:
+                return []
+            m = view.mask(flt, self._clock())
+            if not m.any():
+                return []
+            vec_hits = view.top_vector(qvec, m, depth) if qvec is not None else []
+            bm_hits = self._top_bm25(view, query, m, depth) if mode != "vector" else []
+            if mode == "vector":
+                ranked = [(view.ids[r], s) for r, s in vec_hits]
+            elif mode == "bm25":
+                ranked = [(view.ids[r], saturate(-s)) for r, s in bm_hits]  # FTS5 bm25 is negative
+            else:
+                ranked = reciprocal_rank_fusion(
+                    [[view.ids[r] for r, _ in bm_hits], [view.ids[r] for r, _ in vec_hits]]
+                )
+            ranked = ranked[:k]
+            units = self._load_units(flt.context_id, [uid for uid, _ in ranked])
+        return [SearchHit(units[uid], float(score)) for uid, score in ranked if uid in units]
+
+    def _view(self, context_id: str) -> _ContextView:
+        view = self._views.get(context_id)
+        if view is None:
+            view = self._load_view(context_id)
+            self._views[context_id] = view
+            while len(self._views) > self._max_views:
+                self._views.popitem(last=False)
+        else:
+            self._views.move_to_end(context_id)
+        return view
+
+    def _load_view(self, context_id: str) -> _ContextView:
+        cur = self._db.execute(
+            f"SELECT {', '.join('u.' + c.strip() for c in _ROW_COLUMNS.split(','))}, v.embedding "
+            "FROM units u LEFT JOIN vectors v ON v.pk = u.pk WHERE u.context_id = ? ORDER BY u.pk",
+            (context_id,),
+        )
+        data = cur.fetchall()
+        view = _ContextView(context_id, self.dimension)
+        if data:
+            zero = bytes(4 * self.dimension)
+            blob = b"".join(r[-1] if r[-1] is not None else zero for r in data)
+            vectors = np.frombuffer(blob, dtype="<f4").reshape(len(data), self.dimension)
+            view.load([r[:-1] for r in data], vectors)
+        return view
+
+    def _top_bm25(self, view: _ContextView, query: str, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
+        """Best ``depth`` visible rows by BM25: ``(row, raw bm25)``.
+
+        When the filter leaves enough rows visible, a page of FTS5 results in rank order is
+        checked against the mask row by row; if the page runs out before ``depth`` visible rows
+        are found (the best matches are invisible, or belong to other contexts), or the filter
+        is too selective for a page to be worth trying, every match is scored and masked at
+        once. Either way the cut to ``depth`` happens after filtering.
+        """
+        live = view.n - view.dead
+        terms = self._budgeted_terms(query_terms(query), live)
+        match = fts_match_expression(terms, context_token(view.context_id))
+        if match is None:
+            return []
+        row_of_pk = view.row_of_pk
+        page = max(200, 4 * depth)
+        visible_share = float(np.count_nonzero(m)) / max(1, live)
+        if visible_share * page >= 2 * depth:
+            rows = self._db.execute(
+                "SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ? ORDER BY rank LIMIT ?", (match, page)
+            ).fetchall()
+            out: list[tuple[int, float]] = []
+            for pk, score in rows:
+                r = row_of_pk.get(pk)
+                if r is not None and m[r]:
+                    out.append((r, score))
+                    if len(out) == depth:
+                        return out
+            if len(rows) < page:
+                return out  # every match was seen
+        allrows = self._db.execute("SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ?", (match,)).fetchall()
+        idx = np.fromiter((row_of_pk.get(pk, -1) for pk, _ in allrows), dtype=np.int64, count=len(allrows))
+        raw = np.fromiter((s for _, s in allrows), dtype=np.float64, count=len(allrows))
+        ok = idx >= 0
+        ok[ok] = m[idx[ok]]
+        idx, raw = idx[ok], raw[ok]
+        if idx.size > depth:
+            part = np.argpartition(raw, depth - 1)[:depth]
+            idx, raw = idx[part], raw[part]
+        order = np.lexsort((idx, raw))
+        return [(int(idx[i]), float(raw[i])) for i in order]
+
+    def _budgeted_terms(self, words: list[str], context_rows: int) -> list[str]:
+        """``words`` that can match, rarest first, dropping the most frequent ones once their
+        estimated matches in the context pass ``BM25_MATCH_BUDGET`` (see its comment).
+
+        Document frequencies are index-wide; the context's share of them is estimated as
+        proportional to its share of the index."""
+        if not words:
+            return []
+        df = self._doc_frequencies(words)
+        share = min(1.0, context_rows / max(1, self._df_rows or context_rows))
+        ranked = sorted((w for w in words if df[w] > 0), key=lambda w: df[w])
+        kept: list[str] = []
+        total = 0.0
+        for w in ranked:
+            if kept and total + df[w] * share > BM25_MATCH_BUDGET:
+                break
+            kept.append(w)
+            total += df[w] * share
+        return kept
+
+    def _doc_frequencies(self, words: list[str]) -> dict[str, int]:
+        """Document frequency of each word's index term(s), from a cache refreshed after about
+        10% of the index has been rewritten (it only steers the budget, never a score). A word
+        that tokenizes to several terms is a phrase; the rarest term bounds its frequency."""
+        if self._df_rows is None or self._writes_since_df > max(2000, self._df_rows // 10):
+            self._df_cache = {}
+            self._df_rows = int(self._db.execute("SELECT count(*) FROM units").fetchone()[0])
+            self._writes_since_df = 0
+        missing = [w for w in words if w not in self._df_cache]
+        if missing:
+            self._db.execute("DELETE FROM temp.query_tokens")
+            self._db.executemany("INSERT INTO temp.query_tokens (rowid, text) VALUES (?, ?)",
+                                 list(enumerate(missing, start=1)))
+            terms: dict[int, set[str]] = {}
+            for term, doc in self._db.execute("SELECT term, doc FROM temp.query_token_instances"):
+                terms.setdefault(int(doc), set()).add(term)
+            every = sorted({t for ts in terms.values() for t in ts})
+            freq: dict[str, int] = {}
+            for chunk in _chunks(every, _SQL_IN_CHUNK):
+                sql = f"SELECT term, doc FROM temp.units_vocab WHERE term IN ({_qmarks(chunk)})"
+                freq.update((t, int(d)) for t, d in self._db.execute(sql, tuple(chunk)))
+            for i, w in enumerate(missing, start=1):
+                self._df_cache[w] = min((freq.get(t, 0) for t in terms.get(i, ())), default=0)
+        return {w: self._df_cache[w] for w in words}
+
+    def _load_units(self, context_id: str, ids: list[str]) -> dict[str, SearchUnit]:
+        if not ids:
+            return {}
+        sql = f"SELECT id, payload FROM units WHERE context_id = ? AND id IN ({_qmarks(ids)})"
+        return {uid: unit_from_dict(json.loads(p)) for uid, p in self._db.execute(sql, (context_id, *ids))}
+
+
+def _row_from_params(pk: int, p: tuple[Any, ...]) -> _Row:
+    """The in-memory row of an applied ``_UPSERT`` (parameter order as in ``_prepare``)."""
+    return _Row(pk=pk, id=p[1], kind=p[3], partition=p[4], role=p[5], session_id=p[6], thread_id=p[7],
+                valid_from=p[8], valid_until=p[9], scopes_key=p[10], acl_key=p[11], labels_key=p[12])
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` / ``ROLLBACK`` on an autocommit connection."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _qmarks(items: Sequence[Any]) -> str:
+    return ",".join("?" * len(items))

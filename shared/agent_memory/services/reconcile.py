@@ -1,0 +1,584 @@
+"""Reconciliation: what one extraction changes in memory, as a plan (pure, no I/O).
+
+Input: one ``ExtractionOutput``, the *current* facts of the slots it touches (the caller
+loads them; ``slots()`` says which), the existing entities, and the write's provenance
+(source, scopes, labels, observed_at). Output: a ``ReconcilePlan`` the facts service
+writes in one transaction (new rows conditioned on absence, old rows on their version),
+so two concurrent corrections leave exactly one current value.
+
+Rules (DESIGN "Cardinality", "Time"):
+
+- A *slot* is (entity, key) for attributes and (subject, label) for relations; keys and
+  labels are normalised by ``cardinality``. Only rows in the same scope compete: scope
+  equality is canonical DNF equality, so values in different scopes coexist.
+- ``validFrom`` = the statement's event-time phrase resolved against ``observed_at``, else
+  ``observed_at``, else now.
+- Same value again (case-, whitespace- and article-insensitive) -> *reinforcement*:
+  importance + ``reinforce_step`` (capped at 1.0), ``lastSeenAt`` = now, ``reinforced`` + 1.
+- Single-valued slot, new value -> *supersession*: the new row ``supersedes`` the old, the
+  old row gets ``supersededBy`` and ``validUntil`` = the new ``validFrom`` (never before
+  its own ``validFrom``: a move "last month" told after we recorded the old value closes
+  the old window empty rather than inverted), and a correction {entityId, key, oldValue,
+  newValue} is reported. If the statement was *made* before the current row's
+  ``validFrom`` (an out-of-order import), it is history: inserted closed at that
+  ``validFrom`` and linked to the current row, which stays current; no correction.
+- Multi-valued slot, new value -> insert; values accumulate.
+- Negation -> *close*: the matching current row gets ``validUntil`` (single-valued: the
+  current value if it matches, or whatever is current when no value is given;
+  multi-valued: only the negated value). Reported as a correction with ``newValue`` "".
+  A negation that matches nothing changes nothing.
+- Authoritative facts (source ``upsert`` or ``document``) are never superseded or closed
+  by a conversational turn: the claim becomes an *uncertainty* instead. Authoritative
+  writes may replace anything.
+- Claims under ``confidence_floor`` are not stored as values: they become uncertainties.
+- Within one extraction, claims are first collapsed so each slot (single-valued) or slot
+  value (multi-valued) has one outcome: the last positive claim of a single-valued slot
+  wins and earlier ones are never stored; a later negation of that same value cancels it;
+  negations of other values are dropped (the winner supersedes the current value anyway).
+  For a multi-valued slot the last claim per value wins. A kept claim without an event
+  time borrows one from an earlier claim of the same value ("I moved to Berlin last week.
+  I live in Berlin.").
+- Categories: the model's, else the key's registry default; initial importance identity
+  1.0, knowledge 0.8, context 0.5. Relations use the same rules with label cardinality
+  (``manager``, ``spouse`` single; ``sister``, ``friend``, ``colleague`` multi); their
+  values, and the values of their corrections, are object entity ids. A relation stated
+  with a ``valid_until`` closes the matching current row then (or is stored closed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from agent_memory import timeutil
+from agent_memory.ids import new_id, split_entity_id
+from agent_memory.models.extraction import (
+    ActionSummary,
+    AttributeSummary,
+    CorrectionSummary,
+    EntitySummary,
+    ExtractionOutput,
+    ExtractionResult,
+    InstructionSummary,
+    RelationSummary,
+    UncertaintySummary,
+)
+from agent_memory.models.memory import (
+    Action,
+    Attribute,
+    Entity,
+    Instruction,
+    Relation,
+    Source,
+    Uncertainty,
+)
+from agent_memory.scopes import Dnf, normalise_dnf
+from agent_memory.services import cardinality as card
+from agent_memory.services.extraction.speaker import SELF_ENTITY_ID, EntityResolver
+from agent_memory.services.temporal import resolve_event_time
+
+Fact = Attribute | Relation
+Kind = Literal["attribute", "relation"]
+
+
+@dataclass(frozen=True)
+class ReconcileSettings:
+    confidence_floor: float = 0.5
+    reinforce_step: float = 0.1
+
+
+@dataclass
+class EntityTouch:
+    """An entity the turn mentioned. New ones are written create-only; for existing ones
+    ``entity`` is the stored row with ``updated_at`` (and a newly learned ``name``) set."""
+
+    entity: Entity
+    is_new: bool
+
+
+@dataclass
+class Supersession:
+    old_id: str
+    new_id: str
+    valid_until: str
+    updated: Fact  # the old row as it must be written back
+
+
+@dataclass
+class Close:
+    old_id: str
+    valid_until: str
+    updated: Fact
+
+
+@dataclass
+class Reinforcement:
+    id: str
+    importance: float
+    last_seen_at: str
+    updated: Fact
+
+
+@dataclass
+class ReconcilePlan:
+    entities: list[EntityTouch] = field(default_factory=list)
+    inserts: list[Attribute] = field(default_factory=list)
+    relation_inserts: list[Relation] = field(default_factory=list)
+    supersessions: list[Supersession] = field(default_factory=list)
+    closes: list[Close] = field(default_factory=list)
+    reinforcements: list[Reinforcement] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    instructions: list[Instruction] = field(default_factory=list)
+    uncertainties: list[Uncertainty] = field(default_factory=list)
+    corrections: list[CorrectionSummary] = field(default_factory=list)
+
+    def updated_rows(self) -> list[Fact]:
+        """Every existing row the plan changes, once each, in its final state."""
+        rows: dict[str, Fact] = {}
+        for change in (*self.supersessions, *self.closes, *self.reinforcements):
+            rows[change.updated.id] = change.updated
+        return list(rows.values())
+
+    def to_result(self, turn_id: str) -> ExtractionResult:
+        """The write's ``ExtractionResultJson`` (``.to_wire()`` for the camelCase dict)."""
+        return ExtractionResult(
+            turn_id=turn_id,
+            entities=[EntitySummary(id=t.entity.id, name=t.entity.name, entity_type=t.entity.entity_type,
+                                    memory_category=_category(t.entity.category), is_new=t.is_new)
+                      for t in self.entities],
+            attributes=[AttributeSummary(id=a.id, entity_id=a.entity_id, key=a.key, value=a.value,
+                                         memory_category=_category(a.category)) for a in self.inserts],
+            relations=[RelationSummary(subject=r.subject, label=r.label, object=r.object,
+                                       memory_category=_category(r.category)) for r in self.relation_inserts],
+            actions=[ActionSummary(actor=a.actor, verb=a.verb, object=a.object, occurred_at=a.occurred_at,
+                                   summary=a.summary, memory_category=_category(a.category)) for a in self.actions],
+            instructions=[InstructionSummary(id=i.id, label=i.label, description=i.description)
+                          for i in self.instructions],
+            uncertainties=[UncertaintySummary(about=u.about, reason=u.reason) for u in self.uncertainties],
+            corrections=list(self.corrections),
+        )
+
+
+def _category(value: str) -> card.Category:
+    return value if value in card.INITIAL_IMPORTANCE else card.DEFAULT_CATEGORY  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------
+# Claims: the extraction's attributes and relations, resolved and normalised
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Claim:
+    kind: Kind
+    entity_id: str
+    key: str
+    value: str  # attribute value, or the relation's object entity id
+    cardinality: card.Cardinality
+    negated: bool
+    category: str
+    confidence: float
+    valid_from: datetime
+    valid_until: datetime | None = None
+    timed: bool = False  # valid_from came from an event-time phrase, not the clock
+
+    @property
+    def slot(self) -> tuple[Kind, str, str]:
+        return (self.kind, self.entity_id, self.key)
+
+
+def normalise_value(value: str) -> str:
+    """Comparison form: case-folded, whitespace collapsed, leading article and trailing
+    punctuation dropped ("The Netherlands." == "netherlands")."""
+    text = re.sub(r"\s+", " ", (value or "").strip().casefold()).strip(" .,!;:\"'")
+    return re.sub(r"^(?:a|an|the) ", "", text)
+
+
+def _same(a: str, b: str) -> bool:
+    return normalise_value(a) == normalise_value(b)
+
+
+def _row_value(row: Fact) -> str:
+    return row.value if isinstance(row, Attribute) else row.object
+
+
+@dataclass(frozen=True)
+class Slots:
+    """What reconciliation needs loaded: current attributes per (entity, key) and current
+    relations per (subject, label)."""
+
+    attributes: frozenset[tuple[str, str]]
+    relations: frozenset[tuple[str, str]]
+    entity_ids: frozenset[str]
+
+
+def slots(extraction: ExtractionOutput, resolver: EntityResolver) -> Slots:
+    """The slots an extraction touches, resolved with the same resolver ``reconcile`` uses."""
+    _register_entities(extraction, resolver)
+    attrs, rels, ents = set(), set(), set()
+    for a in extraction.attributes:
+        eid = resolver.resolve(a.entity, a.entity_type)
+        if eid and a.key.strip():
+            attrs.add((eid, card.normalise_key(a.key)))
+            ents.add(eid)
+    for r in extraction.relations:
+        subject, obj = resolver.resolve(r.subject, r.subject_type), resolver.resolve(r.object, r.object_type)
+        if subject and obj and r.label.strip():
+            rels.add((subject, card.normalise_label(r.label)))
+            ents.update((subject, obj))
+    return Slots(frozenset(attrs), frozenset(rels), frozenset(ents))
+
+
+def _register_entities(extraction: ExtractionOutput, resolver: EntityResolver) -> None:
+    for e in extraction.entities:
+        resolver.resolve(e.name, e.type)
+
+
+# ---------------------------------------------------------------------------
+# The plan builder
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Write:
+    """The write's provenance and clock, shared by every row the plan creates."""
+
+    source: Source
+    scopes: Dnf
+    labels: list[str]
+    context_id: str
+    created_by: str | None
+    observed: datetime
+    now: str
+    settings: ReconcileSettings
+
+    def event_time(self, phrase: str | None) -> datetime:
+        return resolve_event_time(phrase, self.observed) or self.observed
+
+    def timed(self, phrase: str | None) -> bool:
+        return resolve_event_time(phrase, self.observed) is not None
+
+
+class _Planner:
+    def __init__(self, write: _Write, resolver: EntityResolver, current: Iterable[Fact]):
+        self.w = write
+        self.resolver = resolver
+        self.plan = ReconcilePlan()
+        self.rows: dict[tuple[Kind, str, str], list[Fact]] = {}
+        for row in current:
+            kind: Kind = "attribute" if isinstance(row, Attribute) else "relation"
+            if isinstance(row, Attribute):
+                slot = (kind, row.entity_id, card.normalise_key(row.key))
+            else:
+                slot = (kind, row.subject, card.normalise_label(row.label))
+            self.rows.setdefault(slot, []).append(row)
+
+    # -- lookups ------------------------------------------------------------------
+
+    def current(self, claim: _Claim) -> list[Fact]:
+        return [r for r in self.rows.get(claim.slot, [])
+                if r.is_current and normalise_dnf(r.scopes) == self.w.scopes]
+
+    def replace(self, claim: _Claim, row: Fact) -> None:
+        rows = self.rows[claim.slot]
+        rows[:] = [row if r.id == row.id else r for r in rows]
+
+    def name(self, eid: str) -> str:
+        return self.resolver.names.get(eid) or split_entity_id(eid)[1]
+
+    def shown(self, claim: _Claim, value: str) -> str:
+        return self.name(value) if claim.kind == "relation" else value
+
+    # -- row factories ----------------------------------------------------------------
+
+    def new_row(self, claim: _Claim) -> Fact:
+        w = self.w
+        common = dict(
+            context_id=w.context_id, category=claim.category, importance=card.initial_importance(claim.category),
+            confidence=claim.confidence, valid_from=timeutil.iso(claim.valid_from),
+            valid_until=timeutil.iso(claim.valid_until) if claim.valid_until else None,
+            source=dataclasses.replace(w.source), scopes=[list(c) for c in w.scopes], labels=list(w.labels),
+            created_at=w.now, created_by=w.created_by, last_seen_at=w.now,
+        )
+        if claim.kind == "attribute":
+            row: Fact = Attribute(id=new_id("attr"), entity_id=claim.entity_id, key=claim.key, value=claim.value,
+                                  **common)
+            self.plan.inserts.append(row)
+        else:
+            row = Relation(id=new_id("rel"), subject=claim.entity_id, label=claim.key, object=claim.value, **common)
+            self.plan.relation_inserts.append(row)
+        return row
+
+    def uncertainty(self, claim: _Claim, reason: str) -> None:
+        words = claim.key.replace("_", " ")
+        value = self.shown(claim, claim.value) or "(any value)"
+        about = f"Whether {self.name(claim.entity_id)}'s {words} {'is no longer' if claim.negated else 'is'} {value}."
+        self.plan.uncertainties.append(Uncertainty(
+            id=new_id("unc"), context_id=self.w.context_id, about=about, reason=reason, entity_id=claim.entity_id,
+            key=claim.key, proposed_value=claim.value, source=dataclasses.replace(self.w.source),
+            scopes=[list(c) for c in self.w.scopes], labels=list(self.w.labels), created_at=self.w.now,
+            created_by=self.w.created_by))
+
+    def correction(self, claim: _Claim, old: Fact, new_value: str) -> None:
+        self.plan.corrections.append(CorrectionSummary(
+            entity_id=claim.entity_id, key=claim.key, old_value=_row_value(old), new_value=new_value))
+
+    # -- the rules --------------------------------------------------------------------
+
+    def protected(self, claim: _Claim, rows: Sequence[Fact]) -> bool:
+        """A turn may not replace authoritative rows; record the claim as an uncertainty."""
+        locked = [r for r in rows if r.source.authoritative] if not self.w.source.authoritative else []
+        if locked:
+            old = locked[0]
+            self.uncertainty(claim, f"A conversation {'denied' if claim.negated else 'said'} "
+                                    f"{self.shown(claim, claim.value)!r}, but the {old.source.kind} record says "
+                                    f"{self.shown(claim, _row_value(old))!r}; the recorded value is kept.")
+        return bool(locked)
+
+    def apply(self, claim: _Claim) -> None:
+        if claim.confidence < self.w.settings.confidence_floor:
+            self.uncertainty(claim, f"Stated with low confidence ({claim.confidence:.2f}, below "
+                                    f"{self.w.settings.confidence_floor:.2f}); not stored as a current value.")
+            return
+        rows = self.current(claim)
+        if claim.negated:
+            self.negate(claim, rows)
+        elif claim.valid_until is not None:
+            self.ended(claim, rows)
+        else:
+            self.state(claim, rows)
+
+    def state(self, claim: _Claim, rows: list[Fact]) -> None:
+        same = [r for r in rows if _same(_row_value(r), claim.value)]
+        if same:
+            self.reinforce(same[0])
+            return
+        if claim.cardinality == "multi" or not rows:
+            self.new_row(claim)
+            return
+        if self.protected(claim, rows):
+            return
+        latest = max(rows, key=lambda r: r.valid_from or "")
+        if latest.valid_from and timeutil.iso(self.w.observed) < latest.valid_from:
+            self.history(claim, latest)
+            return
+        new = self.new_row(claim)
+        new.supersedes = latest.id
+        for old in rows:
+            until = max(new.valid_from or "", old.valid_from or "")
+            updated = dataclasses.replace(old, superseded_by=new.id, valid_until=until)
+            self.plan.supersessions.append(Supersession(old.id, new.id, until, updated))
+            self.replace(claim, updated)
+            self.correction(claim, old, claim.value)
+
+    def history(self, claim: _Claim, current: Fact) -> None:
+        """Said before the current value began: a closed row in front of it."""
+        claim = dataclasses.replace(claim, valid_until=timeutil.parse(current.valid_from or self.w.now))
+        row = self.new_row(claim)
+        row.superseded_by = current.id
+
+    def negate(self, claim: _Claim, rows: list[Fact]) -> None:
+        if claim.value:
+            targets = [r for r in rows if _same(_row_value(r), claim.value)]
+        else:
+            targets = rows if claim.cardinality == "single" else []
+        if not targets or self.protected(claim, targets):
+            return
+        for old in targets:
+            self.close(claim, old, claim.valid_from)
+
+    def ended(self, claim: _Claim, rows: list[Fact]) -> None:
+        """A claim with its own end ("worked with Carol until 2022")."""
+        targets = [r for r in rows if _same(_row_value(r), claim.value)]
+        if targets and not self.protected(claim, targets):
+            for old in targets:
+                self.close(claim, old, claim.valid_until or claim.valid_from)
+        elif not targets:
+            self.new_row(claim)
+
+    def close(self, claim: _Claim, old: Fact, at: datetime) -> None:
+        until = max(timeutil.iso(at), old.valid_from or "")
+        updated = dataclasses.replace(old, valid_until=until)
+        self.plan.closes.append(Close(old.id, until, updated))
+        self.replace(claim, updated)
+        self.correction(claim, old, "")
+
+    def reinforce(self, old: Fact) -> None:
+        importance = round(min(1.0, old.importance + self.w.settings.reinforce_step), 6)
+        updated = dataclasses.replace(old, importance=importance, last_seen_at=self.w.now,
+                                      reinforced=old.reinforced + 1)
+        self.plan.reinforcements.append(Reinforcement(old.id, importance, self.w.now, updated))
+        for rows in self.rows.values():
+            rows[:] = [updated if r.id == old.id else r for r in rows]
+
+
+def collapse(claims: list[_Claim]) -> list[_Claim]:
+    """One outcome per single-valued slot / multi-valued slot value (module docstring).
+
+    A kept claim without an event time borrows one from an earlier claim of the same value
+    ("I moved to Berlin last week. I live in Berlin." keeps "last week")."""
+    groups: dict[tuple[Kind, str, str], list[int]] = {}
+    for i, c in enumerate(claims):
+        groups.setdefault(c.slot, []).append(i)
+    keep: set[int] = set()
+    for indexes in groups.values():
+        if claims[indexes[-1]].cardinality == "multi":
+            last: dict[str, int] = {normalise_value(claims[i].value): i for i in indexes}
+            keep.update(last.values())
+            continue
+        positives = [i for i in indexes if not claims[i].negated]
+        if not positives:
+            keep.update({normalise_value(claims[i].value): i for i in indexes}.values())
+            continue
+        winner = positives[-1]
+        cancels = [i for i in indexes if i > winner and claims[i].negated
+                   and (not claims[i].value or _same(claims[i].value, claims[winner].value))]
+        keep.add(cancels[-1] if cancels else winner)
+    return [_borrow_time(claims, i) for i in sorted(keep)]
+
+
+def _borrow_time(claims: list[_Claim], index: int) -> _Claim:
+    claim = claims[index]
+    if claim.timed:
+        return claim
+    for earlier in reversed(claims[:index]):
+        if earlier.timed and earlier.slot == claim.slot and earlier.negated == claim.negated \
+                and _same(earlier.value, claim.value):
+            return dataclasses.replace(claim, valid_from=earlier.valid_from, timed=True)
+    return claim
+
+
+def _claims(extraction: ExtractionOutput, resolver: EntityResolver, write: _Write) -> list[_Claim]:
+    out: list[_Claim] = []
+    for a in extraction.attributes:
+        eid, key, value = resolver.resolve(a.entity, a.entity_type), card.normalise_key(a.key), a.value.strip()
+        if not eid or not key or (not value and not a.negated):
+            continue
+        cat = card.category(key, a.category)
+        out.append(_Claim("attribute", eid, key, value, card.cardinality(key, a.cardinality), a.negated, cat,
+                          a.confidence, write.event_time(a.valid_from), timed=write.timed(a.valid_from)))
+    for r in extraction.relations:
+        subject, obj = resolver.resolve(r.subject, r.subject_type), resolver.resolve(r.object, r.object_type)
+        label = card.normalise_label(r.label)
+        if not subject or not obj or not label:
+            continue
+        until = resolve_event_time(r.valid_until, write.observed) if r.valid_until else None
+        out.append(_Claim("relation", subject, label, obj, card.label_cardinality(label), r.negated,
+                          card.label_category(label, r.category), 1.0, write.event_time(r.valid_from), until,
+                          timed=write.timed(r.valid_from)))
+    return out
+
+
+def _actions(extraction: ExtractionOutput, resolver: EntityResolver, write: _Write) -> list[Action]:
+    actions = []
+    for a in extraction.actions:
+        actor = resolver.resolve(a.actor, a.actor_type)
+        if not actor or not a.verb.strip():
+            continue
+        cat = _category(a.category or "context")
+        summary = a.summary.strip() or " ".join(p for p in (resolver.names.get(actor, ""), a.verb, a.object or "") if p)
+        actions.append(Action(
+            id=new_id("act"), context_id=write.context_id, actor=actor, verb=a.verb.strip(),
+            object=(a.object or "").strip() or None, occurred_at=timeutil.iso(write.event_time(a.occurred_at)),
+            summary=summary, category=cat, importance=card.initial_importance(cat),
+            source=dataclasses.replace(write.source), scopes=[list(c) for c in write.scopes],
+            labels=list(write.labels), created_at=write.now, created_by=write.created_by))
+    return actions
+
+
+def _instructions(extraction: ExtractionOutput, current: Sequence[Instruction], write: _Write) -> list[Instruction]:
+    seen = {normalise_value(i.description) for i in current if i.active and not i.deleted}
+    out = []
+    for ins in extraction.instructions:
+        description = ins.description.strip()
+        if not description or normalise_value(description) in seen:
+            continue
+        seen.add(normalise_value(description))
+        label = card.snake_case(ins.label) or "instruction"
+        out.append(Instruction(
+            id=new_id("instr"), context_id=write.context_id, label=label, description=description,
+            source=dataclasses.replace(write.source), scopes=[list(c) for c in write.scopes],
+            labels=list(write.labels), created_at=write.now, created_by=write.created_by))
+    return out
+
+
+def _entities(extraction: ExtractionOutput, resolver: EntityResolver, plan: ReconcilePlan,
+              write: _Write) -> list[EntityTouch]:
+    mentioned: dict[str, str | None] = {}  # id -> model category
+    for e in extraction.entities:
+        eid = resolver.resolve(e.name, e.type)
+        if eid:
+            mentioned.setdefault(eid, e.category)
+    refs = [(a.entity, a.entity_type) for a in extraction.attributes]
+    refs += [(r.subject, r.subject_type) for r in extraction.relations]
+    refs += [(r.object, r.object_type) for r in extraction.relations]
+    refs += [(a.actor, a.actor_type) for a in extraction.actions]
+    for name, etype in refs:
+        eid = resolver.resolve(name, etype)
+        if eid:
+            mentioned.setdefault(eid, None)
+    learned = {a.entity_id: a.value for a in plan.inserts if a.key == "name" and a.valid_until is None}
+    touches = []
+    for eid, model_category in mentioned.items():
+        name = learned.get(eid) or resolver.names.get(eid) or split_entity_id(eid)[1]
+        existing = resolver.existing.get(eid)
+        if existing is not None:
+            touches.append(EntityTouch(dataclasses.replace(existing, name=name, updated_at=write.now), False))
+            continue
+        cat = "identity" if eid == SELF_ENTITY_ID else _category(model_category or card.DEFAULT_CATEGORY)
+        touches.append(EntityTouch(Entity(
+            id=eid, context_id=write.context_id, name=name, entity_type=split_entity_id(eid)[0], category=cat,
+            importance=card.initial_importance(cat), scopes=[list(c) for c in write.scopes],
+            labels=list(write.labels), created_at=write.now, updated_at=write.now, created_by=write.created_by),
+            True))
+    return touches
+
+
+def reconcile(
+    extraction: ExtractionOutput,
+    *,
+    source: Source,
+    current_attributes: Iterable[Attribute] = (),
+    current_relations: Iterable[Relation] = (),
+    current_instructions: Sequence[Instruction] = (),
+    existing_entities: Iterable[Entity] = (),
+    resolver: EntityResolver | None = None,
+    speaker_name: str | None = None,
+    scopes: object = None,
+    labels: Sequence[str] = (),
+    context_id: str = "",
+    created_by: str | None = None,
+    observed_at: datetime | None = None,
+    now: datetime | None = None,
+    settings: ReconcileSettings | None = None,
+) -> ReconcilePlan:
+    """Plan the changes one extraction makes (see the module docstring for the rules).
+
+    ``resolver`` defaults to an ``EntityResolver`` over ``existing_entities`` and
+    ``speaker_name``; pass the one used for ``slots()`` to share its decisions.
+    ``current_*`` may contain rows of other slots, scopes or closed rows: they are ignored.
+    """
+    clock = now or timeutil.now()
+    write = _Write(source=source, scopes=normalise_dnf(scopes), labels=sorted(set(labels)), context_id=context_id,
+                   created_by=created_by, observed=observed_at or clock, now=timeutil.iso(clock),
+                   settings=settings or ReconcileSettings())
+    resolver = resolver or EntityResolver(existing_entities, speaker_name=speaker_name)
+    _register_entities(extraction, resolver)
+    planner = _Planner(write, resolver, [*current_attributes, *current_relations])
+    for claim in collapse(_claims(extraction, resolver, write)):
+        planner.apply(claim)
+    plan = planner.plan
+    plan.actions = _actions(extraction, resolver, write)
+    plan.instructions = _instructions(extraction, current_instructions, write)
+    for u in extraction.uncertainties:
+        if u.about.strip():
+            plan.uncertainties.append(Uncertainty(
+                id=new_id("unc"), context_id=context_id, about=u.about.strip(), reason=u.reason.strip(),
+                source=dataclasses.replace(source), scopes=[list(c) for c in write.scopes],
+                labels=list(write.labels), created_at=write.now, created_by=created_by))
+    plan.entities = _entities(extraction, resolver, plan, write)
+    return plan

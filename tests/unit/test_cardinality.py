@@ -1,0 +1,98 @@
+"""The key / label registry (services.cardinality)."""
+
+import pytest
+
+from agent_memory.services import cardinality as card
+
+
+@pytest.mark.parametrize(("raw", "key"), [
+    ("location", "location"),
+    ("Location", "location"),
+    ("city", "location"),
+    ("lives_in", "location"),
+    ("Lives in", "location"),
+    ("works_at", "employer"),
+    ("company", "employer"),
+    ("title", "job_title"),
+    ("role", "job_title"),
+    ("Job Title", "job_title"),
+    ("jobTitle", "job_title"),
+    ("like", "likes"),
+    ("hobby", "hobbies"),
+    ("email_address", "email"),
+    ("Phone number", "phone"),
+    ("favorite_color", "favourite_color"),
+    ("shoe size", "shoe_size"),
+])
+def test_normalise_key(raw, key):
+    assert card.normalise_key(raw) == key
+
+
+@pytest.mark.parametrize("key", ["name", "location", "employer", "job_title", "age", "email", "phone", "timezone",
+                                 "nationality", "relationship_status", "birthday", "city", "works_at"])
+def test_single_valued_keys(key):
+    assert card.cardinality(key) == "single"
+
+
+@pytest.mark.parametrize("key", ["likes", "dislikes", "preferences", "skills", "languages", "pets", "hobbies",
+                                 "allergies", "like"])
+def test_multi_valued_keys(key):
+    assert card.cardinality(key) == "multi"
+
+
+def test_registry_beats_the_model_hint():
+    assert card.cardinality("location", "multi") == "single"
+    assert card.cardinality("likes", "single") == "multi"
+
+
+def test_unknown_key_uses_the_hint_else_single():
+    assert card.cardinality("board_games_owned", "multi") == "multi"
+    assert card.cardinality("board_games_owned", "MULTI") == "multi"
+    assert card.cardinality("board_games_owned", None) == "single"
+    assert card.cardinality("board_games_owned", "bogus") == "single"
+
+
+def test_default_categories():
+    assert card.category("name") == "identity"
+    assert card.category("employer") == "identity"
+    assert card.category("city") == "identity"
+    assert card.category("likes") == "knowledge"
+    assert card.category("mood") == "context"
+    assert card.category("something_new") == "knowledge"
+
+
+def test_model_category_wins_over_default():
+    assert card.category("location", "context") == "context"
+    assert card.category("location", "nonsense") == "identity"
+
+
+def test_initial_importance():
+    assert card.initial_importance("identity") == 1.0
+    assert card.initial_importance("knowledge") == 0.8
+    assert card.initial_importance("context") == 0.5
+    assert card.initial_importance("unknown") == 0.8
+
+
+@pytest.mark.parametrize(("raw", "label"), [
+    ("sister", "sister"), ("Sister", "sister"), ("sister_of", "sister"), ("boss", "manager"),
+    ("reports_to", "manager"), ("works with", "colleague"), ("co-worker", "colleague"), ("wife", "spouse"),
+    ("husband", "spouse"), ("mum", "mother"), ("best friend", "friend"), ("fiancé", "fiance"),
+])
+def test_normalise_label(raw, label):
+    assert card.normalise_label(raw) == label
+
+
+def test_label_cardinality():
+    assert card.label_cardinality("manager") == "single"
+    assert card.label_cardinality("boss") == "single"
+    assert card.label_cardinality("spouse") == "single"
+    assert card.label_cardinality("sister") == "multi"
+    assert card.label_cardinality("colleague") == "multi"
+    assert card.label_cardinality("landlord") == "multi"  # unknown: accumulate, never drop
+    assert card.label_cardinality("landlord", "single") == "single"
+
+
+def test_label_category():
+    assert card.label_category("sister") == "identity"
+    assert card.label_category("landlord") == "knowledge"
+    assert card.label_category("sister", "context") == "context"
