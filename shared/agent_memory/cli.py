@@ -30,6 +30,13 @@ def _serve(args: argparse.Namespace) -> int:
         from agent_memory.adapters.dynamodb_table import ensure_table
 
         ensure_table(settings)
+    from agent_memory.ports import EmbedderMismatch
+
+    try:
+        _ = runtime.search  # open the index now: an embedder mismatch is a startup error
+    except EmbedderMismatch as exc:
+        print(f"agent-memory: {exc}; run `agent-memory reindex --fresh --context ...`", file=sys.stderr)
+        return 2
     server = make_server(args.host, args.port)
     logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s)",
                                            args.host, server.server_port, settings.describe(), settings.data_dir)
@@ -39,6 +46,41 @@ def _serve(args: argparse.Namespace) -> int:
         pass
     finally:
         server.server_close()
+    return 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    from agent_memory.config import load_settings
+    from agent_memory.errors import ConfigurationError
+    from agent_memory.runtime import Runtime
+    from agent_memory.services.reindex import reindex_context
+
+    if args.data_dir:
+        os.environ["AGENT_MEMORY_DATA_DIR"] = args.data_dir
+    try:
+        settings = load_settings()
+    except ConfigurationError as exc:
+        print(f"agent-memory: configuration error: {exc}", file=sys.stderr)
+        return 2
+    if args.fresh and settings.search == "embedded":
+        # A new embedder cannot write into an index built by another: start a new file,
+        # keeping the old one beside it until the rebuild has succeeded.
+        old = settings.search_path
+        if old.exists():
+            old.replace(old.with_suffix(".db.old"))
+    runtime = Runtime(settings)
+    if runtime.search is None:
+        print("agent-memory: search is disabled (storage.search: none); nothing to reindex", file=sys.stderr)
+        return 2
+    from agent_memory.ports import EmbedderMismatch
+
+    for context_id in args.context:
+        try:
+            stats = reindex_context(runtime.base_store, runtime.search, context_id)
+        except EmbedderMismatch as exc:
+            print(f"agent-memory: {exc}; rerun with --fresh to rebuild into a new index", file=sys.stderr)
+            return 2
+        print(f"{context_id}: {stats.records} records -> {stats.units} units ({runtime.embedder.name})")
     return 0
 
 
@@ -54,6 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--create-table", action="store_true",
                        help="with --store dynamodb: create the table from template.yaml if missing")
     serve.set_defaults(func=_serve)
+
+    reindex = sub.add_parser("reindex", help="rebuild contexts' search units from the record store")
+    reindex.add_argument("--context", action="append", required=True, help="context id (repeatable)")
+    reindex.add_argument("--data-dir", default=None)
+    reindex.add_argument("--fresh", action="store_true",
+                         help="embedded index: start a new index file (after an embedder change)")
+    reindex.set_defaults(func=_reindex)
     return parser
 
 

@@ -145,6 +145,13 @@ class RecordStore(Protocol):
 
     def transact(self, ops: Sequence[WriteOp]) -> None: ...
 
+    def scan(self, pk_prefix: str) -> Iterator[Record]:
+        """Every record whose ``pk`` starts with ``pk_prefix``, in no particular order.
+
+        For maintenance (``agent-memory reindex``), never for serving requests: on DynamoDB
+        it reads the whole table."""
+        ...
+
 
 # ---------------------------------------------------------------------------
 # Embeddings

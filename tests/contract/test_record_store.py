@@ -644,3 +644,14 @@ def test_ensure_table_creates_the_configured_table_once(aws_env):
         assert ensure_table(settings) is False
         tables = boto3.client("dynamodb", region_name="us-east-1").list_tables()["TableNames"]
         assert tables == ["from-settings"]
+
+
+def test_scan_returns_every_record_under_a_pk_prefix(store):
+    from agent_memory.ports import Record
+
+    for pk in ("c#a#p#x", "c#a#p#y", "c#ab#p#x", "c#b#p#x"):
+        for i in range(3):
+            store.put(Record(pk=pk, sk=f"{i}", data={"n": i}))
+    got = sorted((r.pk, r.sk) for r in store.scan("c#a#"))
+    assert got == [(pk, str(i)) for pk in ("c#a#p#x", "c#a#p#y") for i in range(3)]
+    assert list(store.scan("c#zzz#")) == []

@@ -65,7 +65,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 from agent_memory.adapters import _record_rules as rules
@@ -178,6 +178,24 @@ class DynamoDBRecordStore:
                 break
         last_key = {name: value["S"] for name, value in start.items()} if start else None
         return Page(records=records, last_key=last_key)
+
+    def scan(self, pk_prefix: str) -> Iterator[Record]:
+        """Records whose pk starts with ``pk_prefix``: a filtered, paginated Scan of the whole
+        table (maintenance only; consumes read capacity for every item in the table)."""
+        if not pk_prefix:
+            raise ValueError("scan needs a non-empty pk prefix")
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "FilterExpression": "begins_with(pk, :p)",
+            "ExpressionAttributeValues": {":p": {"S": pk_prefix}},
+        }
+        while True:
+            response = self.client.scan(**kwargs)
+            for item in response.get("Items", []):
+                yield record_from_image(item)
+            if "LastEvaluatedKey" not in response:
+                return
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def _query_request(
         self,

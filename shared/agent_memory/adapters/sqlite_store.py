@@ -103,6 +103,23 @@ class SQLiteRecordStore:
         last_key = {attr: getattr(records[-1], attr) for attr in key_attrs} if len(rows) > limit else None
         return Page(records=records, last_key=last_key)
 
+    def scan(self, pk_prefix: str) -> Iterator[Record]:
+        """Records whose pk starts with ``pk_prefix``, in key order, read in batches."""
+        if not pk_prefix:
+            raise ValueError("scan needs a non-empty pk prefix")
+        upper = pk_prefix[:-1] + chr(ord(pk_prefix[-1]) + 1)
+        last = (pk_prefix, "")
+        while True:
+            with self._lock:
+                rows = self._conn.execute(
+                    f"SELECT {_COLUMNS} FROM records WHERE (pk, sk) > (?, ?) AND pk < ? ORDER BY pk, sk LIMIT 500",
+                    (*last, upper)).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _to_record(row)
+            last = (rows[-1][0], rows[-1][1])
+
     # -- writes --------------------------------------------------------------
 
     def put(self, record: Record, condition: Condition | None = None) -> None:
