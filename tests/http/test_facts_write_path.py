@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from agent_memory.ports import ModelOutputInvalid, ModelTimeout, SearchFilter
 from agent_memory.ports import ModelError as PortModelError
+from agent_memory.ports import ModelOutputInvalid, ModelTimeout, SearchFilter
 from agent_memory.request_context import RequestContext
 from agent_memory.runtime import get_runtime
 
@@ -247,3 +247,27 @@ def test_twenty_concurrent_corrections_leave_one_current_value_and_an_unbroken_c
             assert by_id[prev]["supersededBy"] == node["id"]
         node = by_id.get(prev) if prev else None
     assert len(chain) == 21 and chain[-1] == "City0"
+
+
+def test_more_triples_than_one_transaction_holds_is_400(api):
+    triples = [{"entity": {"type": "person", "name": f"P{i}"}, "key": "employer", "value": "Acme"} for i in range(17)]
+    r = api.post(f"{CTX}/facts", {"text": "import", "infer": "triples", "triples": triples})
+    assert r.status == 400 and r.json()["field"] == "triples"
+
+
+def test_sixteen_relation_triples_fit_one_write(api):
+    triples = [{"entity": {"type": "person", "name": f"P{i}"}, "key": "manager",
+                "target": {"type": "person", "name": f"M{i}"}} for i in range(16)]
+    r = api.post(f"{CTX}/facts", {"text": "import", "infer": "triples", "triples": triples})
+    assert r.status == 200, r.text
+    assert len(r.json()["extraction"]["relations"]) == 16
+
+
+def test_an_extraction_larger_than_one_transaction_is_cut_with_an_uncertainty(api):
+    text = " ".join(f"I like food{i}." for i in range(60))
+    r = api.post(f"{CTX}/facts", {"text": text})
+    assert r.status == 200, r.text
+    ext = r.json()["extraction"]
+    assert 0 < len(ext["attributes"]) < 60
+    assert any(u["about"] == "facts left out of this turn" for u in ext["uncertainties"])
+    assert len(current(key="likes")) == len(ext["attributes"])

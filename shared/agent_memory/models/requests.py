@@ -76,7 +76,8 @@ class Triple(RequestModel):
 class WriteFactsRequest(ScopedRequest):
     text: str = Field(min_length=1)
     infer: Literal["full", "triples", "preview", "none"] = "full"
-    triples: list[dict[str, Any]] | None = None
+    # One write is one transaction (at most 100 operations): 16 triples always fit.
+    triples: list[dict[str, Any]] | None = Field(default=None, max_length=16)
     session_id: str | None = both("session_id", "sessionId")
     memory_category: Category | None = both("memory_category", "memoryCategory")
     role: Role = "user"

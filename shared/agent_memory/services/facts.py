@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -34,6 +34,7 @@ from agent_memory.models.extraction import (
     ExtractedAttribute,
     ExtractedEntity,
     ExtractedRelation,
+    ExtractedUncertainty,
     ExtractionOutput,
     ExtractionResult,
 )
@@ -54,6 +55,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_memory.facts")
 
 RECONCILE_ATTEMPTS = 12
+TRANSACTION_OPS = 100  # DynamoDB TransactWriteItems limit, enforced by both stores
+TRIPLES_PER_WRITE = 16  # worst case 5 operations each (two entities, row, head, old row)
+TRUNCATED_ABOUT = "facts left out of this turn"
 
 
 @dataclass
@@ -223,10 +227,39 @@ class _TurnPlanner:
             if p.extraction is None:
                 self.results.append(None)
                 continue
-            plan, loaded = self.service._plan(self.ctx, p, row["id"], self.session_id, self.scopes, self.labels)
-            ops.extend(self.service.repo.plan_ops(self.ctx, plan, loaded))
+            budget = TRANSACTION_OPS - len(rows) - 1 - len(ops)  # the turns and the session row
+            extraction = p.extraction
+            while True:
+                plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row["id"],
+                                                  self.session_id, self.scopes, self.labels)
+                turn_ops = self.service.repo.plan_ops(self.ctx, plan, loaded)
+                if len(turn_ops) <= budget:
+                    break
+                if p.source_kind != "turn":
+                    raise PayloadTooLarge("these facts need more than one transaction; send fewer triples "
+                                          "per request")
+                # A model extracted more than one atomic write can hold: keep the first half
+                # of its claims (statement order) and say what was left out.
+                extraction = _halve(extraction, p.extraction)
+            ops.extend(turn_ops)
             self.results.append(plan.to_result(row["id"]))
         return ops
+
+
+def _halve(current: ExtractionOutput, original: ExtractionOutput) -> ExtractionOutput:
+    def half(items: list) -> list:
+        return items[: len(items) // 2]
+
+    kept = ExtractionOutput(
+        entities=current.entities, attributes=half(current.attributes), relations=half(current.relations),
+        actions=half(current.actions), instructions=half(current.instructions),
+        uncertainties=[u for u in current.uncertainties if u.about != TRUNCATED_ABOUT][:3])
+    kept.uncertainties.append(ExtractedUncertainty(
+        about=TRUNCATED_ABOUT,
+        reason=f"this turn stated more facts than one write holds; kept {len(kept.attributes)} of "
+               f"{len(original.attributes)} attributes and {len(kept.relations)} of {len(original.relations)} "
+               "relations"))
+    return kept
 
 
 def _mentioned_names(extraction: ExtractionOutput) -> list[str]:
