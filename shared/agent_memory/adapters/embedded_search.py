@@ -13,9 +13,14 @@ search of a context and kept in sync by every upsert/delete:
   (a distinct DNF, reader list or label set) is evaluated once per query per distinct value,
   not once per row.
 
-The BM25 leg asks FTS5 for results in rank order and applies the same mask to each candidate;
-when a page of candidates does not yield enough visible rows it falls back to scoring every
-match, so a query whose best matches are all invisible still returns ``k`` visible hits.
+The BM25 leg asks FTS5 (``bm25()`` ranking, porter/unicode61 tokens, the query turned into
+an OR of quoted words so no user text is parsed as FTS syntax) for results in rank order and
+applies the same mask to each candidate; when a page of candidates does not yield enough
+visible rows it scores every match, so a query whose best matches are all invisible still
+returns ``k`` visible hits. Each row also carries a per-context token column (weight 0 in the
+ranking) that the query ANDs in, so FTS5 only scores rows of the caller's context. Because
+``bm25()`` costs about a microsecond per matching row, very common query words are held out
+of the ranked query past a budget (``BM25_MATCH_BUDGET``) and only used to fill the tail.
 
 Thread safety: one connection (WAL) and one re-entrant lock around every read and write of
 SQLite and of the in-memory views; embedding calls run outside the lock.
@@ -682,6 +687,8 @@ class EmbeddedSearchIndex:
             return []
         depth = candidate_depth(k) if mode == "hybrid" else k
         qvec = embed_all(self.embedder, [query])[0] if mode != "bm25" else None
+        if qvec is not None and not np.any(qvec):
+            qvec = None  # no words, no direction: ranking by a zero vector would be arbitrary
         with self._lock:
             view = self._view(flt.context_id)
             if view.n == view.dead:
@@ -730,19 +737,35 @@ class EmbeddedSearchIndex:
         return view
 
     def _top_bm25(self, view: _ContextView, query: str, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
-        """Best ``depth`` visible rows by BM25: ``(row, raw bm25)``.
+        """Best ``depth`` visible rows by BM25: ``(row, raw bm25)``, filtered before the cut.
+
+        The ranked query uses the budgeted terms (``_budgeted_terms``). If it yields fewer
+        than ``depth`` visible rows while terms were left out, visible rows that match only
+        the left-out terms are appended after it (``_scan_visible``), so the leg still returns
+        ``depth`` visible rows whenever that many match the query at all.
+        """
+        live = view.n - view.dead
+        kept, matchable = self._budgeted_terms(query_terms(query), live)
+        token = context_token(view.context_id)
+        match = fts_match_expression(kept, token)
+        if match is None:
+            return []
+        out = self._ranked_visible(view, match, m, depth, live)
+        if len(out) < depth and len(kept) < len(matchable):
+            full = fts_match_expression(matchable, token)
+            assert full is not None
+            out += self._scan_visible(view, full, m, depth - len(out), {r for r, _ in out})
+        return out
+
+    def _ranked_visible(self, view: _ContextView, match: str, m: np.ndarray, depth: int,
+                        live: int) -> list[tuple[int, float]]:
+        """Exact top ``depth`` visible rows of ``match`` in BM25 order.
 
         When the filter leaves enough rows visible, a page of FTS5 results in rank order is
         checked against the mask row by row; if the page runs out before ``depth`` visible rows
-        are found (the best matches are invisible, or belong to other contexts), or the filter
-        is too selective for a page to be worth trying, every match is scored and masked at
-        once. Either way the cut to ``depth`` happens after filtering.
+        are found (the best matches are invisible), or the filter is too selective for a page
+        to be worth trying, every match is scored and masked at once.
         """
-        live = view.n - view.dead
-        terms = self._budgeted_terms(query_terms(query), live)
-        match = fts_match_expression(terms, context_token(view.context_id))
-        if match is None:
-            return []
         row_of_pk = view.row_of_pk
         page = max(200, 4 * depth)
         visible_share = float(np.count_nonzero(m)) / max(1, live)
@@ -771,30 +794,58 @@ class EmbeddedSearchIndex:
         order = np.lexsort((idx, raw))
         return [(int(idx[i]), float(raw[i])) for i in order]
 
-    def _budgeted_terms(self, words: list[str], context_rows: int) -> list[str]:
+    def _scan_visible(self, view: _ContextView, match: str, m: np.ndarray, need: int,
+                      taken: set[int]) -> list[tuple[int, float]]:
+        """Up to ``need`` visible rows of ``match`` not in ``taken``, best BM25 first, from an
+        unsorted scan that stops after ``4 * need`` visible candidates: it only fills the tail
+        after the ranked rows, so it trades exact order within that tail for bounded cost."""
+        row_of_pk = view.row_of_pk
+        found: list[tuple[int, float]] = []
+        cur = self._db.execute("SELECT rowid, rank FROM units_fts WHERE units_fts MATCH ?", (match,))
+        try:
+            while len(found) < 4 * need:
+                batch = cur.fetchmany(512)
+                if not batch:
+                    break
+                for pk, score in batch:
+                    r = row_of_pk.get(pk)
+                    if r is not None and m[r] and r not in taken:
+                        found.append((r, score))
+        finally:
+            cur.close()
+        found.sort(key=lambda rs: (rs[1], rs[0]))
+        return found[:need]
+
+    def _budgeted_terms(self, words: list[str], context_rows: int) -> tuple[list[str], list[str]]:
         """``words`` that can match, rarest first, dropping the most frequent ones once their
-        estimated matches in the context pass ``BM25_MATCH_BUDGET`` (see its comment).
+        estimated matches in the context pass ``BM25_MATCH_BUDGET`` (see its comment), and
+        words in over half of the index (no BM25 weight at all); the rarest word always stays.
 
         Document frequencies are index-wide; the context's share of them is estimated as
-        proportional to its share of the index."""
+        proportional to its share of the index. Returns ``(kept, matchable)``: the budgeted
+        words, and every word that occurs in the index at all."""
         if not words:
-            return []
+            return [], []
         df = self._doc_frequencies(words)
-        share = min(1.0, context_rows / max(1, self._df_rows or context_rows))
+        rows = max(1, self._df_rows or context_rows)
+        share = min(1.0, context_rows / rows)
         ranked = sorted((w for w in words if df[w] > 0), key=lambda w: df[w])
         kept: list[str] = []
         total = 0.0
         for w in ranked:
-            if kept and total + df[w] * share > BM25_MATCH_BUDGET:
+            # FTS5 floors the IDF of a term in over half the rows at 1e-6: such a term adds
+            # nothing to any score, only cost, so it is dropped exactly like an over-budget one.
+            if kept and (total + df[w] * share > BM25_MATCH_BUDGET or 2 * df[w] > rows):
                 break
             kept.append(w)
             total += df[w] * share
-        return kept
+        return kept, ranked
 
     def _doc_frequencies(self, words: list[str]) -> dict[str, int]:
         """Document frequency of each word's index term(s), from a cache refreshed after about
-        10% of the index has been rewritten (it only steers the budget, never a score). A word
-        that tokenizes to several terms is a phrase; the rarest term bounds its frequency."""
+        10% of the index has been rewritten (it only steers the budget, never a score; a stale
+        count can only move a word between the ranked query and the fill scan). A word that
+        tokenizes to several terms is a phrase; the rarest term bounds its frequency."""
         if self._df_rows is None or self._writes_since_df > max(2000, self._df_rows // 10):
             self._df_cache = {}
             self._df_rows = int(self._db.execute("SELECT count(*) FROM units").fetchone()[0])
@@ -812,8 +863,11 @@ class EmbeddedSearchIndex:
             for chunk in _chunks(every, _SQL_IN_CHUNK):
                 sql = f"SELECT term, doc FROM temp.units_vocab WHERE term IN ({_qmarks(chunk)})"
                 freq.update((t, int(d)) for t, d in self._db.execute(sql, tuple(chunk)))
-            for i, w in enumerate(missing, start=1):
-                self._df_cache[w] = min((freq.get(t, 0) for t in terms.get(i, ())), default=0)
+            fresh = {w: min((freq.get(t, 0) for t in terms.get(i, ())), default=0)
+                     for i, w in enumerate(missing, start=1)}
+            # zeros are not cached: a word absent now may be written a moment later
+            self._df_cache.update((w, d) for w, d in fresh.items() if d > 0)
+            return {w: self._df_cache.get(w, fresh.get(w, 0)) for w in words}
         return {w: self._df_cache[w] for w in words}
 
     def _load_units(self, context_id: str, ids: list[str]) -> dict[str, SearchUnit]:
