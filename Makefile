@@ -30,7 +30,7 @@ lint: install-dev
 	$(VENV)/bin/ruff check shared functions tests bench
 
 unit: install-dev
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 cfn-lint: install-dev
 	$(VENV)/bin/cfn-lint template.yaml

@@ -101,8 +101,9 @@ class InProcessApi:
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
         hdrs = {"content-type": "application/json", **(headers or {})}
         resp = self.gateway.invoke(method, path, hdrs, data)
+        body = resp.get("body") or "".join(resp.get("stream") or [])
         return ApiResponse(resp["statusCode"], {k.lower(): v for k, v in (resp.get("headers") or {}).items()},
-                           resp.get("body") or "")
+                           body)
 
     def get(self, path: str, **kw: Any) -> ApiResponse:
         return self.request("GET", path, **kw)
@@ -166,3 +167,44 @@ def any_api(request: pytest.FixtureRequest, runtime: Runtime) -> Any:
     if request.param == "in-process":
         return InProcessApi()
     return HttpApi(request.getfixturevalue("client"))
+
+
+class ScriptedModel:
+    """Wraps the configured language model: counts calls and can inject failures
+    (a list of exceptions or ``None`` = delegate), one entry per call."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = inner.name
+        self.calls: dict[str, int] = {"structured": 0, "complete": 0, "stream": 0}
+        self.failures: list[BaseException | None] = []
+        # Per call kind, for calls that run concurrently (chat extracts while it answers).
+        self.kind_failures: dict[str, list[BaseException | None]] = {}
+
+    def _next(self, kind: str) -> None:
+        self.calls[kind] += 1
+        queue = self.kind_failures.get(kind) or self.failures
+        if queue:
+            failure = queue.pop(0)
+            if failure is not None:
+                raise failure
+
+    def structured(self, **kw: Any) -> Any:
+        self._next("structured")
+        return self.inner.structured(**kw)
+
+    def complete(self, messages: Any, **kw: Any) -> Any:
+        self._next("complete")
+        return self.inner.complete(messages, **kw)
+
+    def stream(self, messages: Any, **kw: Any) -> Any:
+        self._next("stream")
+        return self.inner.stream(messages, **kw)
+
+
+@pytest.fixture
+def model(runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> ScriptedModel:
+    """Every model the runtime hands out goes through one ``ScriptedModel``."""
+    scripted = ScriptedModel(runtime.language_model(runtime.settings.models.extraction))
+    monkeypatch.setattr(runtime, "language_model", lambda ref: scripted)
+    return scripted

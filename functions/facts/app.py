@@ -1,6 +1,8 @@
-"""Facts area: POST /facts and /facts/batch (store turns, extract and reconcile facts)."""
+"""Facts area: POST /facts and /facts/batch (store turns, extract and reconcile facts), and
+POST /forget (semantic soft delete, ``agent_memory.services.forget``)."""
 
 from agent_memory import http
+from agent_memory.models.reads import ForgetRequest
 from agent_memory.models.requests import WriteFactsBatchRequest, WriteFactsRequest
 from agent_memory.runtime import get_runtime
 
@@ -21,6 +23,15 @@ def write_facts_batch(context_id: str):
     rt = get_runtime()
     req = http.body(app, WriteFactsBatchRequest, max_bytes=rt.settings.limits.facts_text_bytes * 8)
     return http.idempotent(app, ctx, "facts-batch", req, lambda: rt.facts.write_batch(ctx, req))
+
+
+
+@app.post("/api/v1/<context_id>/forget")
+def forget(context_id: str):
+    # Not idempotency-keyed on purpose: a stored reply would keep the forgotten text.
+    ctx = http.context(app, context_id)
+    req = http.body(app, ForgetRequest)
+    return get_runtime().forget.forget(ctx, req)
 
 
 def lambda_handler(event, context):

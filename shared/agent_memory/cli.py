@@ -84,6 +84,23 @@ def _reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+def _chat(args: argparse.Namespace) -> int:
+    import httpx
+
+    from agent_memory.repl import run_repl
+
+    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+    if args.partition:
+        headers["X-Memory-Partition"] = args.partition
+    with httpx.Client(base_url=args.url, headers=headers, timeout=120) as client:
+        try:
+            run_repl(client, args.context, args.session)
+        except httpx.HTTPError as exc:
+            print(f"agent-memory: cannot reach {args.url}: {exc}", file=sys.stderr)
+            return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-memory", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -103,7 +120,45 @@ def build_parser() -> argparse.ArgumentParser:
     reindex.add_argument("--fresh", action="store_true",
                          help="embedded index: start a new index file (after an embedder change)")
     reindex.set_defaults(func=_reindex)
+
+    chat = sub.add_parser("chat", help="chat in the terminal with a running service")
+    chat.add_argument("--context", required=True)
+    chat.add_argument("--session", default=None, help="resume a session")
+    chat.add_argument("--url", default=os.environ.get("AGENT_MEMORY_URL", "http://127.0.0.1:8080"))
+    chat.add_argument("--api-key", default=os.environ.get("AGENT_MEMORY_API_KEY"))
+    chat.add_argument("--partition", default=None)
+    chat.set_defaults(func=_chat)
+
+    bench = sub.add_parser("bench", help="benchmarks (from a checkout: they live in bench/)")
+    bench_sub = bench.add_subparsers(dest="bench", required=True)
+    locomo = bench_sub.add_parser("locomo", help="LoCoMo evidence recall@k: product vs BM25, dense, RRF")
+    locomo.add_argument("directory", help="directory of LoCoMo conversation files (*.json)")
+    locomo.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing")
+    locomo.add_argument("--out", default=None, help="JSON results (default: bench/results/...)")
+    locomo.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    locomo.set_defaults(func=_bench_locomo)
     return parser
+
+
+def _bench_locomo(args: argparse.Namespace) -> int:
+    """Loads ``bench/locomo.py`` of the checkout only when asked: benchmarks are not part of
+    the package a Lambda function imports."""
+    import importlib.util
+    from pathlib import Path
+
+    from agent_memory.cfn_template import repo_root
+
+    path = repo_root() / "bench" / "locomo.py"
+    if not path.exists():
+        print(f"agent-memory: {path} not found; run from a checkout of the repository", file=sys.stderr)
+        return 2
+    spec = importlib.util.spec_from_file_location("agent_memory_bench_locomo", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    args.directory = Path(args.directory)
+    args.out = Path(args.out) if args.out else None
+    return module.run_command(args)
 
 
 def main(argv: list[str] | None = None) -> int:

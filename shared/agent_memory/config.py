@@ -75,6 +75,21 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class StaticPrincipal:
+    """One entry of the optional ``principals`` list: the caller a bearer API key stands for.
+
+    Only the key's SHA-256 is kept, so a settings dump or a log line never shows a key; the
+    config may give the key itself (``key``) or its digest (``key_sha256``, for deployments
+    that keep raw keys out of configuration).
+    """
+
+    key_sha256: str
+    principal: str
+    groups: tuple[str, ...] = ()
+    admin: bool = False
+
+
+@dataclass(frozen=True)
 class Settings:
     data_dir: Path
     store: Literal["sqlite", "dynamodb"]
@@ -95,6 +110,9 @@ class Settings:
     cursor_secret_arn: str | None = None
     openai_secret_arn: str | None = None
     default_principal: str = "local-admin"
+    # Static API keys (yaml ``principals`` / env AGENT_MEMORY_PRINCIPALS_JSON). Empty: every
+    # request is ``default_principal`` with admin rights (single-user local mode).
+    principals: tuple[StaticPrincipal, ...] = ()
     _cursor_secret: bytes | None = None
 
     @property
@@ -249,12 +267,57 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         cursor_secret_arn=pick("AGENT_MEMORY_CURSOR_SECRET_ARN", file_cfg.get("cursor_secret_arn")),
         openai_secret_arn=pick("AGENT_MEMORY_OPENAI_SECRET_ARN", None),
         default_principal=pick("AGENT_MEMORY_DEFAULT_PRINCIPAL", file_cfg.get("default_principal"), "local-admin"),
+        principals=parse_principals(env.get("AGENT_MEMORY_PRINCIPALS_JSON"), file_cfg.get("principals")),
         _cursor_secret=(pick("AGENT_MEMORY_CURSOR_SECRET", file_cfg.get("cursor_secret")) or "").encode() or None,
     )
     if overrides:
         settings = replace(settings, **overrides)
     _check_provider_keys(settings, env)
     return settings
+
+
+def parse_principals(env_json: str | None, file_value: Any) -> tuple[StaticPrincipal, ...]:
+    """Parse ``[{key | key_sha256, principal, groups?, admin?}, ...]`` (env JSON wins over yaml)."""
+    import hashlib
+    import json
+
+    raw: Any = file_value
+    if env_json:
+        try:
+            raw = json.loads(env_json)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"AGENT_MEMORY_PRINCIPALS_JSON: invalid JSON: {exc}") from exc
+    if raw in (None, ""):
+        return ()
+    if not isinstance(raw, list):
+        raise ConfigurationError("principals: expected a list of {key, principal, groups, admin}")
+    out: list[StaticPrincipal] = []
+    for i, entry in enumerate(raw):
+        where = f"principals[{i}]"
+        if not isinstance(entry, dict) or set(entry) - {"key", "key_sha256", "principal", "groups", "admin"}:
+            raise ConfigurationError(f"{where}: expected keys key|key_sha256, principal, groups, admin")
+        key, digest = entry.get("key"), entry.get("key_sha256")
+        if (key is None) == (digest is None):
+            raise ConfigurationError(f"{where}: give exactly one of key or key_sha256")
+        if key is not None:
+            if not isinstance(key, str) or len(key) < 16:
+                raise ConfigurationError(f"{where}.key: expected a string of at least 16 characters")
+            digest = hashlib.sha256(key.encode()).hexdigest()
+        if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise ConfigurationError(f"{where}.key_sha256: expected 64 lower-case hex digits")
+        principal, groups = entry.get("principal"), entry.get("groups") or []
+        if not isinstance(principal, str) or not principal.strip() or principal.startswith("group:"):
+            raise ConfigurationError(f"{where}.principal: expected a non-empty name (not starting with group:)")
+        if not isinstance(groups, list) or not all(isinstance(g, str) and g.strip() for g in groups):
+            raise ConfigurationError(f"{where}.groups: expected a list of non-empty strings")
+        if not isinstance(entry.get("admin", False), bool):
+            raise ConfigurationError(f"{where}.admin: expected true or false")
+        if any(p.key_sha256 == digest for p in out):
+            raise ConfigurationError(f"{where}: the same API key is listed twice")
+        out.append(StaticPrincipal(key_sha256=digest, principal=principal,
+                                   groups=tuple(g.removeprefix("group:") for g in groups),
+                                   admin=entry.get("admin", False)))
+    return tuple(out)
 
 
 def _check_provider_keys(settings: Settings, env: dict[str, str]) -> None:

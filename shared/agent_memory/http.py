@@ -4,6 +4,7 @@ so handlers stay thin: parse, authorise, call one service, return."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from typing import Any, TypeVar
@@ -79,8 +80,17 @@ def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
 
 def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:
     event = app.current_event
-    body = event.decoded_body if event.body is not None else ""
-    data = body.encode("utf-8") if isinstance(body, str) else (body or b"")
+    if event.body is None:
+        data = b""
+    elif event.is_base64_encoded:
+        # Not Powertools' ``decoded_body``: it decodes the bytes as UTF-8 again, and a binary
+        # body (a multipart upload of a file in another encoding) must stay bytes.
+        try:
+            data = base64.b64decode(event.body)
+        except ValueError as exc:
+            raise InvalidRequest("body is not valid base64", field="body") from exc
+    else:
+        data = event.body.encode("utf-8")
     if max_bytes is not None and len(data) > max_bytes:
         raise PayloadTooLarge(f"request body is {len(data)} bytes; the limit is {max_bytes}")
     return data
@@ -135,6 +145,30 @@ def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
     return value if value not in (None, "") else None
 
 
+def query_bool(app: APIGatewayHttpResolver, name: str) -> bool | None:
+    """``true``/``false`` (also 1/0); absent or empty is ``None``; anything else is a 400."""
+    raw = query_str(app, name)
+    if raw is None:
+        return None
+    value = {"true": True, "1": True, "false": False, "0": False}.get(raw.strip().lower())
+    if value is None:
+        raise InvalidRequest(f"{name} must be true or false", field=name)
+    return value
+
+
+def query_instant(app: APIGatewayHttpResolver, name: str) -> str | None:
+    """An RFC 3339 query parameter, normalised to UTC millisecond form (400 when invalid)."""
+    from agent_memory import timeutil
+
+    raw = query_str(app, name)
+    if raw is None:
+        return None
+    try:
+        return timeutil.normalise(raw.replace(" ", "+"))  # a raw '+' in a query string reads as a space
+    except ValueError as exc:
+        raise InvalidRequest(f"{name} must be an RFC 3339 timestamp", field=name) from exc
+
+
 def header(app: APIGatewayHttpResolver, name: str) -> str | None:
     return app.current_event.headers.get(name)
 
@@ -173,3 +207,16 @@ def referenced_ids(body: Any) -> list[str]:
             "turn", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "sess", "tturn"}:
         found.append(body)
     return found
+
+
+def sse_response() -> Response:
+    return Response(status_code=200, content_type="text/event-stream",
+                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}, body="")
+
+
+def attach_stream(response: dict[str, Any], frames: Any, *, streaming: bool) -> dict[str, Any]:
+    """Give an SSE response its frames: as an iterator when the host streams (the local
+    server), else joined into the body (API Gateway buffers the whole response anyway)."""
+    if streaming:
+        return {**response, "body": "", "stream": frames}
+    return {**response, "body": "".join(frames)}

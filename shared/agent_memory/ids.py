@@ -7,7 +7,7 @@ import unicodedata
 
 from ulid import ULID
 
-KINDS = {"turn", "sess", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "trace", "thr", "tturn", "key"}
+KINDS = {"turn", "sess", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "trace", "thr", "tturn", "key", "cache", "audit"}
 
 ENTITY_TYPES = (
     "person", "organisation", "project", "location", "topic", "product",

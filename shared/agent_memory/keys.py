@@ -137,3 +137,29 @@ def thread_part_sk(turn_index: int, part: int) -> str:
 
 def audit_pk(ctx: RequestContext) -> str:
     return f"{base(ctx)}#audit"
+
+
+# --- documents --------------------------------------------------------------------------
+#
+# document rows      c#<ctx>#<part>#docs                  <doc id>
+# chunk rows         c#<ctx>#<part>#chunks#<doc id>       <ordinal, 6 digits>
+# content hashes     c#<ctx>#<part>#doc-hashes            <sha256>#<scope sig>   (-> document id)
+#
+# A document's text lives only in its chunk rows (a 5 MiB document cannot be one item). The
+# content-hash row is created with the document row, conditioned on absence, so concurrent
+# uploads of the same content in the same scopes resolve to one document.
+
+def documents_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#docs"
+
+
+def chunks_pk(ctx: RequestContext, document_id: str) -> str:
+    return f"{base(ctx)}#chunks#{document_id}"
+
+
+def chunk_sk(ordinal: int) -> str:
+    return f"{ordinal:06d}"
+
+
+def document_hashes_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#doc-hashes"

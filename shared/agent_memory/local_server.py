@@ -100,6 +100,10 @@ class LambdaContext:
         self.log_group_name = f"/aws/lambda/{function_name}"
         self.log_stream_name = "local"
 
+    # The local server can write a response incrementally (SSE); Lambda behind API
+    # Gateway cannot, so handlers check this before handing back an iterator.
+    supports_streaming = True
+
     def get_remaining_time_in_millis(self) -> int:
         return 29_000
 

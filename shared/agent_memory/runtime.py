@@ -28,6 +28,17 @@ class Runtime:
     def __init__(self, settings: Settings):
         self.settings = settings
         self._lock = threading.RLock()
+        # Subscribers to "these entities' facts changed". The response cache is one, in every
+        # function (on AWS the write may land in another Lambda than the chat that cached).
+        self.fact_change_listeners: list = [
+            lambda ctx, entity_ids: self.response_cache.invalidate(ctx, entity_ids=entity_ids)]
+        # Forget hooks ``(ctx, ids: set[str])``: called after forget, purge, entity delete and
+        # session delete removed records (fact, turn, chunk and entity ids), in every function,
+        # so derived copies (cache entries) go too. Subscribe here, not on first use of a service.
+        self.on_forget: list = [
+            lambda ctx, ids: self.response_cache.invalidate(
+                ctx, entity_ids=[i for i in ids if i.startswith("entity:")],
+                unit_ids=[i for i in ids if not i.startswith("entity:")])]
 
     # --- adapters -------------------------------------------------------------------
 
@@ -61,7 +72,10 @@ class Runtime:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return build_embedder(self.settings)
+        # Retrieval embeds one query text for several vector legs: cache single-text calls.
+        from agent_memory.adapters.query_cache import QueryCachingEmbedder
+
+        return QueryCachingEmbedder(build_embedder(self.settings))
 
     @cached_property
     def search(self) -> SearchIndex | None:
@@ -99,7 +113,42 @@ class Runtime:
     def sessions(self) -> SessionService:
         from agent_memory.services.sessions import SessionService
 
-        return SessionService(self.store, self.settings)
+        # Deleted turns: search units go with the rows (projection); the rest via forget hooks.
+        return SessionService(self.store, self.settings,
+                              on_turns_removed=[lambda ctx, ids: self.notify_forgotten(ctx, set(ids))])
+
+    def notify_forgotten(self, ctx, ids: set[str]) -> None:
+        """Remove derived copies of removed records: stored idempotency replies that mention
+        them, then every ``on_forget`` hook (the response cache)."""
+        if not ids:
+            return
+        self.idempotency.forget_refs(ctx, ids)
+        for hook in list(self.on_forget):
+            hook(ctx, ids)
+
+    @cached_property
+    def state(self):
+        from agent_memory.services.state import StateService
+
+        return StateService(self.store)
+
+    @cached_property
+    def entities(self):
+        from agent_memory.services.entities import EntityService
+
+        return EntityService(self)
+
+    @cached_property
+    def collections(self):
+        from agent_memory.services.collections import CollectionService
+
+        return CollectionService(self)
+
+    @cached_property
+    def forget(self):
+        from agent_memory.services.forget import ForgetService
+
+        return ForgetService(self)
 
     @cached_property
     def idempotency(self) -> IdempotencyService:
@@ -108,10 +157,52 @@ class Runtime:
         return IdempotencyService(self.store, self.settings.limits.idempotency_ttl_s)
 
     @cached_property
+    def traces(self):
+        from agent_memory.services.traces import TraceStore
+
+        return TraceStore(self.store)
+
+    @cached_property
+    def chat(self):
+        from agent_memory.services.chat.service import ChatService
+
+        return ChatService(self)
+
+    @cached_property
+    def inflight(self):
+        from agent_memory.load_shedding import InflightLimiter
+
+        return InflightLimiter(self.settings.limits.inflight_cap)
+
+    @cached_property
+    def response_cache(self):
+        from agent_memory.services.chat.cache import ResponseCache
+
+        return ResponseCache(self.store, threshold=self.settings.limits.cache_similarity)
+
+    @cached_property
     def facts(self) -> FactsService:
         from agent_memory.services.facts import FactsService
 
         return FactsService(self)
+
+    @cached_property
+    def documents(self):
+        from agent_memory.services.documents import DocumentService
+
+        return DocumentService(self)
+
+    @cached_property
+    def retrieval(self):
+        from agent_memory.services.retrieval import RetrievalService
+
+        return RetrievalService(self)
+
+    @cached_property
+    def prompt_context(self):
+        from agent_memory.services.prompt_context import ContextService
+
+        return ContextService(self)
 
     @cached_property
     def threads(self) -> ThreadService:

@@ -48,7 +48,7 @@ def test_turns_are_oldest_first_and_paged_with_opaque_cursor(any_api):
         assert r.status == 200
     seen, cursor, pages = [], None, 0
     while True:
-        q = f"?limit=3" + (f"&cursor={cursor}" if cursor else "")
+        q = "?limit=3" + (f"&cursor={cursor}" if cursor else "")
         page = any_api.get(f"{CTX}/sessions/{sid}/turns{q}").json()
         pages += 1
         seen += [t["content"] for t in page["turns"]]

@@ -533,19 +533,41 @@ def _content_words(text: str) -> set[str]:
     return words
 
 
+# Question words -> the words stored facts use for the same thing ("Where do I live?" is
+# answered by "User location: Berlin"). A stored fact line renders its key in words.
+_QUESTION_HINTS = {
+    "where": {"location", "based", "live", "city", "hometown"},
+    "live": {"location", "based", "city"},
+    "work": {"employer", "job", "title", "colleague", "manager"},
+    "job": {"job", "title", "employer"},
+    "name": {"name", "nickname"},
+    "called": {"name", "nickname"},
+    "old": {"age"},
+}
+
+
+def _question_words(question: str) -> set[str]:
+    words = _content_words(question)
+    for w in _WORD.findall(question.lower()):
+        words |= _QUESTION_HINTS.get(w, set())
+    return words
+
+
 def default_offline_responder(messages: Sequence[ChatMessage]) -> str:
     """Answer from the context in the prompt, citing it.
 
     Looks at lines of the system and user messages that start with an ``[Sn]`` marker
     (the retrieved context; a leading ``-``/``*`` bullet is allowed, and markers inside
     instructions such as "cite like [S1]" do not count), picks the one sharing the most content words with the last user
-    message and quotes it with its marker. It never cites a marker that is not in the
+    message (question words also match the words facts are stored under: "where" meets
+    "location") and quotes it with its marker. It never cites a marker that is not in the
     prompt, and says it knows nothing when no line shares a word with the question (quoting
     an unrelated line would be a confident wrong answer). Ties go to the earlier line,
     which retrieval ranked higher.
     """
     question = next((m.content for m in reversed(messages) if m.role == "user"), "")
-    asked = _content_words(question)
+    question = question.removeprefix("# Question").strip()
+    asked = _question_words(question)
     best: tuple[int, str, str] | None = None
     for m in messages:
         if m.role == "assistant":

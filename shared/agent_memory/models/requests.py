@@ -100,3 +100,15 @@ class WriteFactsBatchRequest(ScopedRequest):
     infer: Literal["full", "triples", "preview", "none"] = "full"
     session_id: str | None = both("session_id", "sessionId")
     memory_category: Category | None = both("memory_category", "memoryCategory")
+
+
+class ChatRequest(ScopedRequest):
+    """ChatRequestJson (spec: chat-endpoint-openapi.md)."""
+
+    message: str = Field(min_length=1)
+    session_id: str | None = both("session_id", "sessionId")
+    model: str | None = None
+    stream: bool = False
+    bypass_cache: bool = Field(default=False, validation_alias=AliasChoices("bypassCache", "bypass_cache"))
+    suppress_markers: bool = Field(default=False,
+                                   validation_alias=AliasChoices("suppressMarkers", "suppress_markers"))

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_memory.facts")
 
 RECONCILE_ATTEMPTS = 12
+MAX_TRANSACT_OPS = 100  # RecordStore.transact's limit (ports)
 TRANSACTION_OPS = 100  # DynamoDB TransactWriteItems limit, enforced by both stores
 TRIPLES_PER_WRITE = 16  # worst case 5 operations each (two entities, row, head, old row)
 TRUNCATED_ABOUT = "facts left out of this turn"
@@ -97,7 +98,7 @@ class FactsService:
         if req.infer == "preview":
             result = self._reconcile_only(ctx, pending, session.sk, req.scopes, req.labels)
             return {"mode": "preview", "sessionId": req.session_id, "turnId": None, "extraction": result}
-        turn_ids, results = self._commit(ctx, session, [pending], req.scopes, req.labels)
+        turn_ids, results = self.commit_turns(ctx, session, [pending], req.scopes, req.labels)
         return {"mode": req.infer, "sessionId": session.sk, "turnId": turn_ids[0], "extraction": results[0]}
 
     def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> dict[str, Any]:
@@ -127,7 +128,7 @@ class FactsService:
         turn_ids: list[str] = []
         results: list[dict[str, Any] | None] = []
         for p in pending:
-            ids, res = self._commit(ctx, session, [p], req.scopes, req.labels)
+            ids, res = self.commit_turns(ctx, session, [p], req.scopes, req.labels)
             turn_ids += ids
             results += res
         return {"sessionId": session.sk, "turnIds": turn_ids, "extractions": results}
@@ -185,7 +186,7 @@ class FactsService:
         plan, _ = self._plan(ctx, pending, "turn_preview", session_id, scopes, labels)
         return plan.to_result("turn_preview").to_wire()
 
-    def _commit(self, ctx: RequestContext, session: Record, pending: Sequence[PendingTurn],
+    def commit_turns(self, ctx: RequestContext, session: Record, pending: Sequence[PendingTurn],
                 scopes: list[list[str]], labels: list[str]) -> tuple[list[str], list[dict[str, Any] | None]]:
         """Append the turns and apply each turn's plan in one transaction; on a lost race,
         reload and re-plan (extraction output is reused, never re-requested)."""
@@ -201,7 +202,59 @@ class FactsService:
                 if self.runtime.store.get(session.pk, session.sk) is not None:
                     session = sessions.load(ctx, session.sk)
                 continue
+            self._notify_changes(ctx, planner.results)
             return [r["id"] for r in rows], [r.to_wire() if r else None for r in planner.results]
+        raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
+
+    def _notify_changes(self, ctx: RequestContext, results: Sequence[ExtractionResult | None]) -> None:
+        """Tell subscribers (the response cache) which entities' facts this write changed."""
+        changed: set[str] = set()
+        for result in results:
+            if result is None:
+                continue
+            changed.update(a.entity_id for a in result.attributes)
+            changed.update(c.entity_id for c in result.corrections)
+            for r in result.relations:
+                changed.update((r.subject, r.object))
+        if changed:
+            for listener in self.runtime.fact_change_listeners:
+                listener(ctx, changed)
+
+    def write_document_facts(self, ctx: RequestContext, extractions: Sequence[tuple[str, ExtractionOutput]],
+                             scopes: list[list[str]], labels: list[str],
+                             observed_at: str | None) -> list[ExtractionResult]:
+        """Commit facts extracted from document chunks as authoritative ``document`` facts
+        (``Source(kind="document", ref=<chunk id>)``): a later conversational turn cannot
+        supersede them, its contradiction becomes an uncertainty (``reconcile``).
+
+        The caller made every model call before its first write; here each chunk's facts are
+        reconciled and committed in their own transaction, so a later chunk sees what earlier
+        ones stored, and a lost race re-plans against fresh state without re-extracting. A
+        chunk whose plan would pass the 100-operation transaction limit is committed in halves.
+        """
+        results: list[ExtractionResult] = []
+        for chunk_id, extraction in extractions:
+            pending = PendingTurn("system", "", observed_at, "full", extraction, source_kind="document")
+            results += self._commit_plan(ctx, pending, chunk_id, scopes, labels)
+        self._notify_changes(ctx, results)
+        return results
+
+    def _commit_plan(self, ctx: RequestContext, pending: PendingTurn, ref: str, scopes: list[list[str]],
+                     labels: list[str]) -> list[ExtractionResult]:
+        for attempt in range(RECONCILE_ATTEMPTS):
+            plan, loaded = self._plan(ctx, pending, ref, None, scopes, labels)
+            ops = self.repo.plan_ops(ctx, plan, loaded)
+            halves = _halves(pending.extraction) if len(ops) > MAX_TRANSACT_OPS else None
+            if halves is not None:
+                return [r for half in halves
+                        for r in self._commit_plan(ctx, replace(pending, extraction=half), ref, scopes, labels)]
+            try:
+                if ops:
+                    self.runtime.store.transact(ops)
+            except ConditionFailed:
+                backoff(attempt)
+                continue
+            return [plan.to_result(ref)]
         raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
 
     def _check_size(self, text: str) -> None:
@@ -260,6 +313,26 @@ def _halve(current: ExtractionOutput, original: ExtractionOutput) -> ExtractionO
                f"{len(original.attributes)} attributes and {len(kept.relations)} of {len(original.relations)} "
                "relations"))
     return kept
+
+
+def _halves(extraction: ExtractionOutput | None) -> tuple[ExtractionOutput, ExtractionOutput] | None:
+    """An extraction's claims in two halves (each keeps every entity), or None when it has
+    fewer than two claims."""
+    if extraction is None:
+        return None
+    kinds = ("attributes", "relations", "actions", "instructions", "uncertainties")
+    claims = [(kind, item) for kind in kinds for item in getattr(extraction, kind)]
+    if len(claims) < 2:
+        return None
+
+    def part(selected: list[tuple[str, Any]]) -> ExtractionOutput:
+        out = ExtractionOutput(entities=list(extraction.entities))
+        for kind, item in selected:
+            getattr(out, kind).append(item)
+        return out
+
+    middle = len(claims) // 2
+    return part(claims[:middle]), part(claims[middle:])
 
 
 def _mentioned_names(extraction: ExtractionOutput) -> list[str]:

@@ -48,6 +48,9 @@ class Loaded:
     relations: list[Relation] = field(default_factory=list)
     versions: dict[str, int] = field(default_factory=dict)  # record id -> version
     heads: dict[tuple[str, str], Record] = field(default_factory=dict)  # (pk, sk) -> head record
+    # Soft-deleted entity rows (DELETE /entities) by id -> version: a write that mentions the
+    # entity again re-creates it over the tombstone, conditioned on that version.
+    tombstones: dict[str, int] = field(default_factory=dict)
 
 
 class MemoryRepository:
@@ -56,8 +59,10 @@ class MemoryRepository:
 
     # --- reads ----------------------------------------------------------------------
 
-    def entities_by_name(self, ctx: RequestContext, names: Iterable[str]) -> dict[str, Entity]:
-        """Existing entities any of ``names`` could refer to (every type), by id."""
+    def entities_by_name(self, ctx: RequestContext, names: Iterable[str],
+                         tombstones: dict[str, int] | None = None) -> dict[str, Entity]:
+        """Existing entities any of ``names`` could refer to (every type), by id; deleted ones
+        are left out (their versions go to ``tombstones`` when given)."""
         wanted = {normalise_entity_name(n) for n in names if n and n.strip()}
         keys_ = [(keys.entities_pk(ctx), f"{t}/{n}") for n in sorted(wanted) for t in ENTITY_TYPES]
         keys_.append((keys.entities_pk(ctx), keys.entity_sk(SELF_ENTITY_ID)))
@@ -67,6 +72,8 @@ class MemoryRepository:
                 entity = Entity.from_dict(record.data)
                 if not entity.deleted:
                     found[entity.id] = entity
+                elif tombstones is not None:
+                    tombstones[entity.id] = record.version
         return found
 
     def get_entity(self, ctx: RequestContext, entity_id: str) -> tuple[Entity, int] | None:
@@ -112,7 +119,7 @@ class MemoryRepository:
     def load_for_write(self, ctx: RequestContext, attribute_slots: Iterable[tuple[str, str]],
                        relation_slots: Iterable[tuple[str, str]], names: Iterable[str]) -> Loaded:
         loaded = Loaded()
-        loaded.entities = self.entities_by_name(ctx, names)
+        loaded.entities = self.entities_by_name(ctx, names, loaded.tombstones)
         for eid, key in sorted(attribute_slots):
             loaded.attributes += [a for a in self.slot_rows(ctx, "attribute", eid, key, loaded) if a.is_current]
         for subject, label in sorted(relation_slots):
@@ -138,7 +145,10 @@ class MemoryRepository:
             names[touch.entity.id] = touch.entity.name
         for touch in plan.entities:
             entity = touch.entity
-            if touch.is_new or entity.id not in loaded.versions:
+            if entity.id in loaded.tombstones and entity.id not in loaded.versions:
+                tomb = loaded.tombstones[entity.id]
+                ops.append(Put(self._entity_record(ctx, entity, tomb + 1), Condition.version_is(tomb)))
+            elif touch.is_new or entity.id not in loaded.versions:
                 ops.append(Put(self._entity_record(ctx, entity, 1), Condition.absent()))
         renamed = self._self_rename(ctx, plan, loaded)
         if renamed is not None:

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_memory.ids import entity_id
 from agent_memory.ports import Delete, Put, Record, RecordStore, SearchIndex, SearchUnit, WriteOp
+from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
 
 log = logging.getLogger("agent_memory.projection")
 
@@ -74,13 +77,64 @@ def apply(index: SearchIndex, change: ProjectionChange) -> None:
         index.delete(context_id, ids)
 
 
+def build_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    """The units a stored record's ``data`` projects to (``[]`` for kinds not projected).
+    Retrieval renders facts it reads from the store with this, so a fact found by a
+    structured read and the same fact found by search look the same."""
+    builder = _BUILDERS.get((data or {}).get("kind"))
+    return builder(data, version) if builder else []
+
+
+# Entity labels. Every unit carries the ids of the entities it is about (a turn: its speaker;
+# a fact: its entity, subject and object; an action: its actor) as labels, so retrieval can
+# run a leg restricted to one entity *inside* the search (``SearchFilter.labels``) on either
+# index, with no index schema change. Entity ids (``entity:<type>/<name>``) cannot collide
+# with ordinary labels by accident.
+
+# "Caroline: I went to ..." - a transcript line with a speaker tag. Recognised on user turns
+# only (assistant output often starts with "Note:"), for 1-3 capitalised words; the tag
+# becomes the turn's speaker and leaves the indexed text, which keeps the speaker out of the
+# embedding (it would make every turn of one speaker look alike) while the speaker label
+# keeps the turn findable by who said it.
+_SPEAKER_TAG = re.compile(r"^\s*(?P<name>[A-Z][\w'.\-]{0,30}(?: [A-Z][\w'.\-]{0,30}){0,2}):[ \t]+(?=\S)")
+_NOT_SPEAKERS = frozenset(
+    "note re fw fwd subject update todo ps edit question answer q a reminder warning error step summary "
+    "example important tip hint nb tldr info fyi ok yes no hi hello hey dear attention news title source "
+    "quote result results response reply user assistant system tool me i translation context task goal "
+    "problem solution output input caution p.s update".split())
+
+
+def split_speaker_tag(content: str) -> tuple[str | None, str]:
+    """``"Caroline: I went ..."`` -> ``("Caroline", "I went ...")``; no tag -> ``(None, content)``."""
+    m = _SPEAKER_TAG.match(content or "")
+    if m is None:
+        return None, content
+    name = m.group("name")
+    if name.lower() in _NOT_SPEAKERS or name.split()[0].lower() in _NOT_SPEAKERS:
+        return None, content
+    return name, content[m.end():]
+
+
+def _with_entities(labels: list[str], entity_ids: list[str]) -> list[str]:
+    return sorted({*labels, *(e for e in entity_ids if e)})
+
+
 @projects("turn")
 def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    """A turn's text is what was said. A user turn is about its speaker: the tag's person
+    when the line carries one, else the self entity (the user)."""
+    role = data.get("role")
+    speaker, text = split_speaker_tag(data["content"]) if role == "user" else (None, data["content"])
+    entity = entity_id("person", speaker) if speaker else (SELF_ENTITY_ID if role == "user" else None)
+    metadata: dict[str, Any] = {"seq": data.get("seq")}
+    if speaker:
+        metadata["speaker"] = speaker
     return [SearchUnit(
-        id=data["id"], context_id=data["contextId"], kind="turn", text=data["content"], revision=version,
-        partition=data.get("partition", "default"), scopes=data.get("scopes", []), labels=data.get("labels", []),
-        role=data.get("role"), session_id=data.get("session"), occurred_at=data.get("observedAt"),
-        metadata={"seq": data.get("seq")},
+        id=data["id"], context_id=data["contextId"], kind="turn", text=text, revision=version,
+        partition=data.get("partition", "default"), scopes=data.get("scopes", []),
+        labels=_with_entities(data.get("labels", []), [entity] if entity else []),
+        role=role, session_id=data.get("session"), entity_ids=[entity] if entity else [],
+        occurred_at=data.get("observedAt"), metadata=metadata,
     )]
 
 
@@ -189,7 +243,8 @@ def _fact_unit(data: dict[str, Any], version: int, kind: str, text: str, entity_
     source = data.get("source") or {}
     return SearchUnit(
         id=data["id"], context_id=data["contextId"], kind=kind, text=text, revision=version,
-        partition=data.get("partition", "default"), scopes=data.get("scopes", []), labels=data.get("labels", []),
+        partition=data.get("partition", "default"), scopes=data.get("scopes", []),
+        labels=_with_entities(data.get("labels", []), entity_ids),
         session_id=source.get("sessionId"), entity_ids=entity_ids,
         source_ids=[source["ref"]] if source.get("ref") else [], **extra,
     )
@@ -237,4 +292,4 @@ def _instruction_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
 
 # Builders that live beside their own collections register when imported; importing them
 # here means every path that projects (runtime, projector function, reindex) knows them all.
-from agent_memory.services import thread_units  # noqa: E402,F401
+from agent_memory.services import document_units, thread_units  # noqa: E402,F401

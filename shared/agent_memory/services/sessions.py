@@ -124,12 +124,13 @@ class SessionService:
             probe = self.store.query(keys.turns_pk(ctx, session_id), after=page.last_key, limit=1)
             if not probe.records:
                 next_cursor = None
-        return {"turns": [turn_wire(r.data) for r in page.records],
+        # Forgotten turns (``deleted``, see services/forget.py) are skipped; a page may be short.
+        return {"turns": [turn_wire(r.data) for r in page.records if not r.data.get("deleted")],
                 "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
 
     def get_turn(self, ctx: RequestContext, turn_id: str) -> dict[str, Any] | None:
         page = self.store.query(keys.turn_ids_gsi(ctx), between=(turn_id, turn_id), index="gsi1", limit=1)
-        return page.records[0].data if page.records else None
+        return page.records[0].data if page.records and not page.records[0].data.get("deleted") else None
 
     def resolve_for_write(self, ctx: RequestContext, session_id: str | None, scopes: list[list[str]],
                           labels: list[str]) -> Record:

@@ -1,0 +1,392 @@
+"""LoCoMo evidence recall@k: the product's retrieval against plain BM25, plain dense retrieval
+and their RRF, computed in the same run with the same embedder (not a test).
+
+Usage::
+
+    python bench/locomo.py ../shared/bench/locomo [--embedder hashing|minilm] [--out results.json]
+    agent-memory bench locomo ../shared/bench/locomo --embedder minilm
+
+Data: LoCoMo (Maharana et al., "Evaluating Very Long-Term Conversational Memory of LLM
+Agents", ACL 2024), read by path; never copied into the repository.
+
+What runs, per conversation (one context each, in a fresh temporary data directory):
+
+- **Ingest through the product's write path**: each LoCoMo session becomes one session,
+  written with ``POST /facts/batch`` semantics (``runtime.facts.write_batch``, ``infer:
+  full``, the configured extractor: offline unless a model is configured), every turn as
+  ``"<speaker>: <text>"`` (plus ``[shares <caption>]`` for a shared photo) with the session's
+  date as ``ts`` (``observed_at``). The turn id -> ``dia_id`` map comes from the write
+  responses and stays here, in the benchmark.
+- **Questions** of categories 1-4 (5 is adversarial) go to ``runtime.retrieval.retrieve``
+  (hybrid, k=50) and to the baselines.
+- **Baselines**, one unit per turn with the same speaker-prefixed text: BM25 (``rank_bm25``'s
+  BM25Okapi when installed, else the identical formula below; lower-cased ``\\w+`` tokens),
+  dense (cosine over the same embedder the product uses), and their reciprocal-rank fusion
+  (k=60).
+- **Counting** (DESIGN "Retrieval benchmark counting"): ranked units expand to the
+  ``dia_id``s they cover, in rank order (a turn covers itself, a fact its source turns, other
+  units nothing), and the list is cut at k *distinct* ``dia_id``s; recall@k =
+  |evidence ∩ cut| / |evidence|, averaged over questions. Evidence ids are stripped of
+  whitespace and split at ``;``. Questions without evidence are skipped.
+
+Output: a table (recall@5/10/20 per method, product/baseline ratio) and JSON written to
+``bench/results/`` (gitignored) or ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+KS = (5, 10, 20)
+CATEGORIES = (1, 2, 3, 4)
+RRF_K = 60
+PRODUCT_K = 50
+_TOKEN = re.compile(r"\w+")
+
+
+# --- data ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Turn:
+    speaker: str
+    dia_id: str
+    text: str
+
+
+@dataclass
+class Session:
+    number: int
+    observed_at: str | None
+    turns: list[Turn]
+
+
+@dataclass
+class Question:
+    question: str
+    evidence: list[str]
+    category: int
+
+
+@dataclass
+class Conversation:
+    name: str
+    speakers: tuple[str, str]
+    sessions: list[Session]
+    questions: list[Question] = field(default_factory=list)
+
+    @property
+    def turns(self) -> list[Turn]:
+        return [t for s in self.sessions for t in s.turns]
+
+
+def parse_session_date(value: str | None) -> str | None:
+    """``"1:56 pm on 8 May, 2023"`` -> ``"2023-05-08T13:56:00.000Z"`` (``None`` if unparseable)."""
+    if not value:
+        return None
+    text = " ".join(value.replace(" on ", " ").split())
+    for fmt in ("%I:%M %p %d %B, %Y", "%I:%M %p %d %B %Y", "%I:%M %p %B %d, %Y"):
+        try:
+            dt = datetime.strptime(text, fmt).replace(tzinfo=UTC)
+            return dt.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        except ValueError:
+            continue
+    return None
+
+
+def normalise_evidence(evidence: Iterable[Any]) -> list[str]:
+    out: list[str] = []
+    for item in evidence or []:
+        for part in str(item).split(";"):
+            part = "".join(part.split())
+            if part and part not in out:
+                out.append(part)
+    return out
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """What the speaker shared: the text, plus the caption of a shared photo."""
+    text = str(turn.get("text") or "").strip()
+    caption = turn.get("blip_caption")
+    return f"{text} [shares {caption}]" if caption else text
+
+
+def load_conversation(path: Path) -> Conversation:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    conv = data.get("conversation", data)  # both LoCoMo layouts
+    sessions: list[Session] = []
+    n = 1
+    while f"session_{n}" in conv or f"session_{n}_date_time" in conv:
+        raw = conv.get(f"session_{n}") or []
+        turns = [Turn(t["speaker"], "".join(str(t["dia_id"]).split()), turn_text(t)) for t in raw]
+        if turns:
+            sessions.append(Session(n, parse_session_date(conv.get(f"session_{n}_date_time")), turns))
+        n += 1
+    questions = [Question(q["question"], normalise_evidence(q.get("evidence")), int(q.get("category", 0)))
+                 for q in data.get("qa", []) if int(q.get("category", 0)) in CATEGORIES]
+    return Conversation(path.stem, (conv["speaker_a"], conv["speaker_b"]), sessions,
+                        [q for q in questions if q.evidence])
+
+
+def load_dir(directory: Path, limit: int | None = None) -> list[Conversation]:
+    files = sorted(p for p in Path(directory).glob("*.json"))
+    if not files:
+        raise SystemExit(f"no LoCoMo conversation files (*.json) in {directory}")
+    return [load_conversation(p) for p in files[:limit]]
+
+
+# --- counting -----------------------------------------------------------------------------
+
+
+def cut_distinct(ranked: Iterable[Sequence[str]], k: int) -> list[str]:
+    """Expand ranked units to the dia_ids they cover, in rank order, and keep the first ``k``
+    distinct ones: a unit covering several turns spends several of the ``k`` slots."""
+    seen: list[str] = []
+    for dias in ranked:
+        for d in dias:
+            if d not in seen:
+                seen.append(d)
+                if len(seen) == k:
+                    return seen
+    return seen
+
+
+def recall_at(ranked: Sequence[Sequence[str]], evidence: Sequence[str], k: int) -> float:
+    wanted = set(evidence)
+    return len(wanted & set(cut_distinct(ranked, k))) / len(wanted) if wanted else 0.0
+
+
+# --- baselines ----------------------------------------------------------------------------
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+class PlainBM25:
+    """Okapi BM25 exactly as ``rank_bm25.BM25Okapi`` (k1=1.5, b=0.75, negative IDFs floored
+    at 0.25 x the mean IDF), so the baseline does not depend on an optional package."""
+
+    def __init__(self, corpus: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
+        self.k1, self.b = k1, b
+        self.doc_len = np.array([len(d) for d in corpus], dtype=np.float64)
+        self.avgdl = float(self.doc_len.mean()) if len(corpus) else 0.0
+        self.tf: list[dict[str, int]] = []
+        df: dict[str, int] = {}
+        for doc in corpus:
+            counts: dict[str, int] = {}
+            for w in doc:
+                counts[w] = counts.get(w, 0) + 1
+            self.tf.append(counts)
+            for w in counts:
+                df[w] = df.get(w, 0) + 1
+        n = len(corpus)
+        self.idf = {w: math.log(n - f + 0.5) - math.log(f + 0.5) for w, f in df.items()}
+        average = sum(self.idf.values()) / len(self.idf) if self.idf else 0.0
+        floor = epsilon * average
+        self.idf = {w: (v if v >= 0 else floor) for w, v in self.idf.items()}
+
+    def get_scores(self, query: Sequence[str]) -> np.ndarray:
+        scores = np.zeros(len(self.tf))
+        norm = self.k1 * (1 - self.b + self.b * self.doc_len / (self.avgdl or 1.0))
+        for q in query:
+            freq = np.array([d.get(q, 0) for d in self.tf], dtype=np.float64)
+            scores += self.idf.get(q, 0.0) * (freq * (self.k1 + 1) / (freq + norm))
+        return scores
+
+
+def make_bm25(corpus: Sequence[Sequence[str]]) -> Any:
+    try:
+        from rank_bm25 import BM25Okapi
+    except ImportError:
+        return PlainBM25(corpus)
+    return BM25Okapi(list(corpus))
+
+
+def rrf(lists: Sequence[Sequence[int]], k: int = RRF_K) -> list[int]:
+    scores: dict[int, float] = {}
+    for ranked in lists:
+        for rank, item in enumerate(ranked, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda i: (-scores[i], i))
+
+
+class Baselines:
+    """One unit per turn, ``"<speaker>: <text>"``."""
+
+    def __init__(self, conv: Conversation, embedder: Any, depth: int = 100):
+        turns = conv.turns
+        self.dias = [t.dia_id for t in turns]
+        texts = [f"{t.speaker}: {t.text}" for t in turns]
+        self.bm25 = make_bm25([tokens(t) for t in texts])
+        self.vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+        self.embedder = embedder
+        self.depth = depth
+
+    def rank(self, question: str) -> dict[str, list[list[str]]]:
+        scores = np.asarray(self.bm25.get_scores(tokens(question)))
+        by_bm25 = [int(i) for i in np.argsort(-scores, kind="stable")[: self.depth]]
+        q = np.asarray(self.embedder.embed([question]), dtype=np.float32)[0]
+        by_dense = [int(i) for i in np.argsort(-(self.vectors @ q), kind="stable")[: self.depth]]
+        fused = rrf([by_bm25, by_dense])[: self.depth]
+        return {name: [[self.dias[i]] for i in order]
+                for name, order in (("bm25", by_bm25), ("dense", by_dense), ("bm25+dense rrf", fused))}
+
+
+# --- the product --------------------------------------------------------------------------
+
+
+EMBEDDERS = {"hashing": "hashing/v1", "minilm": "local/all-MiniLM-L6-v2"}
+
+
+def make_runtime(data_dir: Path, embedder: str) -> Any:
+    from agent_memory.config import load_settings
+    from agent_memory.runtime import Runtime
+
+    if embedder == "minilm":
+        # On a small shared machine, torch's intra-op threads fight each other: one thread
+        # embeds a query in ~15 ms, two busy ones take ~150 ms.
+        import torch
+
+        torch.set_num_threads(1)
+    env = {"AGENT_MEMORY_DATA_DIR": str(data_dir), "AGENT_MEMORY_STORE": "sqlite", "AGENT_MEMORY_SEARCH": "embedded",
+           "AGENT_MEMORY_CURSOR_SECRET": "locomo-bench", "AGENT_MEMORY_MODELS_EMBEDDING": EMBEDDERS[embedder]}
+    return Runtime(load_settings(env=env, config_path=None))
+
+
+def ingest(runtime: Any, ctx: Any, conv: Conversation) -> dict[str, str]:
+    """Write every session through the product's write path; returns turn id -> dia_id."""
+    from agent_memory.models.requests import WriteFactsBatchRequest
+
+    mapping: dict[str, str] = {}
+    for session in conv.sessions:
+        req = WriteFactsBatchRequest(
+            messages=[{"role": "user", "content": f"{t.speaker}: {t.text}", "ts": session.observed_at}
+                      for t in session.turns],
+            infer="full", extract="per_message")
+        result = runtime.facts.write_batch(ctx, req)
+        for turn_id, turn in zip(result["turnIds"], session.turns, strict=True):
+            mapping[turn_id] = turn.dia_id
+    return mapping
+
+
+def product_ranking(runtime: Any, ctx: Any, question: str, mapping: dict[str, str]) -> tuple[list[list[str]], Any]:
+    result = runtime.retrieval.retrieve(ctx, question, k=PRODUCT_K)
+    ranked = []
+    for hit in result.hits:
+        if hit.kind == "turn":
+            ranked.append([mapping[hit.id]] if hit.id in mapping else [])
+        else:
+            ranked.append([mapping[s] for s in hit.source_ids if s in mapping])
+    return ranked, result
+
+
+# --- the run ------------------------------------------------------------------------------
+
+METHODS = ("bm25", "dense", "bm25+dense rrf", "product")
+
+
+def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
+        progress: Callable[[str], None] = print) -> dict[str, Any]:
+    from agent_memory.request_context import RequestContext
+
+    conversations = load_dir(directory, limit)
+    sums: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
+    by_category: dict[str, dict[int, list[float]]] = {m: {c: [] for c in CATEGORIES} for m in METHODS}
+    latencies: list[float] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
+        runtime = make_runtime(Path(tmp), embedder)
+        embedder_name = runtime.embedder.name
+        for conv in conversations:
+            ctx = RequestContext(context_id=f"locomo-{conv.name}", principal="bench", admin=True)
+            t0 = time.perf_counter()
+            mapping = ingest(runtime, ctx, conv)
+            ingest_s = time.perf_counter() - t0
+            baselines = Baselines(conv, runtime.embedder)
+            for q in conv.questions:
+                ranked = baselines.rank(q.question)
+                ranked["product"], result = product_ranking(runtime, ctx, q.question, mapping)
+                latencies.append(result.query_ms)
+                for method in METHODS:
+                    for k in KS:
+                        sums[method][k].append(recall_at(ranked[method], q.evidence, k))
+                    by_category[method][q.category].append(recall_at(ranked[method], q.evidence, 10))
+            progress(f"  {conv.name}: {len(conv.turns)} turns ingested in {ingest_s:.1f}s, "
+                     f"{len(conv.questions)} questions")
+    results = {
+        "dataset": str(directory), "conversations": [c.name for c in conversations],
+        "questions": len(sums["product"][10]), "embedder": embedder_name,
+        "recall": {m: {f"@{k}": round(float(np.mean(v)), 4) if v else None for k, v in sums[m].items()}
+                   for m in METHODS},
+        "recall@10_by_category": {m: {str(c): round(float(np.mean(v)), 4) if v else None
+                                      for c, v in by_category[m].items()} for m in METHODS},
+        "product_query_ms": {"p50": round(float(np.percentile(latencies, 50)), 2) if latencies else None,
+                             "p95": round(float(np.percentile(latencies, 95)), 2) if latencies else None},
+        "seconds": round(time.perf_counter() - started, 1),
+        "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    baseline = {f"@{k}": max(results["recall"]["bm25"][f"@{k}"] or 0, results["recall"]["dense"][f"@{k}"] or 0)
+                for k in KS}
+    results["product_vs_baseline"] = {key: round((results["recall"]["product"][key] or 0) / value, 3) if value else None
+                                      for key, value in baseline.items()}
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = [f"LoCoMo evidence recall ({results['questions']} questions, categories 1-4, "
+             f"{len(results['conversations'])} conversations, embedder {results['embedder']})",
+             f"{'method':<18}" + "".join(f"{'@' + str(k):>9}" for k in KS)]
+    for method in METHODS:
+        row = results["recall"][method]
+        lines.append(f"{method:<18}" + "".join(f"{row[f'@{k}']:>9.4f}" for k in KS))
+    ratio = results["product_vs_baseline"]
+    lines.append(f"{'product/max(bm25,dense)':<18}" + "".join(f"{ratio[f'@{k}']:>9.3f}" for k in KS))
+    lat = results["product_query_ms"]
+    lines.append(f"product query ms: p50 {lat['p50']}  p95 {lat['p95']}   ({results['seconds']} s in all)")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="agent-memory bench locomo", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    return run_command(parser.parse_args(argv))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", type=Path, help="directory of LoCoMo conversation files (*.json)")
+    parser.add_argument("--embedder", choices=sorted(EMBEDDERS), default="hashing")
+    parser.add_argument("--out", type=Path, default=None, help="JSON results (default: bench/results/...)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    import logging
+
+    logging.getLogger("agent_memory").setLevel(logging.WARNING)
+    results = run(args.directory, embedder=args.embedder, limit=args.limit,
+                  progress=lambda line: print(line, file=sys.stderr))
+    out = args.out or (Path(__file__).resolve().parent / "results" /
+                       f"locomo-{args.embedder}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(table(results))
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

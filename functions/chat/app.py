@@ -1,0 +1,50 @@
+"""Chat area: POST /chat (the whole loop) and GET /traces/{id}.
+
+``stream: true`` answers text/event-stream. The local server streams frames as they are
+produced (the handler hands it an iterator); API Gateway HTTP APIs buffer Lambda
+responses, so on AWS the same frames arrive together when the reply is complete (see
+README, Streaming)."""
+
+import threading
+
+from agent_memory import http
+from agent_memory.models.requests import ChatRequest
+from agent_memory.runtime import get_runtime
+
+app = http.make_resolver()
+_pending_stream = threading.local()
+
+
+@app.post("/api/v1/<context_id>/chat")
+def chat(context_id: str):
+    ctx = http.context(app, context_id)
+    rt = get_runtime()
+    req = http.body(app, ChatRequest, max_bytes=rt.settings.limits.chat_message_bytes * 2)
+    limiter = rt.inflight
+    if not req.stream:
+        with limiter.slot():
+            return rt.chat.chat(ctx, req)
+    limiter.acquire()
+    try:
+        frames = rt.chat.chat_stream(ctx, req)
+    except BaseException:
+        limiter.release()
+        raise
+    _pending_stream.frames = limiter.guard_stream(frames)
+    return http.sse_response()
+
+
+@app.get("/api/v1/<context_id>/traces/<trace_id>")
+def get_trace(context_id: str, trace_id: str):
+    ctx = http.context(app, context_id)
+    return get_runtime().traces.get(ctx, trace_id)
+
+
+def lambda_handler(event, context):
+    _pending_stream.frames = None
+    response = app.resolve(event, context)
+    frames = getattr(_pending_stream, "frames", None)
+    _pending_stream.frames = None
+    if frames is not None and response.get("statusCode") == 200:
+        return http.attach_stream(response, frames, streaming=getattr(context, "supports_streaming", False))
+    return response

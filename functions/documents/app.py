@@ -1,0 +1,60 @@
+"""Documents area: upload (JSON or multipart/form-data), read, page chunks, delete.
+
+Ingest behaviour (chunking, dedupe, extraction, the order of writes) is documented in
+``agent_memory.services.documents``; this module only parses and answers. Chunk pages are
+written with ``ensure_ascii=False`` (escaping non-ASCII text would multiply their size).
+"""
+
+import json
+
+from aws_lambda_powertools.event_handler import Response
+
+from agent_memory import http, multipart
+from agent_memory.models.documents import DocumentUpload
+from agent_memory.runtime import get_runtime
+
+app = http.make_resolver()
+
+BASE = "/api/v1/<context_id>/documents"
+FORM_OVERHEAD_BYTES = 64 * 1024
+
+
+def _upload() -> DocumentUpload:
+    cap = get_runtime().settings.limits.document_bytes
+    content_type = http.header(app, "content-type")
+    if multipart.is_multipart(content_type):
+        parts = multipart.parse_form(content_type, http.raw_body(app, cap + FORM_OVERHEAD_BYTES))
+        return http.validate(DocumentUpload, DocumentUpload.form_fields(parts))
+    # JSON may escape each character as up to 6 bytes per 2-3 UTF-8 bytes: allow 3x the cap.
+    return http.body(app, DocumentUpload, max_bytes=3 * cap + FORM_OVERHEAD_BYTES)
+
+
+@app.post(BASE)
+def upload_document(context_id: str):
+    ctx = http.context(app, context_id)
+    result = get_runtime().documents.ingest(ctx, _upload())
+    return http.json_response(result.body, 201 if result.created else 200)
+
+
+@app.get(f"{BASE}/<document_id>")
+def get_document(context_id: str, document_id: str):
+    ctx = http.context(app, context_id)
+    return http.json_response(get_runtime().documents.get(ctx, document_id))
+
+
+@app.delete(f"{BASE}/<document_id>")
+def delete_document(context_id: str, document_id: str):
+    ctx = http.context(app, context_id)
+    get_runtime().documents.delete(ctx, document_id)
+    return http.empty_response(204)
+
+
+@app.get(f"{BASE}/<document_id>/chunks")
+def list_document_chunks(context_id: str, document_id: str):
+    ctx = http.context(app, context_id)
+    page = get_runtime().documents.list_chunks(ctx, document_id, http.page_limit(app), http.query_str(app, "cursor"))
+    return Response(status_code=200, content_type="application/json", body=json.dumps(page, ensure_ascii=False))
+
+
+def lambda_handler(event, context):
+    return app.resolve(event, context)

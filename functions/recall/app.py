@@ -1,0 +1,38 @@
+"""Recall area: POST /query (ranked hits), /context and /sessions/{id}/context (formatted,
+delimited prompt context). Ranking lives in ``agent_memory.services.retrieval``; formatting
+in ``agent_memory.services.context_format``."""
+
+from agent_memory import http
+from agent_memory.models.retrieval import ContextRequest, QueryRequest, SessionContextRequest
+from agent_memory.runtime import get_runtime
+
+app = http.make_resolver()
+
+BODY_CAP = 64 * 1024
+
+
+@app.post("/api/v1/<context_id>/query")
+def query(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, QueryRequest, max_bytes=BODY_CAP)
+    result = get_runtime().retrieval.retrieve(ctx, req.query, k=req.k, mode=req.mode, as_of=req.as_of,
+                                              session_id=req.session_id, labels=req.labels, include=req.include)
+    return result.to_wire()
+
+
+@app.post("/api/v1/<context_id>/context")
+def context(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, ContextRequest, max_bytes=BODY_CAP)
+    return get_runtime().prompt_context.context(ctx, req.query, k=req.k, subject=req.subject)
+
+
+@app.post("/api/v1/<context_id>/sessions/<session_id>/context")
+def session_context(context_id: str, session_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, SessionContextRequest, max_bytes=BODY_CAP)
+    return get_runtime().prompt_context.session_context(ctx, session_id, req.query, k=req.k)
+
+
+def lambda_handler(event, context):
+    return app.resolve(event, context)

@@ -1,0 +1,29 @@
+"""State area: GET /state (a bounded snapshot of current memory) and GET /profile.
+
+Shapes and rules: ``agent_memory.services.state`` and ``agent_memory.services.profile``."""
+
+from agent_memory import http
+from agent_memory.runtime import get_runtime
+
+app = http.make_resolver()
+
+STATE_LIMIT_DEFAULT = 100
+STATE_LIMIT_MAX = 500
+
+
+@app.get("/api/v1/<context_id>/state")
+def get_state(context_id: str):
+    ctx = http.context(app, context_id)
+    limit = http.query_int(app, "limit", STATE_LIMIT_DEFAULT, maximum=STATE_LIMIT_MAX)
+    return get_runtime().state.state(ctx, limit)
+
+
+@app.get("/api/v1/<context_id>/profile")
+def get_profile(context_id: str):
+    ctx = http.context(app, context_id)
+    limit = http.query_int(app, "limit", STATE_LIMIT_DEFAULT, maximum=STATE_LIMIT_MAX)
+    return get_runtime().state.profile(ctx, limit)
+
+
+def lambda_handler(event, context):
+    return app.resolve(event, context)

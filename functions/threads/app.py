@@ -1,0 +1,93 @@
+"""Threads area: ordered conversation turns, their reader lists, and prompt context.
+
+Behaviour (indexes, reader lists, entity filtering, projection lag, size budgets) is
+documented in ``agent_memory.services.threads``; this module only parses and answers.
+Turn-bearing responses are written with ``ensure_ascii=False``: escaping every non-ASCII
+character would triple the size of a 1 MiB turn against Lambda's 6 MB response limit.
+"""
+
+import json
+import threading
+
+from aws_lambda_powertools.event_handler import Response
+
+from agent_memory import http
+from agent_memory.errors import InvalidRequest
+from agent_memory.models.threads import AppendThreadTurnRequest, SetThreadAclRequest, ThreadContextRequest
+from agent_memory.runtime import get_runtime
+
+app = http.make_resolver()
+
+BASE = "/api/v1/<context_id>/threads/<thread_id>"
+# Powertools keeps the request being resolved in a class attribute (BaseRouter.current_event).
+# Lambda never runs two requests in one instance, but the local server calls handlers from
+# concurrent threads, where one request would read another's headers and body. Resolving
+# one request at a time keeps this function correct there; free in Lambda.
+_RESOLVE_LOCK = threading.Lock()
+
+
+def _json(body, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(status_code=status, content_type="application/json",
+                    body=json.dumps(body, ensure_ascii=False), headers=headers)
+
+
+def _index(raw: str | None, name: str) -> int | None:
+    if raw is None:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
+        raise InvalidRequest(f"{name} must be a non-negative integer", field=name)
+    return int(raw)
+
+
+def _append_body_cap() -> int:
+    # JSON may escape each character of the text as up to 12 bytes per 4 UTF-8 bytes (\\uXXXX
+    # surrogate pairs): 3x the text cap, plus room for metadata and reader lists.
+    return 3 * get_runtime().settings.limits.thread_turn_bytes + 64 * 1024
+
+
+@app.post(f"{BASE}/turns")
+def append_turn(context_id: str, thread_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, AppendThreadTurnRequest, max_bytes=_append_body_cap())
+    outcome = get_runtime().threads.append(ctx, thread_id, req, http.header(app, "Idempotency-Key"))
+    return _json(outcome.body, outcome.status, {"Idempotent-Replayed": "true"} if outcome.replayed else None)
+
+
+@app.get(f"{BASE}/turns")
+def list_turns(context_id: str, thread_id: str):
+    ctx = http.context(app, context_id)
+    return _json(get_runtime().threads.list_turns(
+        ctx, thread_id, limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"),
+        after_index=_index(http.query_str(app, "after_index"), "after_index"),
+        entity_id=http.query_str(app, "entity_id")))
+
+
+@app.get(f"{BASE}/turns/<turn_index>")
+def get_turn(context_id: str, thread_id: str, turn_index: str):
+    ctx = http.context(app, context_id)
+    return _json(get_runtime().threads.get_turn(ctx, thread_id, _index(turn_index, "turn_index")))
+
+
+@app.post(f"{BASE}/context")
+def thread_context(context_id: str, thread_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, ThreadContextRequest, max_bytes=64 * 1024)
+    return _json(get_runtime().threads.context(ctx, thread_id, req))
+
+
+@app.get(BASE)
+def get_thread(context_id: str, thread_id: str):
+    ctx = http.context(app, context_id)
+    return _json(get_runtime().threads.get_thread(ctx, thread_id))
+
+
+@app.put(f"{BASE}/acl")
+def set_acl(context_id: str, thread_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, SetThreadAclRequest, max_bytes=64 * 1024)
+    return _json(get_runtime().threads.set_acl(ctx, thread_id, req))
+
+
+def lambda_handler(event, context):
+    with _RESOLVE_LOCK:
+        return app.resolve(event, context)

@@ -1,0 +1,87 @@
+"""Request bodies of the documents area (``/api/v1/{context}/documents``).
+
+One model, ``DocumentUpload``, serves both content types: a JSON body validates into it
+directly, a ``multipart/form-data`` body is mapped onto it by ``from_form`` (the ``file``
+part, or a ``text`` field, becomes ``text``; ``scopes`` and ``labels`` are JSON fields), so
+both paths share every check and name the same fields in their 400s.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from agent_memory.errors import InvalidRequest
+from agent_memory.models.requests import ScopedRequest, _rfc3339, both
+from agent_memory.multipart import FormPart
+
+MAX_TITLE_CHARS = 512
+MARKDOWN_TYPES = {"text/markdown", "text/x-markdown"}
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
+_FORM_FIELDS = {"file", "text", "title", "filename", "scopes", "labels", "observedAt", "observed_at", "format"}
+
+
+class DocumentUpload(ScopedRequest):
+    text: str = Field(min_length=1)
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    format: Literal["text", "markdown"] | None = None
+    observed_at: str | None = both("observed_at", "observedAt")
+    filename: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+
+    _observed = field_validator("observed_at")(classmethod(lambda cls, v: _rfc3339(v)))
+
+    @field_validator("text", "title")
+    @classmethod
+    def _unicode(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError("is not valid Unicode (lone surrogate)") from exc
+        if "\x00" in value:
+            raise ValueError("contains NUL characters: only text and markdown documents are accepted")
+        return value
+
+    @field_validator("title")
+    @classmethod
+    def _title(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be blank")
+        return value.strip() if value is not None else None
+
+    @classmethod
+    def form_fields(cls, parts: dict[str, FormPart]) -> dict[str, Any]:
+        """A multipart form as the JSON fields this model validates (400 on a bad field)."""
+        unknown = sorted(set(parts) - _FORM_FIELDS)
+        if unknown:
+            raise InvalidRequest(f"unknown form field {unknown[0]!r}", field=unknown[0])
+        if "file" in parts and "text" in parts:
+            raise InvalidRequest("send the document as a file part or a text field, not both", field="file")
+        data: dict[str, Any] = {}
+        upload = parts.get("file") or parts.get("text")
+        if upload is None:
+            raise InvalidRequest("a file part (or text field) is required", field="file")
+        data["text"] = upload.text("file" if "file" in parts else "text")
+        if upload.filename:
+            data["filename"] = upload.filename
+        for name in ("title", "filename", "format", "observedAt", "observed_at"):
+            if name in parts:
+                data[name] = parts[name].text()
+        if "format" not in data and "file" in parts and _markdown_file(parts["file"]):
+            data["format"] = "markdown"
+        for name in ("scopes", "labels"):
+            if name in parts:
+                raw = parts[name].text()
+                try:
+                    data[name] = json.loads(raw)
+                except json.JSONDecodeError:
+                    # a bare scope path or label is accepted as itself
+                    data[name] = raw if name == "scopes" else [raw]
+        return data
+
+
+def _markdown_file(part: FormPart) -> bool:
+    return part.content_type in MARKDOWN_TYPES or (part.filename or "").lower().endswith(MARKDOWN_SUFFIXES)

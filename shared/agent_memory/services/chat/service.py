@@ -1,0 +1,236 @@
+"""ChatService: one /chat turn.
+
+1. Load the session's transcript window (``window``).
+2. Retrieve context, skipping turns already in the window; write the retrieval trace.
+3. Tier 2: with an empty window and no ``bypassCache``, reuse a cached reply for a
+   near-identical question in the same scope (0 response calls).
+4. Tier 3: one response-model call, with the user turn's extraction running concurrently.
+5. On success only: store the user turn (``infer: full``, its extraction committed now)
+   and the reply (``infer: none``) in one transaction, write the response trace, seed the
+   cache. On failure: nothing but the retrieval trace is written (502, or 504 on timeout).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent_memory import timeutil
+from agent_memory.errors import InvalidRequest, PayloadTooLarge, UpstreamModelError, UpstreamModelTimeout
+from agent_memory.models.extraction import ExtractionOutput
+from agent_memory.models.requests import ChatRequest
+from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Record
+from agent_memory.request_context import RequestContext
+from agent_memory.services.chat import sse
+from agent_memory.services.chat.citations import MarkerStream, resolve_markers
+from agent_memory.services.chat.prompt import build_messages
+from agent_memory.services.chat.window import WindowTurn, transcript_window
+from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
+from agent_memory.services.facts import PendingTurn
+
+if TYPE_CHECKING:
+    from agent_memory.runtime import Runtime
+
+log = logging.getLogger("agent_memory.chat")
+
+RETRIEVAL_K = 8
+WINDOW_FETCH = 40  # turns read from the session's end to find the last 10 user/assistant ones
+
+
+@dataclass
+class PreparedTurn:
+    """Everything decided before the response call."""
+
+    ctx: RequestContext
+    req: ChatRequest
+    session: Record
+    is_new_session: bool
+    window: list[WindowTurn]
+    hits: list[Any]
+    sources: dict[str, Any]
+    messages: list[ChatMessage]
+    trace_id: str
+    tier: int
+    retrieval_ms: float
+    model_name: str
+    query_vector: Any = None
+    cached: dict[str, Any] | None = None
+    extraction: Future | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+
+class ChatService:
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+        self.cache = runtime.response_cache
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="chat-extract")
+
+    # --- public -----------------------------------------------------------------------
+
+    def chat(self, ctx: RequestContext, req: ChatRequest) -> dict[str, Any]:
+        turn = self._prepare(ctx, req)
+        if turn.cached is not None:
+            return self._finish(turn, turn.cached["reply"], turn.cached["citations"], None, from_cache=True)
+        completion = self._complete(turn)
+        resolved = resolve_markers(completion.text, turn.sources, suppress=bool(req.suppress_markers))
+        citations = [self._citation(m, turn.sources[m]) for m in resolved.cited]
+        return self._finish(turn, resolved.reply, citations, completion)
+
+    def chat_stream(self, ctx: RequestContext, req: ChatRequest) -> Iterator[str]:
+        """SSE frames. Validation and retrieval happen before the first frame (so bad input
+        is still a plain 4xx); model failures after that are an ``error`` frame."""
+        turn = self._prepare(ctx, req)
+        return self._stream_frames(turn)
+
+    # --- steps --------------------------------------------------------------------------
+
+    def _prepare(self, ctx: RequestContext, req: ChatRequest) -> PreparedTurn:
+        rt = self.runtime
+        limits = rt.settings.limits
+        if len(req.message.encode("utf-8")) > limits.chat_message_bytes:
+            raise PayloadTooLarge(f"message is over the {limits.chat_message_bytes}-byte limit")
+        model_name = req.model or str(rt.settings.models.response)
+        if req.model and not rt.settings.models.is_allowed(req.model):
+            raise InvalidRequest(f"model {req.model!r} is not in models.allowed", field="model")
+        scopes = req.scopes or ([[p] for p in ctx.write_region] if ctx.write_region else [])
+        session = rt.sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
+        is_new = req.session_id is None
+        window = [] if is_new else self._window(ctx, session.sk)
+
+        started = time.perf_counter()
+        result = rt.retrieval.retrieve(ctx, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window])
+        retrieval_ms = (time.perf_counter() - started) * 1000
+        hits = list(result.hits)
+        messages, memory = build_messages(req.message, hits, window, self._instructions(ctx))
+        sources = memory.markers
+        trace_id = rt.traces.new_id()
+        rt.traces.put(ctx, trace_id, "retrieval", {
+            "query": req.message, "sessionId": None if is_new else session.sk, "tier": result.tier,
+            "excluded": [t.id for t in window], "latencyMs": round(retrieval_ms, 2),
+            "hits": [{"marker": m, "id": h.id, "kind": h.kind, "score": round(float(h.score), 6)}
+                     for m, h in sources.items()]})
+        turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
+                            sources=sources, messages=messages, trace_id=trace_id, tier=3,
+                            retrieval_ms=retrieval_ms, model_name=model_name)
+        if not window and not req.bypass_cache:
+            turn.query_vector = rt.embedder.embed([req.message])[0]
+            hit = self.cache.lookup(ctx, model_name, turn.query_vector)
+            if hit is not None:
+                turn.cached, turn.tier = hit.response, 2
+        # The user turn's extraction runs while the model answers; it is committed only
+        # after the reply succeeds (or discarded).
+        turn.extraction = self._pool.submit(rt.facts.extract, ctx, req.message, timeutil.now_iso())
+        return turn
+
+    def _window(self, ctx: RequestContext, session_id: str) -> list[WindowTurn]:
+        from agent_memory import keys
+
+        page = self.runtime.store.query(keys.turns_pk(ctx, session_id), limit=WINDOW_FETCH, forward=False)
+        turns = [WindowTurn(r.data["id"], r.data["role"], r.data["content"]) for r in reversed(page.records)]
+        return transcript_window(turns)
+
+    def _instructions(self, ctx: RequestContext) -> list[str]:
+        return [i.description for i in self.runtime.facts.repo.instructions(ctx, limit=20)]
+
+    def _complete(self, turn: PreparedTurn) -> Completion:
+        model = self.runtime.language_model(turn.model_name)
+        try:
+            return model.complete(turn.messages)
+        except ModelTimeout as exc:
+            self._discard(turn)
+            raise UpstreamModelTimeout(f"response model timed out: {exc}") from exc
+        except ModelError as exc:
+            self._discard(turn)
+            raise UpstreamModelError(f"response model failed: {exc}") from exc
+
+    def _discard(self, turn: PreparedTurn) -> None:
+        if turn.extraction is not None:
+            turn.extraction.cancel()
+
+    def _stream_frames(self, turn: PreparedTurn) -> Iterator[str]:
+        req = turn.req
+        if turn.cached is not None:
+            yield sse.frame("delta", {"delta": turn.cached["reply"]})
+            body = self._finish(turn, turn.cached["reply"], turn.cached["citations"], None, from_cache=True)
+            yield sse.frame("done", body)
+            yield sse.DONE
+            return
+        model = self.runtime.language_model(turn.model_name)
+        markers = MarkerStream(turn.sources, suppress=bool(req.suppress_markers))
+        pieces: list[str] = []
+        try:
+            for delta in model.stream(turn.messages):
+                pieces.append(delta)
+                for ready in markers.feed(delta):
+                    yield sse.frame("delta", {"delta": ready})
+            for ready in markers.close():
+                yield sse.frame("delta", {"delta": ready})
+            text = "".join(pieces)
+            resolved = resolve_markers(text, turn.sources, suppress=bool(req.suppress_markers))
+            citations = [self._citation(m, turn.sources[m]) for m in resolved.cited]
+            completion = Completion(text=text, model=turn.model_name,
+                                    prompt_tokens=sum(len(m.content) for m in turn.messages) // 4,
+                                    completion_tokens=len(text) // 4)
+            body = self._finish(turn, resolved.reply, citations, completion)
+        except (ModelError, UpstreamModelError, UpstreamModelTimeout) as exc:
+            self._discard(turn)
+            status, title = (504, "Model call timed out") if isinstance(exc, ModelTimeout | UpstreamModelTimeout) \
+                else (502, "Model call failed")
+            from agent_memory.http import problem_body
+
+            yield sse.frame("error", problem_body(status, title, str(exc), "model-timeout" if status == 504
+                                                  else "model-failed"))
+            yield sse.DONE
+            return
+        yield sse.frame("done", body)
+        yield sse.DONE
+
+    def _finish(self, turn: PreparedTurn, reply: str, citations: list[dict[str, Any]],
+                completion: Completion | None, *, from_cache: bool = False) -> dict[str, Any]:
+        rt = self.runtime
+        ctx, req = turn.ctx, turn.req
+        try:
+            extraction: ExtractionOutput = turn.extraction.result()
+        except (UpstreamModelError, UpstreamModelTimeout):
+            raise  # the reply cannot be stored without its user turn's extraction
+        now = timeutil.now_iso()
+        pending = [PendingTurn("user", req.message, now, "full", extraction),
+                   PendingTurn("assistant", reply, now, "none", None)]
+        turn_ids, results = rt.facts.commit_turns(ctx, turn.session, pending, turn.session.data.get("scopes", []),
+                                                  req.labels)
+        memory_updates = results[0]
+        elapsed = (time.perf_counter() - turn.started) * 1000
+        rt.traces.put(ctx, turn.trace_id, "response", {
+            "tier": turn.tier, "model": None if from_cache else turn.model_name,
+            "promptTokens": completion.prompt_tokens if completion else 0,
+            "completionTokens": completion.completion_tokens if completion else 0,
+            "hitsUsed": [c["id"] for c in citations], "latencyMs": round(elapsed, 2),
+            "turnIds": turn_ids, "cached": from_cache})
+        if not from_cache and not turn.window and not req.bypass_cache and turn.query_vector is not None:
+            cited = [turn.sources[c["marker"].strip("[]")] for c in citations]
+            entities = {e for h in cited for e in cited_entities(h)}
+            if any(h.kind == "turn" and (h.role or "user") == "user" for h in cited):
+                entities.add(SELF_ENTITY_ID)  # a user's own statement is about the user
+            self.cache.store_reply(ctx, turn.model_name, req.message, turn.query_vector,
+                                   {"reply": reply, "citations": citations}, entities, [h.id for h in cited])
+        return {"reply": reply, "sessionId": turn.session.sk, "traceId": turn.trace_id, "citations": citations,
+                "memoryUpdates": memory_updates}
+
+    @staticmethod
+    def _citation(marker: str, hit: Any) -> dict[str, Any]:
+        meta = getattr(hit, "metadata", None) or {}
+        return {"marker": f"[{marker}]", "id": hit.id, "kind": hit.kind, "snippet": hit.text[:280],
+                "score": round(float(hit.score), 6), "documentTitle": meta.get("documentTitle"),
+                "positionPercent": meta.get("positionPercent"), "occurredAt": getattr(hit, "occurred_at", None),
+                "role": getattr(hit, "role", None) if hit.kind == "turn" else None}
+
+
+def cited_entities(hit: Any) -> list[str]:
+    """Entities a cited fact is about (a later change to their facts invalidates the reply)."""
+    meta = getattr(hit, "metadata", None) or {}
+    return [v for k in ("entity", "subject", "object", "actor") if isinstance(v := meta.get(k), str)
+            and v.startswith("entity:")]

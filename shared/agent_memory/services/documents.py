@@ -1,0 +1,251 @@
+"""Documents: ingest a text or markdown document as chunks and authoritative facts; read,
+page and delete it. Key layout: ``agent_memory.keys`` ("documents"); chunking rules:
+``services/chunking.py``; how a chunk is searched: ``services/document_units.py``.
+
+Ingest, in this order, so that a failure at any step before the claim writes nothing:
+
+1. size cap (413), normalise, hash (``contentHash`` = sha256 of the normalised text), chunk;
+2. dedupe: a content-hash row (per context, partition and scopes) already names a live
+   document -> that document, ``deduplicated: true``, no model call;
+3. extraction: one model call per chunk (``FactsService.extract``); a model failure is a
+   502/504 and nothing has been written;
+4. claim: the content-hash row and the document row (``status: "ingesting"``) in ONE
+   transaction, both conditioned on absence. Of two concurrent uploads of the same content
+   exactly one claim commits; the other answers with the winner's id, ``deduplicated: true``;
+5. chunk rows, in transactions of at most 100;
+6. facts, per chunk (``FactsService.write_document_facts``: source ``document``, ref = the
+   chunk id, authoritative over conversation);
+7. the document row flips to ``status: "ready"`` under a version condition.
+
+So a document is ``ingesting`` until everything is stored and ``ready`` after; chunk units
+become searchable as their rows land (step 5), and GET shows the status honestly meanwhile.
+When a step after the claim fails, the ingest removes what it wrote (chunks, claim) and the
+error propagates; facts already committed from earlier chunks stay, as facts learned from a
+deleted document do. A claim whose ingest died with its process (a Lambda timeout) is
+recognised by age (``STALE_INGEST_S`` without reaching ``ready``) and discarded by the next
+upload of the same content or by a DELETE.
+
+Delete marks the document row deleted (reads 404 from then on), removes its chunks (their
+search units go with them through projection), then the row and its content-hash row, so the
+same content can be uploaded again. Facts learned from the document stay.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent_memory import cursor, keys, timeutil
+from agent_memory.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
+from agent_memory.ids import new_id
+from agent_memory.models.documents import DocumentUpload
+from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record
+from agent_memory.request_context import RequestContext
+from agent_memory.services import chunking
+from agent_memory.services.memory_repo import scope_sig
+
+if TYPE_CHECKING:
+    from agent_memory.runtime import Runtime
+
+log = logging.getLogger("agent_memory.documents")
+
+STALE_INGEST_S = 15 * 60
+WRITE_BATCH = 100  # RecordStore.transact's limit
+CLAIM_ATTEMPTS = 3
+TITLE_FROM_TEXT_CHARS = 120
+
+
+@dataclass
+class IngestResult:
+    body: dict[str, Any]
+    created: bool
+
+
+def document_wire(data: dict[str, Any]) -> dict[str, Any]:
+    return {"id": data["id"], "title": data["title"], "contentHash": data["contentHash"], "size": data["size"],
+            "chunkCount": data["chunkCount"], "status": data["status"], "format": data["format"],
+            "filename": data.get("filename"), "createdAt": data["createdAt"], "observedAt": data["observedAt"],
+            "scopes": data["scopes"], "labels": data["labels"]}
+
+
+def chunk_wire(data: dict[str, Any]) -> dict[str, Any]:
+    return {"id": data["id"], "documentId": data["documentId"], "documentTitle": data["documentTitle"],
+            "ordinal": data["ordinal"], "offset": data["offset"], "positionPercent": data["positionPercent"],
+            "headingPath": data["headingPath"], "text": data["text"]}
+
+
+def _upload_wire(data: dict[str, Any], deduplicated: bool) -> dict[str, Any]:
+    return {"id": data["id"], "status": data["status"], "contentHash": data["contentHash"],
+            "deduplicated": deduplicated, "title": data["title"], "chunkCount": data["chunkCount"]}
+
+
+class DocumentService:
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+        self.store = runtime.store
+
+    # --- ingest ---------------------------------------------------------------------
+
+    def ingest(self, ctx: RequestContext, upload: DocumentUpload) -> IngestResult:
+        cap = self.runtime.settings.limits.document_bytes
+        if len(upload.text.encode("utf-8")) > cap:
+            raise PayloadTooLarge(f"document is over the {cap}-byte limit")
+        text = chunking.normalise(upload.text)
+        if not text:
+            raise InvalidRequest("text: the document is empty", field="text")
+        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        digest = chunking.content_hash(text)
+        hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(upload.scopes)}")
+        existing = self._live_document(ctx, hash_key)
+        if existing is not None:
+            return IngestResult(_upload_wire(existing, True), created=False)
+
+        chunks = chunking.chunk(text, fmt)
+        now = timeutil.now_iso()
+        observed = upload.observed_at or now
+        # Every model call happens before the first write (step 3).
+        extractions = [self.runtime.facts.extract(ctx, c.text, observed) for c in chunks]
+
+        doc_id = new_id("doc")
+        doc = {"kind": "document", "id": doc_id, "contextId": ctx.context_id, "partition": ctx.partition,
+               "title": upload.title or _default_title(text, fmt, upload.filename), "contentHash": digest,
+               "size": len(text.encode("utf-8")), "chunkCount": len(chunks), "status": "ingesting",
+               "format": fmt, "filename": upload.filename, "createdAt": now, "updatedAt": now,
+               "observedAt": observed, "scopes": upload.scopes, "labels": upload.labels,
+               "createdBy": ctx.principal}
+        for _ in range(CLAIM_ATTEMPTS):
+            try:
+                self.store.transact([
+                    Put(Record(hash_key[0], hash_key[1], {"kind": "document-hash", "contextId": ctx.context_id,
+                                                          "documentId": doc_id, "contentHash": digest}),
+                        Condition.absent()),
+                    Put(Record(keys.documents_pk(ctx), doc_id, doc), Condition.absent()),
+                ])
+                break
+            except ConditionFailed:
+                existing = self._live_document(ctx, hash_key)
+                if existing is not None:
+                    return IngestResult(_upload_wire(existing, True), created=False)
+        else:
+            raise Conflict("a document with this content is being written concurrently; retry")
+
+        chunk_rows = [self._chunk_row(ctx, doc, c, observed) for c in chunks]
+        try:
+            for i in range(0, len(chunk_rows), WRITE_BATCH):
+                self.store.transact([Put(Record(keys.chunks_pk(ctx, doc_id), keys.chunk_sk(row["ordinal"]), row),
+                                         Condition.absent()) for row in chunk_rows[i:i + WRITE_BATCH]])
+            self.runtime.facts.write_document_facts(
+                ctx, [(row["id"], ext) for row, ext in zip(chunk_rows, extractions, strict=True)
+                      if not ext.is_empty()], upload.scopes, upload.labels, observed)
+            ready = {**doc, "status": "ready", "updatedAt": timeutil.now_iso()}
+            self.store.put(Record(keys.documents_pk(ctx), doc_id, ready, version=2), Condition.version_is(1))
+        except BaseException:
+            try:
+                self._discard(ctx, doc_id, hash_key)
+            except Exception:  # the claim turns stale and the next upload or DELETE finishes this
+                log.exception("could not remove the partial document %s", doc_id)
+            raise
+        return IngestResult(_upload_wire(ready, False), created=True)
+
+    def _chunk_row(self, ctx: RequestContext, doc: dict[str, Any], c: chunking.Chunk, observed: str) -> dict[str, Any]:
+        return {"kind": "chunk", "id": new_id("chunk"), "contextId": ctx.context_id, "partition": ctx.partition,
+                "documentId": doc["id"], "documentTitle": doc["title"], "text": c.text, "ordinal": c.ordinal,
+                "offset": c.offset, "positionPercent": c.position_percent, "headingPath": list(c.heading_path),
+                "scopes": doc["scopes"], "labels": doc["labels"], "observedAt": observed,
+                "createdAt": doc["createdAt"], "createdBy": ctx.principal}
+
+    def _live_document(self, ctx: RequestContext, hash_key: tuple[str, str]) -> dict[str, Any] | None:
+        """The document a content-hash row names, unless that claim was abandoned (its
+        document is gone, deleted, or stuck ingesting): then the claim is cleared and None."""
+        claim = self.store.get(*hash_key)
+        if claim is None:
+            return None
+        doc_id = claim.data["documentId"]
+        record = self.store.get(keys.documents_pk(ctx), doc_id)
+        if record is not None and not record.data.get("deleted") and not _stale(record.data):
+            return record.data
+        self._discard(ctx, doc_id, hash_key)
+        return None
+
+    def _discard(self, ctx: RequestContext, doc_id: str, hash_key: tuple[str, str] | None) -> None:
+        """Remove a document's chunks, then its row and (if it still names it) its hash row."""
+        pk = keys.chunks_pk(ctx, doc_id)
+        while True:
+            page = self.store.query(pk, limit=WRITE_BATCH)
+            if not page.records:
+                break
+            self.store.transact([Delete(r.pk, r.sk) for r in page.records])
+        if hash_key is not None:
+            claim = self.store.get(*hash_key)
+            if claim is not None and claim.data.get("documentId") == doc_id:
+                try:
+                    self.store.delete(*hash_key, Condition.version_is(claim.version))
+                except ConditionFailed:
+                    pass  # another upload took the claim over meanwhile
+        self.store.delete(keys.documents_pk(ctx), doc_id)
+
+    # --- reads ----------------------------------------------------------------------
+
+    def _load(self, ctx: RequestContext, doc_id: str) -> Record:
+        record = self.store.get(keys.documents_pk(ctx), doc_id) if doc_id.startswith("doc_") else None
+        if record is None or record.data.get("deleted"):
+            raise NotFound(f"document {doc_id} does not exist")
+        return record
+
+    def get(self, ctx: RequestContext, doc_id: str) -> dict[str, Any]:
+        return document_wire(self._load(ctx, doc_id).data)
+
+    def list_chunks(self, ctx: RequestContext, doc_id: str, limit: int, page_cursor: str | None) -> dict[str, Any]:
+        self._load(ctx, doc_id)
+        secret = self.runtime.settings.cursor_secret()
+        collection = f"chunks:{doc_id}"
+        after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
+        pk = keys.chunks_pk(ctx, doc_id)
+        page = self.store.query(pk, after=after, limit=limit)
+        if page.last_key is not None and not self.store.query(pk, after=page.last_key, limit=1).records:
+            page.last_key = None  # an exactly full last page: no further page to promise
+        next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
+        return {"items": [chunk_wire(r.data) for r in page.records],
+                "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
+
+    # --- delete ---------------------------------------------------------------------
+
+    def delete(self, ctx: RequestContext, doc_id: str) -> None:
+        record = self.store.get(keys.documents_pk(ctx), doc_id) if doc_id.startswith("doc_") else None
+        if record is None:
+            raise NotFound(f"document {doc_id} does not exist")
+        data = record.data
+        if data["status"] == "ingesting" and not data.get("deleted") and not _stale(data):
+            raise Conflict(f"document {doc_id} is still being ingested; retry when it is ready",
+                           code="document_ingesting")
+        if not data.get("deleted"):
+            tombstone = {**data, "deleted": True, "updatedAt": timeutil.now_iso()}
+            try:
+                self.store.put(Record(record.pk, record.sk, tombstone, version=record.version + 1),
+                               Condition.version_is(record.version))
+            except ConditionFailed as exc:
+                raise Conflict(f"document {doc_id} is being modified concurrently; retry") from exc
+        hash_key = (keys.document_hashes_pk(ctx), f"{data['contentHash']}#{scope_sig(data['scopes'])}")
+        self._discard(ctx, doc_id, hash_key)
+
+
+def _stale(data: dict[str, Any]) -> bool:
+    if data.get("status") != "ingesting":
+        return False
+    age = timeutil.now() - timeutil.parse(data.get("updatedAt") or data["createdAt"])
+    return age.total_seconds() > STALE_INGEST_S
+
+
+def _default_title(text: str, fmt: str, filename: str | None) -> str:
+    """No title given: the first markdown heading, else the file name without its extension,
+    else the start of the first line."""
+    heading = chunking.first_heading(text) if fmt == "markdown" else None
+    if heading:
+        return heading[:TITLE_FROM_TEXT_CHARS]
+    if filename:
+        stem = filename.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
+        stem = stem.rsplit(".", 1)[0] if "." in stem.strip(".") else stem
+        if stem.strip():
+            return stem.strip()
+    return text.split("\n", 1)[0].strip()[:TITLE_FROM_TEXT_CHARS]

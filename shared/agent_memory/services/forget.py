@@ -1,0 +1,301 @@
+"""``POST /forget``: a semantic soft delete of the memory closest to a query.
+
+``{query, limit (default 5, max 20), minScore, dryRun, purge}`` ->
+``{deleted, items: [{id, kind, text, score}]}``.
+
+1. **Find.** One vector search of the caller's visible, *current* memory (the read region
+   and reader lists apply; kinds ``attribute``, ``relation``, ``action``, ``instruction``,
+   ``turn``, ``chunk``), ``limit`` nearest units. ``score`` is the cosine similarity of the
+   query and the unit text (both search backends report it in vector mode), so ``minScore``
+   is a similarity threshold in [-1, 1] (default 0.25); hits below it are left alone. A unit whose record
+   is already gone is a stale projection: it is removed from the index and not listed.
+   What projection has not indexed yet (stream lag) cannot be found.
+2. **Locate.** Each hit's id prefix picks a ``Forgetter`` from a registry (``attr``,
+   ``rel``, ``act``, ``instr``, ``turn`` here; ``chunk`` is registered by the documents
+   module with ``register_forgetter``), which finds the stored record behind the unit.
+3. **Remove** (unless ``dryRun``, which lists and deletes nothing). Soft delete: each record
+   is rewritten with ``deleted: true`` in conditioned transactions (on the version read;
+   a lost race re-reads and retries), facts drop out of the gsi1 current index. Every read
+   skips deleted records (/state, /profile, entity reads, ``asOf``, history, collections,
+   session turns) and projection removes their search units. ``purge: true`` hard-deletes
+   instead, together with the forgotten fact's superseded history (``Forgetter.history``:
+   for a single-valued key every row of the slot in the same scope, for a multi-valued
+   key the rows of the same value, plus anything linked by supersedes/supersededBy).
+4. **Derived copies.** The search units are also deleted directly (retrieval forgets at
+   once, whatever the projection lag); stored idempotency replies that mention a removed
+   id are deleted, and every ``runtime.on_forget`` hook gets ``(ctx, removed ids)`` (the
+   response cache subscribes there). Session delete calls the same hooks for its turns.
+
+Soft-deleted rows stay in the store (an audit trail an operator can inspect); forgotten
+rows never come back through the API, and a later statement of the same fact is stored
+as a new fact.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent_memory import keys, timeutil
+from agent_memory.errors import Conflict, ServiceBusy
+from agent_memory.models.memory import Attribute, Relation
+from agent_memory.ports import (
+    Condition,
+    ConditionFailed,
+    Delete,
+    Put,
+    Record,
+    RecordStore,
+    SearchFilter,
+    SearchUnit,
+)
+from agent_memory.request_context import RequestContext
+from agent_memory.services import cardinality as card
+from agent_memory.services import paging
+from agent_memory.services.reconcile import normalise_value
+from agent_memory.services.sessions import backoff
+
+if TYPE_CHECKING:
+    from agent_memory.models.reads import ForgetRequest
+    from agent_memory.runtime import Runtime
+
+log = logging.getLogger("agent_memory.forget")
+
+FORGET_KINDS = ["attribute", "relation", "action", "instruction", "turn", "chunk"]
+TRANSACT_CHUNK = 25  # records per transaction: well inside DynamoDB's 100 items / 4 MB
+WRITE_ATTEMPTS = 8
+
+
+# --- removing records (shared by forget and entity delete) ---------------------------
+
+
+def tombstone(record: Record, at: str) -> Record:
+    """The soft-deleted version of ``record``: ``deleted: true``, out of the current-facts
+    index (a turn keeps its turn-id index entry; readers skip it)."""
+    data = {**record.data, "deleted": True, "deletedAt": at}
+    keep_index = data.get("kind") == "turn"
+    return Record(pk=record.pk, sk=record.sk, data=data, version=record.version + 1,
+                  gsi1pk=record.gsi1pk if keep_index else None, gsi1sk=record.gsi1sk if keep_index else None,
+                  expires_at=record.expires_at)
+
+
+def remove_records(store: RecordStore, records: Iterable[Record], *, purge: bool) -> set[str]:
+    """Soft-delete (or, with ``purge``, delete) ``records`` in conditioned transactions.
+
+    Each write is conditioned on the version that was read; when a transaction loses a race
+    its records are re-read and the write retried. Returns the ids of the removed records.
+    """
+    unique: dict[tuple[str, str], Record] = {}
+    for r in records:
+        unique[(r.pk, r.sk)] = r
+    pending = list(unique.values())
+    removed: set[str] = set()
+    at = timeutil.now_iso()
+    for attempt in range(WRITE_ATTEMPTS):
+        failed: list[Record] = []
+        for start in range(0, len(pending), TRANSACT_CHUNK):
+            chunk = pending[start:start + TRANSACT_CHUNK]
+            ops: list[Any] = []
+            for r in chunk:
+                if purge:
+                    ops.append(Delete(r.pk, r.sk, Condition.version_is(r.version)))
+                elif not r.data.get("deleted"):
+                    ops.append(Put(tombstone(r, at), Condition.version_is(r.version)))
+            try:
+                if ops:
+                    store.transact(ops)
+                removed.update(r.data.get("id") or r.sk for r in chunk)
+            except ConditionFailed:
+                failed += chunk
+        if not failed:
+            return removed
+        backoff(attempt)
+        pending = [fresh for r in failed if (fresh := store.get(r.pk, r.sk)) is not None]
+        removed.update((r.data.get("id") or r.sk) for r in failed
+                       if all(f.pk != r.pk or f.sk != r.sk for f in pending))
+        if not pending:
+            return removed
+    raise Conflict("the records to delete keep changing concurrently; retry")
+
+
+# --- forgetters: how each kind of search unit maps back to stored records -------------
+
+
+class Forgetter:
+    """Finds the stored record behind a search unit, and (for purge) its history.
+
+    Register one per id prefix with ``register_forgetter``. ``locate`` returns ``None``
+    when the record no longer exists (the unit is stale). Records are removed generically
+    (``remove_records``: ``deleted: true``, or a hard delete on purge); a kind whose
+    records need more (document chunks with part rows, say) overrides ``remove``.
+    """
+
+    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        raise NotImplementedError
+
+    def history(self, rt: Runtime, ctx: RequestContext, record: Record) -> list[Record]:
+        return []
+
+    def remove(self, rt: Runtime, ctx: RequestContext, records: list[Record], purge: bool) -> set[str]:
+        return remove_records(rt.store, records, purge=purge)
+
+
+FORGETTERS: dict[str, Forgetter] = {}
+
+
+def register_forgetter(prefix: str) -> Callable[[type[Forgetter]], type[Forgetter]]:
+    """Class decorator: ``@register_forgetter("chunk") class ChunkForgetter(Forgetter): ...``."""
+
+    def register(cls: type[Forgetter]) -> type[Forgetter]:
+        FORGETTERS[prefix] = cls()
+        return cls
+
+    return register
+
+
+def _live(record: Record | None) -> Record | None:
+    return record if record is not None and not record.data.get("deleted") else None
+
+
+def _slot_records(store: RecordStore, pk: str, key: str) -> list[Record]:
+    return [r for r in paging.scan(store, paging.Source(pk, prefix=f"a#{key}#"), batch=500)
+            if r.data.get("kind") in ("attribute", "relation")]
+
+
+def fact_history(store: RecordStore, record: Record) -> list[Record]:
+    """The superseded history of one fact row (module docstring, step 3)."""
+    data = record.data
+    if data.get("kind") == "attribute":
+        fact: Attribute | Relation = Attribute.from_dict(data)
+        slot, value, multi = fact.key, fact.value, card.cardinality(fact.key) == "multi"
+    else:
+        fact = Relation.from_dict(data)
+        slot, value, multi = fact.label, fact.object, card.label_cardinality(fact.label) == "multi"
+    rows = _slot_records(store, record.pk, slot)
+    by_id = {r.data.get("id"): r for r in rows}
+    chosen: dict[str, Record] = {}
+    for r in rows:
+        same_scope = (r.data.get("scopes") or []) == (data.get("scopes") or [])
+        other = r.data.get("value") if r.data.get("kind") == "attribute" else r.data.get("object")
+        if same_scope and (not multi or normalise_value(other or "") == normalise_value(value)):
+            chosen[r.data["id"]] = r
+    todo = [data["id"]]
+    while todo:  # plus everything linked to the row, in either direction
+        current = by_id.get(todo.pop())
+        if current is None:
+            continue
+        chosen.setdefault(current.data["id"], current)
+        for link in (current.data.get("supersedes"), current.data.get("supersededBy")):
+            if link and link not in chosen and link in by_id:
+                todo.append(link)
+                chosen[link] = by_id[link]
+    chosen.pop(data["id"], None)
+    return list(chosen.values())
+
+
+@register_forgetter("attr")
+class AttributeForgetter(Forgetter):
+    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        entity, key = unit.metadata.get("entity"), unit.metadata.get("key")
+        if not entity or not key:
+            return None
+        return _live(rt.store.get(keys.attrs_pk(ctx, entity), keys.fact_sk(key, unit.id)))
+
+    def history(self, rt: Runtime, ctx: RequestContext, record: Record) -> list[Record]:
+        return fact_history(rt.store, record)
+
+
+@register_forgetter("rel")
+class RelationForgetter(Forgetter):
+    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        subject, label = unit.metadata.get("subject"), unit.metadata.get("label")
+        if not subject or not label:
+            return None
+        return _live(rt.store.get(keys.rels_pk(ctx, subject), keys.fact_sk(label, unit.id)))
+
+    def history(self, rt: Runtime, ctx: RequestContext, record: Record) -> list[Record]:
+        return fact_history(rt.store, record)
+
+
+@register_forgetter("act")
+class ActionForgetter(Forgetter):
+    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        pk = keys.actions_pk(ctx)
+        if unit.occurred_at:
+            found = rt.store.get(pk, f"{unit.occurred_at}#{unit.id}")
+            if found is not None:
+                return _live(found)
+        # An action without an event time is keyed by its creation time: look it up.
+        return _live(next((r for r in paging.scan(rt.store, paging.Source(pk), batch=500)
+                           if r.data.get("id") == unit.id), None))
+
+
+@register_forgetter("instr")
+class InstructionForgetter(Forgetter):
+    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        return _live(rt.store.get(keys.instructions_pk(ctx), unit.id))
+
+
+@register_forgetter("turn")
+class TurnForgetter(Forgetter):
+    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        data = rt.sessions.get_turn(ctx, unit.id)
+        if data is None:
+            return None
+        return _live(rt.store.get(keys.turns_pk(ctx, data["session"]), keys.turn_sk(data["seq"])))
+
+
+# --- the service -------------------------------------------------------------------------
+
+
+class ForgetService:
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+
+    def forget(self, ctx: RequestContext, req: ForgetRequest) -> dict[str, Any]:
+        rt = self.runtime
+        if rt.search is None:
+            raise ServiceBusy("forget needs the search index, and this deployment has none configured",
+                              code="search_unavailable", retry_after=3600)
+        flt = SearchFilter(context_id=ctx.context_id, partition=ctx.partition,
+                           read_region=list(ctx.read_region) if ctx.read_region is not None else None,
+                           principals=ctx.principals, admin=ctx.admin, kinds=list(FORGET_KINDS))
+        hits = rt.search.search(req.query, flt, k=req.limit, mode="vector")
+        items: list[dict[str, Any]] = []
+        targets: list[tuple[Forgetter | None, Record | None, str]] = []
+        stale: list[str] = []
+        for hit in hits:
+            if hit.score < req.min_score:
+                continue
+            unit = hit.unit
+            forgetter = FORGETTERS.get(unit.id.split("_", 1)[0])
+            record = forgetter.locate(rt, ctx, unit) if forgetter is not None else None
+            if forgetter is not None and record is None:
+                stale.append(unit.id)
+                continue
+            if forgetter is None:
+                log.warning("forget: no forgetter for %s; removing its search unit only", unit.id)
+            items.append({"id": unit.id, "kind": unit.kind, "text": unit.text, "score": round(hit.score, 6)})
+            targets.append((forgetter, record, unit.id))
+        if req.dry_run:
+            return {"deleted": 0, "items": items}
+        removed: set[str] = set(stale)
+        for forgetter, record, unit_id in targets:
+            removed.add(unit_id)
+            if forgetter is None or record is None:
+                continue
+            rows = [record, *forgetter.history(rt, ctx, record)] if req.purge else [record]
+            removed |= forgetter.remove(rt, ctx, rows, req.purge)
+        self.after_removal(ctx, removed)
+        return {"deleted": len(items), "items": items}
+
+    def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str]) -> None:
+        """Derived copies: search units now (whatever the projection lag), idempotency
+        replies and subscribers (``runtime.notify_forgotten``)."""
+        ids = set(ids)
+        if not ids:
+            return
+        if self.runtime.search is not None:
+            self.runtime.search.delete(ctx.context_id, sorted(ids))
+        self.runtime.notify_forgotten(ctx, ids)

@@ -1,0 +1,47 @@
+"""Formatted context for a caller's own model call: ``POST /context`` and
+``POST /sessions/{id}/context`` ("caller drives the loop" in the chat spec).
+
+``session_context`` returns what chat would inject for that session: the session's
+transcript window (the chat window rules, ``services/chat/window.py``) rendered as
+``# Conversation so far``, and retrieval that skips the turns already in that window
+(older turns of the same session stay eligible).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent_memory import keys, scopes
+from agent_memory.errors import NotFound
+from agent_memory.request_context import RequestContext
+from agent_memory.services.context_format import format_context
+
+if TYPE_CHECKING:
+    from agent_memory.runtime import Runtime
+
+WINDOW_FETCH = 40  # newest turns read to find the window's 10 user/assistant messages
+
+
+class ContextService:
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+
+    def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None) -> dict[str, Any]:
+        result = self.runtime.retrieval.retrieve(ctx, query, k=k, subject=subject)
+        formatted = format_context(result.hits)
+        return {"context": formatted.text, "tier": result.tier, "queryMs": round(result.query_ms, 2),
+                "sources": formatted.sources()}
+
+    def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> dict[str, Any]:
+        from agent_memory.services.chat.window import WindowTurn, transcript_window
+
+        session = self.runtime.sessions.load(ctx, session_id)
+        if not scopes.visible(session.data.get("scopes") or [], ctx.read_region):
+            raise NotFound(f"session {session_id} does not exist")
+        page = self.runtime.store.query(keys.turns_pk(ctx, session_id), limit=WINDOW_FETCH, forward=False)
+        turns = [WindowTurn(r.data["id"], r.data["role"], r.data["content"]) for r in reversed(page.records)]
+        window = transcript_window(turns)
+        result = self.runtime.retrieval.retrieve(ctx, query, k=k, exclude_ids=[t.id for t in window])
+        formatted = format_context(result.hits, transcript=[(t.role, t.content) for t in window])
+        return {"context": formatted.text, "tier": result.tier, "queryMs": round(result.query_ms, 2),
+                "sources": formatted.sources(), "excluded": [t.id for t in window]}

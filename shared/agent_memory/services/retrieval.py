@@ -1,0 +1,490 @@
+"""RetrievalService: ranked, cited memory for a query (/query, /context, /chat).
+
+Usage (in-process; ``runtime.retrieval`` is one instance)::
+
+    result = runtime.retrieval.retrieve(ctx, "Where does Alice work?", k=8,
+                                        exclude_ids=[...transcript window turn ids...])
+    for hit in result.hits:  # best first
+        hit.id, hit.kind, hit.text, hit.score, hit.occurred_at, hit.role, hit.metadata
+
+How a query is answered (each step is a reason, measured on LoCoMo in ``bench/locomo.py``):
+
+1. **Analysis** (``query_analysis``): names, "I/me/my", statement form, time window.
+2. **Tier 1, structured reads**: entities the query names (matched against the context's
+   entity names; the self entity for "I/me/my"; ``subject`` when given) have their current
+   attributes and relations read from the record store. They are candidates whatever the
+   wording: "Where do I live?" shares no word with "User location: Berlin".
+3. **Search legs** (the ``SearchIndex``; every access rule is a ``SearchFilter`` applied
+   inside the search, before any top-k cut): BM25 over the whole query; vectors over its
+   statement form; and, for each named entity, a vector leg restricted to that entity's
+   units plus the BM25 leg's hits about that entity. Most answers about a person are what
+   that person said or what is known about them, and restricting inside the search finds
+   them even when the query's words are common.
+4. **Fusion**: weighted reciprocal rank over the legs, then ranking rules: adjacent turns of
+   the same session share part of each other's score (answers follow questions);
+   units from inside the query's time window are boosted; assistant turns rank below user
+   statements and documents; current facts rank above turns.
+
+The weights and depths of each ``mode`` are data (``RECIPES``), not constants in code.
+Visibility (context, partition, read region, reader lists, validity / ``as_of``, labels,
+session, kinds, exclusions) is always enforced by the index filter or, for structured
+reads, by ``unit_visible`` with the same semantics; nothing is filtered after a cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from agent_memory import keys, scopes, timeutil
+from agent_memory.ids import ENTITY_TYPES, entity_id, normalise_entity_name, split_entity_id
+from agent_memory.models.memory import Entity
+from agent_memory.ports import SearchFilter, SearchHit, SearchUnit
+from agent_memory.request_context import RequestContext
+from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
+from agent_memory.services.projection import build_units
+from agent_memory.services.query_analysis import STOPWORDS, QueryAnalysis, analyse
+
+if TYPE_CHECKING:
+    from agent_memory.runtime import Runtime
+
+#: Hit kinds a query returns unless ``include`` says otherwise. ``entity`` hits (a profile
+#: line per named entity) come only when asked for or in ``graph`` mode; thread turns are
+#: served by the threads area, whose reader lists and audit rules retrieval does not apply.
+DEFAULT_KINDS = ("turn", "attribute", "relation", "action", "instruction", "chunk")
+ALL_KINDS = (*DEFAULT_KINDS, "entity")
+FACT_KINDS = ("attribute", "relation")
+SEED_ROWS = 500  # rows of one entity's attribute or relation history read for tier 1
+ENTITY_PROFILE_ATTRIBUTES = 8
+
+
+@dataclass(frozen=True)
+class SearchRecipe:
+    """How one retrieval mode ranks: which legs run, how deep, how they are weighed.
+
+    Leg weights multiply reciprocal-rank scores (``weight / (rrf_k + rank)``); a weight of
+    0 turns a leg off. ``entity_*`` weights are shared by the named entities (at most
+    ``max_entities``). ``depth_per_k * k`` (at least ``min_depth``) candidates come from
+    each leg; the BM25 leg goes ``bm25_depth_factor`` times deeper because the entity
+    BM25 legs are cut from it.
+    """
+
+    name: str
+    structured: float = 1.0  # tier-1 structured reads (0 = off)
+    bm25: float = 0.5
+    vector: float = 0.5
+    entity_bm25: float = 1.0
+    entity_vector: float = 1.0
+    max_entities: int = 2
+    min_depth: int = 50
+    depth_per_k: int = 5
+    bm25_depth_factor: int = 4
+    rrf_k: int = 60
+    neighbour_share: float = 0.3  # of a turn's score given to the adjacent turns of its session
+    time_boost: float = 1.0  # units said inside the query's time window: x (1 + time_boost)
+    time_slack_days: float = 14.0  # ... or up to this long after it
+    assistant_factor: float = 0.5  # assistant turns: x assistant_factor
+    current_fact_factor: float = 1.5  # current attributes / relations: x current_fact_factor
+    key_hint_factor: float = 1.5  # facts whose key the question asks about ("where" -> location)
+
+
+RECIPES: dict[str, SearchRecipe] = {
+    "hybrid": SearchRecipe("hybrid"),
+    "bm25": SearchRecipe("bm25", vector=0.0, entity_vector=0.0, bm25=1.0),
+    "vector": SearchRecipe("vector", bm25=0.0, entity_bm25=0.0, vector=1.0),
+    "graph": SearchRecipe("graph", bm25=0.0, vector=0.0, entity_bm25=0.0, entity_vector=0.0),
+}
+
+
+@dataclass
+class Hit:
+    """One retrieved item. ``source_ids`` are the records it derives from (a fact's source
+    turns, a chunk's document); ``metadata`` carries kind-specific details (a chunk's
+    ``documentId``/``documentTitle``/``positionPercent``, a turn's ``seq``/``speaker``, a
+    fact's ``entity``/``key``/``value``). ``score`` is relative (higher is better)."""
+
+    id: str
+    kind: str
+    text: str
+    score: float
+    occurred_at: str | None = None
+    role: str | None = None
+    session_id: str | None = None
+    source_ids: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    structured: bool = False  # found by a tier-1 structured read
+
+    def to_wire(self) -> dict[str, Any]:
+        """The /query hit: ``{id, text, source, score, occurredAt, role, ...}``."""
+        out: dict[str, Any] = {"id": self.id, "text": self.text, "source": self.kind,
+                               "score": round(self.score, 6), "occurredAt": self.occurred_at, "role": self.role}
+        if self.session_id:
+            out["sessionId"] = self.session_id
+        if self.source_ids:
+            out["sourceIds"] = list(self.source_ids)
+        if self.kind == "chunk":
+            for key in ("documentId", "documentTitle", "positionPercent"):
+                out[key] = self.metadata.get(key)
+        return out
+
+
+@dataclass
+class RetrievalResult:
+    """``tier``: 1 when the best hit is a tier-1 structured read (an entity the query names
+    has a current fact that answers it), else 3 (search results; a chat turn needs the model).
+    Tier 2 is chat's response cache and never comes from retrieval."""
+
+    tier: int
+    hits: list[Hit]
+    query_ms: float
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"tier": self.tier, "hits": [h.to_wire() for h in self.hits], "queryMs": round(self.query_ms, 2),
+                "trace": self.trace}
+
+
+@dataclass
+class NamedEntity:
+    id: str
+    name: str
+    stored: Entity | None = None  # None: only a label (a speaker never extracted as an entity)
+
+
+@dataclass
+class _Leg:
+    name: str
+    weight: float
+    units: list[SearchUnit]
+
+
+class RetrievalService:
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+
+    def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
+                 as_of: str | None = None, session_id: str | None = None, labels: Sequence[str] | None = None,
+                 exclude_ids: Iterable[str] = (), include: Sequence[str] | None = None,
+                 subject: str | None = None) -> RetrievalResult:
+        """Best ``k`` hits for ``query`` that ``ctx`` may read.
+
+        - ``mode``: ``hybrid`` | ``bm25`` | ``vector`` | ``graph`` (structured reads only).
+        - ``as_of``: RFC 3339; facts valid at that instant instead of current ones.
+        - ``session_id``: only units of that session (turns, and facts learned in it).
+        - ``labels``: only units carrying every one of these labels.
+        - ``exclude_ids``: unit ids never returned (chat passes its transcript window).
+        - ``include``: hit kinds to return (``DEFAULT_KINDS`` when omitted).
+        - ``subject``: an entity (``person/alice``, ``entity:person/alice`` or a name) the
+          caller is asking about; treated as named by the query.
+        """
+        started = time.perf_counter()
+        recipe = RECIPES[mode]
+        kinds = list(include) if include else list(DEFAULT_KINDS if mode != "graph" else ALL_KINDS)
+        anchor = timeutil.parse(as_of) if as_of else timeutil.now()
+        qa = analyse(query, anchor=anchor)
+        flt = SearchFilter(
+            context_id=ctx.context_id, partition=ctx.partition,
+            read_region=list(ctx.read_region) if ctx.read_region is not None else None,
+            # No admin bypass of reader lists here: bypasses must be audited where they happen.
+            principals=ctx.principals, admin=False, as_of=as_of,
+            kinds=[x for x in kinds if x != "entity"], session_id=session_id,
+            labels=list(labels) if labels else None, exclude_ids=list(dict.fromkeys(exclude_ids)))
+        entities = self.named_entities(ctx, qa, subject)
+        depth = max(recipe.min_depth, recipe.depth_per_k * k)
+        legs: list[_Leg] = []
+        seeds: list[SearchUnit] = []
+        if recipe.structured and (flt.kinds or "entity" in kinds):
+            seeds = self._seeds(ctx, [e for e in entities if e.stored is not None], flt, qa,
+                                with_profiles="entity" in kinds)
+            legs.append(_Leg("structured", recipe.structured, seeds))
+        if flt.kinds:
+            legs += self._search_legs(recipe, qa, flt, entities, depth)
+        ranked = self._fuse(recipe, legs, qa)
+        seed_ids = {u.id for u in seeds}
+        hits = [self._hit(unit, score, unit.id in seed_ids) for unit, score in ranked[:k]]
+        tier = 1 if hits and hits[0].structured else 3
+        elapsed = (time.perf_counter() - started) * 1000
+        trace = {
+            "mode": mode, "entities": [e.id for e in entities],
+            "legs": {leg.name: len(leg.units) for leg in legs}, "candidates": len(ranked),
+            "vectorQuery": qa.content, "timeWindow": qa.time.to_wire() if qa.time else None,
+        }
+        return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace)
+
+    # --- entities ----------------------------------------------------------------------
+
+    def named_entities(self, ctx: RequestContext, qa: QueryAnalysis, subject: str | None = None) -> list[NamedEntity]:
+        """Entities the query is about, most specific first: ``subject``, then names in query
+        order (existing entities of any type with that name; a capitalised name with no
+        entity is kept as ``person/<name>`` because speakers of transcript lines are labelled
+        so), then store entities matching other query words, then the self entity for
+        "I/me/my" (or when the user's own name is used)."""
+        wanted = [subject] if subject else []
+        wanted += qa.lookup_names
+        stored = self._entities_by_name(ctx, [_subject_name(w) for w in wanted])
+        self_entity = stored.get(SELF_ENTITY_ID)
+        self_name = normalise_entity_name(self_entity.name) if self_entity and self_entity.name else None
+        by_name: dict[str, list[Entity]] = {}
+        for e in stored.values():
+            if e.id != SELF_ENTITY_ID:
+                by_name.setdefault(normalise_entity_name(e.name or split_entity_id(e.id)[1]), []).append(e)
+                by_name.setdefault(split_entity_id(e.id)[1], []).append(e)
+        out: dict[str, NamedEntity] = {}
+
+        def add(eid: str, name: str, entity: Entity | None) -> None:
+            if eid not in out:
+                out[eid] = NamedEntity(eid, name, entity)
+
+        if subject:
+            sid = subject if subject.startswith("entity:") else (
+                f"entity:{subject}" if "/" in subject and subject.split("/")[0] in ENTITY_TYPES else None)
+            if sid is not None:
+                found = self._entity(ctx, sid)
+                add(sid, found.name if found else split_entity_id(sid)[1], found)
+        for raw in wanted:
+            name = _subject_name(raw)
+            norm = normalise_entity_name(name)
+            if not norm:
+                continue
+            if self_name and norm == self_name:
+                add(SELF_ENTITY_ID, self_entity.name, self_entity)
+                continue
+            matches = by_name.get(norm, [])
+            for e in matches:
+                add(e.id, e.name or name, e)
+            if not matches and (raw == subject or raw in qa.names):
+                add(entity_id("person", name), name, None)
+        if qa.self_reference:
+            add(SELF_ENTITY_ID, self_entity.name if self_entity else "User", self_entity)
+        return list(out.values())
+
+    def _entities_by_name(self, ctx: RequestContext, names: Sequence[str]) -> dict[str, Entity]:
+        """Existing entities any of ``names`` could name (every type), plus the self entity:
+        one batch read of natural keys, no scan of the context's entities."""
+        wanted = {normalise_entity_name(n) for n in names if n and n.strip()}
+        wanted.discard("")
+        pk = keys.entities_pk(ctx)
+        keys_ = [(pk, f"{t}/{n}") for n in sorted(wanted) for t in ENTITY_TYPES]
+        keys_.append((pk, keys.entity_sk(SELF_ENTITY_ID)))
+        found: dict[str, Entity] = {}
+        store = self.runtime.store
+        for i in range(0, len(keys_), 100):
+            for record in store.batch_get(keys_[i:i + 100]):
+                entity = Entity.from_dict(record.data)
+                if not entity.deleted and scopes.visible(entity.scopes, ctx.read_region):
+                    found[entity.id] = entity
+        return found
+
+    def _entity(self, ctx: RequestContext, eid: str) -> Entity | None:
+        record = self.runtime.store.get(keys.entities_pk(ctx), keys.entity_sk(eid))
+        if record is None:
+            return None
+        entity = Entity.from_dict(record.data)
+        return None if entity.deleted or not scopes.visible(entity.scopes, ctx.read_region) else entity
+
+    # --- tier 1: structured reads ------------------------------------------------------
+
+    def _seeds(self, ctx: RequestContext, entities: Sequence[NamedEntity], flt: SearchFilter, qa: QueryAnalysis,
+               *, with_profiles: bool) -> list[SearchUnit]:
+        """Current (or ``as_of``) attributes and relations of the named entities, as the
+        units search would return for them, visible under ``flt``, best first."""
+        store = self.runtime.store
+        now = timeutil.now_iso()
+        units: list[SearchUnit] = []
+        profiles: list[SearchUnit] = []
+        for entity in entities[:3]:
+            facts: list[SearchUnit] = []
+            for kind, pk in (("attribute", keys.attrs_pk(ctx, entity.id)), ("relation", keys.rels_pk(ctx, entity.id))):
+                if kind not in (flt.kinds or ()) and not with_profiles:
+                    continue
+                page = store.query(pk, prefix="a#", limit=SEED_ROWS)
+                for record in page.records:
+                    if record.data.get("kind") != kind or record.data.get("deleted"):
+                        continue
+                    for unit in build_units(record.data, record.version):
+                        if unit_visible(unit, flt, now):
+                            facts.append(unit)
+            facts.sort(key=lambda u: _seed_order(u, qa))
+            units += [u for u in facts if u.kind in (flt.kinds or ())]
+            if with_profiles and entity.stored is not None:
+                profiles.append(_profile_unit(ctx, entity.stored, [u for u in facts if u.kind == "attribute"]))
+        units.sort(key=lambda u: _seed_order(u, qa))
+        return profiles + units
+
+    # --- search legs -------------------------------------------------------------------
+
+    def _search_legs(self, recipe: SearchRecipe, qa: QueryAnalysis, flt: SearchFilter,
+                     entities: Sequence[NamedEntity], depth: int) -> list[_Leg]:
+        index = self.runtime.search
+        if index is None:
+            return []
+        legs: list[_Leg] = []
+        picked = entities[:recipe.max_entities]
+        about: dict[str, list[_Leg]] = {e.id: [] for e in picked}
+        if recipe.bm25 or (recipe.entity_bm25 and picked):
+            deep = depth * recipe.bm25_depth_factor if picked and recipe.entity_bm25 else depth
+            units = _units(index.search(qa.text, flt, k=deep, mode="bm25"))
+            if recipe.bm25:
+                legs.append(_Leg("bm25", recipe.bm25, units[:depth]))
+            if recipe.entity_bm25:
+                # Cut from the deep BM25 list: every unit in it already passed the filter.
+                for e in picked:
+                    mine = [u for u in units if e.id in u.labels][:depth]
+                    about[e.id].append(_Leg(f"bm25:{e.id}", recipe.entity_bm25, mine))
+        vector_query = qa.content or qa.text
+        if recipe.vector:
+            legs.append(_Leg("vector", recipe.vector, _units(index.search(vector_query, flt, k=depth, mode="vector"))))
+        if recipe.entity_vector:
+            for e in picked:
+                restricted = dataclasses.replace(flt, labels=sorted({*(flt.labels or []), e.id}))
+                about[e.id].append(_Leg(f"vector:{e.id}", recipe.entity_vector,
+                                        _units(index.search(vector_query, restricted, k=depth, mode="vector"))))
+        # Entities share their legs' weight; one with no units at all (a capitalised word
+        # that names nobody here) takes no share.
+        present = [eid for eid, entity_legs in about.items() if any(leg.units for leg in entity_legs)]
+        for eid in present:
+            for leg in about[eid]:
+                legs.append(_Leg(leg.name, leg.weight / len(present), leg.units))
+        return legs
+
+    # --- fusion and ranking rules ------------------------------------------------------
+
+    def _fuse(self, recipe: SearchRecipe, legs: Sequence[_Leg], qa: QueryAnalysis) -> list[tuple[SearchUnit, float]]:
+        scores: dict[str, float] = {}
+        units: dict[str, SearchUnit] = {}
+        best: dict[str, int] = {}
+        for leg in legs:
+            if leg.weight <= 0:
+                continue
+            for rank, unit in enumerate(leg.units, start=1):
+                scores[unit.id] = scores.get(unit.id, 0.0) + leg.weight / (recipe.rrf_k + rank)
+                units.setdefault(unit.id, unit)
+                best[unit.id] = min(best.get(unit.id, rank), rank)
+        if recipe.neighbour_share:
+            scores = _share_with_neighbours(scores, units, recipe.neighbour_share)
+        for uid, unit in units.items():
+            factor = 1.0
+            if unit.kind == "turn" and unit.role == "assistant":
+                factor *= recipe.assistant_factor
+            if unit.kind in FACT_KINDS and unit.valid_until is None:
+                factor *= recipe.current_fact_factor
+            if unit.kind == "attribute" and unit.metadata.get("key") in qa.key_hints:
+                factor *= recipe.key_hint_factor
+            if qa.time is not None and recipe.time_boost and unit.occurred_at:
+                when = _parse(unit.occurred_at)
+                if when is not None and qa.time.contains(when, recipe.time_slack_days):
+                    factor *= 1.0 + recipe.time_boost
+            scores[uid] *= factor
+        order = sorted(scores, key=lambda uid: (-scores[uid], best.get(uid, 1 << 30), uid))
+        return [(units[uid], scores[uid]) for uid in order]
+
+    def _hit(self, unit: SearchUnit, score: float, structured: bool) -> Hit:
+        text = unit.text
+        speaker = unit.metadata.get("speaker") if unit.kind == "turn" else None
+        if speaker:
+            text = f"{speaker}: {text}"
+        return Hit(id=unit.id, kind=unit.kind, text=text, score=score, occurred_at=unit.occurred_at,
+                   role=unit.role if unit.kind == "turn" else None, session_id=unit.session_id,
+                   source_ids=list(unit.source_ids), metadata=dict(unit.metadata), structured=structured)
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def unit_visible(unit: SearchUnit, flt: SearchFilter, now_iso: str) -> bool:
+    """``SearchFilter`` semantics (see ``ports.SearchFilter``) for one unit read from the
+    store: the same rules the indexes apply inside a search."""
+    if unit.context_id != flt.context_id or unit.partition != flt.partition:
+        return False
+    if flt.kinds is not None and unit.kind not in flt.kinds:
+        return False
+    if flt.roles is not None and unit.role not in flt.roles:
+        return False
+    if flt.session_id is not None and unit.session_id != flt.session_id:
+        return False
+    if flt.thread_id is not None and unit.thread_id != flt.thread_id:
+        return False
+    if unit.id in flt.exclude_ids:
+        return False
+    if flt.labels and not set(flt.labels) <= set(unit.labels):
+        return False
+    if flt.as_of is not None:
+        t = timeutil.normalise(flt.as_of)
+        if (unit.valid_from and timeutil.normalise(unit.valid_from) > t) or \
+                (unit.valid_until and timeutil.normalise(unit.valid_until) <= t):
+            return False
+    elif unit.valid_until and timeutil.normalise(unit.valid_until) <= now_iso:
+        return False
+    if not scopes.visible(unit.scopes, flt.read_region):
+        return False
+    if not flt.admin and unit.acl_readers is not None and not set(flt.principals) & set(unit.acl_readers):
+        return False
+    return True
+
+
+def _units(hits: Sequence[SearchHit]) -> list[SearchUnit]:
+    return [h.unit for h in hits]
+
+
+def _share_with_neighbours(scores: dict[str, float], units: dict[str, SearchUnit], share: float) -> dict[str, float]:
+    """Each candidate turn passes ``share`` of its score to the candidate turns right before
+    and after it in its session. Only candidates take part: a neighbour the filter did not
+    let through is never added."""
+    position: dict[tuple[str, int], str] = {}
+    for uid, unit in units.items():
+        seq = unit.metadata.get("seq") if unit.kind == "turn" else None
+        if isinstance(seq, int) and unit.session_id:
+            position[(unit.session_id, seq)] = uid
+    out = dict(scores)
+    for (session, seq), uid in position.items():
+        for adjacent in (seq - 1, seq + 1):
+            other = position.get((session, adjacent))
+            if other is not None:
+                out[other] += share * scores[uid]
+    return out
+
+
+def _seed_order(unit: SearchUnit, qa: QueryAnalysis) -> tuple[float, ...]:
+    """Tier-1 facts: the key the question asks about (``where`` -> location), then words
+    shared with the query, then current before closed, then newest."""
+    key = unit.metadata.get("key") or unit.metadata.get("label") or ""
+    hinted = 1.0 if key in qa.key_hints else 0.0
+    words = {w for w in re.findall(r"\w+", unit.text.lower()) if w not in STOPWORDS}
+    overlap = sum(1 for w in qa.content_words if w in words or (len(w) > 4 and any(x.startswith(w[:5]) for x in words)))
+    return (-hinted, -overlap, 0.0 if unit.valid_until is None else 1.0, -_epoch(unit.valid_from), unit.id)
+
+
+def _profile_unit(ctx: RequestContext, entity: Entity, attributes: Sequence[SearchUnit]) -> SearchUnit:
+    """An ``entity`` hit: the entity's name and type with a few current attributes."""
+    etype = split_entity_id(entity.id)[0]
+    parts = [f"{u.metadata.get('key', '').replace('_', ' ')}: {u.metadata.get('value')}"
+             for u in attributes if u.valid_until is None][:ENTITY_PROFILE_ATTRIBUTES]
+    text = f"{entity.name or split_entity_id(entity.id)[1]} ({etype})" + (": " + "; ".join(parts) if parts else "")
+    return SearchUnit(id=entity.id, context_id=ctx.context_id, kind="entity", text=text, partition=ctx.partition,
+                      scopes=entity.scopes, labels=[entity.id], entity_ids=[entity.id],
+                      occurred_at=entity.updated_at or entity.created_at or None,
+                      metadata={"entityType": etype, "name": entity.name})
+
+
+def _subject_name(value: str) -> str:
+    """``entity:person/alice`` / ``person/alice`` -> ``alice``; a plain name stays."""
+    body = value.removeprefix("entity:")
+    etype, sep, name = body.partition("/")
+    return name if sep and etype in ENTITY_TYPES else value
+
+
+def _parse(value: str) -> datetime | None:
+    try:
+        return timeutil.parse(value)
+    except ValueError:
+        return None
+
+
+def _epoch(value: str | None) -> float:
+    parsed = _parse(value) if value else None
+    return parsed.timestamp() if parsed else 0.0

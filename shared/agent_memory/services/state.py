@@ -1,0 +1,148 @@
+"""``GET /state`` and ``GET /profile``: bounded snapshots of current memory.
+
+/state (spec/state-and-diffs.md) reads each of its six tables once, up to ``limit`` rows
+(default 100, cap 500), and flags the table in ``truncated`` when more rows exist:
+
+- entities: the entities partition in type/name order;
+- attributes and relations: the gsi1 current-facts index (current rows only: superseded,
+  closed and deleted rows are not in it), read category by category (identity, knowledge,
+  context), so a truncated snapshot keeps the identity facts;
+- actions: newest first; instructions: active ones, oldest first; unknowns: unresolved
+  uncertainties, oldest first.
+
+Everything is grouped by memory category (``identity``, ``knowledge``, ``context``).
+Nothing deleted, forgotten, outside the caller's read region, or about a deleted entity is
+returned (``memory_wire.Readable``). gsi1 reads are eventually consistent on DynamoDB: a
+fact written a moment ago may show up a moment later.
+
+/profile: see ``services/profile.py`` for its rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agent_memory import keys
+from agent_memory.ids import split_entity_id
+from agent_memory.models.memory import Action, Attribute, Entity, Instruction, Relation, Uncertainty
+from agent_memory.ports import Record, RecordStore
+from agent_memory.request_context import RequestContext
+from agent_memory.services import paging, profile
+from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
+from agent_memory.services.memory_wire import (
+    Readable,
+    action_wire,
+    attribute_wire,
+    entity_wire,
+    instruction_wire,
+    relation_wire,
+)
+
+CATEGORIES = ("identity", "knowledge", "context")
+PROFILE_SCAN = 2000
+
+
+class StateService:
+    def __init__(self, store: RecordStore):
+        self.store = store
+
+    # --- /state -----------------------------------------------------------------------
+
+    def state(self, ctx: RequestContext, limit: int) -> dict[str, Any]:
+        entities, t_ent = self._read(ctx, paging.Source(keys.entities_pk(ctx)), limit, {"entity"})
+        attributes, t_attr = self._current(ctx, "attribute", limit)
+        relations, t_rel = self._current(ctx, "relation", limit)
+        actions, t_act = self._read(ctx, paging.Source(keys.actions_pk(ctx), forward=False), limit, {"action"})
+        instructions, t_ins = self._read(ctx, paging.Source(keys.instructions_pk(ctx)), limit, {"instruction"},
+                                         lambda r: r.data.get("active", True))
+        unknowns, t_unk = self._read(ctx, paging.Source(keys.uncertainties_pk(ctx)), limit, {"uncertainty"},
+                                     lambda r: not r.data.get("resolved"))
+        out: dict[str, Any] = {c: {"entities": [], "attributes": [], "relations": [], "actions": []}
+                               for c in CATEGORIES}
+        for r in entities:
+            e = Entity.from_dict(r.data)
+            out[_cat(e.category)]["entities"].append(entity_wire(e))
+        for r in attributes:
+            a = Attribute.from_dict(r.data)
+            out[_cat(a.category)]["attributes"].append(attribute_wire(a))
+        for r in relations:
+            rel = Relation.from_dict(r.data)
+            out[_cat(rel.category)]["relations"].append(relation_wire(rel))
+        for r in actions:
+            act = Action.from_dict(r.data)
+            out[_cat(act.category)]["actions"].append(action_wire(act))
+        out["instructions"] = [instruction_wire(Instruction.from_dict(r.data)) for r in instructions]
+        out["unknowns"] = [{"about": u.about, "reason": u.reason}
+                           for u in (Uncertainty.from_dict(r.data) for r in unknowns)]
+        out["truncated"] = {"entities": t_ent, "attributes": t_attr, "relations": t_rel, "actions": t_act,
+                            "instructions": t_ins, "unknowns": t_unk}
+        return out
+
+    def _read(self, ctx: RequestContext, src: paging.Source, limit: int, kinds: set[str],
+              extra: Callable[[Record], bool] | None = None) -> tuple[list[Record], bool]:
+        readable = Readable(self.store, ctx, kinds)
+        keep = paging.chain(readable, (lambda rs: [r for r in rs if extra(r)]) if extra else None)
+        records, more = paging.read_page(self.store, src, limit=limit, after=None, keep=keep)
+        return records, more is not None
+
+    def _current(self, ctx: RequestContext, kind: str, limit: int) -> tuple[list[Record], bool]:
+        """Current facts of one kind from gsi1, identity first; truncated past ``limit``."""
+        readable = Readable(self.store, ctx, {kind})
+        rows: list[Record] = []
+        for category in CATEGORIES:
+            src = paging.Source(keys.current_gsi(ctx, kind), prefix=f"{category}#", index="gsi1")
+            if len(rows) >= limit:  # full: is anything readable left in the next categories?
+                probe, _ = paging.read_page(self.store, src, limit=1, after=None, keep=readable)
+                if probe:
+                    return rows, True
+                continue
+            records, more = paging.read_page(self.store, src, limit=limit - len(rows), after=None, keep=readable)
+            rows += records
+            if more is not None:
+                return rows, True
+        return rows, False
+
+    # --- /profile ---------------------------------------------------------------------
+
+    def profile(self, ctx: RequestContext, limit: int) -> dict[str, Any]:
+        readable = Readable(self.store, ctx, {"attribute", "relation"})
+        facts: list[tuple[str, str, str, str, str]] = []  # entity, key, value, section, kind
+        names: dict[str, str] = {}
+        for kind in ("attribute", "relation"):
+            src = paging.Source(keys.current_gsi(ctx, kind), index="gsi1")
+            records, _ = paging.read_page(self.store, src, limit=PROFILE_SCAN, after=None, keep=readable)
+            for r in records:
+                if kind == "attribute":
+                    a = Attribute.from_dict(r.data)
+                    facts.append((a.entity_id, a.key, a.value, profile.attribute_section(a.key, a.category), kind))
+                else:
+                    rel = Relation.from_dict(r.data)
+                    names[rel.object] = r.data.get("objectName") or ""
+                    facts.append((rel.subject, rel.label, rel.object, profile.relation_section(rel.label), kind))
+        self._display_names(ctx, names)
+        facts.sort(key=lambda f: (f[0] != SELF_ENTITY_ID, f[0], f[1], f[2]))
+        out: dict[str, list[dict[str, Any]]] = {"selfFacts": [], "static": [], "dynamic": [], "preferences": []}
+        for entity, key, value, section, kind in facts:
+            entry = {"entity": entity, "entityType": split_entity_id(entity)[0], "key": key,
+                     "value": (names.get(value) or split_entity_id(value)[1]) if kind == "relation" else value}
+            if entity == SELF_ENTITY_ID and len(out["selfFacts"]) < limit:
+                out["selfFacts"].append(entry)
+            if len(out[section]) < limit:
+                out[section].append(dict(entry))
+        instructions, _ = self._read(ctx, paging.Source(keys.instructions_pk(ctx)), limit, {"instruction"},
+                                     lambda r: r.data.get("active", True))
+        return {**out, "instructions": [instruction_wire(Instruction.from_dict(r.data)) for r in instructions]}
+
+    def _display_names(self, ctx: RequestContext, names: dict[str, str]) -> None:
+        """Current display names of relation objects (an entity may be renamed)."""
+        ids = sorted(names)
+        pk = keys.entities_pk(ctx)
+        for start in range(0, len(ids), 100):
+            for rec in self.store.batch_get([(pk, keys.entity_sk(i)) for i in ids[start:start + 100]]):
+                if rec.data.get("name"):
+                    names[rec.data["id"]] = rec.data["name"]
+
+
+def _cat(category: str | None) -> str:
+    return category if category in CATEGORIES else "knowledge"

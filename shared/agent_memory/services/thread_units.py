@@ -1,0 +1,43 @@
+"""How a stored thread turn becomes a search unit (``kind="thread_turn"``).
+
+Kept apart from ``services/threads.py`` so the projection registry can import it without
+pulling in the service: ``services/projection.py`` imports this module, so every path that
+projects (the local ``ProjectingRecordStore``, the projector Lambda, reindex) knows the kind.
+
+- ``acl_readers`` is the turn's *effective* reader list: its own list when it has one, else
+  the thread's list as stamped on the row (``threadAcl``; ``PUT .../acl`` re-stamps turns that
+  inherit, which re-projects them). Readers are filtered inside the search with it.
+- the turn's entity becomes the label ``thread-entity:<entity id>``, so ``/context`` with
+  ``entity_id`` filters semantic matches to that entity inside the search too
+  (``SearchFilter.labels``), before the top-k cut.
+- a turn too large for one record keeps its text in parts; only the first part (``textHead``,
+  up to 256 KiB) is indexed: enough to match on, and the full text is read from the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_memory.ports import SearchUnit
+from agent_memory.services.projection import projects
+from agent_memory.services.reader_access import effective
+
+ENTITY_LABEL_PREFIX = "thread-entity:"
+
+
+def entity_label(entity_id: str) -> str:
+    return ENTITY_LABEL_PREFIX + entity_id
+
+
+@projects("thread_turn")
+def thread_turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    entity = data.get("entityId")
+    return [SearchUnit(
+        id=data["id"], context_id=data["contextId"], kind="thread_turn",
+        text=data["text"] if "text" in data else data.get("textHead", ""), revision=version,
+        partition=data.get("partition", "default"), thread_id=data["threadId"],
+        entity_ids=[entity] if entity else [], labels=[entity_label(entity)] if entity else [],
+        acl_readers=effective(data.get("aclReaders"), data.get("threadAcl")),
+        occurred_at=data.get("createdAt"),
+        metadata={"turnIndex": data["turnIndex"], "threadId": data["threadId"]},
+    )]
