@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-import numpy as np
-from pydantic import BaseModel
+if TYPE_CHECKING:  # numpy and pydantic are only needed to type the ports (cold start)
+    import numpy as np
+    from pydantic import BaseModel
 
 # ---------------------------------------------------------------------------
 # Record store
