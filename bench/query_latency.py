@@ -20,7 +20,6 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 

@@ -7,7 +7,6 @@ character would triple the size of a 1 MiB turn against Lambda's 6 MB response l
 """
 
 import json
-import threading
 
 from aws_lambda_powertools.event_handler import Response
 
@@ -19,11 +18,6 @@ from agent_memory.runtime import get_runtime
 app = http.make_resolver()
 
 BASE = "/api/v1/<context_id>/threads/<thread_id>"
-# Powertools keeps the request being resolved in a class attribute (BaseRouter.current_event).
-# Lambda never runs two requests in one instance, but the local server calls handlers from
-# concurrent threads, where one request would read another's headers and body. Resolving
-# one request at a time keeps this function correct there; free in Lambda.
-_RESOLVE_LOCK = threading.Lock()
 
 
 def _json(body, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -89,5 +83,4 @@ def set_acl(context_id: str, thread_id: str):
 
 
 def lambda_handler(event, context):
-    with _RESOLVE_LOCK:
-        return app.resolve(event, context)
+    return app.resolve(event, context)

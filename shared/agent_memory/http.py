@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import threading
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -47,8 +48,55 @@ def empty_response(status: int = 204) -> Response:
     return Response(status_code=status, content_type="application/json", body="")
 
 
+_request_state = threading.local()
+
+
+class ThreadSafeHttpResolver(APIGatewayHttpResolver):
+    """``APIGatewayHttpResolver`` whose per-request state is per thread.
+
+    Powertools keeps the event being resolved in a class attribute
+    (``BaseRouter.current_event``) and route state in ``self.context``. A Lambda instance
+    resolves one request at a time, but the local server (and any threaded host) resolves
+    several at once, where one request would read another's headers and body. Here both
+    live in thread-local storage, so concurrent requests stay apart without a lock.
+    """
+
+    def _state(self) -> dict[str, Any]:
+        per_resolver = getattr(_request_state, "by_resolver", None)
+        if per_resolver is None:
+            per_resolver = _request_state.by_resolver = {}
+        return per_resolver.setdefault(id(self), {"context": {}})
+
+    @property  # type: ignore[override]
+    def current_event(self):
+        return self._state().get("event")
+
+    @property  # type: ignore[override]
+    def lambda_context(self):
+        return self._state().get("lambda_context")
+
+    @property  # type: ignore[override]
+    def context(self) -> dict:
+        return self._state()["context"]
+
+    @context.setter
+    def context(self, value: dict) -> None:
+        self._state()["context"] = value
+
+    def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        state = self._state()
+        state["event"] = self._to_proxy_event(event)
+        state["lambda_context"] = context
+        state["context"] = {}
+        try:
+            return super().resolve(event, context)
+        finally:
+            state.pop("event", None)
+            state.pop("lambda_context", None)
+
+
 def make_resolver() -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver()
+    app = ThreadSafeHttpResolver()
 
     @app.exception_handler(MemoryError_)
     def _domain_error(exc: MemoryError_) -> Response:

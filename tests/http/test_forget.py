@@ -218,3 +218,10 @@ def test_forget_and_entity_delete_drop_cache_entries_that_used_them(any_api):
     assert rt.response_cache.lookup(RCTX, "offline/test", -vec) is not None
     assert any_api.delete(f"{CTX}/entities/person/emma").status == 204
     assert rt.response_cache.lookup(RCTX, "offline/test", -vec) is None
+
+
+def test_a_forgotten_turn_keeps_no_text(any_api):
+    first = write(any_api, "I like sushi.")
+    forget(any_api, query="I like sushi.", limit=5, minScore=0.5)
+    data = get_runtime().store.get(keys.turns_pk(RCTX, first["sessionId"]), keys.turn_sk(1)).data
+    assert data["deleted"] is True and data["content"] == "" and data["id"] == first["turnId"]

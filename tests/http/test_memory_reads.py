@@ -163,6 +163,8 @@ def test_entity_list_type_filter_and_detail(any_api):
     assert [e["id"] for e in people["items"]] == [EMMA, USER]
     assert people["page"] == {"hasMore": False, "nextCursor": None, "totalSize": 2}
     assert any_api.get(f"{CTX}/entities?type=wizard").status == 400
+    assert [e["id"] for e in get(any_api, "/entities?type=PERSON")["items"]] == [EMMA, USER]
+    assert get(any_api, "/entities/city/Berlin")["entity"]["id"] == "entity:location/berlin"  # alias, name case
     detail = get(any_api, "/entities/person/user")
     assert detail["entity"]["id"] == USER and detail["entity"]["entityType"] == "person"
     assert {(a["key"], a["value"]) for a in detail["attributes"]} == {("location", "Berlin"), ("likes", "sushi")}

@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 from openapi_schemas import assert_matches
 
+from agent_memory.ports import SearchUnit
+from agent_memory.runtime import get_runtime
+
 CTX = "/api/v1/acme"
 
 
@@ -95,3 +98,20 @@ def test_session_context_excludes_the_window_and_renders_it(any_api):
     assert "# Conversation so far" in body["context"] and "user: Filler 9 about" in body["context"]
     r = any_api.post(f"{CTX}/sessions/sess_missing/context", {"query": "x"})
     assert r.status == 404, r.text
+
+
+def test_document_chunks_carry_title_and_position_and_rank_above_assistant_replies(any_api):
+    # Documents project chunks as SearchUnits (kind "chunk"); that shape is the whole contract.
+    get_runtime().search.upsert([SearchUnit(
+        id="chunk_handbook_7", context_id="acme", kind="chunk", text="Travel expenses are reimbursed within 30 days.",
+        source_ids=["doc_handbook"], occurred_at="2026-01-05T09:00:00.000Z",
+        metadata={"documentId": "doc_handbook", "documentTitle": "Team handbook", "positionPercent": 34})])
+    write(any_api, "Travel expenses are reimbursed within 30 days.", role="assistant", infer="none")
+    body = post(any_api, "/query", {"query": "travel expenses reimbursed"})
+    sources = [h["source"] for h in body["hits"]]
+    assert sources.index("chunk") < sources.index("turn")
+    chunk = body["hits"][sources.index("chunk")]
+    assert (chunk["documentId"], chunk["documentTitle"], chunk["positionPercent"]) == ("doc_handbook", "Team handbook", 34)
+    context = post(any_api, "/context", {"query": "travel expenses reimbursed"})
+    assert '(chunk, "Team handbook" 34%, 2026-01-05) Travel expenses' in context["context"]
+    assert context["sources"][0]["documentTitle"] == "Team handbook"

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 
 from agent_memory import keys, timeutil
 from agent_memory.errors import Conflict, InvalidRequest, NotFound
-from agent_memory.ids import ENTITY_TYPES, normalise_entity_name
+from agent_memory.ids import ENTITY_TYPES, normalise_entity_name, normalise_entity_type
 from agent_memory.models.memory import Attribute, Entity, Relation
 from agent_memory.ports import Condition, ConditionFailed, Record
 from agent_memory.request_context import RequestContext
@@ -40,12 +40,19 @@ if TYPE_CHECKING:
 DELETE_ATTEMPTS = 20
 
 
+def entity_type_param(value: str) -> str:
+    """A type from the closed vocabulary (or a known alias: ``organization``, ``city``); 400 else."""
+    raw = unquote(value or "").strip().lower()
+    etype = normalise_entity_type(raw)
+    if etype == "other" and raw != "other":
+        raise InvalidRequest(f"unknown entity type {value!r}; one of {', '.join(ENTITY_TYPES)}", field="type")
+    return etype
+
+
 def entity_ref(entity_type: str, name: str) -> str:
     """``entity:<type>/<name>`` from route parts (type from the closed vocabulary; name
     URL-decoded and normalised as ids are)."""
-    etype = unquote(entity_type or "").strip().lower()
-    if etype not in ENTITY_TYPES:
-        raise InvalidRequest(f"unknown entity type {entity_type!r}; one of {', '.join(ENTITY_TYPES)}", field="type")
+    etype = entity_type_param(entity_type)
     norm = normalise_entity_name(unquote(name or ""))
     if not norm:
         raise InvalidRequest("entity name is empty", field="name")
@@ -86,8 +93,7 @@ class EntityService:
 
     def list(self, ctx: RequestContext, entity_type: str | None, limit: int, page_cursor: str | None,
              with_total: bool = False) -> dict[str, Any]:
-        if entity_type is not None and entity_type not in ENTITY_TYPES:
-            raise InvalidRequest(f"unknown entity type {entity_type!r}", field="type")
+        entity_type = entity_type_param(entity_type) if entity_type is not None else None
         src = paging.Source(keys.entities_pk(ctx), prefix=f"{entity_type}/" if entity_type else None)
         return paging.paged(self.store, self._secret(), ctx, paging.collection_name(ctx, "entities", type=entity_type),
                             src, limit=limit, page_cursor=page_cursor, with_total=with_total,

@@ -17,7 +17,8 @@
    is rewritten with ``deleted: true`` in conditioned transactions (on the version read;
    a lost race re-reads and retries), facts drop out of the gsi1 current index. Every read
    skips deleted records (/state, /profile, entity reads, ``asOf``, history, collections,
-   session turns) and projection removes their search units. ``purge: true`` hard-deletes
+   session turns) and projection removes their search units. A forgotten turn also loses
+   its text (its row stays, so session sequence numbers stay dense). ``purge: true`` hard-deletes
    instead, together with the forgotten fact's superseded history (``Forgetter.history``:
    for a single-valued key every row of the slot in the same scope, for a multi-valued
    key the rows of the same value, plus anything linked by supersedes/supersededBy).
@@ -72,9 +73,12 @@ WRITE_ATTEMPTS = 8
 
 def tombstone(record: Record, at: str) -> Record:
     """The soft-deleted version of ``record``: ``deleted: true``, out of the current-facts
-    index (a turn keeps its turn-id index entry; readers skip it)."""
+    index. A turn keeps its row (session seq stays dense) and turn-id index entry, but not
+    its text: raw text must not depend on every transcript reader checking ``deleted``."""
     data = {**record.data, "deleted": True, "deletedAt": at}
     keep_index = data.get("kind") == "turn"
+    if keep_index:
+        data["content"] = ""
     return Record(pk=record.pk, sk=record.sk, data=data, version=record.version + 1,
                   gsi1pk=record.gsi1pk if keep_index else None, gsi1sk=record.gsi1sk if keep_index else None,
                   expires_at=record.expires_at)
@@ -299,3 +303,8 @@ class ForgetService:
         if self.runtime.search is not None:
             self.runtime.search.delete(ctx.context_id, sorted(ids))
         self.runtime.notify_forgotten(ctx, ids)
+
+
+# Forgetters that live beside their own collections register when imported (as projection
+# builders do): a ``@register_forgetter("chunk")`` in document_units.py is known here.
+from agent_memory.services import document_units  # noqa: E402,F401

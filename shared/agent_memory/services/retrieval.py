@@ -61,6 +61,7 @@ ALL_KINDS = (*DEFAULT_KINDS, "entity")
 FACT_KINDS = ("attribute", "relation")
 SEED_ROWS = 500  # rows of one entity's attribute or relation history read for tier 1
 ENTITY_PROFILE_ATTRIBUTES = 8
+MAX_NAME_CHARS = 128
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ class RetrievalService:
             if eid not in out:
                 out[eid] = NamedEntity(eid, name, entity)
 
-        if subject:
+        if subject and len(subject) <= MAX_NAME_CHARS:
             sid = subject if subject.startswith("entity:") else (
                 f"entity:{subject}" if "/" in subject and subject.split("/")[0] in ENTITY_TYPES else None)
             if sid is not None:
@@ -248,7 +249,7 @@ class RetrievalService:
                 add(sid, found.name if found else split_entity_id(sid)[1], found)
         for raw in wanted:
             name = _subject_name(raw)
-            norm = normalise_entity_name(name)
+            norm = normalise_entity_name(name) if len(name) <= MAX_NAME_CHARS else ""
             if not norm:
                 continue
             if self_name and norm == self_name:
@@ -266,7 +267,8 @@ class RetrievalService:
     def _entities_by_name(self, ctx: RequestContext, names: Sequence[str]) -> dict[str, Entity]:
         """Existing entities any of ``names`` could name (every type), plus the self entity:
         one batch read of natural keys, no scan of the context's entities."""
-        wanted = {normalise_entity_name(n) for n in names if n and n.strip()}
+        # Entity names are short; a longer "name" cannot be a key (and would exceed key limits).
+        wanted = {normalise_entity_name(n) for n in names if n and n.strip() and len(n) <= MAX_NAME_CHARS}
         wanted.discard("")
         pk = keys.entities_pk(ctx)
         keys_ = [(pk, f"{t}/{n}") for n in sorted(wanted) for t in ENTITY_TYPES]
@@ -295,6 +297,7 @@ class RetrievalService:
         units search would return for them, visible under ``flt``, best first."""
         store = self.runtime.store
         now = timeutil.now_iso()
+        any_kind = dataclasses.replace(flt, kinds=None)  # profiles summarise attributes even when not returned
         units: list[SearchUnit] = []
         profiles: list[SearchUnit] = []
         for entity in entities[:3]:
@@ -307,7 +310,7 @@ class RetrievalService:
                     if record.data.get("kind") != kind or record.data.get("deleted"):
                         continue
                     for unit in build_units(record.data, record.version):
-                        if unit_visible(unit, flt, now):
+                        if unit_visible(unit, any_kind, now):
                             facts.append(unit)
             facts.sort(key=lambda u: _seed_order(u, qa))
             units += [u for u in facts if u.kind in (flt.kinds or ())]
