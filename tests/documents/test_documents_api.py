@@ -329,3 +329,20 @@ def test_a_chunk_with_more_facts_than_one_transaction_holds_is_committed_in_halv
     assert sum(len(r.attributes) for r in results) == 60
     stored = rows(keys.attrs_pk(RC, "entity:person/person59"))
     assert [r.data["source"]["kind"] for r in stored if r.data.get("kind") == "attribute"] == ["document"]
+
+
+def test_forget_removes_a_chunk_from_listing_search_and_retrieval(api):
+    doc = api.post(f"{CTX}/documents", {"title": "Handbook", "text": "# Travel\n\nThe Zanzibar office keeps "
+                                        "the spare keys in the blue cabinet.\n\n# Food\n\nLunch is served at noon."})
+    assert doc.status == 201, doc.text
+    doc_id = doc.json()["id"]
+    r = api.post(f"{CTX}/forget", {"query": "Zanzibar office spare keys blue cabinet", "limit": 1,
+                                   "minScore": 0.1})
+    assert r.status == 200, r.text
+    assert [i["kind"] for i in r.json()["items"]] == ["chunk"] and r.json()["deleted"] == 1
+    chunks = api.get(f"{CTX}/documents/{doc_id}/chunks").json()["items"]
+    assert all("Zanzibar" not in c["text"] for c in chunks) and len(chunks) == 1
+    hits = get_runtime().search.search("Zanzibar spare keys", SearchFilter(context_id="acme", kinds=["chunk"]), k=5)
+    assert all("Zanzibar" not in h.unit.text for h in hits)
+    q = api.post(f"{CTX}/query", {"query": "Where are the spare keys?"}).json()
+    assert all("Zanzibar" not in h["text"] for h in q["hits"])

@@ -206,7 +206,7 @@ class DocumentService:
         if page.last_key is not None and not self.store.query(pk, after=page.last_key, limit=1).records:
             page.last_key = None  # an exactly full last page: no further page to promise
         next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
-        return {"items": [chunk_wire(r.data) for r in page.records],
+        return {"items": [chunk_wire(r.data) for r in page.records if not r.data.get("deleted")],
                 "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
 
     # --- delete ---------------------------------------------------------------------

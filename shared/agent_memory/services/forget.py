@@ -79,6 +79,8 @@ def tombstone(record: Record, at: str) -> Record:
     keep_index = data.get("kind") == "turn"
     if keep_index:
         data["content"] = ""
+    if data.get("kind") == "chunk":
+        data["text"] = ""
     return Record(pk=record.pk, sk=record.sk, data=data, version=record.version + 1,
                   gsi1pk=record.gsi1pk if keep_index else None, gsi1sk=record.gsi1sk if keep_index else None,
                   expires_at=record.expires_at)
@@ -248,6 +250,18 @@ class TurnForgetter(Forgetter):
         if data is None:
             return None
         return _live(rt.store.get(keys.turns_pk(ctx, data["session"]), keys.turn_sk(data["seq"])))
+
+
+@register_forgetter("chunk")
+class ChunkForgetter(Forgetter):
+    """A forgotten chunk is marked deleted (its text emptied like a turn's); the document
+    keeps its other chunks. Its unit carries the document id and ordinal that key it."""
+
+    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        meta = unit.metadata or {}
+        if "documentId" not in meta or meta.get("ordinal") is None:
+            return None
+        return _live(rt.store.get(keys.chunks_pk(ctx, meta["documentId"]), keys.chunk_sk(int(meta["ordinal"]))))
 
 
 # --- the service -------------------------------------------------------------------------

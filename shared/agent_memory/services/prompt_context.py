@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_memory import keys, scopes
+from agent_memory import scopes
 from agent_memory.errors import NotFound
 from agent_memory.request_context import RequestContext
 from agent_memory.services.context_format import format_context
@@ -33,14 +33,12 @@ class ContextService:
                 "sources": formatted.sources()}
 
     def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> dict[str, Any]:
-        from agent_memory.services.chat.window import WindowTurn, transcript_window
+        from agent_memory.services.chat.window import session_window
 
         session = self.runtime.sessions.load(ctx, session_id)
         if not scopes.visible(session.data.get("scopes") or [], ctx.read_region):
             raise NotFound(f"session {session_id} does not exist")
-        page = self.runtime.store.query(keys.turns_pk(ctx, session_id), limit=WINDOW_FETCH, forward=False)
-        turns = [WindowTurn(r.data["id"], r.data["role"], r.data["content"]) for r in reversed(page.records)]
-        window = transcript_window(turns)
+        window = session_window(self.runtime.store, ctx, session_id)
         result = self.runtime.retrieval.retrieve(ctx, query, k=k, exclude_ids=[t.id for t in window])
         formatted = format_context(result.hits, transcript=[(t.role, t.content) for t in window])
         return {"context": formatted.text, "tier": result.tier, "queryMs": round(result.query_ms, 2),

@@ -28,7 +28,7 @@ from agent_memory.request_context import RequestContext
 from agent_memory.services.chat import sse
 from agent_memory.services.chat.citations import MarkerStream, resolve_markers
 from agent_memory.services.chat.prompt import build_messages
-from agent_memory.services.chat.window import WindowTurn, transcript_window
+from agent_memory.services.chat.window import WindowTurn, session_window
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
 from agent_memory.services.facts import PendingTurn
 
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_memory.chat")
 
 RETRIEVAL_K = 8
-WINDOW_FETCH = 40  # turns read from the session's end to find the last 10 user/assistant ones
 
 
 @dataclass
@@ -99,7 +98,7 @@ class ChatService:
         scopes = req.scopes or ([[p] for p in ctx.write_region] if ctx.write_region else [])
         session = rt.sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
         is_new = req.session_id is None
-        window = [] if is_new else self._window(ctx, session.sk)
+        window = [] if is_new else session_window(rt.store, ctx, session.sk)
 
         started = time.perf_counter()
         result = rt.retrieval.retrieve(ctx, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window])
@@ -125,13 +124,6 @@ class ChatService:
         # after the reply succeeds (or discarded).
         turn.extraction = self._pool.submit(rt.facts.extract, ctx, req.message, timeutil.now_iso())
         return turn
-
-    def _window(self, ctx: RequestContext, session_id: str) -> list[WindowTurn]:
-        from agent_memory import keys
-
-        page = self.runtime.store.query(keys.turns_pk(ctx, session_id), limit=WINDOW_FETCH, forward=False)
-        turns = [WindowTurn(r.data["id"], r.data["role"], r.data["content"]) for r in reversed(page.records)]
-        return transcript_window(turns)
 
     def _instructions(self, ctx: RequestContext) -> list[str]:
         return [i.description for i in self.runtime.facts.repo.instructions(ctx, limit=20)]

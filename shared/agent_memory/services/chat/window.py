@@ -11,8 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agent_memory import keys
+from agent_memory.ports import RecordStore
+from agent_memory.request_context import RequestContext
+
 WINDOW_MESSAGES = 10
 WINDOW_CHARS = 8000
+WINDOW_FETCH = 40  # turns read from the session's end to find the last 10 user/assistant ones
 
 
 @dataclass(frozen=True)
@@ -37,3 +42,11 @@ def transcript_window(turns: Sequence[WindowTurn], *, max_messages: int = WINDOW
         kept.append(turn)
         total += len(turn.content)
     return list(reversed(kept))
+
+
+def session_window(store: RecordStore, ctx: RequestContext, session_id: str) -> list[WindowTurn]:
+    """The window of a stored session (forgotten turns are left out)."""
+    page = store.query(keys.turns_pk(ctx, session_id), limit=WINDOW_FETCH, forward=False)
+    turns = [WindowTurn(r.data["id"], r.data["role"], r.data["content"]) for r in reversed(page.records)
+             if not r.data.get("deleted")]
+    return transcript_window(turns)
