@@ -19,8 +19,6 @@ from agent_memory.services.context_format import format_context
 if TYPE_CHECKING:
     from agent_memory.runtime import Runtime
 
-WINDOW_FETCH = 40  # newest turns read to find the window's 10 user/assistant messages
-
 
 class ContextService:
     def __init__(self, runtime: Runtime):

@@ -184,7 +184,11 @@ class RetrievalService:
           caller is asking about; treated as named by the query.
         """
         started = time.perf_counter()
-        recipe = RECIPES[mode]
+        recipe = RECIPES.get(mode)
+        if recipe is None:
+            raise ValueError(f"unknown retrieval mode {mode!r} (known: {', '.join(RECIPES)})")
+        if k <= 0:
+            return RetrievalResult(tier=3, hits=[], query_ms=0.0, trace={"mode": mode})
         kinds = list(include) if include else list(DEFAULT_KINDS if mode != "graph" else ALL_KINDS)
         anchor = timeutil.parse(as_of) if as_of else timeutil.now()
         qa = analyse(query, anchor=anchor)
