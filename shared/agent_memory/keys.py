@@ -61,7 +61,7 @@ def idempotency_pk(ctx: RequestContext) -> str:
 # For multi-valued keys the head is per value, which makes "same value again" race-free.
 #
 # gsi1 holds CURRENT facts only (the attribute is removed when a fact is superseded, closed
-# or deleted): gsi1pk c#<ctx>#<part>#current#attr|rel, gsi1sk <category>#<entity>#<key>#<id>.
+# or deleted): gsi1pk c#<ctx>#<part>#current#attribute|relation, gsi1sk <category>#<entity>#<key>#<id>.
 # /state and the collections page through it.
 
 def entities_pk(ctx: RequestContext) -> str:

@@ -6,16 +6,15 @@ The adapter is generic: it stores ``Record``s and never interprets keys. The dom
 chooses concrete keys, all built in ``agent_memory.keys``, following these conventions.
 
 ``pk`` (partition key)
-    One partition per context and collection: ``c#<context_id>#<partition>#<collection>``
-    (``<partition>`` is the memory partition of the request, ``default`` unless the
-    ``X-Memory-Partition`` header says otherwise), with the parent id appended when a
-    collection belongs to a parent record. Nothing is ever read across ``context_id``,
-    and every page we serve comes from one partition::
+    One partition per context, partition and collection: ``c#<context>#<partition>#<collection>``,
+    with the parent id appended when a collection belongs to a parent record (the full table
+    of collections is in ``agent_memory.keys``). Nothing is ever read across a context or a
+    partition, and every page we serve comes from one DynamoDB partition::
 
-        c#acme#default#sessions                      sessions of context "acme"
-        c#acme#default#turns#sess_01HV...            turns of one session
-        c#acme#default#attrs#entity:person/alice     attributes of one entity
-        c#acme#default#idem                          idempotency records
+        c#acme#default#sessions                         sessions of context "acme"
+        c#acme#default#turns#sess_01hv...               turns of one session
+        c#acme#default#attrs#entity:person/alice        attributes of one entity (history + heads)
+        c#acme#default#idem                             idempotency records
 
 ``sk`` (sort key)
     Gives the order pages are served in, compared as UTF-8 bytes (so ``"Z" < "a"`` and
@@ -29,7 +28,7 @@ chooses concrete keys, all built in ``agent_memory.keys``, following these conve
     The second order a read needs, set only on records that need it; records without
     both attributes are not in the index. Examples: a turn is found by id through
     ``gsi1pk = c#acme#default#turn-ids``, ``gsi1sk = <turn id>``; a current fact carries
-    ``gsi1pk = c#acme#default#current#attr``, ``gsi1sk = <category>#<entity>#<key>#<id>``
+    ``gsi1pk = c#acme#default#current#attribute``, ``gsi1sk = <category>#<entity>#<key>#<id>``
     and drops both attributes when superseded, leaving the index. gsi1 reads are
     eventually consistent (DynamoDB offers no consistent reads on a GSI): a record
     written a moment ago may be missing there. Base-table reads here are consistent.
