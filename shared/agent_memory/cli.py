@@ -8,20 +8,29 @@ import os
 import sys
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _settings(args: argparse.Namespace):
+    """Settings for a command, with its flags applied; ``None`` after printing a clear
+    configuration error (the command then exits 2)."""
     from agent_memory.config import load_settings
     from agent_memory.errors import ConfigurationError
+
+    if getattr(args, "data_dir", None):
+        os.environ["AGENT_MEMORY_DATA_DIR"] = args.data_dir
+    if getattr(args, "store", None):
+        os.environ["AGENT_MEMORY_STORE"] = args.store
+    try:
+        return load_settings()
+    except ConfigurationError as exc:
+        print(f"agent-memory: configuration error: {exc}", file=sys.stderr)
+        return None
+
+
+def _serve(args: argparse.Namespace) -> int:
     from agent_memory.local_server import make_server
     from agent_memory.runtime import Runtime, set_runtime
 
-    if args.data_dir:
-        os.environ["AGENT_MEMORY_DATA_DIR"] = args.data_dir
-    if args.store:
-        os.environ["AGENT_MEMORY_STORE"] = args.store
-    try:
-        settings = load_settings()
-    except ConfigurationError as exc:
-        print(f"agent-memory: configuration error: {exc}", file=sys.stderr)
+    settings = _settings(args)
+    if settings is None:
         return 2
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     runtime = Runtime(settings)
@@ -50,17 +59,11 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _reindex(args: argparse.Namespace) -> int:
-    from agent_memory.config import load_settings
-    from agent_memory.errors import ConfigurationError
     from agent_memory.runtime import Runtime
     from agent_memory.services.reindex import reindex_context
 
-    if args.data_dir:
-        os.environ["AGENT_MEMORY_DATA_DIR"] = args.data_dir
-    try:
-        settings = load_settings()
-    except ConfigurationError as exc:
-        print(f"agent-memory: configuration error: {exc}", file=sys.stderr)
+    settings = _settings(args)
+    if settings is None:
         return 2
     if args.fresh and settings.search == "embedded":
         # A new embedder cannot write into an index built by another: start a new file,

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from agent_memory.errors import InvalidRequest
-from agent_memory.models.requests import ScopedRequest, _rfc3339, both
+from agent_memory.models.requests import ScopedRequest, both, rfc3339
 from agent_memory.multipart import FormPart
 
 MAX_TITLE_CHARS = 512
@@ -30,7 +30,7 @@ class DocumentUpload(ScopedRequest):
     observed_at: str | None = both("observed_at", "observedAt")
     filename: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
 
-    _observed = field_validator("observed_at")(classmethod(lambda cls, v: _rfc3339(v)))
+    _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
 
     @field_validator("text", "title")
     @classmethod

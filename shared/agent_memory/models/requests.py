@@ -42,7 +42,8 @@ class ScopedRequest(RequestModel):
         return sorted(set(value))
 
 
-def _rfc3339(value: str | None) -> str | None:
+def rfc3339(value: str | None) -> str | None:
+    """Validator body: an RFC 3339 timestamp normalised to UTC, or ``None``."""
     if value is None:
         return None
     try:
@@ -83,7 +84,7 @@ class WriteFactsRequest(ScopedRequest):
     role: Role = "user"
     observed_at: str | None = both("observed_at", "observedAt")
 
-    _observed = field_validator("observed_at")(classmethod(lambda cls, v: _rfc3339(v)))
+    _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
 
 
 class BatchMessage(RequestModel):
@@ -91,7 +92,7 @@ class BatchMessage(RequestModel):
     content: str = Field(min_length=1)
     ts: str | None = None
 
-    _ts = field_validator("ts")(classmethod(lambda cls, v: _rfc3339(v)))
+    _ts = field_validator("ts")(classmethod(lambda cls, v: rfc3339(v)))
 
 
 class WriteFactsBatchRequest(ScopedRequest):

@@ -7,8 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from agent_memory import timeutil
-from agent_memory.models.requests import RequestModel, both
+from agent_memory.models.requests import RequestModel, both, rfc3339
 
 RetrievalMode = Literal["hybrid", "vector", "bm25", "graph"]
 HitKind = Literal["attribute", "entity", "action", "chunk", "turn", "relation", "instruction"]
@@ -34,15 +33,7 @@ class QueryRequest(RequestModel):
             raise ValueError("must not be blank")
         return value
 
-    @field_validator("as_of")
-    @classmethod
-    def _as_of(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return timeutil.normalise(value)
-        except ValueError as exc:
-            raise ValueError("must be an RFC 3339 timestamp") from exc
+    _as_of = field_validator("as_of")(classmethod(lambda cls, v: rfc3339(v)))
 
     @field_validator("labels")
     @classmethod
