@@ -460,7 +460,7 @@ def _prompt(question: str) -> list[ChatMessage]:
 
 def test_offline_default_responder_quotes_and_cites_the_best_line():
     completion = OfflineLanguageModel().complete(_prompt("Where does Alice live?"))
-    assert completion.text == "From memory: (fact) Alice lives in Berlin since 2021. [S2]"
+    assert completion.text == "From memory: Alice lives in Berlin since 2021. [S2]"
     assert completion.model == "offline/deterministic"
     assert completion.completion_tokens == len(completion.text) // 4 > 0
     assert completion.prompt_tokens == sum(len(m.content) // 4 for m in _prompt("Where does Alice live?"))

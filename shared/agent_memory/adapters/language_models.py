@@ -553,6 +553,9 @@ def _question_words(question: str) -> set[str]:
     return words
 
 
+_DESCRIPTOR = re.compile(r"^\([^()]*\)\s*")
+
+
 def default_offline_responder(messages: Sequence[ChatMessage]) -> str:
     """Answer from the context in the prompt, citing it.
 
@@ -577,6 +580,7 @@ def default_offline_responder(messages: Sequence[ChatMessage]) -> str:
             if not found:
                 continue
             marker, snippet = found.group(1), _MARKER.sub("", found.group(2)).strip()
+            snippet = _DESCRIPTOR.sub("", snippet)  # "(attribute, 2026-04-20) " describes, it is not said
             if not snippet or snippet.strip().lower() == question.strip().lower():
                 continue
             score = len(asked & _content_words(snippet))
