@@ -448,7 +448,10 @@ class SentenceTransformerEmbedder:
         except Exception as exc:  # any load failure is a configuration problem
             raise ConfigurationError(f"cannot load local embedding model from {path}: {exc}") from exc
         self.name = f"local/{short}"
-        self.dimension = int(self._model.get_sentence_embedding_dimension())
+        # sentence-transformers 5 renamed the method; accept both
+        dimension = getattr(self._model, "get_embedding_dimension", None) or \
+            self._model.get_sentence_embedding_dimension
+        self.dimension = int(dimension())
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
