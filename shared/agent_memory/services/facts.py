@@ -161,10 +161,10 @@ class FactsService:
         extraction = pending.extraction or ExtractionOutput()
         speaker = self.repo.speaker_name(ctx)
         names = _mentioned_names(extraction)
-        loaded = self.repo.load_for_write(ctx, [], [], names)
+        loaded = self.repo.load_entities(ctx, names)
         resolver = EntityResolver(loaded.entities.values(), speaker_name=speaker)
         slots = rec.slots(extraction, resolver)
-        loaded = self.repo.load_for_write(ctx, slots.attributes, slots.relations, names)
+        loaded = self.repo.load_for_write(ctx, slots.attributes, slots.relations, names, loaded)
         observed = timeutil.parse(pending.observed_at) if pending.observed_at else None
         plan = rec.reconcile(
             extraction,
@@ -172,7 +172,7 @@ class FactsService:
             current_attributes=loaded.attributes, current_relations=loaded.relations,
             current_instructions=self.repo.instructions(ctx) if extraction.instructions else (),
             existing_entities=loaded.entities.values(),
-            resolver=EntityResolver(loaded.entities.values(), speaker_name=speaker),
+            resolver=resolver,
             speaker_name=speaker, scopes=scopes, labels=labels, context_id=ctx.context_id,
             created_by=ctx.principal, observed_at=observed,
             settings=rec.ReconcileSettings(confidence_floor=self.runtime.settings.limits.extraction_confidence_floor),

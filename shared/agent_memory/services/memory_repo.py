@@ -60,9 +60,10 @@ class MemoryRepository:
     # --- reads ----------------------------------------------------------------------
 
     def entities_by_name(self, ctx: RequestContext, names: Iterable[str],
-                         tombstones: dict[str, int] | None = None) -> dict[str, Entity]:
+                         tombstones: dict[str, int] | None = None,
+                         versions: dict[str, int] | None = None) -> dict[str, Entity]:
         """Existing entities any of ``names`` could refer to (every type), by id; deleted ones
-        are left out (their versions go to ``tombstones`` when given)."""
+        are left out (their versions go to ``tombstones`` when given, live ones' to ``versions``)."""
         wanted = {normalise_entity_name(n) for n in names if n and n.strip()}
         keys_ = [(keys.entities_pk(ctx), f"{t}/{n}") for n in sorted(wanted) for t in ENTITY_TYPES]
         keys_.append((keys.entities_pk(ctx), keys.entity_sk(SELF_ENTITY_ID)))
@@ -72,15 +73,11 @@ class MemoryRepository:
                 entity = Entity.from_dict(record.data)
                 if not entity.deleted:
                     found[entity.id] = entity
+                    if versions is not None:
+                        versions[entity.id] = record.version
                 elif tombstones is not None:
                     tombstones[entity.id] = record.version
         return found
-
-    def get_entity(self, ctx: RequestContext, entity_id: str) -> tuple[Entity, int] | None:
-        record = self.store.get(keys.entities_pk(ctx), keys.entity_sk(entity_id))
-        if record is None:
-            return None
-        return Entity.from_dict(record.data), record.version
 
     def entity_names(self, ctx: RequestContext, limit: int = 200) -> list[str]:
         """Names of existing entities for the extraction prompt (so models reuse them)."""
@@ -116,18 +113,21 @@ class MemoryRepository:
                     break
                 after = page.last_key
 
-    def load_for_write(self, ctx: RequestContext, attribute_slots: Iterable[tuple[str, str]],
-                       relation_slots: Iterable[tuple[str, str]], names: Iterable[str]) -> Loaded:
+    def load_entities(self, ctx: RequestContext, names: Iterable[str]) -> Loaded:
+        """The entities a write names (with the versions its transaction conditions on)."""
         loaded = Loaded()
-        loaded.entities = self.entities_by_name(ctx, names, loaded.tombstones)
+        loaded.entities = self.entities_by_name(ctx, names, loaded.tombstones, loaded.versions)
+        return loaded
+
+    def load_for_write(self, ctx: RequestContext, attribute_slots: Iterable[tuple[str, str]],
+                       relation_slots: Iterable[tuple[str, str]], names: Iterable[str],
+                       loaded: Loaded | None = None) -> Loaded:
+        """``load_entities`` (unless given) plus the current rows and heads of the slots."""
+        loaded = loaded if loaded is not None else self.load_entities(ctx, names)
         for eid, key in sorted(attribute_slots):
             loaded.attributes += [a for a in self.slot_rows(ctx, "attribute", eid, key, loaded) if a.is_current]
         for subject, label in sorted(relation_slots):
             loaded.relations += [r for r in self.slot_rows(ctx, "relation", subject, label, loaded) if r.is_current]
-        for entity_id in list(loaded.entities):
-            found = self.get_entity(ctx, entity_id)
-            if found is not None:
-                loaded.versions[entity_id] = found[1]
         return loaded
 
     def instructions(self, ctx: RequestContext, limit: int = 500) -> list[Instruction]:
