@@ -42,6 +42,29 @@ def make_settings(tmp_path: Path, store: str = "sqlite", **overrides: Any) -> Se
     return load_settings(env=env, **overrides)
 
 
+def serialise_moto(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto applies a request in several unlocked steps (TransactWriteItems copies the table
+    and restores the copy when a condition fails), so two threads inside moto can undo each
+    other's commits. DynamoDB applies each request atomically; one request at a time inside
+    moto restores that, while threads still interleave between requests, where optimistic
+    concurrency does its work."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    lock = threading.Lock()
+    process_request = BotocoreStubber.process_request
+
+    def one_request_at_a_time(self, request):
+        with lock:
+            return process_request(self, request)
+
+    monkeypatch.setattr(BotocoreStubber, "process_request", one_request_at_a_time)
+
+
+@pytest.fixture
+def serialised_moto(monkeypatch: pytest.MonkeyPatch) -> None:
+    serialise_moto(monkeypatch)
+
+
 @pytest.fixture(params=["sqlite", "dynamodb"])
 def store_kind(request: pytest.FixtureRequest) -> str:
     return request.param
@@ -53,21 +76,10 @@ def runtime(store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     if store_kind == "dynamodb":
         import boto3
         from moto import mock_aws
-        from moto.core.botocore_stubber import BotocoreStubber
 
         from agent_memory.adapters.dynamodb_table import create_table_from_template
 
-        # moto applies a request in several unlocked steps; DynamoDB applies each request
-        # atomically. One request at a time inside moto restores that, while threads still
-        # interleave between requests (see tests/contract/conftest.py).
-        lock = threading.Lock()
-        process_request = BotocoreStubber.process_request
-
-        def one_request_at_a_time(self, request):
-            with lock:
-                return process_request(self, request)
-
-        monkeypatch.setattr(BotocoreStubber, "process_request", one_request_at_a_time)
+        serialise_moto(monkeypatch)
         with mock_aws():
             create_table_from_template(boto3.client("dynamodb", region_name="us-east-1"), settings.table_name)
             rt = Runtime(settings)

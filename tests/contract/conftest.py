@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -27,29 +26,15 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
 
 
 @pytest.fixture
-def moto_dynamodb(aws_env, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+def moto_dynamodb(aws_env, serialised_moto) -> Iterator[object]:
     """A moto DynamoDB with the records table built from template.yaml; yields its client.
-
-    moto applies a request in several unlocked steps (TransactWriteItems deep-copies the
-    table and restores that copy when a condition fails), so two threads inside moto at
-    once can undo each other's committed writes. DynamoDB applies each request
-    atomically; serialising moto's request handling restores that guarantee and still
-    lets threads interleave between requests, where optimistic concurrency does its work.
-    """
+    Requests are serialised inside moto as DynamoDB applies them atomically (see
+    ``serialise_moto`` in tests/conftest.py)."""
     import boto3
     from moto import mock_aws
-    from moto.core.botocore_stubber import BotocoreStubber
 
     from agent_memory.adapters.dynamodb_table import create_table_from_template
 
-    lock = threading.Lock()
-    process_request = BotocoreStubber.process_request
-
-    def one_request_at_a_time(self, request):
-        with lock:
-            return process_request(self, request)
-
-    monkeypatch.setattr(BotocoreStubber, "process_request", one_request_at_a_time)
     with mock_aws():
         client = boto3.client("dynamodb", region_name=REGION)
         create_table_from_template(client, TABLE_NAME)
