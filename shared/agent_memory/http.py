@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
+from agent_memory import safe_json
 from agent_memory.errors import InvalidRequest, MemoryError_, NotFound, PayloadTooLarge
 from agent_memory.request_context import RequestContext, resolve
 from agent_memory.runtime import get_runtime
@@ -149,7 +150,9 @@ def json_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> dict
     if not data.strip():
         raise InvalidRequest("request body is required", field="body")
     try:
-        parsed = json.loads(data)
+        parsed = safe_json.loads(data)
+    except safe_json.JsonLimitExceeded as exc:
+        raise InvalidRequest(f"request body: {exc}", field="body", limit=exc.limit) from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"malformed JSON: {exc}", field="body") from exc
     if not isinstance(parsed, dict):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+MIN_YEAR, MAX_YEAR = 1, 9999  # what ``datetime`` holds; ``iso`` writes every one as four digits
+
 
 def now() -> datetime:
     return datetime.now(UTC)
@@ -13,7 +15,10 @@ def now() -> datetime:
 def iso(dt: datetime) -> str:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    dt = dt.astimezone(UTC)
+    # Not strftime: its %Y does not zero-pad years before 1000 on every platform.
+    return (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}."
+            f"{dt.microsecond // 1000:03d}Z")
 
 
 def now_iso() -> str:
@@ -30,7 +35,10 @@ def parse(value: str) -> datetime:
     dt = datetime.fromisoformat(text)
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    try:
+        return dt.astimezone(UTC)
+    except OverflowError as exc:  # 0001-01-01T00:00+01:00 is in year 0 in UTC
+        raise ValueError(f"{value!r} is outside the years {MIN_YEAR}-{MAX_YEAR} in UTC") from exc
 
 
 def normalise(value: str) -> str:

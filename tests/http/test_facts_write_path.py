@@ -271,3 +271,34 @@ def test_an_extraction_larger_than_one_transaction_is_cut_with_an_uncertainty(ap
     assert 0 < len(ext["attributes"]) < 60
     assert any(u["about"] == "facts left out of this turn" for u in ext["uncertainties"])
     assert len(current(key="likes")) == len(ext["attributes"])
+
+
+@pytest.mark.timeout(60)
+def test_a_turn_naming_more_entities_than_one_transaction_holds_completes(api):
+    """Halving used to keep every entity, so the entity inserts alone never fitted and the
+    turn spun forever; the kept claims now take only the entities they name."""
+    text = " ".join(f"My friend Name{i} lives in City{i}." for i in range(50))
+    r = api.post(f"{CTX}/facts", {"text": text})
+    assert r.status == 200, r.text
+    ext = r.json()["extraction"]
+    assert 0 < len(ext["relations"]) < 50
+    assert any(u["about"] == "facts left out of this turn" for u in ext["uncertainties"])
+    named = {e["name"] for e in ext["entities"]}
+    assert {f"Name{i}" for i in range(49, 45, -1)}.isdisjoint(named)  # the left-out friends are not created
+    batch = api.post(f"{CTX}/facts/batch", {"messages": [{"role": "user", "content": text}]})
+    assert batch.status == 200, batch.text
+
+
+def test_halving_drops_the_entities_only_the_left_out_claims_name():
+    from agent_memory.models.extraction import ExtractedEntity, ExtractedRelation, ExtractionOutput
+    from agent_memory.services.facts import _halve, _halves
+
+    full = ExtractionOutput(
+        entities=[ExtractedEntity(name=f"N{i}") for i in range(40)] + [ExtractedEntity(name="Loner")],
+        relations=[ExtractedRelation(subject="User", label="friend", object=f"N{i}") for i in range(40)])
+    kept = _halve(full, full)
+    assert len(kept.relations) == 20
+    assert {e.name for e in kept.entities} == {f"N{i}" for i in range(20)}
+    first, second = _halves(full)
+    assert {e.name for e in first.entities} == {f"N{i}" for i in range(20)}
+    assert {e.name for e in second.entities} == {f"N{i}" for i in range(20, 40)} | {"Loner"}

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from agent_memory import safe_json
 from agent_memory.errors import InvalidRequest
 from agent_memory.models.requests import ScopedRequest, both, rfc3339
 from agent_memory.multipart import FormPart
@@ -76,7 +77,9 @@ class DocumentUpload(ScopedRequest):
             if name in parts:
                 raw = parts[name].text()
                 try:
-                    data[name] = json.loads(raw)
+                    data[name] = safe_json.loads(raw)
+                except safe_json.JsonLimitExceeded as exc:
+                    raise InvalidRequest(f"{name}: {exc}", field=name, limit=exc.limit) from exc
                 except json.JSONDecodeError:
                     # a bare scope path or label is accepted as itself
                     data[name] = raw if name == "scopes" else [raw]

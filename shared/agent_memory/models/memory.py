@@ -117,6 +117,10 @@ class _Fact(_Record):
     created_by: str | None = None
     last_seen_at: str | None = None
     reinforced: int = 0
+    # Event times after ``valid_from`` at which this value was stated again (sorted,
+    # bounded): a value that arrives late and falls inside the window is placed after the
+    # last statement before it, so history does not depend on arrival order.
+    stated_at: list[str] = field(default_factory=list)
     deleted: bool = False
 
     @property

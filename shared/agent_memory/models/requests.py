@@ -3,9 +3,10 @@ tests/http/test_openapi_contract.py); requests accept camelCase and the spec's s
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_memory import scopes as scope_lib
 from agent_memory import timeutil
@@ -14,12 +15,49 @@ Role = Literal["user", "assistant", "system", "tool"]
 Category = Literal["identity", "knowledge", "context"]
 
 
+def _spellings(name: str, field: Any) -> list[str]:
+    alias = field.validation_alias
+    if isinstance(alias, AliasChoices):
+        return [c for c in alias.choices if isinstance(c, str)] or [name]
+    return [alias] if isinstance(alias, str) else [name]
+
+
+def _is_number(annotation: Any) -> bool:
+    args = typing.get_args(annotation) or (annotation,)
+    return any(a in (int, float) for a in args) and bool not in args
+
+
 def both(snake: str, camel: str) -> Any:
     return Field(default=None, validation_alias=AliasChoices(snake, camel))
 
 
 class RequestModel(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, str_strip_whitespace=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _spellings_and_numbers(cls, data: Any) -> Any:
+        """One value per field whatever its spelling, and numbers that are numbers.
+
+        A field may be sent as ``sessionId`` or ``session_id``; both at once are accepted
+        when they agree and rejected naming both when they do not. ``true`` is not a
+        number: pydantic's lax mode would read it as 1."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name, field in cls.model_fields.items():
+            spellings = _spellings(name, field)
+            sent = [s for s in spellings if s in data]
+            if len(sent) > 1:
+                values = [data[s] for s in sent]
+                if any(v != values[0] or type(v) is not type(values[0]) for v in values[1:]):
+                    raise ValueError(f"{' and '.join(sent)} are two spellings of one field and differ")
+                for extra in sent[1:]:
+                    del data[extra]
+                sent = sent[:1]
+            if sent and isinstance(data[sent[0]], bool) and _is_number(field.annotation):
+                raise ValueError(f"{sent[0]}: must be a number, not a boolean")
+        return data
 
 
 class ScopedRequest(RequestModel):

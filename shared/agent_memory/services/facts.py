@@ -29,6 +29,7 @@ from agent_memory.errors import (
     UpstreamModelError,
     UpstreamModelTimeout,
 )
+from agent_memory.ids import normalise_entity_name
 from agent_memory.models.extraction import (
     ExtractedAction,
     ExtractedAttribute,
@@ -245,6 +246,8 @@ class FactsService:
             plan, loaded = self._plan(ctx, pending, ref, None, scopes, labels)
             ops = self.repo.plan_ops(ctx, plan, loaded)
             halves = _halves(pending.extraction) if len(ops) > MAX_TRANSACT_OPS else None
+            if len(ops) > MAX_TRANSACT_OPS and halves is None:
+                raise PayloadTooLarge("one fact of this chunk needs more than one transaction")
             if halves is not None:
                 return [r for half in halves
                         for r in self._commit_plan(ctx, replace(pending, extraction=half), ref, scopes, labels)]
@@ -292,21 +295,63 @@ class _TurnPlanner:
                     raise PayloadTooLarge("these facts need more than one transaction; send fewer triples "
                                           "per request")
                 # A model extracted more than one atomic write can hold: keep the first half
-                # of its claims (statement order) and say what was left out.
-                extraction = _halve(extraction, p.extraction)
+                # of its claims (statement order) and the entities they name, and say what
+                # was left out. Each halving strictly shrinks the extraction, so this ends.
+                smaller = _halve(extraction, p.extraction)
+                if _size(smaller) >= _size(extraction):
+                    raise PayloadTooLarge("this turn needs more than one transaction even without its facts; "
+                                          "send fewer turns per request")
+                extraction = smaller
             ops.extend(turn_ops)
             self.results.append(plan.to_result(row["id"]))
         return ops
 
 
+CLAIM_KINDS = ("attributes", "relations", "actions", "instructions", "uncertainties")
+
+
+def _claim_names(claim: Any) -> list[str]:
+    """The entity names one claim refers to (its entities must be written with it)."""
+    if isinstance(claim, ExtractedAttribute):
+        return [claim.entity]
+    if isinstance(claim, ExtractedRelation):
+        return [claim.subject, claim.object]
+    if isinstance(claim, ExtractedAction):
+        return [claim.actor]
+    return []
+
+
+def _with_entities(claims: list[tuple[str, Any]], free: list[ExtractedEntity],
+                   entities: list[ExtractedEntity]) -> ExtractionOutput:
+    """An extraction of ``claims``, the entities they name, and the unreferenced ``free`` ones."""
+    named = {normalise_entity_name(n) for _, claim in claims for n in _claim_names(claim)}
+    out = ExtractionOutput(entities=[e for e in entities if normalise_entity_name(e.name) in named] + free)
+    for kind, item in claims:
+        getattr(out, kind).append(item)
+    return out
+
+
+def _free_entities(extraction: ExtractionOutput) -> list[ExtractedEntity]:
+    """Entities no claim names (they still cost one insert each)."""
+    named = {normalise_entity_name(n) for kind in CLAIM_KINDS for claim in getattr(extraction, kind)
+             for n in _claim_names(claim)}
+    return [e for e in extraction.entities if normalise_entity_name(e.name) not in named]
+
+
+def _size(extraction: ExtractionOutput) -> int:
+    return len(extraction.entities) + sum(len(getattr(extraction, kind)) for kind in CLAIM_KINDS)
+
+
 def _halve(current: ExtractionOutput, original: ExtractionOutput) -> ExtractionOutput:
+    """The first half of ``current``'s claims with only the entities they name (entities
+    no claim names are halved too), plus an uncertainty saying what was left out."""
     def half(items: list) -> list:
         return items[: len(items) // 2]
 
-    kept = ExtractionOutput(
-        entities=current.entities, attributes=half(current.attributes), relations=half(current.relations),
-        actions=half(current.actions), instructions=half(current.instructions),
-        uncertainties=[u for u in current.uncertainties if u.about != TRUNCATED_ABOUT][:3])
+    claims = [(kind, item) for kind in ("attributes", "relations", "actions", "instructions")
+              for item in half(getattr(current, kind))]
+    claims += [("uncertainties", u) for u in current.uncertainties if u.about != TRUNCATED_ABOUT][:3]
+    kept = _with_entities(claims, half(_free_entities(current)), current.entities)
     kept.uncertainties.append(ExtractedUncertainty(
         about=TRUNCATED_ABOUT,
         reason=f"this turn stated more facts than one write holds; kept {len(kept.attributes)} of "
@@ -316,23 +361,17 @@ def _halve(current: ExtractionOutput, original: ExtractionOutput) -> ExtractionO
 
 
 def _halves(extraction: ExtractionOutput | None) -> tuple[ExtractionOutput, ExtractionOutput] | None:
-    """An extraction's claims in two halves (each keeps every entity), or None when it has
-    fewer than two claims."""
+    """An extraction in two halves, each with only the entities its claims name (unnamed
+    entities are shared out too), or None when it cannot be split further."""
     if extraction is None:
         return None
-    kinds = ("attributes", "relations", "actions", "instructions", "uncertainties")
-    claims = [(kind, item) for kind in kinds for item in getattr(extraction, kind)]
-    if len(claims) < 2:
+    claims = [(kind, item) for kind in CLAIM_KINDS for item in getattr(extraction, kind)]
+    free = _free_entities(extraction)
+    if len(claims) + len(free) < 2:
         return None
-
-    def part(selected: list[tuple[str, Any]]) -> ExtractionOutput:
-        out = ExtractionOutput(entities=list(extraction.entities))
-        for kind, item in selected:
-            getattr(out, kind).append(item)
-        return out
-
-    middle = len(claims) // 2
-    return part(claims[:middle]), part(claims[middle:])
+    middle, free_middle = len(claims) // 2, len(free) // 2
+    return (_with_entities(claims[:middle], free[:free_middle], extraction.entities),
+            _with_entities(claims[middle:], free[free_middle:], extraction.entities))
 
 
 def _mentioned_names(extraction: ExtractionOutput) -> list[str]:

@@ -122,12 +122,14 @@ class MemoryRepository:
     def load_for_write(self, ctx: RequestContext, attribute_slots: Iterable[tuple[str, str]],
                        relation_slots: Iterable[tuple[str, str]], names: Iterable[str],
                        loaded: Loaded | None = None) -> Loaded:
-        """``load_entities`` (unless given) plus the current rows and heads of the slots."""
+        """``load_entities`` (unless given) plus every live row (history too: a late value is
+        placed among it) and the heads of the slots."""
         loaded = loaded if loaded is not None else self.load_entities(ctx, names)
         for eid, key in sorted(attribute_slots):
-            loaded.attributes += [a for a in self.slot_rows(ctx, "attribute", eid, key, loaded) if a.is_current]
+            loaded.attributes += [a for a in self.slot_rows(ctx, "attribute", eid, key, loaded) if not a.deleted]
         for subject, label in sorted(relation_slots):
-            loaded.relations += [r for r in self.slot_rows(ctx, "relation", subject, label, loaded) if r.is_current]
+            loaded.relations += [r for r in self.slot_rows(ctx, "relation", subject, label, loaded)
+                                 if not r.deleted]
         return loaded
 
     def instructions(self, ctx: RequestContext, limit: int = 500) -> list[Instruction]:

@@ -15,14 +15,21 @@ Rules (DESIGN "Cardinality", "Time"):
   ``observed_at``, else now.
 - Same value again (case-, whitespace- and article-insensitive) -> *reinforcement*:
   importance + ``reinforce_step`` (capped at 1.0), ``lastSeenAt`` = now, ``reinforced`` + 1.
-- Single-valued slot, new value -> *supersession*: the new row ``supersedes`` the old, the
-  old row gets ``supersededBy`` and ``validUntil`` = the new ``validFrom`` (never before
-  its own ``validFrom``: a move "last month" told after we recorded the old value closes
-  the old window empty rather than inverted), and a correction {entityId, key, oldValue,
-  newValue} is reported. If the statement was *made* before the current row's
-  ``validFrom`` (an out-of-order import), it is history: inserted closed at that
-  ``validFrom`` and linked to the current row, which stays current; no correction.
-- Multi-valued slot, new value -> insert; values accumulate.
+- A single-valued slot's rows (history included) form one chain in event-time
+  (``validFrom``) order: each row's ``validUntil`` is the next row's ``validFrom``, linked
+  by ``supersedes``/``supersededBy`` in that order (DESIGN "History under out-of-order
+  writes"). A claim is placed in the chain by its ``validFrom``: after the last row that
+  began at or before it (that row's window is cut there) and before the next one (where
+  its own window ends). Placed last, it is a *supersession* of the current value and a
+  correction {entityId, key, oldValue, newValue} is reported; placed earlier (a value that
+  arrives late), it is history and the current value stays current. A claim of the value
+  the window it falls in already holds reinforces that row; one of the value of the next
+  row starts that row sooner. So the chain does not depend on the order writes arrive in.
+  A statement *made* after the latest row began but about an earlier time ("I moved to
+  Berlin last month") is news, not a late arrival: it becomes current from its event time,
+  and rows that began after that close empty (retracted), never inverted.
+- Multi-valued slot: each value has its own window; a new value is inserted, values
+  accumulate; a claim before a value's window starts it sooner.
 - Negation -> *close*: the matching current row gets ``validUntil`` (single-valued: the
   current value if it matches, or whatever is current when no value is given;
   multi-valued: only the negated value). Reported as a correction with ``newValue`` "".
@@ -83,6 +90,7 @@ from agent_memory.services.temporal import resolve_event_time
 
 Fact = Attribute | Relation
 Kind = Literal["attribute", "relation"]
+MAX_STATED_AT = 64  # restatements kept per row (the latest); older ones only coarsen a late split
 
 
 @dataclass(frozen=True)
@@ -135,10 +143,14 @@ class ReconcilePlan:
     instructions: list[Instruction] = field(default_factory=list)
     uncertainties: list[Uncertainty] = field(default_factory=list)
     corrections: list[CorrectionSummary] = field(default_factory=list)
+    # Existing rows whose window or chain links moved (an out-of-order value placed among them).
+    adjustments: list[Fact] = field(default_factory=list)
 
     def updated_rows(self) -> list[Fact]:
         """Every existing row the plan changes, once each, in its final state."""
         rows: dict[str, Fact] = {}
+        for row in self.adjustments:
+            rows[row.id] = row
         for change in (*self.supersessions, *self.closes, *self.reinforcements):
             rows[change.updated.id] = change.updated
         return list(rows.values())
@@ -352,34 +364,133 @@ class _Planner:
         else:
             self.state(claim, rows)
 
+    def chain(self, claim: _Claim) -> list[Fact]:
+        """Every live row of the claim's slot in the write's scope, history included, in
+        event-time order (ties in the order they were written)."""
+        rows = [r for r in self.rows.get(claim.slot, [])
+                if not r.deleted and normalise_dnf(r.scopes) == self.w.scopes]
+        return sorted(rows, key=lambda r: (r.valid_from or "", r.created_at or "", r.id))
+
+    def latest(self, row: Fact) -> Fact:
+        return next((r for rows in self.rows.values() for r in rows if r.id == row.id), row)
+
+    def adjust(self, claim: _Claim, row: Fact, **changes: object) -> Fact:
+        """Rewrite a row of the slot (its window or links moved)."""
+        created = next((r for r in (*self.plan.inserts, *self.plan.relation_inserts) if r.id == row.id), None)
+        if created is not None:  # made by this plan: its insert carries the change
+            for name, value in changes.items():
+                setattr(created, name, value)
+            return created
+        updated = dataclasses.replace(self.latest(row), **changes)
+        self.plan.adjustments.append(updated)
+        self.replace(claim, updated)
+        return updated
+
     def state(self, claim: _Claim, rows: list[Fact]) -> None:
-        same = [r for r in rows if _same(_row_value(r), claim.value)]
-        if same:
-            self.reinforce(same[0])
+        """A positive claim without its own end, placed by its event time (module docstring)."""
+        if claim.cardinality == "multi":
+            self.state_multi(claim)
             return
-        if claim.cardinality == "multi" or not rows:
-            self.new_row(claim)
+        at = timeutil.iso(claim.valid_from)
+        chain = self.chain(claim)
+        last = chain[-1] if chain else None
+        if last is not None and at < (last.valid_from or "") <= timeutil.iso(self.w.observed):
+            if _same(_row_value(last), claim.value):
+                self.reinforce(last)
+            elif not self.protected(claim, rows):
+                self.retroactive(claim, chain, at)
+            return
+        before = [r for r in chain if (r.valid_from or "") <= at]
+        prev = before[-1] if before else None
+        nxt = next((r for r in chain if (r.valid_from or "") > at), None)
+        prev_open = prev is not None and (prev.valid_until is None or prev.valid_until > at)
+        restated_later = [t for t in prev.stated_at if t > at] if prev is not None and prev_open else []
+        if prev is not None and prev_open and _same(_row_value(prev), claim.value):
+            self.reinforce(prev, at)
+            return
+        if nxt is not None and _same(_row_value(nxt), claim.value) and not restated_later:
+            # The same value, known earlier than we had it: its window starts sooner.
+            if prev is not None and prev_open:
+                self.adjust(claim, prev, valid_until=at, superseded_by=nxt.id)
+                self.adjust(claim, nxt, valid_from=at, supersedes=prev.id)
+            else:
+                self.adjust(claim, nxt, valid_from=at)
+            self.reinforce(nxt, nxt.valid_from)  # its old start stays evidence
             return
         if self.protected(claim, rows):
             return
-        latest = max(rows, key=lambda r: r.valid_from or "")
-        if latest.valid_from and timeutil.iso(self.w.observed) < latest.valid_from:
-            self.history(claim, latest)
-            return
         new = self.new_row(claim)
-        new.supersedes = latest.id
-        for old in rows:
-            until = max(new.valid_from or "", old.valid_from or "")
-            updated = dataclasses.replace(old, superseded_by=new.id, valid_until=until)
-            self.plan.supersessions.append(Supersession(old.id, new.id, until, updated))
-            self.replace(claim, updated)
-            self.correction(claim, old, claim.value)
+        if restated_later:
+            # Inside a window whose value was stated again after this claim: split it.
+            assert prev is not None
+            nxt = self.split(claim, prev, restated_later)
+            new.valid_until, new.superseded_by = nxt.valid_from, nxt.id
+            self.adjust(claim, nxt, supersedes=new.id)
+        else:
+            ends = [t for t in ((prev.valid_until if prev is not None and prev_open else None),
+                                (nxt.valid_from if nxt is not None else None)) if t is not None]
+            new.valid_until = min(ends) if ends else None
+            if nxt is not None and new.valid_until == nxt.valid_from:
+                new.superseded_by = nxt.id
+                self.adjust(claim, nxt, supersedes=new.id)
+        if prev is not None and prev_open:
+            new.supersedes = prev.id
+            if prev.valid_until is None and not restated_later:
+                self.correction(claim, prev, claim.value)
+            updated = self.adjust(claim, prev, valid_until=at, superseded_by=new.id,
+                                  stated_at=[t for t in prev.stated_at if t <= at])
+            self.plan.supersessions.append(Supersession(prev.id, new.id, at, updated))
 
-    def history(self, claim: _Claim, current: Fact) -> None:
-        """Said before the current value began: a closed row in front of it."""
-        claim = dataclasses.replace(claim, valid_until=timeutil.parse(current.valid_from or self.w.now))
-        row = self.new_row(claim)
-        row.superseded_by = current.id
+    def split(self, claim: _Claim, row: Fact, restated: list[str]) -> Fact:
+        """The part of ``row``'s window from its first restatement in ``restated`` on, as a
+        new row of the same value that takes over ``row``'s end and successor."""
+        row = self.latest(row)
+        tail = dataclasses.replace(row, id=new_id("attr" if claim.kind == "attribute" else "rel"),
+                                   valid_from=restated[0], stated_at=restated[1:], supersedes=row.id,
+                                   created_at=self.w.now, reinforced=0)
+        (self.plan.inserts if claim.kind == "attribute" else self.plan.relation_inserts).append(tail)  # type: ignore[arg-type]
+        self.rows[claim.slot].append(tail)
+        if row.superseded_by:
+            successor = next((r for r in self.rows[claim.slot] if r.id == row.superseded_by), None)
+            if successor is not None:
+                self.adjust(claim, successor, supersedes=tail.id)
+        return tail
+
+    def retroactive(self, claim: _Claim, chain: list[Fact], at: str) -> None:
+        """Said after the latest row began, about a time before it ("I moved to Berlin last
+        month"): news, so it becomes current from its event time; rows that began after that
+        are retracted (their windows close empty) and the one it falls in is cut there."""
+        new = self.new_row(claim)
+        last = chain[-1]
+        new.supersedes = last.id
+        for row in chain:
+            if (row.valid_from or "") > at:
+                changes: dict[str, object] = {"valid_until": row.valid_from}
+                if row.id == last.id:
+                    changes["superseded_by"] = new.id
+                    if row.is_current:
+                        self.correction(claim, row, claim.value)
+                updated = self.adjust(claim, row, **changes)
+                if row.id == last.id:
+                    self.plan.supersessions.append(Supersession(row.id, new.id, updated.valid_until or "", updated))
+            elif row.valid_until is None or row.valid_until > at:
+                self.adjust(claim, row, valid_until=at)
+
+    def state_multi(self, claim: _Claim) -> None:
+        """Each value of a multi-valued slot has its own window: a claim inside one
+        reinforces it, one just before it starts it sooner, any other opens a new one."""
+        at = timeutil.iso(claim.valid_from)
+        same = [r for r in self.chain(claim) if _same(_row_value(r), claim.value)]
+        covering = [r for r in same if (r.valid_from or "") <= at and (r.valid_until is None or r.valid_until > at)]
+        if covering:
+            self.reinforce(covering[-1])
+            return
+        later = [r for r in same if (r.valid_from or "") > at]
+        if later:
+            self.adjust(claim, later[0], valid_from=at)
+            self.reinforce(later[0], later[0].valid_from)
+            return
+        self.new_row(claim)
 
     def negate(self, claim: _Claim, rows: list[Fact]) -> None:
         if claim.value:
@@ -407,10 +518,15 @@ class _Planner:
         self.replace(claim, updated)
         self.correction(claim, old, "")
 
-    def reinforce(self, old: Fact) -> None:
+    def reinforce(self, old: Fact, at: str | None = None) -> None:
+        """The same value stated again (``at``: the statement's event time, kept as evidence)."""
+        old = self.latest(old)
         importance = round(min(1.0, old.importance + self.w.settings.reinforce_step), 6)
+        stated = old.stated_at
+        if at is not None and at > (old.valid_from or "") and at not in stated:
+            stated = sorted([*stated, at])[-MAX_STATED_AT:]
         updated = dataclasses.replace(old, importance=importance, last_seen_at=self.w.now,
-                                      reinforced=old.reinforced + 1)
+                                      reinforced=old.reinforced + 1, stated_at=stated)
         self.plan.reinforcements.append(Reinforcement(old.id, importance, self.w.now, updated))
         for rows in self.rows.values():
             rows[:] = [updated if r.id == old.id else r for r in rows]

@@ -137,7 +137,10 @@ def resolve_event_time(phrase: str | None, observed_at: datetime) -> datetime | 
     p = re.sub(r"\s+", " ", phrase.strip().lower()).strip(" .,!")
     while (stripped := _FILLER.sub("", p)) != p:
         p = stripped
-    return _resolve(p, obs)
+    try:
+        return _resolve(p, obs)
+    except (OverflowError, ValueError):  # "last year" in year 1, "next week" in 9999: unknown
+        return None
 
 
 def _resolve(p: str, obs: datetime) -> datetime | None:
