@@ -7,6 +7,7 @@ character would triple the size of a 1 MiB turn against Lambda's 6 MB response l
 """
 
 import json
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 
@@ -23,6 +24,12 @@ BASE = "/api/v1/<context_id>/threads/<thread_id>"
 def _json(body, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(status_code=status, content_type="application/json",
                     body=json.dumps(body, ensure_ascii=False), headers=headers)
+
+
+def _thread(raw: str) -> str:
+    """The thread id as the client meant it: the route matches the raw path, so ``a%3Ab``
+    arrives still percent-encoded (``a:b``)."""
+    return unquote(raw)
 
 
 def _index(raw: str | None, name: str) -> int | None:
@@ -43,7 +50,7 @@ def _append_body_cap() -> int:
 def append_turn(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, AppendThreadTurnRequest, max_bytes=_append_body_cap())
-    outcome = get_runtime().threads.append(ctx, thread_id, req, http.header(app, "Idempotency-Key"))
+    outcome = get_runtime().threads.append(ctx, _thread(thread_id), req, http.header(app, "Idempotency-Key"))
     return _json(outcome.body, outcome.status, {"Idempotent-Replayed": "true"} if outcome.replayed else None)
 
 
@@ -51,7 +58,7 @@ def append_turn(context_id: str, thread_id: str):
 def list_turns(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
     return _json(get_runtime().threads.list_turns(
-        ctx, thread_id, limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"),
+        ctx, _thread(thread_id), limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"),
         after_index=_index(http.query_str(app, "after_index"), "after_index"),
         entity_id=http.query_str(app, "entity_id")))
 
@@ -59,27 +66,27 @@ def list_turns(context_id: str, thread_id: str):
 @app.get(f"{BASE}/turns/<turn_index>")
 def get_turn(context_id: str, thread_id: str, turn_index: str):
     ctx = http.context(app, context_id)
-    return _json(get_runtime().threads.get_turn(ctx, thread_id, _index(turn_index, "turn_index")))
+    return _json(get_runtime().threads.get_turn(ctx, _thread(thread_id), _index(turn_index, "turn_index")))
 
 
 @app.post(f"{BASE}/context")
 def thread_context(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ThreadContextRequest, max_bytes=64 * 1024)
-    return _json(get_runtime().threads.context(ctx, thread_id, req))
+    return _json(get_runtime().threads.context(ctx, _thread(thread_id), req))
 
 
 @app.get(BASE)
 def get_thread(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
-    return _json(get_runtime().threads.get_thread(ctx, thread_id))
+    return _json(get_runtime().threads.get_thread(ctx, _thread(thread_id)))
 
 
 @app.put(f"{BASE}/acl")
 def set_acl(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, SetThreadAclRequest, max_bytes=64 * 1024)
-    return _json(get_runtime().threads.set_acl(ctx, thread_id, req))
+    return _json(get_runtime().threads.set_acl(ctx, _thread(thread_id), req))
 
 
 def lambda_handler(event, context):

@@ -136,7 +136,11 @@ class Settings:
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(secrets.token_hex(32))
+            # Owner-only from the first byte: the key signs every paging cursor.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_hex(32))
+            os.chmod(tmp, 0o600)  # O_CREAT's mode is narrowed by the umask, never widened; an old tmp keeps its own
             os.replace(tmp, path)
         return path.read_text().strip().encode()
 

@@ -179,10 +179,10 @@ def body(app: APIGatewayHttpResolver, model: type[M], max_bytes: int | None = No
 def query_int(app: APIGatewayHttpResolver, name: str, default: int, *, minimum: int = 1,
               maximum: int | None = None) -> int:
     raw = app.current_event.get_query_string_value(name)
-    if raw in (None, ""):
+    if raw is None:
         return default
     try:
-        value = int(raw)
+        value = int(raw)  # an empty value (``limit=``) is not an integer: 400, not the default
     except ValueError as exc:
         raise InvalidRequest(f"{name} must be an integer", field=name) from exc
     if value < minimum or (maximum is not None and value > maximum):
@@ -197,8 +197,8 @@ def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
 
 
 def query_bool(app: APIGatewayHttpResolver, name: str) -> bool | None:
-    """``true``/``false`` (also 1/0); absent or empty is ``None``; anything else is a 400."""
-    raw = query_str(app, name)
+    """``true``/``false`` (also 1/0); absent is ``None``; anything else (empty too) is a 400."""
+    raw = app.current_event.get_query_string_value(name)
     if raw is None:
         return None
     value = {"true": True, "1": True, "false": False, "0": False}.get(raw.strip().lower())
@@ -211,13 +211,14 @@ def query_instant(app: APIGatewayHttpResolver, name: str) -> str | None:
     """An RFC 3339 query parameter, normalised to UTC millisecond form (400 when invalid)."""
     from agent_memory import timeutil
 
-    raw = query_str(app, name)
+    raw = app.current_event.get_query_string_value(name)
     if raw is None:
         return None
     try:
         return timeutil.normalise(raw.replace(" ", "+"))  # a raw '+' in a query string reads as a space
     except ValueError as exc:
-        raise InvalidRequest(f"{name} must be an RFC 3339 timestamp", field=name) from exc
+        raise InvalidRequest(f"{name} must be an RFC 3339 timestamp in the years "
+                             f"{timeutil.MIN_YEAR:04d}-{timeutil.MAX_YEAR} (UTC)", field=name) from exc
 
 
 def header(app: APIGatewayHttpResolver, name: str) -> str | None:

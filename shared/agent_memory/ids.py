@@ -48,6 +48,21 @@ def normalise_entity_name(value: str) -> str:
     return re.sub(r"\s+", "-", text).strip("-")
 
 
+# Names and keys become parts of record keys (an entity's sort key is ``<type>/<name>``;
+# a fact's current-index key joins entity id, key and row id), which a store caps at
+# 1,024 bytes. These bounds keep every such key well inside that.
+MAX_ENTITY_NAME_BYTES = 256  # an entity name, normalised
+MAX_KEY_BYTES = 128  # an attribute key or relation label
+
+
+def entity_name_fits(name: str) -> bool:
+    return len(normalise_entity_name(name).encode("utf-8")) <= MAX_ENTITY_NAME_BYTES
+
+
+def key_fits(key: str) -> bool:
+    return len((key or "").encode("utf-8")) <= MAX_KEY_BYTES
+
+
 def entity_id(entity_type: str, name: str) -> str:
     return f"entity:{normalise_entity_type(entity_type)}/{normalise_entity_name(name)}"
 

@@ -10,6 +10,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 from agent_memory import scopes as scope_lib
 from agent_memory import timeutil
+from agent_memory.errors import InvalidRequest
 
 Role = Literal["user", "assistant", "system", "tool"]
 Category = Literal["identity", "knowledge", "context"]
@@ -51,12 +52,13 @@ class RequestModel(BaseModel):
             if len(sent) > 1:
                 values = [data[s] for s in sent]
                 if any(v != values[0] or type(v) is not type(values[0]) for v in values[1:]):
-                    raise ValueError(f"{' and '.join(sent)} are two spellings of one field and differ")
+                    raise InvalidRequest(f"{' and '.join(sent)} are two spellings of one field and differ",
+                                         field=" and ".join(sent))
                 for extra in sent[1:]:
                     del data[extra]
                 sent = sent[:1]
             if sent and isinstance(data[sent[0]], bool) and _is_number(field.annotation):
-                raise ValueError(f"{sent[0]}: must be a number, not a boolean")
+                raise InvalidRequest(f"{sent[0]}: must be a number, not a boolean", field=sent[0])
         return data
 
 
@@ -87,7 +89,8 @@ def rfc3339(value: str | None) -> str | None:
     try:
         return timeutil.normalise(value)
     except ValueError as exc:
-        raise ValueError("must be an RFC 3339 timestamp") from exc
+        raise ValueError(f"must be an RFC 3339 timestamp in the years {timeutil.MIN_YEAR:04d}-{timeutil.MAX_YEAR} "
+                         "(UTC)") from exc
 
 
 class CreateSessionRequest(ScopedRequest):

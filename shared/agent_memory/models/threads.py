@@ -150,7 +150,8 @@ class ThreadContextRequest(RequestModel):
 
 
 class SetThreadAclRequest(RequestModel):
-    acl_readers: list[str] | None = Field(validation_alias=AliasChoices("acl_readers", "aclReaders"))
+    # Omitted is the same as null: the list is cleared (the thread is tenant-visible).
+    acl_readers: list[str] | None = Field(default=None, validation_alias=AliasChoices("acl_readers", "aclReaders"))
 
     @field_validator("acl_readers")
     @classmethod

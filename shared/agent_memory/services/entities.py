@@ -25,7 +25,15 @@ from urllib.parse import unquote
 
 from agent_memory import keys, timeutil
 from agent_memory.errors import Conflict, InvalidRequest, NotFound
-from agent_memory.ids import ENTITY_TYPES, normalise_entity_name, normalise_entity_type
+from agent_memory.ids import (
+    ENTITY_TYPES,
+    MAX_ENTITY_NAME_BYTES,
+    MAX_KEY_BYTES,
+    entity_name_fits,
+    key_fits,
+    normalise_entity_name,
+    normalise_entity_type,
+)
 from agent_memory.models.memory import Attribute, Entity, Relation
 from agent_memory.ports import Condition, ConditionFailed, Record
 from agent_memory.request_context import RequestContext
@@ -56,6 +64,8 @@ def entity_ref(entity_type: str, name: str) -> str:
     norm = normalise_entity_name(unquote(name or ""))
     if not norm:
         raise InvalidRequest("entity name is empty", field="name")
+    if not entity_name_fits(norm):
+        raise InvalidRequest(f"entity name is longer than {MAX_ENTITY_NAME_BYTES} bytes", field="name")
     return f"entity:{etype}/{norm}"
 
 
@@ -127,6 +137,8 @@ class EntityService:
         slot = card.normalise_key(key)
         if not slot:
             raise InvalidRequest("key is empty", field="key")
+        if not key_fits(slot):
+            raise InvalidRequest(f"key is longer than {MAX_KEY_BYTES} bytes", field="key")
         readable = Readable(self.store, ctx, {"attribute"})
         src = paging.Source(keys.attrs_pk(ctx, entity_id), prefix=f"a#{slot}#")
         rows = [Attribute.from_dict(r.data) for r in readable(list(paging.scan(self.store, src, batch=500)))]

@@ -29,7 +29,13 @@ from agent_memory.errors import (
     UpstreamModelError,
     UpstreamModelTimeout,
 )
-from agent_memory.ids import normalise_entity_name
+from agent_memory.ids import (
+    MAX_ENTITY_NAME_BYTES,
+    MAX_KEY_BYTES,
+    entity_name_fits,
+    key_fits,
+    normalise_entity_name,
+)
 from agent_memory.models.extraction import (
     ExtractedAction,
     ExtractedAttribute,
@@ -395,6 +401,8 @@ def triples_to_extraction(raw: list[dict[str, Any]]) -> ExtractionOutput:
             field = ".".join(str(p) for p in first["loc"])
             raise Unprocessable(f"{where}.{field}: {first['msg']}", field=f"{where}.{field}") from exc
         etype, name = _entity_ref(triple.entity, f"{where}.entity")
+        if triple.key is not None and not key_fits(triple.key.strip()):
+            raise Unprocessable(f"{where}.key: at most {MAX_KEY_BYTES} bytes", field=f"{where}.key")
         given = [k for k in ("value", "target", "verb") if getattr(triple, k) not in (None, "")]
         if len(given) > 1:
             raise Unprocessable(f"{where}: at most one of value, target or verb", field=where)
@@ -443,4 +451,7 @@ def _entity_ref(ref: Any, where: str) -> tuple[str, str]:
         raise Unprocessable(f"{where}.name: required", field=f"{where}.name")
     if not isinstance(etype, str) or not etype.strip():
         raise Unprocessable(f"{where}.type: required", field=f"{where}.type")
+    if not entity_name_fits(name):
+        raise Unprocessable(f"{where}.name: at most {MAX_ENTITY_NAME_BYTES} bytes once normalised",
+                            field=f"{where}.name")
     return etype, name.strip()

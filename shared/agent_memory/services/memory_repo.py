@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory import keys
-from agent_memory.ids import ENTITY_TYPES, normalise_entity_name, split_entity_id
+from agent_memory.ids import ENTITY_TYPES, entity_name_fits, normalise_entity_name, split_entity_id
 from agent_memory.models.memory import Action, Attribute, Entity, Instruction, Relation, Uncertainty
 from agent_memory.ports import Condition, Put, Record, RecordStore, WriteOp
 from agent_memory.request_context import RequestContext
@@ -64,7 +64,7 @@ class MemoryRepository:
                          versions: dict[str, int] | None = None) -> dict[str, Entity]:
         """Existing entities any of ``names`` could refer to (every type), by id; deleted ones
         are left out (their versions go to ``tombstones`` when given, live ones' to ``versions``)."""
-        wanted = {normalise_entity_name(n) for n in names if n and n.strip()}
+        wanted = {normalise_entity_name(n) for n in names if n and n.strip() and entity_name_fits(n)}
         keys_ = [(keys.entities_pk(ctx), f"{t}/{n}") for n in sorted(wanted) for t in ENTITY_TYPES]
         keys_.append((keys.entities_pk(ctx), keys.entity_sk(SELF_ENTITY_ID)))
         found: dict[str, Entity] = {}

@@ -62,7 +62,7 @@ from datetime import datetime
 from typing import Literal
 
 from agent_memory import timeutil
-from agent_memory.ids import new_id, split_entity_id
+from agent_memory.ids import key_fits, new_id, split_entity_id
 from agent_memory.models.extraction import (
     ActionSummary,
     AttributeSummary,
@@ -234,12 +234,12 @@ def slots(extraction: ExtractionOutput, resolver: EntityResolver) -> Slots:
     attrs, rels, ents = set(), set(), set()
     for a in extraction.attributes:
         eid = resolver.resolve(a.entity, a.entity_type)
-        if eid and a.key.strip():
+        if eid and a.key.strip() and key_fits(card.normalise_key(a.key)):
             attrs.add((eid, card.normalise_key(a.key)))
             ents.add(eid)
     for r in extraction.relations:
         subject, obj = resolver.resolve(r.subject, r.subject_type), resolver.resolve(r.object, r.object_type)
-        if subject and obj and r.label.strip():
+        if subject and obj and r.label.strip() and key_fits(card.normalise_label(r.label)):
             rels.add((subject, card.normalise_label(r.label)))
             ents.update((subject, obj))
     return Slots(frozenset(attrs), frozenset(rels), frozenset(ents))
@@ -572,7 +572,7 @@ def _claims(extraction: ExtractionOutput, resolver: EntityResolver, write: _Writ
     out: list[_Claim] = []
     for a in extraction.attributes:
         eid, key, value = resolver.resolve(a.entity, a.entity_type), card.normalise_key(a.key), a.value.strip()
-        if not eid or not key or (not value and not a.negated):
+        if not eid or not key or not key_fits(key) or (not value and not a.negated):
             continue
         cat = card.category(key, a.category)
         out.append(_Claim("attribute", eid, key, value, card.cardinality(key, a.cardinality), a.negated, cat,
@@ -580,7 +580,7 @@ def _claims(extraction: ExtractionOutput, resolver: EntityResolver, write: _Writ
     for r in extraction.relations:
         subject, obj = resolver.resolve(r.subject, r.subject_type), resolver.resolve(r.object, r.object_type)
         label = card.normalise_label(r.label)
-        if not subject or not obj or not label:
+        if not subject or not obj or not label or not key_fits(label):
             continue
         until = resolve_event_time(r.valid_until, write.observed) if r.valid_until else None
         out.append(_Claim("relation", subject, label, obj, card.label_cardinality(label), r.negated,

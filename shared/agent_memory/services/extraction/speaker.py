@@ -20,7 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agent_memory.ids import entity_id, normalise_entity_name, normalise_entity_type, split_entity_id
+from agent_memory.ids import (
+    entity_id,
+    entity_name_fits,
+    normalise_entity_name,
+    normalise_entity_type,
+    split_entity_id,
+)
 from agent_memory.models.memory import Entity
 
 SELF_NAME = "User"
@@ -78,7 +84,7 @@ class EntityResolver:
 
     def resolve(self, name: str | None, entity_type: str | None = None) -> str | None:
         name = (name or "").strip()
-        if not name:
+        if not name or not entity_name_fits(name):  # too long to be a record key: not an entity
             return None
         if is_self(name, entity_type, self.speaker_name):
             return SELF_ENTITY_ID
