@@ -1,7 +1,7 @@
 """``POST /forget``: a semantic soft delete of the memory closest to a query.
 
 ``{query, limit (default 5, max 20), minScore, dryRun, purge}`` ->
-``{deleted, items: [{id, kind, text, score}]}``.
+``{deleted, items: [{id, kind, text, score}], entities: [{id, name}]}``.
 
 1. **Find.** One vector search of the caller's visible, *current* memory (the read region
    and reader lists apply; kinds ``attribute``, ``relation``, ``action``, ``instruction``,
@@ -22,7 +22,10 @@
    instead, together with the forgotten fact's superseded history (``Forgetter.history``:
    for a single-valued key every row of the slot in the same scope, for a multi-valued
    key the rows of the same value, plus anything linked by supersedes/supersededBy).
-4. **Derived copies.** The search units are also deleted directly (retrieval forgets at
+4. **Entities left with nothing.** An entity the removed records name that has no facts,
+   actions, turns or chunks left is removed with them (``OrphanedEntities``); ``entities``
+   lists them (with ``dryRun``: those that would go).
+5. **Derived copies.** The search units are also deleted directly (retrieval forgets at
    once, whatever the projection lag); stored idempotency replies that mention a removed
    id are deleted, and every ``runtime.on_forget`` hook gets ``(ctx, removed ids)`` (the
    response cache subscribes there). Session delete calls the same hooks for its turns.
@@ -264,6 +267,76 @@ class ChunkForgetter(Forgetter):
         return _live(rt.store.get(keys.chunks_pk(ctx, meta["documentId"]), keys.chunk_sk(int(meta["ordinal"]))))
 
 
+# --- entities left with nothing ---------------------------------------------------------
+
+
+def entity_refs(data: dict[str, Any]) -> list[str]:
+    """The entity ids a fact or action record refers to."""
+    kind = data.get("kind")
+    if kind == "attribute":
+        return [data.get("entityId", "")]
+    if kind == "relation":
+        return [data.get("subject", ""), data.get("object", "")]
+    if kind == "action":
+        return [data.get("actor", "")]
+    return []
+
+
+class OrphanedEntities:
+    """Entities a forget leaves with no facts, actions, turns or chunks (DESIGN "Forget").
+
+    Candidates are the entities the removed records refer to, plus those an attribute value
+    names ("I live in Oslo" stores Oslo as a value and as an entity). A candidate stays
+    while the store still holds a live fact about it (its own attributes and relations,
+    history included, a current relation pointing at it, an action it did) outside the
+    records being removed, or the search index a turn or chunk labelled with it. The
+    speaker's own entity always stays.
+    """
+
+    def __init__(self, rt: Runtime, ctx: RequestContext):
+        self.rt, self.ctx = rt, ctx
+
+    def find(self, removing: Sequence[Record]) -> list[Record]:
+        from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
+        from agent_memory.services.memory_repo import MemoryRepository
+
+        gone = {r.data.get("id") for r in removing}
+        candidates = {eid for r in removing for eid in entity_refs(r.data) if eid}
+        values = [r.data["value"] for r in removing if r.data.get("kind") == "attribute" and r.data.get("value")]
+        candidates |= set(MemoryRepository(self.rt.store).entities_by_name(self.ctx, values))
+        candidates.discard(SELF_ENTITY_ID)
+        left = {eid for eid in candidates if not self._own_facts(eid, gone)}
+        left -= self._referenced_elsewhere(left, gone)
+        left = {eid for eid in left if not self._in_turns_or_chunks(eid)}
+        records = [self.rt.store.get(keys.entities_pk(self.ctx), keys.entity_sk(eid)) for eid in sorted(left)]
+        return [r for r in records if _live(r) is not None]
+
+    def _live_rows(self, src: paging.Source, gone: set[str]) -> Iterable[Record]:
+        return (r for r in paging.scan(self.rt.store, src, batch=500)
+                if not r.data.get("deleted") and r.data.get("id") not in gone and r.data.get("kind"))
+
+    def _own_facts(self, eid: str, gone: set[str]) -> bool:
+        return any(True for pk in (keys.attrs_pk(self.ctx, eid), keys.rels_pk(self.ctx, eid))
+                   for _ in self._live_rows(paging.Source(pk, prefix="a#"), gone))
+
+    def _referenced_elsewhere(self, eids: set[str], gone: set[str]) -> set[str]:
+        if not eids:
+            return set()
+        found: set[str] = set()
+        inbound = paging.Source(keys.current_gsi(self.ctx, "relation"), index="gsi1")
+        found |= {r.data.get("object") for r in self._live_rows(inbound, gone)} & eids
+        found |= {r.data.get("actor") for r in self._live_rows(paging.Source(keys.actions_pk(self.ctx)), gone)} & eids
+        return found
+
+    def _in_turns_or_chunks(self, eid: str) -> bool:
+        search = self.rt.search
+        if search is None:
+            return True  # cannot tell: keep it
+        flt = SearchFilter(context_id=self.ctx.context_id, partition=self.ctx.partition, admin=True,
+                           kinds=["turn", "chunk", "thread_turn"], labels=[eid])
+        return bool(search.search(eid.split("/", 1)[-1], flt, k=1, mode="vector"))
+
+
 # --- the service -------------------------------------------------------------------------
 
 
@@ -296,17 +369,24 @@ class ForgetService:
                 log.warning("forget: no forgetter for %s; removing its search unit only", unit.id)
             items.append({"id": unit.id, "kind": unit.kind, "text": unit.text, "score": round(hit.score, 6)})
             targets.append((forgetter, record, unit.id))
+        plans = [(forgetter, record, unit_id,
+                  ([record, *forgetter.history(rt, ctx, record)] if req.purge else [record])
+                  if forgetter is not None and record is not None else [])
+                 for forgetter, record, unit_id in targets]
+        going = [row for *_, rows in plans for row in rows]
+        orphans = OrphanedEntities(rt, ctx).find(going)
+        entities = [{"id": o.data["id"], "name": o.data.get("name") or o.data["id"]} for o in orphans]
         if req.dry_run:
-            return {"deleted": 0, "items": items}
+            return {"deleted": 0, "items": items, "entities": entities}
         removed: set[str] = set(stale)
-        for forgetter, record, unit_id in targets:
+        for forgetter, _, unit_id, rows in plans:
             removed.add(unit_id)
-            if forgetter is None or record is None:
-                continue
-            rows = [record, *forgetter.history(rt, ctx, record)] if req.purge else [record]
-            removed |= forgetter.remove(rt, ctx, rows, req.purge)
+            if forgetter is not None and rows:
+                removed |= forgetter.remove(rt, ctx, rows, req.purge)
+        if orphans:
+            removed |= remove_records(rt.store, orphans, purge=req.purge)
         self.after_removal(ctx, removed)
-        return {"deleted": len(items), "items": items}
+        return {"deleted": len(items), "items": items, "entities": entities}
 
     def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str]) -> None:
         """Derived copies: search units now (whatever the projection lag), idempotency
