@@ -43,6 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         _ = runtime.search  # open the index now: an embedder mismatch is a startup error
+        _ = runtime.store  # and replay the projection outbox an earlier crash left
     except EmbedderMismatch as exc:
         print(f"agent-memory: {exc}; run `agent-memory reindex --fresh --context ...`", file=sys.stderr)
         return 2
