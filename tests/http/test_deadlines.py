@@ -207,3 +207,19 @@ def test_timeout_for_fits_the_deadline():
         assert deadline.timeout_for(0.1) == 0.1
     with deadline.within(0.0), pytest.raises(deadline.DeadlineExceeded):
         deadline.timeout_for(30.0)
+
+
+def test_a_write_that_reaches_its_commit_after_the_deadline_commits_nothing(fake_runtime, monkeypatch):
+    """Past the deadline a write answers 503 and stores nothing: a client that was already
+    told the request failed never finds it applied."""
+    monkeypatch.setattr(fake_runtime, "settings", replace(
+        fake_runtime.settings, limits=replace(fake_runtime.settings.limits, request_deadline_s=0.0)))
+    r = InProcessApi().post(f"{CTX}/facts", {"text": "I live in Graz.", "infer": "none"})
+    assert r.status == 503
+    assert r.json()["type"].endswith("/deadline-exceeded") and r.headers["retry-after"] == "1"
+    monkeypatch.undo()
+    api = InProcessApi()
+    assert api.post(f"{CTX}/facts", {"text": "I live in Linz.", "infer": "none"}).status == 200
+    texts = [h["text"] for h in api.post(f"{CTX}/query", {"query": "I live in Graz Linz", "mode": "bm25"}).json()["hits"]]
+    assert any("Linz" in t for t in texts) and not any("Graz" in t for t in texts)
+    assert fake_runtime.inflight._count == 0
