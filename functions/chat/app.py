@@ -20,17 +20,10 @@ def chat(context_id: str):
     ctx = http.context(app, context_id)
     rt = get_runtime()
     req = http.body(app, ChatRequest, max_bytes=rt.settings.limits.chat_message_bytes * 2)
-    limiter = rt.inflight
     if not req.stream:
-        with limiter.slot():
-            return rt.chat.chat(ctx, req)
-    limiter.acquire()
-    try:
-        frames = rt.chat.chat_stream(ctx, req)
-    except BaseException:
-        limiter.release()
-        raise
-    _pending_stream.frames = limiter.guard_stream(frames)
+        return rt.chat.chat(ctx, req)
+    # The frames outlive this handler: they keep its in-flight slot and deadline.
+    _pending_stream.frames = http.stream_in_request(rt.chat.chat_stream(ctx, req))
     return http.sse_response()
 
 

@@ -1,4 +1,4 @@
-"""``agent-memory``: the command line (serve, reindex, chat, bench)."""
+"""``agent-memory``: the command line (serve, reindex, chat, fake-model, bench)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     try:
         _ = runtime.search  # open the index now: an embedder mismatch is a startup error
+        _ = runtime.store  # and replay the projection outbox an earlier crash left
     except EmbedderMismatch as exc:
         print(f"agent-memory: {exc}; run `agent-memory reindex --fresh --context ...`", file=sys.stderr)
         return 2
@@ -132,6 +133,18 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--partition", default=None)
     chat.set_defaults(func=_chat)
 
+    fake = sub.add_parser("fake-model", help="a local OpenAI-compatible model with realistic latency (tests, "
+                          "benchmarks): point OPENAI_BASE_URL at it")
+    fake.add_argument("--host", default="127.0.0.1")
+    fake.add_argument("--port", type=int, default=8199)
+    fake.add_argument("--latency-ms", type=float, default=800.0, help="delay before each answer")
+    fake.add_argument("--jitter-ms", type=float, default=0.0, help="uniform +/- spread around the latency")
+    fake.add_argument("--failure-rate", type=float, default=0.0, help="share of requests answered HTTP 500")
+    fake.add_argument("--hang-rate", type=float, default=0.0, help="share of requests never answered")
+    fake.add_argument("--stream-chunk-ms", type=float, default=0.0, help="pause between streamed chunks")
+    fake.add_argument("--seed", type=int, default=None)
+    fake.set_defaults(func=_fake_model)
+
     bench = sub.add_parser("bench", help="benchmarks (from a checkout: they live in bench/)")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
     locomo = bench_sub.add_parser("locomo", help="LoCoMo evidence recall@k: product vs BM25, dense, RRF")
@@ -141,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
     locomo.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     locomo.set_defaults(func=_bench_locomo)
     return parser
+
+
+def _fake_model(args: argparse.Namespace) -> int:
+    from agent_memory.testing.fake_openai import run
+
+    return run(args)
 
 
 def _bench_locomo(args: argparse.Namespace) -> int:

@@ -69,6 +69,10 @@ class Limits:
     page_default: int = 100
     page_max: int = 500
     inflight_cap: int = 64
+    # Every request's time budget (seconds): locally this setting, in Lambda also the
+    # invocation's remaining time less ``deadline_margin_s`` (see agent_memory.deadline).
+    request_deadline_s: float = 29.0
+    deadline_margin_s: float = 0.5
     cache_similarity: float = 0.95
     extraction_confidence_floor: float = 0.5
     idempotency_ttl_s: int = 24 * 3600

@@ -5,16 +5,26 @@ so handlers stay thin: parse, authorise, call one service, return."""
 from __future__ import annotations
 
 import base64
+import contextvars
 import json
 import logging
 import threading
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
-from agent_memory import safe_json
-from agent_memory.errors import InvalidRequest, MemoryError_, NotFound, PayloadTooLarge
+from agent_memory import deadline, safe_json
+from agent_memory.errors import (
+    InvalidRequest,
+    MemoryError_,
+    NotFound,
+    PayloadTooLarge,
+    UpstreamModelError,
+    UpstreamModelTimeout,
+)
+from agent_memory.ports import ModelError, ModelTimeout
 from agent_memory.request_context import RequestContext, resolve
 from agent_memory.runtime import get_runtime
 
@@ -96,12 +106,87 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
             state.pop("lambda_context", None)
 
 
+def request_budget_s(lambda_context: Any) -> float:
+    """A request's time budget: ``limits.request_deadline_s``, and in Lambda no more than the
+    invocation's remaining time less ``limits.deadline_margin_s`` (time to answer in)."""
+    limits = get_runtime().settings.limits
+    budget = limits.request_deadline_s
+    remaining_ms = getattr(lambda_context, "get_remaining_time_in_millis", None)
+    if callable(remaining_ms):
+        budget = min(budget, remaining_ms() / 1000 - limits.deadline_margin_s)
+    return max(0.0, budget)
+
+
+class _SlotLease:
+    """One request's in-flight slot; a streamed response takes it over (``stream_in_request``)."""
+
+    def __init__(self, limiter: Any):
+        self.limiter = limiter
+        self.handed_over = False
+
+
+_lease: contextvars.ContextVar[_SlotLease | None] = contextvars.ContextVar("agent_memory_slot", default=None)
+
+
+def _within_budget(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
+    """Every route: one in-flight slot of the instance-wide cap (503 + Retry-After past it),
+    held until the response is done (``finally``), and the request deadline around it all."""
+    limiter = get_runtime().inflight
+    limiter.acquire()
+    lease = _SlotLease(limiter)
+    token = _lease.set(lease)
+    try:
+        with deadline.within(request_budget_s(app.lambda_context)):
+            return next_middleware(app)
+    finally:
+        _lease.reset(token)
+        if not lease.handed_over:
+            limiter.release()
+
+
+def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
+    """A streamed response's frames, produced after the handler has returned: they keep the
+    request's in-flight slot (released when the stream ends or is closed) and run under its
+    deadline (each frame is produced in a copy of the handler's context)."""
+    lease = _lease.get()
+    if lease is not None:
+        lease.handed_over = True
+    context = contextvars.copy_context()
+
+    def frames_in_context() -> Iterator[str]:
+        try:
+            while True:
+                try:
+                    frame = context.run(next, frames)
+                except StopIteration:
+                    return
+                yield frame
+        finally:
+            close = getattr(frames, "close", None)
+            if close is not None:
+                context.run(close)
+            if lease is not None:
+                lease.limiter.release()
+
+    return frames_in_context()
+
+
 def make_resolver() -> APIGatewayHttpResolver:
     app = ThreadSafeHttpResolver()
+    app.use(middlewares=[_within_budget])
 
     @app.exception_handler(MemoryError_)
     def _domain_error(exc: MemoryError_) -> Response:
         return error_response(exc)
+
+    @app.exception_handler(ModelTimeout)
+    def _model_timeout(exc: ModelTimeout) -> Response:
+        # A model or embeddings call that no service translated (retrieval embeds the query).
+        return error_response(UpstreamModelTimeout(f"model call timed out: {exc}"))
+
+    @app.exception_handler(ModelError)
+    def _model_error(exc: ModelError) -> Response:
+        return error_response(UpstreamModelError(f"model call failed: {exc}"))
 
     @app.not_found
     def _not_found(_: Exception) -> Response:

@@ -1,7 +1,8 @@
 """Per-instance in-flight cap: past ``limits.inflight_cap`` concurrent requests an
 instance answers 503 with ``Retry-After`` at once instead of queueing work it cannot
-finish in time (a Lambda instance serves one request at a time; the local server and
-any multi-threaded host serve many)."""
+finish in time. One limiter per process (``Runtime.inflight``) covers every route
+(``agent_memory.http``'s resolver middleware). A Lambda instance serves one request at a
+time, so there it never sheds; the local server and any multi-threaded host serve many."""
 
 from __future__ import annotations
 
@@ -35,12 +36,5 @@ class InflightLimiter:
         self.acquire()
         try:
             yield
-        finally:
-            self.release()
-
-    def guard_stream(self, frames: Iterator[str]) -> Iterator[str]:
-        """Hold a slot (already acquired) until a streamed response has been consumed."""
-        try:
-            yield from frames
         finally:
             self.release()

@@ -2,8 +2,12 @@
 
 It reads template.yaml (which function serves which route) and openapi.yaml (the routes
 that exist), turns each HTTP request into an API Gateway HTTP API payload 2.0 event, calls
-that function's ``lambda_handler`` in-process, and writes its response back. Requests are
-served concurrently (one thread each), as Lambda would run concurrent instances.
+that function's ``lambda_handler`` in-process, and writes its response back.
+
+HTTP is uvicorn's (``agent_memory.asgi_gateway`` is the small ASGI app that does the
+translation): a listen backlog, keep-alive, chunked request bodies, incremental SSE,
+HEAD/OPTIONS, a body-read timeout and a body-size cap. Handlers are synchronous, as in
+Lambda, and run on a thread pool, concurrently, as Lambda would run concurrent instances.
 """
 
 from __future__ import annotations
@@ -13,13 +17,13 @@ import importlib.util
 import json
 import logging
 import re
+import socket
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -91,8 +95,9 @@ class HandlerRegistry:
 class LambdaContext:
     """The attributes Powertools and our handlers read from a Lambda context."""
 
-    def __init__(self, function_name: str):
+    def __init__(self, function_name: str, timeout_s: float = 29.0):
         self.function_name = function_name
+        self._ends_at = time.monotonic() + timeout_s
         self.function_version = "$LATEST"
         self.invoked_function_arn = f"arn:aws:lambda:local:000000000000:function:{function_name}"
         self.memory_limit_in_mb = 512
@@ -105,7 +110,9 @@ class LambdaContext:
     supports_streaming = True
 
     def get_remaining_time_in_millis(self) -> int:
-        return 29_000
+        """Like Lambda's: what is left of the function timeout (locally the request deadline
+        setting plus its margin, so the resolver's budget is the setting itself)."""
+        return max(0, int((self._ends_at - time.monotonic()) * 1000))
 
 
 def build_event(route: Route, method: str, raw_path: str, raw_query: str, headers: dict[str, str],
@@ -157,6 +164,10 @@ class LocalGateway:
                 return route, m.groupdict()
         return None
 
+    def methods_for(self, path: str) -> list[str]:
+        """The methods routed for ``path`` (for OPTIONS and 405-free HEAD)."""
+        return sorted({r.method for r in self.routes if r.pattern.match(path)})
+
     def invoke(self, method: str, target: str, headers: dict[str, str], body: bytes,
                source_ip: str = "127.0.0.1") -> dict[str, Any]:
         parts = urlsplit(target)
@@ -165,82 +176,81 @@ class LocalGateway:
             return _problem(404, "Not found", f"no route for {method} {parts.path}")
         route, params = found
         event = build_event(route, method, parts.path, parts.query, headers, body, params, source_ip)
+        del body  # the event holds the body now; one copy per request, not two
         handler = self.handlers.get(route.handler)
-        return handler(event, LambdaContext(route.handler.split("/")[1]))
+        return handler(event, LambdaContext(route.handler.split("/")[1], _function_timeout_s()))
 
 
-def _problem(status: int, title: str, detail: str) -> dict[str, Any]:
+def _function_timeout_s() -> float:
+    """The local stand-in for a function's timeout: the request deadline plus its margin."""
+    from agent_memory.runtime import get_runtime
+
+    limits = get_runtime().settings.limits
+    return limits.request_deadline_s + limits.deadline_margin_s
+
+
+def _problem(status: int, title: str, detail: str, slug: str | None = None,
+             headers: dict[str, str] | None = None) -> dict[str, Any]:
     from agent_memory.http import problem_body
 
-    slug = "not-found" if status == 404 else "invalid-request"
-    return {"statusCode": status, "headers": {"Content-Type": "application/problem+json"},
+    slug = slug or ("not-found" if status == 404 else "invalid-request")
+    return {"statusCode": status, "headers": {"Content-Type": "application/problem+json", **(headers or {})},
             "body": json.dumps(problem_body(status, title, detail, slug)), "isBase64Encoded": False}
 
 
-def make_handler(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "agent-memory-local"
+class LocalServer:
+    """uvicorn serving the gateway on a socket bound (and listening) at construction, so
+    ``server_port`` is known and early connections queue instead of being refused. The
+    interface is ``socketserver``'s (``serve_forever``, ``shutdown``, ``server_close``)."""
 
-        def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
-                self._write(_problem(413, "Payload too large", f"body over {MAX_BODY_BYTES} bytes"))
-                self.close_connection = True
-                return
-            body = self.rfile.read(length) if length else b""
-            try:
-                response = gateway.invoke(self.command, self.path, dict(self.headers.items()), body,
-                                          self.client_address[0])
-            except Exception:  # a handler crash must not kill the server
-                log.exception("handler failed")
-                response = _problem(500, "Internal error", "the function raised")
-            self._write(response)
+    def __init__(self, app: Any, host: str, port: int, *, backlog: int = 2048, keep_alive_s: float = 5.0):
+        import uvicorn
 
-        def _write(self, response: dict[str, Any]) -> None:
-            status = int(response.get("statusCode", 200))
-            headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
-            multi = response.get("multiValueHeaders") or {}
-            payload = response.get("body") or ""
-            stream = response.get("stream")  # an iterator of text chunks (SSE), local extension
-            data = base64.b64decode(payload) if response.get("isBase64Encoded") else str(payload).encode()
-            self.send_response(status)
-            for k, v in headers.items():
-                if k not in ("content-length", "transfer-encoding", "connection"):
-                    self.send_header(k, v)
-            for k, values in multi.items():
-                for v in values:
-                    self.send_header(k, v)
-            for cookie in response.get("cookies") or []:
-                self.send_header("set-cookie", cookie)
-            if stream is not None:
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                for chunk in stream:
-                    raw = chunk.encode() if isinstance(chunk, str) else chunk
-                    if raw:
-                        self.wfile.write(f"{len(raw):x}\r\n".encode() + raw + b"\r\n")
-                        self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-                return
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(data)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose ``proto`` says
+        # TCP, and accepted sockets copy it; with proto 0, Nagle holds each response's body
+        # behind its headers for a delayed ACK (~40 ms per request).
+        self.socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind((host, port))
+        self.socket.listen(backlog)
+        self.server_address = self.socket.getsockname()[:2]
+        self.server_port = self.server_address[1]
+        self.app = app
+        config = uvicorn.Config(app, lifespan="off", backlog=backlog, timeout_keep_alive=keep_alive_s,
+                                log_config=None, access_log=False, timeout_graceful_shutdown=5,
+                                h11_max_incomplete_event_size=64 * 1024)
+        self._server = uvicorn.Server(config)
+        self._stopped = threading.Event()
 
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+    def serve_forever(self) -> None:
+        self._stopped.clear()
+        try:
+            self._server.run(sockets=[self.socket])
+        finally:
+            self._stopped.set()
 
-        def log_message(self, fmt: str, *args: Any) -> None:
-            log.info("%s %s", self.address_string(), fmt % args)
+    def shutdown(self) -> None:
+        self._server.should_exit = True
+        self._stopped.wait(timeout=15)
 
-    return Handler
+    def server_close(self) -> None:
+        self.socket.close()
+        self.app.close()
 
 
-class LocalServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+def make_server(host: str = "127.0.0.1", port: int = 8080, root: Path | None = None, *,
+                body_timeout_s: float = 10.0, max_body_bytes: int = MAX_BODY_BYTES,
+                backlog: int = 2048) -> LocalServer:
+    """The local server for the runtime installed with ``set_runtime`` (its limits size the
+    thread pool and the deadline watchdog)."""
+    from agent_memory.asgi_gateway import AsgiGateway
+    from agent_memory.runtime import get_runtime
+
+    limits = get_runtime().settings.limits
+    app = AsgiGateway(LocalGateway(root), max_body_bytes=max_body_bytes, body_timeout_s=body_timeout_s,
+                      request_deadline_s=limits.request_deadline_s,
+                      threads=limits.inflight_cap + 32)
+    return LocalServer(app, host, port, backlog=backlog)
 
 
-def make_server(host: str = "127.0.0.1", port: int = 8080, root: Path | None = None) -> LocalServer:
-    gateway = LocalGateway(root)
-    return LocalServer((host, port), make_handler(gateway))

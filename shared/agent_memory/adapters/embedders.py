@@ -28,6 +28,7 @@ from agent_memory.adapters.language_models import (
     _translate_openai,
     bedrock_runtime_client,
     call_with_retries,
+    model_call_timeout,
 )
 from agent_memory.errors import ConfigurationError
 from agent_memory.ports import ModelError
@@ -271,6 +272,7 @@ class OpenAIEmbedder:
         self.max_retries = max_retries
         self.backoff = backoff
         self._dimension = dimensions or _OPENAI_DIMENSIONS.get(model)
+        self.timeout = timeout
         self._client = client if client is not None else _openai_client(api_key, base_url, timeout)
 
     @property
@@ -296,7 +298,8 @@ class OpenAIEmbedder:
         try:
             resp = call_with_retries(
                 lambda: self._client.embeddings.create(
-                    model=self.model, input=inputs, encoding_format="float", **extra),
+                    model=self.model, input=inputs, encoding_format="float",
+                    timeout=model_call_timeout(self.timeout), **extra),
                 is_transient=_openai_transient, max_retries=self.max_retries, backoff=self.backoff)
         except openai.OpenAIError as exc:
             raise _translate_openai(exc) from exc

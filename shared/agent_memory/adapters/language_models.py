@@ -27,8 +27,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_random_exponential
 
+from agent_memory import deadline
 from agent_memory.errors import ConfigurationError
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelOutputInvalid, ModelTimeout
 
@@ -64,13 +65,31 @@ def call_with_retries(
     Jitter spreads the retries of many concurrent Lambdas hit by the same throttling
     burst. The last exception is re-raised unchanged so the caller can translate it.
     """
+    backoff_wait = wait_random_exponential(multiplier=backoff, max=max(backoff * 16, backoff))
+
+    def no_time_for_another(_: Any) -> bool:
+        left = deadline.remaining()
+        return left is not None and left - deadline.CALL_MARGIN_S < 2 * deadline.MIN_CALL_S
+
+    def wait_within_deadline(state: Any) -> float:
+        # A retry's back-off never sleeps past the request deadline.
+        pause = backoff_wait(state)
+        left = deadline.remaining()
+        return pause if left is None else max(0.0, min(pause, left - deadline.CALL_MARGIN_S - deadline.MIN_CALL_S))
+
     retrying = Retrying(
-        stop=stop_after_attempt(max(0, max_retries) + 1),
-        wait=wait_random_exponential(multiplier=backoff, max=max(backoff * 16, backoff)),
+        stop=stop_any(stop_after_attempt(max(0, max_retries) + 1), no_time_for_another),
+        wait=wait_within_deadline,
         retry=retry_if_exception(is_transient),
         reraise=True,
     )
     return retrying(fn)
+
+
+def model_call_timeout(configured: float) -> float:
+    """A model or embeddings call's timeout: the configured one, cut to the request deadline
+    (``ModelTimeout``, so HTTP 504, when no time is left to start it)."""
+    return deadline.timeout_for(configured, on_expired=ModelTimeout, what="model call")
 
 
 def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,7 +231,8 @@ class OpenAIChatModel:
         }
         messages = [ChatMessage("system", system), ChatMessage("user", user)]
         resp = self._call(lambda: self._client.chat.completions.create(
-            model=self.model, messages=_openai_messages(messages), response_format=response_format))
+            model=self.model, messages=_openai_messages(messages), response_format=response_format,
+            timeout=model_call_timeout(self.timeout)))
         message = resp.choices[0].message if resp.choices else None
         content = getattr(message, "content", None)
         if not content:
@@ -223,7 +243,8 @@ class OpenAIChatModel:
 
     def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None) -> Completion:
         resp = self._call(lambda: self._client.chat.completions.create(
-            model=self.model, messages=_openai_messages(messages), **self._limit(max_tokens)))
+            model=self.model, messages=_openai_messages(messages), timeout=model_call_timeout(self.timeout),
+            **self._limit(max_tokens)))
         text = (resp.choices[0].message.content or "") if resp.choices else ""
         usage = getattr(resp, "usage", None)
         return Completion(
@@ -237,7 +258,8 @@ class OpenAIChatModel:
         # Only opening the stream is retried: once deltas have been yielded a retry
         # would repeat text the caller has already forwarded.
         stream = self._call(lambda: self._client.chat.completions.create(
-            model=self.model, messages=_openai_messages(messages), stream=True, **self._limit(max_tokens)))
+            model=self.model, messages=_openai_messages(messages), stream=True,
+            timeout=model_call_timeout(self.timeout), **self._limit(max_tokens)))
         return self._deltas(stream)
 
     # -- internals ---------------------------------------------------------

@@ -270,6 +270,19 @@ def _version_tuple(number: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
+CLIENT_TIMEOUT_S = 30
+
+
+def _call_timeout() -> dict[str, float]:
+    """Inside a request, each call's ``request_timeout`` fits the request deadline (outside
+    one, e.g. a reindex, the client's own timeout applies)."""
+    from agent_memory import deadline
+
+    if deadline.remaining() is None:
+        return {}
+    return {"request_timeout": deadline.timeout_for(CLIENT_TIMEOUT_S, what="search index call")}
+
+
 def make_client(endpoint: str, *, service: str = "aoss", region: str | None = None) -> Any:
     """An ``opensearchpy.OpenSearch`` client for ``endpoint``.
 
@@ -290,7 +303,7 @@ def make_client(endpoint: str, *, service: str = "aoss", region: str | None = No
         "verify_certs": https and not local,
         "ssl_show_warn": False,
         "connection_class": RequestsHttpConnection,
-        "timeout": 30,
+        "timeout": CLIENT_TIMEOUT_S,
     }
     if local:
         if parsed.username:
@@ -457,7 +470,7 @@ class OpenSearchIndex:
                     "_source": ["unit_id", "revision"],
                     "query": {"bool": {"filter": [{"term": {"context_id": ctx}}, {"terms": {"unit_id": chunk}}]}},
                 }
-                for h in self.client.search(index=self.index_name, body=body)["hits"]["hits"]:
+                for h in self.client.search(index=self.index_name, body=body, **_call_timeout())["hits"]["hits"]:
                     src = h["_source"]
                     out.setdefault((ctx, src["unit_id"]), []).append((h["_id"], int(src["revision"])))
         return out
@@ -472,7 +485,7 @@ class OpenSearchIndex:
         kwargs: dict[str, Any] = {"body": body}
         if self.refresh and self.service != "aoss":  # Serverless has no refresh API
             kwargs["refresh"] = "wait_for"
-        resp = self.client.bulk(**kwargs)
+        resp = self.client.bulk(**kwargs, **_call_timeout())
         if not resp.get("errors"):
             return
         failures = []
@@ -513,7 +526,7 @@ class OpenSearchIndex:
                 }
                 if after is not None:
                     body["search_after"] = after
-                hits = self.client.search(index=self.index_name, body=body)["hits"]["hits"]
+                hits = self.client.search(index=self.index_name, body=body, **_call_timeout())["hits"]["hits"]
                 doomed.extend(h["_id"] for h in hits)
                 if len(hits) < 1000:
                     break
@@ -527,7 +540,7 @@ class OpenSearchIndex:
         }
         if self.refresh:
             kwargs["refresh"] = True
-        self.client.delete_by_query(**kwargs)
+        self.client.delete_by_query(**kwargs, **_call_timeout())
 
     # -- reads ---------------------------------------------------------------------
 
@@ -541,7 +554,7 @@ class OpenSearchIndex:
                 "query": {"bool": {"filter": [{"term": {"context_id": context_id}},
                                               {"term": {"unit_id": unit_id}}]}},
             }
-            hits = self.client.search(index=self.index_name, body=body)["hits"]["hits"]
+            hits = self.client.search(index=self.index_name, body=body, **_call_timeout())["hits"]["hits"]
             return unit_from_dict(hits[0]["_source"]["payload"]) if hits else None
         from opensearchpy.exceptions import NotFoundError
 
@@ -578,9 +591,9 @@ class OpenSearchIndex:
                     raise RuntimeError(f"OpenSearch search failed: {r['error']}")
             legs["bm25"], legs["vector"] = (r["hits"]["hits"] for r in responses)
         elif bm25_body is not None:
-            legs["bm25"] = self.client.search(index=self.index_name, body=bm25_body)["hits"]["hits"]
+            legs["bm25"] = self.client.search(index=self.index_name, body=bm25_body, **_call_timeout())["hits"]["hits"]
         elif knn_body is not None:
-            legs["vector"] = self.client.search(index=self.index_name, body=knn_body)["hits"]["hits"]
+            legs["vector"] = self.client.search(index=self.index_name, body=knn_body, **_call_timeout())["hits"]["hits"]
         # Keep the highest revision of each unit (Serverless may briefly hold two copies) and
         # its first, best-ranked position in each leg.
         units: dict[str, SearchUnit] = {}

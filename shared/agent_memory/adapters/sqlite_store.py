@@ -14,6 +14,9 @@ design), in one table of one file:
   timeout). WAL lets those processes read while one writes.
 - Expired rows (``expires_at`` in the past) stay until overwritten or deleted; readers
   check ``expires_at`` as they must with DynamoDB's lazy TTL.
+- ``projection_outbox`` holds, for writes that change the search index, an entry committed
+  in the same transaction as the records (``apply_with_outbox``); the projecting store
+  clears it once the index has the change, and replays what is left at startup.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ CREATE TABLE IF NOT EXISTS records (
     PRIMARY KEY (pk, sk)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_gsi1 ON records (gsi1pk, gsi1sk, pk, sk);
+CREATE TABLE IF NOT EXISTS projection_outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    entry TEXT NOT NULL
+);
 """
 
 
@@ -131,13 +138,31 @@ class SQLiteRecordStore:
     def transact(self, ops: Sequence[WriteOp]) -> None:
         self._apply(ops, single=False)
 
-    def _apply(self, ops: Sequence[WriteOp], *, single: bool) -> None:
+    # -- projection outbox -------------------------------------------------------
+
+    def apply_with_outbox(self, ops: Sequence[WriteOp], entry: str, *, single: bool) -> int | None:
+        """Apply ``ops`` (as ``put``/``delete`` when ``single``, else as ``transact``) and add
+        ``entry`` to the outbox in the same transaction; returns the entry's id."""
+        return self._apply(ops, single=single, outbox_entry=entry)
+
+    def outbox_entries(self, limit: int = 200) -> list[tuple[int, str]]:
+        with self._lock:
+            return self._conn.execute("SELECT id, entry FROM projection_outbox ORDER BY id LIMIT ?",
+                                      (limit,)).fetchall()
+
+    def clear_outbox(self, ids: Sequence[int]) -> None:
+        if not ids:
+            return
+        with self._write_transaction() as conn:
+            conn.executemany("DELETE FROM projection_outbox WHERE id = ?", [(i,) for i in ids])
+
+    def _apply(self, ops: Sequence[WriteOp], *, single: bool, outbox_entry: str | None = None) -> int | None:
         """Check and apply ``ops`` in order inside one write transaction; the first failed
         condition rolls everything back. Keys are distinct, so checking each op just
         before applying it equals checking all first."""
         rules.check_ops(ops)
         if not ops:
-            return
+            return None
         payloads = [_encode(op.record) if isinstance(op, Put) else None for op in ops]
         with self._write_transaction() as conn:
             for i, (op, payload) in enumerate(zip(ops, payloads, strict=True)):
@@ -148,6 +173,9 @@ class SQLiteRecordStore:
                     _upsert(conn, op.record, payload)
                 elif isinstance(op, Delete):
                     conn.execute("DELETE FROM records WHERE pk = ? AND sk = ?", (pk, sk))
+            if outbox_entry is None:
+                return None
+            return conn.execute("INSERT INTO projection_outbox (entry) VALUES (?)", (outbox_entry,)).lastrowid
 
     @contextmanager
     def _write_transaction(self) -> Iterator[sqlite3.Connection]:

@@ -14,6 +14,7 @@ so each collection keeps its rendering next to its own code.
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import re
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_memory import faults
 from agent_memory.ids import entity_id
 from agent_memory.ports import Delete, Put, Record, RecordStore, SearchIndex, SearchUnit, WriteOp
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
@@ -142,13 +144,14 @@ class Projector:
     """Applies projection changes to a search index, inline or on a background thread.
 
     ``pause()``/``resume()`` hold projection back (tests of projection lag); ``drain()``
-    waits until everything queued so far is applied.
+    waits until everything queued so far is applied. ``on_applied`` (per change) runs once
+    the index has the change: the projecting store clears its outbox entry there.
     """
 
     def __init__(self, index: SearchIndex, *, background: bool = False):
         self.index = index
         self.background = background
-        self._queue: queue.Queue[ProjectionChange] = queue.Queue()
+        self._queue: queue.Queue[tuple[ProjectionChange, Callable[[], None] | None]] = queue.Queue()
         self._resumed = threading.Event()
         self._resumed.set()
         self._worker: threading.Thread | None = None
@@ -156,13 +159,15 @@ class Projector:
             self._worker = threading.Thread(target=self._run, name="projector", daemon=True)
             self._worker.start()
 
-    def submit(self, change: ProjectionChange) -> None:
+    def submit(self, change: ProjectionChange, on_applied: Callable[[], None] | None = None) -> None:
         if not change:
+            if on_applied is not None:
+                on_applied()
             return
         if self.background or not self._resumed.is_set():
-            self._queue.put(change)
+            self._queue.put((change, on_applied))
         else:
-            apply(self.index, change)
+            _apply_then(self.index, change, on_applied)
 
     def pause(self) -> None:
         self._resumed.clear()
@@ -177,28 +182,47 @@ class Projector:
             self._queue.join()
             return
         while not self._queue.empty():
-            apply(self.index, self._queue.get())
+            _apply_then(self.index, *self._queue.get())
             self._queue.task_done()
 
     def _run(self) -> None:
         while True:
-            change = self._queue.get()
+            change, on_applied = self._queue.get()
             self._resumed.wait()
             try:
-                apply(self.index, change)
-            except Exception:  # keep the worker alive; reindex repairs what failed
+                _apply_then(self.index, change, on_applied)
+            except Exception:  # keep the worker alive; the outbox (or a reindex) repairs what failed
                 log.exception("projection failed")
             finally:
                 self._queue.task_done()
 
 
+def _apply_then(index: SearchIndex, change: ProjectionChange, on_applied: Callable[[], None] | None) -> None:
+    apply(index, change)
+    if on_applied is not None:
+        on_applied()
+
+
 class ProjectingRecordStore:
     """A RecordStore that hands every committed change of a projected record to a
-    ``Projector``: the embedded equivalent of DynamoDB Streams -> projector Lambda."""
+    ``Projector``: the embedded equivalent of DynamoDB Streams -> projector Lambda.
+
+    Over a store with a projection outbox (SQLite), a write that changes the index commits
+    an outbox entry in the same transaction: the keys it wrote, and for deleted records the
+    units to remove. The entry is cleared once the index has the change. A crash between
+    the commit and the index write leaves the entry, and the next start replays it
+    (``replay_outbox``) from the records' current state, so no committed record stays
+    unsearchable. Without an outbox (DynamoDB here) a crash in that window needs a reindex.
+    """
 
     def __init__(self, inner: RecordStore, projector: Projector):
         self.inner = inner
         self.projector = projector
+        self._outbox = inner if callable(getattr(inner, "apply_with_outbox", None)) else None
+        if self._outbox is not None:
+            replayed = self.replay_outbox()
+            if replayed:
+                log.warning("replayed %d projection outbox entries left by an earlier crash", replayed)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -213,18 +237,27 @@ class ProjectingRecordStore:
         return self.inner.query(pk, **kw)
 
     def put(self, record: Record, condition=None) -> None:
-        self.inner.put(record, condition)
-        self.projector.submit(change_for(record, None))
+        change = change_for(record, None)
+        entry = _outbox_entry([record], [])
+        if self._outbox is None or entry is None:
+            self.inner.put(record, condition)
+            self.projector.submit(change)
+            return
+        self._commit_with_outbox([Put(record, condition)], entry, change, single=True)
 
     def delete(self, pk: str, sk: str, condition=None) -> None:
         old = self.inner.get(pk, sk)
-        self.inner.delete(pk, sk, condition)
-        self.projector.submit(change_for(None, old))
+        change = change_for(None, old)
+        entry = _outbox_entry([], [old] if old is not None else [])
+        if self._outbox is None or entry is None:
+            self.inner.delete(pk, sk, condition)
+            self.projector.submit(change)
+            return
+        self._commit_with_outbox([Delete(pk, sk, condition)], entry, change, single=True)
 
     def transact(self, ops: Sequence[WriteOp]) -> None:
         deleted_keys = [(op.pk, op.sk) for op in ops if isinstance(op, Delete)]
         olds = self.inner.batch_get(deleted_keys) if deleted_keys else []
-        self.inner.transact(ops)
         change = ProjectionChange()
         for op in ops:
             if isinstance(op, Put):
@@ -235,7 +268,47 @@ class ProjectingRecordStore:
         for old in olds:
             for ctx, ids in change_for(None, old).deletes.items():
                 change.deletes.setdefault(ctx, []).extend(ids)
-        self.projector.submit(change)
+        entry = _outbox_entry([op.record for op in ops if isinstance(op, Put)], olds)
+        if self._outbox is None or entry is None:
+            self.inner.transact(ops)
+            self.projector.submit(change)
+            return
+        self._commit_with_outbox(ops, entry, change, single=False)
+
+    def _commit_with_outbox(self, ops: Sequence[WriteOp], entry: str, change: ProjectionChange, *,
+                            single: bool) -> None:
+        outbox = self._outbox
+        row = outbox.apply_with_outbox(ops, entry, single=single)
+        faults.point("projection-after-commit")
+        self.projector.submit(change, on_applied=lambda: outbox.clear_outbox([row]))
+
+    def replay_outbox(self) -> int:
+        """Apply what committed writes left in the outbox: each written key is projected
+        from its current record (so a later write is never undone), and a deleted one that
+        is still absent has its recorded units removed. Returns the entries replayed."""
+        if self._outbox is None:
+            return 0
+        index, replayed = self.projector.index, 0
+        while rows := self._outbox.outbox_entries():
+            for row_id, text in rows:
+                for pk, sk, deletes in json.loads(text)["keys"]:
+                    current = self.inner.get(pk, sk)
+                    if current is not None:
+                        apply(index, change_for(current, None))
+                    elif deletes:
+                        apply(index, ProjectionChange(deletes=deletes))
+                self._outbox.clear_outbox([row_id])
+                replayed += 1
+        return replayed
+
+
+def _outbox_entry(written: Sequence[Record], deleted: Sequence[Record]) -> str | None:
+    """The outbox entry for a write, or ``None`` when it changes nothing in the index."""
+    keys: list[list[Any]] = [[r.pk, r.sk, None] for r in written if is_projected(r.data)]
+    for old in deleted:
+        if is_projected(old.data):
+            keys.append([old.pk, old.sk, change_for(None, old).deletes])
+    return json.dumps({"keys": keys}) if keys else None
 
 
 def _fact_unit(data: dict[str, Any], version: int, kind: str, text: str, entity_ids: list[str],

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_memory import cursor, keys, timeutil
+from agent_memory import cursor, deadline, keys, timeutil
 from agent_memory.config import Settings
 from agent_memory.errors import Conflict, NotFound, SessionClosed
 from agent_memory.ids import new_id
@@ -155,6 +155,7 @@ class SessionService:
         """
         is_new = self.store.get(session.pk, session.sk) is None
         for attempt in range(APPEND_ATTEMPTS):
+            deadline.check("the write")  # past the deadline, commit nothing (the caller gets a 503)
             if not is_new:
                 session = self.load(ctx, session.sk)
                 if session.data.get("closedAt"):

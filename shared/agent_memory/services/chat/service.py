@@ -16,10 +16,11 @@ import logging
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_memory import timeutil
+from agent_memory import deadline, timeutil
 from agent_memory.errors import InvalidRequest, PayloadTooLarge, UpstreamModelError, UpstreamModelTimeout
 from agent_memory.models.extraction import ExtractionOutput
 from agent_memory.models.requests import ChatRequest
@@ -122,7 +123,8 @@ class ChatService:
                 turn.cached, turn.tier = hit.response, 2
         # The user turn's extraction runs while the model answers; it is committed only
         # after the reply succeeds (or discarded).
-        turn.extraction = self._pool.submit(rt.facts.extract, ctx, req.message, timeutil.now_iso())
+        turn.extraction = deadline.submit_in_context(self._pool, rt.facts.extract, ctx, req.message,
+                                                     timeutil.now_iso())
         return turn
 
     def _instructions(self, ctx: RequestContext) -> list[str]:
@@ -186,9 +188,11 @@ class ChatService:
         rt = self.runtime
         ctx, req = turn.ctx, turn.req
         try:
-            extraction: ExtractionOutput = turn.extraction.result()
+            extraction: ExtractionOutput = turn.extraction.result(timeout=deadline.remaining())
         except (UpstreamModelError, UpstreamModelTimeout):
             raise  # the reply cannot be stored without its user turn's extraction
+        except FutureTimeout as exc:  # the extraction's own call timeout fits the deadline; belt and braces
+            raise UpstreamModelTimeout("the extraction model did not answer before the request deadline") from exc
         now = timeutil.now_iso()
         pending = [PendingTurn("user", req.message, now, "full", extraction),
                    PendingTurn("assistant", reply, now, "none", None)]

@@ -1,0 +1,1 @@
+"""Test doubles that tests, benchmarks and local runs share (not used by the service itself)."""
