@@ -2,6 +2,7 @@
 
 from agent_memory import http
 from agent_memory.models.requests import CreateSessionRequest
+from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -40,5 +41,6 @@ def list_session_turns(context_id: str, session_id: str):
     return get_runtime().sessions.list_turns(ctx, session_id, limit, http.query_str(app, "cursor"))
 
 
+@instrumented
 def lambda_handler(event, context):
     return app.resolve(event, context)

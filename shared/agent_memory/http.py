@@ -89,10 +89,20 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
         state["lambda_context"] = context
         state["context"] = {}
         try:
-            return super().resolve(event, context)
+            response = super().resolve(event, context)
+            _count_request(event, response)
+            return response
         finally:
             state.pop("event", None)
             state.pop("lambda_context", None)
+
+
+def _count_request(event: dict[str, Any], response: dict[str, Any]) -> None:
+    from agent_memory import observability
+
+    observability.dimension("route", str(event.get("routeKey") or "unknown"))
+    observability.dimension("status", str(response.get("statusCode")))
+    observability.count("Requests")
 
 
 def make_resolver() -> APIGatewayHttpResolver:
@@ -121,9 +131,13 @@ def make_resolver() -> APIGatewayHttpResolver:
 def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
     event = app.current_event
     settings = get_runtime().settings
-    return resolve(context_id, dict(event.headers or {}),
-                   default_principal=settings.default_principal,
-                   request_id=event.request_context.request_id, principals=settings.principals)
+    from agent_memory import observability
+
+    ctx = resolve(context_id, dict(event.headers or {}),
+                  default_principal=settings.default_principal,
+                  request_id=event.request_context.request_id, authenticator=get_runtime().authenticator)
+    observability.request_keys(context_id=ctx.context_id, principal=ctx.principal)
+    return ctx
 
 
 def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:
