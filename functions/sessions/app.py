@@ -10,6 +10,7 @@ app = http.make_resolver()
 
 @app.get("/api/v1/health")
 def health():
+    http.authenticate(app)
     settings = get_runtime().settings
     return {"status": "ok", "store": settings.store, "search": settings.search}
 

@@ -140,6 +140,18 @@ def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
     return ctx
 
 
+def authenticate(app: APIGatewayHttpResolver) -> None:
+    """Check the caller of a route that names no context (health): a deployed stack
+    answers nothing to anonymous callers."""
+    authenticator = get_runtime().authenticator
+    if authenticator.keys_required():
+        headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
+        caller = authenticator.authenticate(headers.get("authorization"))
+        from agent_memory import observability
+
+        observability.request_keys(principal=caller.principal)
+
+
 def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:
     event = app.current_event
     if event.body is None:
