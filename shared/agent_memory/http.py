@@ -8,11 +8,13 @@ import base64
 import json
 import logging
 import threading
+import time
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
+from agent_memory import observability
 from agent_memory.errors import InvalidRequest, MemoryError_, NotFound, PayloadTooLarge
 from agent_memory.request_context import RequestContext, resolve
 from agent_memory.runtime import get_runtime
@@ -88,21 +90,15 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
         state["event"] = self._to_proxy_event(event)
         state["lambda_context"] = context
         state["context"] = {}
+        started = time.perf_counter()
         try:
             response = super().resolve(event, context)
-            _count_request(event, response)
+            observability.request_done(str(event.get("routeKey") or "unknown"), response.get("statusCode", 0),
+                                       (time.perf_counter() - started) * 1000)
             return response
         finally:
             state.pop("event", None)
             state.pop("lambda_context", None)
-
-
-def _count_request(event: dict[str, Any], response: dict[str, Any]) -> None:
-    from agent_memory import observability
-
-    observability.dimension("route", str(event.get("routeKey") or "unknown"))
-    observability.dimension("status", str(response.get("statusCode")))
-    observability.count("Requests")
 
 
 def make_resolver() -> APIGatewayHttpResolver:
@@ -131,8 +127,6 @@ def make_resolver() -> APIGatewayHttpResolver:
 def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
     event = app.current_event
     settings = get_runtime().settings
-    from agent_memory import observability
-
     ctx = resolve(context_id, dict(event.headers or {}),
                   default_principal=settings.default_principal,
                   request_id=event.request_context.request_id, authenticator=get_runtime().authenticator)
@@ -147,8 +141,6 @@ def authenticate(app: APIGatewayHttpResolver) -> None:
     if authenticator.keys_required():
         headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
         caller = authenticator.authenticate(headers.get("authorization"))
-        from agent_memory import observability
-
         observability.request_keys(principal=caller.principal)
 
 

@@ -16,6 +16,7 @@ local server and the CLI keep plain logs.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -23,6 +24,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "agent-memory")
@@ -53,6 +55,7 @@ def instrumented(handler: Callable[[dict, Any], Any] | None = None, *, http: boo
         global _in_invocation
         if not _lambda():
             return handler(event, context)
+        _route_package_logs()
         _in_invocation = True
         try:
             return decorated(event, context)
@@ -60,6 +63,29 @@ def instrumented(handler: Callable[[dict, Any], Any] | None = None, *, http: boo
             _in_invocation = False
 
     return wrapper
+
+
+_package_logs_routed = False
+
+
+def _route_package_logs() -> None:
+    """The package's own ``logging`` loggers write through Powertools' JSON handler, so
+    their lines carry the invocation's keys too (once per process)."""
+    global _package_logs_routed
+    if not _package_logs_routed:
+        logging.getLogger("agent_memory")
+        copy_config_to_registered_loggers(source_logger=logger, include={"agent_memory"})
+        _package_logs_routed = True
+
+
+def request_done(route: str, status: int, duration_ms: float) -> None:
+    """One INFO line and the ``Requests`` metric per API request (route and status only)."""
+    if _in_invocation:
+        metrics.add_dimension(name="route", value=route)
+        metrics.add_dimension(name="status", value=str(status))
+        metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name="RequestLatency", unit=MetricUnit.Milliseconds, value=duration_ms)
+        logger.info("request", extra={"route": route, "status": status, "duration_ms": round(duration_ms, 1)})
 
 
 def count(name: str, value: float = 1, unit: str = "Count") -> None:
