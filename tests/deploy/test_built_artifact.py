@@ -256,6 +256,14 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
     bootstrap_key = "bootstrap-" + os.urandom(16).hex()
     secrets = {"cursor": secretsmanager.create_secret(Name="cursor", SecretString=os.urandom(32).hex())["ARN"],
                "bootstrap": secretsmanager.create_secret(Name="bootstrap", SecretString=bootstrap_key)["ARN"]}
+    # The operator's step: a key for the agent, written to the table with the CLI.
+    created = subprocess.run(
+        [str(Path(sys.executable).parent / "agent-memory"), "keys", "create", "--table", TABLE,
+         "--principal", "ops", "--group", "support", "--admin"],
+        capture_output=True, text=True, timeout=120,
+        env={**aws_env(moto_endpoint), "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    assert created.returncode == 0, created.stderr
+    agent_key = created.stdout.split("store it now): ")[1].strip()
     stub = SearchStub()
     gateway = LocalGateway(REPO)
     processes: dict[str, FunctionProcess] = {}
@@ -272,7 +280,9 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         route, params = gateway.match(method, target_path)
         name = handler_function(route.handler)
         data = json.dumps(body).encode() if body is not None else b""
-        hdrs = {"content-type": "application/json", "authorization": f"Bearer {bootstrap_key}", **(headers or {})}
+        # The bootstrap key for the first call (as the README's first curl), the stored key after.
+        key = bootstrap_key if path == "/api/v1/health" else agent_key
+        hdrs = {"content-type": "application/json", "authorization": f"Bearer {key}", **(headers or {})}
         if name not in anonymous:  # every function refuses a caller without a key, first
             no_key = {k: v for k, v in hdrs.items() if k != "authorization"}
             event = build_event(route, method, target_path, query, no_key, data, params, "203.0.113.9")
@@ -298,6 +308,11 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
             if p.proc.poll() is None:
                 p.proc.kill()
         stub.close()
+
+
+def aws_env(endpoint: str) -> dict[str, str]:
+    return {"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
 
 def stream_records(streams: Any, dynamodb: Any) -> list[dict[str, Any]]:
