@@ -12,7 +12,7 @@ SAM := $(TOOLS)/bin/sam
 SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: serve test lint unit cfn-lint sam-validate sam-build sam-build-background tools bench-cold-start \
+.PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background tools bench-cold-start \
 	bench-artifact install-dev install clean
 
 $(PY):
@@ -52,8 +52,12 @@ sam-build-background:
 	@mkdir -p .aws-sam && rm -f .aws-sam/build.rc
 	@( $(MAKE) -s sam-build > .aws-sam/build.log 2>&1; echo $$? > .aws-sam/build.rc ) &
 
-unit: install-dev sam-build-background
-	AGENT_MEMORY_SAM_BUILD=background $(PY) -m pytest -n auto --dist loadfile
+unit: install-dev
+	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py
+
+# Every function served from what `sam build` made (builds first unless `test` started it).
+artifact-check: install-dev
+	$(PY) -m pytest -p no:xdist tests/deploy/test_built_artifact.py
 
 cfn-lint: install-dev
 	$(VENV)/bin/cfn-lint template.yaml
@@ -61,7 +65,9 @@ cfn-lint: install-dev
 sam-validate: $(SAM)
 	$(SAM) validate --lint --template-file template.yaml
 
-test: lint unit cfn-lint sam-validate
+test: lint sam-build-background unit
+	AGENT_MEMORY_SAM_BUILD=background $(MAKE) -s artifact-check
+	$(MAKE) -s cfn-lint sam-validate
 
 bench-cold-start: install
 	$(PY) bench/cold_start.py
