@@ -301,8 +301,10 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         batch = projector.invoke({"Records": records})
         calls = {name: p.finish() for name, p in processes.items()}
         calls["ProjectorFunction"] = projector.finish()
+        output = {name: "".join(p.stderr) for name, p in {**processes, "ProjectorFunction": projector}.items()}
         yield {"statuses": statuses, "anonymous": anonymous, "calls": calls, "records": records, "batch": batch,
-               "bulk": list(stub.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()}}
+               "bulk": list(stub.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()},
+               "output": output, "keys": [bootstrap_key, agent_key]}
     finally:
         for p in processes.values():
             if p.proc.poll() is None:
@@ -383,6 +385,26 @@ def test_the_built_projector_writes_the_stream_to_the_search_index(deployed):
     assert indexed and all(i.get("_index") == "agent-memory-acme" for i in indexed)
     assert any("Globex" in json.dumps(s) for s in sources), "the resolved employer fact was not projected"
     assert any("printer" in json.dumps(s).lower() for s in sources), "the thread turn was not projected"
+
+
+def test_the_built_functions_log_json_lines_and_emf_without_keys_or_text(deployed):
+    for name, text in deployed["output"].items():
+        lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+        emf = [line for line in lines if "_aws" in line]
+        logs = [line for line in lines if "_aws" not in line]
+        assert emf and all(d["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "AgentMemory" for d in emf), name
+        for key in deployed["keys"]:
+            assert key not in text, f"{name} wrote an API key to its output"
+        for message in ("printer on floor 2", "I think I work at Globex", "Book trains"):
+            assert message not in text, f"{name} logged message text"
+        if name != "ProjectorFunction":
+            requests = [line for line in logs if line.get("message") == "request"]
+            assert requests and all(r["correlation_id"] and r["level"] == "INFO" for r in requests), name
+            assert {r.get("principal") for r in requests} <= {"ops", "bootstrap-admin", None}
+            assert all("Requests" in d and d["route"] and d["status"] for d in emf), name
+    projector = [json.loads(line) for line in deployed["output"]["ProjectorFunction"].splitlines()
+                 if line.startswith("{") and "_aws" in line]
+    assert "ProjectionLag" in projector[0] and projector[0]["ProjectionFailures"] == 0
 
 
 # --- least privilege ------------------------------------------------------------------
