@@ -6,7 +6,14 @@ PORT ?= 8080
 AGENT_MEMORY_DATA_DIR ?= .agent-memory
 export AGENT_MEMORY_DATA_DIR
 
-.PHONY: serve test lint unit cfn-lint bench-cold-start install-dev install clean
+# aws-sam-cli lives in its own venv (its pins clash with the service's); no Docker needed.
+TOOLS := .venv-tools
+SAM := $(TOOLS)/bin/sam
+SAM_CLI_VERSION ?= 1.170.0
+export SAM_CLI_TELEMETRY = 0
+
+.PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background tools bench-cold-start \
+	bench-artifact install-dev install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,16 +36,45 @@ serve: install
 lint: install-dev
 	$(VENV)/bin/ruff check shared functions tests bench
 
+$(SAM):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet 'aws-sam-cli==$(SAM_CLI_VERSION)'
+
+tools: $(SAM)
+
+# The artifacts tests/deploy/test_built_artifact.py imports from (x86_64, see template.yaml).
+sam-build: $(SAM)
+	$(SAM) build --template-file template.yaml --build-dir .aws-sam/build
+
+# Starts the tools venv and `sam build` and returns at once; the artifact test waits for
+# .aws-sam/build.rc, so the build overlaps the unit tests.
+sam-build-background:
+	@mkdir -p .aws-sam && rm -f .aws-sam/build.rc
+	@( $(MAKE) -s sam-build > .aws-sam/build.log 2>&1; echo $$? > .aws-sam/build.rc ) &
+
 unit: install-dev
-	$(PY) -m pytest -n auto --dist loadfile
+	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py
+
+# Every function served from what `sam build` made (builds first unless `test` started it).
+artifact-check: install-dev
+	$(PY) -m pytest -p no:xdist tests/deploy/test_built_artifact.py
 
 cfn-lint: install-dev
 	$(VENV)/bin/cfn-lint template.yaml
 
-test: lint unit cfn-lint
+sam-validate: $(SAM)
+	$(SAM) validate --lint --template-file template.yaml
+
+test: lint sam-build-background unit
+	AGENT_MEMORY_SAM_BUILD=background $(MAKE) -s artifact-check
+	$(MAKE) -s cfn-lint sam-validate
 
 bench-cold-start: install
 	$(PY) bench/cold_start.py
 
+# Layer size and each function's cold start, imported from the built artifact.
+bench-artifact: install sam-build
+	$(PY) bench/artifact_cold_start.py
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) .aws-sam .pytest_cache .ruff_cache

@@ -9,6 +9,7 @@ import threading
 
 from agent_memory import http
 from agent_memory.models.requests import ChatRequest
+from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -33,6 +34,7 @@ def get_trace(context_id: str, trace_id: str):
     return get_runtime().traces.get(ctx, trace_id)
 
 
+@instrumented
 def lambda_handler(event, context):
     _pending_stream.frames = None
     response = app.resolve(event, context)

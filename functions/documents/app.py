@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from agent_memory import http, multipart
 from agent_memory.models.documents import DocumentUpload
+from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -56,5 +57,6 @@ def list_document_chunks(context_id: str, document_id: str):
     return Response(status_code=200, content_type="application/json", body=json.dumps(page, ensure_ascii=False))
 
 
+@instrumented
 def lambda_handler(event, context):
     return app.resolve(event, context)

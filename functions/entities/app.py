@@ -4,6 +4,7 @@ resolution. Behaviour: ``agent_memory.services.entities`` and ``.collections``."
 
 from agent_memory import http
 from agent_memory.models.reads import ResolveUncertaintyRequest
+from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 from agent_memory.services.entities import entity_ref, parse_entity_param
 
@@ -102,5 +103,6 @@ def resolve_uncertainty(context_id: str, uncertainty_id: str):
     return get_runtime().collections.resolve(ctx, uncertainty_id, req)
 
 
+@instrumented
 def lambda_handler(event, context):
     return app.resolve(event, context)

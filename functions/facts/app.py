@@ -4,6 +4,7 @@ POST /forget (semantic soft delete, ``agent_memory.services.forget``)."""
 from agent_memory import http
 from agent_memory.models.reads import ForgetRequest
 from agent_memory.models.requests import WriteFactsBatchRequest, WriteFactsRequest
+from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -34,5 +35,6 @@ def forget(context_id: str):
     return get_runtime().forget.forget(ctx, req)
 
 
+@instrumented
 def lambda_handler(event, context):
     return app.resolve(event, context)

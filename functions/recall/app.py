@@ -4,6 +4,7 @@ in ``agent_memory.services.context_format``."""
 
 from agent_memory import http
 from agent_memory.models.retrieval import ContextRequest, QueryRequest, SessionContextRequest
+from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -34,5 +35,6 @@ def session_context(context_id: str, session_id: str):
     return get_runtime().prompt_context.session_context(ctx, session_id, req.query, k=req.k)
 
 
+@instrumented
 def lambda_handler(event, context):
     return app.resolve(event, context)

@@ -2,6 +2,7 @@
 
 from agent_memory import http
 from agent_memory.models.requests import CreateSessionRequest
+from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -9,6 +10,7 @@ app = http.make_resolver()
 
 @app.get("/api/v1/health")
 def health():
+    http.authenticate(app)
     settings = get_runtime().settings
     return {"status": "ok", "store": settings.store, "search": settings.search}
 
@@ -40,5 +42,6 @@ def list_session_turns(context_id: str, session_id: str):
     return get_runtime().sessions.list_turns(ctx, session_id, limit, http.query_str(app, "cursor"))
 
 
+@instrumented
 def lambda_handler(event, context):
     return app.resolve(event, context)

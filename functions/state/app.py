@@ -3,6 +3,7 @@
 Shapes and rules: ``agent_memory.services.state`` and ``agent_memory.services.profile``."""
 
 from agent_memory import http
+from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -25,5 +26,6 @@ def get_profile(context_id: str):
     return get_runtime().state.profile(ctx, limit)
 
 
+@instrumented
 def lambda_handler(event, context):
     return app.resolve(event, context)

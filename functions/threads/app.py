@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler import Response
 from agent_memory import http
 from agent_memory.errors import InvalidRequest
 from agent_memory.models.threads import AppendThreadTurnRequest, SetThreadAclRequest, ThreadContextRequest
+from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -89,5 +90,6 @@ def set_acl(context_id: str, thread_id: str):
     return _json(get_runtime().threads.set_acl(ctx, _thread(thread_id), req))
 
 
+@instrumented
 def lambda_handler(event, context):
     return app.resolve(event, context)

@@ -54,6 +54,14 @@ def repo_root() -> Path:
     return Path.cwd()
 
 
+def function_handler(template: dict[str, Any], props: dict[str, Any]) -> str:
+    """A function's handler as a repo path (``functions/<area>/app.lambda_handler``): its
+    ``CodeUri`` folder (the artifact's task root) joined with its (or Globals') ``Handler``."""
+    handler = props.get("Handler") or template.get("Globals", {}).get("Function", {}).get("Handler")
+    code_uri = str(props.get("CodeUri", ".")).strip("/").removeprefix("./")
+    return handler if code_uri in ("", ".") else f"{code_uri}/{handler}"
+
+
 def function_routes(template: dict[str, Any]) -> dict[tuple[str, str], str]:
     """``{(METHOD, path): handler}`` from every function's HttpApi events."""
     routes: dict[tuple[str, str], str] = {}
@@ -65,5 +73,5 @@ def function_routes(template: dict[str, Any]) -> dict[tuple[str, str], str]:
             if event.get("Type") != "HttpApi":
                 continue
             ep = event.get("Properties", {})
-            routes[(ep["Method"].upper(), ep["Path"])] = props["Handler"]
+            routes[(ep["Method"].upper(), ep["Path"])] = function_handler(template, props)
     return routes

@@ -47,6 +47,10 @@ def _serve(args: argparse.Namespace) -> int:
     except EmbedderMismatch as exc:
         print(f"agent-memory: {exc}; run `agent-memory reindex --fresh --context ...`", file=sys.stderr)
         return 2
+    refusal = open_mode_refusal(args.host, runtime)
+    if refusal:
+        print(f"agent-memory: {refusal}", file=sys.stderr)
+        return 2
     server = make_server(args.host, args.port)
     logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s)",
                                            args.host, server.server_port, settings.describe(), settings.data_dir)
@@ -57,6 +61,57 @@ def _serve(args: argparse.Namespace) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere
+
+
+def open_mode_refusal(host: str, runtime) -> str | None:
+    """Why serving on ``host`` must not start: without keys every caller is an admin, which
+    is only acceptable when nobody but this machine can connect."""
+    if is_loopback(host) or runtime.authenticator.keys_required():
+        return None
+    return (f"refusing to serve on {host} without API keys: every caller would be an admin. "
+            "Create one with `agent-memory keys create --principal <name> --admin --data-dir <dir>` "
+            "(or configure principals), or bind a loopback address (--host 127.0.0.1)")
+
+
+def _keys(args: argparse.Namespace) -> int:
+    """Manage the API keys stored in the record store (a local data dir, or the tenant table
+    with --table and the operator's AWS credentials)."""
+    from agent_memory.runtime import Runtime
+
+    if args.table:
+        os.environ["AGENT_MEMORY_STORE"] = "dynamodb"
+        os.environ["AGENT_MEMORY_TABLE"] = args.table
+    settings = _settings(args)
+    if settings is None:
+        return 2
+    keys = Runtime(settings).api_keys
+    if args.keys == "create":
+        raw, stored = keys.create(args.principal, groups=args.group or (), admin=args.admin, label=args.label)
+        print(f"key id: {stored.key_id}\nprincipal: {stored.principal}\nadmin: {str(stored.admin).lower()}")
+        print(f"key (shown once, store it now): {raw}")
+        return 0
+    if args.keys == "list":
+        for k in keys.list():
+            groups = ",".join(k.groups) or "-"
+            print(f"{k.key_id}  {k.principal}  groups={groups}  admin={str(k.admin).lower()}  "
+                  f"created={k.created_at}" + (f"  label={k.label}" if k.label else ""))
+        return 0
+    if keys.revoke(args.key_id):
+        print(f"revoked {args.key_id}")
+        return 0
+    print(f"agent-memory: no key {args.key_id}", file=sys.stderr)
+    return 1
 
 
 def _reindex(args: argparse.Namespace) -> int:
@@ -124,6 +179,21 @@ def build_parser() -> argparse.ArgumentParser:
     reindex.add_argument("--fresh", action="store_true",
                          help="embedded index: start a new index file (after an embedder change)")
     reindex.set_defaults(func=_reindex)
+
+    keys = sub.add_parser("keys", help="create, list and revoke API keys (stored as digests)")
+    keys_sub = keys.add_subparsers(dest="keys", required=True)
+    create = keys_sub.add_parser("create", help="create a key; it is printed once")
+    create.add_argument("--principal", required=True)
+    create.add_argument("--group", action="append", help="group membership (repeatable)")
+    create.add_argument("--admin", action="store_true")
+    create.add_argument("--label", default=None, help="a note for `keys list`")
+    keys_sub.add_parser("list", help="list keys (never the keys themselves)")
+    revoke = keys_sub.add_parser("revoke", help="delete a key by its id")
+    revoke.add_argument("key_id")
+    for p in keys_sub.choices.values():
+        p.add_argument("--data-dir", default=None, help="local store (AGENT_MEMORY_DATA_DIR)")
+        p.add_argument("--table", default=None, help="the tenant's DynamoDB table (stack output TableName)")
+    keys.set_defaults(func=_keys)
 
     chat = sub.add_parser("chat", help="chat in the terminal with a running service")
     chat.add_argument("--context", required=True)

@@ -112,6 +112,8 @@ class Settings:
     opensearch_index: str | None = None
     opensearch_engine: Literal["faiss", "lucene"] | None = None
     cursor_secret_arn: str | None = None
+    # Deployed: the stack's bootstrap admin key (Secrets Manager), accepted besides stored keys.
+    bootstrap_key_secret_arn: str | None = None
     openai_secret_arn: str | None = None
     default_principal: str = "local-admin"
     # Static API keys (yaml ``principals`` / env AGENT_MEMORY_PRINCIPALS_JSON). Empty: every
@@ -136,6 +138,8 @@ class Settings:
             from agent_memory.adapters.secrets import read_secret
 
             return read_secret(self.cursor_secret_arn, region=self.aws_region).encode()
+        if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+            raise ConfigurationError("no cursor secret: set AGENT_MEMORY_CURSOR_SECRET_ARN (template.yaml does)")
         path = self.data_dir / "cursor-secret"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -191,7 +195,10 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
                   **overrides: Any) -> Settings:
     env = dict(os.environ if env is None else env)
     path = Path(config_path or env.get("AGENT_MEMORY_CONFIG") or "agent-memory.yaml")
-    file_cfg = _read_yaml(path) if path.exists() else {}
+    # In Lambda, settings come from the environment (template parameters) and Secrets Manager
+    # only: a file in the working directory is never read there.
+    in_lambda = bool(env.get("AWS_LAMBDA_FUNCTION_NAME"))
+    file_cfg = _read_yaml(path) if path.exists() and not in_lambda else {}
     if config_path and not path.exists():
         raise ConfigurationError(f"config file {path} does not exist")
 
@@ -274,6 +281,7 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         opensearch_engine=pick("AGENT_MEMORY_OPENSEARCH_ENGINE", file_storage.get("opensearch_engine")),
         cursor_secret_arn=pick("AGENT_MEMORY_CURSOR_SECRET_ARN", file_cfg.get("cursor_secret_arn")),
         openai_secret_arn=pick("AGENT_MEMORY_OPENAI_SECRET_ARN", None),
+        bootstrap_key_secret_arn=pick("AGENT_MEMORY_BOOTSTRAP_KEY_SECRET_ARN", None),
         default_principal=pick("AGENT_MEMORY_DEFAULT_PRINCIPAL", file_cfg.get("default_principal"), "local-admin"),
         principals=parse_principals(env.get("AGENT_MEMORY_PRINCIPALS_JSON"), file_cfg.get("principals")),
         _cursor_secret=(pick("AGENT_MEMORY_CURSOR_SECRET", file_cfg.get("cursor_secret")) or "").encode() or None,

@@ -9,13 +9,14 @@ import contextvars
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
-from agent_memory import deadline, safe_json
+from agent_memory import deadline, observability, safe_json
 from agent_memory.errors import (
     InvalidRequest,
     MemoryError_,
@@ -99,8 +100,12 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
         state["event"] = self._to_proxy_event(event)
         state["lambda_context"] = context
         state["context"] = {}
+        started = time.perf_counter()
         try:
-            return super().resolve(event, context)
+            response = super().resolve(event, context)
+            observability.request_done(str(event.get("routeKey") or "unknown"), response.get("statusCode", 0),
+                                       (time.perf_counter() - started) * 1000)
+            return response
         finally:
             state.pop("event", None)
             state.pop("lambda_context", None)
@@ -207,9 +212,21 @@ def make_resolver() -> APIGatewayHttpResolver:
 def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
     event = app.current_event
     settings = get_runtime().settings
-    return resolve(context_id, dict(event.headers or {}),
-                   default_principal=settings.default_principal,
-                   request_id=event.request_context.request_id, principals=settings.principals)
+    ctx = resolve(context_id, dict(event.headers or {}),
+                  default_principal=settings.default_principal,
+                  request_id=event.request_context.request_id, authenticator=get_runtime().authenticator)
+    observability.request_keys(context_id=ctx.context_id, principal=ctx.principal)
+    return ctx
+
+
+def authenticate(app: APIGatewayHttpResolver) -> None:
+    """Check the caller of a route that names no context (health): a deployed stack
+    answers nothing to anonymous callers."""
+    authenticator = get_runtime().authenticator
+    if authenticator.keys_required():
+        headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
+        caller = authenticator.authenticate(headers.get("authorization"))
+        observability.request_keys(principal=caller.principal)
 
 
 def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:

@@ -23,6 +23,7 @@ from agent_memory.errors import InvalidContext, InvalidRequest, Unauthorized
 from agent_memory.ids import valid_context_id
 
 if TYPE_CHECKING:
+    from agent_memory.access import Authenticator
     from agent_memory.config import StaticPrincipal
 
 PARTITION_HEADER = "x-memory-partition"
@@ -48,7 +49,8 @@ class RequestContext:
 
 
 def resolve(context_id: str, headers: dict[str, str] | None, *, default_principal: str,
-            request_id: str | None = None, principals: Sequence[StaticPrincipal] = ()) -> RequestContext:
+            request_id: str | None = None, principals: Sequence[StaticPrincipal] = (),
+            authenticator: Authenticator | None = None) -> RequestContext:
     if not valid_context_id(context_id):
         raise InvalidContext(f"context id {context_id!r} must be 1-128 characters of letters, digits, '.', '_' "
                              "or '-', starting with a letter or digit")
@@ -57,7 +59,12 @@ def resolve(context_id: str, headers: dict[str, str] | None, *, default_principa
     if not _PARTITION_RE.match(partition):
         raise InvalidRequest("X-Memory-Partition must be 1-64 characters of letters, digits, '.', '_' or '-'",
                              field="X-Memory-Partition")
-    if principals:
+    if authenticator is not None:
+        if authenticator.keys_required():
+            caller = authenticator.authenticate(headers.get("authorization"))
+            return RequestContext(context_id=context_id, principal=caller.principal, partition=partition,
+                                  groups=caller.groups, admin=caller.admin, request_id=request_id)
+    elif principals:
         caller = _authenticate(headers.get("authorization"), principals)
         return RequestContext(context_id=context_id, principal=caller.principal, partition=partition,
                               groups=caller.groups, admin=caller.admin, request_id=request_id)

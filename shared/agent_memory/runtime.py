@@ -104,8 +104,36 @@ class Runtime:
         with self._lock:
             cache = self.__dict__.setdefault("_models", {})
             if name not in cache:
-                cache[name] = build_language_model(self.settings, name)
+                from agent_memory.observability import MeteredLanguageModel
+
+                cache[name] = MeteredLanguageModel(build_language_model(self.settings, name))
             return cache[name]
+
+    @staticmethod
+    def count(metric: str, value: float = 1) -> None:
+        """Add to an invocation metric (``observability``; nothing outside Lambda)."""
+        from agent_memory.observability import count
+
+        count(metric, value)
+
+    @cached_property
+    def api_keys(self):
+        from agent_memory.api_keys import ApiKeyStore
+
+        return ApiKeyStore(self.base_store)
+
+    @cached_property
+    def authenticator(self):
+        from agent_memory.access import Authenticator
+
+        arn = self.settings.bootstrap_key_secret_arn
+        bootstrap = None
+        if arn:
+            from agent_memory.adapters.secrets import read_secret_uncached
+
+            def bootstrap() -> str:
+                return read_secret_uncached(arn, region=self.settings.aws_region)
+        return Authenticator(self.settings.principals, self.api_keys, bootstrap)
 
     # --- services -------------------------------------------------------------------
 

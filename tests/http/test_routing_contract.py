@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from openapi_spec_validator import validate
 
-from agent_memory.cfn_template import function_routes, load_template
+from agent_memory.cfn_template import function_handler, function_routes, load_template
 
 REPO = Path(__file__).resolve().parents[2]
 METHODS = {"get", "post", "put", "delete", "patch"}
@@ -36,7 +36,7 @@ def test_every_operation_is_wired_to_exactly_one_function_and_back():
         for event in (res["Properties"].get("Events") or {}).values():
             if event["Type"] == "HttpApi":
                 key = (event["Properties"]["Method"].upper(), event["Properties"]["Path"])
-                wired.setdefault(key, []).append(res["Properties"]["Handler"])
+                wired.setdefault(key, []).append(function_handler(template, res["Properties"]))
     assert {k: v for k, v in wired.items() if len(v) != 1} == {}
     assert openapi_operations() == set(wired)
 
@@ -69,8 +69,8 @@ def test_every_handler_route_is_in_openapi_and_served_by_its_wired_function():
 def test_every_function_directory_is_wired():
     wired_dirs = {h.split("/")[1] for h in function_routes(load_template(REPO / "template.yaml")).values()}
     template = load_template(REPO / "template.yaml")
-    all_handlers = {r["Properties"]["Handler"].split("/")[1] for r in template["Resources"].values()
-                    if r["Type"] == "AWS::Serverless::Function"}
+    all_handlers = {function_handler(template, r["Properties"]).split("/")[1]
+                    for r in template["Resources"].values() if r["Type"] == "AWS::Serverless::Function"}
     on_disk = {p.parent.name for p in (REPO / "functions").glob("*/app.py")}
     assert on_disk == all_handlers
     assert wired_dirs <= on_disk

@@ -25,6 +25,8 @@ from agent_memory.ports import Condition, ConditionFailed, Record, RecordStore
 from agent_memory.request_context import RequestContext
 
 MAX_KEY_LENGTH = 255
+# A stored reply must fit one DynamoDB item (400 KB) beside its key and bookkeeping.
+MAX_STORED_REPLY_BYTES = 350 * 1024
 
 
 @dataclass
@@ -37,6 +39,10 @@ class Outcome:
 def fingerprint(payload: Any) -> str:
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def stored_size(body: Any) -> int:
+    return len(json.dumps(body, separators=(",", ":"), ensure_ascii=False, default=str).encode())
 
 
 class IdempotencyService:
@@ -68,16 +74,34 @@ class IdempotencyService:
             if current is None:
                 raise Conflict("idempotency key is being claimed concurrently; retry") from None
             return self._replay(current, digest)
+        # The write and the claim's finalisation share one error path: whatever fails after
+        # the claim (the write, or storing its reply), the claim is released, so a retry is
+        # never answered "still in progress" for the whole TTL.
         try:
             body, status, refs = fn()
+            self.store.put(self._finished(claim, digest, body, status, refs), Condition.version_is(claim.version))
         except BaseException:
-            self.store.delete(pk, sk, Condition.version_is(claim.version))
+            self._release(pk, sk, claim.version)
             raise
-        done = Record(pk=pk, sk=sk, expires_at=claim.expires_at, version=claim.version + 1,
-                      data={"kind": "idempotency", "state": "done", "fingerprint": digest, "status": status,
-                            "body": body, "refs": sorted(set(refs))})
-        self.store.put(done, Condition.version_is(claim.version))
         return Outcome(body, status, False)
+
+    @staticmethod
+    def _finished(claim: Record, digest: str, body: dict[str, Any], status: int, refs: list[str]) -> Record:
+        """The claim's final state. A reply too large for one stored item is decided here,
+        before anything is committed: the record keeps that the request ran, not the reply."""
+        data: dict[str, Any] = {"kind": "idempotency", "state": "done", "fingerprint": digest, "status": status,
+                                "refs": sorted(set(refs))}
+        if stored_size(body) <= MAX_STORED_REPLY_BYTES:
+            data["body"] = body
+        else:
+            data["body_omitted"] = True
+        return Record(pk=claim.pk, sk=claim.sk, expires_at=claim.expires_at, version=claim.version + 1, data=data)
+
+    def _release(self, pk: str, sk: str, version: int) -> None:
+        try:
+            self.store.delete(pk, sk, Condition.version_is(version))
+        except ConditionFailed:
+            pass  # finalised after all, or expired and reclaimed: nothing of ours to release
 
     @staticmethod
     def _replay(record: Record, digest: str) -> Outcome:
@@ -85,6 +109,9 @@ class IdempotencyService:
             raise IdempotencyConflict("this Idempotency-Key was used with a different request body")
         if record.data.get("state") != "done":
             raise Conflict("a request with this Idempotency-Key is still in progress", code="idempotency_in_progress")
+        if record.data.get("body_omitted"):
+            raise Conflict("the request with this Idempotency-Key succeeded, but its reply was too large to keep "
+                           "for replay; read the result instead of retrying", code="idempotency_reply_not_stored")
         return Outcome(record.data["body"], 200, True)
 
     def forget_refs(self, ctx: RequestContext, ids: set[str]) -> int:

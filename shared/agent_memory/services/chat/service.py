@@ -121,6 +121,7 @@ class ChatService:
             hit = self.cache.lookup(ctx, model_name, turn.query_vector)
             if hit is not None:
                 turn.cached, turn.tier = hit.response, 2
+                rt.count("CacheHits")
         # The user turn's extraction runs while the model answers; it is committed only
         # after the reply succeeds (or discarded).
         turn.extraction = deadline.submit_in_context(self._pool, rt.facts.extract, ctx, req.message,

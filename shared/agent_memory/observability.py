@@ -1,0 +1,146 @@
+"""Logs and metrics, with Powertools as it is meant to be used.
+
+Every function's ``lambda_handler`` is wrapped by ``instrumented``: Powertools' Logger
+injects the Lambda context and the request's correlation id (API Gateway's request id)
+into every JSON log line, and Metrics flushes one EMF document per invocation. The
+request's context id and principal join the log keys once the caller is known
+(``http.context``); keys, secrets and message text are never logged.
+
+Metrics (namespace ``AgentMemory``): ``Requests`` by route and status (``http``),
+``ModelCalls``/``ModelLatency``/``PromptTokens``/``CompletionTokens`` (``MeteredLanguageModel``),
+``CacheHits`` (chat), ``ProjectionLag`` and ``ProjectionFailures`` (projector; failed records
+go to the dead-letter queue after Lambda's retries). Outside Lambda nothing is emitted: the
+local server and the CLI keep plain logs.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.metrics import MetricUnit
+
+SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "agent-memory")
+NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "AgentMemory")
+
+logger = Logger(service=SERVICE)
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+
+_in_invocation = False
+
+
+def _lambda() -> bool:
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
+
+def instrumented(handler: Callable[[dict, Any], Any] | None = None, *, http: bool = True) -> Any:
+    """A Lambda handler with Powertools' logger context and a metrics flush per invocation.
+    Outside Lambda (the local server calls the same handlers) it is the handler itself.
+    ``http=False`` for event sources without an API Gateway request id (the projector)."""
+    if handler is None:
+        return functools.partial(instrumented, http=http)
+    inject = logger.inject_lambda_context(
+        correlation_id_path=correlation_paths.API_GATEWAY_HTTP if http else None, clear_state=True)
+    decorated = metrics.log_metrics(inject(handler))
+
+    @functools.wraps(handler)
+    def wrapper(event: dict, context: Any) -> Any:
+        global _in_invocation
+        if not _lambda():
+            return handler(event, context)
+        _route_package_logs()
+        _in_invocation = True
+        try:
+            return decorated(event, context)
+        finally:
+            _in_invocation = False
+
+    return wrapper
+
+
+_package_logs_routed = False
+
+
+def _route_package_logs() -> None:
+    """The package's own ``logging`` loggers write through Powertools' JSON handler, so
+    their lines carry the invocation's keys too (once per process)."""
+    global _package_logs_routed
+    if not _package_logs_routed:
+        logging.getLogger("agent_memory")
+        copy_config_to_registered_loggers(source_logger=logger, include={"agent_memory"})
+        _package_logs_routed = True
+
+
+def request_done(route: str, status: int, duration_ms: float) -> None:
+    """One INFO line and the ``Requests`` metric per API request (route and status only)."""
+    if _in_invocation:
+        metrics.add_dimension(name="route", value=route)
+        metrics.add_dimension(name="status", value=str(status))
+        metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+        metrics.add_metric(name="RequestLatency", unit=MetricUnit.Milliseconds, value=duration_ms)
+        logger.info("request", extra={"route": route, "status": status, "duration_ms": round(duration_ms, 1)})
+
+
+def count(name: str, value: float = 1, unit: str = "Count") -> None:
+    """Add to a metric of the current invocation (no-op outside one)."""
+    if _in_invocation:
+        metrics.add_metric(name=name, unit=getattr(MetricUnit, unit), value=value)
+
+
+def dimension(name: str, value: str) -> None:
+    if _in_invocation:
+        metrics.add_dimension(name=name, value=value)
+
+
+def request_keys(**keys: Any) -> None:
+    """Keys every later log line of this request carries (context id, principal)."""
+    if _in_invocation:
+        logger.append_keys(**{k: v for k, v in keys.items() if v is not None})
+
+
+class MeteredLanguageModel:
+    """A ``LanguageModel`` that counts calls, latency and tokens."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = inner.name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def _timed(self, call: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            return call()
+        finally:
+            count("ModelCalls")
+            count("ModelLatency", (time.perf_counter() - started) * 1000, "Milliseconds")
+
+    def structured(self, *, system: str, user: str, schema: type) -> Any:
+        return self._timed(lambda: self.inner.structured(system=system, user=user, schema=schema))
+
+    def complete(self, messages: Sequence[Any], *, max_tokens: int | None = None) -> Any:
+        completion = self._timed(lambda: self.inner.complete(messages, max_tokens=max_tokens))
+        count("PromptTokens", getattr(completion, "prompt_tokens", 0) or 0)
+        count("CompletionTokens", getattr(completion, "completion_tokens", 0) or 0)
+        return completion
+
+    def stream(self, messages: Sequence[Any], *, max_tokens: int | None = None) -> Iterator[str]:
+        started = time.perf_counter()
+        count("ModelCalls")
+        chunks = self.inner.stream(messages, max_tokens=max_tokens)  # errors on opening surface here
+
+        def timed() -> Iterator[str]:
+            try:
+                yield from chunks
+            finally:
+                count("ModelLatency", (time.perf_counter() - started) * 1000, "Milliseconds")
+
+        return timed()

@@ -1,0 +1,70 @@
+"""Runs one function from a built artifact the way Lambda does, for the artifact check and
+the cold-start bench. Start it as ``python -I -S lambda_harness.py TASK_ROOT LAYER_ROOT``:
+``-I -S`` leave only the standard library on ``sys.path``; this script then adds the
+function's artifact (Lambda's ``/var/task``) and the layer (``/opt/python``), nothing else.
+
+Protocol, one JSON document per line: stdout first says ``{"ready": ..., "import_ms": ...}``
+(or ``{"import_error": ...}``); then each stdin line is an event, answered by the handler's
+return value; the line ``"done"`` is answered with the AWS calls the function made
+(``[service, operation]`` pairs, recorded below the SDK) and ends the process.
+"""
+
+import json
+import sys
+import time
+import traceback
+
+task_root, layer_root = sys.argv[1], sys.argv[2]
+sys.path[:0] = [task_root, layer_root]
+calls = []
+
+
+class Context:
+    function_name = "artifact-check"
+    function_version = "$LATEST"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:artifact-check"
+    memory_limit_in_mb = 512
+    aws_request_id = "req-artifact-check"
+    log_group_name = "/aws/lambda/artifact-check"
+    log_stream_name = "artifact-check"
+
+    def get_remaining_time_in_millis(self):
+        return 29_000
+
+
+def reply(doc):
+    sys.__stdout__.write(json.dumps(doc, default=str) + "\n")
+    sys.__stdout__.flush()
+
+
+# The handler's own prints (EMF metrics, JSON logs) go to stderr so stdout stays the protocol.
+sys.stdout = sys.stderr
+started = time.perf_counter()
+try:
+    import app  # the function's artifact: /var/task/app.py
+
+    import_ms = (time.perf_counter() - started) * 1000
+    import botocore.client
+
+    make_api_call = botocore.client.BaseClient._make_api_call
+
+    def recording(self, operation_name, params):
+        calls.append([self.meta.service_model.signing_name, operation_name])
+        return make_api_call(self, operation_name, params)
+
+    botocore.client.BaseClient._make_api_call = recording
+except BaseException as exc:  # noqa: BLE001 - reported to the parent
+    reply({"import_error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+    sys.exit(3)
+
+reply({"ready": True, "import_ms": round(import_ms, 1),
+       "sys_path": sys.path, "site_packages": [p for p in sys.path if "site-packages" in p]})
+for line in sys.stdin:
+    message = json.loads(line)
+    if message == "done":
+        reply({"calls": calls})
+        break
+    try:
+        reply({"result": app.lambda_handler(message, Context())})
+    except BaseException as exc:  # noqa: BLE001
+        reply({"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})

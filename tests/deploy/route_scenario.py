@@ -1,0 +1,66 @@
+"""Every route of the API, in an order where each request finds what it needs (a session,
+a turn, an uncertainty, a document, a trace). ``call(method, path, body)`` returns
+``(status, json)``; the scenario asserts each status, so the same script can drive any host."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Call = Callable[..., tuple[int, Any]]
+CTX = "/api/v1/acme-ctx"
+
+
+def run(call: Call) -> None:
+    def ok(method: str, path: str, body: Any = None, status: int = 200, **kw: Any) -> Any:
+        got, payload = call(method, path, body, **kw)
+        assert got == status, f"{method} {path}: {got} {payload}"
+        return payload
+
+    assert ok("GET", "/api/v1/health")["status"] == "ok"
+    session = ok("POST", f"{CTX}/sessions", {}, 201)
+    sid = session.get("id") or session.get("sessionId")
+    ok("POST", f"{CTX}/facts", {"text": "I work at Acme.", "observedAt": "2026-01-01T00:00:00Z",
+                                "sessionId": sid})
+    ok("POST", f"{CTX}/facts", {"text": "I think I work at Globex."})
+    ok("POST", f"{CTX}/facts/batch", {"messages": [{"role": "user", "content": "I live in Lisbon."},
+                                                  {"role": "assistant", "content": "Nice city!"}]})
+    ok("GET", f"{CTX}/sessions/{sid}/turns")
+    ok("POST", f"{CTX}/sessions/{sid}/context", {"query": "where do I work"})
+    ok("POST", f"{CTX}/sessions/{sid}/close")
+
+    ok("GET", f"{CTX}/entities")
+    ok("GET", f"{CTX}/entities/person/user")
+    ok("GET", f"{CTX}/entities/person/user/history")
+    ok("GET", f"{CTX}/entities/person/user/history/employer")
+    for collection in ("attributes", "relations", "actions", "instructions"):
+        ok("GET", f"{CTX}/{collection}")
+    pending = ok("GET", f"{CTX}/uncertainty?resolved=false")["items"]
+    assert pending, "the hedged fact should have left an uncertainty"
+    ok("POST", f"{CTX}/uncertainty/{pending[0]['id']}/resolve", {"acceptedValue": "Globex"})
+    ok("GET", f"{CTX}/state")
+    ok("GET", f"{CTX}/profile")
+
+    ok("POST", f"{CTX}/query", {"query": "Where do I work?", "k": 5})
+    ok("POST", f"{CTX}/context", {"query": "Where do I work?"})
+    reply = ok("POST", f"{CTX}/chat", {"message": "Where do I work?", "bypassCache": True})
+    ok("GET", f"{CTX}/traces/{reply['traceId']}")
+
+    thread = f"{CTX}/threads/support-1"
+    ok("POST", f"{thread}/turns", {"text": "The printer on floor 2 is broken."}, 201)
+    ok("GET", f"{thread}/turns")
+    ok("GET", f"{thread}/turns/1")
+    ok("GET", thread)
+    ok("PUT", f"{thread}/acl", {"acl_readers": []})
+    ok("POST", f"{thread}/context", {"query": "printer", "last_n_turns": 1})
+
+    doc = ok("POST", f"{CTX}/documents", {"title": "Handbook", "text": "# Travel\n\nBook trains, not flights."},
+             201)
+    doc_id = doc.get("id") or doc.get("documentId")
+    ok("GET", f"{CTX}/documents/{doc_id}")
+    ok("GET", f"{CTX}/documents/{doc_id}/chunks")
+
+    ok("POST", f"{CTX}/forget", {"query": "Lisbon", "dryRun": True})
+    ok("DELETE", f"{CTX}/documents/{doc_id}", status=204)
+    ok("DELETE", f"{CTX}/entities/person/emma", status=404)
+    ok("DELETE", f"{CTX}/sessions/{sid}", status=204)

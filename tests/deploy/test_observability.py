@@ -1,0 +1,84 @@
+"""Log and metric shapes of a deployed function: one JSON log line per request with the
+correlation id, context id and principal; one EMF document per invocation with the request
+by route and status and the model calls; no key, secret or message text in either."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_memory import observability
+from agent_memory.config import load_settings
+from agent_memory.local_server import LocalGateway
+from agent_memory.runtime import Runtime, set_runtime
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET_TEXT = "my locker code is 4471"
+
+
+@pytest.fixture
+def lambda_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "FactsFunction")
+    settings = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": "s"})
+    rt = Runtime(settings)
+    set_runtime(rt)
+    logs = io.StringIO()
+    handler = observability.logger.registered_handler
+    previous = handler.setStream(logs)
+    yield rt, logs
+    handler.setStream(previous)
+    set_runtime(None)
+
+
+def invoke(method: str, path: str, key: str, body: dict) -> dict:
+    return LocalGateway(REPO).invoke(method, path, {"authorization": f"Bearer {key}",
+                                                    "content-type": "application/json"}, json.dumps(body).encode())
+
+
+def test_a_request_logs_one_json_line_and_flushes_its_metrics(lambda_runtime, capsys):
+    rt, logs = lambda_runtime
+    key, _ = rt.api_keys.create("alice")
+    resp = invoke("POST", "/api/v1/acme/facts", key, {"text": f"I live in Oslo and {SECRET_TEXT}."})
+    assert resp["statusCode"] == 200, resp
+    lines = [json.loads(line) for line in logs.getvalue().splitlines()]
+    request = [line for line in lines if line["message"] == "request"]
+    assert len(request) == 1
+    entry = request[0]
+    assert entry["level"] == "INFO" and entry["service"] == "agent-memory"
+    assert entry["route"] == "POST /api/v1/{context_id}/facts" and entry["status"] == 200
+    assert entry["context_id"] == "acme" and entry["principal"] == "alice"
+    assert entry["correlation_id"] and entry["function_request_id"]
+    everything = logs.getvalue()
+    assert key not in everything and SECRET_TEXT not in everything and "Oslo" not in everything
+
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert len(emf) == 1
+    doc = emf[0]
+    directive = doc["_aws"]["CloudWatchMetrics"][0]
+    assert directive["Namespace"] == "AgentMemory"
+    names = {m["Name"] for m in directive["Metrics"]}
+    assert {"Requests", "RequestLatency", "ModelCalls", "ModelLatency"} <= names
+    assert {"route", "status", "service"} <= set(directive["Dimensions"][0])
+    assert doc["route"] == "POST /api/v1/{context_id}/facts" and doc["status"] == "200"
+    assert doc["Requests"] == 1.0 or doc["Requests"] == [1.0]
+    assert key not in json.dumps(doc) and SECRET_TEXT not in json.dumps(doc)
+
+
+def test_an_anonymous_request_is_counted_as_401(lambda_runtime, capsys):
+    resp = LocalGateway(REPO).invoke("GET", "/api/v1/acme/entities", {}, b"")
+    assert resp["statusCode"] == 401
+    doc = next(json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line)
+    assert doc["status"] == "401" and doc["route"] == "GET /api/v1/{context_id}/entities"
+
+
+def test_outside_lambda_nothing_is_emitted(tmp_path, capsys):
+    rt = Runtime(load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "d"), "AGENT_MEMORY_CURSOR_SECRET": "s"}))
+    set_runtime(rt)
+    try:
+        assert LocalGateway(REPO).invoke("GET", "/api/v1/acme/entities", {}, b"")["statusCode"] == 200
+    finally:
+        set_runtime(None)
+    assert '"_aws"' not in capsys.readouterr().out

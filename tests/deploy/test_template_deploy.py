@@ -1,0 +1,135 @@
+"""What a tenant deploy needs from template.yaml and samconfig.toml, checked without AWS:
+every config-env supplies every required parameter, every taggable resource carries the
+tenant, the data is protected from deletion, and the limits are parameters."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from agent_memory.cfn_template import load_template
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = load_template(REPO / "template.yaml")
+SAMCONFIG = tomllib.loads((REPO / "samconfig.toml").read_text())
+RESOURCES = TEMPLATE["Resources"]
+# Types that cannot carry tags in CloudFormation.
+UNTAGGABLE = {"AWS::IAM::ManagedPolicy", "AWS::Serverless::LayerVersion"}
+
+
+def parameter_overrides(text: str) -> dict[str, str]:
+    return {k: v for k, v in re.findall(r'(\w+)="([^"]*)"', text)}
+
+
+def config_envs() -> list[str]:
+    return sorted(SAMCONFIG.keys() - {"version"})
+
+
+def test_there_is_a_default_and_an_example_tenant():
+    assert "default" in config_envs() and len(config_envs()) >= 2
+
+
+@pytest.mark.parametrize("env", config_envs())
+def test_each_config_env_supplies_every_required_parameter(env):
+    section = SAMCONFIG[env]
+    deploy = section["deploy"]["parameters"]
+    assert section["global"]["parameters"]["stack_name"]
+    assert deploy["region"] and deploy.get("resolve_s3") is True
+    assert "CAPABILITY_IAM" in deploy["capabilities"]
+    given = parameter_overrides(deploy["parameter_overrides"])
+    required = {name for name, p in TEMPLATE["Parameters"].items() if "Default" not in p}
+    assert required - set(given) == set()
+    assert set(given) <= set(TEMPLATE["Parameters"]), "overrides a parameter the template does not have"
+    for name, value in given.items():
+        spec = TEMPLATE["Parameters"][name]
+        if "AllowedPattern" in spec:
+            assert re.fullmatch(spec["AllowedPattern"], value), (name, value)
+        if "AllowedValues" in spec:
+            assert value in [str(v) for v in spec["AllowedValues"]], (name, value)
+    assert parameter_overrides(deploy["tags"]) == {"tenant": given["TenantId"]}
+
+
+def test_no_parameter_needs_a_pre_made_secret():
+    assert not [n for n, p in TEMPLATE["Parameters"].items() if "Default" not in p and n != "TenantId"]
+    for name in ("CursorSecret", "BootstrapKeySecret"):
+        assert RESOURCES[name]["Type"] == "AWS::SecretsManager::Secret"
+        assert "GenerateSecretString" in RESOURCES[name]["Properties"]
+
+
+def _tenant_tag(props: dict) -> object:
+    tags = props.get("Tags")
+    if isinstance(tags, dict):
+        return tags.get("tenant")
+    return next((t["Value"] for t in tags or [] if t["Key"] == "tenant"), None)
+
+
+def test_every_taggable_resource_is_tagged_with_the_tenant():
+    function_globals = TEMPLATE["Globals"]["Function"]
+    assert _tenant_tag(function_globals) == {"Ref": "TenantId"} and function_globals["PropagateTags"] is True
+    for name, res in RESOURCES.items():
+        if res["Type"] in UNTAGGABLE or res["Type"] == "AWS::Serverless::Function":
+            continue
+        assert _tenant_tag(res.get("Properties", {})) == {"Ref": "TenantId"}, f"{name} has no tenant tag"
+
+
+def test_the_data_and_the_dead_letters_outlive_the_stack():
+    table = RESOURCES["MemoryTable"]
+    assert table["Properties"]["DeletionProtectionEnabled"] is True
+    assert table["DeletionPolicy"] == "Retain"
+    assert RESOURCES["ProjectorDeadLetterQueue"]["DeletionPolicy"] == "Retain"
+
+
+def test_limits_are_parameters_and_reserved_concurrency_is_unset_by_default():
+    params = TEMPLATE["Parameters"]
+    route = RESOURCES["HttpApi"]["Properties"]["DefaultRouteSettings"]
+    assert route == {"ThrottlingRateLimit": {"Ref": "ThrottlingRateLimit"},
+                     "ThrottlingBurstLimit": {"Ref": "ThrottlingBurstLimit"}}
+    assert params["ReservedConcurrency"]["Default"] == ""
+    assert TEMPLATE["Globals"]["Function"]["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["HasReservedConcurrency", {"Ref": "ReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+
+
+def test_logs_are_kept_for_the_retention_parameter_and_the_api_logs_access():
+    assert RESOURCES["FunctionLogGroup"]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    assert TEMPLATE["Globals"]["Function"]["LoggingConfig"]["LogGroup"] == {"Ref": "FunctionLogGroup"}
+    access = RESOURCES["HttpApi"]["Properties"]["AccessLogSettings"]
+    assert access["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+    assert "$context.requestId" in access["Format"] and "$context.status" in access["Format"]
+    assert "authorization" not in access["Format"].lower()
+
+
+def test_alarms_cover_dead_letters_iterator_age_5xx_errors_and_throttles():
+    alarms = {n: r["Properties"] for n, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::Alarm"}
+    names = {p.get("MetricName") for p in alarms.values()}
+    assert {"ApproximateNumberOfMessagesVisible", "IteratorAge"} <= names
+    math_metrics = {m["MetricStat"]["Metric"]["MetricName"] for p in alarms.values() for m in p.get("Metrics", [])
+                    if "MetricStat" in m}
+    assert {"5xx", "Count", "Errors", "Throttles"} <= math_metrics
+    functions = {n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
+    for alarm in ("FunctionErrorsAlarm", "FunctionThrottlesAlarm"):
+        covered = {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"]
+                   for m in alarms[alarm]["Metrics"] if "MetricStat" in m}
+        assert covered == functions
+
+
+def test_tracing_is_not_switched_on_without_a_tracer():
+    assert "Tracing" not in TEMPLATE["Globals"]["Function"]
+    assert not [n for n, r in RESOURCES.items() if "Tracing" in r.get("Properties", {})]
+
+
+def test_each_function_ships_its_own_folder_with_the_layer():
+    glob = TEMPLATE["Globals"]["Function"]
+    assert glob["Handler"] == "app.lambda_handler" and glob["Layers"] == [{"Ref": "DependenciesLayer"}]
+    assert glob["Architectures"] == ["x86_64"]
+    for name, res in RESOURCES.items():
+        if res["Type"] == "AWS::Serverless::Function":
+            code_uri = res["Properties"]["CodeUri"]
+            assert re.fullmatch(r"functions/[a-z]+/", code_uri), name
+            assert (REPO / code_uri / "app.py").exists()
+            assert "Handler" not in res["Properties"]
+    layer = RESOURCES["DependenciesLayer"]
+    assert layer["Properties"]["ContentUri"] == "shared/"
+    assert layer["Metadata"] == {"BuildMethod": "python3.11", "BuildArchitecture": "x86_64"}
