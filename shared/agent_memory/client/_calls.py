@@ -81,7 +81,7 @@ class Calls:
     """The calls of one context; paths are ``/api/v1/{context}/...``."""
 
     def __init__(self, context: str):
-        self.context = context
+        self.context_id = context
         self.prefix = f"/api/v1/{_seg(context)}"
 
     # --- service ----------------------------------------------------------------------

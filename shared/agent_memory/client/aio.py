@@ -46,7 +46,7 @@ class AsyncAgentMemory:
                  download_concurrency: int = common.DOWNLOAD_CONCURRENCY,
                  sleep: Callable[[float], Awaitable[None]] | None = None,
                  http_transport: httpx.AsyncBaseTransport | None = None):
-        self.context = context
+        self.context_id = context
         self.partition = partition
         self.context_byte_budget = context_byte_budget
         self.download_concurrency = download_concurrency

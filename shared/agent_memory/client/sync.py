@@ -46,7 +46,7 @@ class AgentMemory:
                  context_byte_budget: int = common.CONTEXT_BYTE_BUDGET,
                  download_concurrency: int = common.DOWNLOAD_CONCURRENCY,
                  sleep: Callable[[float], None] | None = None, http_transport: httpx.BaseTransport | None = None):
-        self.context = context
+        self.context_id = context
         self.partition = partition
         self.context_byte_budget = context_byte_budget
         self.download_concurrency = download_concurrency
