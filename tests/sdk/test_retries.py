@@ -149,3 +149,28 @@ def test_async_retries_follow_the_same_policy():
     assert len({r.headers["idempotency-key"] for r in script.requests}) == 1
     assert slept[1] == 0.5 and 0.2 <= slept[0] <= 0.3
     assert json.loads(script.requests[0].content) == {"text": "I live in Lisbon."}
+
+
+def test_a_stream_error_frame_raises_the_typed_error():
+    frames = ('event: delta\ndata: {"delta": "Hel"}\n\n'
+              'event: error\ndata: {"type": "about:blank", "title": "Model failed", "status": 502, '
+              '"detail": "upstream broke", "code": "model_error"}\n\ndata: [DONE]\n\n')
+    calls = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        if len(calls) == 1:  # shed before the stream starts: retried
+            return httpx.Response(503, json=problem(503), headers={"retry-after": "0"})
+        return httpx.Response(200, text=frames, headers={"content-type": "text/event-stream"})
+
+    slept: list[float] = []
+    memory = AgentMemory("acme", base_url="http://sdk.test", http_transport=httpx.MockTransport(answer),
+                         sleep=slept.append)
+    stream = memory.chat("hi", stream=True)
+    parts = []
+    with pytest.raises(ModelError) as err:
+        for part in stream:
+            parts.append(part)
+    assert parts == ["Hel"] and err.value.code == "model_error" and err.value.detail == "upstream broke"
+    assert json.loads(calls[-1].content) == {"message": "hi", "stream": True}
+    assert calls[-1].headers["accept"] == "text/event-stream" and slept == [0.0]

@@ -13,6 +13,7 @@ from agent_memory.client import (
     AsyncAgentMemory,
     ChatStream,
     ConflictError,
+    Memory,
     NotFoundError,
     PayloadTooLargeError,
     ValidationError,
@@ -65,6 +66,8 @@ def test_recall_context_forget_and_batch_writes(memory):
     assert memory.query("Where do I live?").hits[0].id == hits[0].id
     ctx = memory.context("Where do I live?", subject="person/user")
     assert ctx.sources and ctx.sources[0].marker == "[S1]" and "Lisbon" in ctx.context
+    about_user = Memory("person/user", client=memory).recall("Where do I live?")
+    assert "Lisbon" in about_user.context
     planned = memory.forget("tea", dry_run=True)
     assert planned.deleted == 0 and any("tea" in item.text for item in planned.items)
     assert memory.forget("tea").deleted >= 1
