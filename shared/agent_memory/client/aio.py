@@ -78,7 +78,7 @@ class AsyncAgentMemory:
         return await self._transport.send(call)
 
     async def _paged(self, path: str, params: dict[str, Any], key: str, item: type[M], page_size: int | None
-                     ) -> AsyncIterator[M]:
+                           ) -> AsyncIterator[M]:
         cursor: str | None = None
         while True:
             page = await self._send(self._calls.page(path, params, cursor, page_size))
@@ -98,9 +98,9 @@ class AsyncAgentMemory:
 
     @operation("writeFacts")
     async def remember(self, text: str, session_id: str | None = None, *, infer: str | None = None,
-                 triples: list[dict[str, Any]] | None = None, scopes: Scopes | None = None,
-                 labels: list[str] | None = None, memory_category: str | None = None, role: str | None = None,
-                 observed_at: str | None = None, idempotency_key: str | None = None) -> wire.WriteFactsResponse:
+                       triples: list[dict[str, Any]] | None = None, scopes: Scopes | None = None,
+                       labels: list[str] | None = None, memory_category: str | None = None, role: str | None = None,
+                       observed_at: str | None = None, idempotency_key: str | None = None) -> wire.WriteFactsResponse:
         """Stores one turn and returns what it extracted (``result.extraction``); retried
         safely under one idempotency key (yours, or one made for this call)."""
         return await self._send(self._calls.remember(
@@ -109,9 +109,9 @@ class AsyncAgentMemory:
 
     @operation("writeFactsBatch")
     async def remember_many(self, messages: Iterable[Any], session_id: str | None = None, *, extract: str | None = None,
-                      infer: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
-                      memory_category: str | None = None, idempotency_key: str | None = None
-                      ) -> wire.WriteFactsBatchResponse:
+                            infer: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
+                            memory_category: str | None = None, idempotency_key: str | None = None
+                            ) -> wire.WriteFactsBatchResponse:
         """Stores a conversation: messages are dicts (``role``, ``content``, ``ts``),
         ``(role, content)`` pairs or strings (user turns)."""
         return await self._send(self._calls.remember_many(
@@ -120,15 +120,15 @@ class AsyncAgentMemory:
 
     @operation("forget")
     async def forget(self, query: str, *, limit: int | None = None, min_score: float | None = None,
-               dry_run: bool | None = None, purge: bool | None = None) -> wire.ForgetResponse:
+                     dry_run: bool | None = None, purge: bool | None = None) -> wire.ForgetResponse:
         return await self._send(self._calls.forget(query, limit=limit, min_score=min_score, dry_run=dry_run, purge=purge))
 
     # --- reads --------------------------------------------------------------------------
 
     @operation("query")
     async def query(self, query: str, *, k: int | None = None, mode: str | None = None, include: list[str] | None = None,
-              as_of: str | None = None, session_id: str | None = None, labels: list[str] | None = None
-              ) -> wire.QueryResponse:
+                    as_of: str | None = None, session_id: str | None = None, labels: list[str] | None = None
+                    ) -> wire.QueryResponse:
         """Ranked memory for ``query`` (``result.hits``, best first)."""
         return await self._send(self._calls.query(query, k=k, mode=mode, include=include, as_of=as_of,
                                             session_id=session_id, labels=labels))
@@ -152,20 +152,20 @@ class AsyncAgentMemory:
 
     @overload
     async def chat(self, message: str, session_id: str | None = None, stream: Literal[False] = False, *,
-             scopes: Scopes | None = None, labels: list[str] | None = None, model: str | None = None,
-             bypass_cache: bool | None = None, suppress_markers: bool | None = None) -> wire.ChatResponse: ...
+                   scopes: Scopes | None = None, labels: list[str] | None = None, model: str | None = None,
+                   bypass_cache: bool | None = None, suppress_markers: bool | None = None) -> wire.ChatResponse: ...
 
     @overload
     async def chat(self, message: str, session_id: str | None = None, stream: Literal[True] = True, *,
-             scopes: Scopes | None = None, labels: list[str] | None = None, model: str | None = None,
-             bypass_cache: bool | None = None, suppress_markers: bool | None = None) -> AsyncChatStream: ...
+                   scopes: Scopes | None = None, labels: list[str] | None = None, model: str | None = None,
+                   bypass_cache: bool | None = None, suppress_markers: bool | None = None) -> AsyncChatStream: ...
 
     @operation("chat")
     async def chat(self, message: str, session_id: str | None = None, stream: bool = False, *,
-             scopes: Scopes | None = None, labels: list[str] | None = None, model: str | None = None,
-             bypass_cache: bool | None = None, suppress_markers: bool | None = None
-             ) -> wire.ChatResponse | AsyncChatStream:
-        """One chat turn. With ``stream=True``, a ``AsyncChatStream``: text deltas, then the
+                   scopes: Scopes | None = None, labels: list[str] | None = None, model: str | None = None,
+                   bypass_cache: bool | None = None, suppress_markers: bool | None = None
+                   ) -> wire.ChatResponse | AsyncChatStream:
+        """One chat turn. With ``stream=True``, an ``AsyncChatStream``: text deltas, then the
         final ``ChatResponse`` (reply, citations, memory updates)."""
         call = self._calls.chat(message, session_id=session_id, stream=stream, scopes=scopes, labels=labels,
                                 model_name=model, bypass_cache=bypass_cache, suppress_markers=suppress_markers)
@@ -177,18 +177,19 @@ class AsyncAgentMemory:
 
     @operation("appendThreadTurn")
     async def append_thread(self, thread_id: str, text: str, *, entity_id: str | None = None,
-                      metadata: dict[str, Any] | None = None, acl_readers: list[str] | None = None,
-                      idempotency_key: str | None = None) -> common.ThreadTurnRef:
+                            metadata: dict[str, Any] | None = None, acl_readers: list[str] | None = None,
+                            idempotency_key: str | None = None) -> common.ThreadTurnRef:
         """Appends one turn. ``acl_readers=None`` sends no list (the thread's default
         applies); ``[]`` quarantines the turn. The idempotency key is reused across this
         call's retries; durable workers pass their own, persisted with the message."""
-        response = await self._send(self._calls.append_thread(thread_id, text, entity_id=entity_id, metadata=metadata,
-                                                         acl_readers=acl_readers, idempotency_key=idempotency_key))
+        response = await self._send(self._calls.append_thread(
+            thread_id, text, entity_id=entity_id, metadata=metadata, acl_readers=acl_readers,
+            idempotency_key=idempotency_key))
         return common.turn_ref(response.status_code, response.json())
 
     @operation("listThreadTurns")
     async def list_thread_turns(self, thread_id: str, *, after_index: int | None = None, entity_id: str | None = None,
-                          page_size: int = 100) -> AsyncIterator[wire.ThreadTurn]:
+                                page_size: int = 100) -> AsyncIterator[wire.ThreadTurn]:
         """Every readable turn after ``after_index``, in order, following pages lazily."""
         params: dict[str, Any] = {"limit": page_size, "after_index": after_index, "entity_id": entity_id}
         while True:
@@ -214,7 +215,7 @@ class AsyncAgentMemory:
 
     @operation("threadContext")
     async def thread_context(self, thread_id: str, query: str, *, last_n_turns: int = 10, recent_first: bool = False,
-                       entity_id: str | None = None) -> list[common.MemoryItem]:
+                             entity_id: str | None = None) -> list[common.MemoryItem]:
         """The latest ``last_n_turns`` turns, then up to five older semantic matches, as one
         flat list. Text the service did not inline is downloaded eight turns at a time, and
         all text counts against ``context_byte_budget`` (16 MiB); past it no later batch is
@@ -265,7 +266,7 @@ class AsyncSession(wire.Session):
         return self._sessions.turns(self.id, page_size=page_size)
 
     async def chat(self, message: str, *, stream: bool = False, **options: Any
-                   ) -> wire.ChatResponse | AsyncChatStream:
+                         ) -> wire.ChatResponse | AsyncChatStream:
         return await self._sessions._client.chat(message, session_id=self.id, stream=stream, **options)
 
     async def remember(self, text: str, **options: Any) -> wire.WriteFactsResponse:
@@ -416,7 +417,7 @@ class AsyncUncertainty:
 
     @operation("resolveUncertainty")
     async def resolve(self, uncertainty_id: str, accepted_value: str, *, note: str | None = None
-                ) -> wire.ResolveUncertaintyResponse:
+                      ) -> wire.ResolveUncertaintyResponse:
         return await self._client._send(self._client._calls.resolve_uncertainty(uncertainty_id, accepted_value, note=note))
 
 
@@ -426,8 +427,8 @@ class AsyncDocuments:
 
     @operation("uploadDocument")
     async def upload(self, source: DocumentSource, title: str | None = None, *, filename: str | None = None,
-               format: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
-               observed_at: str | None = None) -> wire.UploadDocumentResponse:
+                     format: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
+                     observed_at: str | None = None) -> wire.UploadDocumentResponse:
         """Uploads a document from a path, bytes or a file object."""
         return await self._client._send(self._client._calls.upload_document(
             source, title=title, filename=filename, format=format, scopes=scopes, labels=labels,
@@ -439,7 +440,8 @@ class AsyncDocuments:
 
     @operation("listDocumentChunks")
     def chunks(self, document_id: str, *, page_size: int | None = None) -> AsyncIterator[wire.DocumentChunk]:
-        return self._client._paged(f"/documents/{quote(document_id, safe='')}/chunks", {}, "items", wire.DocumentChunk, page_size)
+        return self._client._paged(f"/documents/{quote(document_id, safe='')}/chunks", {}, "items",
+                                   wire.DocumentChunk, page_size)
 
     @operation("deleteDocument")
     async def delete(self, document_id: str) -> None:

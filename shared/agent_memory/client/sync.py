@@ -437,7 +437,8 @@ class Documents:
 
     @operation("listDocumentChunks")
     def chunks(self, document_id: str, *, page_size: int | None = None) -> Iterator[wire.DocumentChunk]:
-        return self._client._paged(f"/documents/{quote(document_id, safe='')}/chunks", {}, "items", wire.DocumentChunk, page_size)
+        return self._client._paged(f"/documents/{quote(document_id, safe='')}/chunks", {}, "items",
+                                   wire.DocumentChunk, page_size)
 
     @operation("deleteDocument")
     def delete(self, document_id: str) -> None:
