@@ -25,11 +25,13 @@ def render_turn(result: ChatResponse) -> list[str]:
     return lines
 
 
-def run_repl(memory: AgentMemory, session_id: str | None, read: Callable[[str], str] = input,
-             write: Callable[[str], None] = print) -> str | None:
+def run_repl(memory: AgentMemory, session_id: str | None, read: Callable[[str], str] | None = None,
+             write: Callable[[str], None] | None = None) -> str | None:
     """Loop until EOF or an exit word; returns the session id (to resume with --session).
     An error response is printed and the loop goes on; a service that cannot be reached
     ends it (``AgentMemoryError``)."""
+    read = read or input  # looked up per call, so a replaced input() is honoured
+    write = write or print
     while True:
         try:
             message = read("You: ").strip()
