@@ -16,6 +16,7 @@ from agent_memory.client import (
     AsyncAgentMemory,
     AuthenticationError,
     ModelError,
+    NotFoundError,
     PermissionDeniedError,
     RateLimitedError,
     ServerError,
@@ -174,3 +175,12 @@ def test_a_stream_error_frame_raises_the_typed_error():
     assert parts == ["Hel"] and err.value.code == "model_error" and err.value.detail == "upstream broke"
     assert json.loads(calls[-1].content) == {"message": "hi", "stream": True}
     assert calls[-1].headers["accept"] == "text/event-stream" and slept == [0.0]
+
+
+def test_a_retried_delete_that_finds_the_record_gone_succeeded():
+    script = Script(httpx.ReadError("reset after the delete ran"), (404, problem(404), {}), (404, problem(404), {}))
+    slept: list[float] = []
+    memory = client(script, slept)
+    assert memory.documents.delete("doc_1") is None and len(slept) == 1
+    with pytest.raises(NotFoundError):  # a first attempt's 404 is a real one
+        memory.documents.delete("doc_2")

@@ -206,8 +206,10 @@ class Calls:
                        scopes=json.dumps(_scopes(scopes)) if scopes is not None else None,
                        labels=json.dumps(labels) if labels is not None else None)
         ctype = "text/markdown" if name.lower().endswith((".md", ".markdown")) else "text/plain"
+        # The service stores the same content once (a repeat answers deduplicated), so a retry
+        # after a lost reply cannot store the document twice.
         return Call("POST", f"{self.prefix}/documents", model(wire.UploadDocumentResponse),
-                    files={"file": (name, content, ctype)}, data=fields)
+                    files={"file": (name, content, ctype)}, data=fields, idempotent=True)
 
     def get_document(self, document_id: str) -> Call[wire.Document]:
         return Call("GET", f"{self.prefix}/documents/{_seg(document_id)}", model(wire.Document), idempotent=True)

@@ -8,6 +8,8 @@ What is retried, and why it is safe:
   carry an ``Idempotency-Key`` the service deduplicates on. The key is made once per logical
   call and reused by every retry of it, so a retry after a lost reply replays the first
   reply instead of writing twice.
+- a DELETE whose retry finds the record gone (404) succeeded on an earlier attempt whose
+  reply was lost.
 - 409 ``idempotency_in_progress`` only for keyed writes: the first attempt with the key is
   still running, and the retry will replay its reply.
 
@@ -121,6 +123,11 @@ class RetryPolicy:
         return nominal * random.uniform(0.8, 1.2)
 
 
+def _deleted_by_an_earlier_attempt(call: Call[Any], response: httpx.Response, attempt: int) -> bool:
+    """A DELETE retried after a lost reply finds the record gone: that is its success."""
+    return call.method == "DELETE" and response.status_code == 404 and attempt > 0
+
+
 def _transport_failure(call: Call[Any], exc: Exception) -> AgentMemoryError:
     failure = AgentMemoryError(f"{call.method} {call.path} failed: {exc}")
     failure.__cause__ = exc
@@ -155,7 +162,7 @@ class Transport:
             except httpx.TransportError as exc:
                 failure = _transport_failure(call, exc)
             else:
-                if response.status_code < 400:
+                if response.status_code < 400 or _deleted_by_an_earlier_attempt(call, response, attempt):
                     return response
                 response.read()
                 response.close()
@@ -194,7 +201,7 @@ class AsyncTransport:
             except httpx.TransportError as exc:
                 failure = _transport_failure(call, exc)
             else:
-                if response.status_code < 400:
+                if response.status_code < 400 or _deleted_by_an_earlier_attempt(call, response, attempt):
                     return response
                 await response.aread()
                 await response.aclose()
