@@ -20,11 +20,11 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e '.[server]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[server,dev]'
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed

@@ -1,4 +1,5 @@
-"""``agent-memory``: the command line (serve, reindex, chat, fake-model, bench)."""
+"""``agent-memory``: the command line (serve, reindex, keys, fake-model, bench; chat, remember,
+recall, state and history talk to a running service through the SDK, ``cli_client``)."""
 
 from __future__ import annotations
 
@@ -143,23 +144,6 @@ def _reindex(args: argparse.Namespace) -> int:
     return 0
 
 
-def _chat(args: argparse.Namespace) -> int:
-    import httpx
-
-    from agent_memory.repl import run_repl
-
-    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
-    if args.partition:
-        headers["X-Memory-Partition"] = args.partition
-    with httpx.Client(base_url=args.url, headers=headers, timeout=120) as client:
-        try:
-            run_repl(client, args.context, args.session)
-        except httpx.HTTPError as exc:
-            print(f"agent-memory: cannot reach {args.url}: {exc}", file=sys.stderr)
-            return 2
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-memory", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -195,13 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--table", default=None, help="the tenant's DynamoDB table (stack output TableName)")
     keys.set_defaults(func=_keys)
 
-    chat = sub.add_parser("chat", help="chat in the terminal with a running service")
-    chat.add_argument("--context", required=True)
-    chat.add_argument("--session", default=None, help="resume a session")
-    chat.add_argument("--url", default=os.environ.get("AGENT_MEMORY_URL", "http://127.0.0.1:8080"))
-    chat.add_argument("--api-key", default=os.environ.get("AGENT_MEMORY_API_KEY"))
-    chat.add_argument("--partition", default=None)
-    chat.set_defaults(func=_chat)
+
+    from agent_memory.cli_client import add_commands
+
+    add_commands(sub)  # chat, remember, recall, state, history: through the SDK
 
     fake = sub.add_parser("fake-model", help="a local OpenAI-compatible model with realistic latency (tests, "
                           "benchmarks): point OPENAI_BASE_URL at it")
@@ -256,6 +237,9 @@ def _bench_locomo(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # one INFO line per HTTP request would drown the chat and operator commands' output
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     return args.func(args)
 

@@ -1,4 +1,5 @@
-"""``agent-memory chat``: a terminal chat loop against the local service or a deployed URL.
+"""``agent-memory chat``: a terminal chat loop over the SDK, against the local service or a
+deployed URL.
 
 Prints each reply, its citations, and one ``[memory corrected] old -> new`` line per
 correction the turn made."""
@@ -6,28 +7,31 @@ correction the turn made."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-import httpx
+from agent_memory.client import AgentMemory, ApiError
+from agent_memory.models.wire import ChatResponse
 
 EXIT_WORDS = {"exit", "quit", ":q"}
 
 
-def render_turn(body: dict[str, Any]) -> list[str]:
-    lines = [f"Agent: {body['reply']}"]
-    for c in body.get("citations", []):
-        where = f" ({c['documentTitle']}, {c['positionPercent']}%)" if c.get("documentTitle") else ""
-        role = f" {c['role']}" if c.get("role") else ""
-        lines.append(f"  {c['marker']} {c['kind']}{role}{where}: {c['snippet']}")
-    for c in (body.get("memoryUpdates") or {}).get("corrections", []):
-        new = c["newValue"] or "(no longer true)"
-        lines.append(f"  [memory corrected] {c['oldValue']} -> {new}")
+def render_turn(result: ChatResponse) -> list[str]:
+    lines = [f"Agent: {result.reply}"]
+    for c in result.citations:
+        where = f" ({c.document_title}, {c.position_percent}%)" if c.document_title else ""
+        role = f" {c.role}" if c.role else ""
+        lines.append(f"  {c.marker} {c.kind}{role}{where}: {c.snippet}")
+    for c in result.memory_updates.corrections:
+        lines.append(f"  [memory corrected] {c.previous.value} -> {c.current.value or '(no longer true)'}")
     return lines
 
 
-def run_repl(client: httpx.Client, context: str, session_id: str | None,
-             read: Callable[[str], str] = input, write: Callable[[str], None] = print) -> str | None:
-    """Loop until EOF or an exit word; returns the session id (to resume with --session)."""
+def run_repl(memory: AgentMemory, session_id: str | None, read: Callable[[str], str] | None = None,
+             write: Callable[[str], None] | None = None) -> str | None:
+    """Loop until EOF or an exit word; returns the session id (to resume with --session).
+    An error response is printed and the loop goes on; a service that cannot be reached
+    ends it (``AgentMemoryError``)."""
+    read = read or input  # looked up per call, so a replaced input() is honoured
+    write = write or print
     while True:
         try:
             message = read("You: ").strip()
@@ -37,21 +41,15 @@ def run_repl(client: httpx.Client, context: str, session_id: str | None,
             continue
         if message.lower() in EXIT_WORDS:
             break
-        payload: dict[str, Any] = {"message": message}
-        if session_id:
-            payload["sessionId"] = session_id
-        resp = client.post(f"/api/v1/{context}/chat", json=payload)
-        if resp.status_code != 200:
-            try:
-                problem = resp.json()
-                write(f"  [error {resp.status_code}] {problem.get('title')}: {problem.get('detail')}")
-            except ValueError:
-                write(f"  [error {resp.status_code}] {resp.text[:200]}")
+        try:
+            result = memory.chat(message, session_id=session_id)
+        except ApiError as exc:
+            write(f"  [error {exc.status}] {exc.title}: {exc.detail}")
             continue
-        body = resp.json()
-        session_id = body["sessionId"]
-        for line in render_turn(body):
+        session_id = result.session_id
+        for line in render_turn(result):
             write(line)
     if session_id:
         write(f"(session {session_id}; resume with --session {session_id})")
     return session_id
+

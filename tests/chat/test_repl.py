@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
+
+from agent_memory.client import AgentMemory
 from agent_memory.repl import run_repl
 
 
-def test_repl_prints_replies_citations_and_corrections(client, model):
+@pytest.fixture
+def sdk(server):
+    with AgentMemory("acme", base_url=server) as memory:
+        yield memory
+
+
+def test_repl_prints_replies_citations_and_corrections(sdk, model):
     inputs = iter(["I live in London.", "", "I moved to Berlin.", "Where do I live?", "exit"])
     out: list[str] = []
-    sid = run_repl(client, "acme", None, read=lambda prompt: next(inputs), write=out.append)
+    sid = run_repl(sdk, None, read=lambda prompt: next(inputs), write=out.append)
     text = "\n".join(out)
     assert sid and sid.startswith("sess_")
     assert "[memory corrected] London -> Berlin" in text
@@ -17,7 +26,7 @@ def test_repl_prints_replies_citations_and_corrections(client, model):
     assert out[-1] == f"(session {sid}; resume with --session {sid})"
 
 
-def test_repl_reports_errors_and_continues(client, model):
+def test_repl_reports_errors_and_continues(sdk, model):
     inputs = iter(["x" * (40 * 1024), "hello"])
 
     def read(prompt):
@@ -27,6 +36,6 @@ def test_repl_reports_errors_and_continues(client, model):
             raise EOFError from None
 
     out: list[str] = []
-    run_repl(client, "acme", None, read=read, write=out.append)
+    run_repl(sdk, None, read=read, write=out.append)
     assert out[0].startswith("  [error 413]")
     assert any(line.startswith("Agent: ") for line in out)

@@ -9,7 +9,7 @@ import threading
 import httpx
 import pytest
 
-from agent_memory.client import ApiError, Memory, MemoryError
+from agent_memory.client import AgentMemoryError, ApiError, Memory
 
 T = "t-sdk"
 
@@ -109,7 +109,7 @@ def test_context_gives_up_when_retry_after_exceeds_the_budget(sdk, runtime):
         with pytest.raises(ApiError):
             sdk(max_retries=2, sleep=slept.append).thread_context(T, "turn", last_n_turns=1)
         assert slept == [1.0, 1.0]  # bounded by max_retries
-        assert isinstance(err.value, MemoryError)
+        assert isinstance(err.value, AgentMemoryError)
     finally:
         runtime.projector.resume()
 
@@ -149,7 +149,7 @@ def test_context_byte_budget_stops_scheduling_and_raises(sdk):
         client.append_thread(T, f"{i:02d}" + "y" * 98)  # 100 bytes each
     counting = CountingTransport()
     small = sdk(http_transport=counting, context_byte_budget=1000)
-    with pytest.raises(MemoryError) as err:
+    with pytest.raises(AgentMemoryError) as err:
         small.thread_context(T, "y", last_n_turns=20)
     assert not isinstance(err.value, ApiError) and "budget" in str(err.value)
     assert len(sdk(context_byte_budget=2000).thread_context(T, "y", last_n_turns=20)) == 20  # exactly the budget
@@ -163,7 +163,7 @@ def test_sixteen_mib_budget_across_recent_and_downloaded_turns(sdk, store_kind):
     for i in range(17):
         client.append_thread(T, f"{i:02d}" + mib)
     counting = CountingTransport()
-    with pytest.raises(MemoryError, match="budget"):
+    with pytest.raises(AgentMemoryError, match="budget"):
         sdk(http_transport=counting).thread_context(T, "z", last_n_turns=17)
     # 2 inline + 6 downloaded in batch 1, 8 downloaded in batch 2, then 17 MiB crosses 16 MiB in
     # batch 3 (one more download); nothing after it is scheduled

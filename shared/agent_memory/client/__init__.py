@@ -1,16 +1,42 @@
-"""Python SDK for agent-memory: ``MemoryClient`` (raw HTTP API) and ``Memory`` (entity helpers).
+"""Python SDK for agent-memory, sync and async.
 
-    client = MemoryClient("http://127.0.0.1:8080", "acme", api_key=..., partition="clinic-a")
-    thread = Memory("customer-42", client=client).thread("ticket-8492")
-    thread.append("Sign-in still fails after the password reset.", {"speaker": "customer"})
-    for item in thread.context("What has been tried?", last_n_turns=8):
-        print(item.origin, item.text)
+    from agent_memory.client import AgentMemory, AsyncAgentMemory
 
-Every failure is a ``MemoryError`` (``ApiError`` for error responses of the service).
+    with AgentMemory("acme-prod", api_key=...) as memory:          # or AGENT_MEMORY_URL / _API_KEY
+        session = memory.sessions.create(scopes=["org/acme/user/alice"])
+        result = memory.chat("What do you know about me?", session_id=session.id)
+        print(result.reply)
+        session.close()
+
+Results are the service's pydantic wire models (``agent_memory.models.wire``), with
+snake_case attributes. Errors are ``AgentMemoryError``; error responses are ``ApiError``
+subclasses by status. Importing this package loads httpx and pydantic only: no AWS, search
+or model library (the light install, ``pip install agent-memory``).
 """
 
-from agent_memory.client.client import MemoryClient, MemoryItem, ThreadTurnRef
-from agent_memory.client.errors import ApiError, MemoryError
+from agent_memory.client._common import MemoryItem, ThreadTurnRef
+from agent_memory.client.aio import AsyncAgentMemory, AsyncSession
+from agent_memory.client.client import MemoryClient
+from agent_memory.client.errors import (
+    AgentMemoryError,
+    ApiError,
+    AuthenticationError,
+    ConflictError,
+    ModelError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    RateLimitedError,
+    ServerError,
+    ValidationError,
+)
 from agent_memory.client.memory import Memory, Thread
+from agent_memory.client.streaming import AsyncChatStream, ChatStream
+from agent_memory.client.sync import AgentMemory, Session
 
-__all__ = ["ApiError", "Memory", "MemoryClient", "MemoryError", "MemoryItem", "Thread", "ThreadTurnRef"]
+__all__ = [
+    "AgentMemory", "AgentMemoryError", "ApiError", "AsyncAgentMemory", "AsyncChatStream", "AsyncSession",
+    "AuthenticationError", "ChatStream", "ConflictError", "Memory", "MemoryClient", "MemoryItem", "ModelError",
+    "NotFoundError", "PayloadTooLargeError", "PermissionDeniedError", "RateLimitedError", "ServerError",
+    "Session", "Thread", "ThreadTurnRef", "ValidationError",
+]

@@ -15,10 +15,12 @@ camelCase on the wire by alias, built by reconciliation, serialised with ``to_wi
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
+
+from agent_memory.models.wire_base import WireModel
 
 Category = Literal["identity", "knowledge", "context"]
 CardinalityHint = Literal["single", "multi"]
@@ -119,8 +121,9 @@ class ExtractionOutput(_Extracted):
 # ---------------------------------------------------------------------------
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+class _Wire(WireModel):
+    # Unknown fields are dropped, so an SDK parsing a newer service's diff keeps working.
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
 
 class EntitySummary(_Wire):
@@ -166,11 +169,24 @@ class UncertaintySummary(_Wire):
     reason: str
 
 
+class CorrectionValue(NamedTuple):
+    value: str
+
+
 class CorrectionSummary(_Wire):
     entity_id: str
     key: str
     old_value: str
     new_value: str
+
+    @property
+    def previous(self) -> CorrectionValue:
+        """The superseded side (``c.previous.value``), as the chat loop of the spec reads it."""
+        return CorrectionValue(self.old_value)
+
+    @property
+    def current(self) -> CorrectionValue:
+        return CorrectionValue(self.new_value)
 
 
 class ExtractionResult(_Wire):

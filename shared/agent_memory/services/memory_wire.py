@@ -1,5 +1,6 @@
-"""Wire shapes of stored memory (camelCase, as in spec/state-and-diffs.md) and the read
-filters every read of the memory graph applies.
+"""Wire shapes of stored memory (camelCase, as in spec/state-and-diffs.md), built through
+the response models the SDK parses (``agent_memory.models.wire``), and the read filters
+every read of the memory graph applies.
 
 A record is *readable* when it is not deleted (forgotten or soft-deleted), lies in the
 caller's read region, and, for facts and actions, every entity it names still exists (an
@@ -13,52 +14,59 @@ from collections.abc import Iterable
 from typing import Any
 
 from agent_memory import keys, scopes
+from agent_memory.models import wire
 from agent_memory.models.memory import Action, Attribute, Entity, Instruction, Relation, Source, Uncertainty
 from agent_memory.ports import Record, RecordStore
 from agent_memory.request_context import RequestContext
 
 
 def source_wire(source: Source) -> dict[str, Any]:
-    return {"kind": source.kind, "ref": source.ref, "sessionId": source.session_id}
+    return _source(source).to_wire()
+
+
+def _source(source: Source) -> wire.FactSource:
+    return wire.FactSource(kind=source.kind, ref=source.ref, session_id=source.session_id)
 
 
 def entity_wire(e: Entity) -> dict[str, Any]:
-    return {"id": e.id, "name": e.name, "entityType": e.entity_type, "memoryCategory": e.category,
-            "importance": e.importance, "createdAt": e.created_at, "updatedAt": e.updated_at or e.created_at}
+    return wire.MemoryEntity(id=e.id, name=e.name, entity_type=e.entity_type, memory_category=e.category,
+                             importance=e.importance, created_at=e.created_at,
+                             updated_at=e.updated_at or e.created_at).to_wire()
 
 
 def attribute_wire(a: Attribute) -> dict[str, Any]:
-    return {"id": a.id, "entity": a.entity_id, "key": a.key, "value": a.value, "memoryCategory": a.category,
-            "importance": a.importance, "validFrom": a.valid_from, "validUntil": a.valid_until,
-            "supersedes": a.supersedes, "supersededBy": a.superseded_by, "source": source_wire(a.source),
-            "createdAt": a.created_at}
+    return wire.MemoryAttribute(id=a.id, entity=a.entity_id, key=a.key, value=a.value, memory_category=a.category,
+                                importance=a.importance, valid_from=a.valid_from, valid_until=a.valid_until,
+                                supersedes=a.supersedes, superseded_by=a.superseded_by, source=_source(a.source),
+                                created_at=a.created_at).to_wire()
 
 
 def relation_wire(r: Relation) -> dict[str, Any]:
-    return {"id": r.id, "subject": r.subject, "label": r.label, "object": r.object, "memoryCategory": r.category,
-            "importance": r.importance, "validFrom": r.valid_from, "validUntil": r.valid_until,
-            "supersedes": r.supersedes, "supersededBy": r.superseded_by, "source": source_wire(r.source),
-            "createdAt": r.created_at}
+    return wire.MemoryRelation(id=r.id, subject=r.subject, label=r.label, object=r.object,
+                               memory_category=r.category, importance=r.importance, valid_from=r.valid_from,
+                               valid_until=r.valid_until, supersedes=r.supersedes, superseded_by=r.superseded_by,
+                               source=_source(r.source), created_at=r.created_at).to_wire()
 
 
 def action_wire(a: Action) -> dict[str, Any]:
-    return {"id": a.id, "actor": a.actor, "verb": a.verb, "object": a.object, "occurredAt": a.occurred_at,
-            "summary": a.summary, "memoryCategory": a.category, "importance": a.importance,
-            "source": source_wire(a.source), "createdAt": a.created_at}
+    return wire.MemoryAction(id=a.id, actor=a.actor, verb=a.verb, object=a.object, occurred_at=a.occurred_at,
+                             summary=a.summary, memory_category=a.category, importance=a.importance,
+                             source=_source(a.source), created_at=a.created_at).to_wire()
 
 
 def instruction_wire(i: Instruction, *, full: bool = False) -> dict[str, Any]:
-    out = {"id": i.id, "label": i.label, "description": i.description}
     if full:
-        out.update({"source": source_wire(i.source), "createdAt": i.created_at})
-    return out
+        return wire.MemoryInstruction(id=i.id, label=i.label, description=i.description, source=_source(i.source),
+                                      created_at=i.created_at).to_wire()
+    return wire.StateInstruction(id=i.id, label=i.label, description=i.description).to_wire()
 
 
 def uncertainty_wire(u: Uncertainty, data: dict[str, Any] | None = None) -> dict[str, Any]:
     data = data or {}
-    return {"id": u.id, "about": u.about, "reason": u.reason, "entity": u.entity_id, "key": u.key,
-            "proposedValue": u.proposed_value, "resolved": u.resolved, "resolvedAt": data.get("resolvedAt"),
-            "acceptedValue": data.get("acceptedValue"), "note": data.get("note"), "createdAt": u.created_at}
+    return wire.MemoryUncertainty(id=u.id, about=u.about, reason=u.reason, entity=u.entity_id, key=u.key,
+                                  proposed_value=u.proposed_value, resolved=u.resolved,
+                                  resolved_at=data.get("resolvedAt"), accepted_value=data.get("acceptedValue"),
+                                  note=data.get("note"), created_at=u.created_at).to_wire()
 
 
 def render(record: Record) -> dict[str, Any]:

@@ -1,0 +1,269 @@
+"""Every API call of the SDK as a ``Call``: path, body, retry class and response model.
+
+The sync and async clients are thin shells over these builders (one line per method), so
+both flavours send the same requests and parse into the same models. ``operation`` tags
+each public SDK method with the openapi.yaml ``operationId`` it reaches; a test checks
+that every operation has one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import IO, Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel
+
+from agent_memory.client.transport import Call
+from agent_memory.models import wire
+
+F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound=BaseModel)
+
+Scopes = str | Sequence[str | Sequence[str]]
+DocumentSource = str | os.PathLike[str] | bytes | IO[bytes] | IO[str]
+
+
+def operation(operation_id: str) -> Callable[[F], F]:
+    """Marks an SDK method as the way to reach one openapi.yaml operation."""
+
+    def mark(fn: F) -> F:
+        fn.__operation_id__ = operation_id  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def model(cls: type[M]) -> Callable[[httpx.Response], M]:
+    return lambda response: cls.model_validate(response.json())
+
+
+def nothing(response: httpx.Response) -> None:
+    return None
+
+
+def new_idempotency_key() -> str:
+    return f"sdk-{uuid.uuid4()}"
+
+
+def _seg(value: str, safe: str = "") -> str:
+    return quote(str(value), safe=safe)
+
+
+def _body(**fields: Any) -> dict[str, Any]:
+    """A JSON body without the arguments left at ``None``."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _scopes(scopes: Scopes | None) -> Any:
+    if scopes is None or isinstance(scopes, str):
+        return scopes
+    return [s if isinstance(s, str) else list(s) for s in scopes]
+
+
+def _message(message: Any) -> dict[str, Any]:
+    """A batch message: a dict, a ``(role, content)`` pair or a bare string (a user turn)."""
+    if isinstance(message, str):
+        return {"role": "user", "content": message}
+    if isinstance(message, tuple):
+        role, content = message
+        return {"role": role, "content": content}
+    return dict(message)
+
+
+class Calls:
+    """The calls of one context; paths are ``/api/v1/{context}/...``."""
+
+    def __init__(self, context: str):
+        self.context_id = context
+        self.prefix = f"/api/v1/{_seg(context)}"
+
+    # --- service ----------------------------------------------------------------------
+
+    @staticmethod
+    def health() -> Call[wire.Health]:
+        return Call("GET", "/api/v1/health", model(wire.Health), idempotent=True)
+
+    # --- facts --------------------------------------------------------------------------
+
+    def remember(self, text: str, *, session_id: str | None, infer: str | None, triples: list[dict[str, Any]] | None,
+                 scopes: Scopes | None, labels: list[str] | None, memory_category: str | None, role: str | None,
+                 observed_at: str | None, idempotency_key: str | None) -> Call[wire.WriteFactsResponse]:
+        body = _body(text=text, sessionId=session_id, infer=infer, triples=triples, scopes=_scopes(scopes),
+                     labels=labels, memoryCategory=memory_category, role=role, observedAt=observed_at)
+        return Call("POST", f"{self.prefix}/facts", model(wire.WriteFactsResponse), json=body,
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+                    idempotent=True, keyed_write=True)
+
+    def remember_many(self, messages: Iterable[Any], *, session_id: str | None, extract: str | None,
+                      infer: str | None, scopes: Scopes | None, labels: list[str] | None,
+                      memory_category: str | None, idempotency_key: str | None
+                      ) -> Call[wire.WriteFactsBatchResponse]:
+        body = _body(messages=[_message(m) for m in messages], sessionId=session_id, extract=extract, infer=infer,
+                     scopes=_scopes(scopes), labels=labels, memoryCategory=memory_category)
+        return Call("POST", f"{self.prefix}/facts/batch", model(wire.WriteFactsBatchResponse), json=body,
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+                    idempotent=True, keyed_write=True)
+
+    def forget(self, query: str, *, limit: int | None, min_score: float | None, dry_run: bool | None,
+               purge: bool | None) -> Call[wire.ForgetResponse]:
+        body = _body(query=query, limit=limit, minScore=min_score, dryRun=dry_run, purge=purge)
+        return Call("POST", f"{self.prefix}/forget", model(wire.ForgetResponse), json=body)
+
+    # --- recall -------------------------------------------------------------------------
+
+    def query(self, query: str, *, k: int | None, mode: str | None, include: list[str] | None, as_of: str | None,
+              session_id: str | None, labels: list[str] | None) -> Call[wire.QueryResponse]:
+        body = _body(query=query, k=k, mode=mode, include=include, asOf=as_of, sessionId=session_id, labels=labels)
+        return Call("POST", f"{self.prefix}/query", model(wire.QueryResponse), json=body, idempotent=True)
+
+    def context(self, query: str, *, k: int | None, subject: str | None) -> Call[wire.ContextResponse]:
+        return Call("POST", f"{self.prefix}/context", model(wire.ContextResponse),
+                    json=_body(query=query, k=k, subject=subject), idempotent=True)
+
+    def session_context(self, session_id: str, query: str, *, k: int | None) -> Call[wire.ContextResponse]:
+        return Call("POST", f"{self.prefix}/sessions/{_seg(session_id)}/context", model(wire.ContextResponse),
+                    json=_body(query=query, k=k), idempotent=True)
+
+    # --- chat -----------------------------------------------------------------------------
+
+    def chat(self, message: str, *, session_id: str | None, stream: bool, scopes: Scopes | None,
+             labels: list[str] | None, model_name: str | None, bypass_cache: bool | None,
+             suppress_markers: bool | None) -> Call[wire.ChatResponse]:
+        body = _body(message=message, sessionId=session_id, scopes=_scopes(scopes), labels=labels, model=model_name,
+                     stream=stream or None, bypassCache=bypass_cache, suppressMarkers=suppress_markers)
+        headers = {"accept": "text/event-stream"} if stream else None
+        return Call("POST", f"{self.prefix}/chat", model(wire.ChatResponse), json=body, headers=headers)
+
+    def trace(self, trace_id: str) -> Call[wire.Trace]:
+        return Call("GET", f"{self.prefix}/traces/{_seg(trace_id)}", model(wire.Trace), idempotent=True)
+
+    # --- sessions -------------------------------------------------------------------------
+
+    def create_session(self, *, scopes: Scopes | None, labels: list[str] | None) -> Call[wire.Session]:
+        return Call("POST", f"{self.prefix}/sessions", model(wire.Session),
+                    json=_body(scopes=_scopes(scopes), labels=labels))
+
+    def close_session(self, session_id: str) -> Call[wire.Session]:
+        return Call("POST", f"{self.prefix}/sessions/{_seg(session_id)}/close", model(wire.Session),
+                    idempotent=True)  # closing twice is the same as once
+
+    def delete_session(self, session_id: str) -> Call[None]:
+        return Call("DELETE", f"{self.prefix}/sessions/{_seg(session_id)}", nothing, idempotent=True)
+
+    def session_turns(self, session_id: str, *, limit: int | None, cursor: str | None) -> Call[wire.TurnPage]:
+        return Call("GET", f"{self.prefix}/sessions/{_seg(session_id)}/turns", model(wire.TurnPage),
+                    params={"limit": limit, "cursor": cursor}, idempotent=True)
+
+    # --- state and the memory graph ------------------------------------------------------
+
+    def state(self, *, limit: int | None) -> Call[wire.State]:
+        return Call("GET", f"{self.prefix}/state", model(wire.State), params={"limit": limit}, idempotent=True)
+
+    def profile(self, *, limit: int | None) -> Call[wire.Profile]:
+        return Call("GET", f"{self.prefix}/profile", model(wire.Profile), params={"limit": limit}, idempotent=True)
+
+    def _entity_path(self, type: str, name: str) -> str:
+        return f"{self.prefix}/entities/{_seg(type)}/{_seg(name)}"
+
+    def get_entity(self, type: str, name: str, *, as_of: str | None, limit: int | None) -> Call[wire.EntityDetail]:
+        return Call("GET", self._entity_path(type, name), model(wire.EntityDetail),
+                    params={"asOf": as_of, "limit": limit}, idempotent=True)
+
+    def delete_entity(self, type: str, name: str) -> Call[None]:
+        return Call("DELETE", self._entity_path(type, name), nothing, idempotent=True)
+
+    def attribute_history(self, type: str, name: str, key: str) -> Call[wire.AttributeHistory]:
+        return Call("GET", f"{self._entity_path(type, name)}/history/{_seg(key)}", model(wire.AttributeHistory),
+                    idempotent=True)
+
+    def page(self, path: str, params: dict[str, Any], cursor: str | None, page_size: int | None) -> Call[Any]:
+        """One page of a collection (``items`` or ``history`` + ``page``), as raw JSON."""
+        return Call("GET", f"{self.prefix}{path}", lambda r: r.json(),
+                    params={**params, "limit": page_size, "cursor": cursor}, idempotent=True)
+
+    def entity_path(self, type: str, name: str) -> str:
+        return f"/entities/{_seg(type)}/{_seg(name)}"
+
+    def resolve_uncertainty(self, uncertainty_id: str, accepted_value: str, *, note: str | None
+                            ) -> Call[wire.ResolveUncertaintyResponse]:
+        return Call("POST", f"{self.prefix}/uncertainty/{_seg(uncertainty_id)}/resolve",
+                    model(wire.ResolveUncertaintyResponse), json=_body(acceptedValue=accepted_value, note=note))
+
+    # --- documents ------------------------------------------------------------------------
+
+    def upload_document(self, source: DocumentSource, *, title: str | None, filename: str | None,
+                        format: str | None, scopes: Scopes | None, labels: list[str] | None,
+                        observed_at: str | None) -> Call[wire.UploadDocumentResponse]:
+        name, content = _document_content(source, filename)
+        fields = _body(title=title, filename=filename, format=format, observedAt=observed_at,
+                       scopes=json.dumps(_scopes(scopes)) if scopes is not None else None,
+                       labels=json.dumps(labels) if labels is not None else None)
+        ctype = "text/markdown" if name.lower().endswith((".md", ".markdown")) else "text/plain"
+        # The service stores the same content once (a repeat answers deduplicated), so a retry
+        # after a lost reply cannot store the document twice.
+        return Call("POST", f"{self.prefix}/documents", model(wire.UploadDocumentResponse),
+                    files={"file": (name, content, ctype)}, data=fields, idempotent=True)
+
+    def get_document(self, document_id: str) -> Call[wire.Document]:
+        return Call("GET", f"{self.prefix}/documents/{_seg(document_id)}", model(wire.Document), idempotent=True)
+
+    def delete_document(self, document_id: str) -> Call[None]:
+        return Call("DELETE", f"{self.prefix}/documents/{_seg(document_id)}", nothing, idempotent=True)
+
+    # --- threads --------------------------------------------------------------------------
+
+    def thread_path(self, thread_id: str, suffix: str = "") -> str:
+        return f"{self.prefix}/threads/{_seg(thread_id, ':')}{suffix}"
+
+    def append_thread(self, thread_id: str, text: str, *, entity_id: str | None, metadata: dict[str, Any] | None,
+                      acl_readers: list[str] | None, idempotency_key: str | None
+                      ) -> Call[httpx.Response]:
+        body: dict[str, Any] = _body(text=text, entity_id=entity_id, metadata=metadata)
+        if acl_readers is not None:  # [] is meaningful: quarantine
+            body["acl_readers"] = list(acl_readers)
+        return Call("POST", self.thread_path(thread_id, "/turns"), lambda r: r, json=body,
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+                    idempotent=True, keyed_write=True)
+
+    def thread_turns(self, thread_id: str, params: dict[str, Any]) -> Call[Any]:
+        return Call("GET", self.thread_path(thread_id, "/turns"), lambda r: r.json(), params=params,
+                    idempotent=True)
+
+    def get_thread_turn(self, thread_id: str, turn_index: int) -> Call[wire.ThreadTurn]:
+        return Call("GET", self.thread_path(thread_id, f"/turns/{int(turn_index)}"), model(wire.ThreadTurn),
+                    idempotent=True)
+
+    def get_thread(self, thread_id: str) -> Call[wire.Thread]:
+        return Call("GET", self.thread_path(thread_id), model(wire.Thread), idempotent=True)
+
+    def set_thread_acl(self, thread_id: str, acl_readers: list[str] | None) -> Call[wire.Thread]:
+        return Call("PUT", self.thread_path(thread_id, "/acl"), model(wire.Thread),
+                    json={"acl_readers": acl_readers}, idempotent=True)
+
+    def thread_context(self, thread_id: str, query: str, *, last_n_turns: int, recent_first: bool,
+                       entity_id: str | None) -> Call[list[wire.ThreadContextItem]]:
+        body = _body(query=query, last_n_turns=last_n_turns, recent_first=recent_first, entity_id=entity_id)
+        return Call("POST", self.thread_path(thread_id, "/context"),
+                    lambda r: [wire.ThreadContextItem.model_validate(i) for i in r.json()["items"]],
+                    json=body, idempotent=True)
+
+
+def _document_content(source: DocumentSource, filename: str | None) -> tuple[str, bytes]:
+    """(file name, bytes) of a path, bytes, or a binary or text file object."""
+    if isinstance(source, bytes):
+        return filename or "document.txt", source
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        return filename or path.name, path.read_bytes()
+    data = source.read()
+    name = filename or os.path.basename(getattr(source, "name", "") or "") or "document.txt"
+    if isinstance(source, io.TextIOBase) or isinstance(data, str):
+        data = data.encode("utf-8")
+    return name, data

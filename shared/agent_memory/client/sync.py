@@ -1,0 +1,465 @@
+"""``AgentMemory``: the synchronous client of the whole API.
+
+    with AgentMemory("acme-prod", api_key=...) as memory:
+        session = memory.sessions.create(scopes=["org/acme/user/alice"])
+        result = memory.chat("What do you know about me?", session_id=session.id)
+        print(result.reply, result.citations, result.memory_updates.corrections)
+        session.close()
+
+``AsyncAgentMemory`` (``agent_memory.client.aio``) has the same methods as coroutines.
+Results are the service's own pydantic models (``agent_memory.models.wire``); errors are
+``ApiError`` subclasses (``agent_memory.client.errors``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal, TypeVar, overload
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, PrivateAttr
+
+from agent_memory.client import _common as common
+from agent_memory.client._calls import Calls, DocumentSource, Scopes, operation
+from agent_memory.client.errors import AgentMemoryError, NotFoundError
+from agent_memory.client.streaming import ChatStream
+from agent_memory.client.transport import Call, Transport
+from agent_memory.models import wire
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class AgentMemory:
+    """One context (and partition, and principal) of an agent-memory service.
+
+    ``base_url`` and ``api_key`` default to ``AGENT_MEMORY_URL`` / ``AGENT_MEMORY_API_KEY``.
+    ``on_behalf_of`` sends ``X-Spectron-On-Behalf-Of`` on every call. ``timeout`` bounds each
+    HTTP attempt; ``retry_budget_s`` bounds a call's retries (see ``transport``)."""
+
+    def __init__(self, context: str, base_url: str | None = None, api_key: str | None = None,
+                 partition: str | None = None, on_behalf_of: str | None = None,
+                 timeout: float = common.DEFAULT_TIMEOUT_S, *, max_retries: int = common.DEFAULT_MAX_RETRIES,
+                 retry_budget_s: float = common.DEFAULT_RETRY_BUDGET_S,
+                 context_byte_budget: int = common.CONTEXT_BYTE_BUDGET,
+                 download_concurrency: int = common.DOWNLOAD_CONCURRENCY,
+                 sleep: Callable[[float], None] | None = None, http_transport: httpx.BaseTransport | None = None):
+        self.context_id = context
+        self.partition = partition
+        self.context_byte_budget = context_byte_budget
+        self.download_concurrency = download_concurrency
+        url, headers = common.connection(base_url, api_key, partition, on_behalf_of)
+        kwargs: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
+        self._transport = Transport(url, headers, timeout=timeout, retry_budget_s=retry_budget_s,
+                                    max_retries=max_retries, http_transport=http_transport, **kwargs)
+        self._calls = Calls(context)
+        self.sessions = Sessions(self)
+        self.entities = Entities(self)
+        self.attributes = Attributes(self)
+        self.relations = Relations(self)
+        self.actions = Actions(self)
+        self.instructions = Instructions(self)
+        self.uncertainty = Uncertainty(self)
+        self.documents = Documents(self)
+        self.traces = Traces(self)
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> AgentMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, call: Call[Any]) -> Any:
+        return self._transport.send(call)
+
+    def _paged(self, path: str, params: dict[str, Any], key: str, item: type[M], page_size: int | None
+               ) -> Iterator[M]:
+        cursor: str | None = None
+        while True:
+            page = self._send(self._calls.page(path, params, cursor, page_size))
+            for row in page[key]:
+                yield item.model_validate(row)
+            cursor = common.next_cursor(page)
+            if cursor is None:
+                return
+
+    # --- service ----------------------------------------------------------------------
+
+    @operation("health")
+    def health(self) -> wire.Health:
+        return self._send(self._calls.health())
+
+    # --- writes -------------------------------------------------------------------------
+
+    @operation("writeFacts")
+    def remember(self, text: str, session_id: str | None = None, *, infer: str | None = None,
+                 triples: list[dict[str, Any]] | None = None, scopes: Scopes | None = None,
+                 labels: list[str] | None = None, memory_category: str | None = None, role: str | None = None,
+                 observed_at: str | None = None, idempotency_key: str | None = None) -> wire.WriteFactsResponse:
+        """Stores one turn and returns what it extracted (``result.extraction``); retried
+        safely under one idempotency key (yours, or one made for this call)."""
+        return self._send(self._calls.remember(
+            text, session_id=session_id, infer=infer, triples=triples, scopes=scopes, labels=labels,
+            memory_category=memory_category, role=role, observed_at=observed_at, idempotency_key=idempotency_key))
+
+    @operation("writeFactsBatch")
+    def remember_many(self, messages: Iterable[Any], session_id: str | None = None, *, extract: str | None = None,
+                      infer: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
+                      memory_category: str | None = None, idempotency_key: str | None = None
+                      ) -> wire.WriteFactsBatchResponse:
+        """Stores a conversation: messages are dicts (``role``, ``content``, ``ts``),
+        ``(role, content)`` pairs or strings (user turns)."""
+        return self._send(self._calls.remember_many(
+            messages, session_id=session_id, extract=extract, infer=infer, scopes=scopes, labels=labels,
+            memory_category=memory_category, idempotency_key=idempotency_key))
+
+    @operation("forget")
+    def forget(self, query: str, *, limit: int | None = None, min_score: float | None = None,
+               dry_run: bool | None = None, purge: bool | None = None) -> wire.ForgetResponse:
+        return self._send(self._calls.forget(query, limit=limit, min_score=min_score, dry_run=dry_run, purge=purge))
+
+    # --- reads --------------------------------------------------------------------------
+
+    @operation("query")
+    def query(self, query: str, *, k: int | None = None, mode: str | None = None, include: list[str] | None = None,
+              as_of: str | None = None, session_id: str | None = None, labels: list[str] | None = None
+              ) -> wire.QueryResponse:
+        """Ranked memory for ``query`` (``result.hits``, best first)."""
+        return self._send(self._calls.query(query, k=k, mode=mode, include=include, as_of=as_of,
+                                            session_id=session_id, labels=labels))
+
+    recall = query
+
+    @operation("recallContext")
+    def context(self, query: str, *, k: int | None = None, subject: str | None = None) -> wire.ContextResponse:
+        """Retrieved memory formatted for a prompt (``result.context``, ``result.sources``)."""
+        return self._send(self._calls.context(query, k=k, subject=subject))
+
+    @operation("getState")
+    def state(self, limit: int | None = None) -> wire.State:
+        return self._send(self._calls.state(limit=limit))
+
+    @operation("getProfile")
+    def profile(self, limit: int | None = None) -> wire.Profile:
+        return self._send(self._calls.profile(limit=limit))
+
+    # --- chat ---------------------------------------------------------------------------
+
+    @overload
+    def chat(self, message: str, session_id: str | None = None, stream: Literal[False] = False, *,
+             scopes: Scopes | None = None, labels: list[str] | None = None, model: str | None = None,
+             bypass_cache: bool | None = None, suppress_markers: bool | None = None) -> wire.ChatResponse: ...
+
+    @overload
+    def chat(self, message: str, session_id: str | None = None, stream: Literal[True] = True, *,
+             scopes: Scopes | None = None, labels: list[str] | None = None, model: str | None = None,
+             bypass_cache: bool | None = None, suppress_markers: bool | None = None) -> ChatStream: ...
+
+    @operation("chat")
+    def chat(self, message: str, session_id: str | None = None, stream: bool = False, *,
+             scopes: Scopes | None = None, labels: list[str] | None = None, model: str | None = None,
+             bypass_cache: bool | None = None, suppress_markers: bool | None = None
+             ) -> wire.ChatResponse | ChatStream:
+        """One chat turn. With ``stream=True``, a ``ChatStream``: text deltas, then the
+        final ``ChatResponse`` (reply, citations, memory updates)."""
+        call = self._calls.chat(message, session_id=session_id, stream=stream, scopes=scopes, labels=labels,
+                                model_name=model, bypass_cache=bypass_cache, suppress_markers=suppress_markers)
+        if not stream:
+            return self._send(call)
+        return ChatStream(self._transport.response(call, stream=True))
+
+    # --- threads ------------------------------------------------------------------------
+
+    @operation("appendThreadTurn")
+    def append_thread(self, thread_id: str, text: str, *, entity_id: str | None = None,
+                      metadata: dict[str, Any] | None = None, acl_readers: list[str] | None = None,
+                      idempotency_key: str | None = None) -> common.ThreadTurnRef:
+        """Appends one turn. ``acl_readers=None`` sends no list (the thread's default
+        applies); ``[]`` quarantines the turn. The idempotency key is reused across this
+        call's retries; durable workers pass their own, persisted with the message."""
+        response = self._send(self._calls.append_thread(thread_id, text, entity_id=entity_id, metadata=metadata,
+                                                         acl_readers=acl_readers, idempotency_key=idempotency_key))
+        return common.turn_ref(response.status_code, response.json())
+
+    @operation("listThreadTurns")
+    def list_thread_turns(self, thread_id: str, *, after_index: int | None = None, entity_id: str | None = None,
+                          page_size: int = 100) -> Iterator[wire.ThreadTurn]:
+        """Every readable turn after ``after_index``, in order, following pages lazily."""
+        params: dict[str, Any] = {"limit": page_size, "after_index": after_index, "entity_id": entity_id}
+        while True:
+            page = self._send(self._calls.thread_turns(thread_id, params))
+            for row in page["items"]:
+                yield wire.ThreadTurn.model_validate(row)
+            cursor = common.next_cursor(page)
+            if cursor is None:
+                return
+            params = {**params, "after_index": None, "cursor": cursor}
+
+    @operation("getThreadTurn")
+    def get_thread_turn(self, thread_id: str, turn_index: int) -> wire.ThreadTurn:
+        return self._send(self._calls.get_thread_turn(thread_id, turn_index))
+
+    @operation("getThread")
+    def get_thread(self, thread_id: str) -> wire.Thread:
+        return self._send(self._calls.get_thread(thread_id))
+
+    @operation("setThreadAcl")
+    def set_thread_acl(self, thread_id: str, acl_readers: list[str] | None) -> wire.Thread:
+        return self._send(self._calls.set_thread_acl(thread_id, acl_readers))
+
+    @operation("threadContext")
+    def thread_context(self, thread_id: str, query: str, *, last_n_turns: int = 10, recent_first: bool = False,
+                       entity_id: str | None = None) -> list[common.MemoryItem]:
+        """The latest ``last_n_turns`` turns, then up to five older semantic matches, as one
+        flat list. Text the service did not inline is downloaded eight turns at a time, and
+        all text counts against ``context_byte_budget`` (16 MiB); past it no later batch is
+        scheduled and ``AgentMemoryError`` is raised."""
+        items = self._send(self._calls.thread_context(thread_id, query, last_n_turns=last_n_turns,
+                                                      recent_first=recent_first, entity_id=entity_id))
+        items = common.unique(items)
+        budget = common.ByteBudget(self.context_byte_budget, len(items))
+        out: list[common.MemoryItem] = []
+        step = self.download_concurrency
+        with ThreadPoolExecutor(max_workers=step, thread_name_prefix="memory-download") as pool:
+            for lo in range(0, len(items), step):
+                batch = items[lo:lo + step]
+                texts = list(pool.map(lambda item: self._item_text(thread_id, item), batch))
+                for item, text in zip(batch, texts, strict=True):
+                    if text is None:  # gone or no longer readable since the context call
+                        continue
+                    budget.add(text)
+                    out.append(common.memory_item(item, text))
+                budget.check(lo + len(batch))
+        return out
+
+    def _item_text(self, thread_id: str, item: wire.ThreadContextItem) -> str | None:
+        text = common.inline_text(item)
+        if text is not None:
+            return text
+        try:
+            turn = self.get_thread_turn(thread_id, item.turn_index)
+        except NotFoundError:
+            return None
+        return common.check_download(thread_id, item, turn)
+
+
+class Session(wire.Session):
+    """A session (``id``, ``scopes``, ``labels``, ``created_at``, ``closed_at``) bound to its client."""
+
+    _sessions: Sessions = PrivateAttr()
+
+    def close(self) -> Session:
+        return self._sessions.close(self.id)
+
+    def delete(self) -> None:
+        self._sessions.delete(self.id)
+
+    def context(self, query: str, *, k: int | None = None) -> wire.ContextResponse:
+        return self._sessions.context(self.id, query, k=k)
+
+    def turns(self, *, page_size: int | None = None) -> Iterator[wire.Turn]:
+        return self._sessions.turns(self.id, page_size=page_size)
+
+    def chat(self, message: str, *, stream: bool = False, **options: Any) -> wire.ChatResponse | ChatStream:
+        return self._sessions._client.chat(message, session_id=self.id, stream=stream, **options)
+
+    def remember(self, text: str, **options: Any) -> wire.WriteFactsResponse:
+        return self._sessions._client.remember(text, session_id=self.id, **options)
+
+
+class Sessions:
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    def _bind(self, data: wire.Session) -> Session:
+        session = Session.model_validate(data.model_dump(by_alias=True))
+        session._sessions = self
+        return session
+
+    @operation("createSession")
+    def create(self, scopes: Scopes | None = None, labels: list[str] | None = None) -> Session:
+        return self._bind(self._client._send(self._client._calls.create_session(scopes=scopes, labels=labels)))
+
+    def handle(self, session_id: str) -> Session:
+        """A handle on an existing session, to call its methods (no request is made)."""
+        session = Session.model_construct(id=session_id, scopes=[], labels=[], created_at="", closed_at=None)
+        session._sessions = self
+        return session
+
+    @operation("closeSession")
+    def close(self, session_id: str) -> Session:
+        return self._bind(self._client._send(self._client._calls.close_session(session_id)))
+
+    @operation("deleteSession")
+    def delete(self, session_id: str) -> None:
+        self._client._send(self._client._calls.delete_session(session_id))
+
+    @operation("sessionContext")
+    def context(self, session_id: str, query: str, *, k: int | None = None) -> wire.ContextResponse:
+        return self._client._send(self._client._calls.session_context(session_id, query, k=k))
+
+    @operation("listSessionTurns")
+    def turns(self, session_id: str, *, page_size: int | None = None) -> Iterator[wire.Turn]:
+        """The session's turns, oldest first, following pages lazily."""
+        cursor: str | None = None
+        while True:
+            page = self._client._send(self._client._calls.session_turns(session_id, limit=page_size, cursor=cursor))
+            yield from page.turns
+            if not page.page.has_more or not page.page.next_cursor:
+                return
+            cursor = page.page.next_cursor
+
+
+class Entities:
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    @operation("listEntities")
+    def list(self, type: str | None = None, *, page_size: int | None = None) -> Iterator[wire.MemoryEntity]:
+        return self._client._paged("/entities", {"type": type}, "items", wire.MemoryEntity, page_size)
+
+    @operation("getEntity")
+    def get(self, type: str, name: str, as_of: str | None = None, *, limit: int | None = None) -> wire.EntityDetail:
+        """The entity with its current attributes and relations, or those valid at ``as_of``."""
+        return self._client._send(self._client._calls.get_entity(type, name, as_of=as_of, limit=limit))
+
+    @operation("getAttributeHistory")
+    def history(self, type: str, name: str, key: str) -> list[wire.MemoryAttribute]:
+        """One attribute's supersession chain, oldest to newest."""
+        return self._client._send(self._client._calls.attribute_history(type, name, key)).history
+
+    @operation("listEntityHistory")
+    def all_history(self, type: str, name: str, *, page_size: int | None = None) -> Iterator[wire.MemoryAttribute]:
+        """Every attribute row of the entity, current and superseded, in key order."""
+        path = self._client._calls.entity_path(type, name) + "/history"
+        return self._client._paged(path, {}, "history", wire.MemoryAttribute, page_size)
+
+    @operation("deleteEntity")
+    def delete(self, type: str, name: str) -> None:
+        self._client._send(self._client._calls.delete_entity(type, name))
+
+
+class Attributes:
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    @operation("listAttributes")
+    def list(self, entity: str | None = None, key: str | None = None, *, page_size: int | None = None
+             ) -> Iterator[wire.MemoryAttribute]:
+        """Current attributes, optionally of one entity (``person/alice``) and key."""
+        return self._client._paged("/attributes", {"entity": entity, "key": key}, "items", wire.MemoryAttribute,
+                                   page_size)
+
+    def __iter__(self) -> Iterator[wire.MemoryAttribute]:
+        return self.list()
+
+
+class Relations:
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    @operation("listRelations")
+    def list(self, src: str | None = None, dst: str | None = None, label: str | None = None, *,
+             page_size: int | None = None) -> Iterator[wire.MemoryRelation]:
+        return self._client._paged("/relations", {"src": src, "dst": dst, "label": label}, "items",
+                                   wire.MemoryRelation, page_size)
+
+    def __iter__(self) -> Iterator[wire.MemoryRelation]:
+        return self.list()
+
+
+class Actions:
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    @operation("listActions")
+    def list(self, actor: str | None = None, verb: str | None = None, *, since: str | None = None,
+             until: str | None = None, page_size: int | None = None) -> Iterator[wire.MemoryAction]:
+        return self._client._paged("/actions", {"actor": actor, "verb": verb, "since": since, "until": until},
+                                   "items", wire.MemoryAction, page_size)
+
+    def __iter__(self) -> Iterator[wire.MemoryAction]:
+        return self.list()
+
+
+class Instructions:
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    @operation("listInstructions")
+    def list(self, *, page_size: int | None = None) -> Iterator[wire.MemoryInstruction]:
+        return self._client._paged("/instructions", {}, "items", wire.MemoryInstruction, page_size)
+
+    def __iter__(self) -> Iterator[wire.MemoryInstruction]:
+        return self.list()
+
+
+class Uncertainty:
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    @operation("listUncertainty")
+    def list(self, entity: str | None = None, resolved: bool | None = None, *, page_size: int | None = None
+             ) -> Iterator[wire.MemoryUncertainty]:
+        return self._client._paged("/uncertainty", {"entity": entity, "resolved": resolved}, "items",
+                                   wire.MemoryUncertainty, page_size)
+
+    def __iter__(self) -> Iterator[wire.MemoryUncertainty]:
+        return self.list()
+
+    @operation("resolveUncertainty")
+    def resolve(self, uncertainty_id: str, accepted_value: str, *, note: str | None = None
+                ) -> wire.ResolveUncertaintyResponse:
+        return self._client._send(self._client._calls.resolve_uncertainty(uncertainty_id, accepted_value, note=note))
+
+
+class Documents:
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    @operation("uploadDocument")
+    def upload(self, source: DocumentSource, title: str | None = None, *, filename: str | None = None,
+               format: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
+               observed_at: str | None = None) -> wire.UploadDocumentResponse:
+        """Uploads a document from a path, bytes or a file object."""
+        return self._client._send(self._client._calls.upload_document(
+            source, title=title, filename=filename, format=format, scopes=scopes, labels=labels,
+            observed_at=observed_at))
+
+    @operation("getDocument")
+    def get(self, document_id: str) -> wire.Document:
+        return self._client._send(self._client._calls.get_document(document_id))
+
+    @operation("listDocumentChunks")
+    def chunks(self, document_id: str, *, page_size: int | None = None) -> Iterator[wire.DocumentChunk]:
+        return self._client._paged(f"/documents/{quote(document_id, safe='')}/chunks", {}, "items",
+                                   wire.DocumentChunk, page_size)
+
+    @operation("deleteDocument")
+    def delete(self, document_id: str) -> None:
+        self._client._send(self._client._calls.delete_document(document_id))
+
+    def wait_ready(self, document_id: str, *, timeout: float = 300.0, poll_interval: float = 0.5) -> wire.Document:
+        """Polls until the document is no longer ingesting; raises after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            document = self.get(document_id)
+            if document.status != "ingesting":
+                return document
+            if time.monotonic() + poll_interval > deadline:
+                raise AgentMemoryError(f"document {document_id} still ingesting after {timeout}s")
+            time.sleep(poll_interval)
+
+
+class Traces:
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    @operation("getTrace")
+    def get(self, trace_id: str) -> wire.Trace:
+        return self._client._send(self._client._calls.trace(trace_id))

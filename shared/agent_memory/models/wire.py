@@ -1,0 +1,403 @@
+"""Response models of the HTTP API: the shapes openapi.yaml names, as pydantic models.
+
+The SDK parses every response into these, and tests check each one against its
+openapi.yaml component (tests/http/test_wire_models.py), so the wire has one definition.
+Attributes are snake_case; the wire is camelCase (``alias``). A model can also be read by
+its wire name (``state.identity["attributes"]``, ``correction["oldValue"]``), as the spec's
+examples do. Unknown fields are kept (``extra="allow"``), so an older SDK keeps working
+when the service adds a field.
+
+This module imports pydantic only: the light client install depends on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agent_memory.models.extraction import ExtractionResult
+from agent_memory.models.wire_base import WireModel
+
+Category = Literal["identity", "knowledge", "context"]
+
+
+class Problem(WireModel):
+    type: str = "about:blank"
+    title: str = ""
+    status: int = 0
+    detail: str = ""
+    field: str | None = None
+    code: str | None = None
+
+
+class Health(WireModel):
+    status: str
+    store: str | None = None
+    search: str | None = None
+
+
+class PageInfo(WireModel):
+    has_more: bool
+    next_cursor: str | None = None
+    total_size: int | None = None
+
+
+# --- sessions ---------------------------------------------------------------------
+
+
+class Session(WireModel):
+    id: str
+    scopes: list[list[str]] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
+    created_at: str
+    closed_at: str | None = None
+
+
+class Turn(WireModel):
+    id: str
+    session: str
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+    seq: int
+    created_at: str
+    observed_at: str | None = None
+
+
+class TurnPage(WireModel):
+    turns: list[Turn]
+    page: PageInfo
+
+
+# --- stored memory ----------------------------------------------------------------
+
+
+class FactSource(WireModel):
+    kind: Literal["turn", "upsert", "document"]
+    ref: str | None = None
+    session_id: str | None = None
+
+
+class MemoryEntity(WireModel):
+    id: str
+    name: str
+    entity_type: str
+    memory_category: Category
+    importance: float
+    created_at: str
+    updated_at: str
+
+
+class MemoryAttribute(WireModel):
+    id: str
+    entity: str
+    key: str
+    value: str
+    memory_category: Category
+    importance: float
+    valid_from: str | None
+    valid_until: str | None
+    supersedes: str | None
+    superseded_by: str | None
+    source: FactSource
+    created_at: str
+
+
+class MemoryRelation(WireModel):
+    id: str
+    subject: str
+    label: str
+    object: str
+    memory_category: Category
+    importance: float
+    valid_from: str | None
+    valid_until: str | None
+    supersedes: str | None
+    superseded_by: str | None
+    source: FactSource
+    created_at: str
+
+
+class MemoryAction(WireModel):
+    id: str
+    actor: str
+    verb: str
+    object: str | None
+    occurred_at: str | None
+    summary: str
+    memory_category: Category
+    importance: float
+    source: FactSource
+    created_at: str
+
+
+class StateInstruction(WireModel):
+    id: str
+    label: str
+    description: str
+
+
+class MemoryInstruction(StateInstruction):
+    source: FactSource
+    created_at: str
+
+
+class MemoryUncertainty(WireModel):
+    id: str
+    about: str
+    reason: str
+    entity: str | None
+    key: str | None
+    proposed_value: str | None
+    resolved: bool
+    resolved_at: str | None
+    accepted_value: str | None
+    note: str | None
+    created_at: str
+
+
+class StateCategory(WireModel):
+    entities: list[MemoryEntity] = Field(default_factory=list)
+    attributes: list[MemoryAttribute] = Field(default_factory=list)
+    relations: list[MemoryRelation] = Field(default_factory=list)
+    actions: list[MemoryAction] = Field(default_factory=list)
+
+
+class Unknown(WireModel):
+    about: str
+    reason: str
+
+
+class StateTruncation(WireModel):
+    entities: bool
+    attributes: bool
+    relations: bool
+    actions: bool
+    instructions: bool
+    unknowns: bool
+
+
+class State(WireModel):
+    identity: StateCategory
+    knowledge: StateCategory
+    context: StateCategory
+    instructions: list[StateInstruction]
+    unknowns: list[Unknown]
+    truncated: StateTruncation
+
+
+class ProfileEntry(WireModel):
+    entity: str
+    entity_type: str
+    key: str
+    value: str
+
+
+class Profile(WireModel):
+    self_facts: list[ProfileEntry]
+    static: list[ProfileEntry]
+    dynamic: list[ProfileEntry]
+    preferences: list[ProfileEntry]
+    instructions: list[StateInstruction]
+
+
+class EntityDetailTruncation(WireModel):
+    attributes: bool
+    relations: bool
+
+
+class EntityDetail(WireModel):
+    entity: MemoryEntity
+    attributes: list[MemoryAttribute]
+    relations: list[MemoryRelation]
+    as_of: str | None
+    truncated: EntityDetailTruncation
+
+
+class AttributeHistory(WireModel):
+    history: list[MemoryAttribute]
+
+
+class ResolveUncertaintyResponse(WireModel):
+    uncertainty: MemoryUncertainty
+    fact: MemoryAttribute | MemoryRelation | None
+
+
+class ForgetItem(WireModel):
+    id: str
+    kind: Literal["attribute", "relation", "action", "instruction", "turn", "chunk"]
+    text: str
+    score: float
+
+
+class ForgetResponse(WireModel):
+    deleted: int
+    items: list[ForgetItem]
+
+
+# --- writes and chat ----------------------------------------------------------------
+
+class WriteFactsResponse(WireModel):
+    mode: Literal["full", "triples", "preview", "none"]
+    session_id: str | None
+    turn_id: str | None
+    extraction: ExtractionResult | None
+
+
+class WriteFactsBatchResponse(WireModel):
+    session_id: str | None
+    turn_ids: list[str]
+    extractions: list[ExtractionResult | None]
+
+
+class Citation(WireModel):
+    marker: str
+    id: str
+    kind: str
+    snippet: str
+    score: float
+    document_title: str | None = None
+    position_percent: int | None = None
+    occurred_at: str | None = None
+    role: str | None = None
+
+
+class ChatResponse(WireModel):
+    reply: str
+    session_id: str
+    trace_id: str
+    citations: list[Citation]
+    memory_updates: ExtractionResult
+
+
+class Trace(WireModel):
+    id: str
+    retrieval: dict[str, Any] | None
+    response: dict[str, Any] | None
+
+
+# --- recall -------------------------------------------------------------------------
+
+
+class QueryHit(WireModel):
+    id: str
+    text: str
+    source: str
+    score: float
+    occurred_at: str | None
+    role: str | None
+    session_id: str | None = None
+    source_ids: list[str] = Field(default_factory=list)
+    document_id: str | None = None
+    document_title: str | None = None
+    position_percent: int | None = None
+
+
+class QueryResponse(WireModel):
+    tier: int
+    hits: list[QueryHit]
+    query_ms: float
+    trace: dict[str, Any]
+
+
+class ContextSource(WireModel):
+    marker: str
+    id: str
+    source: str
+    score: float
+    occurred_at: str | None = None
+    role: str | None = None
+    document_title: str | None = None
+    position_percent: int | None = None
+
+
+class ContextResponse(WireModel):
+    context: str
+    tier: int
+    query_ms: float
+    sources: list[ContextSource] = Field(default_factory=list)
+    excluded: list[str] = Field(default_factory=list)
+
+
+# --- documents ----------------------------------------------------------------------
+
+
+class UploadDocumentResponse(WireModel):
+    id: str
+    status: str
+    content_hash: str
+    deduplicated: bool
+    title: str | None = None
+    chunk_count: int | None = None
+
+
+class Document(WireModel):
+    id: str
+    title: str
+    content_hash: str
+    size: int
+    chunk_count: int
+    status: str
+    format: Literal["text", "markdown"]
+    filename: str | None = None
+    created_at: str
+    observed_at: str
+    scopes: list[list[str]]
+    labels: list[str]
+
+
+class DocumentChunk(WireModel):
+    id: str
+    document_id: str
+    document_title: str
+    ordinal: int
+    offset: int
+    position_percent: int
+    heading_path: list[str]
+    text: str
+
+
+# --- threads ------------------------------------------------------------------------
+
+
+class AppendThreadTurnResponse(WireModel):
+    thread_id: str
+    turn_index: int
+    turn_id: str
+    entity_id: str | None
+    created_at: str
+
+
+class ThreadTurn(WireModel):
+    thread_id: str
+    turn_id: str
+    turn_index: int
+    text: str
+    entity_id: str | None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    acl_readers: list[str] | None
+    created_at: str
+    created_by: str | None = None
+    text_bytes: int
+
+
+class Thread(WireModel):
+    thread_id: str
+    partition: str
+    turn_count: int
+    acl_readers: list[str] | None
+    created_at: str
+    updated_at: str
+
+
+class ThreadContextItem(WireModel):
+    turn_id: str
+    turn_index: int
+    text: str | None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    entity_id: str | None
+    origin: Literal["recent", "semantic"]
+    score: float | None = None
+    created_at: str
+    text_bytes: int
+    text_inline: bool

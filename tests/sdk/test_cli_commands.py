@@ -1,0 +1,52 @@
+"""The CLI commands that talk to a server go through the SDK: remember, recall, state,
+history (human-readable, or --json) and chat, against the local server; no httpx INFO
+lines reach the terminal."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+
+from agent_memory import cli
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_operator_commands_print_text_or_json(env_server, capsys, caplog):
+    caplog.set_level(logging.DEBUG)
+    code, out, _ = run(capsys, "remember", "--context", "acme", "I live in London.")
+    assert code == 0 and "+ entity:person/user location = London" in out
+    code, out, _ = run(capsys, "remember", "--context", "acme", "I moved to Berlin.")
+    assert "~ entity:person/user location: London -> Berlin" in out
+    code, out, _ = run(capsys, "recall", "--context", "acme", "Where do I live?", "-k", "3")
+    assert code == 0 and out.startswith(" 1. [attribute") and "Berlin" in out.splitlines()[0]
+    code, out, _ = run(capsys, "state", "--context", "acme")
+    assert "identity:" in out and "entity:person/user location = Berlin" in out
+    code, out, _ = run(capsys, "history", "--context", "acme", "person/user", "location")
+    lines = out.splitlines()
+    assert len(lines) == 2 and lines[0].endswith(": London") and lines[1].endswith(": Berlin")
+    code, out, _ = run(capsys, "history", "--context", "acme", "person/user", "location", "--json")
+    assert [row["value"] for row in json.loads(out)] == ["London", "Berlin"]
+    code, out, _ = run(capsys, "state", "--context", "acme", "--json")
+    assert set(json.loads(out)) >= {"identity", "knowledge", "context", "instructions", "unknowns"}
+    assert not [r for r in caplog.records if r.name.startswith(("httpx", "httpcore")) and r.levelno < logging.WARNING]
+
+
+def test_errors_and_an_unreachable_service(env_server, capsys, monkeypatch):
+    code, _, err = run(capsys, "history", "--context", "acme", "person/nobody", "location")
+    assert code == 1 and "404" in err
+    code, _, err = run(capsys, "state", "--context", "acme", "--url", "http://127.0.0.1:9")
+    assert code == 2 and "cannot reach http://127.0.0.1:9" in err
+
+
+def test_chat_command_runs_the_repl_over_the_sdk(env_server, model, capsys, monkeypatch):
+    feed = iter(["I live in London.", "Where do I live?", "exit"])
+    monkeypatch.setattr(builtins, "input", lambda prompt="": next(feed))
+    code, out, _ = run(capsys, "chat", "--context", "acme")
+    assert code == 0 and out.count("Agent: ") == 2 and "London" in out.split("Agent: ")[2]
+    assert "resume with --session sess_" in out
