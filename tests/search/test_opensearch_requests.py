@@ -179,22 +179,17 @@ def expected_index_body(engine: str, name: str, dim: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("service", "version", "override", "engine", "asks_version"),
-    [
-        ("es", "2.19.1", None, "faiss", True),
-        ("es", "3.1.0", None, "faiss", True),
-        ("es", "2.17.0", None, "lucene", True),
-        ("es", "2.19.1", "lucene", "lucene", False),
-        ("aoss", "2.17.0", None, "faiss", False),
-    ],
+    ("service", "override", "engine"),
+    [("es", None, "faiss"), ("es", "lucene", "lucene"), ("es", "faiss", "faiss"), ("aoss", None, "faiss")],
 )
-def test_index_creation_mapping(embedder, service, version, override, engine, asks_version) -> None:
-    client = RecordingClient(version=version, exists=False)
+def test_index_creation_mapping(embedder, service, override, engine) -> None:
+    client = RecordingClient(version="2.17.0", exists=False)
     idx, _ = make(embedder, client, service=service, engine=override)
     idx.search("anything", SearchFilter(context_id="c"), k=3, mode="bm25")
     created = client.requests("indices.create")
     assert created == [{"index": "memory-tenant1", "body": expected_index_body(engine, "test/bow", 64)}]
-    assert bool(client.requests("info")) is asks_version
+    # The engine is a deployment setting: never a root-level ``GET /`` outside the tenant's index.
+    assert not client.requests("info")
     idx.search("again", SearchFilter(context_id="c"), k=3, mode="bm25")
     assert len(client.requests("indices.exists")) == 1  # checked once per instance
 
@@ -348,10 +343,10 @@ def test_bulk_upsert_uses_external_gte_versioning(embedder) -> None:
     idx.upsert([rich, plain])
     vec = [float(x) for x in embedder.embed(["Alice works at Acme"])[0]]
     assert client.requests("bulk") == [{
+        "index": "memory-tenant1",  # POST /memory-tenant1/_bulk: the path names the index, no line does
         "refresh": "wait_for",
         "body": [
-            {"index": {"_index": "memory-tenant1", "_id": "ctx%7C1|attr_1", "version": 7,
-                       "version_type": "external_gte"}},
+            {"index": {"_id": "ctx%7C1|attr_1", "version": 7, "version_type": "external_gte"}},
             {
                 "unit_id": "attr_1", "context_id": "ctx|1", "kind": "attribute", "partition": "p1",
                 "session_id": "sess_1", "labels": ["a", "b"], "entity_ids": ["person/alice"],
@@ -362,8 +357,7 @@ def test_bulk_upsert_uses_external_gte_versioning(embedder) -> None:
                 "valid_from": "2024-01-01T00:00:00.000Z", "revision": 7, "text": "Alice works at Acme",
                 "payload": unit_payload(rich), "embedding": vec,
             },
-            {"index": {"_index": "memory-tenant1", "_id": "ctx-2|turn_2", "version": 1,
-                       "version_type": "external_gte"}},
+            {"index": {"_id": "ctx-2|turn_2", "version": 1, "version_type": "external_gte"}},
             {   # empty text embeds to the zero vector, which cosinesimil rejects: no embedding field
                 "unit_id": "turn_2", "context_id": "ctx-2", "kind": "turn", "partition": "default",
                 "labels": [], "entity_ids": [], "source_ids": [], "acl_mode": "quarantine", "acl_readers": [],
@@ -393,9 +387,9 @@ def test_delete_and_delete_context_requests(embedder) -> None:
     idx.delete("ctx-1", ["u1", "u2", "u1"])
     idx.delete_context("ctx-1")
     assert client.requests("bulk") == [{
+        "index": "memory-tenant1",
         "refresh": "wait_for",
-        "body": [{"delete": {"_index": "memory-tenant1", "_id": "ctx-1|u1"}},
-                 {"delete": {"_index": "memory-tenant1", "_id": "ctx-1|u2"}}],
+        "body": [{"delete": {"_id": "ctx-1|u1"}}, {"delete": {"_id": "ctx-1|u2"}}],
     }]
     assert client.requests("delete_by_query") == [{
         "index": "memory-tenant1", "body": {"query": {"term": {"context_id": "ctx-1"}}},
@@ -418,11 +412,19 @@ def test_get_by_document_id(embedder) -> None:
 # ---------------------------------------------------------------------------
 
 
-def copy_hit(doc: str, uid: str, revision: int) -> dict[str, Any]:
-    return {"_id": doc, "_score": None, "_source": {"unit_id": uid, "revision": revision}}
+def copy_hit(doc: str, uid: str, revision: int, ctx: str = "ctx-1") -> dict[str, Any]:
+    return {"_id": doc, "_score": None, "_source": {"unit_id": uid, "context_id": ctx, "revision": revision},
+            "sort": [doc]}
 
 
-def test_serverless_upsert_compares_revisions_itself(embedder, monkeypatch) -> None:
+def copies_query(*contexts: tuple[str, list[str]]) -> dict[str, Any]:
+    return {"size": 1000, "_source": ["unit_id", "context_id", "revision"], "sort": [{"copy_id": "asc"}],
+            "query": {"bool": {"should": [
+                {"bool": {"filter": [{"term": {"context_id": ctx}}, {"terms": {"unit_id": ids}}]}}
+                for ctx, ids in contexts], "minimum_should_match": 1}}}
+
+
+def test_serverless_write_compares_revisions_itself_in_one_search_and_one_bulk(embedder, monkeypatch) -> None:
     from agent_memory.adapters import opensearch_search
 
     copy_ids = iter(["copy-1", "copy-2", "copy-3"])
@@ -430,28 +432,27 @@ def test_serverless_upsert_compares_revisions_itself(embedder, monkeypatch) -> N
     idx, client = make(embedder, service="aoss", refresh=True)
     client.responses["search"] = {"hits": {"hits": [
         copy_hit("srv-a", "u0", 5), copy_hit("srv-b", "u1", 1), copy_hit("srv-c", "u1", 1),
+        copy_hit("srv-d", "gone", 4, ctx="ctx-2"),
     ]}}
     stale = SearchUnit(id="u0", context_id="ctx-1", kind="turn", text="old news", revision=3)
     newer = SearchUnit(id="u1", context_id="ctx-1", kind="turn", text="fresh news", revision=2)
     new = SearchUnit(id="u2", context_id="ctx-1", kind="turn", text="brand new", revision=1)
-    idx.upsert([stale, newer, new])
-    assert client.requests("search") == [{"index": "memory-tenant1", "body": {
-        "size": 12, "_source": ["unit_id", "revision"],
-        "query": {"bool": {"filter": [{"term": {"context_id": "ctx-1"}},
-                                      {"terms": {"unit_id": ["u0", "u1", "u2"]}}]}},
-    }}]
+    idx.write([stale, newer, new], {"ctx-2": ["gone"]})
+    assert client.requests("search") == [{"index": "memory-tenant1", "body": copies_query(
+        ("ctx-1", ["u0", "u1", "u2"]), ("ctx-2", ["gone"]))}]
     vecs = embedder.embed(["fresh news", "brand new"])
     assert client.requests("bulk") == [
-        {"body": [  # no _id, no version, no refresh parameter on Serverless
-            {"index": {"_index": "memory-tenant1"}},
+        {"index": "memory-tenant1", "body": [  # no _id, no version, no refresh parameter on Serverless
+            {"index": {}},
             {**unit_document(newer, vecs[0]), "copy_id": "copy-1"},
-            {"index": {"_index": "memory-tenant1"}},
+            {"index": {}},
             {**unit_document(new, vecs[1]), "copy_id": "copy-2"},
+            {"delete": {"_id": "srv-b"}},
+            {"delete": {"_id": "srv-c"}},
+            {"delete": {"_id": "srv-d"}},
         ]},
-        {"body": [{"delete": {"_index": "memory-tenant1", "_id": "srv-b"}},
-                  {"delete": {"_index": "memory-tenant1", "_id": "srv-c"}}]},
     ]
-    assert not client.requests("info")  # Serverless: faiss without asking the version
+    assert not client.requests("info")
 
 
 def test_serverless_get_delete_and_delete_context(embedder) -> None:
@@ -468,17 +469,18 @@ def test_serverless_get_delete_and_delete_context(embedder) -> None:
     idx.delete_context("ctx-1")
     searches = [r["body"] for r in client.requests("search")]
     assert searches[0] == {
-        "size": 1, "_source": ["payload"], "sort": [{"revision": "desc"}],
+        "size": 4, "_source": ["payload"], "sort": [{"revision": "desc"}],
         "query": {"bool": {"filter": [{"term": {"context_id": "ctx-1"}}, {"term": {"unit_id": "u0"}}]}},
     }
+    assert searches[1] == copies_query(("ctx-1", ["u0"]))
     assert searches[2] == {"size": 1000, "_source": False, "sort": [{"copy_id": "asc"}],
                            "query": {"term": {"context_id": "ctx-1"}}}
     assert searches[3] == {**searches[2], "search_after": ["c0999"]}
     bulks = [r["body"] for r in client.requests("bulk")]
-    assert bulks[0] == [{"delete": {"_index": "memory-tenant1", "_id": "srv-a"}},
-                        {"delete": {"_index": "memory-tenant1", "_id": "srv-b"}}]
+    assert bulks[0] == [{"delete": {"_id": "srv-a"}}, {"delete": {"_id": "srv-b"}}]
     deleted = [line["delete"]["_id"] for body in bulks[1:] for line in body]
     assert deleted == [f"srv-{i}" for i in range(1000)] + ["srv-last"]
+    assert [len(body) for body in bulks[1:]] == [500, 500, 1]  # BULK_CHUNK actions per request
     assert not client.requests("delete_by_query") and not client.requests("get")
 
 
