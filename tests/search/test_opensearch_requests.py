@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from opensearchpy.exceptions import NotFoundError
+from query_dsl import matches
 
 from agent_memory import scopes as scope_rules
 from agent_memory.adapters.opensearch_search import (
@@ -500,57 +501,6 @@ def test_readers_keep_the_highest_revision_of_duplicate_copies(embedder) -> None
 # ---------------------------------------------------------------------------
 # filter semantics: evaluate the emitted DSL on the emitted documents
 # ---------------------------------------------------------------------------
-
-
-def _values(doc: dict[str, Any], field: str) -> list[Any]:
-    v = doc.get(field)
-    if v is None:
-        return []
-    return v if isinstance(v, list) else [v]
-
-
-def _painless_scope_multi(doc: dict[str, Any], region: list[str]) -> bool:
-    """Line-by-line Python rendering of SCOPE_MULTI_SCRIPT over sorted keyword doc values."""
-    ok: dict[str, bool] = {}
-    for e in sorted(set(_values(doc, "scope_multi"))):
-        c, p = e.split(":", 1)
-        cov = any(p == r or p.startswith(r + "/") for r in region)
-        if not cov:
-            ok[c] = False
-        elif c not in ok:
-            ok[c] = True
-    return any(ok.values())
-
-
-def matches(q: dict[str, Any], doc: dict[str, Any]) -> bool:
-    """Evaluate the subset of the query DSL that build_filter emits."""
-    (kind, body), = q.items()
-    if kind == "bool":
-        if not all(matches(c, doc) for c in body.get("filter", [])):
-            return False
-        if any(matches(c, doc) for c in body.get("must_not", [])):
-            return False
-        should = body.get("should", [])
-        return not should or sum(matches(c, doc) for c in should) >= body.get("minimum_should_match", 1)
-    if kind == "term":
-        (field, value), = body.items()
-        return value in _values(doc, field)
-    if kind == "terms":
-        (field, values), = body.items()
-        return bool(set(values) & set(_values(doc, field)))
-    if kind == "exists":
-        return bool(_values(doc, body["field"]))
-    if kind == "range":
-        (field, bound), = body.items()
-        vals = _values(doc, field)
-        if not vals:
-            return False
-        (op, value), = bound.items()
-        return {"lte": vals[0] <= value, "gt": vals[0] > value}[op]
-    if kind == "script":
-        assert body["script"]["source"] == SCOPE_MULTI_SCRIPT
-        return _painless_scope_multi(doc, body["script"]["params"]["region"])
-    raise AssertionError(f"unexpected query {kind}")
 
 
 PATHS = ["org", "org/a", "org/a/x", "org/a/x/deep", "org/ab", "org/b", "org/b/y", "team/z", "team"]
