@@ -6,7 +6,7 @@ PORT ?= 8080
 AGENT_MEMORY_DATA_DIR ?= .agent-memory
 export AGENT_MEMORY_DATA_DIR
 
-.PHONY: serve test lint unit cfn-lint bench-cold-start install-dev install clean
+.PHONY: serve test test-opensearch lint unit cfn-lint bench-cold-start install-dev install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ cfn-lint: install-dev
 	$(VENV)/bin/cfn-lint template.yaml
 
 test: lint unit cfn-lint
+
+# The search contract suite (and the Painless scope script) against a real OpenSearch 2.x:
+#   make test-opensearch AGENT_MEMORY_OPENSEARCH_URL=http://localhost:9200
+test-opensearch: install-dev
+	@test -n "$(AGENT_MEMORY_OPENSEARCH_URL)" || { echo "set AGENT_MEMORY_OPENSEARCH_URL (e.g. http://localhost:9200)"; exit 2; }
+	AGENT_MEMORY_OPENSEARCH_URL=$(AGENT_MEMORY_OPENSEARCH_URL) $(PY) -m pytest -p no:xdist -m opensearch tests/search
 
 bench-cold-start: install
 	$(PY) bench/cold_start.py

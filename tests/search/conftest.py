@@ -20,7 +20,7 @@ from agent_memory.ports import Embedder, SearchIndex
 
 OPENSEARCH_ENV = "AGENT_MEMORY_OPENSEARCH_URL"
 OPENSEARCH_SKIP_REASON = "set AGENT_MEMORY_OPENSEARCH_URL to run against a real cluster"
-BACKENDS = ["embedded", "opensearch"]
+BACKENDS = ["embedded", pytest.param("opensearch", marks=pytest.mark.opensearch)]
 
 
 def opensearch_url() -> str | None:

@@ -1,13 +1,11 @@
-"""A Python evaluator of the query-DSL subset ``opensearch_search.build_filter`` emits, used to
-check filter semantics without a cluster and by the near-real-time test double. The Painless
-scope script is rendered line by line; ``make test-opensearch`` runs the real one."""
+"""A Python evaluator of the query-DSL subset ``opensearch_search`` emits, used to check filter
+semantics without a cluster and by the near-real-time test double (``make test-opensearch``
+runs the same filters on a real cluster)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
-
-from agent_memory.adapters.opensearch_search import SCOPE_MULTI_SCRIPT
 
 
 def _values(doc: dict[str, Any], field: str) -> list[Any]:
@@ -15,19 +13,6 @@ def _values(doc: dict[str, Any], field: str) -> list[Any]:
     if v is None:
         return []
     return v if isinstance(v, list) else [v]
-
-
-def _painless_scope_multi(doc: dict[str, Any], region: list[str]) -> bool:
-    """Line-by-line Python rendering of SCOPE_MULTI_SCRIPT over sorted keyword doc values."""
-    ok: dict[str, bool] = {}
-    for e in sorted(set(_values(doc, "scope_multi"))):
-        c, p = e.split(":", 1)
-        cov = any(p == r or p.startswith(r + "/") for r in region)
-        if not cov:
-            ok[c] = False
-        elif c not in ok:
-            ok[c] = True
-    return any(ok.values())
 
 
 def words(text: str) -> set[str]:
@@ -68,7 +53,8 @@ def matches(q: dict[str, Any], doc: dict[str, Any]) -> bool:
         return bool(words(spec["query"]) & words(" ".join(map(str, _values(doc, field)))))
     if kind == "ids":
         return doc.get("_id") in body["values"]
-    if kind == "script":
-        assert body["script"]["source"] == SCOPE_MULTI_SCRIPT
-        return _painless_scope_multi(doc, body["script"]["params"]["region"])
+    if kind == "nested":
+        path = body["path"]
+        return any(matches(body["query"], {f"{path}.{k}": v for k, v in obj.items()})
+                   for obj in doc.get(path) or [])
     raise AssertionError(f"unexpected query {kind}")

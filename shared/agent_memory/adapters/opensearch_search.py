@@ -14,9 +14,16 @@ Why this shape:
   rejected by OpenSearch (HTTP 409, treated as success) and an equal revision overwrites.
   Serverless vector collections (``service="aoss"``) refuse client-chosen ``_id``s (and so
   external versions), have no refresh API and may lack ``_delete_by_query``; there the
-  adapter compares revisions itself (look up the unit's stored copies, skip if one is newer,
-  index the new copy, delete the replaced ones), readers keep the highest revision per unit,
-  ``get`` is a query, and ``delete_context`` pages through the context and bulk-deletes.
+  adapter compares revisions itself (one search for the units' visible copies, then one bulk
+  that indexes new copies and deletes replaced ones), ``get`` is a query, and
+  ``delete_context`` pages through the context and bulk-deletes.
+- Writes become searchable only at the next refresh (about a second on a domain, longer on
+  Serverless), so the index can still show a superseded, deleted or reader-narrowed copy,
+  or (Serverless) a copy its writer could not see to delete. Every hit therefore carries its
+  revision and record key, and before ranking the reader drops hits that are not the current
+  revision of a live record (``LiveRevisions``: one consistent batched read of the store).
+- Every request names the index in its path (``POST /<index>/_bulk``, never ``/_bulk`` or
+  ``GET /``), so IAM or a Serverless data access policy confines a tenant to its own index.
 - The index records the embedder in the mapping's ``_meta``; a different embedder name or
   dimension raises ``EmbedderMismatch`` instead of mixing incomparable vectors.
 - ``opensearchpy`` and ``boto3`` are imported lazily so the domain package (and the
@@ -33,13 +40,13 @@ covers itself and its descendants. Each document stores:
   clauses distributes over the union, so "some single-path clause is covered" is one plain
   ``terms`` query of the region paths against this field. This is the common case and needs
   no script.
-- ``scope_multi``: for every clause with two or more paths, entries ``"<clause#>:<path>"``.
-  "Every path of the clause covered" is a universal condition that a term query cannot
-  express, so these are checked by a small painless ``script`` query (guarded by an
-  ``exists`` filter so it only runs on the rare documents that have such clauses).
+- ``scope_clauses``: for every clause with two or more paths (up to ``MAX_CLAUSE_PATHS``), a
+  nested object whose ``p<i>`` holds the ancestors of the clause's i-th path. "Every path of
+  the clause covered" is then a nested query: some clause object where each ``p<i>`` meets the
+  region (``terms``) or is absent. Plain terms and bools: no script, on either engine.
 
-The scope filter is ``should: [unscoped, terms(single_anc, region), exists(multi) AND
-script(region)]`` with ``minimum_should_match: 1``.
+The scope filter is ``should: [unscoped, terms(single_anc, region), nested(every p<i> in
+region or absent)]`` with ``minimum_should_match: 1``.
 """
 
 from __future__ import annotations
@@ -77,20 +84,11 @@ from agent_memory.scopes import ancestors
 Engine = Literal["faiss", "lucene"]
 BULK_CHUNK = 500  # actions per bulk request
 PAGE = 1000  # hits per page when listing copies
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: multi-path scope clauses as nested terms (no script)
 
-# Painless: true when some multi-path clause has every path covered by a region path.
-# Doc values of a keyword field are a sorted set, so clauses are regrouped by their prefix.
-SCOPE_MULTI_SCRIPT = (
-    "Map ok = new HashMap(); "
-    "for (String e : doc['scope_multi']) { "
-    "int i = e.indexOf(':'); String c = e.substring(0, i); String p = e.substring(i + 1); "
-    "boolean cov = false; "
-    "for (String r : params.region) { if (p.equals(r) || p.startsWith(r + '/')) { cov = true; break; } } "
-    "if (!cov) { ok.put(c, false); } else if (!ok.containsKey(c)) { ok.put(c, true); } "
-    "} "
-    "return ok.containsValue(true);"
-)
+# Paths per multi-path scope clause the index encodes (``scope_clauses.p0`` ...). A longer
+# clause is left out of the document: it then admits no region-restricted reader (fail closed).
+MAX_CLAUSE_PATHS = 16
 
 
 def new_copy_id() -> str:
@@ -134,7 +132,10 @@ def index_body(embedder_name: str, dimension: int, engine: Engine) -> dict[str, 
                 "acl_readers": _keyword(),
                 "scope_unscoped": {"type": "boolean"},
                 "scope_single_anc": _keyword(),
-                "scope_multi": _keyword(),
+                "scope_clauses": {
+                    "type": "nested",
+                    "properties": {f"p{i}": _keyword() for i in range(MAX_CLAUSE_PATHS)},
+                },
                 "valid_from": {"type": "date"},
                 "valid_until": {"type": "date"},
                 "occurred_at": {"type": "date"},
@@ -169,8 +170,8 @@ def unit_document(unit: SearchUnit, vector: np.ndarray | None) -> dict[str, Any]
     text, vector (omitted when all zeros: cosine rejects zero vectors) and the full unit
     under ``payload`` (stored, not indexed) for ``get`` and hits."""
     single = sorted({a for clause in unit.scopes if len(clause) == 1 for a in ancestors(clause[0])})
-    multi_clauses = sorted({tuple(sorted(set(c))) for c in unit.scopes if len(set(c)) > 1})
-    multi = [f"{j}:{p}" for j, clause in enumerate(multi_clauses) for p in clause]
+    multi_clauses = sorted({tuple(sorted(set(c))) for c in unit.scopes if 1 < len(set(c)) <= MAX_CLAUSE_PATHS})
+    clauses = [{f"p{i}": ancestors(p) for i, p in enumerate(clause)} for clause in multi_clauses]
     if unit.acl_readers is None:
         acl_mode, readers = "open", []
     elif not unit.acl_readers:
@@ -192,7 +193,7 @@ def unit_document(unit: SearchUnit, vector: np.ndarray | None) -> dict[str, Any]
         "acl_readers": readers,
         "scope_unscoped": not unit.scopes,
         "scope_single_anc": single,
-        "scope_multi": multi,
+        "scope_clauses": clauses,
         "valid_from": _norm_time(unit.valid_from),
         "valid_until": _norm_time(unit.valid_until),
         "occurred_at": _norm_time(unit.occurred_at),
@@ -222,6 +223,23 @@ def _open_or(field: str, bound: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _multi_clause_covered(region: list[str]) -> dict[str, Any]:
+    """Some multi-path clause has every path covered: a nested clause object whose every
+    ``p<i>`` (that path's ancestors) meets the region, or is absent (the clause is shorter).
+    Plain ``nested``/``terms``/``bool``, which both engines run inside k-NN filters; Serverless
+    vector collections support nested queries and filtering ("Working with vector search
+    collections", https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html),
+    where a Painless script query is not among the documented features."""
+    each_path: list[dict[str, Any]] = [{"terms": {"scope_clauses.p0": region}},
+                                       {"terms": {"scope_clauses.p1": region}}]
+    for i in range(2, MAX_CLAUSE_PATHS):
+        field = f"scope_clauses.p{i}"
+        each_path.append({"bool": {"should": [{"terms": {field: region}},
+                                              {"bool": {"must_not": [{"exists": {"field": field}}]}}],
+                                   "minimum_should_match": 1}})
+    return {"nested": {"path": "scope_clauses", "query": {"bool": {"filter": each_path}}}}
+
+
 def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
     """The bool filter shared by the BM25 leg and the k-NN ``filter`` clause."""
     must: list[dict[str, Any]] = [
@@ -249,15 +267,7 @@ def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
         should: list[dict[str, Any]] = [{"term": {"scope_unscoped": True}}]
         if region:
             should.append({"terms": {"scope_single_anc": region}})
-            should.append({
-                "bool": {
-                    "filter": [
-                        {"exists": {"field": "scope_multi"}},
-                        {"script": {"script": {"lang": "painless", "source": SCOPE_MULTI_SCRIPT,
-                                               "params": {"region": region}}}},
-                    ]
-                }
-            })
+            should.append(_multi_clause_covered(region))
         must.append({"bool": {"should": should, "minimum_should_match": 1}})
     if not flt.admin:
         readers: list[dict[str, Any]] = [{"term": {"acl_mode": "open"}}]
