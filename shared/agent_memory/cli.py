@@ -87,6 +87,25 @@ def _reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+def _redrive(args: argparse.Namespace) -> int:
+    from agent_memory.adapters.stream_dead_letters import StreamDeadLetters
+    from agent_memory.runtime import Runtime
+    from agent_memory.services.redrive import redrive
+
+    settings = _settings(args)
+    if settings is None:
+        return 2
+    runtime = Runtime(settings)
+    if runtime.search is None:
+        print("agent-memory: search is disabled (storage.search: none); nothing to redrive", file=sys.stderr)
+        return 2
+    source = StreamDeadLetters(args.queue_url, region=settings.aws_region)
+    stats = redrive(source, runtime.base_store, runtime.search, contexts=args.context or ())
+    print(f"{stats.letters} dead letters: {stats.replayed_records} records re-projected from the stream; "
+          f"{len(stats.reindexed_contexts)} contexts reindexed")
+    return 0
+
+
 def _chat(args: argparse.Namespace) -> int:
     import httpx
 
@@ -123,6 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
     reindex.add_argument("--fresh", action="store_true",
                          help="embedded index: start a new index file (after an embedder change)")
     reindex.set_defaults(func=_reindex)
+
+    redrive = sub.add_parser("redrive", help="repair the search index for the projector's dead-lettered batches")
+    redrive.add_argument("--queue-url", required=True, help="the projector's dead-letter queue (stack resource)")
+    redrive.add_argument("--context", action="append", default=[],
+                         help="contexts to reindex for batches the stream no longer holds (default: all)")
+    redrive.add_argument("--data-dir", default=None)
+    redrive.set_defaults(func=_redrive)
 
     chat = sub.add_parser("chat", help="chat in the terminal with a running service")
     chat.add_argument("--context", required=True)
