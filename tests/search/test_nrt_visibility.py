@@ -39,6 +39,10 @@ class Service:
             "https://nrt.invalid", INDEX, self.rt.embedder, service=service, client=self.cluster.client(),
             live=StoreRevisions(self.rt.base_store))
 
+    def stored(self) -> Counter:
+        """Stored copies per unit id (what the index holds, searchable or not)."""
+        return Counter(d["unit_id"] for d in self.cluster.documents(INDEX))
+
     def search(self, query: str, flt: SearchFilter, k: int = 10) -> list[str]:
         hits = self.rt.search.search(query, flt, k=k)
         ids = [h.unit.id for h in hits]
@@ -70,11 +74,11 @@ def test_two_changes_within_one_interval_leave_one_current_copy(svc):
     assert svc.search("location", LOCATION) == []  # nothing refreshed yet: nothing stale either
     svc.cluster.refresh()
     assert svc.search("location", LOCATION) == ["User location: Berlin"]
-    # London's first copy (written, then replaced within the interval) is still stored on
-    # Serverless, whose writer could not see it; readers never show it, and a later write of
-    # the unit removes it.
+    # London's first copy (written, then replaced within the interval) was still stored on
+    # Serverless, whose writer could not see it; the reader that met it dropped and deleted it.
     everything = SearchFilter(context_id="acme", kinds=["attribute"], as_of="2026-04-01T00:00:00Z")
     assert svc.search("location", everything) == ["User location: London"]
+    assert set(svc.stored().values()) == {1}
 
 
 def test_index_then_delete_within_the_interval_leaves_nothing_visible(svc):
@@ -84,6 +88,8 @@ def test_index_then_delete_within_the_interval_leaves_nothing_visible(svc):
     svc.cluster.refresh()
     turns = SearchFilter(context_id="acme", kinds=["turn"])
     assert svc.search("locker code", turns) == []
+    # Serverless kept the copy its deleter could not see; the reader that met it deleted it.
+    assert not [d for d in svc.cluster.documents(INDEX) if d["kind"] == "turn"]
 
 
 def test_forget_right_after_a_write_removes_the_unit_at_once(svc):

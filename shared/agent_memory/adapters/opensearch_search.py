@@ -51,6 +51,7 @@ region or absent)]`` with ``minimum_should_match: 1``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -80,6 +81,8 @@ from agent_memory.ports import (
     SearchUnit,
 )
 from agent_memory.scopes import ancestors
+
+log = logging.getLogger("agent_memory.opensearch")
 
 Engine = Literal["faiss", "lucene"]
 BULK_CHUNK = 500  # actions per bulk request
@@ -579,7 +582,7 @@ class OpenSearchIndex:
                                               {"term": {"unit_id": unit_id}}]}},
             }
             hits = self.client.search(index=self.index_name, body=body, **self._timeout(timeout))["hits"]["hits"]
-            units = self._live([unit_from_dict(h["_source"]["payload"]) for h in hits])
+            units = self._live([(unit_from_dict(h["_source"]["payload"]), h["_id"]) for h in hits], timeout)
             return units[0] if units else None
         from opensearchpy.exceptions import NotFoundError
 
@@ -590,7 +593,7 @@ class OpenSearchIndex:
             return None
         if not resp.get("found", True):
             return None
-        units = self._live([unit_from_dict(resp["_source"]["payload"])])
+        units = self._live([(unit_from_dict(resp["_source"]["payload"]), resp.get("_id"))], timeout)
         return units[0] if units else None
 
     def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid",
@@ -624,15 +627,15 @@ class OpenSearchIndex:
             legs["vector"] = self.client.search(index=self.index_name, body=knn_body, **opts)["hits"]["hits"]
         # Before ranking: drop copies that are not the current revision of a live record (the
         # index may lag the store), then keep each unit's first, best-ranked position per leg.
-        parsed = {leg: [(unit_from_dict(h["_source"]["payload"]), float(h["_score"])) for h in hits]
+        parsed = {leg: [(unit_from_dict(h["_source"]["payload"]), float(h["_score"]), h.get("_id")) for h in hits]
                   for leg, hits in legs.items()}
-        verdicts = iter(self._verdicts([u for hits in parsed.values() for u, _ in hits]))
+        verdicts = iter(self._verdicts([(u, d) for hits in parsed.values() for u, _, d in hits], timeout))
         units: dict[str, SearchUnit] = {}
         ranked_legs: dict[str, list[tuple[str, float]]] = {}
         for leg, hits in parsed.items():
             seen: set[str] = set()
             ranked_legs[leg] = []
-            for u, score in hits:
+            for u, score, _ in hits:
                 if not next(verdicts):
                     continue
                 if u.id not in units or u.revision > units[u.id].revision:
@@ -651,13 +654,24 @@ class OpenSearchIndex:
             )
         return [SearchHit(units[uid], float(score)) for uid, score in ranked[:k]]
 
-    def _verdicts(self, units: Sequence[SearchUnit]) -> list[bool]:
-        if self.live is None or not units:
-            return [True] * len(units)
-        return self.live.live(units)
+    def _verdicts(self, hits: Sequence[tuple[SearchUnit, str | None]], timeout: float | None) -> list[bool]:
+        """Which hits are live (``live``); on Serverless the dead copies found are deleted, as
+        their writer could not see them (written within its refresh interval) and nothing
+        else would: each is older than its record's current revision, or its record is gone."""
+        if self.live is None or not hits:
+            return [True] * len(hits)
+        verdicts = self.live.live([u for u, _ in hits])
+        if self.service == "aoss":
+            dead = sorted({d for (_, d), ok in zip(hits, verdicts, strict=True) if not ok and d})
+            if dead:
+                try:
+                    self._bulk([{"delete": {"_id": d}} for d in dead], timeout)
+                except Exception:  # best effort: readers skip them either way, the next read retries
+                    log.warning("could not delete %d dead copies from %s", len(dead), self.index_name, exc_info=True)
+        return verdicts
 
-    def _live(self, units: Sequence[SearchUnit]) -> list[SearchUnit]:
-        return [u for u, ok in zip(units, self._verdicts(units), strict=True) if ok]
+    def _live(self, hits: Sequence[tuple[SearchUnit, str | None]], timeout: float | None) -> list[SearchUnit]:
+        return [u for (u, _), ok in zip(hits, self._verdicts(hits, timeout), strict=True) if ok]
 
     @staticmethod
     def bm25_request(query: str, flt_body: dict[str, Any], depth: int) -> dict[str, Any]:
