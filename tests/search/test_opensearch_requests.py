@@ -547,3 +547,30 @@ def test_long_multi_path_clauses_are_covered_path_by_path_and_overlong_ones_fail
         assert matches(flt, unit_document(full, None)) is sees_full
         assert matches(flt, unit_document(overlong, None)) is False  # never admitted by a region
         assert scope_rules.visible(full.scopes, region) is sees_full
+
+
+class FakeLive:
+    """Live unless listed as dead ``(unit id, revision)``; records every batch asked."""
+
+    def __init__(self, dead: set[tuple[str, int]]) -> None:
+        self.dead, self.batches = dead, []
+
+    def live(self, units):
+        self.batches.append([(u.id, u.revision) for u in units])
+        return [(u.id, u.revision) not in self.dead for u in units]
+
+
+def test_hits_that_are_not_live_are_dropped_before_ranking_in_one_batch(embedder) -> None:
+    stale = SearchUnit(id="u0", context_id="ctx-1", kind="turn", text="old", revision=1)
+    u1, u2 = _units(3)[1:]
+    live = FakeLive({("u0", 1)})
+    idx, client = make(embedder, live=live)
+    client.responses["msearch"] = {"responses": [
+        {"hits": {"hits": [hit(stale, 9.0), hit(u1, 5.0)]}},
+        {"hits": {"hits": [hit(u1, 0.9), hit(u2, 0.8)]}},
+    ]}
+    hits = idx.search("text", SearchFilter(context_id="ctx-1"), k=5)
+    assert [h.unit.id for h in hits] == ["u1", "u2"]
+    assert hits[0].score == pytest.approx(2 / 61)  # first in both legs once the stale copy is gone
+    assert live.batches == [[("u0", 1), ("u1", 1), ("u1", 1), ("u2", 1)]]
+    assert not client.requests("bulk")  # a managed domain overwrites in place: nothing to sweep
