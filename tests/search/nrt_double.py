@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import uuid
 from typing import Any
 from urllib.parse import unquote
@@ -39,11 +40,13 @@ class _Index:
 
 
 class NrtCluster:
-    def __init__(self, service: str = "aoss", allowed_prefix: str = "") -> None:
+    def __init__(self, service: str = "aoss", allowed_prefix: str = "", *, auto_refresh: bool = False) -> None:
         self.service = service
+        self.auto_refresh = auto_refresh  # refresh after every write (a contract run, not an NRT test)
         self.allowed_prefix = allowed_prefix
         self.indexes: dict[str, _Index] = {}
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
+        self._lock = threading.Lock()  # one request at a time, as a shard applies them
 
     # -- test controls -------------------------------------------------------------
 
@@ -57,7 +60,8 @@ class NrtCluster:
 
         class _Conn(Connection):
             def perform_request(self, method, url, params=None, body=None, timeout=None, ignore=(), headers=None):
-                status, data = cluster.handle(method, url, dict(params or {}), body)
+                params = {k: v.decode() if isinstance(v, bytes) else v for k, v in (params or {}).items()}
+                status, data = cluster.handle(method, url, params, body)
                 raw = json.dumps(data)
                 if not (200 <= status < 300) and status not in ignore:
                     self._raise_error(status, raw, "application/json")
@@ -75,6 +79,10 @@ class NrtCluster:
     # -- REST --------------------------------------------------------------------------
 
     def handle(self, method: str, url: str, params: dict[str, Any], body: Any) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            return self._handle(method, url, params, body)
+
+    def _handle(self, method: str, url: str, params: dict[str, Any], body: Any) -> tuple[int, dict[str, Any]]:
         path = url.split("?")[0]
         self.requests.append((method, path, params))
         if not path.startswith("/" + self.allowed_prefix) or path == "/":
@@ -141,7 +149,7 @@ class NrtCluster:
                 i += 1
             else:
                 return 400, {"error": {"type": "illegal_argument_exception", "reason": f"op {op}"}}
-        if params.get("refresh") in ("wait_for", "true", True):
+        if self.auto_refresh or params.get("refresh") in ("wait_for", "true", True):
             self.refresh()
         return 200, {"errors": any(v["status"] >= 300 for item in items for v in item.values()), "items": items}
 
