@@ -683,6 +683,12 @@ class OpenSearchIndex:
 
     @staticmethod
     def knn_request(vector: np.ndarray, flt_body: dict[str, Any], depth: int) -> dict[str, Any]:
+        """k-NN with the filter inside (efficient filtering, faiss and lucene engines; Serverless
+        vector collections run the k-NN plugin API with filtering and nested queries:
+        https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html).
+        The two legs go out as one ``POST /<index>/_msearch``, a search operation that the
+        Serverless supported-operations table grants with ``aoss:ReadDocument``
+        (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-genref.html)."""
         return {
             "size": depth,
             "_source": ["payload"],
