@@ -72,6 +72,8 @@ class RecordingClient:
     def _answer(self, method: str, kw: dict[str, Any], default: Any) -> Any:
         self.calls.append((method, kw))
         answer = self.responses.get(method, default)
+        if callable(answer):  # answers by request (concurrent calls arrive in any order)
+            answer = answer(kw)
         if isinstance(answer, list):  # a queue of answers, one per call
             answer = answer.pop(0)
         if isinstance(answer, Exception):
@@ -491,12 +493,13 @@ def test_readers_keep_the_highest_revision_of_duplicate_copies(embedder) -> None
     new = SearchUnit(id="u1", context_id="ctx-1", kind="turn", text="new text", revision=2)
     other = _units(1)[0]
     idx, client = make(embedder, service="aoss")
-    client.responses["msearch"] = {"responses": [
-        {"hits": {"hits": [hit(old, 4.0), hit(other, 3.0), hit(new, 2.0)]}},
-        {"hits": {"hits": [hit(new, 0.9), hit(old, 0.8)]}},
-    ]}
+    bm25 = {"hits": {"hits": [hit(old, 4.0), hit(other, 3.0), hit(new, 2.0)]}}
+    knn = {"hits": {"hits": [hit(new, 0.9), hit(old, 0.8)]}}
+    client.responses["search"] = lambda kw: knn if "knn" in kw["body"]["query"] else bm25
     hits = idx.search("text", SearchFilter(context_id="ctx-1"), k=5)
     assert [(h.unit.id, h.unit.revision) for h in hits] == [("u1", 2), ("u0", 1)]
+    # Serverless: the legs as two _search requests (no _msearch)
+    assert len(client.requests("search")) == 2 and not client.requests("msearch")
 
 
 # ---------------------------------------------------------------------------

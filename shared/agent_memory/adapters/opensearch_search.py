@@ -614,7 +614,9 @@ class OpenSearchIndex:
                 knn_body = self.knn_request(vec, flt_body, depth)
         opts = self._timeout(timeout)
         legs: dict[str, list[dict[str, Any]]] = {}
-        if bm25_body is not None and knn_body is not None:
+        if bm25_body is not None and knn_body is not None and self.service == "aoss":
+            legs["bm25"], legs["vector"] = self._search_both(bm25_body, knn_body, opts)
+        elif bm25_body is not None and knn_body is not None:
             resp = self.client.msearch(index=self.index_name, body=[{}, bm25_body, {}, knn_body], **opts)
             responses = resp["responses"]
             for r in responses:
@@ -654,6 +656,18 @@ class OpenSearchIndex:
             )
         return [SearchHit(units[uid], float(score)) for uid, score in ranked[:k]]
 
+    def _search_both(self, bm25_body: dict[str, Any], knn_body: dict[str, Any],
+                     opts: dict[str, float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Serverless: the two legs as two concurrent ``POST /<index>/_search`` requests
+        (``_search`` is in the Serverless supported-operations table; ``_msearch`` could not be
+        confirmed there, so it is used on domains only)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="opensearch-leg") as pool:
+            bm25 = pool.submit(self.client.search, index=self.index_name, body=bm25_body, **opts)
+            knn = pool.submit(self.client.search, index=self.index_name, body=knn_body, **opts)
+            return bm25.result()["hits"]["hits"], knn.result()["hits"]["hits"]
+
     def _verdicts(self, hits: Sequence[tuple[SearchUnit, str | None]], timeout: float | None) -> list[bool]:
         """Which hits are live (``live``); on Serverless the dead copies found are deleted, as
         their writer could not see them (written within its refresh interval) and nothing
@@ -686,9 +700,9 @@ class OpenSearchIndex:
         """k-NN with the filter inside (efficient filtering, faiss and lucene engines; Serverless
         vector collections run the k-NN plugin API with filtering and nested queries:
         https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html).
-        The two legs go out as one ``POST /<index>/_msearch``, a search operation that the
-        Serverless supported-operations table grants with ``aoss:ReadDocument``
-        (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-genref.html)."""
+        Hybrid searches send both legs in one ``POST /<index>/_msearch`` on a domain and as two
+        concurrent ``_search`` requests on Serverless (supported operations:
+        https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-genref.html)."""
         return {
             "size": depth,
             "_source": ["payload"],
