@@ -12,7 +12,7 @@ SAM := $(TOOLS)/bin/sam
 SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background tools bench-cold-start \
+.PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background tools test-opensearch bench-cold-start \
 	bench-artifact install-dev install clean
 
 $(PY):
@@ -68,6 +68,12 @@ sam-validate: $(SAM)
 test: lint sam-build-background unit
 	AGENT_MEMORY_SAM_BUILD=background $(MAKE) -s artifact-check
 	$(MAKE) -s cfn-lint sam-validate
+
+# The search contract suite (and the Painless scope script) against a real OpenSearch 2.x:
+#   make test-opensearch AGENT_MEMORY_OPENSEARCH_URL=http://localhost:9200
+test-opensearch: install-dev
+	@test -n "$(AGENT_MEMORY_OPENSEARCH_URL)" || { echo "set AGENT_MEMORY_OPENSEARCH_URL (e.g. http://localhost:9200)"; exit 2; }
+	AGENT_MEMORY_OPENSEARCH_URL=$(AGENT_MEMORY_OPENSEARCH_URL) $(PY) -m pytest -p no:xdist -m opensearch tests/search
 
 bench-cold-start: install
 	$(PY) bench/cold_start.py

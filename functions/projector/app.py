@@ -1,33 +1,45 @@
-"""Projector: DynamoDB stream consumer (no route). Each changed record reaches the search
-index; a failing record is reported alone (partial batch response) and retried by Lambda,
-then sent to the dead-letter destination in template.yaml."""
+"""Projector: DynamoDB stream consumer (no route). A batch of changed records becomes one
+index write holding each unit's newest state (``projection.collapse``). A record that cannot
+be read is reported alone; a failed write reports the whole batch (partial batch response:
+Lambda retries from the lowest reported record, then sends it to the dead-letter queue in
+template.yaml, which ``agent-memory redrive`` replays). Each batch publishes how old its
+oldest record was (``ProjectionLag``) and how many records failed (``ProjectionFailures``)."""
 
+import logging
 import time
-
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
 from agent_memory.adapters.dynamodb_store import record_from_image
 from agent_memory.observability import count, instrumented
 from agent_memory.runtime import get_runtime
+from agent_memory.services.projection import change_for
 
-processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
-
-
-def record_handler(record: DynamoDBRecord) -> None:
-    images = record.raw_event.get("dynamodb") or {}
-    created = images.get("ApproximateCreationDateTime")
-    if created:
-        count("ProjectionLag", max(0.0, time.time() - float(created)) * 1000, "Milliseconds")
-    new = record_from_image(images["NewImage"]) if "NewImage" in images else None
-    old = record_from_image(images["OldImage"]) if "OldImage" in images else None
-    get_runtime().project(new, old)
+log = logging.getLogger("agent_memory.projector")
 
 
 @instrumented(http=False)
 def lambda_handler(event, context):
-    result = process_partial_response(event=event, record_handler=record_handler, processor=processor,
-                                      context=context)
-    # Each failed record is retried by Lambda, then sent to the dead-letter queue.
-    count("ProjectionFailures", len(result.get("batchItemFailures") or []))
-    return result
+    changes, read, failed = [], [], []
+    oldest = None
+    for raw in event.get("Records", []):
+        images = raw.get("dynamodb") or {}
+        sequence = images.get("SequenceNumber")
+        created = images.get("ApproximateCreationDateTime")
+        if created is not None:
+            oldest = float(created) if oldest is None else min(oldest, float(created))
+        try:
+            new = record_from_image(images["NewImage"]) if "NewImage" in images else None
+            old = record_from_image(images["OldImage"]) if "OldImage" in images else None
+            changes.append(change_for(new, old))
+            read.append(sequence)
+        except Exception:
+            log.exception("stream record %s cannot be projected", sequence)
+            failed.append(sequence)
+    try:
+        get_runtime().project(changes)
+    except Exception:
+        log.exception("projecting a batch of %d records failed", len(changes))
+        failed.extend(read)
+    if oldest is not None:
+        count("ProjectionLag", max(0.0, time.time() - oldest) * 1000, "Milliseconds")
+    count("ProjectionFailures", len(failed))
+    return {"batchItemFailures": [{"itemIdentifier": seq} for seq in failed]}

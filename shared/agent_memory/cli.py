@@ -144,6 +144,25 @@ def _reindex(args: argparse.Namespace) -> int:
     return 0
 
 
+def _redrive(args: argparse.Namespace) -> int:
+    from agent_memory.adapters.stream_dead_letters import StreamDeadLetters
+    from agent_memory.runtime import Runtime
+    from agent_memory.services.redrive import redrive
+
+    settings = _settings(args)
+    if settings is None:
+        return 2
+    runtime = Runtime(settings)
+    if runtime.search is None:
+        print("agent-memory: search is disabled (storage.search: none); nothing to redrive", file=sys.stderr)
+        return 2
+    source = StreamDeadLetters(args.queue_url, region=settings.aws_region)
+    stats = redrive(source, runtime.base_store, runtime.search, contexts=args.context or ())
+    print(f"{stats.letters} dead letters: {stats.replayed_records} records re-projected from the stream; "
+          f"{len(stats.reindexed_contexts)} contexts reindexed")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agent-memory", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -179,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--table", default=None, help="the tenant's DynamoDB table (stack output TableName)")
     keys.set_defaults(func=_keys)
 
+    redrive = sub.add_parser("redrive", help="repair the search index for the projector's dead-lettered batches")
+    redrive.add_argument("--queue-url", required=True, help="the projector's dead-letter queue (stack resource)")
+    redrive.add_argument("--context", action="append", default=[],
+                         help="contexts to reindex for batches the stream no longer holds (default: all)")
+    redrive.add_argument("--data-dir", default=None)
+    redrive.set_defaults(func=_redrive)
 
     from agent_memory.cli_client import add_commands
 

@@ -263,6 +263,9 @@ class SearchUnit:
     occurred_at: str | None = None
     source_ids: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # (pk, sk) of the stored record this unit projects, stamped by the projection, so a reader
+    # of an eventually consistent index can check the hit is still that record's current revision.
+    record_key: list[str] | None = None
 
 
 @dataclass
@@ -319,6 +322,26 @@ class SearchIndex(Protocol):
     def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid") -> list[SearchHit]: ...
 
     def get(self, context_id: str, unit_id: str) -> SearchUnit | None: ...
+
+
+@runtime_checkable
+class BatchWritableIndex(Protocol):
+    """A search index that applies upserts and deletes (``context -> unit ids``) together in
+    one request (the projector writes a whole stream batch at once)."""
+
+    def write(self, upserts: Sequence[SearchUnit], deletes: dict[str, list[str]]) -> None: ...
+
+
+@runtime_checkable
+class LiveRevisions(Protocol):
+    """Which index hits are still current: a hit is live when the record it projects exists,
+    still projects to that unit, and has exactly the hit's ``revision``.
+
+    Indexes that show writes only after a refresh (OpenSearch, most of all Serverless, which
+    has neither a refresh API nor external versions) ask this before ranking, so superseded,
+    forgotten, deleted and reader-narrowed copies never surface while the index lags."""
+
+    def live(self, units: Sequence[SearchUnit]) -> list[bool]: ...
 
 
 class EmbedderMismatch(Exception):

@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING
 from agent_memory.config import ModelRef, Settings, load_settings
 
 if TYPE_CHECKING:
-    from agent_memory.ports import Embedder, LanguageModel, Record, RecordStore, SearchIndex
+    from collections.abc import Sequence
+
+    from agent_memory.ports import Embedder, LanguageModel, RecordStore, SearchIndex
     from agent_memory.services.facts import FactsService
     from agent_memory.services.idempotency import IdempotencyService
+    from agent_memory.services.projection import ProjectionChange
     from agent_memory.services.sessions import SessionService
     from agent_memory.services.threads import ThreadService
 
@@ -84,19 +87,23 @@ class Runtime:
             return None
         if s.search == "opensearch":
             from agent_memory.adapters.opensearch_search import OpenSearchIndex
+            from agent_memory.services.live_revisions import StoreRevisions
 
+            # The index shows writes only after a refresh: hits are checked against the store.
             return OpenSearchIndex(s.opensearch_url, s.opensearch_index, self.embedder,
-                                   service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine)
+                                   service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine,
+                                   live=StoreRevisions(self.base_store))
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
         return EmbeddedSearchIndex(s.search_path, self.embedder)
 
-    def project(self, new: Record | None, old: Record | None) -> None:
-        """Apply one record change to the search index (the projector function's job)."""
-        from agent_memory.services.projection import apply, change_for
+    def project(self, changes: Sequence[ProjectionChange]) -> None:
+        """Apply a stream batch's record changes to the search index as one write (the
+        projector function's job): per unit only the newest state is written."""
+        from agent_memory.services.projection import apply, collapse
 
         if self.search is not None:
-            apply(self.search, change_for(new, old))
+            apply(self.search, collapse(changes))
 
     def language_model(self, ref: ModelRef | str) -> LanguageModel:
         """A model by ``provider/model``; instances are cached per name."""

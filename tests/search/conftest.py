@@ -1,7 +1,8 @@
 """Fixtures for the SearchIndex contract suite.
 
-The suite runs against the embedded index always and against a real OpenSearch cluster
-only when ``AGENT_MEMORY_OPENSEARCH_URL`` is set (e.g. ``http://localhost:9200``); it uses
+The suite runs against the embedded index and the OpenSearch adapter (both services, against
+the in-process double) always, and against a real OpenSearch cluster when
+``AGENT_MEMORY_OPENSEARCH_URL`` is set (``make test-opensearch``); it uses
 its own tiny deterministic embedder so it does not depend on any production embedder.
 """
 
@@ -20,7 +21,9 @@ from agent_memory.ports import Embedder, SearchIndex
 
 OPENSEARCH_ENV = "AGENT_MEMORY_OPENSEARCH_URL"
 OPENSEARCH_SKIP_REASON = "set AGENT_MEMORY_OPENSEARCH_URL to run against a real cluster"
-BACKENDS = ["embedded", "opensearch"]
+# "double-es"/"double-aoss": the OpenSearch adapter, through the real client, against the
+# in-process double of both services (tests/search/nrt_double.py), refreshed after each write.
+BACKENDS = ["embedded", "double-es", "double-aoss", pytest.param("opensearch", marks=pytest.mark.opensearch)]
 
 
 def opensearch_url() -> str | None:
@@ -74,6 +77,7 @@ def make_index(backend: str, tmp_path, embedder: BagOfWordsEmbedder) -> Iterator
     """``make_index(embedder=None)`` opens (or reopens) the same underlying index: the same
     SQLite file for ``embedded``, the same OpenSearch index name for ``opensearch``."""
     opened: list[object] = []
+    clusters: dict[str, object] = {}
     index_name = f"agent-memory-test-{uuid.uuid4().hex[:12]}"
 
     def make(emb: Embedder | None = None) -> SearchIndex:
@@ -82,6 +86,15 @@ def make_index(backend: str, tmp_path, embedder: BagOfWordsEmbedder) -> Iterator
             from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
             idx: SearchIndex = EmbeddedSearchIndex(tmp_path / "search.sqlite", emb)
+        elif backend.startswith("double-"):
+            from nrt_double import NrtCluster
+
+            from agent_memory.adapters.opensearch_search import OpenSearchIndex
+
+            service = backend.removeprefix("double-")
+            cluster = clusters.setdefault(service, NrtCluster(service=service, auto_refresh=True))
+            idx = OpenSearchIndex("https://nrt.invalid", index_name, emb, service=service,  # type: ignore[arg-type]
+                                  refresh=service == "es", client=cluster.client())
         else:
             from agent_memory.adapters.opensearch_search import OpenSearchIndex
 

@@ -317,6 +317,10 @@ def _to_item(record: Record) -> Item:
         "version": {"N": str(record.version)},
         "data": {"S": data},
     }
+    if isinstance(record.data.get("kind"), str):
+        # Top-level copy of the record kind, for the projector's stream FilterCriteria only
+        # (template.yaml): records that never project do not invoke it.
+        item["kind"] = {"S": record.data["kind"]}
     if record.gsi1pk is not None:
         item["gsi1pk"] = {"S": record.gsi1pk}
     if record.gsi1sk is not None:

@@ -14,9 +14,16 @@ Why this shape:
   rejected by OpenSearch (HTTP 409, treated as success) and an equal revision overwrites.
   Serverless vector collections (``service="aoss"``) refuse client-chosen ``_id``s (and so
   external versions), have no refresh API and may lack ``_delete_by_query``; there the
-  adapter compares revisions itself (look up the unit's stored copies, skip if one is newer,
-  index the new copy, delete the replaced ones), readers keep the highest revision per unit,
-  ``get`` is a query, and ``delete_context`` pages through the context and bulk-deletes.
+  adapter compares revisions itself (one search for the units' visible copies, then one bulk
+  that indexes new copies and deletes replaced ones), ``get`` is a query, and
+  ``delete_context`` pages through the context and bulk-deletes.
+- Writes become searchable only at the next refresh (about a second on a domain, longer on
+  Serverless), so the index can still show a superseded, deleted or reader-narrowed copy,
+  or (Serverless) a copy its writer could not see to delete. Every hit therefore carries its
+  revision and record key, and before ranking the reader drops hits that are not the current
+  revision of a live record (``LiveRevisions``: one consistent batched read of the store).
+- Every request names the index in its path (``POST /<index>/_bulk``, never ``/_bulk`` or
+  ``GET /``), so IAM or a Serverless data access policy confines a tenant to its own index.
 - The index records the embedder in the mapping's ``_meta``; a different embedder name or
   dimension raises ``EmbedderMismatch`` instead of mixing incomparable vectors.
 - ``opensearchpy`` and ``boto3`` are imported lazily so the domain package (and the
@@ -33,17 +40,18 @@ covers itself and its descendants. Each document stores:
   clauses distributes over the union, so "some single-path clause is covered" is one plain
   ``terms`` query of the region paths against this field. This is the common case and needs
   no script.
-- ``scope_multi``: for every clause with two or more paths, entries ``"<clause#>:<path>"``.
-  "Every path of the clause covered" is a universal condition that a term query cannot
-  express, so these are checked by a small painless ``script`` query (guarded by an
-  ``exists`` filter so it only runs on the rare documents that have such clauses).
+- ``scope_clauses``: for every clause with two or more paths (up to ``MAX_CLAUSE_PATHS``), a
+  nested object whose ``p<i>`` holds the ancestors of the clause's i-th path. "Every path of
+  the clause covered" is then a nested query: some clause object where each ``p<i>`` meets the
+  region (``terms``) or is absent. Plain terms and bools: no script, on either engine.
 
-The scope filter is ``should: [unscoped, terms(single_anc, region), exists(multi) AND
-script(region)]`` with ``minimum_should_match: 1``.
+The scope filter is ``should: [unscoped, terms(single_anc, region), nested(every p<i> in
+region or absent)]`` with ``minimum_should_match: 1``.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -63,25 +71,27 @@ from agent_memory.adapters.embedded_search import (
     unit_from_dict,
     unit_to_dict,
 )
-from agent_memory.ports import Embedder, EmbedderMismatch, SearchFilter, SearchHit, SearchMode, SearchUnit
+from agent_memory.ports import (
+    Embedder,
+    EmbedderMismatch,
+    LiveRevisions,
+    SearchFilter,
+    SearchHit,
+    SearchMode,
+    SearchUnit,
+)
 from agent_memory.scopes import ancestors
 
-Engine = Literal["faiss", "lucene"]
-BULK_CHUNK = 500
-SCHEMA_VERSION = 1
+log = logging.getLogger("agent_memory.opensearch")
 
-# Painless: true when some multi-path clause has every path covered by a region path.
-# Doc values of a keyword field are a sorted set, so clauses are regrouped by their prefix.
-SCOPE_MULTI_SCRIPT = (
-    "Map ok = new HashMap(); "
-    "for (String e : doc['scope_multi']) { "
-    "int i = e.indexOf(':'); String c = e.substring(0, i); String p = e.substring(i + 1); "
-    "boolean cov = false; "
-    "for (String r : params.region) { if (p.equals(r) || p.startsWith(r + '/')) { cov = true; break; } } "
-    "if (!cov) { ok.put(c, false); } else if (!ok.containsKey(c)) { ok.put(c, true); } "
-    "} "
-    "return ok.containsValue(true);"
-)
+Engine = Literal["faiss", "lucene"]
+BULK_CHUNK = 500  # actions per bulk request
+PAGE = 1000  # hits per page when listing copies
+SCHEMA_VERSION = 2  # 2: multi-path scope clauses as nested terms (no script)
+
+# Paths per multi-path scope clause the index encodes (``scope_clauses.p0`` ...). A longer
+# clause is left out of the document: it then admits no region-restricted reader (fail closed).
+MAX_CLAUSE_PATHS = 16
 
 
 def new_copy_id() -> str:
@@ -125,7 +135,10 @@ def index_body(embedder_name: str, dimension: int, engine: Engine) -> dict[str, 
                 "acl_readers": _keyword(),
                 "scope_unscoped": {"type": "boolean"},
                 "scope_single_anc": _keyword(),
-                "scope_multi": _keyword(),
+                "scope_clauses": {
+                    "type": "nested",
+                    "properties": {f"p{i}": _keyword() for i in range(MAX_CLAUSE_PATHS)},
+                },
                 "valid_from": {"type": "date"},
                 "valid_until": {"type": "date"},
                 "occurred_at": {"type": "date"},
@@ -160,8 +173,8 @@ def unit_document(unit: SearchUnit, vector: np.ndarray | None) -> dict[str, Any]
     text, vector (omitted when all zeros: cosine rejects zero vectors) and the full unit
     under ``payload`` (stored, not indexed) for ``get`` and hits."""
     single = sorted({a for clause in unit.scopes if len(clause) == 1 for a in ancestors(clause[0])})
-    multi_clauses = sorted({tuple(sorted(set(c))) for c in unit.scopes if len(set(c)) > 1})
-    multi = [f"{j}:{p}" for j, clause in enumerate(multi_clauses) for p in clause]
+    multi_clauses = sorted({tuple(sorted(set(c))) for c in unit.scopes if 1 < len(set(c)) <= MAX_CLAUSE_PATHS})
+    clauses = [{f"p{i}": ancestors(p) for i, p in enumerate(clause)} for clause in multi_clauses]
     if unit.acl_readers is None:
         acl_mode, readers = "open", []
     elif not unit.acl_readers:
@@ -183,7 +196,7 @@ def unit_document(unit: SearchUnit, vector: np.ndarray | None) -> dict[str, Any]
         "acl_readers": readers,
         "scope_unscoped": not unit.scopes,
         "scope_single_anc": single,
-        "scope_multi": multi,
+        "scope_clauses": clauses,
         "valid_from": _norm_time(unit.valid_from),
         "valid_until": _norm_time(unit.valid_until),
         "occurred_at": _norm_time(unit.occurred_at),
@@ -213,6 +226,23 @@ def _open_or(field: str, bound: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _multi_clause_covered(region: list[str]) -> dict[str, Any]:
+    """Some multi-path clause has every path covered: a nested clause object whose every
+    ``p<i>`` (that path's ancestors) meets the region, or is absent (the clause is shorter).
+    Plain ``nested``/``terms``/``bool``, which both engines run inside k-NN filters; Serverless
+    vector collections support nested queries and filtering ("Working with vector search
+    collections", https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html),
+    where a Painless script query is not among the documented features."""
+    each_path: list[dict[str, Any]] = [{"terms": {"scope_clauses.p0": region}},
+                                       {"terms": {"scope_clauses.p1": region}}]
+    for i in range(2, MAX_CLAUSE_PATHS):
+        field = f"scope_clauses.p{i}"
+        each_path.append({"bool": {"should": [{"terms": {field: region}},
+                                              {"bool": {"must_not": [{"exists": {"field": field}}]}}],
+                                   "minimum_should_match": 1}})
+    return {"nested": {"path": "scope_clauses", "query": {"bool": {"filter": each_path}}}}
+
+
 def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
     """The bool filter shared by the BM25 leg and the k-NN ``filter`` clause."""
     must: list[dict[str, Any]] = [
@@ -240,15 +270,7 @@ def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
         should: list[dict[str, Any]] = [{"term": {"scope_unscoped": True}}]
         if region:
             should.append({"terms": {"scope_single_anc": region}})
-            should.append({
-                "bool": {
-                    "filter": [
-                        {"exists": {"field": "scope_multi"}},
-                        {"script": {"script": {"lang": "painless", "source": SCOPE_MULTI_SCRIPT,
-                                               "params": {"region": region}}}},
-                    ]
-                }
-            })
+            should.append(_multi_clause_covered(region))
         must.append({"bool": {"should": should, "minimum_should_match": 1}})
     if not flt.admin:
         readers: list[dict[str, Any]] = [{"term": {"acl_mode": "open"}}]
@@ -262,25 +284,7 @@ def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
     return {"bool": body}
 
 
-def _version_tuple(number: str) -> tuple[int, ...]:
-    parts = []
-    for piece in number.split("-")[0].split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
-
-
 CLIENT_TIMEOUT_S = 30
-
-
-def _call_timeout() -> dict[str, float]:
-    """Inside a request, each call's ``request_timeout`` fits the request deadline (outside
-    one, e.g. a reindex, the client's own timeout applies)."""
-    from agent_memory import deadline
-
-    if deadline.remaining() is None:
-        return {}
-    return {"request_timeout": deadline.timeout_for(CLIENT_TIMEOUT_S, what="search index call")}
 
 
 def make_client(endpoint: str, *, service: str = "aoss", region: str | None = None) -> Any:
@@ -323,10 +327,17 @@ class OpenSearchIndex:
     """``SearchIndex`` over one OpenSearch index (``index_name``) in an existing domain or
     Serverless collection; the index is created on first use if absent.
 
-    ``engine``: ``None`` picks ``faiss`` on OpenSearch 2.19+ (cosine on faiss) and on
-    Serverless, ``lucene`` on older clusters. ``refresh=True`` makes writes visible to the next
-    search (tests; costly in production). ``client`` replaces the built client (tests, or a
-    caller that already has one). ``clock`` returns epoch seconds for "current" validity.
+    Every request names ``index_name`` in its path (no root-level call such as ``GET /`` or
+    ``POST /_bulk``), so IAM or a Serverless data access policy can confine a tenant's
+    functions to its own indexes. ``engine``: the k-NN engine of a new index, a deployment
+    setting (``faiss``, the default, needs OpenSearch 2.19+ for cosine on a managed domain;
+    ``lucene`` for older ones); Serverless always uses ``faiss``. ``live`` checks hits against
+    the record store before ranking (``LiveRevisions``): without it a reader can see a copy
+    the index has not yet replaced. ``refresh=True`` makes writes visible to the next search
+    (tests; costly in production; Serverless has no refresh). ``timeout``: default seconds per
+    request; every public method also takes ``timeout=`` for that call (a caller's deadline).
+    ``client`` replaces the built client (tests, or a caller that already has one). ``clock``
+    returns epoch seconds for "current" validity.
     """
 
     def __init__(
@@ -340,6 +351,8 @@ class OpenSearchIndex:
         engine: Engine | None = None,
         client: Any = None,
         refresh: bool = False,
+        live: LiveRevisions | None = None,
+        timeout: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if service not in ("aoss", "es"):
@@ -353,6 +366,8 @@ class OpenSearchIndex:
         self.service = service
         self.engine = engine
         self.refresh = refresh
+        self.live = live
+        self.timeout = timeout
         self._clock = clock
         self.client = client if client is not None else make_client(endpoint, service=service, region=region)
         self._ready = False
@@ -361,28 +376,25 @@ class OpenSearchIndex:
     # -- index lifecycle -------------------------------------------------------
 
     def resolve_engine(self) -> Engine:
-        """The k-NN engine for a new index: explicit, else from the cluster version."""
-        if self.engine is not None:
-            return self.engine
-        if self.service == "aoss":
-            return "faiss"
-        number = str(self.client.info().get("version", {}).get("number", "0"))
-        return "faiss" if _version_tuple(number) >= (2, 19) else "lucene"
+        """The k-NN engine for a new index: configured (never asked of the cluster per request:
+        ``GET /`` is a root-level call outside the tenant's index), else ``faiss``."""
+        return self.engine or "faiss"
 
-    def ensure_index(self) -> None:
+    def ensure_index(self, *, timeout: float | None = None) -> None:
         """Create the index if absent, else check its embedder ``_meta`` (once per instance)."""
         if self._ready:
             return
         with self._lock:
             if self._ready:
                 return
-            if not self.client.indices.exists(index=self.index_name):
+            opts = self._timeout(timeout)
+            if not self.client.indices.exists(index=self.index_name, **opts):
                 body = index_body(self.embedder.name, self.dimension, self.resolve_engine())
                 try:
-                    self.client.indices.create(index=self.index_name, body=body)
+                    self.client.indices.create(index=self.index_name, body=body, **opts)
                 except Exception:
                     # another writer may have created it concurrently; anything else re-raises
-                    if not self.client.indices.exists(index=self.index_name):
+                    if not self.client.indices.exists(index=self.index_name, **opts):
                         raise
                     self._check_meta()
             else:
@@ -403,89 +415,125 @@ class OpenSearchIndex:
 
     # -- writes ------------------------------------------------------------------
 
-    def upsert(self, units: Sequence[SearchUnit]) -> None:
-        """Index units so that the highest revision wins whatever the arrival order.
-
-        ``es`` (and self-managed clusters): one bulk request per chunk, ``_id`` derived from
-        (context, unit), ``version_type: external_gte`` with ``revision`` as the version, so
-        OpenSearch itself refuses stale units (409, ignored here) and equal or newer ones
-        overwrite. ``aoss``: Serverless vector collections refuse client ``_id``s and
-        versioning, so see ``_upsert_serverless``.
-        """
-        if not units:
-            return
-        self.ensure_index()
+    def upsert(self, units: Sequence[SearchUnit], *, timeout: float | None = None) -> None:
+        """Index units so that the highest revision wins whatever the arrival order (a batch
+        holding one unit twice keeps its highest revision). See ``write``."""
         latest: dict[tuple[str, str], SearchUnit] = {}
         for u in units:
             prev = latest.get((u.context_id, u.id))
             if prev is None or u.revision >= prev.revision:
                 latest[(u.context_id, u.id)] = u
-        todo = list(latest.values())
-        vectors = embed_all(self.embedder, [u.text for u in todo])
-        if self.service == "aoss":
-            self._upsert_serverless(todo, vectors)
-            return
-        for start in range(0, len(todo), BULK_CHUNK):
-            body: list[dict[str, Any]] = []
-            for u, vec in zip(todo[start : start + BULK_CHUNK], vectors[start : start + BULK_CHUNK], strict=True):
-                body.append({"index": {"_index": self.index_name, "_id": doc_id(u.context_id, u.id),
-                                       "version": int(u.revision), "version_type": "external_gte"}})
-                body.append(unit_document(u, vec))
-            self._bulk(body)
+        self.write(list(latest.values()), {}, timeout=timeout)
 
-    def _upsert_serverless(self, todo: list[SearchUnit], vectors: np.ndarray) -> None:
+    def delete(self, context_id: str, unit_ids: Sequence[str], *, timeout: float | None = None) -> None:
+        self.write([], {context_id: list(unit_ids)}, timeout=timeout)
+
+    def write(self, upserts: Sequence[SearchUnit], deletes: dict[str, list[str]], *,
+              timeout: float | None = None) -> None:
+        """Upsert and delete units in one ``POST /<index>/_bulk`` (per ``BULK_CHUNK`` units).
+
+        ``es`` (and self-managed clusters): ``_id`` derived from (context, unit) and
+        ``version_type: external_gte`` with ``revision`` as the version, so OpenSearch itself
+        refuses stale units (409, ignored here) and equal or newer ones overwrite. ``aoss``:
+        Serverless vector collections refuse client ``_id``s and versioning, so one search
+        first finds the stored copies (see ``_serverless_body``). Callers pass disjoint
+        units (``projection.collapse``). Action lines never name the index: the request path
+        does, so IAM scoped to the tenant's index ARN admits it and a domain with
+        ``rest.action.multi.allow_explicit_index=false`` accepts it.
+        """
+        doomed = {(ctx, uid) for ctx, ids in deletes.items() for uid in ids}
+        if not upserts and not doomed:
+            return
+        self.ensure_index(timeout=timeout)
+        upserts = list(upserts)
+        vectors = embed_all(self.embedder, [u.text for u in upserts])
+        if self.service == "aoss":
+            body = self._serverless_body(upserts, vectors, doomed, timeout)
+        else:
+            body = []
+            for u, vec in zip(upserts, vectors, strict=True):
+                body.append({"index": {"_id": doc_id(u.context_id, u.id), "version": int(u.revision),
+                                       "version_type": "external_gte"}})
+                body.append(unit_document(u, vec))
+            body.extend({"delete": {"_id": doc_id(ctx, uid)}} for ctx, uid in sorted(doomed))
+        self._bulk(body, timeout)
+
+    def _serverless_body(self, upserts: list[SearchUnit], vectors: np.ndarray, doomed: set[tuple[str, str]],
+                         timeout: float | None) -> list[dict[str, Any]]:
         """Serverless: documents get server-generated ids, so revisions are compared here.
 
-        Look up the stored copies of each unit; skip a unit when a copy has a higher revision;
-        otherwise index the new copy, then delete the copies it replaces. Index-then-delete
-        never leaves a unit missing; a brief duplicate (or two copies left by racing
-        writers) is hidden by readers, which keep the highest revision per unit, and is
-        removed by the unit's next write or delete.
+        One search finds the visible copies of every unit; a unit is skipped when a copy has a
+        higher revision, else its new copy is indexed and the copies it replaces deleted (and a
+        deleted unit's copies go). Copies written within the last refresh interval are not
+        visible yet and stay behind; readers never show them (``LiveRevisions``: they are not
+        the current revision of a live record) and the unit's next write removes them.
         """
-        copies = self._copies([(u.context_id, u.id) for u in todo])
-        index_body: list[dict[str, Any]] = []
+        copies = self._copies([(u.context_id, u.id) for u in upserts] + sorted(doomed), timeout)
+        body: list[dict[str, Any]] = []
         replaced: list[str] = []
-        for u, vec in zip(todo, vectors, strict=True):
+        for u, vec in zip(upserts, vectors, strict=True):
             stored = copies.get((u.context_id, u.id), [])
             if any(rev > u.revision for _, rev in stored):
                 continue  # a newer revision is already indexed
-            index_body.append({"index": {"_index": self.index_name}})
-            index_body.append({**unit_document(u, vec), "copy_id": new_copy_id()})
+            body.append({"index": {}})
+            body.append({**unit_document(u, vec), "copy_id": new_copy_id()})
             replaced.extend(doc for doc, _ in stored)
-        for start in range(0, len(index_body), 2 * BULK_CHUNK):
-            self._bulk(index_body[start : start + 2 * BULK_CHUNK])
-        self._delete_docs(replaced)
+        for key in sorted(doomed):
+            replaced.extend(doc for doc, _ in copies.get(key, []))
+        body.extend({"delete": {"_id": d}} for d in replaced)
+        return body
 
-    def _copies(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[tuple[str, int]]]:
-        """Stored copies of units: ``(context, unit) -> [(document _id, revision)]``."""
-        by_ctx: dict[str, list[str]] = {}
+    def _copies(self, keys: Sequence[tuple[str, str]],
+                timeout: float | None) -> dict[tuple[str, str], list[tuple[str, int]]]:
+        """Visible copies of units: ``(context, unit) -> [(document _id, revision)]``, by one
+        search over every context (paged on the unique ``copy_id`` if it ever fills a page)."""
+        by_ctx: dict[str, set[str]] = {}
         for ctx, uid in keys:
-            by_ctx.setdefault(ctx, []).append(uid)
+            by_ctx.setdefault(ctx, set()).add(uid)
+        if not by_ctx:
+            return {}
+        query = {"bool": {"should": [
+            {"bool": {"filter": [{"term": {"context_id": ctx}}, {"terms": {"unit_id": sorted(uids)}}]}}
+            for ctx, uids in sorted(by_ctx.items())
+        ], "minimum_should_match": 1}}
         out: dict[tuple[str, str], list[tuple[str, int]]] = {}
-        for ctx, uids in by_ctx.items():
-            for start in range(0, len(uids), BULK_CHUNK):
-                chunk = sorted(set(uids[start : start + BULK_CHUNK]))
-                body = {
-                    "size": 4 * len(chunk),
-                    "_source": ["unit_id", "revision"],
-                    "query": {"bool": {"filter": [{"term": {"context_id": ctx}}, {"terms": {"unit_id": chunk}}]}},
-                }
-                for h in self.client.search(index=self.index_name, body=body, **_call_timeout())["hits"]["hits"]:
-                    src = h["_source"]
-                    out.setdefault((ctx, src["unit_id"]), []).append((h["_id"], int(src["revision"])))
+        for h in self._paged_search(query, ["unit_id", "context_id", "revision"], timeout):
+            src = h["_source"]
+            out.setdefault((src["context_id"], src["unit_id"]), []).append((h["_id"], int(src["revision"])))
         return out
 
-    def _delete_docs(self, doc_ids: Sequence[str]) -> None:
-        for start in range(0, len(doc_ids), BULK_CHUNK):
-            self._bulk([{"delete": {"_index": self.index_name, "_id": d}} for d in doc_ids[start : start + BULK_CHUNK]])
+    def _paged_search(self, query: dict[str, Any], source: list[str] | bool,
+                      timeout: float | None) -> list[dict[str, Any]]:
+        """Every hit of ``query``, ``PAGE`` at a time in ``copy_id`` order (``search_after``)."""
+        hits: list[dict[str, Any]] = []
+        after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {"size": PAGE, "_source": source, "sort": [{"copy_id": "asc"}], "query": query}
+            if after is not None:
+                body["search_after"] = after
+            page = self.client.search(index=self.index_name, body=body, **self._timeout(timeout))["hits"]["hits"]
+            hits.extend(page)
+            if len(page) < PAGE:
+                return hits
+            after = page[-1]["sort"]
 
-    def _bulk(self, body: list[dict[str, Any]]) -> None:
-        if not body:
-            return
-        kwargs: dict[str, Any] = {"body": body}
+    def _bulk(self, body: list[dict[str, Any]], timeout: float | None = None) -> None:
+        """Send ``body`` (``index`` action + source pairs, single ``delete`` lines) in requests of
+        at most ``BULK_CHUNK`` actions, never splitting an action from its source."""
+        actions: list[list[dict[str, Any]]] = []
+        i = 0
+        while i < len(body):
+            n = 2 if "index" in body[i] else 1
+            actions.append(body[i : i + n])
+            i += n
+        for start in range(0, len(actions), BULK_CHUNK):
+            self._bulk_request([line for action in actions[start : start + BULK_CHUNK] for line in action], timeout)
+
+    def _bulk_request(self, body: list[dict[str, Any]], timeout: float | None) -> None:
+        kwargs: dict[str, Any] = {"index": self.index_name, "body": body, **self._timeout(timeout)}
         if self.refresh and self.service != "aoss":  # Serverless has no refresh API
             kwargs["refresh"] = "wait_for"
-        resp = self.client.bulk(**kwargs, **_call_timeout())
+        resp = self.client.bulk(**kwargs)
         if not resp.get("errors"):
             return
         failures = []
@@ -499,80 +547,69 @@ class OpenSearchIndex:
         if failures:
             raise OpenSearchBulkError(f"{len(failures)} bulk item(s) failed: " + "; ".join(failures[:5]))
 
-    def delete(self, context_id: str, unit_ids: Sequence[str]) -> None:
-        ids = list(dict.fromkeys(unit_ids))
-        if not ids:
-            return
-        self.ensure_index()
-        if self.service == "aoss":
-            copies = self._copies([(context_id, uid) for uid in ids])
-            self._delete_docs([doc for stored in copies.values() for doc, _ in stored])
-            return
-        self._delete_docs([doc_id(context_id, uid) for uid in ids])
+    def _timeout(self, timeout: float | None) -> dict[str, float]:
+        """Per-call ``request_timeout``: the caller's, else the index default (none: the client's)."""
+        from agent_memory import deadline
 
-    def delete_context(self, context_id: str) -> None:
+        t = timeout if timeout is not None else self.timeout
+        if deadline.remaining() is not None:  # inside a request: fit its deadline
+            t = deadline.timeout_for(t if t is not None else CLIENT_TIMEOUT_S, what="search index call")
+        return {} if t is None else {"request_timeout": t}
+
+    def delete_context(self, context_id: str, *, timeout: float | None = None) -> None:
         """``delete_by_query`` on ``context_id``; on Serverless, page through the context's
         documents (``search_after`` on the unique ``copy_id``) and bulk-delete them."""
-        self.ensure_index()
+        self.ensure_index(timeout=timeout)
         if self.service == "aoss":
-            doomed: list[str] = []
-            after: list[Any] | None = None
-            while True:
-                body: dict[str, Any] = {
-                    "size": 1000,
-                    "_source": False,
-                    "sort": [{"copy_id": "asc"}],
-                    "query": {"term": {"context_id": context_id}},
-                }
-                if after is not None:
-                    body["search_after"] = after
-                hits = self.client.search(index=self.index_name, body=body, **_call_timeout())["hits"]["hits"]
-                doomed.extend(h["_id"] for h in hits)
-                if len(hits) < 1000:
-                    break
-                after = hits[-1]["sort"]
-            self._delete_docs(doomed)
+            hits = self._paged_search({"term": {"context_id": context_id}}, False, timeout)
+            self._bulk([{"delete": {"_id": h["_id"]}} for h in hits], timeout)
             return
         kwargs: dict[str, Any] = {
             "index": self.index_name,
             "body": {"query": {"term": {"context_id": context_id}}},
             "conflicts": "proceed",
+            **self._timeout(timeout),
         }
         if self.refresh:
             kwargs["refresh"] = True
-        self.client.delete_by_query(**kwargs, **_call_timeout())
+        self.client.delete_by_query(**kwargs)
 
     # -- reads ---------------------------------------------------------------------
 
-    def get(self, context_id: str, unit_id: str) -> SearchUnit | None:
-        self.ensure_index()
-        if self.service == "aoss":  # no client ids: newest copy by query
+    def get(self, context_id: str, unit_id: str, *, timeout: float | None = None) -> SearchUnit | None:
+        """The unit, or ``None``; a copy that is not the current revision of a live record
+        reads as absent (``live``)."""
+        self.ensure_index(timeout=timeout)
+        if self.service == "aoss":  # no client ids: the visible copies by query, newest first
             body = {
-                "size": 1,
+                "size": 4,
                 "_source": ["payload"],
                 "sort": [{"revision": "desc"}],
                 "query": {"bool": {"filter": [{"term": {"context_id": context_id}},
                                               {"term": {"unit_id": unit_id}}]}},
             }
-            hits = self.client.search(index=self.index_name, body=body, **_call_timeout())["hits"]["hits"]
-            return unit_from_dict(hits[0]["_source"]["payload"]) if hits else None
+            hits = self.client.search(index=self.index_name, body=body, **self._timeout(timeout))["hits"]["hits"]
+            units = self._live([(unit_from_dict(h["_source"]["payload"]), h["_id"]) for h in hits], timeout)
+            return units[0] if units else None
         from opensearchpy.exceptions import NotFoundError
 
         try:
             resp = self.client.get(index=self.index_name, id=doc_id(context_id, unit_id),
-                                   _source_includes="payload")
+                                   _source_includes="payload", **self._timeout(timeout))
         except NotFoundError:
             return None
         if not resp.get("found", True):
             return None
-        return unit_from_dict(resp["_source"]["payload"])
+        units = self._live([(unit_from_dict(resp["_source"]["payload"]), resp.get("_id"))], timeout)
+        return units[0] if units else None
 
-    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid") -> list[SearchHit]:
+    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid",
+               timeout: float | None = None) -> list[SearchHit]:
         if mode not in ("hybrid", "vector", "bm25"):
             raise ValueError(f"unknown search mode {mode!r}")
         if k <= 0:
             return []
-        self.ensure_index()
+        self.ensure_index(timeout=timeout)
         depth = candidate_depth(k) if mode == "hybrid" else k
         now_iso = timeutil.iso(datetime.fromtimestamp(self._clock(), UTC))
         flt_body = build_filter(flt, now_iso)
@@ -582,32 +619,39 @@ class OpenSearchIndex:
             vec = embed_all(self.embedder, [query])[0]
             if np.any(vec):
                 knn_body = self.knn_request(vec, flt_body, depth)
+        opts = self._timeout(timeout)
         legs: dict[str, list[dict[str, Any]]] = {}
-        if bm25_body is not None and knn_body is not None:
-            resp = self.client.msearch(index=self.index_name, body=[{}, bm25_body, {}, knn_body])
+        if bm25_body is not None and knn_body is not None and self.service == "aoss":
+            legs["bm25"], legs["vector"] = self._search_both(bm25_body, knn_body, opts)
+        elif bm25_body is not None and knn_body is not None:
+            resp = self.client.msearch(index=self.index_name, body=[{}, bm25_body, {}, knn_body], **opts)
             responses = resp["responses"]
             for r in responses:
                 if "error" in r:
                     raise RuntimeError(f"OpenSearch search failed: {r['error']}")
             legs["bm25"], legs["vector"] = (r["hits"]["hits"] for r in responses)
         elif bm25_body is not None:
-            legs["bm25"] = self.client.search(index=self.index_name, body=bm25_body, **_call_timeout())["hits"]["hits"]
+            legs["bm25"] = self.client.search(index=self.index_name, body=bm25_body, **opts)["hits"]["hits"]
         elif knn_body is not None:
-            legs["vector"] = self.client.search(index=self.index_name, body=knn_body, **_call_timeout())["hits"]["hits"]
-        # Keep the highest revision of each unit (Serverless may briefly hold two copies) and
-        # its first, best-ranked position in each leg.
+            legs["vector"] = self.client.search(index=self.index_name, body=knn_body, **opts)["hits"]["hits"]
+        # Before ranking: drop copies that are not the current revision of a live record (the
+        # index may lag the store), then keep each unit's first, best-ranked position per leg.
+        parsed = {leg: [(unit_from_dict(h["_source"]["payload"]), float(h["_score"]), h.get("_id")) for h in hits]
+                  for leg, hits in legs.items()}
+        verdicts = iter(self._verdicts([(u, d) for hits in parsed.values() for u, _, d in hits], timeout))
         units: dict[str, SearchUnit] = {}
         ranked_legs: dict[str, list[tuple[str, float]]] = {}
-        for leg, hits in legs.items():
+        for leg, hits in parsed.items():
             seen: set[str] = set()
             ranked_legs[leg] = []
-            for h in hits:
-                u = unit_from_dict(h["_source"]["payload"])
+            for u, score, _ in hits:
+                if not next(verdicts):
+                    continue
                 if u.id not in units or u.revision > units[u.id].revision:
                     units[u.id] = u
                 if u.id not in seen:
                     seen.add(u.id)
-                    ranked_legs[leg].append((u.id, float(h["_score"])))
+                    ranked_legs[leg].append((u.id, score))
         if mode == "vector":
             # cosinesimil scores are (1 + cos) / 2; report the cosine itself
             ranked = [(uid, 2.0 * score - 1.0) for uid, score in ranked_legs.get("vector", [])]
@@ -619,6 +663,37 @@ class OpenSearchIndex:
             )
         return [SearchHit(units[uid], float(score)) for uid, score in ranked[:k]]
 
+    def _search_both(self, bm25_body: dict[str, Any], knn_body: dict[str, Any],
+                     opts: dict[str, float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Serverless: the two legs as two concurrent ``POST /<index>/_search`` requests
+        (``_search`` is in the Serverless supported-operations table; ``_msearch`` could not be
+        confirmed there, so it is used on domains only)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="opensearch-leg") as pool:
+            bm25 = pool.submit(self.client.search, index=self.index_name, body=bm25_body, **opts)
+            knn = pool.submit(self.client.search, index=self.index_name, body=knn_body, **opts)
+            return bm25.result()["hits"]["hits"], knn.result()["hits"]["hits"]
+
+    def _verdicts(self, hits: Sequence[tuple[SearchUnit, str | None]], timeout: float | None) -> list[bool]:
+        """Which hits are live (``live``); on Serverless the dead copies found are deleted, as
+        their writer could not see them (written within its refresh interval) and nothing
+        else would: each is older than its record's current revision, or its record is gone."""
+        if self.live is None or not hits:
+            return [True] * len(hits)
+        verdicts = self.live.live([u for u, _ in hits])
+        if self.service == "aoss":
+            dead = sorted({d for (_, d), ok in zip(hits, verdicts, strict=True) if not ok and d})
+            if dead:
+                try:
+                    self._bulk([{"delete": {"_id": d}} for d in dead], timeout)
+                except Exception:  # best effort: readers skip them either way, the next read retries
+                    log.warning("could not delete %d dead copies from %s", len(dead), self.index_name, exc_info=True)
+        return verdicts
+
+    def _live(self, hits: Sequence[tuple[SearchUnit, str | None]], timeout: float | None) -> list[SearchUnit]:
+        return [u for (u, _), ok in zip(hits, self._verdicts(hits, timeout), strict=True) if ok]
+
     @staticmethod
     def bm25_request(query: str, flt_body: dict[str, Any], depth: int) -> dict[str, Any]:
         return {
@@ -629,6 +704,12 @@ class OpenSearchIndex:
 
     @staticmethod
     def knn_request(vector: np.ndarray, flt_body: dict[str, Any], depth: int) -> dict[str, Any]:
+        """k-NN with the filter inside (efficient filtering, faiss and lucene engines; Serverless
+        vector collections run the k-NN plugin API with filtering and nested queries:
+        https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html).
+        Hybrid searches send both legs in one ``POST /<index>/_msearch`` on a domain and as two
+        concurrent ``_search`` requests on Serverless (supported operations:
+        https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-genref.html)."""
         return {
             "size": depth,
             "_source": ["payload"],

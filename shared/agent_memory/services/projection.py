@@ -25,7 +25,16 @@ from typing import Any
 
 from agent_memory import faults
 from agent_memory.ids import entity_id
-from agent_memory.ports import Delete, Put, Record, RecordStore, SearchIndex, SearchUnit, WriteOp
+from agent_memory.ports import (
+    BatchWritableIndex,
+    Delete,
+    Put,
+    Record,
+    RecordStore,
+    SearchIndex,
+    SearchUnit,
+    WriteOp,
+)
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
 
 log = logging.getLogger("agent_memory.projection")
@@ -59,11 +68,14 @@ class ProjectionChange:
 
 
 def change_for(new: Record | None, old: Record | None) -> ProjectionChange:
-    """The index change for one stored record going from ``old`` to ``new`` (None = absent)."""
+    """The index change for one stored record going from ``old`` to ``new`` (None = absent).
+    Upserted units carry the record's key, so readers can check them against the store."""
     change = ProjectionChange()
     if new is not None and is_projected(new.data) and not new.data.get("deleted") \
             and new.data.get("active", True):
-        change.upserts.extend(_BUILDERS[new.data["kind"]](new.data, new.version))
+        for unit in _BUILDERS[new.data["kind"]](new.data, new.version):
+            unit.record_key = [new.pk, new.sk]
+            change.upserts.append(unit)
         return change
     gone = new if new is not None else old
     if gone is not None and is_projected(gone.data):
@@ -72,7 +84,36 @@ def change_for(new: Record | None, old: Record | None) -> ProjectionChange:
     return change
 
 
+def collapse(changes: Sequence[ProjectionChange]) -> ProjectionChange:
+    """One change equivalent to applying ``changes`` in order: per (context, unit) only the
+    last operation survives. A stream batch holds each item's records in commit order, so
+    the last one is the newest revision (a re-created record restarts its version, so order,
+    not version, decides), and the batch becomes one index write."""
+    last: dict[tuple[str, str], SearchUnit | None] = {}
+    for change in changes:
+        for unit in change.upserts:
+            last.pop((unit.context_id, unit.id), None)
+            last[(unit.context_id, unit.id)] = unit
+        for context_id, ids in change.deletes.items():
+            for unit_id in ids:
+                last.pop((context_id, unit_id), None)
+                last[(context_id, unit_id)] = None
+    out = ProjectionChange()
+    for (context_id, unit_id), unit in last.items():
+        if unit is None:
+            out.delete(context_id, unit_id)
+        else:
+            out.upserts.append(unit)
+    return out
+
+
 def apply(index: SearchIndex, change: ProjectionChange) -> None:
+    """Apply ``change``: in one request when the index takes batched writes."""
+    if not change:
+        return
+    if isinstance(index, BatchWritableIndex):
+        index.write(change.upserts, change.deletes)
+        return
     if change.upserts:
         index.upsert(change.upserts)
     for context_id, ids in change.deletes.items():
