@@ -20,7 +20,9 @@ from agent_memory.ports import Embedder, SearchIndex
 
 OPENSEARCH_ENV = "AGENT_MEMORY_OPENSEARCH_URL"
 OPENSEARCH_SKIP_REASON = "set AGENT_MEMORY_OPENSEARCH_URL to run against a real cluster"
-BACKENDS = ["embedded", "opensearch"]
+# "embedded-ann": the embedded index with its ANN graph used for every context and filter
+# (thresholds 0), so the contract holds on the approximate path too.
+BACKENDS = ["embedded", "embedded-ann", "opensearch"]
 
 
 def opensearch_url() -> str | None:
@@ -63,6 +65,8 @@ def embedder() -> BagOfWordsEmbedder:
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "opensearch" and opensearch_url() is None:
         pytest.skip(OPENSEARCH_SKIP_REASON)
+    if request.param == "embedded-ann":
+        pytest.importorskip("faiss")
     return request.param
 
 
@@ -78,10 +82,11 @@ def make_index(backend: str, tmp_path, embedder: BagOfWordsEmbedder) -> Iterator
 
     def make(emb: Embedder | None = None) -> SearchIndex:
         emb = emb or embedder
-        if backend == "embedded":
+        if backend.startswith("embedded"):
             from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
-            idx: SearchIndex = EmbeddedSearchIndex(tmp_path / "search.sqlite", emb)
+            thresholds = {"ann_min_rows": 0, "ann_exact_below": 0} if backend == "embedded-ann" else {}
+            idx: SearchIndex = EmbeddedSearchIndex(tmp_path / "search.sqlite", emb, **thresholds)
         else:
             from agent_memory.adapters.opensearch_search import OpenSearchIndex
 

@@ -28,6 +28,7 @@ SQLite and of the in-memory views; embedding calls run outside the lock.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -45,6 +46,8 @@ import numpy as np
 
 from agent_memory import scopes as scope_rules
 from agent_memory import timeutil
+from agent_memory.adapters import ann
+from agent_memory.adapters.ann import AnnGraph
 from agent_memory.adapters.term_index import MAX_ROWS as TERM_INDEX_MAX_ROWS
 from agent_memory.adapters.term_index import TermIndex, tokenize
 from agent_memory.ports import Embedder, EmbedderMismatch, SearchFilter, SearchHit, SearchMode, SearchUnit
@@ -68,6 +71,10 @@ _TOKENIZE = "porter unicode61 remove_diacritics 2"
 # influence on the ranking) are left out of the BM25 leg, always keeping the rarest one.
 # Below the budget the leg is exact.
 BM25_MATCH_BUDGET = 20_000
+ANN_MIN_ROWS = 50_000  # contexts this large search vectors through the ANN graph (adapters/ann.py)
+ANN_EXACT_BELOW = 20_000  # ... unless the filter leaves at most this many rows visible
+ANN_FOLD_MIN = 1_000  # pending rows (written since the graph) folded into it past max(this, 5%)
+ANN_REBUILD_STALE = 0.2  # share of stale graph ids that triggers a rebuild
 UNIT_CACHE = 200_000  # decoded units kept per context view
 
 
@@ -294,6 +301,10 @@ class _ContextView:
         # In-memory BM25 postings while the context is small (term_index.MAX_ROWS); None above.
         self.terms: TermIndex | None = TermIndex()
         self.version = 0  # bumped by every change of rows (keys the shared-mask cache)
+        # The approximate-nearest-neighbour graph of a large context (adapters/ann.py), and the
+        # rows written since it was built (scored exactly until folded in).
+        self.ann: AnnGraph | None = None
+        self.pending: set[int] = set()
         self._base_mask: tuple[Any, np.ndarray] | None = None
         self._alloc(capacity)
 
@@ -349,6 +360,10 @@ class _ContextView:
                 self.n += 1
                 self.ids.append(r.id)
                 self.row_of[r.id] = i
+            elif self.ann is not None:
+                self.ann.forget_rows([i])  # its graph vector is the old one
+            if self.ann is not None:
+                self.pending.add(i)
             self.row_of_pk[r.pk] = i
             self.matrix[i] = vec
             self.alive[i] = True
@@ -399,6 +414,9 @@ class _ContextView:
                 continue
             if self.terms is not None:
                 self.terms.remove(i)
+            if self.ann is not None:
+                self.ann.forget_rows([i])
+                self.pending.discard(i)
             self.row_of_pk.pop(int(self.pks[i]), None)
             self.alive[i] = False
             self.ids[i] = None
@@ -416,6 +434,13 @@ class _ContextView:
         self.n, self.dead, self.ids = len(keep), 0, ids
         if self.terms is not None:
             self.terms = self.terms.renumber({int(old): new for new, old in enumerate(keep)})
+        if self.ann is not None:
+            # graph rows are all alive (removed rows were forgotten), so all are in ``keep``
+            new_row_of_old = np.full(int(keep.max(initial=-1)) + 1, -1, dtype=np.int64)
+            new_row_of_old[keep] = np.arange(len(keep))
+            self.ann.renumber(new_row_of_old)
+            self.pending = {int(new_row_of_old[r]) for r in self.pending if r < new_row_of_old.size
+                            and new_row_of_old[r] >= 0}
         self.row_of = {uid: i for i, uid in enumerate(ids) if uid is not None}
         self.row_of_pk = {int(pk): i for i, pk in enumerate(self.pks[: self.n])}
 
@@ -576,8 +601,15 @@ class EmbeddedSearchIndex:
     """
 
     def __init__(self, path: str | os.PathLike[str], embedder: Embedder, *,
-                 clock: Callable[[], float] = time.time, max_cached_contexts: int = 256) -> None:
+                 clock: Callable[[], float] = time.time, max_cached_contexts: int = 256,
+                 ann_min_rows: int = ANN_MIN_ROWS, ann_exact_below: int = ANN_EXACT_BELOW) -> None:
         self.path = os.fspath(path)
+        # Past ``ann_min_rows`` units a context searches vectors through an HNSW graph when
+        # faiss is installed (the ``ann`` extra); a filter leaving at most ``ann_exact_below``
+        # rows visible is still answered by the exact scan. Without faiss: always exact.
+        self.ann_min_rows = ann_min_rows
+        self.ann_exact_below = ann_exact_below
+        self._ann = ann.available()
         self.embedder = embedder
         self.dimension = int(embedder.dimension)
         self._clock = clock
@@ -733,6 +765,10 @@ class EmbeddedSearchIndex:
         with self._lock, self._tx():
             gone = self._db.execute("DELETE FROM units WHERE context_id = ?", (context_id,)).rowcount
             self._views.pop(context_id, None)
+            if self.path != ":memory:":
+                for suffix in ("", ".pks.npy"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(self._graph_path(context_id) + suffix)
             self._writes_since_df += max(0, gone)
 
     # -- reads ---------------------------------------------------------------
@@ -760,7 +796,7 @@ class EmbeddedSearchIndex:
             m = view.mask(flt, self._clock())
             if not m.any():
                 return []
-            vec_hits = view.top_vector(qvec, m, depth) if qvec is not None else []
+            vec_hits = self._top_vector(view, qvec, m, depth) if qvec is not None else []
             bm_hits = self._top_bm25(view, query, m, depth) if mode != "vector" else []
             if mode == "vector":
                 ranked = [(view.ids[r], s) for r, s in vec_hits]
@@ -773,6 +809,70 @@ class EmbeddedSearchIndex:
             ranked = ranked[:k]
             units = self._units(view, [uid for uid, _ in ranked])
         return [SearchHit(units[uid], float(score)) for uid, score in ranked if uid in units]
+
+    # -- vectors: exact scan, or the ANN graph of a large context --------------
+
+    def _top_vector(self, view: _ContextView, q: np.ndarray, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
+        if not self._ann or view.n - view.dead < self.ann_min_rows:
+            return view.top_vector(q, m, depth)
+        visible = int(np.count_nonzero(m))
+        if visible <= self.ann_exact_below:
+            return view.top_vector(q, m, depth)
+        graph = self._graph(view)
+        found = graph.search(q, m, depth)
+        pending = np.fromiter(view.pending, dtype=np.int64, count=len(view.pending))
+        if pending.size:
+            pending = pending[m[pending]]
+        cand = np.unique(np.concatenate([found[found >= 0], pending]))
+        if cand.size < min(depth, visible):
+            # The graph walk ran out before ``depth`` visible rows (a filter that hides the
+            # graph's neighbourhoods, or duplicate vectors): never return fewer than exist.
+            return view.top_vector(q, m, depth)
+        scores = view.matrix[cand] @ q  # exact cosines from the view (never a stale vector)
+        kk = min(depth, cand.size)
+        part = np.argpartition(-scores, kk - 1)[:kk] if kk < cand.size else np.arange(cand.size)
+        part = part[np.lexsort((cand[part], -scores[part]))]
+        return [(int(cand[p]), float(scores[p])) for p in part]
+
+    def _graph(self, view: _ContextView) -> AnnGraph:
+        """The context's graph: loaded from disk or built on first need, pending rows folded
+        in once they pile up, rebuilt when too many of its vectors went stale."""
+        graph = view.ann
+        if graph is not None and graph.stale_share() > ANN_REBUILD_STALE:
+            graph = None
+        if graph is None:
+            graph = self._load_graph(view) or self._build_graph(view, list(range(view.n)), AnnGraph(self.dimension))
+            view.ann = graph
+        elif len(view.pending) > max(ANN_FOLD_MIN, graph.size // 20):
+            self._build_graph(view, sorted(view.pending), graph)
+        return graph
+
+    def _build_graph(self, view: _ContextView, rows: list[int], graph: AnnGraph) -> AnnGraph:
+        picked = np.asarray([r for r in rows if view.alive[r]], dtype=np.int64)
+        graph.add(view.matrix[picked], view.pks[picked], picked)
+        view.pending.clear()
+        view.ann = graph
+        if self.path != ":memory:":
+            graph.save(self._graph_path(view.context_id))
+        return graph
+
+    def _load_graph(self, view: _ContextView) -> AnnGraph | None:
+        if self.path == ":memory:":
+            return None
+        graph = AnnGraph.load(self._graph_path(view.context_id), self.dimension)
+        if graph is None:
+            return None
+        graph.rows = np.fromiter((view.row_of_pk.get(int(pk), -1) for pk in graph.pks), dtype=np.int64,
+                                 count=graph.pks.size)
+        graph.forget_changed(view.matrix)  # units rewritten since the graph was saved
+        covered = np.zeros(view.n, dtype=bool)
+        covered[graph.rows[graph.rows >= 0]] = True
+        view.ann = graph
+        view.pending = {int(r) for r in np.flatnonzero(view.alive[: view.n] & ~covered)}
+        return graph
+
+    def _graph_path(self, context_id: str) -> str:
+        return os.path.join(self.path + ".ann", context_token(context_id) + ".faiss")
 
     def _view(self, context_id: str) -> _ContextView:
         view = self._views.get(context_id)
