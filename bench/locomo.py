@@ -13,9 +13,9 @@ What runs, per conversation (one context each, in a fresh temporary data directo
 
 - **Ingest through the product's write path**: each LoCoMo session becomes one session,
   written with ``POST /facts/batch`` semantics (``runtime.facts.write_batch``, ``infer:
-  full``, the configured extractor: offline unless a model is configured), every turn as
-  ``"<speaker>: <text>"`` (plus ``[shares <caption>]`` for a shared photo) with the session's
-  date as ``ts`` (``observed_at``). The turn id -> ``dia_id`` map comes from the write
+  full``, the configured extractor: offline unless a model is configured), every turn's text
+  (plus ``[shares <caption>]`` for a shared photo) with its ``speaker`` field set to the
+  speaker's name and the session's date as ``ts`` (``observed_at``). The turn id -> ``dia_id`` map comes from the write
   responses and stays here, in the benchmark.
 - **Questions** of categories 1-4 (5 is adversarial) go to ``runtime.retrieval.retrieve``
   (hybrid, k=50) and to the baselines.
@@ -31,6 +31,17 @@ What runs, per conversation (one context each, in a fresh temporary data directo
 
 Output: a table (recall@5/10/20 per method, product/baseline ratio) and JSON written to
 ``bench/results/`` (gitignored) or ``--out``.
+
+**Splits** (``SPLITS``): the seven conversations are split, by file name and fixed before
+any result was looked at, into a *tuning* set (every other file in name order, starting with
+the first: 26, 41, 43, 47) and a *validation* set (30, 42, 44). Every figure is reported for
+both and for all seven. A ranking change is tuned on the tuning set and lands only if it
+also helps the validation set.
+
+**Ablations** (``--ablate``): the product row again with one stage off at a time: the
+``speaker`` field (turns written without it), extraction (``infer: none``, so no facts), the
+entity legs, the time boost, the neighbour share and tier-1 structured reads; recall per
+split. Recipe stages reuse one ingest; the speaker and facts rows ingest again.
 """
 
 from __future__ import annotations
@@ -51,6 +62,21 @@ from typing import Any
 import numpy as np
 
 KS = (5, 10, 20)
+SPLITS = {"tuning": ("26", "41", "43", "47"), "validation": ("30", "42", "44")}
+# name -> (ingest options, SearchRecipe overrides of the hybrid recipe)
+ABLATIONS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
+    "product": ({}, {}),
+    "speaker field off": ({"speaker": False}, {}),
+    "facts off (infer none)": ({"infer": "none"}, {}),
+    "entity legs off": ({}, {"entity_bm25": 0.0, "entity_vector": 0.0}),
+    "time boost off": ({}, {"time_boost": 0.0}),
+    "neighbour share off": ({}, {"neighbour_share": 0.0}),
+    "structured reads off": ({}, {"structured": 0.0}),
+}
+
+
+def split_of(name: str) -> str | None:
+    return next((split for split, names in SPLITS.items() if name in names), None)
 CATEGORIES = (1, 2, 3, 4)
 RRF_K = 60
 PRODUCT_K = 50
@@ -267,16 +293,17 @@ def make_runtime(data_dir: Path, embedder: str) -> Any:
     return Runtime(load_settings(env=env, config_path=None))
 
 
-def ingest(runtime: Any, ctx: Any, conv: Conversation) -> dict[str, str]:
+def ingest(runtime: Any, ctx: Any, conv: Conversation, *, speaker: bool = True,
+           infer: str = "full") -> dict[str, str]:
     """Write every session through the product's write path; returns turn id -> dia_id."""
     from agent_memory.models.requests import WriteFactsBatchRequest
 
     mapping: dict[str, str] = {}
     for session in conv.sessions:
         req = WriteFactsBatchRequest(
-            messages=[{"role": "user", "content": f"{t.speaker}: {t.text}", "ts": session.observed_at}
-                      for t in session.turns],
-            infer="full", extract="per_message")
+            messages=[{"role": "user", "content": t.text, "ts": session.observed_at,
+                       **({"speaker": t.speaker} if speaker else {})} for t in session.turns],
+            infer=infer, extract="per_message")
         result = runtime.facts.write_batch(ctx, req)
         for turn_id, turn in zip(result["turnIds"], session.turns, strict=True):
             mapping[turn_id] = turn.dia_id
@@ -305,6 +332,8 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
 
     conversations = load_dir(directory, limit)
     sums: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
+    by_split: dict[str, dict[str, dict[int, list[float]]]] = {
+        s: {m: {k: [] for k in KS} for m in METHODS} for s in SPLITS}
     by_category: dict[str, dict[int, list[float]]] = {m: {c: [] for c in CATEGORIES} for m in METHODS}
     latencies: list[float] = []
     started = time.perf_counter()
@@ -324,6 +353,8 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
                 for method in METHODS:
                     for k in KS:
                         sums[method][k].append(recall_at(ranked[method], q.evidence, k))
+                        if split_of(conv.name):
+                            by_split[split_of(conv.name)][method][k].append(recall_at(ranked[method], q.evidence, k))
                     by_category[method][q.category].append(recall_at(ranked[method], q.evidence, 10))
             progress(f"  {conv.name}: {len(conv.turns)} turns ingested in {ingest_s:.1f}s, "
                      f"{len(conv.questions)} questions")
@@ -332,6 +363,8 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
         "questions": len(sums["product"][10]), "embedder": embedder_name,
         "recall": {m: {f"@{k}": round(float(np.mean(v)), 4) if v else None for k, v in sums[m].items()}
                    for m in METHODS},
+        "recall_by_split": {s: {m: {f"@{k}": round(float(np.mean(v)), 4) if v else None for k, v in per.items()}
+                                for m, per in methods.items()} for s, methods in by_split.items()},
         "recall@10_by_category": {m: {str(c): round(float(np.mean(v)), 4) if v else None
                                       for c, v in by_category[m].items()} for m in METHODS},
         "product_query_ms": {"p50": round(float(np.percentile(latencies, 50)), 2) if latencies else None,
@@ -346,6 +379,59 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
     return results
 
 
+def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
+           progress: Callable[[str], None] = print) -> dict[str, Any]:
+    """Product recall@k per split with each stage off in turn (``ABLATIONS``)."""
+    import dataclasses
+
+    from agent_memory.request_context import RequestContext
+    from agent_memory.services import retrieval
+
+    conversations = load_dir(directory, limit)
+    scores: dict[str, dict[str, dict[int, list[float]]]] = {
+        name: {s: {k: [] for k in KS} for s in (*SPLITS, "all")} for name in ABLATIONS}
+    ingests: dict[tuple, list[str]] = {}
+    for name, (options, _) in ABLATIONS.items():
+        ingests.setdefault(tuple(sorted(options.items())), []).append(name)
+    base = retrieval.RECIPES["hybrid"]
+    started = time.perf_counter()
+    try:
+        for options, names in ingests.items():
+            with tempfile.TemporaryDirectory(prefix="locomo-ablate-") as tmp:
+                runtime = make_runtime(Path(tmp), embedder)
+                for conv in conversations:
+                    ctx = RequestContext(context_id=f"locomo-{conv.name}", principal="bench", admin=True)
+                    mapping = ingest(runtime, ctx, conv, **dict(options))
+                    for name in names:
+                        retrieval.RECIPES["hybrid"] = dataclasses.replace(base, **ABLATIONS[name][1])
+                        for q in conv.questions:
+                            ranked, _ = product_ranking(runtime, ctx, q.question, mapping)
+                            for split in (split_of(conv.name), "all"):
+                                for k in KS:
+                                    if split:
+                                        scores[name][split][k].append(recall_at(ranked, q.evidence, k))
+                        retrieval.RECIPES["hybrid"] = base
+                    progress(f"  {conv.name}: {', '.join(names)}")
+    finally:
+        retrieval.RECIPES["hybrid"] = base
+    return {"embedder": EMBEDDERS[embedder], "conversations": [c.name for c in conversations],
+            "splits": {s: list(v) for s, v in SPLITS.items()},
+            "recall": {name: {s: {f"@{k}": round(float(np.mean(v)), 4) if v else None for k, v in per.items()}
+                              for s, per in by.items()} for name, by in scores.items()},
+            "seconds": round(time.perf_counter() - started, 1),
+            "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def ablation_table(results: dict[str, Any]) -> str:
+    lines = [f"LoCoMo product recall with one stage off at a time (embedder {results['embedder']}); "
+             f"tuning {'/'.join(results['splits']['tuning'])}, validation {'/'.join(results['splits']['validation'])}",
+             f"{'':<24}" + "".join(f"{s + ' @' + str(k):>15}" for s in ("tuning", "validation") for k in KS)]
+    for name, by in results["recall"].items():
+        lines.append(f"{name:<24}" + "".join(f"{by[s][f'@{k}'] or 0:>15.4f}" for s in ("tuning", "validation")
+                                             for k in KS))
+    return "\n".join(lines)
+
+
 def table(results: dict[str, Any]) -> str:
     lines = [f"LoCoMo evidence recall ({results['questions']} questions, categories 1-4, "
              f"{len(results['conversations'])} conversations, embedder {results['embedder']})",
@@ -355,6 +441,11 @@ def table(results: dict[str, Any]) -> str:
         lines.append(f"{method:<18}" + "".join(f"{row[f'@{k}']:>9.4f}" for k in KS))
     ratio = results["product_vs_baseline"]
     lines.append(f"{'product/max(bm25,dense)':<18}" + "".join(f"{ratio[f'@{k}']:>9.3f}" for k in KS))
+    for split, names in SPLITS.items():
+        part = results.get("recall_by_split", {}).get(split)
+        if part and part["product"]["@10"] is not None:
+            lines.append(f"{split} ({', '.join(names)}): " + "  ".join(
+                f"{m} " + "/".join(f"{part[m][f'@{k}']:.4f}" for k in KS) for m in ("bm25", "dense", "product")))
     lat = results["product_query_ms"]
     lines.append(f"product query ms: p50 {lat['p50']}  p95 {lat['p95']}   ({results['seconds']} s in all)")
     return "\n".join(lines)
@@ -371,12 +462,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", choices=sorted(EMBEDDERS), default="hashing")
     parser.add_argument("--out", type=Path, default=None, help="JSON results (default: bench/results/...)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--ablate", action="store_true",
+                        help="print the product's recall per split with each ranking stage off in turn")
 
 
 def run_command(args: argparse.Namespace) -> int:
     import logging
 
     logging.getLogger("agent_memory").setLevel(logging.WARNING)
+    if args.ablate:
+        results = ablate(args.directory, embedder=args.embedder, limit=args.limit,
+                         progress=lambda line: print(line, file=sys.stderr))
+        out = args.out or (Path(__file__).resolve().parent / "results" /
+                           f"locomo-ablate-{args.embedder}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(ablation_table(results))
+        print(f"results: {out}")
+        return 0
     results = run(args.directory, embedder=args.embedder, limit=args.limit,
                   progress=lambda line: print(line, file=sys.stderr))
     out = args.out or (Path(__file__).resolve().parent / "results" /

@@ -32,11 +32,11 @@ from agent_memory.runtime import Runtime
 QUERIES = 300
 BATCH = 2000
 CONTEXT = "bench"
-SPEAKERS = ["Caroline", "Melanie", "Jon", "Gina", "Maria", "John", "Joanna", "Nate", "Tim", "Audrey",
-            "Andrew", "James", "Emma", "Oliver", "Sofia", "Liam", "Ava", "Noah", "Mia", "Lucas"]
+SPEAKERS = ["Priya", "Tunde", "Dana", "Okafor", "Ines", "Marek", "Yuki", "Farah", "Bjorn", "Leila",
+            "Tomas", "Ravi", "Emma", "Oliver", "Sofia", "Liam", "Ava", "Noah", "Mia", "Lucas"]
 COMMON = ("i the a to and of my it in that is was for you on with so we but this have just really "
           "about like been what had your me at be are all they some one got going how do time").split()
-TOPICS = ("adoption agency pottery class camping trip marathon race painting sunrise museum kids dog "
+TOPICS = ("sailing school chess club camping trip marathon race painting sunrise museum kids dog "
           "cat garden book club concert guitar violin studio dance festival store launch business "
           "hiking mountains beach ocean recipe baking bread coffee tea travel paris rome tokyo "
           "conference speech school counseling mentor volunteer shelter project deadline meeting "
@@ -108,7 +108,7 @@ def run(n: int) -> None:
         rt = Runtime(load_settings(env=env, config_path=None))
         admin = RequestContext(context_id=CONTEXT, principal="bench", admin=True)
         for text in ("I live in Berlin.", "I work at Acme as an engineer.", "My sister Emma lives in Oslo.",
-                     "I like pottery and camping.", "My manager is Oliver.", "Caroline works at Globex."):
+                     "I like sailing and chess.", "My manager is Oliver.", "Priya works at Globex."):
             rt.facts.write(admin, WriteFactsRequest(text=text))
         units = synthetic_units(n, rng, vocab, weights)
         t0 = time.perf_counter()

@@ -98,4 +98,25 @@ def test_the_real_data_when_present(locomo):
     if not first.exists():
         pytest.skip("LoCoMo data not present at ../shared/bench/locomo")
     conv = locomo.load_conversation(first)
-    assert conv.speakers == ("Caroline", "Melanie") and len(conv.turns) > 300 and conv.questions
+    assert all(conv.speakers) and len(conv.turns) > 300 and conv.questions
+
+
+def test_the_splits_are_fixed_disjoint_and_cover_the_seven_conversations(locomo):
+    tuning, validation = set(locomo.SPLITS["tuning"]), set(locomo.SPLITS["validation"])
+    assert not tuning & validation and len(tuning | validation) == 7
+    assert locomo.split_of("41") == "tuning" and locomo.split_of("44") == "validation"
+    assert locomo.split_of("1") is None
+
+
+def test_ablation_runs_every_stage_off_and_restores_the_recipe(locomo, tmp_path):
+    from agent_memory.services import retrieval
+
+    d = tmp_path / "locomo"
+    d.mkdir()
+    (d / "41.json").write_text(json.dumps(CONVERSATION))  # a tuning-split name
+    before = retrieval.RECIPES["hybrid"]
+    results = locomo.ablate(d, embedder="hashing", progress=lambda line: None)
+    assert retrieval.RECIPES["hybrid"] is before
+    assert set(results["recall"]) == set(locomo.ABLATIONS)
+    assert all(by["tuning"]["@5"] is not None and by["validation"]["@5"] is None for by in results["recall"].values())
+    assert "entity legs off" in locomo.ablation_table(results)

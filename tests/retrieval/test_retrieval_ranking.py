@@ -3,6 +3,7 @@ ranking rules, exclusions, and access rules applied inside the search."""
 
 from __future__ import annotations
 
+from agent_memory import timeutil
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.request_context import RequestContext
 
@@ -99,17 +100,25 @@ def test_session_labels_and_kinds_filters(runtime):
 
 
 def test_turns_said_inside_the_questions_time_window_rank_first(runtime):
-    write(runtime, "We went hiking in the mountains with the dog.", infer="none",
-          observed_at="2023-03-05T10:00:00Z")
-    july = write(runtime, "We went hiking in the mountains with the kids.", infer="none",
-                 observed_at="2023-07-05T10:00:00Z")
-    result = retrieve(runtime, "When did we go hiking in the mountains in July?", k=2)
-    assert result.hits[0].id == july["turnId"] and result.trace["timeWindow"]["month"] == 7
+    year = timeutil.now().year - 1  # "July" is the most recent one: last year's is surely past
+    write(runtime, "We went sailing on the lake with the dog.", infer="none",
+          observed_at=f"{year}-03-05T10:00:00Z")
+    july = write(runtime, "We went sailing on the lake with the kids.", infer="none",
+                 observed_at=f"{year}-07-05T10:00:00Z")
+    result = retrieve(runtime, "When did we go sailing on the lake in July?", k=2,
+                      as_of=f"{year}-12-01T00:00:00Z")
+    assert result.hits[0].id == july["turnId"]
+    assert result.trace["timeWindow"]["start"].startswith(f"{year}-07-01")
 
 
-def test_speaker_tagged_transcripts_are_searchable_by_speaker(runtime):
-    write(runtime, "Caroline: I researched adoption agencies this week.", infer="none")
-    write(runtime, "Melanie: I researched pottery classes this week.", infer="none")
-    result = retrieve(runtime, "What did Caroline research?", k=2, include=["turn"])
-    assert result.hits[0].text == "Caroline: I researched adoption agencies this week."
-    assert result.hits[0].metadata["speaker"] == "Caroline"
+def test_turns_are_searchable_by_the_speaker_the_write_gave(runtime):
+    write(runtime, "I researched sailing schools this week.", infer="none", speaker="Dana")
+    write(runtime, "I researched sailing schools this week.", infer="none", speaker={"name": "Okafor"})
+    write(runtime, "Dana: I researched sailing schools this week.", infer="none")
+    result = retrieve(runtime, "What did Dana research?", k=3, include=["turn"])
+    assert result.hits[0].text == "Dana: I researched sailing schools this week."
+    assert result.hits[0].metadata["speaker"] == "Dana"
+    assert "entity:person/dana" in result.trace["entities"]
+    # The third turn's text starts with "Dana:" but it is the context's own user's turn.
+    third = [h for h in result.hits if "speaker" not in h.metadata]
+    assert third and third[0].text.startswith("Dana: I researched")

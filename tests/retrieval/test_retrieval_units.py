@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from agent_memory.services.context_format import format_context, sanitise
-from agent_memory.services.projection import build_units, split_speaker_tag
+from agent_memory.services.projection import build_units
 from agent_memory.services.query_analysis import analyse
 from agent_memory.services.retrieval import Hit
 
@@ -23,13 +23,14 @@ def turn(content: str, role: str = "user", **extra) -> dict:
 # --- units --------------------------------------------------------------------------------
 
 
-def test_a_tagged_user_turn_is_about_its_speaker_and_indexes_what_was_said():
-    [unit] = build_units(turn("Caroline: I went to a support group yesterday."), 3)
+def test_a_user_turn_is_about_the_speaker_the_write_gave_and_indexes_what_was_said():
+    speaker = {"name": "Priya Nair", "entityId": "entity:person/priya-nair"}
+    [unit] = build_units(turn("I repaired the old bicycle yesterday.", speaker=speaker), 3)
     assert unit.kind == "turn" and unit.revision == 3
-    assert unit.text == "I went to a support group yesterday."
-    assert unit.metadata == {"seq": 4, "speaker": "Caroline"}
-    assert unit.entity_ids == ["entity:person/caroline"]
-    assert unit.labels == ["entity:person/caroline", "team"]
+    assert unit.text == "I repaired the old bicycle yesterday."
+    assert unit.metadata == {"seq": 4, "speaker": "Priya Nair"}
+    assert unit.entity_ids == ["entity:person/priya-nair"]
+    assert unit.labels == ["entity:person/priya-nair", "team"]
     assert (unit.role, unit.session_id, unit.occurred_at) == ("user", "sess_1", "2023-05-08T13:56:00.000Z")
 
 
@@ -40,10 +41,11 @@ def test_an_untagged_user_turn_is_about_the_user_and_assistant_turns_are_about_n
     assert reply.text == "Note: you live in Berlin." and reply.entity_ids == [] and reply.labels == ["team"]
 
 
-@pytest.mark.parametrize("content", ["Note: buy milk", "Hi: there", "at 10:30 we meet", "https://example.com",
-                                     "lower: case", "Summary: done", "User: hello"])
-def test_things_that_are_not_speaker_tags(content):
-    assert split_speaker_tag(content) == (None, content)
+@pytest.mark.parametrize("content", ["Monday: I went to the gym", "Berlin: the trip was great", "Python: 3.13 is out",
+                                     "Priya: I repaired the bicycle", "Dr Okafor: rest for a week"])
+def test_a_capitalised_word_and_a_colon_never_make_a_speaker(content):
+    [unit] = build_units(turn(content), 1)
+    assert unit.text == content and unit.entity_ids == [SELF] and "speaker" not in unit.metadata
 
 
 def test_fact_units_carry_their_entities_as_labels():
@@ -66,28 +68,29 @@ ANCHOR = datetime(2024, 1, 15, tzinfo=UTC)
 
 
 def test_names_self_reference_and_statement_form():
-    qa = analyse("What did Caroline's sister research?", anchor=ANCHOR)
-    assert qa.names == ["Caroline"] and not qa.self_reference
-    assert qa.statement == "Caroline's sister research" and qa.content == "sister research"
+    qa = analyse("What did Priya's sister research?", anchor=ANCHOR)
+    assert qa.names == ["Priya"] and not qa.self_reference
+    assert qa.statement == "Priya's sister research" and qa.content == "sister research"
     me = analyse("Where do I live?", anchor=ANCHOR)
     assert me.names == [] and me.self_reference and me.content == "live"
     assert "location" in me.key_hints
-    both = analyse("Which city have both Jean and John visited in July?", anchor=ANCHOR)
-    assert both.names == ["Jean", "John"]
+    both = analyse("Which harbour did Priya and Tunde sail to in June?", anchor=ANCHOR)
+    assert both.names == ["Priya", "Tunde"]
 
 
 def test_time_phrases_become_windows():
-    day = analyse("How was John feeling on April 10, 2022?", anchor=ANCHOR).time
-    assert day.contains(datetime(2022, 4, 10, 18, tzinfo=UTC))
-    assert day.contains(datetime(2022, 4, 20, tzinfo=UTC), slack_days=14)
-    assert not day.contains(datetime(2022, 4, 9, tzinfo=UTC), slack_days=14)
-    month_any_year = analyse("When did Melanie go camping in July?", anchor=ANCHOR).time
-    assert month_any_year.month == 7 and month_any_year.contains(datetime(2019, 7, 3, tzinfo=UTC))
-    year = analyse("Which country did James visit in 2021?", anchor=ANCHOR).time
+    day = analyse("Was Tunde at the regatta on April 12, 2022?", anchor=ANCHOR).time
+    assert day.contains(datetime(2022, 4, 12, 18, tzinfo=UTC))
+    assert day.contains(datetime(2022, 4, 22, tzinfo=UTC), slack_days=14)
+    assert not day.contains(datetime(2022, 4, 11, tzinfo=UTC), slack_days=14)
+    july = analyse("When did Dana go sailing in July?", anchor=ANCHOR).time
+    assert (july.start, july.end) == (datetime(2023, 7, 1, tzinfo=UTC), datetime(2023, 8, 1, tzinfo=UTC))
+    assert not july.contains(datetime(2019, 7, 3, tzinfo=UTC))
+    year = analyse("Which boat did Priya buy in 2021?", anchor=ANCHOR).time
     assert year.contains(datetime(2021, 11, 1, tzinfo=UTC)) and not year.contains(datetime(2022, 2, 1, tzinfo=UTC))
     last_week = analyse("What did I cook last week?", anchor=ANCHOR).time
     assert last_week.contains(datetime(2024, 1, 10, tzinfo=UTC))
-    assert analyse("What is Gina doing now?", anchor=ANCHOR).time is None
+    assert analyse("What is Tunde repairing now?", anchor=ANCHOR).time is None
 
 
 # --- formatter ----------------------------------------------------------------------------
@@ -130,3 +133,12 @@ def test_retrieved_text_cannot_close_the_block_inject_headings_or_forge_markers(
 def test_sanitise_caps_long_items_and_empty_results_say_so():
     assert len(sanitise("x" * 5000, 100)) == 100 and sanitise("x" * 5000, 100).endswith("\u2026")
     assert "(nothing relevant found)" in format_context([]).text
+
+
+def test_a_thread_turn_carries_the_speaker_its_metadata_names_and_never_one_from_its_text():
+    row = {"kind": "thread_turn", "id": "tturn_1", "contextId": "c", "threadId": "t1", "turnIndex": 0,
+           "text": "Okafor: the router is fixed.", "metadata": {"speaker": "agent"}, "createdAt": "2024-01-01T00:00:00Z"}
+    [unit] = build_units(row, 1)
+    assert unit.metadata["speaker"] == "agent" and unit.text == "Okafor: the router is fixed."
+    [bare] = build_units({**row, "metadata": {}}, 1)
+    assert "speaker" not in bare.metadata

@@ -21,9 +21,12 @@ from agent_memory.ports import Embedder, SearchIndex
 
 OPENSEARCH_ENV = "AGENT_MEMORY_OPENSEARCH_URL"
 OPENSEARCH_SKIP_REASON = "set AGENT_MEMORY_OPENSEARCH_URL to run against a real cluster"
-# "double-es"/"double-aoss": the OpenSearch adapter, through the real client, against the
-# in-process double of both services (tests/search/nrt_double.py), refreshed after each write.
-BACKENDS = ["embedded", "double-es", "double-aoss", pytest.param("opensearch", marks=pytest.mark.opensearch)]
+# "embedded-ann": the embedded index with its ANN graph used for every context and filter
+# (thresholds 0), so the contract holds on the approximate path too. "double-es"/"double-aoss":
+# the OpenSearch adapter, through the real client, against the in-process double of both
+# services (tests/search/nrt_double.py), refreshed after each write.
+BACKENDS = ["embedded", "embedded-ann", "double-es", "double-aoss",
+            pytest.param("opensearch", marks=pytest.mark.opensearch)]
 
 
 def opensearch_url() -> str | None:
@@ -66,6 +69,8 @@ def embedder() -> BagOfWordsEmbedder:
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "opensearch" and opensearch_url() is None:
         pytest.skip(OPENSEARCH_SKIP_REASON)
+    if request.param == "embedded-ann":
+        pytest.importorskip("faiss")
     return request.param
 
 
@@ -82,10 +87,11 @@ def make_index(backend: str, tmp_path, embedder: BagOfWordsEmbedder) -> Iterator
 
     def make(emb: Embedder | None = None) -> SearchIndex:
         emb = emb or embedder
-        if backend == "embedded":
+        if backend.startswith("embedded"):
             from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
-            idx: SearchIndex = EmbeddedSearchIndex(tmp_path / "search.sqlite", emb)
+            thresholds = {"ann_min_rows": 0, "ann_exact_below": 0} if backend == "embedded-ann" else {}
+            idx: SearchIndex = EmbeddedSearchIndex(tmp_path / "search.sqlite", emb, **thresholds)
         elif backend.startswith("double-"):
             from nrt_double import NrtCluster
 

@@ -28,6 +28,7 @@ SQLite and of the in-memory views; embedding calls run outside the lock.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -45,6 +46,10 @@ import numpy as np
 
 from agent_memory import scopes as scope_rules
 from agent_memory import timeutil
+from agent_memory.adapters import ann
+from agent_memory.adapters.ann import AnnGraph
+from agent_memory.adapters.term_index import MAX_ROWS as TERM_INDEX_MAX_ROWS
+from agent_memory.adapters.term_index import TermIndex, tokenize
 from agent_memory.ports import Embedder, EmbedderMismatch, SearchFilter, SearchHit, SearchMode, SearchUnit
 
 RRF_K = 60
@@ -66,6 +71,11 @@ _TOKENIZE = "porter unicode61 remove_diacritics 2"
 # influence on the ranking) are left out of the BM25 leg, always keeping the rarest one.
 # Below the budget the leg is exact.
 BM25_MATCH_BUDGET = 20_000
+ANN_MIN_ROWS = 50_000  # contexts this large search vectors through the ANN graph (adapters/ann.py)
+ANN_EXACT_BELOW = 20_000  # ... unless the filter leaves at most this many rows visible
+ANN_FOLD_MIN = 1_000  # pending rows (written since the graph) folded into it past max(this, 5%)
+ANN_REBUILD_STALE = 0.2  # share of stale graph ids that triggers a rebuild
+UNIT_CACHE = 200_000  # decoded units kept per context view
 
 
 # ---------------------------------------------------------------------------
@@ -230,6 +240,18 @@ class _Signatures:
         return arr
 
 
+def _code_in(column: np.ndarray, codes: _Codes, values: Iterable[str | None]) -> np.ndarray:
+    """``column`` holds one of ``values`` (a code column; ``None`` values match nothing, as
+    with ``np.isin`` over the looked-up codes): one table lookup instead of a set test."""
+    wanted = np.zeros(len(codes.codes) + 2, dtype=bool)  # index = code + 2 (-2 unknown, -1 None)
+    for value in values:
+        if value is not None:
+            code = codes.lookup(value)
+            if code >= 0:
+                wanted[code + 2] = True
+    return wanted[column + 2]
+
+
 def _parse_json(key: str | None) -> Any:
     return None if key is None else json.loads(key)
 
@@ -273,9 +295,21 @@ class _ContextView:
         self.scope_sigs = _Signatures(_parse_json)
         self.acl_sigs = _Signatures(_parse_json)
         self.label_sigs = _Signatures(_parse_labels)
+        # Decoded units by id, filled on first return (or by the upsert that wrote them), so a
+        # search decodes only what it returns for the first time. Callers never mutate units.
+        self.units: dict[str, SearchUnit] = {}
+        # In-memory BM25 postings while the context is small (term_index.MAX_ROWS); None above.
+        self.terms: TermIndex | None = TermIndex()
+        self.version = 0  # bumped by every change of rows (keys the shared-mask cache)
+        # The approximate-nearest-neighbour graph of a large context (adapters/ann.py), and the
+        # rows written since it was built (scored exactly until folded in).
+        self.ann: AnnGraph | None = None
+        self.pending: set[int] = set()
+        self._base_mask: tuple[Any, np.ndarray] | None = None
         self._alloc(capacity)
 
     def _alloc(self, cap: int) -> None:
+        self.version += 1
         self.cap = cap
         self.matrix = np.zeros((cap, self.dim), dtype=np.float32)
         self.alive = np.zeros(cap, dtype=bool)
@@ -303,9 +337,21 @@ class _ContextView:
         for name, arr in old.items():
             getattr(self, name)[: self.n] = arr[: self.n]
 
+    def set_terms(self, rows: Sequence[_Row], tokens: Sequence[tuple[dict[str, int], int]] | None) -> None:
+        """Postings of rows just written (``tokens`` as ``term_index.tokenize`` gives them);
+        past ``term_index.MAX_ROWS`` rows the view stops keeping postings."""
+        if self.terms is None:
+            return
+        if tokens is None or self.n - self.dead > TERM_INDEX_MAX_ROWS:
+            self.terms = None
+            return
+        for r, (counts, length) in zip(rows, tokens, strict=True):
+            self.terms.set(self.row_of[r.id], counts, length)
+
     def set_rows(self, rows: Sequence[_Row], vectors: np.ndarray) -> None:
         """Insert or overwrite rows (matched by unit id) with their vectors."""
         new = sum(1 for r in rows if r.id not in self.row_of)
+        self.version += 1
         self._grow(self.n + new)
         for r, vec in zip(rows, vectors, strict=True):
             i = self.row_of.get(r.id)
@@ -314,6 +360,10 @@ class _ContextView:
                 self.n += 1
                 self.ids.append(r.id)
                 self.row_of[r.id] = i
+            elif self.ann is not None:
+                self.ann.forget_rows([i])  # its graph vector is the old one
+            if self.ann is not None:
+                self.pending.add(i)
             self.row_of_pk[r.pk] = i
             self.matrix[i] = vec
             self.alive[i] = True
@@ -356,10 +406,17 @@ class _ContextView:
         self.labels[:n] = [self.label_sigs.code(v) for v in labels]
 
     def remove(self, unit_ids: Iterable[str]) -> None:
+        self.version += 1
         for uid in unit_ids:
+            self.units.pop(uid, None)
             i = self.row_of.pop(uid, None)
             if i is None:
                 continue
+            if self.terms is not None:
+                self.terms.remove(i)
+            if self.ann is not None:
+                self.ann.forget_rows([i])
+                self.pending.discard(i)
             self.row_of_pk.pop(int(self.pks[i]), None)
             self.alive[i] = False
             self.ids[i] = None
@@ -375,27 +432,59 @@ class _ContextView:
         for name, arr in old.items():
             getattr(self, name)[: len(keep)] = arr
         self.n, self.dead, self.ids = len(keep), 0, ids
+        if self.terms is not None:
+            self.terms = self.terms.renumber({int(old): new for new, old in enumerate(keep)})
+        if self.ann is not None:
+            # graph rows are all alive (removed rows were forgotten), so all are in ``keep``
+            new_row_of_old = np.full(int(keep.max(initial=-1)) + 1, -1, dtype=np.int64)
+            new_row_of_old[keep] = np.arange(len(keep))
+            self.ann.renumber(new_row_of_old)
+            self.pending = {int(new_row_of_old[r]) for r in self.pending if r < new_row_of_old.size
+                            and new_row_of_old[r] >= 0}
         self.row_of = {uid: i for i, uid in enumerate(ids) if uid is not None}
         self.row_of_pk = {int(pk): i for i, pk in enumerate(self.pks[: self.n])}
 
     def mask(self, flt: SearchFilter, now: float) -> np.ndarray:
-        """Boolean mask over rows ``[0, n)`` of every filter condition (vectorised)."""
+        """Boolean mask over rows ``[0, n)`` of every filter condition (vectorised). The
+        conditions one retrieval's legs share (all but validity, labels and exclusions) are
+        kept for the view's current version, so its second and later legs reuse them."""
         n = self.n
-        m = self.alive[:n].copy()
-        m &= self.part[:n] == self.part_codes.lookup(flt.partition)
-        if flt.kinds is not None:
-            m &= np.isin(self.kind[:n], [self.kind_codes.lookup(x) for x in flt.kinds if x is not None])
-        if flt.roles is not None:
-            m &= np.isin(self.role[:n], [self.role_codes.lookup(x) for x in flt.roles if x is not None])
-        if flt.session_id is not None:
-            m &= self.session[:n] == self.session_codes.lookup(flt.session_id)
-        if flt.thread_id is not None:
-            m &= self.thread[:n] == self.thread_codes.lookup(flt.thread_id)
+        key = (self.version, flt.partition, None if flt.kinds is None else tuple(flt.kinds),
+               None if flt.roles is None else tuple(flt.roles), flt.session_id, flt.thread_id,
+               None if flt.read_region is None else tuple(sorted(set(flt.read_region))),
+               flt.admin, frozenset(flt.principals))
+        if self._base_mask is not None and self._base_mask[0] == key:
+            m = self._base_mask[1].copy()
+        else:
+            m = self._base(flt)
+            self._base_mask = (key, m.copy())
         if flt.as_of is not None:
             t = timeutil.parse(flt.as_of).timestamp()
             m &= (self.vf[:n] <= t) & (self.vu[:n] > t)
         else:
             m &= self.vu[:n] > now
+        if flt.labels:
+            need = frozenset(flt.labels)
+            ok = self.label_sigs.verdicts(("labels", need), lambda have: need <= have)
+            m &= ok[self.labels[:n]]
+        for uid in flt.exclude_ids:
+            i = self.row_of.get(uid)
+            if i is not None:
+                m[i] = False
+        return m
+
+    def _base(self, flt: SearchFilter) -> np.ndarray:
+        n = self.n
+        m = self.alive[:n].copy()
+        m &= self.part[:n] == self.part_codes.lookup(flt.partition)
+        if flt.kinds is not None:
+            m &= _code_in(self.kind[:n], self.kind_codes, flt.kinds)
+        if flt.roles is not None:
+            m &= _code_in(self.role[:n], self.role_codes, flt.roles)
+        if flt.session_id is not None:
+            m &= self.session[:n] == self.session_codes.lookup(flt.session_id)
+        if flt.thread_id is not None:
+            m &= self.thread[:n] == self.thread_codes.lookup(flt.thread_id)
         if flt.read_region is not None:
             region = tuple(sorted(set(flt.read_region)))
             ok = self.scope_sigs.verdicts(("region", region), lambda d: scope_rules.visible(d, region))
@@ -407,14 +496,6 @@ class _ContextView:
                 lambda readers: readers is None or bool(principals.intersection(readers)),
             )
             m &= ok[self.acl[:n]]
-        if flt.labels:
-            need = frozenset(flt.labels)
-            ok = self.label_sigs.verdicts(("labels", need), lambda have: need <= have)
-            m &= ok[self.labels[:n]]
-        for uid in flt.exclude_ids:
-            i = self.row_of.get(uid)
-            if i is not None:
-                m[i] = False
         return m
 
     def top_vector(self, q: np.ndarray, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
@@ -520,8 +601,15 @@ class EmbeddedSearchIndex:
     """
 
     def __init__(self, path: str | os.PathLike[str], embedder: Embedder, *,
-                 clock: Callable[[], float] = time.time, max_cached_contexts: int = 256) -> None:
+                 clock: Callable[[], float] = time.time, max_cached_contexts: int = 256,
+                 ann_min_rows: int = ANN_MIN_ROWS, ann_exact_below: int = ANN_EXACT_BELOW) -> None:
         self.path = os.fspath(path)
+        # Past ``ann_min_rows`` units a context searches vectors through an HNSW graph when
+        # faiss is installed (the ``ann`` extra); a filter leaving at most ``ann_exact_below``
+        # rows visible is still answered by the exact scan. Without faiss: always exact.
+        self.ann_min_rows = ann_min_rows
+        self.ann_exact_below = ann_exact_below
+        self._ann = ann.available()
         self.embedder = embedder
         self.dimension = int(embedder.dimension)
         self._clock = clock
@@ -529,6 +617,8 @@ class EmbeddedSearchIndex:
         self._views: OrderedDict[str, _ContextView] = OrderedDict()  # least recently searched first
         self._max_views = max_cached_contexts
         self._df_cache: dict[str, int] = {}  # query word -> document frequency (budget only)
+        self._df_absent: set[str] = set()  # query words in no unit, until the next upsert
+        self._word_terms: dict[str, tuple[str, ...]] = {}  # query word -> its index term(s)
         self._df_rows: int | None = None  # index size when the cache was started
         self._writes_since_df = 0
         if self.path != ":memory:":
@@ -609,7 +699,7 @@ class EmbeddedSearchIndex:
             return
         prepared = [self._prepare(u) for u in todo]  # validates timestamps before any write
         vectors = embed_all(self.embedder, [u.text for u in todo])
-        applied: dict[str, tuple[list[_Row], list[np.ndarray]]] = {}
+        applied: dict[str, tuple[list[_Row], list[np.ndarray], list[str]]] = {}
         with self._lock, self._tx():
             for u, params, vec in zip(todo, prepared, vectors, strict=True):
                 got = self._db.execute(_UPSERT, params).fetchone()
@@ -618,15 +708,21 @@ class EmbeddedSearchIndex:
                 pk = int(got[0])
                 self._db.execute("INSERT OR REPLACE INTO vectors (pk, embedding) VALUES (?, ?)",
                                  (pk, vec.astype("<f4").tobytes()))
-                rows, vecs = applied.setdefault(u.context_id, ([], []))
+                rows, vecs, texts = applied.setdefault(u.context_id, ([], [], []))
                 rows.append(_row_from_params(pk, params))
                 vecs.append(vec)
+                texts.append(u.text)
         with self._lock:
-            self._writes_since_df += sum(len(rows) for rows, _ in applied.values())
-            for ctx, (rows, vecs) in applied.items():
+            self._writes_since_df += sum(len(rows) for rows, _, _ in applied.values())
+            self._df_absent.clear()
+            for ctx, (rows, vecs, texts) in applied.items():
                 view = self._views.get(ctx)
                 if view is not None:
                     view.set_rows(rows, np.stack(vecs))
+                    small = view.terms is not None and view.n - view.dead <= TERM_INDEX_MAX_ROWS
+                    view.set_terms(rows, tokenize(self._db, texts) if small else None)
+                    for row in rows:
+                        view.units.pop(row.id, None)  # re-decoded from the new payload on demand
 
     @staticmethod
     def _prepare(u: SearchUnit) -> tuple[Any, ...]:
@@ -669,6 +765,10 @@ class EmbeddedSearchIndex:
         with self._lock, self._tx():
             gone = self._db.execute("DELETE FROM units WHERE context_id = ?", (context_id,)).rowcount
             self._views.pop(context_id, None)
+            if self.path != ":memory:":
+                for suffix in ("", ".pks.npy"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(self._graph_path(context_id) + suffix)
             self._writes_since_df += max(0, gone)
 
     # -- reads ---------------------------------------------------------------
@@ -696,7 +796,7 @@ class EmbeddedSearchIndex:
             m = view.mask(flt, self._clock())
             if not m.any():
                 return []
-            vec_hits = view.top_vector(qvec, m, depth) if qvec is not None else []
+            vec_hits = self._top_vector(view, qvec, m, depth) if qvec is not None else []
             bm_hits = self._top_bm25(view, query, m, depth) if mode != "vector" else []
             if mode == "vector":
                 ranked = [(view.ids[r], s) for r, s in vec_hits]
@@ -707,8 +807,72 @@ class EmbeddedSearchIndex:
                     [[view.ids[r] for r, _ in bm_hits], [view.ids[r] for r, _ in vec_hits]]
                 )
             ranked = ranked[:k]
-            units = self._load_units(flt.context_id, [uid for uid, _ in ranked])
+            units = self._units(view, [uid for uid, _ in ranked])
         return [SearchHit(units[uid], float(score)) for uid, score in ranked if uid in units]
+
+    # -- vectors: exact scan, or the ANN graph of a large context --------------
+
+    def _top_vector(self, view: _ContextView, q: np.ndarray, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
+        if not self._ann or view.n - view.dead < self.ann_min_rows:
+            return view.top_vector(q, m, depth)
+        visible = int(np.count_nonzero(m))
+        if visible <= self.ann_exact_below:
+            return view.top_vector(q, m, depth)
+        graph = self._graph(view)
+        found = graph.search(q, m, depth)
+        pending = np.fromiter(view.pending, dtype=np.int64, count=len(view.pending))
+        if pending.size:
+            pending = pending[m[pending]]
+        cand = np.unique(np.concatenate([found[found >= 0], pending]))
+        if cand.size < min(depth, visible):
+            # The graph walk ran out before ``depth`` visible rows (a filter that hides the
+            # graph's neighbourhoods, or duplicate vectors): never return fewer than exist.
+            return view.top_vector(q, m, depth)
+        scores = view.matrix[cand] @ q  # exact cosines from the view (never a stale vector)
+        kk = min(depth, cand.size)
+        part = np.argpartition(-scores, kk - 1)[:kk] if kk < cand.size else np.arange(cand.size)
+        part = part[np.lexsort((cand[part], -scores[part]))]
+        return [(int(cand[p]), float(scores[p])) for p in part]
+
+    def _graph(self, view: _ContextView) -> AnnGraph:
+        """The context's graph: loaded from disk or built on first need, pending rows folded
+        in once they pile up, rebuilt when too many of its vectors went stale."""
+        graph = view.ann
+        if graph is not None and graph.stale_share() > ANN_REBUILD_STALE:
+            graph = None
+        if graph is None:
+            graph = self._load_graph(view) or self._build_graph(view, list(range(view.n)), AnnGraph(self.dimension))
+            view.ann = graph
+        elif len(view.pending) > max(ANN_FOLD_MIN, graph.size // 20):
+            self._build_graph(view, sorted(view.pending), graph)
+        return graph
+
+    def _build_graph(self, view: _ContextView, rows: list[int], graph: AnnGraph) -> AnnGraph:
+        picked = np.asarray([r for r in rows if view.alive[r]], dtype=np.int64)
+        graph.add(view.matrix[picked], view.pks[picked], picked)
+        view.pending.clear()
+        view.ann = graph
+        if self.path != ":memory:":
+            graph.save(self._graph_path(view.context_id))
+        return graph
+
+    def _load_graph(self, view: _ContextView) -> AnnGraph | None:
+        if self.path == ":memory:":
+            return None
+        graph = AnnGraph.load(self._graph_path(view.context_id), self.dimension)
+        if graph is None:
+            return None
+        graph.rows = np.fromiter((view.row_of_pk.get(int(pk), -1) for pk in graph.pks), dtype=np.int64,
+                                 count=graph.pks.size)
+        graph.forget_changed(view.matrix)  # units rewritten since the graph was saved
+        covered = np.zeros(view.n, dtype=bool)
+        covered[graph.rows[graph.rows >= 0]] = True
+        view.ann = graph
+        view.pending = {int(r) for r in np.flatnonzero(view.alive[: view.n] & ~covered)}
+        return graph
+
+    def _graph_path(self, context_id: str) -> str:
+        return os.path.join(self.path + ".ann", context_token(context_id) + ".faiss")
 
     def _view(self, context_id: str) -> _ContextView:
         view = self._views.get(context_id)
@@ -734,6 +898,14 @@ class EmbeddedSearchIndex:
             blob = b"".join(r[-1] if r[-1] is not None else zero for r in data)
             vectors = np.frombuffer(blob, dtype="<f4").reshape(len(data), self.dimension)
             view.load([r[:-1] for r in data], vectors)
+        if len(data) <= TERM_INDEX_MAX_ROWS:
+            pks_texts = self._db.execute("SELECT pk, text FROM units WHERE context_id = ?", (context_id,)).fetchall()
+            assert view.terms is not None
+            for (pk, _), (counts, length) in zip(pks_texts, tokenize(self._db, [t for _, t in pks_texts]),
+                                                 strict=True):
+                view.terms.set(view.row_of_pk[int(pk)], counts, length)
+        else:
+            view.terms = None
         return view
 
     def _top_bm25(self, view: _ContextView, query: str, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
@@ -745,7 +917,12 @@ class EmbeddedSearchIndex:
         ``depth`` visible rows whenever that many match the query at all.
         """
         live = view.n - view.dead
-        kept, matchable = self._budgeted_terms(query_terms(query), live)
+        words = query_terms(query)
+        if view.terms is not None:
+            terms = self._query_index_terms(words)
+            if terms is not None:
+                return _top_in_memory(view.terms, terms, m, depth)
+        kept, matchable = self._budgeted_terms(words, live)
         token = context_token(view.context_id)
         match = fts_match_expression(kept, token)
         if match is None:
@@ -850,7 +1027,7 @@ class EmbeddedSearchIndex:
             self._df_cache = {}
             self._df_rows = int(self._db.execute("SELECT count(*) FROM units").fetchone()[0])
             self._writes_since_df = 0
-        missing = [w for w in words if w not in self._df_cache]
+        missing = [w for w in words if w not in self._df_cache and w not in self._df_absent]
         if missing:
             self._db.execute("DELETE FROM temp.query_tokens")
             self._db.executemany("INSERT INTO temp.query_tokens (rowid, text) VALUES (?, ?)",
@@ -865,16 +1042,56 @@ class EmbeddedSearchIndex:
                 freq.update((t, int(d)) for t, d in self._db.execute(sql, tuple(chunk)))
             fresh = {w: min((freq.get(t, 0) for t in terms.get(i, ())), default=0)
                      for i, w in enumerate(missing, start=1)}
-            # zeros are not cached: a word absent now may be written a moment later
             self._df_cache.update((w, d) for w, d in fresh.items() if d > 0)
-            return {w: self._df_cache.get(w, fresh.get(w, 0)) for w in words}
-        return {w: self._df_cache[w] for w in words}
+            # a word absent now may be written a moment later: every upsert forgets these
+            self._df_absent.update(w for w, d in fresh.items() if d == 0)
+        return {w: self._df_cache.get(w, 0) for w in words}
 
-    def _load_units(self, context_id: str, ids: list[str]) -> dict[str, SearchUnit]:
-        if not ids:
-            return {}
-        sql = f"SELECT id, payload FROM units WHERE context_id = ? AND id IN ({_qmarks(ids)})"
-        return {uid: unit_from_dict(json.loads(p)) for uid, p in self._db.execute(sql, (context_id, *ids))}
+    def _query_index_terms(self, words: list[str]) -> list[str] | None:
+        """The index term of each query word (words with none dropped); ``None`` when a word
+        is several terms (FTS5 matches it as a phrase, which the in-memory leg does not do)."""
+        missing = [w for w in words if w not in self._word_terms]
+        if missing:
+            if len(self._word_terms) > 50_000:
+                self._word_terms.clear()
+            for w, (counts, _) in zip(missing, tokenize(self._db, missing), strict=True):
+                self._word_terms[w] = tuple(counts)
+        out: list[str] = []
+        for w in words:
+            terms = self._word_terms[w]
+            if len(terms) > 1:
+                return None
+            out += terms
+        return out
+
+    def _units(self, view: _ContextView, ids: list[str]) -> dict[str, SearchUnit]:
+        """The units ``ids`` from the view's decoded cache; only ones not decoded yet are read
+        from SQLite and decoded. The cache is bounded: past ``UNIT_CACHE`` units it starts over."""
+        cache = view.units
+        missing = [uid for uid in ids if uid not in cache]
+        if missing:
+            if len(cache) + len(missing) > UNIT_CACHE:
+                cache.clear()
+            for chunk in _chunks(missing, _SQL_IN_CHUNK):
+                sql = f"SELECT id, payload FROM units WHERE context_id = ? AND id IN ({_qmarks(chunk)})"
+                for uid, payload in self._db.execute(sql, (view.context_id, *chunk)):
+                    cache[uid] = unit_from_dict(json.loads(payload))
+        return {uid: cache[uid] for uid in ids if uid in cache}
+
+
+def _top_in_memory(terms_index: TermIndex, terms: list[str], m: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    """Best ``depth`` visible rows by in-memory BM25, ``(row, negated score)`` best first
+    (ties by row), filtered before the cut: the FTS5 leg's contract."""
+    rows, raw = terms_index.scores(terms)
+    if rows.size == 0:
+        return []
+    ok = m[rows]
+    rows, raw = rows[ok], raw[ok]
+    if rows.size > depth:
+        part = np.argpartition(raw, depth - 1)[:depth]
+        rows, raw = rows[part], raw[part]
+    order = np.lexsort((rows, raw))
+    return [(int(rows[i]), float(raw[i])) for i in order]
 
 
 def _row_from_params(pk: int, p: tuple[Any, ...]) -> _Row:

@@ -11,6 +11,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from agent_memory import scopes as scope_lib
 from agent_memory import timeutil
 from agent_memory.errors import InvalidRequest
+from agent_memory.models.speaker import Speaker
 
 Role = Literal["user", "assistant", "system", "tool"]
 Category = Literal["identity", "knowledge", "context"]
@@ -124,6 +125,7 @@ class WriteFactsRequest(ScopedRequest):
     memory_category: Category | None = both("memory_category", "memoryCategory")
     role: Role = "user"
     observed_at: str | None = both("observed_at", "observedAt")
+    speaker: Speaker | None = None
 
     _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
 
@@ -132,6 +134,7 @@ class BatchMessage(RequestModel):
     role: Role = "user"
     content: str = Field(min_length=1)
     ts: str | None = None
+    speaker: Speaker | None = None
 
     _ts = field_validator("ts")(classmethod(lambda cls, v: rfc3339(v)))
 

@@ -55,6 +55,7 @@ from agent_memory.services.extraction.prompt import build_extraction_prompt
 from agent_memory.services.extraction.speaker import EntityResolver
 from agent_memory.services.memory_repo import MemoryRepository
 from agent_memory.services.sessions import NewTurn, backoff
+from agent_memory.services.speakers import attribute_to_speaker, is_other_speaker, speaker_record
 
 if TYPE_CHECKING:
     from agent_memory.runtime import Runtime
@@ -78,6 +79,7 @@ class PendingTurn:
     infer: str
     extraction: ExtractionOutput | None
     source_kind: str = "turn"
+    speaker: dict[str, str] | None = None  # stored form (services/speakers.py)
 
 
 class FactsService:
@@ -99,9 +101,10 @@ class FactsService:
             raise Unprocessable("triples are only accepted with infer: triples", field="triples")
         sessions = self.runtime.sessions
         session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        speaker = speaker_record(req.speaker)
         if req.infer in ("full", "preview"):
-            extraction = self.extract(ctx, req.text, observed)
-        pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind)
+            extraction = self.extract(ctx, req.text, observed, speaker=speaker)
+        pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind, speaker=speaker)
         if req.infer == "preview":
             result = self._reconcile_only(ctx, pending, session.sk, req.scopes, req.labels)
             return {"mode": "preview", "sessionId": req.session_id, "turnId": None, "extraction": result}
@@ -120,13 +123,15 @@ class FactsService:
         if extract and req.extract == "whole_conversation":
             transcript = "\n".join(f"{m.role}: {m.content}" for m in req.messages)
             whole = self.extract(ctx, transcript, req.messages[-1].ts)
-            pending = [PendingTurn(m.role, m.content, m.ts, req.infer, None) for m in req.messages]
+            pending = [PendingTurn(m.role, m.content, m.ts, req.infer, None, speaker=speaker_record(m.speaker))
+                       for m in req.messages]
             # The single extraction is attributed to the last turn (the one that completes it).
             pending[-1].extraction = whole
         else:
             for m in req.messages:
-                ext = self.extract(ctx, m.content, m.ts) if extract and m.role == "user" else None
-                pending.append(PendingTurn(m.role, m.content, m.ts, req.infer, ext))
+                speaker = speaker_record(m.speaker)
+                ext = self.extract(ctx, m.content, m.ts, speaker=speaker) if extract and m.role == "user" else None
+                pending.append(PendingTurn(m.role, m.content, m.ts, req.infer, ext, speaker=speaker))
         if req.infer == "preview":
             results = [self._reconcile_only(ctx, p, session.sk, req.scopes, req.labels) for p in pending]
             return {"sessionId": req.session_id, "turnIds": [], "extractions": results}
@@ -142,15 +147,19 @@ class FactsService:
 
     # --- extraction ---------------------------------------------------------------------
 
-    def extract(self, ctx: RequestContext, text: str, observed_at: str | None) -> ExtractionOutput:
-        """One extraction model call (one retry on invalid output). Writes nothing."""
+    def extract(self, ctx: RequestContext, text: str, observed_at: str | None,
+                speaker: dict[str, str] | None = None) -> ExtractionOutput:
+        """One extraction model call (one retry on invalid output). Writes nothing. In a turn
+        said by someone other than the context's user (``speaker``), "I" is that speaker."""
         model: LanguageModel = self.runtime.language_model(self.runtime.settings.models.extraction)
+        other = speaker["name"] if is_other_speaker(speaker) else None
         system, user = build_extraction_prompt(
-            text, speaker_name=self.repo.speaker_name(ctx), known_entities=self.repo.entity_names(ctx),
+            text, speaker_name=other or self.repo.speaker_name(ctx), known_entities=self.repo.entity_names(ctx),
             observed_at=observed_at or timeutil.now_iso())
         for attempt in (1, 2):
             try:
-                return model.structured(system=system, user=user, schema=ExtractionOutput)
+                output = model.structured(system=system, user=user, schema=ExtractionOutput)
+                return attribute_to_speaker(output, other) if other else output
             except ModelOutputInvalid as exc:
                 if attempt == 2:
                     raise UpstreamModelError(f"extraction model returned invalid output twice: {exc}") from exc
@@ -201,7 +210,7 @@ class FactsService:
         for attempt in range(RECONCILE_ATTEMPTS):
             planner = _TurnPlanner(self, ctx, session.sk, pending, scopes, labels)
             try:
-                rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer)
+                rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker)
                                                             for p in pending], scopes, labels,
                                              extra_ops=planner.ops)
             except ConditionFailed:

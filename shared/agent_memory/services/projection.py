@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import queue
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from agent_memory.ports import (
     WriteOp,
 )
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
+from agent_memory.services.speakers import turn_speaker
 
 log = logging.getLogger("agent_memory.projection")
 
@@ -134,46 +134,21 @@ def build_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
 # index, with no index schema change. Entity ids (``entity:<type>/<name>``) cannot collide
 # with ordinary labels by accident.
 
-# "Caroline: I went to ..." - a transcript line with a speaker tag. Recognised on user turns
-# only (assistant output often starts with "Note:"), for 1-3 capitalised words; the tag
-# becomes the turn's speaker and leaves the indexed text, which keeps the speaker out of the
-# embedding (it would make every turn of one speaker look alike) while the speaker label
-# keeps the turn findable by who said it.
-_SPEAKER_TAG = re.compile(r"^\s*(?P<name>[A-Z][\w'.\-]{0,30}(?: [A-Z][\w'.\-]{0,30}){0,2}):[ \t]+(?=\S)")
-_NOT_SPEAKERS = frozenset(
-    "note re fw fwd subject update todo ps edit question answer q a reminder warning error step summary "
-    "example important tip hint nb tldr info fyi ok yes no hi hello hey dear attention news title source "
-    "quote result results response reply user assistant system tool me i translation context task goal "
-    "problem solution output input caution p.s update".split())
-
-
-def split_speaker_tag(content: str) -> tuple[str | None, str]:
-    """``"Caroline: I went ..."`` -> ``("Caroline", "I went ...")``; no tag -> ``(None, content)``."""
-    m = _SPEAKER_TAG.match(content or "")
-    if m is None:
-        return None, content
-    name = m.group("name")
-    if name.lower() in _NOT_SPEAKERS or name.split()[0].lower() in _NOT_SPEAKERS:
-        return None, content
-    return name, content[m.end():]
-
-
 def _with_entities(labels: list[str], entity_ids: list[str]) -> list[str]:
     return sorted({*labels, *(e for e in entity_ids if e)})
 
 
 @projects("turn")
 def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
-    """A turn's text is what was said. A user turn is about its speaker: the tag's person
-    when the line carries one, else the self entity (the user)."""
+    """A turn's text is what was said, as written. It is about its speaker, a field of the
+    write (``services/speakers.py``); a user turn without one is about the context's user."""
     role = data.get("role")
-    speaker, text = split_speaker_tag(data["content"]) if role == "user" else (None, data["content"])
-    entity = entity_id("person", speaker) if speaker else (SELF_ENTITY_ID if role == "user" else None)
+    speaker, entity = turn_speaker(data)
     metadata: dict[str, Any] = {"seq": data.get("seq")}
     if speaker:
         metadata["speaker"] = speaker
     return [SearchUnit(
-        id=data["id"], context_id=data["contextId"], kind="turn", text=text, revision=version,
+        id=data["id"], context_id=data["contextId"], kind="turn", text=data["content"], revision=version,
         partition=data.get("partition", "default"), scopes=data.get("scopes", []),
         labels=_with_entities(data.get("labels", []), [entity] if entity else []),
         role=role, session_id=data.get("session"), entity_ids=[entity] if entity else [],

@@ -4,7 +4,7 @@ in tests, CI and production).
 
 Why each part exists (measured on LoCoMo, see ``bench/locomo.py``):
 
-- **Names** ("What did Caroline research?"): most evidence for a question about a person is
+- **Names** ("What did Priya repair?"): most evidence for a question about a person is
   what that person said or what is known about them. Retrieval runs extra legs restricted to
   the named entity's units, and tier 1 reads the entity's current facts from the store.
   Names are capitalised runs of words (possessive ``'s`` dropped, question words, pronouns,
@@ -15,11 +15,11 @@ Why each part exists (measured on LoCoMo, see ``bench/locomo.py``):
 - **Statement form**: a question and the sentence that answers it share content words but
   not their scaffolding ("What did ... do"), and sentence embeddings of a question sit closer
   to other questions than to answers. The vector legs embed the question with its
-  scaffolding and the names already handled by the entity legs removed ("research").
-- **Time** ("When did Melanie go camping in July?", "... on 9 July, 2022"): a time phrase
+  scaffolding and the names already handled by the entity legs removed ("repair").
+- **Time** ("When did Dana go sailing in July?", "... on 3 March, 2021"): a time phrase
   becomes a window; units said inside it (or shortly after: people talk about an event
-  after it happened) are boosted. A month or day without a year matches that month in any
-  year (the anchor year is usually not the one the user means).
+  after it happened) are boosted. A month or day without a year is the most recent one
+  by the query's instant: the same rule (``months``) the write side applies to statements.
 """
 
 from __future__ import annotations
@@ -77,24 +77,17 @@ KEY_HINTS: dict[str, frozenset[str]] = {
 
 @dataclass(frozen=True)
 class TimeHint:
-    """A window named by the query: ``[start, end)``, or a month of any year (``month``)."""
+    """A window named by the query: ``[start, end)``."""
 
     phrase: str
-    start: datetime | None = None
-    end: datetime | None = None
-    month: int | None = None
+    start: datetime
+    end: datetime
 
     def contains(self, instant: datetime, slack_days: float = 0.0) -> bool:
         """Whether ``instant`` lies in the window, or up to ``slack_days`` after it."""
-        slack = timedelta(days=slack_days)
-        if self.month is not None:
-            return instant.month == self.month or (instant - slack).month == self.month
-        assert self.start is not None and self.end is not None
-        return self.start <= instant < self.end + slack
+        return self.start <= instant < self.end + timedelta(days=slack_days)
 
     def to_wire(self) -> dict[str, object]:
-        if self.month is not None:
-            return {"phrase": self.phrase, "month": self.month}
         return {"phrase": self.phrase, "start": _iso(self.start), "end": _iso(self.end)}
 
 
@@ -147,7 +140,7 @@ def extract_names(text: str) -> list[str]:
         while words and words[-1].lower() in _NOT_NAMES:
             words.pop()
         if not words or any(w.lower() in _NOT_NAMES for w in words):
-            # a run with a non-name inside ("Caroline And Mel") splits at it
+            # a run with a non-name inside ("Priya And Tunde") splits at it
             parts, cur = [], []
             for w in words:
                 if w.lower() in _NOT_NAMES:
@@ -168,7 +161,7 @@ def extract_names(text: str) -> list[str]:
 
 
 def to_statement(text: str) -> str:
-    """Drop question scaffolding: ``"What did Caroline research?"`` -> ``"Caroline research"``."""
+    """Drop question scaffolding: ``"What did Priya repair?"`` -> ``"Priya repair"``."""
     s = text.strip().rstrip("?!. ")
     s = _QUESTION_LEAD.sub("", s, count=1).strip(" ,")
     return s or text.strip()
@@ -193,8 +186,6 @@ def time_hint(text: str, anchor: datetime) -> TimeHint | None:
             continue
         month = _MONTH_WORD.search(core)
         has_year = bool(_YEAR.search(core))
-        if month and not has_year and not low.startswith(("last ", "this ")):
-            return TimeHint(phrase=phrase, month=temporal.MONTHS[month.group(0)])
         start = temporal.resolve_event_time(phrase, anchor)
         if start is None:
             continue
@@ -218,7 +209,7 @@ def time_hint(text: str, anchor: datetime) -> TimeHint | None:
     return None
 
 
-def _iso(value: datetime | None) -> str | None:
+def _iso(value: datetime) -> str:
     from agent_memory import timeutil
 
-    return None if value is None else timeutil.iso(value)
+    return timeutil.iso(value)

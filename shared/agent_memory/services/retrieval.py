@@ -34,6 +34,7 @@ reads, by ``unit_visible`` with the same semantics; nothing is filtered after a 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -226,8 +227,8 @@ class RetrievalService:
     def named_entities(self, ctx: RequestContext, qa: QueryAnalysis, subject: str | None = None) -> list[NamedEntity]:
         """Entities the query is about, most specific first: ``subject``, then names in query
         order (existing entities of any type with that name; a capitalised name with no
-        entity is kept as ``person/<name>`` because speakers of transcript lines are labelled
-        so), then store entities matching other query words, then the self entity for
+        entity is kept as ``person/<name>``, the label a turn written with that ``speaker``
+        carries), then store entities matching other query words, then the self entity for
         "I/me/my" (or when the user's own name is used)."""
         wanted = [subject] if subject else []
         wanted += qa.lookup_names
@@ -461,8 +462,8 @@ def _seed_order(unit: SearchUnit, qa: QueryAnalysis) -> tuple[float, ...]:
     shared with the query, then current before closed, then newest."""
     key = unit.metadata.get("key") or unit.metadata.get("label") or ""
     hinted = 1.0 if key in qa.key_hints else 0.0
-    words = {w for w in re.findall(r"\w+", unit.text.lower()) if w not in STOPWORDS}
-    overlap = sum(1 for w in qa.content_words if w in words or (len(w) > 4 and any(x.startswith(w[:5]) for x in words)))
+    words, prefixes = _content_words(unit.text)
+    overlap = sum(1 for w in qa.content_words if w in words or (len(w) > 4 and w[:5] in prefixes))
     return (-hinted, -overlap, 0.0 if unit.valid_until is None else 1.0, -_epoch(unit.valid_from), unit.id)
 
 
@@ -485,6 +486,14 @@ def _subject_name(value: str) -> str:
     return name if sep and etype in ENTITY_TYPES else value
 
 
+@functools.lru_cache(maxsize=65536)
+def _content_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A text's content words, and the 5-letter prefixes of those that long (loose match)."""
+    words = frozenset(w for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS)
+    return words, frozenset(w[:5] for w in words if len(w) >= 5)
+
+
+@functools.lru_cache(maxsize=65536)  # a unit's timestamps are read on every query it is a candidate of
 def _parse(value: str) -> datetime | None:
     try:
         return timeutil.parse(value)

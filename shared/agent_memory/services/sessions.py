@@ -29,6 +29,7 @@ class NewTurn:
     content: str
     observed_at: str | None = None
     infer: str = "full"
+    speaker: dict[str, str] | None = None  # stored form (services/speakers.py)
 
 
 def session_wire(data: dict[str, Any]) -> dict[str, Any]:
@@ -37,8 +38,11 @@ def session_wire(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def turn_wire(data: dict[str, Any]) -> dict[str, Any]:
-    return {"id": data["id"], "session": data["session"], "role": data["role"], "content": data["content"],
-            "seq": data["seq"], "createdAt": data["createdAt"], "observedAt": data.get("observedAt")}
+    out = {"id": data["id"], "session": data["session"], "role": data["role"], "content": data["content"],
+           "seq": data["seq"], "createdAt": data["createdAt"], "observedAt": data.get("observedAt")}
+    if data.get("speaker"):
+        out["speaker"] = dict(data["speaker"])
+    return out
 
 
 class SessionService:
@@ -168,6 +172,8 @@ class SessionService:
                              "seq": start + i + 1, "createdAt": now, "observedAt": turn.observed_at or now,
                              "infer": turn.infer, "scopes": scopes, "labels": labels, "createdBy": ctx.principal,
                              "partition": ctx.partition})
+                if turn.speaker:
+                    rows[-1]["speaker"] = dict(turn.speaker)
             session.data["turnCount"] = start + len(turns)
             session.data["lastTurnAt"] = now
             ops: list[WriteOp] = [Put(session, Condition.absent()) if is_new

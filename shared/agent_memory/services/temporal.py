@@ -14,7 +14,8 @@ clock); this module turns them into instants, deterministically:
 - Calendar references resolve to the start (00:00 UTC) of what they name:
   ``this week|month|year``, ``in 2023``, ``in March 2024``, ``on 5 May 2024``,
   ``May 5th, 2024``, ``last Monday``. A month, a day-month or a weekday without a year is
-  the most recent one not after ``observed_at`` (statements we extract describe the past);
+  the most recent one not after ``observed_at`` (statements we extract describe the past;
+  ``months.most_recent``, the rule query analysis uses too);
   ``last <weekday>`` and ``on <weekday>`` are 1-7 days back.
 - ISO 8601 dates and timestamps parse as such (a bare date is midnight UTC).
 - Leading ``since``, ``as of``, ``starting``, ``back``, ``around``, ``about`` are ignored.
@@ -28,13 +29,8 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from agent_memory import timeutil
+from agent_memory.services.months import MONTHS, most_recent
 
-MONTHS = {
-    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
-    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
-    "oct": 10, "nov": 11, "dec": 12,
-}
 WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
 NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -121,13 +117,6 @@ def _number(text: str) -> int:
     return int(text) if text.isdigit() else NUMBERS[text]
 
 
-def _recent(candidate_this_year: datetime | None, observed: datetime, step_back) -> datetime | None:
-    """The candidate in the observed year, or a year earlier when it lies after ``observed``."""
-    if candidate_this_year is None:
-        return None
-    return candidate_this_year if candidate_this_year <= observed else step_back(candidate_this_year)
-
-
 def resolve_event_time(phrase: str | None, observed_at: datetime) -> datetime | None:
     """Resolve an event-time phrase to an aware UTC datetime, or ``None`` when unknown."""
     if not phrase or not phrase.strip():
@@ -176,10 +165,9 @@ def _resolve(p: str, obs: datetime) -> datetime | None:
         month = MONTHS[m.group(1)]
         if m.group(2):
             return _day(int(m.group(2)), month)
-        start = _day(obs.year, month)
         if p.startswith("last ") and month == obs.month:
             return _day(obs.year - 1, month)
-        return _recent(start, obs, lambda d: d.replace(year=d.year - 1))
+        return most_recent(month, obs)
     day_month = re.fullmatch(rf"(?:on )?(?:the )?(\d{{1,2}}){_ORD} (?:of )?({_MONTH}),?(?: (\d{{4}}))?", p)
     month_day = re.fullmatch(rf"(?:on )?({_MONTH}) (\d{{1,2}}){_ORD},?(?: (\d{{4}}))?", p)
     if day_month or month_day:
@@ -190,7 +178,7 @@ def _resolve(p: str, obs: datetime) -> datetime | None:
             day, month, year = int(month_day.group(2)), MONTHS[month_day.group(1)], month_day.group(3)
         if year:
             return _day(int(year), month, day)
-        return _recent(_day(obs.year, month, day), obs, lambda d: _day(d.year - 1, d.month, d.day))
+        return most_recent(month, obs, day)
     if m := re.fullmatch(rf"(?:on |last )?({_WEEKDAY})", p):
         back = (today.weekday() - WEEKDAYS[m.group(1)]) % 7 or 7
         return today - timedelta(days=back)

@@ -10,6 +10,8 @@ projects (the local ``ProjectingRecordStore``, the projector Lambda, reindex) kn
 - the turn's entity becomes the label ``thread-entity:<entity id>``, so ``/context`` with
   ``entity_id`` filters semantic matches to that entity inside the search too
   (``SearchFilter.labels``), before the top-k cut.
+- the speaker is data the caller gave: the turn's ``metadata.speaker`` (a string) becomes the
+  unit's ``metadata.speaker``; the text is never parsed for one.
 - a turn too large for one record keeps its text in parts; only the first part (``textHead``,
   up to 256 KiB) is indexed: enough to match on, and the full text is read from the store.
 """
@@ -32,6 +34,10 @@ def entity_label(entity_id: str) -> str:
 @projects("thread_turn")
 def thread_turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
     entity = data.get("entityId")
+    metadata: dict[str, Any] = {"turnIndex": data["turnIndex"], "threadId": data["threadId"]}
+    speaker = (data.get("metadata") or {}).get("speaker")
+    if isinstance(speaker, str) and speaker.strip():
+        metadata["speaker"] = speaker.strip()
     return [SearchUnit(
         id=data["id"], context_id=data["contextId"], kind="thread_turn",
         text=data["text"] if "text" in data else data.get("textHead", ""), revision=version,
@@ -39,5 +45,5 @@ def thread_turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
         entity_ids=[entity] if entity else [], labels=[entity_label(entity)] if entity else [],
         acl_readers=effective(data.get("aclReaders"), data.get("threadAcl")),
         occurred_at=data.get("createdAt"),
-        metadata={"turnIndex": data["turnIndex"], "threadId": data["threadId"]},
+        metadata=metadata,
     )]

@@ -32,6 +32,7 @@ from agent_memory.services.chat.prompt import build_messages
 from agent_memory.services.chat.window import WindowTurn, session_window
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
 from agent_memory.services.facts import PendingTurn
+from agent_memory.services.speakers import self_speaker
 
 if TYPE_CHECKING:
     from agent_memory.runtime import Runtime
@@ -195,7 +196,9 @@ class ChatService:
         except FutureTimeout as exc:  # the extraction's own call timeout fits the deadline; belt and braces
             raise UpstreamModelTimeout("the extraction model did not answer before the request deadline") from exc
         now = timeutil.now_iso()
-        pending = [PendingTurn("user", req.message, now, "full", extraction),
+        # The user turn's speaker is the context's own user; the assistant's role says who it is.
+        speaker = self_speaker(rt.facts.repo.speaker_name(ctx))
+        pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
                    PendingTurn("assistant", reply, now, "none", None)]
         turn_ids, results = rt.facts.commit_turns(ctx, turn.session, pending, turn.session.data.get("scopes", []),
                                                   req.labels)
