@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory import faults
-from agent_memory.ids import entity_id
 from agent_memory.ports import (
     BatchWritableIndex,
     Delete,
@@ -34,7 +33,6 @@ from agent_memory.ports import (
     SearchUnit,
     WriteOp,
 )
-from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
 from agent_memory.services.speakers import turn_speaker
 
 log = logging.getLogger("agent_memory.projection")
