@@ -17,7 +17,8 @@ TEMPLATE = load_template(REPO / "template.yaml")
 SAMCONFIG = tomllib.loads((REPO / "samconfig.toml").read_text())
 RESOURCES = TEMPLATE["Resources"]
 # Types that cannot carry tags in CloudFormation.
-UNTAGGABLE = {"AWS::IAM::ManagedPolicy", "AWS::Serverless::LayerVersion"}
+# Types CloudFormation gives no Tags property (an OpenSearch Serverless access policy is not taggable).
+UNTAGGABLE = {"AWS::IAM::ManagedPolicy", "AWS::Serverless::LayerVersion", "AWS::OpenSearchServerless::AccessPolicy"}
 
 
 def parameter_overrides(text: str) -> dict[str, str]:
