@@ -254,7 +254,7 @@ def json_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> dict
     try:
         parsed = safe_json.loads(data)
     except safe_json.JsonLimitExceeded as exc:
-        raise InvalidRequest(f"request body: {exc}", field="body", limit=exc.limit) from exc
+        raise InvalidRequest(f"request body: {exc}", field=exc.path or "body", limit=exc.limit) from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"malformed JSON: {exc}", field="body") from exc
     if not isinstance(parsed, dict):

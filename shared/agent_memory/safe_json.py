@@ -19,11 +19,13 @@ MAX_INTEGER_DIGITS = 20  # an int64 has 19; a JSON integer longer than this is n
 
 
 class JsonLimitExceeded(ValueError):
-    """Valid-looking JSON that passes a parse-time bound (``limit`` names which)."""
+    """Valid-looking JSON that passes a parse-time bound (``limit`` names which; ``path``
+    is where, dotted, when known)."""
 
-    def __init__(self, message: str, limit: str):
+    def __init__(self, message: str, limit: str, path: str | None = None):
         super().__init__(message)
         self.limit = limit
+        self.path = path
 
 
 def _integer(text: str) -> int:
@@ -32,38 +34,35 @@ def _integer(text: str) -> int:
     return int(text)
 
 
-def _number(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise JsonLimitExceeded(f"the number {text[:40]} is out of range", "number range")
-    return value
-
-
-def _constant(name: str) -> Any:
-    raise JsonLimitExceeded(f"{name} is not a JSON number", "finite numbers")
-
-
-def _check_depth(value: Any) -> None:
-    stack = [(value, 1)]
+def _check(value: Any) -> None:
+    """Depth and finite numbers, without recursion (the path is built only for an error)."""
+    stack: list[tuple[Any, int, tuple[Any, ...]]] = [(value, 1, ())]
     while stack:
-        node, depth = stack.pop()
+        node, depth, path = stack.pop()
+        if isinstance(node, float):
+            if not math.isfinite(node):
+                where = ".".join(str(p) for p in path) or None
+                raise JsonLimitExceeded(f"{where or 'a value'}: {node} is not a finite JSON number",
+                                        "finite numbers", where)
+            continue
         if isinstance(node, dict):
-            children = node.values()
+            children = node.items()
         elif isinstance(node, list):
-            children = node
+            children = enumerate(node)
         else:
             continue
         if depth > MAX_DEPTH:
             raise JsonLimitExceeded(f"JSON is nested more than {MAX_DEPTH} levels deep", "nesting depth")
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend((child, depth + 1, (*path, key)) for key, child in children)
 
 
 def loads(data: str | bytes | bytearray) -> Any:
     """``json.loads`` with the bounds above (``JsonLimitExceeded``; ``json.JSONDecodeError``
-    and ``UnicodeDecodeError`` for malformed input, as usual)."""
+    and ``UnicodeDecodeError`` for malformed input, as usual). ``NaN``, ``Infinity`` and
+    numbers too large for a float are read, then refused with where they were."""
     try:
-        value = json.loads(data, parse_int=_integer, parse_float=_number, parse_constant=_constant)
+        value = json.loads(data, parse_int=_integer)
     except RecursionError:
         raise JsonLimitExceeded(f"JSON is nested more than {MAX_DEPTH} levels deep", "nesting depth") from None
-    _check_depth(value)
+    _check(value)
     return value

@@ -181,3 +181,10 @@ def test_the_generated_cursor_secret_is_owner_only(tmp_path):
     settings.cursor_secret()
     mode = stat.S_IMODE((tmp_path / "data" / "cursor-secret").stat().st_mode)
     assert mode == 0o600
+
+
+def test_a_nan_triple_value_is_400_not_stored_as_the_string_nan(api):
+    raw = (b'{"text": "x", "infer": "triples", "triples": [{"entity": {"type": "person", "name": "Bob"}, '
+           b'"key": "score", "value": NaN}]}')
+    assert problem(api.post(f"{CTX}/facts", raw=raw), 400)["field"] == "triples.0.value"
+    assert api.get(f"{CTX}/entities/person/bob").status == 404
