@@ -394,7 +394,7 @@ class RetrievalService:
     def _hit(self, unit: SearchUnit, score: float, structured: bool) -> Hit:
         text = unit.text
         speaker = unit.metadata.get("speaker") if unit.kind == "turn" else None
-        if speaker:
+        if speaker and SELF_ENTITY_ID not in unit.entity_ids:  # the user's own turns need no name
             text = f"{speaker}: {text}"
         return Hit(id=unit.id, kind=unit.kind, text=text, score=score, occurred_at=unit.occurred_at,
                    role=unit.role if unit.kind == "turn" else None, session_id=unit.session_id,
