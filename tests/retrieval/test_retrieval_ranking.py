@@ -122,3 +122,13 @@ def test_turns_are_searchable_by_the_speaker_the_write_gave(runtime):
     # The third turn's text starts with "Dana:" but it is the context's own user's turn.
     third = [h for h in result.hits if "speaker" not in h.metadata]
     assert third and third[0].text.startswith("Dana: I researched")
+
+
+def test_next_to_search_a_named_entitys_facts_seed_only_when_they_bear_on_the_question(runtime):
+    write(runtime, "My sister Emma lives in Oslo.")
+    unrelated = retrieve(runtime, "What does Emma think about chess openings?", k=5)
+    assert unrelated.trace["legs"]["structured"] == 0
+    related = retrieve(runtime, "Where does Emma live?", k=5)
+    assert related.trace["legs"]["structured"] >= 1 and related.hits[0].text == "Emma location: Oslo"
+    graph = retrieve(runtime, "What does Emma think about chess openings?", mode="graph", k=5)
+    assert any(h.text == "Emma location: Oslo" for h in graph.hits)  # structured-only mode keeps them all
