@@ -33,7 +33,7 @@ def _upload() -> DocumentUpload:
 @app.post(BASE)
 def upload_document(context_id: str):
     ctx = http.context(app, context_id)
-    result = get_runtime().documents.ingest(ctx, _upload())
+    result = get_runtime().documents.ingest(ctx, ctx.scoped(_upload()))
     return http.json_response(result.body, 201 if result.created else 200)
 
 

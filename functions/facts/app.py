@@ -14,7 +14,7 @@ app = http.make_resolver()
 def write_facts(context_id: str):
     ctx = http.context(app, context_id)
     rt = get_runtime()
-    req = http.body(app, WriteFactsRequest, max_bytes=rt.settings.limits.facts_text_bytes * 2)
+    req = ctx.scoped(http.body(app, WriteFactsRequest, max_bytes=rt.settings.limits.facts_text_bytes * 2))
     return http.idempotent(app, ctx, "facts", req, lambda: rt.facts.write(ctx, req))
 
 
@@ -22,7 +22,7 @@ def write_facts(context_id: str):
 def write_facts_batch(context_id: str):
     ctx = http.context(app, context_id)
     rt = get_runtime()
-    req = http.body(app, WriteFactsBatchRequest, max_bytes=rt.settings.limits.facts_text_bytes * 8)
+    req = ctx.scoped(http.body(app, WriteFactsBatchRequest, max_bytes=rt.settings.limits.facts_text_bytes * 8))
     return http.idempotent(app, ctx, "facts-batch", req, lambda: rt.facts.write_batch(ctx, req))
 
 

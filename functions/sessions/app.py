@@ -18,7 +18,7 @@ def health():
 @app.post("/api/v1/<context_id>/sessions")
 def create_session(context_id: str):
     ctx = http.context(app, context_id)
-    req = http.body(app, CreateSessionRequest, optional=True)
+    req = ctx.scoped(http.body(app, CreateSessionRequest, optional=True))
     return http.json_response(get_runtime().sessions.create(ctx, req.scopes, req.labels), 201)
 
 

@@ -1,4 +1,5 @@
-"""State area: GET /state (a bounded snapshot of current memory) and GET /profile.
+"""State area: GET /state (a bounded snapshot of current memory), GET /profile, and the
+admin's GET /audit (admin bypasses and delegated calls, newest first).
 
 Shapes and rules: ``agent_memory.services.state`` and ``agent_memory.services.profile``."""
 
@@ -24,6 +25,14 @@ def get_profile(context_id: str):
     ctx = http.context(app, context_id)
     limit = http.query_int(app, "limit", STATE_LIMIT_DEFAULT, maximum=STATE_LIMIT_MAX)
     return get_runtime().state.profile(ctx, limit)
+
+
+@app.get("/api/v1/<context_id>/audit")
+def get_audit(context_id: str):
+    # Admin only (``agent_memory.grants.required_verb``): admin bypasses and delegated calls.
+    ctx = http.context(app, context_id)
+    rt = get_runtime()
+    return rt.audit.page(ctx, rt.settings.cursor_secret(), http.page_limit(app), http.query_str(app, "cursor"))
 
 
 @instrumented

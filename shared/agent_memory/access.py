@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from agent_memory.api_keys import ApiKeyStore, digest
 from agent_memory.config import StaticPrincipal
@@ -71,6 +72,15 @@ class Authenticator:
             raise Unauthorized("the API key is not valid", headers={"WWW-Authenticate": "Bearer"})
         return found
 
+    def principal_named(self, name: str) -> StaticPrincipal | None:
+        """The grants of principal ``name`` (a delegation target): all its keys merged."""
+        found = [p for p in self.static if p.principal == name]
+        if name == BOOTSTRAP_PRINCIPAL and self._bootstrap_key is not None:
+            found.append(StaticPrincipal(key_sha256="", principal=BOOTSTRAP_PRINCIPAL, admin=True))
+        if self.stored is not None:
+            found += self.stored.with_principal(name)
+        return merged_grant(found)
+
     def bootstrap_digest(self) -> str | None:
         if self._bootstrap_key is None:
             return None
@@ -80,3 +90,24 @@ class Authenticator:
                 key = self._bootstrap_key()
                 self._bootstrap = (now, digest(key) if key and key.strip() else None)
             return self._bootstrap[1]
+
+
+def merged_grant(keys: Sequence[StaticPrincipal]) -> StaticPrincipal | None:
+    """One principal's grants over all its keys: what any of its keys may do (``None``
+    regions, contexts or partitions on any key stay unrestricted)."""
+    if not keys:
+        return None
+
+    def union(values: list[tuple[str, ...] | None]) -> tuple[str, ...] | None:
+        return None if any(v is None for v in values) else tuple(sorted({x for v in values for x in v or ()}))
+
+    first = keys[0]
+    defaults = [k.default_write_scope for k in keys if k.default_write_scope]
+    return replace(first, key_sha256="", groups=tuple(sorted({g for k in keys for g in k.groups})),
+                   admin=any(k.admin for k in keys),
+                   contexts=union([k.contexts for k in keys]), partitions=union([k.partitions for k in keys]),
+                   read_region=union([k.read_region for k in keys]),
+                   write_region=union([k.write_region for k in keys]),
+                   verbs=union([k.verbs if k.verbs is not None else ("memory:forget", "memory:read", "memory:write")
+                                for k in keys]),
+                   default_write_scope=defaults[0] if defaults else None)

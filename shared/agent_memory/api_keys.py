@@ -17,11 +17,12 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory import timeutil
 from agent_memory.config import StaticPrincipal
+from agent_memory.grants import parse_grant_fields
 from agent_memory.ids import new_id
 from agent_memory.ports import Condition, Record, RecordStore
 
@@ -41,15 +42,17 @@ class StoredKey:
     admin: bool
     created_at: str
     label: str | None = None
+    grant: dict[str, Any] = field(default_factory=dict)  # agent_memory.grants fields
 
     def as_principal(self, key_sha256: str) -> StaticPrincipal:
         return StaticPrincipal(key_sha256=key_sha256, principal=self.principal, groups=self.groups,
-                               admin=self.admin)
+                               admin=self.admin, **self.grant)
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> StoredKey:
         return cls(key_id=data["key_id"], principal=data["principal"], groups=tuple(data.get("groups") or ()),
-                   admin=bool(data.get("admin")), created_at=data.get("created_at", ""), label=data.get("label"))
+                   admin=bool(data.get("admin")), created_at=data.get("created_at", ""), label=data.get("label"),
+                   grant=parse_grant_fields(data.get("grant") or {}))
 
 
 class ApiKeyStore:
@@ -60,19 +63,23 @@ class ApiKeyStore:
         self._clock = clock
         self._cache: dict[str, tuple[float, StaticPrincipal | None]] = {}
         self._any: tuple[float, bool] | None = None
+        self._by_principal: tuple[float, dict[str, list[StaticPrincipal]]] | None = None
         self._lock = threading.Lock()
 
     def create(self, principal: str, groups: Sequence[str] = (), admin: bool = False,
-               label: str | None = None) -> tuple[str, StoredKey]:
-        """A new key: returns the key (the only time it exists in clear) and what is stored."""
+               label: str | None = None, **grant: Any) -> tuple[str, StoredKey]:
+        """A new key: returns the key (the only time it exists in clear) and what is stored.
+        ``grant``: contexts, partitions, read_region, write_region, default_write_scope, verbs."""
         if not principal.strip() or principal.startswith("group:"):
             raise ValueError("principal must be a non-empty name not starting with 'group:'")
+        parsed = parse_grant_fields(grant)
         raw = KEY_PREFIX + secrets.token_urlsafe(32)
         stored = StoredKey(key_id=new_id("key"), principal=principal.strip(),
                            groups=tuple(g.removeprefix("group:") for g in groups), admin=admin,
-                           created_at=timeutil.now_iso(), label=label)
+                           created_at=timeutil.now_iso(), label=label, grant=parsed)
         data = {"kind": "api_key", "key_id": stored.key_id, "principal": stored.principal,
-                "groups": list(stored.groups), "admin": stored.admin, "created_at": stored.created_at}
+                "groups": list(stored.groups), "admin": stored.admin, "created_at": stored.created_at,
+                "grant": {k: list(v) if isinstance(v, tuple) else v for k, v in parsed.items()}}
         if label:
             data["label"] = label
         self.store.put(Record(pk=KEYS_PK, sk=digest(raw), data=data), Condition.absent())
@@ -88,6 +95,22 @@ class ApiKeyStore:
             if page.last_key is None:
                 return sorted(found, key=lambda k: (k.created_at, k.key_id))
             after = page.last_key
+
+    def with_principal(self, name: str) -> list[StaticPrincipal]:
+        """The grants of every key of principal ``name`` (delegation targets; cached)."""
+        now = self._clock()
+        with self._lock:
+            cached = self._by_principal
+            if cached is None or now - cached[0] >= self.cache_ttl_s:
+                cached = None
+        if cached is None:
+            table: dict[str, list[StaticPrincipal]] = {}
+            for k in self.list():
+                table.setdefault(k.principal, []).append(k.as_principal(""))
+            cached = (now, table)
+            with self._lock:
+                self._by_principal = cached
+        return list(cached[1].get(name, ()))
 
     def revoke(self, key_id: str) -> bool:
         """Delete the key with this id; ``False`` when there is none."""
@@ -131,4 +154,5 @@ class ApiKeyStore:
         with self._lock:
             self._cache.clear()
             self._any = None
+            self._by_principal = None
 

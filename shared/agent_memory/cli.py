@@ -88,6 +88,7 @@ def open_mode_refusal(host: str, runtime) -> str | None:
 def _keys(args: argparse.Namespace) -> int:
     """Manage the API keys stored in the record store (a local data dir, or the tenant table
     with --table and the operator's AWS credentials)."""
+    from agent_memory.config import GRANT_FIELDS
     from agent_memory.runtime import Runtime
 
     if args.table:
@@ -98,15 +99,24 @@ def _keys(args: argparse.Namespace) -> int:
         return 2
     keys = Runtime(settings).api_keys
     if args.keys == "create":
-        raw, stored = keys.create(args.principal, groups=args.group or (), admin=args.admin, label=args.label)
+        grant = {name: getattr(args, name) for name in GRANT_FIELDS if getattr(args, name) is not None}
+        try:
+            raw, stored = keys.create(args.principal, groups=args.group or (), admin=args.admin, label=args.label,
+                                      **grant)
+        except ValueError as exc:
+            print(f"agent-memory: {exc}", file=sys.stderr)
+            return 2
         print(f"key id: {stored.key_id}\nprincipal: {stored.principal}\nadmin: {str(stored.admin).lower()}")
+        for name, value in stored.grant.items():
+            print(f"{name}: {','.join(value) if isinstance(value, tuple) else value}")
         print(f"key (shown once, store it now): {raw}")
         return 0
     if args.keys == "list":
         for k in keys.list():
             groups = ",".join(k.groups) or "-"
+            grant = "".join(f"  {name}={','.join(v) if isinstance(v, tuple) else v}" for name, v in k.grant.items())
             print(f"{k.key_id}  {k.principal}  groups={groups}  admin={str(k.admin).lower()}  "
-                  f"created={k.created_at}" + (f"  label={k.label}" if k.label else ""))
+                  f"created={k.created_at}" + (f"  label={k.label}" if k.label else "") + grant)
         return 0
     if keys.revoke(args.key_id):
         print(f"revoked {args.key_id}")
@@ -190,6 +200,19 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--group", action="append", help="group membership (repeatable)")
     create.add_argument("--admin", action="store_true")
     create.add_argument("--label", default=None, help="a note for `keys list`")
+    create.add_argument("--context", action="append", dest="contexts",
+                        help="a context the key may use (repeatable; default: any)")
+    create.add_argument("--partition", action="append", dest="partitions",
+                        help="a partition the key may use (repeatable; default: any)")
+    create.add_argument("--read", action="append", dest="read_region",
+                        help="a scope path of the read region, '*' for one segment (repeatable; default: all)")
+    create.add_argument("--write", action="append", dest="write_region",
+                        help="a scope path of the write region (repeatable; default: all)")
+    create.add_argument("--default-scope", default=None, dest="default_write_scope",
+                        help="the scope a write that names none is given")
+    create.add_argument("--verb", action="append", dest="verbs",
+                        help="memory:read, memory:write, memory:forget, delegate or admin "
+                             "(repeatable; default: read, write, forget)")
     keys_sub.add_parser("list", help="list keys (never the keys themselves)")
     revoke = keys_sub.add_parser("revoke", help="delete a key by its id")
     revoke.add_argument("key_id")

@@ -44,6 +44,8 @@ def _command(sub: Any, name: str, help: str, run: Callable[[AgentMemory, argpars
     cmd.add_argument("--url", default=None, help="service URL (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
     cmd.add_argument("--api-key", default=None, help="bearer key (AGENT_MEMORY_API_KEY)")
     cmd.add_argument("--partition", default=None)
+    cmd.add_argument("--on-behalf-of", default=None, dest="on_behalf_of",
+                     help="act for this principal (X-Spectron-On-Behalf-Of; the key needs 'delegate')")
     cmd.add_argument("--json", action="store_true", help="print the response JSON")
     cmd.set_defaults(func=lambda args: _run(args, run))
     return cmd
@@ -52,7 +54,7 @@ def _command(sub: Any, name: str, help: str, run: Callable[[AgentMemory, argpars
 def _run(args: argparse.Namespace, run: Callable[[AgentMemory, argparse.Namespace], int]) -> int:
     try:
         with AgentMemory(args.context, base_url=args.url, api_key=args.api_key, partition=args.partition,
-                         timeout=120) as memory:
+                         on_behalf_of=args.on_behalf_of, timeout=120) as memory:
             return run(memory, args)
     except ApiError as exc:
         print(f"agent-memory: {exc.status} {exc.title}: {exc.detail}", file=sys.stderr)

@@ -76,6 +76,10 @@ class Limits:
     cache_similarity: float = 0.95
     extraction_confidence_floor: float = 0.5
     idempotency_ttl_s: int = 24 * 3600
+    audit_ttl_s: int = 90 * 24 * 3600  # audit records (admin bypasses, delegated calls) expire after this
+
+
+GRANT_FIELDS = ("contexts", "partitions", "read_region", "write_region", "default_write_scope", "verbs")
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,14 @@ class StaticPrincipal:
     principal: str
     groups: tuple[str, ...] = ()
     admin: bool = False
+    # Grants (agent_memory.grants). The defaults are today's single-user behaviour: any
+    # context and partition, unrestricted regions, read/write/forget.
+    contexts: tuple[str, ...] | None = None  # None: every context
+    partitions: tuple[str, ...] | None = None  # None: every partition
+    read_region: tuple[str, ...] | None = None  # None: unrestricted
+    write_region: tuple[str, ...] | None = None  # None: unrestricted
+    default_write_scope: str | None = None
+    verbs: tuple[str, ...] | None = None  # None: memory:read, memory:write, memory:forget
 
 
 @dataclass(frozen=True)
@@ -310,8 +322,10 @@ def parse_principals(env_json: str | None, file_value: Any) -> tuple[StaticPrinc
     out: list[StaticPrincipal] = []
     for i, entry in enumerate(raw):
         where = f"principals[{i}]"
-        if not isinstance(entry, dict) or set(entry) - {"key", "key_sha256", "principal", "groups", "admin"}:
-            raise ConfigurationError(f"{where}: expected keys key|key_sha256, principal, groups, admin")
+        if not isinstance(entry, dict) or set(entry) - {"key", "key_sha256", "principal", "groups", "admin",
+                                                         *GRANT_FIELDS}:
+            raise ConfigurationError(f"{where}: expected keys key|key_sha256, principal, groups, admin, "
+                                     + ", ".join(GRANT_FIELDS))
         key, digest = entry.get("key"), entry.get("key_sha256")
         if (key is None) == (digest is None):
             raise ConfigurationError(f"{where}: give exactly one of key or key_sha256")
@@ -330,9 +344,15 @@ def parse_principals(env_json: str | None, file_value: Any) -> tuple[StaticPrinc
             raise ConfigurationError(f"{where}.admin: expected true or false")
         if any(p.key_sha256 == digest for p in out):
             raise ConfigurationError(f"{where}: the same API key is listed twice")
+        from agent_memory.grants import parse_grant_fields
+
+        try:
+            grant = parse_grant_fields(entry)
+        except ValueError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from exc
         out.append(StaticPrincipal(key_sha256=digest, principal=principal,
                                    groups=tuple(g.removeprefix("group:") for g in groups),
-                                   admin=entry.get("admin", False)))
+                                   admin=entry.get("admin", False), **grant))
     return tuple(out)
 
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
-from agent_memory import deadline, observability, safe_json
+from agent_memory import deadline, grants, observability, safe_json
 from agent_memory.errors import (
     InvalidRequest,
     MemoryError_,
@@ -212,10 +212,14 @@ def make_resolver() -> APIGatewayHttpResolver:
 def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
     event = app.current_event
     settings = get_runtime().settings
+    method, path = event.request_context.http.method, event.raw_path or ""
     ctx = resolve(context_id, dict(event.headers or {}),
                   default_principal=settings.default_principal,
-                  request_id=event.request_context.request_id, authenticator=get_runtime().authenticator)
+                  request_id=event.request_context.request_id, authenticator=get_runtime().authenticator,
+                  verb=grants.required_verb(method, path))
     observability.request_keys(context_id=ctx.context_id, principal=ctx.principal)
+    if ctx.delegated_by is not None:
+        get_runtime().audit.delegated(ctx, f"{method} {path}")
     return ctx
 
 

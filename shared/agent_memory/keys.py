@@ -8,7 +8,7 @@ collection                 pk                                           sk
 =========================  ===========================================  =====================
 sessions                   ``c#<ctx>#<part>#sessions``                  ``<session id>``
 turns of a session         ``c#<ctx>#<part>#turns#<session id>``        ``<seq, 12 digits>``
-idempotency records        ``c#<ctx>#<part>#idem``                      ``<scope>#<key>``
+idempotency records        ``c#<ctx>#<part>#idem``                      ``<scope>#<caller>#<key>``
 =========================  ===========================================  =====================
 
 Secondary order (gsi1): a turn by id (``gsi1pk = c#<ctx>#<part>#turn-ids``, ``gsi1sk = <turn id>``).

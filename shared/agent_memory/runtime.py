@@ -192,6 +192,12 @@ class Runtime:
         return IdempotencyService(self.store, self.settings.limits.idempotency_ttl_s)
 
     @cached_property
+    def audit(self):
+        from agent_memory.services.reader_access import AuditLog
+
+        return AuditLog(self.store, ttl_s=self.settings.limits.audit_ttl_s)
+
+    @cached_property
     def traces(self):
         from agent_memory.services.traces import TraceStore
 

@@ -3,7 +3,8 @@
 A selector is a list of clauses; each clause is a list of scope paths that a reader must
 all cover (AND); the outer list is OR. ``[]`` is unscoped: visible to every reader of the
 context. A region path covers itself and every path below it (``org/acme`` covers
-``org/acme/user/alice``); ``None`` as a region means unrestricted.
+``org/acme/user/alice``); ``None`` as a region means unrestricted. A region path may use
+``*`` for one whole segment (``org/acme/user/*`` covers ``org/acme/user/alice/notes``).
 """
 
 from __future__ import annotations
@@ -51,8 +52,61 @@ def normalise_dnf(value: object) -> Dnf:
     return [list(c) for c in sorted(clauses)]
 
 
+WILDCARD = "*"
+
+
 def covers(region_path: str, path: str) -> bool:
-    return path == region_path or path.startswith(region_path + "/")
+    if WILDCARD not in region_path:
+        return path == region_path or path.startswith(region_path + "/")
+    want, have = region_path.split("/"), path.split("/")
+    return len(have) >= len(want) and all(w in (WILDCARD, h) for w, h in zip(want, have, strict=False))
+
+
+def normalise_region(value: object) -> tuple[str, ...] | None:
+    """A key's region: ``None`` (unrestricted) or a list of region paths (``*`` segments allowed)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise InvalidScope("a region must be a list of scope paths")
+    return tuple(sorted({normalise_path(p) for p in value}))
+
+
+def _meet(a: str, b: str) -> str | None:
+    """The region path covering exactly what both ``a`` and ``b`` cover, or ``None`` if nothing."""
+    sa, sb = a.split("/"), b.split("/")
+    out: list[str] = []
+    for x, y in zip(sa, sb, strict=False):
+        if x == y or y == WILDCARD:
+            out.append(x)
+        elif x == WILDCARD:
+            out.append(y)
+        else:
+            return None
+    longer = sa if len(sa) > len(sb) else sb
+    return "/".join(out + longer[len(out):])
+
+
+def intersect_regions(a: Sequence[str] | None, b: Sequence[str] | None) -> tuple[str, ...] | None:
+    """What both regions cover (delegation never widens): exact, wildcards included."""
+    if a is None:
+        return None if b is None else tuple(b)
+    if b is None:
+        return tuple(a)
+    met = {m for x in a for y in b if (m := _meet(x, y)) is not None}
+    # Drop paths another path of the result already covers: a smaller, equivalent region.
+    return tuple(sorted(p for p in met if not any(q != p and covers(q, p) for q in met)))
+
+
+def writable(scopes: Sequence[Sequence[str]], region: Sequence[str] | None) -> list[str]:
+    """The scope paths of ``scopes`` that ``region`` does not cover (empty: the write is allowed).
+
+    Every path of every clause must be inside the write region: a record is only as
+    confined as its least confined clause, so no clause may reach outside."""
+    if region is None:
+        return []
+    return sorted({p for clause in scopes for p in clause if not path_covered(p, region)})
 
 
 def path_covered(path: str, region: Iterable[str] | None) -> bool:

@@ -166,6 +166,10 @@ class Calls:
     def state(self, *, limit: int | None) -> Call[wire.State]:
         return Call("GET", f"{self.prefix}/state", model(wire.State), params={"limit": limit}, idempotent=True)
 
+    def audit(self, *, limit: int | None, cursor: str | None) -> Call[wire.AuditPage]:
+        return Call("GET", f"{self.prefix}/audit", model(wire.AuditPage), params={"limit": limit, "cursor": cursor},
+                    idempotent=True)
+
     def profile(self, *, limit: int | None) -> Call[wire.Profile]:
         return Call("GET", f"{self.prefix}/profile", model(wire.Profile), params={"limit": limit}, idempotent=True)
 

@@ -144,6 +144,11 @@ class AsyncAgentMemory:
     async def state(self, limit: int | None = None) -> wire.State:
         return await self._send(self._calls.state(limit=limit))
 
+    @operation("listAudit")
+    async def audit(self, limit: int | None = None, cursor: str | None = None) -> wire.AuditPage:
+        """One page of the audit trail (admin bypasses, delegated calls); needs an admin key."""
+        return await self._send(self._calls.audit(limit=limit, cursor=cursor))
+
     @operation("getProfile")
     async def profile(self, limit: int | None = None) -> wire.Profile:
         return await self._send(self._calls.profile(limit=limit))

@@ -144,6 +144,11 @@ class AgentMemory:
     def state(self, limit: int | None = None) -> wire.State:
         return self._send(self._calls.state(limit=limit))
 
+    @operation("listAudit")
+    def audit(self, limit: int | None = None, cursor: str | None = None) -> wire.AuditPage:
+        """One page of the audit trail (admin bypasses, delegated calls); needs an admin key."""
+        return self._send(self._calls.audit(limit=limit, cursor=cursor))
+
     @operation("getProfile")
     def profile(self, limit: int | None = None) -> wire.Profile:
         return self._send(self._calls.profile(limit=limit))

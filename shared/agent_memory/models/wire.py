@@ -401,3 +401,25 @@ class ThreadContextItem(WireModel):
     created_at: str
     text_bytes: int
     text_inline: bool
+
+
+# --- audit ------------------------------------------------------------------------
+
+
+class AuditRecord(WireModel):
+    id: str
+    at: str
+    principal: str
+    action: str
+    reason: Literal["admin-bypass", "delegation"]
+    on_behalf_of: str | None = None
+    context_id: str | None = None
+    partition: str | None = None
+    groups: list[str] = Field(default_factory=list)
+    record_ids: list[str] = Field(default_factory=list)
+    request_id: str | None = None
+
+
+class AuditPage(WireModel):
+    items: list[AuditRecord]
+    page: PageInfo

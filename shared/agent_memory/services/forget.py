@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_memory import keys, timeutil
+from agent_memory import scopes as scope_lib
 from agent_memory.errors import Conflict, ServiceBusy
 from agent_memory.models.memory import Attribute, Relation
 from agent_memory.ports import (
@@ -349,15 +350,19 @@ class ForgetService:
         if rt.search is None:
             raise ServiceBusy("forget needs the search index, and this deployment has none configured",
                               code="search_unavailable", retry_after=3600)
+        # Forget removes only what the caller can both read and write: the search looks in
+        # the intersection of the two regions, and every scope of a hit must be writable.
+        region = scope_lib.intersect_regions(ctx.read_region, ctx.write_region)
         flt = SearchFilter(context_id=ctx.context_id, partition=ctx.partition,
-                           read_region=list(ctx.read_region) if ctx.read_region is not None else None,
+                           read_region=list(region) if region is not None else None,
                            principals=ctx.principals, admin=ctx.admin, kinds=list(FORGET_KINDS))
         hits = rt.search.search(req.query, flt, k=req.limit, mode="vector")
         items: list[dict[str, Any]] = []
         targets: list[tuple[Forgetter | None, Record | None, str]] = []
         stale: list[str] = []
         for hit in hits:
-            if hit.score < req.min_score:
+            if hit.score < req.min_score or scope_lib.writable(hit.unit.scopes, ctx.write_region) \
+                    or (ctx.write_region is not None and not hit.unit.scopes):
                 continue
             unit = hit.unit
             forgetter = FORGETTERS.get(unit.id.split("_", 1)[0])

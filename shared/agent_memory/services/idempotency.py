@@ -36,6 +36,13 @@ class Outcome:
     replayed: bool
 
 
+def caller_tag(ctx: RequestContext) -> str:
+    """Who a stored reply belongs to: a replay never answers another principal (or another
+    principal's delegate) with it."""
+    who = json.dumps([ctx.principal, ctx.delegated_by])
+    return hashlib.sha256(who.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def fingerprint(payload: Any) -> str:
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -59,7 +66,7 @@ class IdempotencyService:
         if not key.strip() or len(key) > MAX_KEY_LENGTH:
             raise InvalidRequest(f"Idempotency-Key must be 1-{MAX_KEY_LENGTH} characters", field="Idempotency-Key")
         digest = fingerprint(payload)
-        pk, sk = keys.idempotency_pk(ctx), f"{operation}#{key}"
+        pk, sk = keys.idempotency_pk(ctx), f"{operation}#{caller_tag(ctx)}#{key}"
         now = int(time.time())
         existing = self.store.get(pk, sk)
         if existing is not None and (existing.expires_at or 0) > now:

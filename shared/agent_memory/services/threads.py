@@ -117,7 +117,7 @@ class ThreadService:
         self.search = search
         self.settings = settings
         self.idempotency = idempotency
-        self.audit = reader_access.AuditLog(store)
+        self.audit = reader_access.AuditLog(store, settings.limits.audit_ttl_s)
 
     # --- append ---------------------------------------------------------------------
 
@@ -145,6 +145,10 @@ class ThreadService:
         for attempt in range(APPEND_ATTEMPTS):
             now = timeutil.now_iso()
             current = self.store.get(keys.threads_pk(ctx), thread_id)
+            if current is not None and not self._visible(ctx, current):
+                # No writer list beyond the readers: a non-reader may not append, and is
+                # told what a reader of a missing thread would be.
+                raise NotFound(f"thread {thread_id} does not exist")
             thread = current or self._new_thread(ctx, thread_id, now)
             index = thread.data["turnCount"] + 1
             turn = {"kind": "thread_turn", "contextId": ctx.context_id, "partition": ctx.partition,
@@ -186,6 +190,17 @@ class ThreadService:
 
     def _thread(self, ctx: RequestContext, thread_id: str) -> Record | None:
         return self.store.get(keys.threads_pk(ctx), check_thread_id(thread_id))
+
+    @staticmethod
+    def _visible(ctx: RequestContext, thread: Record) -> bool:
+        """Whether the thread's own reader list lets the caller see it at all."""
+        return reader_access.check(thread.data.get("aclReaders"), ctx).allowed
+
+    def _readable_thread(self, ctx: RequestContext, thread_id: str) -> Record | None:
+        """The thread, or ``None`` when it is missing or the caller may not see it: the two
+        answer alike, so a restricted thread's existence does not leak."""
+        thread = self._thread(ctx, thread_id)
+        return thread if thread is not None and self._visible(ctx, thread) else None
 
     def get_thread(self, ctx: RequestContext, thread_id: str) -> dict[str, Any]:
         """Thread metadata; a thread whose own reader list excludes the caller reads as absent."""
@@ -251,7 +266,7 @@ class ThreadService:
     def list_turns(self, ctx: RequestContext, thread_id: str, *, limit: int, page_cursor: str | None,
                    after_index: int | None, entity_id: str | None) -> dict[str, Any]:
         """Readable turns in ``turn_index`` order, paged (by cursor or ``after_index``)."""
-        thread = self._thread(ctx, thread_id)
+        thread = self._readable_thread(ctx, thread_id)
         if thread is None:
             raise NotFound(f"thread {thread_id} does not exist")
         if page_cursor is not None and after_index is not None:
@@ -299,7 +314,7 @@ class ThreadService:
 
     def get_turn(self, ctx: RequestContext, thread_id: str, turn_index: int) -> dict[str, Any]:
         """One turn with its full text (how the SDK fetches text ``/context`` did not inline)."""
-        thread = self._thread(ctx, thread_id)
+        thread = self._readable_thread(ctx, thread_id)
         row = None if thread is None else self.store.get(keys.thread_turns_pk(ctx, thread_id),
                                                          keys.thread_turn_sk(turn_index))
         verdict = reader_access.Verdict(False)
@@ -314,9 +329,9 @@ class ThreadService:
 
     def context(self, ctx: RequestContext, thread_id: str, req: ThreadContextRequest) -> dict[str, Any]:
         req.check()
-        thread = self._thread(ctx, thread_id)
+        thread = self._readable_thread(ctx, thread_id)
         if thread is None:
-            return {"items": []}
+            raise NotFound(f"thread {thread_id} does not exist")
         pk = keys.thread_turns_pk(ctx, thread_id)
         window = self.store.query(pk, limit=req.last_n_turns, forward=False).records  # newest first
         if not window:

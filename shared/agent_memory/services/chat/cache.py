@@ -35,8 +35,11 @@ class CacheHit:
 
 
 def scope_key(ctx: RequestContext, model: str) -> str:
-    region = sorted(ctx.read_region) if ctx.read_region is not None else ["*"]
-    raw = json.dumps([ctx.context_id, ctx.partition, region, model], separators=(",", ":"))
+    # Everything that decides what the caller may read: region and reader-list identity (a
+    # cached reply may quote a turn only some principals can read).
+    region = sorted(ctx.read_region) if ctx.read_region is not None else None
+    readers = None if ctx.admin else sorted(set(ctx.principals))
+    raw = json.dumps([ctx.context_id, ctx.partition, region, readers, model], separators=(",", ":"))
     return hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 

@@ -97,16 +97,17 @@ class ChatService:
         model_name = req.model or str(rt.settings.models.response)
         if req.model and not rt.settings.models.is_allowed(req.model):
             raise InvalidRequest(f"model {req.model!r} is not in models.allowed", field="model")
-        scopes = req.scopes or ([[p] for p in ctx.write_region] if ctx.write_region else [])
+        scopes = ctx.write_scopes(req.scopes)
         session = rt.sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
         is_new = req.session_id is None
         window = [] if is_new else session_window(rt.store, ctx, session.sk)
 
+        reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
         started = time.perf_counter()
-        result = rt.retrieval.retrieve(ctx, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window])
+        result = rt.retrieval.retrieve(reader, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window])
         retrieval_ms = (time.perf_counter() - started) * 1000
         hits = list(result.hits)
-        messages, memory = build_messages(req.message, hits, window, self._instructions(ctx))
+        messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
         sources = memory.markers
         trace_id = rt.traces.new_id()
         rt.traces.put(ctx, trace_id, "retrieval", {
@@ -119,7 +120,7 @@ class ChatService:
                             retrieval_ms=retrieval_ms, model_name=model_name)
         if not window and not req.bypass_cache:
             turn.query_vector = rt.embedder.embed([req.message])[0]
-            hit = self.cache.lookup(ctx, model_name, turn.query_vector)
+            hit = self.cache.lookup(reader, model_name, turn.query_vector)
             if hit is not None:
                 turn.cached, turn.tier = hit.response, 2
                 rt.count("CacheHits")
@@ -215,7 +216,7 @@ class ChatService:
             entities = {e for h in cited for e in cited_entities(h)}
             if any(h.kind == "turn" and (h.role or "user") == "user" for h in cited):
                 entities.add(SELF_ENTITY_ID)  # a user's own statement is about the user
-            self.cache.store_reply(ctx, turn.model_name, req.message, turn.query_vector,
+            self.cache.store_reply(ctx.narrowed(req.scopes), turn.model_name, req.message, turn.query_vector,
                                    {"reply": reply, "citations": citations}, entities, [h.id for h in cited])
         return {"reply": reply, "sessionId": turn.session.sk, "traceId": turn.trace_id, "citations": citations,
                 "memoryUpdates": memory_updates}

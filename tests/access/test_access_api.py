@@ -1,0 +1,172 @@
+"""Grants on keys, end to end (both record stores, in process): context and partition
+binding, verbs, write regions (403, nothing written), read regions (narrow, never 403),
+delegation (the intersection), idempotency per principal, restricted threads, the audit."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent_memory.config import parse_principals
+from agent_memory.runtime import Runtime, set_runtime
+
+KEYS = {
+    "admin": "key-admin-0000000000",
+    "alice": "key-alice-0000000000",
+    "bob": "key-bob-000000000000",
+    "support": "key-support-00000000",
+    "carol": "key-carol-0000000000",
+}
+PRINCIPALS = [
+    {"key": KEYS["admin"], "principal": "ops", "admin": True},
+    {"key": KEYS["alice"], "principal": "alice", "contexts": ["acme"],
+     "read_region": ["org/acme/user/alice", "org/acme/shared"], "write_region": ["org/acme/user/alice"],
+     "default_write_scope": "org/acme/user/alice"},
+    {"key": KEYS["bob"], "principal": "bob", "contexts": ["acme"],
+     "read_region": ["org/acme/user/bob", "org/acme/shared"], "write_region": ["org/acme/user/bob"],
+     "default_write_scope": "org/acme/user/bob"},
+    {"key": KEYS["support"], "principal": "support", "contexts": ["acme"], "verbs": ["memory:read", "delegate"],
+     "read_region": ["org/acme/user/*", "org/acme/shared"], "write_region": ["org/acme/support"]},
+    {"key": KEYS["carol"], "principal": "carol", "contexts": ["acme"], "partitions": ["p1"]},
+]
+CTX = "/api/v1/acme"
+
+
+@pytest.fixture
+def runtime(runtime: Runtime) -> Iterator[Runtime]:
+    rt = Runtime(dataclasses.replace(runtime.settings, principals=parse_principals(None, PRINCIPALS)))
+    set_runtime(rt)
+    yield rt
+    set_runtime(runtime)
+
+
+class As:
+    def __init__(self, api: Any, who: str, partition: str | None = None, on_behalf_of: str | None = None,
+                 context: str = CTX):
+        self.api, self.context = api, context
+        self.headers = {"authorization": f"Bearer {KEYS[who]}"}
+        if partition:
+            self.headers["x-memory-partition"] = partition
+        if on_behalf_of:
+            self.headers["x-spectron-on-behalf-of"] = on_behalf_of
+
+    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None):
+        return self.api.request(method, self.context + path, body, headers={**self.headers, **(headers or {})})
+
+    def get(self, path: str):
+        return self.request("GET", path)
+
+    def post(self, path: str, body: Any = None, **kw: Any):
+        return self.request("POST", path, body, **kw)
+
+
+@pytest.fixture
+def as_(api: Any):
+    return lambda who, **kw: As(api, who, **kw)
+
+
+def values(caller: As) -> set[str]:
+    r = caller.get("/state")
+    assert r.status == 200, r.text
+    state = r.json()
+    return {a["value"] for c in ("identity", "knowledge", "context") for a in state[c]["attributes"]}
+
+
+def write(caller: As, text: str, **extra: Any):
+    return caller.post("/facts", {"text": text, **extra})
+
+
+def test_a_key_is_bound_to_its_contexts_and_partitions(as_):
+    r = as_("bob", context="/api/v1/other").get("/state")
+    assert r.status == 403 and r.json()["code"] == "context_not_bound"
+    assert as_("carol").get("/state").status == 403  # default partition: not bound
+    r = as_("carol", partition="p2").post("/facts", {"text": "I live in Paris."})
+    assert r.status == 403 and r.json()["code"] == "partition_not_bound"
+    assert as_("carol", partition="p1").get("/state").status == 200
+    assert as_("admin", context="/api/v1/other").get("/state").status == 200  # unbound key: any context
+
+
+def test_writes_outside_the_write_region_are_403_and_write_nothing(as_):
+    assert write(as_("alice"), "I live in London.").status == 200
+    before = values(as_("admin"))
+    r = write(as_("bob"), "I live in Rome.", scopes=[["org/acme/user/alice"]])
+    assert r.status == 403 and r.json()["scope"] == "org/acme/user/alice"
+    r = write(as_("bob"), "I live in Rome.", scopes=[["org/acme/user/bob", "org/acme/shared"]])
+    assert r.status == 403 and r.json()["scope"] == "org/acme/shared"
+    assert as_("bob").post("/sessions", {"scopes": [["org/acme/other"]]}).status == 403
+    assert values(as_("admin")) == before
+
+
+def test_reads_narrow_to_the_read_region_and_never_403(as_):
+    assert write(as_("alice"), "I live in London.").status == 200
+    assert write(as_("bob"), "I live in Rome.").status == 200
+    assert "London" in values(as_("alice")) and "Rome" not in values(as_("alice"))
+    assert "Rome" in values(as_("bob")) and "London" not in values(as_("bob"))
+    assert {"London", "Rome"} <= values(as_("support"))  # org/acme/user/* covers both
+    r = as_("bob").post("/query", {"query": "where does the user live", "k": 10})
+    assert r.status == 200
+    assert "London" not in r.text
+
+
+def test_verbs_are_enforced(as_):
+    r = write(as_("support"), "I live in Oslo.", scopes=[["org/acme/support"]])
+    assert r.status == 403 and r.json()["code"] == "verb_not_granted"
+    assert as_("support").post("/forget", {"query": "Oslo"}).status == 403
+    assert as_("support").post("/query", {"query": "anything"}).status == 200  # a read POST
+    assert as_("bob").get("/audit").status == 403
+
+
+def test_delegation_is_the_intersection_and_is_audited(as_):
+    assert write(as_("alice"), "I live in London.").status == 200
+    assert write(as_("bob"), "I live in Rome.").status == 200
+    for_alice = as_("support", on_behalf_of="alice")
+    assert values(for_alice) == {"London"}
+    assert values(as_("support", on_behalf_of="bob")) == {"Rome"}
+    # bob holds no 'delegate': he cannot read as alice
+    r = as_("bob", on_behalf_of="alice").get("/state")
+    assert r.status == 403 and r.json()["code"] == "verb_not_granted"
+    assert as_("support", on_behalf_of="nobody").get("/state").status == 403
+    # the target's verbs still apply (support cannot write, alice can; the caller's verbs too)
+    assert write(for_alice, "I like tea.").status == 403
+    # an admin on behalf of bob sees bob's view, not everything
+    assert values(as_("admin", on_behalf_of="bob")) == {"Rome"}
+    audit = as_("admin").get("/audit")
+    assert audit.status == 200
+    delegated = [a for a in audit.json()["items"] if a["reason"] == "delegation"]
+    assert {(a["principal"], a["onBehalfOf"]) for a in delegated} >= {("support", "alice"), ("ops", "bob")}
+    assert all(a["action"].startswith("GET /api/v1/acme/") for a in delegated)
+
+
+def test_delegated_writes_land_in_the_intersection(as_):
+    r = write(as_("admin", on_behalf_of="alice"), "I live in Lisbon.")
+    assert r.status == 200
+    assert "Lisbon" in values(as_("alice")) and "Lisbon" not in values(as_("bob"))
+    r = write(as_("admin", on_behalf_of="alice"), "I live in Rome.", scopes=[["org/acme/user/bob"]])
+    assert r.status == 403
+
+
+def test_idempotency_replies_belong_to_their_principal(as_):
+    body = {"text": "I live in London."}
+    first = as_("alice").post("/facts", body, headers={"Idempotency-Key": "same-key"})
+    assert first.status == 200
+    other = as_("bob").post("/facts", body, headers={"Idempotency-Key": "same-key"})
+    assert other.status == 200
+    assert other.json() != first.json()
+    assert "London" in values(as_("bob"))  # bob's own write ran, in his region
+
+
+def test_restricted_threads_answer_like_missing_ones(as_):
+    admin, bob = as_("admin"), as_("bob")
+    assert admin.request("PUT", "/threads/t-private/acl", {"acl_readers": ["alice"]}).status == 200
+    assert as_("alice").post("/threads/t-private/turns", {"text": "hello"}).status == 201
+    for path in ("/threads/t-private", "/threads/t-private/turns", "/threads/t-private/turns/1"):
+        assert bob.get(path).status == 404, path
+        assert bob.get(path.replace("t-private", "t-missing")).status == 404
+    r = bob.post("/threads/t-private/context", {"query": "hello"})
+    assert r.status == 404
+    assert bob.post("/threads/t-private/turns", {"text": "sneaking in"}).status == 404
+    turns = as_("alice").get("/threads/t-private/turns").json()["items"]
+    assert [t["text"] for t in turns] == ["hello"]
