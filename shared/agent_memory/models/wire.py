@@ -54,6 +54,11 @@ class Session(WireModel):
     closed_at: str | None = None
 
 
+class TurnSpeaker(WireModel):
+    name: str
+    entity_id: str
+
+
 class Turn(WireModel):
     id: str
     session: str
@@ -62,6 +67,7 @@ class Turn(WireModel):
     seq: int
     created_at: str
     observed_at: str | None = None
+    speaker: TurnSpeaker | None = None
 
 
 class TurnPage(WireModel):
@@ -230,9 +236,15 @@ class ForgetItem(WireModel):
     score: float
 
 
+class ForgottenEntity(WireModel):
+    id: str
+    name: str
+
+
 class ForgetResponse(WireModel):
     deleted: int
     items: list[ForgetItem]
+    entities: list[ForgottenEntity] = []
 
 
 # --- writes and chat ----------------------------------------------------------------
