@@ -85,10 +85,12 @@ def runtime(store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
             rt = Runtime(settings)
             set_runtime(rt)
             yield rt
+            rt.close()  # background ingestion finishes inside the mock
     else:
         rt = Runtime(settings)
         set_runtime(rt)
         yield rt
+        rt.close()
     set_runtime(None)
 
 

@@ -34,7 +34,7 @@ def _upload() -> DocumentUpload:
 def upload_document(context_id: str):
     ctx = http.context(app, context_id)
     result = get_runtime().documents.ingest(ctx, ctx.scoped(_upload()))
-    return http.json_response(result.body, 201 if result.created else 200)
+    return http.json_response(result.body, 202 if result.created else 200)
 
 
 @app.get(f"{BASE}/<document_id>")

@@ -77,6 +77,8 @@ class Limits:
     extraction_confidence_floor: float = 0.5
     idempotency_ttl_s: int = 24 * 3600
     audit_ttl_s: int = 90 * 24 * 3600  # audit records (admin bypasses, delegated calls) expire after this
+    # Concurrent extraction model calls per document being ingested (services/ingestion.py).
+    document_concurrency: int = 8
 
 
 GRANT_FIELDS = ("contexts", "partitions", "read_region", "write_region", "default_write_scope", "verbs")
@@ -127,6 +129,8 @@ class Settings:
     # Deployed: the stack's bootstrap admin key (Secrets Manager), accepted besides stored keys.
     bootstrap_key_secret_arn: str | None = None
     openai_secret_arn: str | None = None
+    # Deployed: the SQS queue of document ingestion jobs; unset, jobs run in-process.
+    ingestion_queue_url: str | None = None
     default_principal: str = "local-admin"
     # Static API keys (yaml ``principals`` / env AGENT_MEMORY_PRINCIPALS_JSON). Empty: every
     # request is ``default_principal`` with admin rights (single-user local mode).
@@ -293,6 +297,7 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         opensearch_engine=pick("AGENT_MEMORY_OPENSEARCH_ENGINE", file_storage.get("opensearch_engine")),
         cursor_secret_arn=pick("AGENT_MEMORY_CURSOR_SECRET_ARN", file_cfg.get("cursor_secret_arn")),
         openai_secret_arn=pick("AGENT_MEMORY_OPENAI_SECRET_ARN", None),
+        ingestion_queue_url=pick("AGENT_MEMORY_INGESTION_QUEUE_URL", None),
         bootstrap_key_secret_arn=pick("AGENT_MEMORY_BOOTSTRAP_KEY_SECRET_ARN", None),
         default_principal=pick("AGENT_MEMORY_DEFAULT_PRINCIPAL", file_cfg.get("default_principal"), "local-admin"),
         principals=parse_principals(env.get("AGENT_MEMORY_PRINCIPALS_JSON"), file_cfg.get("principals")),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+PROBLEM_TYPE_BASE = "https://agent-memory.dev/problems/"
+
 
 class MemoryError_(Exception):
     status = 500

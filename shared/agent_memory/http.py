@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from agent_memory import deadline, grants, observability, safe_json
 from agent_memory.errors import (
+    PROBLEM_TYPE_BASE,
     InvalidRequest,
     MemoryError_,
     NotFound,
@@ -31,7 +32,6 @@ from agent_memory.runtime import get_runtime
 
 log = logging.getLogger("agent_memory.http")
 
-PROBLEM_TYPE_BASE = "https://agent-memory.dev/problems/"
 M = TypeVar("M", bound=BaseModel)
 
 

@@ -161,5 +161,10 @@ def chunk_sk(ordinal: int) -> str:
     return f"{ordinal:06d}"
 
 
+def document_parts_pk(ctx: RequestContext, document_id: str) -> str:
+    """The stored source of a document's chunks, awaiting extraction (one row per chunk)."""
+    return f"{base(ctx)}#doc-parts#{document_id}"
+
+
 def document_hashes_pk(ctx: RequestContext) -> str:
     return f"{base(ctx)}#doc-hashes"

@@ -43,6 +43,12 @@ class Runtime:
                 ctx, entity_ids=[i for i in ids if i.startswith("entity:")],
                 unit_ids=[i for i in ids if not i.startswith("entity:")])]
 
+    def close(self) -> None:
+        """Let background work started by this runtime finish (the local ingestion worker)."""
+        queue = self.__dict__.get("ingestion_queue")
+        if queue is not None and hasattr(queue, "close"):
+            queue.close()
+
     # --- adapters -------------------------------------------------------------------
 
     @cached_property
@@ -234,6 +240,25 @@ class Runtime:
         return DocumentService(self)
 
     @cached_property
+    def ingestion(self):
+        from agent_memory.services.ingestion import DocumentIngestion
+
+        return DocumentIngestion(self)
+
+    @cached_property
+    def ingestion_queue(self):
+        """Document ingestion jobs: SQS when deployed (the ingestion function runs them), else
+        a background pool in this process running the same worker."""
+        if self.settings.ingestion_queue_url:
+            from agent_memory.adapters.ingestion_queues import SqsIngestionQueue
+
+            return SqsIngestionQueue(self.settings.ingestion_queue_url, region=self.settings.aws_region)
+        from agent_memory.adapters.ingestion_queues import InProcessIngestionQueue
+        from agent_memory.services.ingestion import IngestionInterrupted
+
+        return InProcessIngestionQueue(lambda job: self.ingestion.process(job), IngestionInterrupted)
+
+    @cached_property
     def retrieval(self):
         from agent_memory.services.retrieval import RetrievalService
 
@@ -258,16 +283,21 @@ def build_embedder(settings: Settings) -> Embedder:
         from agent_memory.adapters.embedders import HashingEmbedder
 
         return HashingEmbedder(dimension=settings.models.embedding_dimensions or 384)
-    if ref.provider == "openai":
-        from agent_memory.adapters.embedders import OpenAIEmbedder
+    if ref.provider in ("openai", "bedrock"):
+        # Inputs over the model's limit are embedded in pieces and pooled (adapters/long_text).
+        from agent_memory.adapters.long_text import MAX_PIECE_BYTES, LongTextEmbedder
 
-        return OpenAIEmbedder(model=ref.model, dimensions=settings.models.embedding_dimensions,
-                              api_key=_openai_key(settings), base_url=settings.models.openai_base_url)
-    if ref.provider == "bedrock":
-        from agent_memory.adapters.embedders import BedrockTitanEmbedder
+        if ref.provider == "openai":
+            from agent_memory.adapters.embedders import OpenAIEmbedder
 
-        return BedrockTitanEmbedder(model_id=ref.model, dimensions=settings.models.embedding_dimensions or 1024,
-                                    region=settings.aws_region)
+            inner = OpenAIEmbedder(model=ref.model, dimensions=settings.models.embedding_dimensions,
+                                   api_key=_openai_key(settings), base_url=settings.models.openai_base_url)
+        else:
+            from agent_memory.adapters.embedders import BedrockTitanEmbedder
+
+            inner = BedrockTitanEmbedder(model_id=ref.model, dimensions=settings.models.embedding_dimensions or 1024,
+                                         region=settings.aws_region)
+        return LongTextEmbedder(inner, MAX_PIECE_BYTES[ref.provider])
     from agent_memory.adapters.embedders import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(model=ref.model)

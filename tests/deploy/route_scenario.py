@@ -55,7 +55,7 @@ def run(call: Call) -> None:
     ok("POST", f"{thread}/context", {"query": "printer", "last_n_turns": 1})
 
     doc = ok("POST", f"{CTX}/documents", {"title": "Handbook", "text": "# Travel\n\nBook trains, not flights."},
-             201)
+             202)
     doc_id = doc.get("id") or doc.get("documentId")
     ok("GET", f"{CTX}/documents/{doc_id}")
     ok("GET", f"{CTX}/documents/{doc_id}/chunks")
@@ -63,4 +63,6 @@ def run(call: Call) -> None:
     ok("POST", f"{CTX}/forget", {"query": "Lisbon", "dryRun": True})
     ok("DELETE", f"{CTX}/documents/{doc_id}", status=204)
     ok("DELETE", f"{CTX}/entities/person/emma", status=404)
+    # Kept, so that the ingestion worker has a document to finish (the first was deleted while queued).
+    ok("POST", f"{CTX}/documents", {"title": "Parking", "text": "Parking is behind the building."}, 202)
     ok("DELETE", f"{CTX}/sessions/{sid}", status=204)

@@ -1,8 +1,9 @@
 """The check that the stack `sam build` produces can serve: every function is imported from
 its built artifact in a fresh interpreter that sees only what Lambda gives it (the
 function's folder, the layer, the standard library), serves every route it owns as real
-API Gateway v2 events against moto's standalone server, and the projector turns the
-table's stream records into OpenSearch ``_bulk`` bodies. It also records each function's
+API Gateway v2 events against moto's standalone server, the ingestion worker consumes the
+document jobs the documents function queued on SQS, and the projector turns the table's
+stream records into OpenSearch ``_bulk`` bodies. It also records each function's
 AWS calls and compares them with its policies in template.yaml (least privilege).
 
 ``make test`` starts ``sam build`` in the background before the unit tests
@@ -39,7 +40,8 @@ HARNESS = Path(__file__).with_name("lambda_harness.py")
 TEMPLATE = load_template(REPO / "template.yaml")
 RESOURCES = TEMPLATE["Resources"]
 FUNCTIONS = sorted(n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function")
-API_FUNCTIONS = [f for f in FUNCTIONS if f != "ProjectorFunction"]
+WORKERS = ("ProjectorFunction", "IngestionFunction")  # event consumers, no routes
+API_FUNCTIONS = [f for f in FUNCTIONS if f not in WORKERS]
 TABLE = "agent-memory-acme"
 pytestmark = pytest.mark.timeout(1500)
 
@@ -181,13 +183,15 @@ def resolve(value: Any, refs: dict[str, str], conditions: dict[str, bool]) -> st
 
 
 def function_env(name: str, moto: str, stub: SearchStub, secrets: dict[str, str]) -> dict[str, str]:
-    refs = {"MemoryTable": TABLE, "TenantId": "acme", "OpenSearchEndpoint": stub.url, "OpenSearchService": "es",
+    refs = {"IngestionQueue": secrets.get("ingestion_queue", ""), "MemoryTable": TABLE, "TenantId": "acme", "OpenSearchEndpoint": stub.url, "OpenSearchService": "es",
             "ExtractionModel": "bedrock/anthropic.claude-3-haiku-20240307-v1:0",
             "ResponseModel": "bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0",
             "EmbeddingModel": "bedrock/amazon.titan-embed-text-v2:0", "AllowedModels": "", "OpenAISecretArn": "",
             "CursorSecret": secrets["cursor"], "BootstrapKeySecret": secrets["bootstrap"]}
     variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
-    env = {k: resolve(v, refs, {"HasSearch": True, "HasOpenAISecret": False}) for k, v in variables.items()}
+    own = ((RESOURCES[name]["Properties"].get("Environment") or {}).get("Variables")) or {}
+    env = {k: resolve(v, refs, {"HasSearch": True, "HasOpenAISecret": False})
+           for k, v in {**variables, **own}.items()}
     env.update({
         # Models: the offline provider, through the same environment variables a stack sets.
         "AGENT_MEMORY_MODELS_EXTRACTION": "offline/deterministic", "AGENT_MEMORY_MODELS_RESPONSE": "offline/deterministic",
@@ -256,6 +260,8 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
     bootstrap_key = "bootstrap-" + os.urandom(16).hex()
     secrets = {"cursor": secretsmanager.create_secret(Name="cursor", SecretString=os.urandom(32).hex())["ARN"],
                "bootstrap": secretsmanager.create_secret(Name="bootstrap", SecretString=bootstrap_key)["ARN"]}
+    sqs = boto3.client("sqs", **aws)
+    secrets["ingestion_queue"] = sqs.create_queue(QueueName="ingestion")["QueueUrl"]
     # The operator's step: a key for the agent, written to the table with the CLI.
     created = subprocess.run(
         [str(Path(sys.executable).parent / "agent-memory"), "keys", "create", "--table", TABLE,
@@ -295,14 +301,24 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
 
     try:
         route_scenario.run(call)
+        # The jobs the documents function queued, delivered as Lambda's SQS event source does.
+        messages = sqs.receive_message(QueueUrl=secrets["ingestion_queue"], MaxNumberOfMessages=10)["Messages"]
+        ingestion = FunctionProcess("IngestionFunction", build,
+                                    function_env("IngestionFunction", moto_endpoint, stub, secrets))
+        jobs = ingestion.invoke({"Records": [{"messageId": m["MessageId"], "body": m["Body"],
+                                              "eventSource": "aws:sqs"} for m in messages]})
+        _, ingested = call("GET", f"{route_scenario.CTX}/documents/{json.loads(messages[-1]['Body'])['document_id']}")
         records = stream_records(boto3.client("dynamodbstreams", **aws), dynamodb)
         projector = FunctionProcess("ProjectorFunction", build,
                                     function_env("ProjectorFunction", moto_endpoint, stub, secrets))
         batch = projector.invoke({"Records": records})
         calls = {name: p.finish() for name, p in processes.items()}
         calls["ProjectorFunction"] = projector.finish()
-        output = {name: "".join(p.stderr) for name, p in {**processes, "ProjectorFunction": projector}.items()}
+        calls["IngestionFunction"] = ingestion.finish()
+        workers = {"ProjectorFunction": projector, "IngestionFunction": ingestion}
+        output = {name: "".join(p.stderr) for name, p in {**processes, **workers}.items()}
         yield {"statuses": statuses, "anonymous": anonymous, "calls": calls, "records": records, "batch": batch,
+               "jobs": jobs, "messages": messages, "ingested": ingested,
                "bulk": list(stub.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()},
                "output": output, "keys": [bootstrap_key, agent_key]}
     finally:
@@ -387,6 +403,13 @@ def test_the_built_projector_writes_the_stream_to_the_search_index(deployed):
     assert any("printer" in json.dumps(s).lower() for s in sources), "the thread turn was not projected"
 
 
+def test_the_built_ingestion_worker_ingests_the_queued_documents(deployed):
+    assert len(deployed["messages"]) == 2  # one job per document uploaded in the scenario
+    assert deployed["jobs"] == {"batchItemFailures": []}
+    assert deployed["ingested"]["status"] == "ready"  # the document the scenario kept
+    assert deployed["ingested"]["chunksDone"] == deployed["ingested"]["chunksTotal"] >= 1
+
+
 def test_the_built_functions_log_json_lines_and_emf_without_keys_or_text(deployed):
     for name, text in deployed["output"].items():
         lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
@@ -397,7 +420,7 @@ def test_the_built_functions_log_json_lines_and_emf_without_keys_or_text(deploye
             assert key not in text, f"{name} wrote an API key to its output"
         for message in ("printer on floor 2", "I think I work at Globex", "Book trains"):
             assert message not in text, f"{name} logged message text"
-        if name != "ProjectorFunction":
+        if name not in WORKERS:
             requests = [line for line in logs if line.get("message") == "request"]
             assert requests and all(r["correlation_id"] and r["level"] == "INFO" for r in requests), name
             assert {r.get("principal") for r in requests} <= {"ops", "bootstrap-admin", None}

@@ -81,6 +81,21 @@ def test_the_data_and_the_dead_letters_outlive_the_stack():
     assert table["Properties"]["DeletionProtectionEnabled"] is True
     assert table["DeletionPolicy"] == "Retain"
     assert RESOURCES["ProjectorDeadLetterQueue"]["DeletionPolicy"] == "Retain"
+    assert RESOURCES["IngestionDeadLetterQueue"]["DeletionPolicy"] == "Retain"
+
+
+def test_document_ingestion_is_a_bounded_sqs_worker_with_partial_failures_and_a_dead_letter_queue():
+    worker = RESOURCES["IngestionFunction"]["Properties"]
+    source = worker["Events"]["IngestionJobs"]["Properties"]
+    assert source["Queue"] == {"Fn::GetAtt": ["IngestionQueue", "Arn"]}
+    assert source["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert source["ScalingConfig"]["MaximumConcurrency"] >= 2 and source["BatchSize"] == 1
+    queue = RESOURCES["IngestionQueue"]["Properties"]
+    assert queue["VisibilityTimeout"] > worker["Timeout"] and queue["SqsManagedSseEnabled"] is True
+    assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["IngestionDeadLetterQueue", "Arn"]}
+    documents = RESOURCES["DocumentsFunction"]["Properties"]
+    assert documents["Environment"]["Variables"]["AGENT_MEMORY_INGESTION_QUEUE_URL"] == {"Ref": "IngestionQueue"}
+    assert {"Ref": "IngestionQueueSendPolicy"} in documents["Policies"]
 
 
 def test_limits_are_parameters_and_reserved_concurrency_is_unset_by_default():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -36,9 +37,15 @@ Submit expense receipts within 30 days. Alice works at Acme.
 """
 
 
+def settle() -> None:
+    """Wait for the in-process ingestion worker to finish the jobs queued so far."""
+    get_runtime().ingestion_queue.join(timeout=60)
+
+
 def upload(api, text: str = HANDBOOK, **extra) -> dict:
     r = api.post(DOCS, {"title": "Team handbook", "text": text, **extra})
-    assert r.status in (200, 201), r.text
+    assert r.status in (200, 202), r.text
+    settle()
     return r.json()
 
 
@@ -65,12 +72,14 @@ def written_nothing() -> bool:
 def test_json_upload_stores_document_and_structured_chunks(any_api):
     r = any_api.post(DOCS, {"title": "Team handbook", "text": HANDBOOK, "scopes": ["team/a"], "labels": ["hr"],
                             "observedAt": "2026-01-05T09:00:00Z"})
-    assert r.status == 201, r.text
+    assert r.status == 202, r.text
     body = r.json()
-    assert body["id"].startswith("doc_") and body["status"] == "ready" and body["deduplicated"] is False
-    assert len(body["contentHash"]) == 64 and body["chunkCount"] == 3
+    assert body["id"].startswith("doc_") and body["status"] == "ingesting" and body["deduplicated"] is False
+    assert len(body["contentHash"]) == 64 and body["chunkCount"] == body["chunksTotal"] == 3
+    settle()
     doc = any_api.get(f"{DOCS}/{body['id']}").json()
     assert doc["title"] == "Team handbook" and doc["format"] == "markdown" and doc["status"] == "ready"
+    assert doc["chunksDone"] == doc["chunksTotal"] == 3 and "error" not in doc
     assert doc["scopes"] == [["team/a"]] and doc["labels"] == ["hr"]
     assert doc["observedAt"] == "2026-01-05T09:00:00.000Z" and doc["size"] == len(HANDBOOK.strip().encode())
     page = any_api.get(f"{DOCS}/{body['id']}/chunks").json()
@@ -100,7 +109,7 @@ def test_chunks_become_search_units_with_citation_metadata(api):
 def test_multipart_upload_over_the_local_server(client):
     files = {"file": ("handbook.md", HANDBOOK.encode(), "application/octet-stream")}
     r = client.post(DOCS, files=files, data={"scopes": '["team/a"]', "labels": '["hr"]'})
-    assert r.status_code == 201, r.text
+    assert r.status_code == 202, r.text
     doc = client.get(f"{DOCS}/{r.json()['id']}").json()
     # format from the .md name; title from the first heading; scopes/labels from JSON fields
     assert doc["format"] == "markdown" and doc["title"] == "Handbook" and doc["filename"] == "handbook.md"
@@ -114,7 +123,8 @@ def test_multipart_binary_body_survives_base64_transport(client):
     text = "R\u00e9sum\u00e9 of the caf\u00e9 rules.\n\nNo d\u00e9j\u00e0 vu."
     files = {"file": ("notes.txt", text.encode("latin-1"), "text/plain; charset=latin-1")}
     r = client.post(DOCS, files=files, data={"title": "Caf\u00e9 rules"})
-    assert r.status_code == 201, r.text
+    assert r.status_code == 202, r.text
+    settle()
     chunks = client.get(f"{DOCS}/{r.json()['id']}/chunks").json()["items"]
     assert chunks[0]["text"] == text and chunks[0]["documentTitle"] == "Caf\u00e9 rules"
     bad = client.post(DOCS, files={"file": ("x.txt", b"\xff\xfe\xfa broken", "text/plain")})
@@ -128,27 +138,27 @@ def test_same_content_twice_is_deduplicated_without_model_calls(api, model):
     # the same content after normalisation (CRLF, trailing blanks, another title) is the same document
     second = api.post(DOCS, {"title": "Other title", "text": HANDBOOK.replace("\n", "  \r\n") + "\n\n"})
     assert second.status == 200, second.text
-    assert second.json() == {**first, "deduplicated": True}
+    assert second.json() == {**first, "deduplicated": True, "status": "ready"}
     assert model.calls["structured"] == calls and len(doc_rows()) == 1
     other_scope = api.post(DOCS, {"text": HANDBOOK, "scopes": ["team/b"]})
-    assert other_scope.status == 201 and other_scope.json()["id"] != first["id"]
+    assert other_scope.status == 202 and other_scope.json()["id"] != first["id"]
 
 
 def test_two_concurrent_uploads_of_the_same_content_make_one_document(runtime, monkeypatch):
+    from agent_memory.services import chunking
+
     barrier = threading.Barrier(2)
-    extract = runtime.facts.extract
-    waited = threading.local()
+    chunk = chunking.chunk
 
-    def extract_after_both_checked(ctx, text, observed):
-        if not getattr(waited, "done", False):  # both passed the dedupe read before either claims
-            waited.done = True
-            barrier.wait(timeout=10)
-        return extract(ctx, text, observed)
+    def chunk_after_both_checked(text, fmt):  # both passed the dedupe read before either claims
+        barrier.wait(timeout=10)
+        return chunk(text, fmt)
 
-    monkeypatch.setattr(runtime.facts, "extract", extract_after_both_checked)
+    monkeypatch.setattr(chunking, "chunk", chunk_after_both_checked)
     req = DocumentUpload(text=HANDBOOK, title="Team handbook")
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(lambda _: runtime.documents.ingest(RC, req), range(2)))
+    settle()
     assert sorted(r.created for r in results) == [False, True]
     assert results[0].body["id"] == results[1].body["id"]
     assert [r.body["deduplicated"] for r in results if not r.created] == [True]
@@ -225,7 +235,8 @@ def test_delete_removes_document_chunks_and_their_search_units_but_keeps_facts(a
     attrs = rows(keys.attrs_pk(RC, "entity:person/alice"))
     assert any(r.data.get("value") == "Acme" for r in attrs)  # facts learned from it stay
     again = any_api.post(DOCS, {"text": HANDBOOK})
-    assert again.status == 201 and again.json()["id"] != doc["id"]  # the content can come back
+    assert again.status == 202 and again.json()["id"] != doc["id"]  # the content can come back
+    settle()
 
 
 def test_unknown_document_is_404(api):
@@ -258,24 +269,33 @@ def test_a_document_supersedes_a_conversational_fact(api):
     assert [(a["value"], a["source"]["kind"]) for a in current] == [("Acme", "document")]
 
 
-@pytest.mark.parametrize("failures,status", [
-    ([None, ModelTimeout("slow")], 504),
-    ([None, None, PortModelError("boom")], 502),
+@pytest.mark.parametrize("failures,status,slug", [
+    ([None, ModelTimeout("slow")], 504, "model-timeout"),
+    ([None, None, PortModelError("boom")], 502, "model-failed"),
 ])
-def test_model_failure_on_any_chunk_writes_nothing(any_api, model, failures, status):
+def test_model_failure_ends_failed_with_a_problem_and_a_new_upload_replaces_it(any_api, model, runtime,
+                                                                               monkeypatch, failures, status, slug):
+    one_at_a_time = replace(runtime.settings.limits, document_concurrency=1)  # calls in chunk order
+    monkeypatch.setattr(runtime, "settings", replace(runtime.settings, limits=one_at_a_time))
     model.failures = list(failures)
     r = any_api.post(DOCS, {"text": HANDBOOK})
-    assert r.status == status, r.text
-    assert r.headers["content-type"] == "application/problem+json"
-    assert written_nothing()
-    assert any_api.post(DOCS, {"text": HANDBOOK}).status == 201  # nothing claimed the content
+    assert r.status == 202, r.text
+    settle()
+    doc = any_api.get(f"{DOCS}/{r.json()['id']}").json()
+    assert doc["status"] == "failed" and doc["chunksDone"] < doc["chunksTotal"] == 3
+    assert doc["error"]["status"] == status and doc["error"]["type"].endswith(slug), doc["error"]
+    again = any_api.post(DOCS, {"text": HANDBOOK})
+    assert again.status == 202 and again.json()["id"] != doc["id"]  # a failed claim is not a duplicate
+    settle()
+    assert any_api.get(f"{DOCS}/{doc['id']}").status == 404
+    assert {h.unit.metadata["documentId"] for h in chunk_hits()} == {again.json()["id"]}
 
 
 def test_failure_after_the_claim_removes_what_was_written(api, runtime, monkeypatch):
     def broken(*args, **kwargs):
-        raise RuntimeError("store went away")
+        raise RuntimeError("queue went away")
 
-    monkeypatch.setattr(runtime.facts, "write_document_facts", broken)
+    monkeypatch.setattr(runtime.ingestion_queue, "send", broken)
     r = api.post(DOCS, {"text": HANDBOOK})
     assert r.status == 500
     assert doc_rows() == [] and hash_rows() == [] and chunk_hits() == []
@@ -287,18 +307,10 @@ def test_an_abandoned_ingest_is_taken_over_and_can_be_deleted(api, runtime):
     stuck = {**record.data, "status": "ingesting", "updatedAt": "2020-01-01T00:00:00.000Z"}
     runtime.store.put(Record(record.pk, record.sk, stuck, version=record.version + 1))
     again = api.post(DOCS, {"text": HANDBOOK})
-    assert again.status == 201 and again.json()["id"] != doc["id"]  # the stale claim was discarded
+    assert again.status == 202 and again.json()["id"] != doc["id"]  # the stale claim was discarded
+    settle()
     assert api.get(f"{DOCS}/{doc['id']}").status == 404
     assert {h.unit.metadata["documentId"] for h in chunk_hits()} == {again.json()["id"]}
-
-
-def test_deleting_a_document_that_is_still_ingesting_is_409(api, runtime):
-    doc = upload(api)
-    record = runtime.store.get(keys.documents_pk(RC), doc["id"])
-    fresh = {**record.data, "status": "ingesting"}
-    runtime.store.put(Record(record.pk, record.sk, fresh, version=record.version + 1))
-    r = api.delete(f"{DOCS}/{doc['id']}")
-    assert r.status == 409 and r.json()["code"] == "document_ingesting"
 
 
 def test_documents_are_per_partition(api):
@@ -306,7 +318,7 @@ def test_documents_are_per_partition(api):
     other = {"X-Memory-Partition": "other"}
     assert api.get(f"{DOCS}/{doc['id']}", headers=other).status == 404
     r = api.post(DOCS, {"text": HANDBOOK}, headers=other)
-    assert r.status == 201 and r.json()["id"] != doc["id"]
+    assert r.status == 202 and r.json()["id"] != doc["id"]
 
 
 def test_raw_httpx_multipart_in_process(api):
@@ -314,7 +326,7 @@ def test_raw_httpx_multipart_in_process(api):
     req = httpx.Request("POST", "http://x/", files={"file": ("a.md", HANDBOOK.encode(), "text/markdown")})
     req.read()
     r = api.post(DOCS, raw=req.content, headers={"content-type": req.headers["content-type"]})
-    assert r.status == 201, r.text
+    assert r.status == 202, r.text
 
 
 def test_a_chunk_with_more_facts_than_one_transaction_holds_is_committed_in_halves(runtime):
@@ -334,7 +346,8 @@ def test_a_chunk_with_more_facts_than_one_transaction_holds_is_committed_in_halv
 def test_forget_removes_a_chunk_from_listing_search_and_retrieval(api):
     doc = api.post(f"{CTX}/documents", {"title": "Handbook", "text": "# Travel\n\nThe Zanzibar office keeps "
                                         "the spare keys in the blue cabinet.\n\n# Food\n\nLunch is served at noon."})
-    assert doc.status == 201, doc.text
+    assert doc.status == 202, doc.text
+    settle()
     doc_id = doc.json()["id"]
     r = api.post(f"{CTX}/forget", {"query": "Zanzibar office spare keys blue cabinet", "limit": 1,
                                    "minScore": 0.1})

@@ -341,6 +341,7 @@ class UploadDocumentResponse(WireModel):
     deduplicated: bool
     title: str | None = None
     chunk_count: int | None = None
+    chunks_total: int | None = None
 
 
 class Document(WireModel):
@@ -349,7 +350,10 @@ class Document(WireModel):
     content_hash: str
     size: int
     chunk_count: int
+    chunks_total: int
+    chunks_done: int
     status: str
+    error: Problem | None = None
     format: Literal["text", "markdown"]
     filename: str | None = None
     created_at: str

@@ -2,32 +2,27 @@
 page and delete it. Key layout: ``agent_memory.keys`` ("documents"); chunking rules:
 ``services/chunking.py``; how a chunk is searched: ``services/document_units.py``.
 
-Ingest, in this order, so that a failure at any step before the claim writes nothing:
+Upload (``ingest``), in this order, so that a failure at any step before the claim writes nothing:
 
 1. size cap (413), normalise, hash (``contentHash`` = sha256 of the normalised text), chunk;
 2. dedupe: a content-hash row (per context, partition and scopes) already names a live
-   document -> that document, ``deduplicated: true``, no model call;
-3. extraction: one model call per chunk (``FactsService.extract``); a model failure is a
-   502/504 and nothing has been written;
-4. claim: the content-hash row and the document row (``status: "ingesting"``) in ONE
-   transaction, both conditioned on absence. Of two concurrent uploads of the same content
-   exactly one claim commits; the other answers with the winner's id, ``deduplicated: true``;
-5. chunk rows, in transactions of at most 100;
-6. facts, per chunk (``FactsService.write_document_facts``: source ``document``, ref = the
-   chunk id, authoritative over conversation);
-7. the document row flips to ``status: "ready"`` under a version condition.
+   document (not failed) -> that document, ``deduplicated: true``;
+3. claim: the content-hash row and the document row (``status: "ingesting"``, ``chunksDone: 0``)
+   in ONE transaction, both conditioned on absence. Of two concurrent uploads of the same
+   content exactly one claim commits; the other answers with the winner's id;
+4. the chunks' sources as part rows (transactions of at most 100), then one job on the
+   ingestion queue; the caller gets 202 at once.
 
-So a document is ``ingesting`` until everything is stored and ``ready`` after; chunk units
-become searchable as their rows land (step 5), and GET shows the status honestly meanwhile.
-When a step after the claim fails, the ingest removes what it wrote (chunks, claim) and the
-error propagates; facts already committed from earlier chunks stay, as facts learned from a
-deleted document do. A claim whose ingest died with its process (a Lambda timeout) is
-recognised by age (``STALE_INGEST_S`` without reaching ``ready``) and discarded by the next
-upload of the same content or by a DELETE.
+The worker (``services/ingestion.py``) makes the model calls, commits chunk by chunk (chunks
+become searchable as they commit; ``chunksDone`` counts them) and ends ``ready`` or ``failed``.
+When a step after the claim fails, the upload removes what it wrote and the error propagates.
+A claim whose ingest died (``STALE_INGEST_S`` without finishing) or that failed is discarded by
+the next upload of the same content or by a DELETE.
 
 Delete marks the document row deleted (reads 404 from then on), removes its chunks (their
-search units go with them through projection), then the row and its content-hash row, so the
-same content can be uploaded again. Facts learned from the document stay.
+search units go with them through projection) and parts, then the row and its content-hash
+row, so the same content can be uploaded again. It works while the document ingests: the
+worker stops at its next commit. Facts learned from the document stay.
 """
 
 from __future__ import annotations
@@ -40,9 +35,10 @@ from agent_memory import cursor, keys, timeutil
 from agent_memory.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
 from agent_memory.ids import new_id
 from agent_memory.models.documents import DocumentUpload
-from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record
+from agent_memory.ports import Condition, ConditionFailed, Put, Record
 from agent_memory.request_context import RequestContext
 from agent_memory.services import chunking
+from agent_memory.services.ingestion import IngestionJob, part_rows, remove_all
 from agent_memory.services.memory_repo import scope_sig
 
 if TYPE_CHECKING:
@@ -63,10 +59,14 @@ class IngestResult:
 
 
 def document_wire(data: dict[str, Any]) -> dict[str, Any]:
-    return {"id": data["id"], "title": data["title"], "contentHash": data["contentHash"], "size": data["size"],
-            "chunkCount": data["chunkCount"], "status": data["status"], "format": data["format"],
-            "filename": data.get("filename"), "createdAt": data["createdAt"], "observedAt": data["observedAt"],
-            "scopes": data["scopes"], "labels": data["labels"]}
+    wire = {"id": data["id"], "title": data["title"], "contentHash": data["contentHash"], "size": data["size"],
+            "chunkCount": data["chunkCount"], "chunksTotal": data["chunkCount"],
+            "chunksDone": data.get("chunksDone", data["chunkCount"]), "status": data["status"],
+            "format": data["format"], "filename": data.get("filename"), "createdAt": data["createdAt"],
+            "observedAt": data["observedAt"], "scopes": data["scopes"], "labels": data["labels"]}
+    if data.get("error"):
+        wire["error"] = data["error"]
+    return wire
 
 
 def chunk_wire(data: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +77,8 @@ def chunk_wire(data: dict[str, Any]) -> dict[str, Any]:
 
 def _upload_wire(data: dict[str, Any], deduplicated: bool) -> dict[str, Any]:
     return {"id": data["id"], "status": data["status"], "contentHash": data["contentHash"],
-            "deduplicated": deduplicated, "title": data["title"], "chunkCount": data["chunkCount"]}
+            "deduplicated": deduplicated, "title": data["title"], "chunkCount": data["chunkCount"],
+            "chunksTotal": data["chunkCount"]}
 
 
 class DocumentService:
@@ -104,15 +105,12 @@ class DocumentService:
         chunks = chunking.chunk(text, fmt)
         now = timeutil.now_iso()
         observed = upload.observed_at or now
-        # Every model call happens before the first write (step 3).
-        extractions = [self.runtime.facts.extract(ctx, c.text, observed) for c in chunks]
-
         doc_id = new_id("doc")
         doc = {"kind": "document", "id": doc_id, "contextId": ctx.context_id, "partition": ctx.partition,
                "title": upload.title or _default_title(text, fmt, upload.filename), "contentHash": digest,
-               "size": len(text.encode("utf-8")), "chunkCount": len(chunks), "status": "ingesting",
-               "format": fmt, "filename": upload.filename, "createdAt": now, "updatedAt": now,
-               "observedAt": observed, "scopes": upload.scopes, "labels": upload.labels,
+               "size": len(text.encode("utf-8")), "chunkCount": len(chunks), "chunksDone": 0,
+               "status": "ingesting", "format": fmt, "filename": upload.filename, "createdAt": now,
+               "updatedAt": now, "observedAt": observed, "scopes": upload.scopes, "labels": upload.labels,
                "createdBy": ctx.principal}
         for _ in range(CLAIM_ATTEMPTS):
             try:
@@ -130,30 +128,19 @@ class DocumentService:
         else:
             raise Conflict("a document with this content is being written concurrently; retry")
 
-        chunk_rows = [self._chunk_row(ctx, doc, c, observed) for c in chunks]
+        # The chunks' sources are stored, then the job is queued; the worker does the model calls.
         try:
-            for i in range(0, len(chunk_rows), WRITE_BATCH):
-                self.store.transact([Put(Record(keys.chunks_pk(ctx, doc_id), keys.chunk_sk(row["ordinal"]), row),
-                                         Condition.absent()) for row in chunk_rows[i:i + WRITE_BATCH]])
-            self.runtime.facts.write_document_facts(
-                ctx, [(row["id"], ext) for row, ext in zip(chunk_rows, extractions, strict=True)
-                      if not ext.is_empty()], upload.scopes, upload.labels, observed)
-            ready = {**doc, "status": "ready", "updatedAt": timeutil.now_iso()}
-            self.store.put(Record(keys.documents_pk(ctx), doc_id, ready, version=2), Condition.version_is(1))
+            parts = part_rows(ctx, doc_id, chunks, lambda: new_id("chunk"))
+            for i in range(0, len(parts), WRITE_BATCH):
+                self.store.transact(parts[i:i + WRITE_BATCH])
+            self.runtime.ingestion_queue.send(IngestionJob.for_document(ctx, doc_id))
         except BaseException:
             try:
                 self._discard(ctx, doc_id, hash_key)
             except Exception:  # the claim turns stale and the next upload or DELETE finishes this
                 log.exception("could not remove the partial document %s", doc_id)
             raise
-        return IngestResult(_upload_wire(ready, False), created=True)
-
-    def _chunk_row(self, ctx: RequestContext, doc: dict[str, Any], c: chunking.Chunk, observed: str) -> dict[str, Any]:
-        return {"kind": "chunk", "id": new_id("chunk"), "contextId": ctx.context_id, "partition": ctx.partition,
-                "documentId": doc["id"], "documentTitle": doc["title"], "text": c.text, "ordinal": c.ordinal,
-                "offset": c.offset, "positionPercent": c.position_percent, "headingPath": list(c.heading_path),
-                "scopes": doc["scopes"], "labels": doc["labels"], "observedAt": observed,
-                "createdAt": doc["createdAt"], "createdBy": ctx.principal}
+        return IngestResult(_upload_wire(doc, False), created=True)
 
     def _live_document(self, ctx: RequestContext, hash_key: tuple[str, str]) -> dict[str, Any] | None:
         """The document a content-hash row names, unless that claim was abandoned (its
@@ -163,19 +150,17 @@ class DocumentService:
             return None
         doc_id = claim.data["documentId"]
         record = self.store.get(keys.documents_pk(ctx), doc_id)
-        if record is not None and not record.data.get("deleted") and not _stale(record.data):
+        if (record is not None and not record.data.get("deleted") and not _stale(record.data)
+                and record.data["status"] != "failed"):
             return record.data
         self._discard(ctx, doc_id, hash_key)
         return None
 
     def _discard(self, ctx: RequestContext, doc_id: str, hash_key: tuple[str, str] | None) -> None:
-        """Remove a document's chunks, then its row and (if it still names it) its hash row."""
-        pk = keys.chunks_pk(ctx, doc_id)
-        while True:
-            page = self.store.query(pk, limit=WRITE_BATCH)
-            if not page.records:
-                break
-            self.store.transact([Delete(r.pk, r.sk) for r in page.records])
+        """Remove a document's chunks and stored parts, then its row and (if it still names it)
+        its hash row."""
+        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+        remove_all(self.store, keys.chunks_pk(ctx, doc_id))
         if hash_key is not None:
             claim = self.store.get(*hash_key)
             if claim is not None and claim.data.get("documentId") == doc_id:
@@ -216,9 +201,8 @@ class DocumentService:
         if record is None:
             raise NotFound(f"document {doc_id} does not exist")
         data = record.data
-        if data["status"] == "ingesting" and not data.get("deleted") and not _stale(data):
-            raise Conflict(f"document {doc_id} is still being ingested; retry when it is ready",
-                           code="document_ingesting")
+        # While it ingests too: the worker sees the tombstone before its next commit, stops and
+        # removes what it wrote after this; what it wrote before, this removes.
         if not data.get("deleted"):
             tombstone = {**data, "deleted": True, "updatedAt": timeutil.now_iso()}
             try:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent_memory import timeutil
+from agent_memory import deadline, timeutil
 from agent_memory.errors import (
     Conflict,
     PayloadTooLarge,
@@ -128,10 +129,13 @@ class FactsService:
             # The single extraction is attributed to the last turn (the one that completes it).
             pending[-1].extraction = whole
         else:
-            for m in req.messages:
-                speaker = speaker_record(m.speaker)
-                ext = self.extract(ctx, m.content, m.ts, speaker=speaker) if extract and m.role == "user" else None
-                pending.append(PendingTurn(m.role, m.content, m.ts, req.infer, ext, speaker=speaker))
+            speakers = [speaker_record(m.speaker) for m in req.messages]
+            wanted = [i for i, m in enumerate(req.messages) if extract and m.role == "user"]
+            extractions = self._extract_many(ctx, [(req.messages[i].content, req.messages[i].ts, speakers[i])
+                                                   for i in wanted])
+            by_index = dict(zip(wanted, extractions, strict=True))
+            pending = [PendingTurn(m.role, m.content, m.ts, req.infer, by_index.get(i), speaker=speakers[i])
+                       for i, m in enumerate(req.messages)]
         if req.infer == "preview":
             results = [self._reconcile_only(ctx, p, session.sk, req.scopes, req.labels) for p in pending]
             return {"sessionId": req.session_id, "turnIds": [], "extractions": results}
@@ -146,6 +150,28 @@ class FactsService:
         return {"sessionId": session.sk, "turnIds": turn_ids, "extractions": results}
 
     # --- extraction ---------------------------------------------------------------------
+
+    def _extract_many(self, ctx: RequestContext, items: Sequence[tuple[str, str | None, dict[str, str] | None]]
+                      ) -> list[ExtractionOutput]:
+        """One extraction call per item, ``limits.document_concurrency`` at once, all under the
+        request's deadline. The first failure cancels the calls not yet started and is raised
+        (nothing has been written yet)."""
+        if len(items) <= 1:
+            return [self.extract(ctx, text, ts, speaker=speaker) for text, ts, speaker in items]
+        workers = min(len(items), max(1, self.runtime.settings.limits.document_concurrency))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="batch-extract") as pool:
+            futures = [deadline.submit_in_context(pool, self._extract_one, ctx, text, ts, speaker)
+                       for text, ts, speaker in items]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+
+    def _extract_one(self, ctx: RequestContext, text: str, ts: str | None,
+                     speaker: dict[str, str] | None) -> ExtractionOutput:
+        return self.extract(ctx, text, ts, speaker=speaker)
 
     def extract(self, ctx: RequestContext, text: str, observed_at: str | None,
                 speaker: dict[str, str] | None = None) -> ExtractionOutput:

@@ -29,6 +29,12 @@ from typing import Any
 log = logging.getLogger("agent_memory.fake_openai")
 
 CHAT_PATH = "/v1/chat/completions"
+EMBEDDING_MAX_TOKENS = 8191
+
+
+def _tokens(text: str) -> int:
+    return -(-len(text.encode("utf-8")) // 4)
+
 EMBEDDINGS_PATH = "/v1/embeddings"
 
 
@@ -68,6 +74,9 @@ class Stats:
     failed: int = 0
     hung: int = 0
     by_path: dict[str, int] = field(default_factory=dict)
+    # Requests being answered now per path, and the most at once: how parallel callers really were.
+    in_flight: dict[str, int] = field(default_factory=dict)
+    max_in_flight: dict[str, int] = field(default_factory=dict)
 
 
 class OfflineAnswers:
@@ -176,6 +185,16 @@ class FakeOpenAIApp:
             while (await receive())["type"] != "http.disconnect":  # until the client gives up
                 pass
             return
+        with self._lock:
+            now = self.stats.in_flight[path] = self.stats.in_flight.get(path, 0) + 1
+            self.stats.max_in_flight[path] = max(self.stats.max_in_flight.get(path, 0), now)
+        try:
+            await self._answer(send, path, raw, outcome, delay)
+        finally:
+            with self._lock:
+                self.stats.in_flight[path] -= 1
+
+    async def _answer(self, send: Any, path: str, raw: bytes, outcome: str, delay: float) -> None:
         await asyncio.sleep(delay)
         if outcome == "fail":
             with self._lock:
@@ -228,8 +247,16 @@ class FakeOpenAIApp:
             await self._json(send, 400, _error("input must be a string or a list of strings",
                                                "invalid_request_error"))
             return
+        # As OpenAI does, an input over the model's context (8,191 tokens; estimated here as
+        # one token per 4 UTF-8 bytes) is a 400, not a silent cut.
+        longest = max(_tokens(t) for t in texts)
+        if longest > EMBEDDING_MAX_TOKENS:
+            await self._json(send, 400, _error(
+                f"This model's maximum context length is {EMBEDDING_MAX_TOKENS} tokens, however you requested "
+                f"{longest} tokens", "invalid_request_error"))
+            return
         vectors = await asyncio.to_thread(self.answers.embed, texts, int(body.get("dimensions") or 384))
-        tokens = sum(len(t) // 4 for t in texts)
+        tokens = sum(_tokens(t) for t in texts)
         await self._json(send, 200, {
             "object": "list", "model": body.get("model", "fake"),
             "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],

@@ -1,0 +1,37 @@
+"""Ingestion worker: SQS consumer (no route) of document ingestion jobs
+(``services.ingestion``). Each message is one document; its chunks are extracted with
+bounded parallelism and committed one by one, so a message delivered again continues where
+the last delivery stopped. A message whose job did not finish (out of time, or an error) is
+reported alone (partial batch response): SQS delivers it again after the visibility timeout,
+and after ``maxReceiveCount`` moves it to the dead-letter queue in template.yaml."""
+
+import json
+import logging
+
+from agent_memory.observability import count, instrumented
+from agent_memory.runtime import get_runtime
+from agent_memory.services.ingestion import IngestionJob
+
+log = logging.getLogger("agent_memory.ingestion")
+
+# Stop starting model calls this long before the invocation ends: the calls in flight finish
+# and commit inside it (a model call's timeout is below this margin; see template.yaml).
+STOP_MARGIN_MS = 60_000
+
+
+@instrumented(http=False)
+def lambda_handler(event, context):
+    def out_of_time() -> bool:
+        return context is not None and context.get_remaining_time_in_millis() < STOP_MARGIN_MS
+
+    failed = []
+    for message in event.get("Records", []):
+        message_id = message.get("messageId")
+        try:
+            job = IngestionJob.from_message(json.loads(message["body"]))
+            status = get_runtime().ingestion.process(job, should_stop=out_of_time)
+            count("DocumentsIngested" if status == "ready" else "DocumentsNotIngested")
+        except Exception:
+            log.exception("ingestion message %s did not finish", message_id)
+            failed.append(message_id)
+    return {"batchItemFailures": [{"itemIdentifier": i} for i in failed]}

@@ -1,0 +1,245 @@
+"""The document ingestion worker: turns a claimed document's stored parts into chunks and facts.
+
+``POST /documents`` (``services/documents.py``) claims the document (``status: "ingesting"``),
+stores its chunk sources as part rows (``keys.document_parts_pk``) and sends an
+``IngestionJob`` to the ingestion queue: in-process locally (``adapters/ingestion_queues``),
+SQS plus the ``ingestion`` function on AWS. ``process`` then:
+
+- runs the extraction model calls of the parts with bounded parallelism
+  (``limits.document_concurrency``, default 8 calls in flight per document);
+- commits each chunk as its call returns: its facts first, then its chunk row (conditioned
+  on absence), then ``chunksDone`` on the document row. A part whose chunk row exists was
+  committed by an earlier delivery and is skipped, so a redelivered job re-does only the
+  chunks it had not finished (idempotent; at worst one chunk's facts are reconciled twice,
+  which stores nothing new);
+- checks the document row before each commit: a document deleted meanwhile stops the work
+  and what was written for it is removed (the post-commit check closes the race with a
+  DELETE that ran between the check and the write);
+- ends ``ready`` (parts removed), or ``failed`` with a problem document when a model call
+  failed; committed chunks of a failed document stay searchable until it is deleted or the
+  same content is uploaded again.
+
+A job that runs out of time (``should_stop``) raises ``IngestionInterrupted``: the queue
+delivers it again later and it continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent_memory import keys, timeutil
+from agent_memory.errors import PROBLEM_TYPE_BASE, MemoryError_
+from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record
+from agent_memory.request_context import RequestContext
+
+if TYPE_CHECKING:
+    from agent_memory.models.extraction import ExtractionOutput
+    from agent_memory.runtime import Runtime
+
+log = logging.getLogger("agent_memory.ingestion")
+
+PAGE = 100
+
+
+class IngestionInterrupted(Exception):
+    """The job stopped before finishing (out of time); deliver it again to continue."""
+
+
+@dataclass(frozen=True)
+class IngestionJob:
+    """What the queue carries: the document and the identity of the caller who uploaded it."""
+
+    context_id: str
+    partition: str
+    principal: str
+    document_id: str
+    groups: tuple[str, ...] = ()
+    admin: bool = False
+
+    @classmethod
+    def for_document(cls, ctx: RequestContext, document_id: str) -> IngestionJob:
+        return cls(ctx.context_id, ctx.partition, ctx.principal, document_id, tuple(ctx.groups), ctx.admin)
+
+    def to_message(self) -> dict[str, Any]:
+        return {**asdict(self), "groups": list(self.groups)}
+
+    @classmethod
+    def from_message(cls, data: dict[str, Any]) -> IngestionJob:
+        return cls(str(data["context_id"]), str(data["partition"]), str(data["principal"]),
+                   str(data["document_id"]), tuple(data.get("groups") or ()), bool(data.get("admin")))
+
+    def request_context(self) -> RequestContext:
+        return RequestContext(context_id=self.context_id, principal=self.principal, partition=self.partition,
+                              groups=self.groups, admin=self.admin)
+
+
+def problem_of(exc: MemoryError_) -> dict[str, Any]:
+    """The problem document a failed ingestion keeps on its document row."""
+    body = {"type": PROBLEM_TYPE_BASE + exc.type_slug, "title": exc.title, "status": exc.status,
+            "detail": exc.detail}
+    return {**body, "code": exc.code} if exc.code else body
+
+
+class DocumentIngestion:
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+        self.store = runtime.store
+        self._row_lock = threading.Lock()
+
+    def process(self, job: IngestionJob, should_stop: Callable[[], bool] = lambda: False) -> str:
+        """Ingest the job's document; returns its final status (``ready``, ``failed``, or
+        ``gone`` when it was deleted). Raises ``IngestionInterrupted`` when ``should_stop``."""
+        ctx = job.request_context()
+        doc = self.store.get(keys.documents_pk(ctx), job.document_id)
+        if doc is None or doc.data.get("deleted"):
+            self._remove_written(ctx, job.document_id)
+            return "gone"
+        if doc.data["status"] != "ingesting":
+            return doc.data["status"]  # a duplicate delivery of a finished job
+        parts = self._parts(ctx, job.document_id)
+        committed = {r.sk for r in self._all(keys.chunks_pk(ctx, job.document_id))}
+        todo = [p for p in parts if p.sk not in committed]
+        state = _Progress(doc, done=len(parts) - len(todo))
+        concurrency = max(1, self.runtime.settings.limits.document_concurrency)
+        pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="extract")
+        pending: dict[Future, Record] = {}
+        queue = list(reversed(todo))
+        try:
+            while queue or pending:
+                while queue and len(pending) < concurrency and not should_stop():
+                    part = queue.pop()
+                    pending[pool.submit(self._extract, ctx, doc.data, part.data)] = part
+                if not pending:
+                    raise IngestionInterrupted(f"document {job.document_id}: out of time, "
+                                               f"{state.done}/{len(parts)} chunks done")
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    part = pending.pop(future)
+                    try:
+                        extraction = future.result()
+                    except MemoryError_ as exc:
+                        return self._fail(ctx, state, exc)
+                    if not self._commit(ctx, state, part.data, extraction):
+                        self._remove_written(ctx, job.document_id)
+                        return "gone"
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return self._finish(ctx, state, len(parts))
+
+    # --- steps ----------------------------------------------------------------------
+
+    def _extract(self, ctx: RequestContext, doc: dict[str, Any], part: dict[str, Any]) -> ExtractionOutput:
+        return self.runtime.facts.extract(ctx, part["text"], doc["observedAt"])
+
+    def _commit(self, ctx: RequestContext, state: _Progress, part: dict[str, Any],
+                extraction: ExtractionOutput) -> bool:
+        """Facts, chunk row, progress; False when the document is gone (nothing more to do)."""
+        doc = state.refresh(self.store)
+        if doc is None:
+            return False
+        data = doc.data
+        if not extraction.is_empty():
+            self.runtime.facts.write_document_facts(ctx, [(part["chunkId"], extraction)], data["scopes"],
+                                                    data["labels"], data["observedAt"])
+        row = {"kind": "chunk", "id": part["chunkId"], "contextId": ctx.context_id, "partition": ctx.partition,
+               "documentId": data["id"], "documentTitle": data["title"], "text": part["text"],
+               "ordinal": part["ordinal"], "offset": part["offset"], "positionPercent": part["positionPercent"],
+               "headingPath": part["headingPath"], "scopes": data["scopes"], "labels": data["labels"],
+               "observedAt": data["observedAt"], "createdAt": data["createdAt"], "createdBy": data["createdBy"]}
+        try:
+            self.store.put(Record(keys.chunks_pk(ctx, data["id"]), keys.chunk_sk(part["ordinal"]), row),
+                           Condition.absent())
+        except ConditionFailed:
+            pass  # committed by an earlier delivery
+        state.done += 1
+        return self._save(ctx, state, {"chunksDone": state.done}) is not None
+
+    def _finish(self, ctx: RequestContext, state: _Progress, total: int) -> str:
+        if self._save(ctx, state, {"status": "ready", "chunksDone": total}) is None:
+            self._remove_written(ctx, state.record.data["id"])
+            return "gone"
+        self._remove_parts(ctx, state.record.data["id"])
+        return "ready"
+
+    def _fail(self, ctx: RequestContext, state: _Progress, exc: MemoryError_) -> str:
+        log.warning("document %s failed: %s", state.record.data["id"], exc.detail)
+        if self._save(ctx, state, {"status": "failed", "error": problem_of(exc)}) is None:
+            self._remove_written(ctx, state.record.data["id"])
+            return "gone"
+        self._remove_parts(ctx, state.record.data["id"])
+        return "failed"
+
+    def _save(self, ctx: RequestContext, state: _Progress, changes: dict[str, Any]) -> Record | None:
+        """Apply ``changes`` to the document row under its version; None when it was deleted."""
+        with self._row_lock:
+            for _ in range(5):
+                record = state.record
+                if record.data.get("deleted"):
+                    return None
+                data = {**record.data, **changes, "updatedAt": timeutil.now_iso()}
+                try:
+                    self.store.put(Record(record.pk, record.sk, data, version=record.version + 1),
+                                   Condition.version_is(record.version))
+                    state.record = Record(record.pk, record.sk, data, version=record.version + 1)
+                    return state.record
+                except ConditionFailed:
+                    if state.refresh(self.store) is None:
+                        return None
+            raise IngestionInterrupted("the document row kept changing under the worker")
+
+    def _parts(self, ctx: RequestContext, doc_id: str) -> list[Record]:
+        return self._all(keys.document_parts_pk(ctx, doc_id))
+
+    def _all(self, pk: str) -> list[Record]:
+        out: list[Record] = []
+        after = None
+        while True:
+            page = self.store.query(pk, after=after, limit=PAGE)
+            out += page.records
+            if page.last_key is None or not page.records:
+                return out
+            after = page.last_key
+
+    def _remove_parts(self, ctx: RequestContext, doc_id: str) -> None:
+        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+
+    def _remove_written(self, ctx: RequestContext, doc_id: str) -> None:
+        """A deleted document: nothing of it may stay (its chunks, parts)."""
+        remove_all(self.store, keys.chunks_pk(ctx, doc_id))
+        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+
+
+def remove_all(store: Any, pk: str) -> None:
+    while True:
+        page = store.query(pk, limit=PAGE)
+        if not page.records:
+            return
+        store.transact([Delete(r.pk, r.sk) for r in page.records])
+
+
+def part_rows(ctx: RequestContext, doc_id: str, chunks: list[Any], new_chunk_id: Callable[[], str]) -> list[Put]:
+    """The stored source of each chunk (its text and place), written at upload."""
+    return [Put(Record(keys.document_parts_pk(ctx, doc_id), keys.chunk_sk(c.ordinal),
+                       {"kind": "document-part", "chunkId": new_chunk_id(), "documentId": doc_id, "text": c.text,
+                        "ordinal": c.ordinal, "offset": c.offset, "positionPercent": c.position_percent,
+                        "headingPath": list(c.heading_path)}), Condition.absent()) for c in chunks]
+
+
+class _Progress:
+    """The worker's view of the document row and how many chunks are committed."""
+
+    def __init__(self, record: Record, done: int):
+        self.record = record
+        self.done = done
+
+    def refresh(self, store: Any) -> Record | None:
+        record = store.get(self.record.pk, self.record.sk)
+        if record is None or record.data.get("deleted"):
+            return None
+        self.record = record
+        return record
