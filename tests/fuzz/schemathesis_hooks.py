@@ -31,6 +31,10 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"must be type/name",
     r"entity name is empty",
     r"as a file part or a text field, not both",
+    # both spellings of an aliased field that disagree (equal ones are accepted)
+    r"are two spellings of one field and differ",
+    r"form field .* appears more than once",  # a multipart field given twice
+    r"Idempotency-Key must be 1-255 characters",  # header length (stripped) the schema does not state
     # character-set rules the schema does not state
     r"labels must be non-empty strings",
     r"invalid scope path segment",

@@ -41,6 +41,9 @@ def test_serverless_data_access_policy_grants_the_function_roles_the_tenants_ind
     text, values = policy["Properties"]["Policy"]["Fn::Sub"]
     assert '"index/${OpenSearchCollectionName}/agent-memory-${TenantId}"' in text
     roles = values["Roles"]["Fn::Join"][1]
-    callers = [name for name, r in resources().items()
+    # Functions name the policy (SAM makes <Function>Role); an explicit role attaches it.
+    callers = [f"{name}Role" for name, r in resources().items()
                if {"Ref": "SearchAccessPolicy"} in (r.get("Properties", {}).get("Policies") or [])]
-    assert sorted(r["Fn::GetAtt"][0] for r in roles) == sorted(f"{name}Role" for name in callers)
+    callers += [name for name, r in resources().items() if r["Type"] == "AWS::IAM::Role"
+                and {"Ref": "SearchAccessPolicy"} in (r.get("Properties", {}).get("ManagedPolicyArns") or [])]
+    assert sorted(r["Fn::GetAtt"][0] for r in roles) == sorted(callers)

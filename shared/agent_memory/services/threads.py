@@ -265,8 +265,10 @@ class ThreadService:
 
     def list_turns(self, ctx: RequestContext, thread_id: str, *, limit: int, page_cursor: str | None,
                    after_index: int | None, entity_id: str | None) -> dict[str, Any]:
-        """Readable turns in ``turn_index`` order, paged (by cursor or ``after_index``)."""
-        thread = self._readable_thread(ctx, thread_id)
+        """Readable turns in ``turn_index`` order, paged (by cursor or ``after_index``). A thread
+        whose own list excludes the caller, and none of whose turns names the caller, reads as
+        missing (404); an explicit turn list still wins over the thread's."""
+        thread = self._thread(ctx, thread_id)
         if thread is None:
             raise NotFound(f"thread {thread_id} does not exist")
         if page_cursor is not None and after_index is not None:
@@ -306,6 +308,8 @@ class ThreadService:
         # Stopping early leaves last_sk set (something was scanned); look ahead so hasMore is truthful.
         has_more = stopped and last_sk is not None and bool(
             self.store.query(pk, after={"pk": pk, "sk": last_sk}, limit=1).records)
+        if not chosen and page_cursor is None and after_index is None and not self._visible(ctx, thread):
+            raise NotFound(f"thread {thread_id} does not exist")
         self.audit.bypass(ctx, "thread.list_turns", bypassed, threadId=thread_id)
         texts = self._texts(ctx, thread_id, chosen)
         next_cursor = cursor.encode(secret, ctx.context_id, collection, {"pk": pk, "sk": last_sk}) if has_more else None
@@ -314,7 +318,7 @@ class ThreadService:
 
     def get_turn(self, ctx: RequestContext, thread_id: str, turn_index: int) -> dict[str, Any]:
         """One turn with its full text (how the SDK fetches text ``/context`` did not inline)."""
-        thread = self._readable_thread(ctx, thread_id)
+        thread = self._thread(ctx, thread_id)
         row = None if thread is None else self.store.get(keys.thread_turns_pk(ctx, thread_id),
                                                          keys.thread_turn_sk(turn_index))
         verdict = reader_access.Verdict(False)
@@ -330,8 +334,8 @@ class ThreadService:
     def context(self, ctx: RequestContext, thread_id: str, req: ThreadContextRequest) -> dict[str, Any]:
         req.check()
         thread = self._readable_thread(ctx, thread_id)
-        if thread is None:
-            raise NotFound(f"thread {thread_id} does not exist")
+        if thread is None:  # missing and unreadable threads answer alike: nothing to recall yet
+            return {"items": []}
         pk = keys.thread_turns_pk(ctx, thread_id)
         window = self.store.query(pk, limit=req.last_n_turns, forward=False).records  # newest first
         if not window:
