@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -178,12 +179,14 @@ def resolve(value: Any, refs: dict[str, str], conditions: dict[str, bool]) -> st
         if "Fn::If" in value:
             cond, yes, no = value["Fn::If"]
             return resolve(yes if conditions[cond] else no, refs, conditions)
+        if "Fn::Sub" in value and isinstance(value["Fn::Sub"], str):
+            return re.sub(r"\$\{([A-Za-z0-9:]+)\}", lambda m: refs[m.group(1)], value["Fn::Sub"])
         raise AssertionError(f"unsupported intrinsic in the function environment: {value}")
     return str(value)
 
 
 def function_env(name: str, moto: str, stub: SearchStub, secrets: dict[str, str]) -> dict[str, str]:
-    refs = {"IngestionQueue": secrets.get("ingestion_queue", ""), "MemoryTable": TABLE, "TenantId": "acme", "OpenSearchEndpoint": stub.url, "OpenSearchService": "es",
+    refs = {"IngestionQueue": secrets.get("ingestion_queue", ""), "MemoryTable": TABLE, "TenantId": "acme", "OpenSearchEndpoint": stub.url, "OpenSearchService": "es", "OpenSearchEngine": "faiss",
             "ExtractionModel": "bedrock/anthropic.claude-3-haiku-20240307-v1:0",
             "ResponseModel": "bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0",
             "EmbeddingModel": "bedrock/amazon.titan-embed-text-v2:0", "AllowedModels": "", "OpenAISecretArn": "",
