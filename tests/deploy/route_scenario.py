@@ -40,6 +40,7 @@ def run(call: Call) -> None:
     ok("POST", f"{CTX}/uncertainty/{pending[0]['id']}/resolve", {"acceptedValue": "Globex"})
     ok("GET", f"{CTX}/state")
     ok("GET", f"{CTX}/profile")
+    ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with the bootstrap admin key
 
     ok("POST", f"{CTX}/query", {"query": "Where do I work?", "k": 5})
     ok("POST", f"{CTX}/context", {"query": "Where do I work?"})

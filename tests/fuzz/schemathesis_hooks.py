@@ -39,6 +39,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"not valid UTF-8 text",  # an uploaded document must be text
     r"triples are only accepted with infer: triples",
     r"must be an entity id such as",
+    r"speaker name must contain a letter or digit",
     # character-set rules the schema does not state
     r"labels must be non-empty strings",
     r"invalid scope path segment",
