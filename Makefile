@@ -12,7 +12,7 @@ SAM := $(TOOLS)/bin/sam
 SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background tools test-opensearch bench-cold-start \
+.PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result tools test-opensearch bench-cold-start \
 	bench-artifact install-dev install clean
 
 $(PY):
@@ -46,11 +46,17 @@ tools: $(SAM)
 sam-build: $(SAM)
 	$(SAM) build --template-file template.yaml --build-dir .aws-sam/build
 
-# Starts the tools venv and `sam build` and returns at once; the artifact test waits for
-# .aws-sam/build.rc, so the build overlaps the unit tests.
+# Starts the tools venv, `sam build` and then `sam validate --lint` and returns at once; the
+# artifact test waits for .aws-sam/build.rc and `sam-validate-result` for validate.rc, so
+# both overlap the unit tests.
 sam-build-background:
-	@mkdir -p .aws-sam && rm -f .aws-sam/build.rc
-	@( $(MAKE) -s sam-build > .aws-sam/build.log 2>&1; echo $$? > .aws-sam/build.rc ) &
+	@mkdir -p .aws-sam && rm -f .aws-sam/build.rc .aws-sam/validate.rc
+	@( $(MAKE) -s sam-build > .aws-sam/build.log 2>&1; echo $$? > .aws-sam/build.rc; \
+	   $(MAKE) -s sam-validate > .aws-sam/validate.log 2>&1; echo $$? > .aws-sam/validate.rc ) &
+
+sam-validate-result:
+	@for i in $$(seq 600); do test -f .aws-sam/validate.rc && break; sleep 1; done
+	@cat .aws-sam/validate.log; test "$$(cat .aws-sam/validate.rc 2>/dev/null)" = 0
 
 unit: install-dev
 	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py
@@ -65,9 +71,10 @@ cfn-lint: install-dev
 sam-validate: $(SAM)
 	$(SAM) validate --lint --template-file template.yaml
 
+# cfn-lint itself runs in the unit tests (tests/http/test_routing_contract.py).
 test: lint sam-build-background unit
 	AGENT_MEMORY_SAM_BUILD=background $(MAKE) -s artifact-check
-	$(MAKE) -s cfn-lint sam-validate
+	$(MAKE) -s sam-validate-result
 
 # The search contract suite (and the Painless scope script) against a real OpenSearch 2.x:
 #   make test-opensearch AGENT_MEMORY_OPENSEARCH_URL=http://localhost:9200

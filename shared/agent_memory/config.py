@@ -17,8 +17,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from agent_memory.errors import ConfigurationError
 
 LANGUAGE_PROVIDERS = {"offline", "openai", "bedrock"}
@@ -184,6 +182,8 @@ def _default_models(env: dict[str, str]) -> dict[str, str]:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # only local runs read a file; Lambda's cold start skips the import
+
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
