@@ -35,9 +35,10 @@ def _env(server: str) -> dict[str, str]:
     return {**env, "AGENT_MEMORY_URL": server, "LOG_LEVEL": "WARNING"}
 
 
-def run_stdio(server: str, body: Callable[[ClientSession], Awaitable[None]]) -> None:
+def run_stdio(server: str, body: Callable[[ClientSession], Awaitable[None]], *args: str) -> None:
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "agent_memory.cli", "mcp", "--context", "acme"], env=_env(server))
+                                   args=["-m", "agent_memory.cli", "mcp", "--context", "acme", *args],
+                                   env=_env(server))
 
     async def main() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -193,8 +194,43 @@ def test_chat_tool_answers_with_citations(server: str, model) -> None:
     run_stdio(server, body)
 
 
+def test_the_api_key_is_the_api_s_auth(server: str, runtime) -> None:
+    """With keys stored, the server acts with --api-key; without one every tool is a 401."""
+    key, _ = runtime.api_keys.create("alice")
+
+    async def without_key(session: ClientSession) -> None:
+        denied = await session.call_tool("state", {})
+        assert denied.isError and denied.content[0].text.startswith("401 ")
+        assert denied.structuredContent["problem"]["status"] == 401
+
+    async def with_key(session: ClientSession) -> None:
+        assert data(await session.call_tool("remember", {"text": "I live in Oslo."}))["turnId"]
+        state = data(await session.call_tool("state", {}))
+        assert [a["value"] for a in state["identity"]["attributes"]] == ["Oslo"]
+
+    run_stdio(server, without_key)
+    run_stdio(server, with_key, "--api-key", key)
+
+
 def test_http_refuses_a_non_loopback_address_without_allow_remote(capsys) -> None:
     from agent_memory import cli
 
     code = cli.main(["mcp", "--context", "acme", "--transport", "http", "--host", "0.0.0.0"])
     assert code == 2 and "refusing to serve MCP on 0.0.0.0" in capsys.readouterr().err
+
+
+def test_the_readme_registration_snippet_and_tool_table():
+    from pathlib import Path
+
+    from agent_memory import cli
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## MCP server", 1)[1].split("\n## ", 1)[0]
+    snippet = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    entry = snippet["mcpServers"]["agent-memory"]
+    assert entry["command"] == "agent-memory"
+    args = cli.build_parser().parse_args(entry["args"])
+    assert args.command == "mcp" and args.transport == "stdio" and args.context == "acme"
+    assert set(entry["env"]) == {"AGENT_MEMORY_URL", "AGENT_MEMORY_API_KEY"}
+    table = {line.split("`")[1] for line in section.splitlines() if line.startswith("| `")}
+    assert table == EXPECTED_TOOLS == {t.name for t in TOOLS}
