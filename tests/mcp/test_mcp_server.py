@@ -22,6 +22,7 @@ pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared.exceptions import McpError  # noqa: E402
 
 from agent_memory.mcp_server import TOOLS  # noqa: E402
 from agent_memory.models.retrieval import K_MAX, QueryRequest  # noqa: E402
@@ -134,6 +135,11 @@ def test_stdio_tools_resources_and_errors(server: str) -> None:
         assert record["entity"]["id"] == "entity:person/user"
         assert [a["value"] for a in record["attributes"] if a["key"] == "location"] == ["Berlin"]
 
+        with pytest.raises(McpError, match="404"):
+            await session.read_resource("agent-memory://acme/entities/person/nobody")
+        with pytest.raises(McpError, match="serves context 'acme'"):
+            await session.read_resource("agent-memory://globex/state")
+
         # Tool errors: a 404 problem, a schema violation, a model-level check.
         missing = await session.call_tool("history", {"type": "person", "name": "nobody", "key": "location"})
         assert missing.isError and missing.content[0].text.startswith("404 ")
@@ -190,6 +196,7 @@ def test_chat_tool_answers_with_citations(server: str, model) -> None:
         data(await session.call_tool("remember", {"text": "I live in London."}))
         reply = data(await session.call_tool("chat", {"message": "Where do I live?"}))
         assert reply["reply"] and reply["sessionId"].startswith("sess_")
+        assert any("London" in c["snippet"] for c in reply["citations"]), reply
 
     run_stdio(server, body)
 
