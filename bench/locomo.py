@@ -327,7 +327,9 @@ METHODS = ("bm25", "dense", "bm25+dense rrf", "product")
 
 
 def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
-        progress: Callable[[str], None] = print) -> dict[str, Any]:
+        progress: Callable[[str], None] = print, step: Callable[[int, int], None] | None = None
+        ) -> dict[str, Any]:
+    """``progress`` gets a line per conversation; ``step(done, total)`` counts them."""
     from agent_memory.request_context import RequestContext
 
     conversations = load_dir(directory, limit)
@@ -340,7 +342,7 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
         runtime = make_runtime(Path(tmp), embedder)
         embedder_name = runtime.embedder.name
-        for conv in conversations:
+        for done, conv in enumerate(conversations, 1):
             ctx = RequestContext(context_id=f"locomo-{conv.name}", principal="bench", admin=True)
             t0 = time.perf_counter()
             mapping = ingest(runtime, ctx, conv)
@@ -358,6 +360,8 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
                     by_category[method][q.category].append(recall_at(ranked[method], q.evidence, 10))
             progress(f"  {conv.name}: {len(conv.turns)} turns ingested in {ingest_s:.1f}s, "
                      f"{len(conv.questions)} questions")
+            if step is not None:
+                step(done, len(conversations))
     results = {
         "dataset": str(directory), "conversations": [c.name for c in conversations],
         "questions": len(sums["product"][10]), "embedder": embedder_name,
@@ -380,8 +384,10 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
 
 
 def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
-           progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """Product recall@k per split with each stage off in turn (``ABLATIONS``)."""
+           progress: Callable[[str], None] = print, step: Callable[[int, int], None] | None = None
+           ) -> dict[str, Any]:
+    """Product recall@k per split with each stage off in turn (``ABLATIONS``);
+    ``step(done, total)`` counts (ingest variant, conversation) pairs."""
     import dataclasses
 
     from agent_memory.request_context import RequestContext
@@ -395,6 +401,7 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
         ingests.setdefault(tuple(sorted(options.items())), []).append(name)
     base = retrieval.RECIPES["hybrid"]
     started = time.perf_counter()
+    done = 0
     try:
         for options, names in ingests.items():
             with tempfile.TemporaryDirectory(prefix="locomo-ablate-") as tmp:
@@ -412,6 +419,9 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
                                         scores[name][split][k].append(recall_at(ranked, q.evidence, k))
                         retrieval.RECIPES["hybrid"] = base
                     progress(f"  {conv.name}: {', '.join(names)}")
+                    done += 1
+                    if step is not None:
+                        step(done, len(ingests) * len(conversations))
     finally:
         retrieval.RECIPES["hybrid"] = base
     return {"embedder": EMBEDDERS[embedder], "conversations": [c.name for c in conversations],
@@ -469,10 +479,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     import logging
 
+    from agent_memory.progress import ProgressBar
+
     logging.getLogger("agent_memory").setLevel(logging.WARNING)
-    if args.ablate:
-        results = ablate(args.directory, embedder=args.embedder, limit=args.limit,
-                         progress=lambda line: print(line, file=sys.stderr))
+    if getattr(args, "ablate", False):
+        with ProgressBar("locomo ablation", unit="runs") as bar:
+            results = ablate(args.directory, embedder=args.embedder, limit=args.limit, progress=bar.note,
+                             step=lambda done, total: bar.update(completed=done, total=total))
         out = args.out or (Path(__file__).resolve().parent / "results" /
                            f"locomo-ablate-{args.embedder}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -480,8 +493,9 @@ def run_command(args: argparse.Namespace) -> int:
         print(ablation_table(results))
         print(f"results: {out}")
         return 0
-    results = run(args.directory, embedder=args.embedder, limit=args.limit,
-                  progress=lambda line: print(line, file=sys.stderr))
+    with ProgressBar("locomo", unit="conversations") as bar:
+        results = run(args.directory, embedder=args.embedder, limit=args.limit, progress=bar.note,
+                      step=lambda done, total: bar.update(completed=done, total=total))
     out = args.out or (Path(__file__).resolve().parent / "results" /
                        f"locomo-{args.embedder}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -143,10 +143,12 @@ def _reindex(args: argparse.Namespace) -> int:
         print("agent-memory: search is disabled (storage.search: none); nothing to reindex", file=sys.stderr)
         return 2
     from agent_memory.ports import EmbedderMismatch
+    from agent_memory.progress import ProgressBar
 
     for context_id in args.context:
         try:
-            stats = reindex_context(runtime.base_store, runtime.search, context_id)
+            with ProgressBar(f"reindex {context_id}", unit="records") as bar:
+                stats = reindex_context(runtime.base_store, runtime.search, context_id, progress=bar.advance)
         except EmbedderMismatch as exc:
             print(f"agent-memory: {exc}; rerun with --fresh to rebuild into a new index", file=sys.stderr)
             return 2
@@ -167,7 +169,10 @@ def _redrive(args: argparse.Namespace) -> int:
         print("agent-memory: search is disabled (storage.search: none); nothing to redrive", file=sys.stderr)
         return 2
     source = StreamDeadLetters(args.queue_url, region=settings.aws_region)
-    stats = redrive(source, runtime.base_store, runtime.search, contexts=args.context or ())
+    from agent_memory.progress import Phases
+
+    with Phases() as progress:
+        stats = redrive(source, runtime.base_store, runtime.search, contexts=args.context or (), progress=progress)
     print(f"{stats.letters} dead letters: {stats.replayed_records} records re-projected from the stream; "
           f"{len(stats.reindexed_contexts)} contexts reindexed")
     return 0
@@ -231,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     from agent_memory.cli_client import add_commands
 
     add_commands(sub)  # chat, remember, recall, state, history: through the SDK
+
+    from agent_memory.mcp_server import add_command as add_mcp
+
+    add_mcp(sub)  # agent-memory mcp: the MCP server (the mcp extra), through the SDK
 
     fake = sub.add_parser("fake-model", help="a local OpenAI-compatible model with realistic latency (tests, "
                           "benchmarks): point OPENAI_BASE_URL at it")

@@ -36,6 +36,16 @@ def add_commands(sub: Any) -> None:
     history.add_argument("entity", help="type/name, e.g. person/user")
     history.add_argument("key", help="attribute key, e.g. location")
 
+    documents = sub.add_parser("documents", help="documents of a context")
+    documents_sub = documents.add_subparsers(dest="documents", required=True)
+    upload = _command(documents_sub, "upload", "upload a document and wait until it is ingested", _upload)
+    upload.add_argument("file", help="a text or markdown file")
+    upload.add_argument("--title", default=None, help="default: the file name")
+    upload.add_argument("--format", choices=["text", "markdown"], default=None, help="default: by extension")
+    upload.add_argument("--label", action="append", dest="labels", help="a label (repeatable)")
+    upload.add_argument("--no-wait", action="store_true", help="return once the upload is accepted")
+    upload.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for ingestion")
+
 
 def _command(sub: Any, name: str, help: str, run: Callable[[AgentMemory, argparse.Namespace], int]
              ) -> argparse.ArgumentParser:
@@ -138,6 +148,35 @@ def _state(memory: AgentMemory, args: argparse.Namespace) -> int:
     truncated = [name for name, cut in state.truncated.model_dump().items() if cut]
     if truncated:
         print(f"(truncated: {', '.join(truncated)}; raise --limit)")
+    return 0
+
+
+def _upload(memory: AgentMemory, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from agent_memory.progress import ProgressBar
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"agent-memory: {path}: no such file", file=sys.stderr)
+        return 2
+    accepted = memory.documents.upload(path, args.title, format=args.format, labels=args.labels)
+    document: Any = accepted
+    if accepted.status == "ingesting" and not args.no_wait:
+        with ProgressBar(f"ingest {path.name}", accepted.chunks_total, unit="chunks") as bar:
+            document = memory.documents.wait_ready(
+                accepted.id, timeout=args.timeout,
+                on_progress=lambda d: bar.update(completed=d.chunks_done, total=d.chunks_total or None))
+    if args.json:
+        _print_json(document)
+        return 0
+    chunks = getattr(document, "chunk_count", None)
+    print(f"document {document.id}: {document.status}" + (f", {chunks} chunks" if chunks is not None else "")
+          + (" (already stored)" if accepted.deduplicated else ""))
+    error = getattr(document, "error", None)
+    if error is not None:
+        print(f"agent-memory: ingestion failed: {error.detail}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -120,3 +120,15 @@ def test_ablation_runs_every_stage_off_and_restores_the_recipe(locomo, tmp_path)
     assert set(results["recall"]) == set(locomo.ABLATIONS)
     assert all(by["tuning"]["@5"] is not None and by["validation"]["@5"] is None for by in results["recall"].values())
     assert "entity legs off" in locomo.ablation_table(results)
+
+
+def test_the_bench_command_shows_progress_lines_off_a_terminal(data_dir, tmp_path, capsys):
+    from agent_memory import cli
+
+    out_file = tmp_path / "results.json"
+    assert cli.main(["bench", "locomo", str(data_dir), "--out", str(out_file)]) == 0
+    out, err = capsys.readouterr()
+    assert f"results: {out_file}" in out and json.loads(out_file.read_text())["questions"] == 3
+    lines = err.splitlines()
+    assert lines[0].startswith("  1: 5 turns ingested") and "\x1b[" not in err
+    assert lines[-1] == "locomo: 1/1 conversations (100%) done"

@@ -97,8 +97,11 @@ def test_a_batch_the_stream_no_longer_holds_reindexes_the_named_contexts(aws):
                               "GetShardIterator")
 
     letters = StreamDeadLetters(queue, region="us-east-1", streams=TrimmedStream())
-    stats = redrive(letters, rt.base_store, rt.search, contexts=["acme"])
+    told: list[tuple[str, int]] = []
+    stats = redrive(letters, rt.base_store, rt.search, contexts=["acme"],
+                    progress=lambda phase, n: told.append((phase, n)))
     assert stats.reindexed_contexts == ["acme"]
+    assert told[0] == ("dead letters", 1) and {phase for phase, _ in told[1:]} == {"reindex acme"}
     assert rt.search.search("goats", SearchFilter(context_id="globex", kinds=["turn"]), k=5) == []
     assert [h.unit.text for h in rt.search.search("bees", TURNS, k=5)] == ["I keep bees in the garden."]
     assert queue_depth(queue) == 0

@@ -452,11 +452,15 @@ class AsyncDocuments:
     async def delete(self, document_id: str) -> None:
         await self._client._send(self._client._calls.delete_document(document_id))
 
-    async def wait_ready(self, document_id: str, *, timeout: float = 300.0, poll_interval: float = 0.5) -> wire.Document:
-        """Polls until the document is no longer ingesting; raises after ``timeout`` seconds."""
+    async def wait_ready(self, document_id: str, *, timeout: float = 300.0, poll_interval: float = 0.5,
+                         on_progress: Callable[[wire.Document], None] | None = None) -> wire.Document:
+        """Polls until the document is no longer ingesting; raises after ``timeout`` seconds.
+        ``on_progress`` sees the document after each poll (``chunks_done`` of ``chunks_total``)."""
         deadline = time.monotonic() + timeout
         while True:
             document = await self.get(document_id)
+            if on_progress is not None:
+                on_progress(document)
             if document.status != "ingesting":
                 return document
             if time.monotonic() + poll_interval > deadline:

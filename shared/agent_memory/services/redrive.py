@@ -10,7 +10,7 @@ A letter is deleted only after its repair succeeded.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -35,14 +35,18 @@ class RedriveStats:
 
 
 def redrive(source: DeadLetterSource, store: RecordStore, index: SearchIndex, *,
-            contexts: Sequence[str] = ()) -> RedriveStats:
+            contexts: Sequence[str] = (), progress: Callable[[str, int], None] | None = None) -> RedriveStats:
+    """``progress(phase, n)`` is told of each dead letter handled (phase ``dead letters``)
+    and of the records each reindexed context rewrote (phase ``reindex <context>``)."""
     stats = RedriveStats()
+    tell = progress or (lambda phase, n: None)
     expired: list[Any] = []
     for letter in source.letters():
         stats.letters += 1
         changes = source.changes(letter)
         if changes is None:
             expired.append(letter)
+            tell("dead letters", 1)
             continue
         current = {(r.pk, r.sk): r for r in store.batch_get([(c.pk, c.sk) for c in changes])}
         parts: list[ProjectionChange] = []
@@ -52,9 +56,11 @@ def redrive(source: DeadLetterSource, store: RecordStore, index: SearchIndex, *,
         apply(index, collapse(parts))
         stats.replayed_records += len(changes)
         source.settle(letter)
+        tell("dead letters", 1)
     if expired:
         for context_id in contexts or _all_contexts(store):
-            reindex_context(store, index, context_id)
+            phase = f"reindex {context_id}"
+            reindex_context(store, index, context_id, progress=lambda n, phase=phase: tell(phase, n))
             stats.reindexed_contexts.append(context_id)
         for letter in expired:
             source.settle(letter)

@@ -8,6 +8,7 @@ projection racing the rebuild cannot be overwritten by an older copy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent_memory.ports import RecordStore, SearchIndex, SearchUnit
@@ -22,12 +23,15 @@ class ReindexStats:
     units: int = 0
 
 
-def reindex_context(store: RecordStore, index: SearchIndex, context_id: str, *, clear: bool = True) -> ReindexStats:
+def reindex_context(store: RecordStore, index: SearchIndex, context_id: str, *, clear: bool = True,
+                    progress: Callable[[int], None] | None = None) -> ReindexStats:
     """Re-project every record of ``context_id`` (all partitions). With ``clear`` the
-    context's units are dropped first, so units of records that no longer exist go too."""
+    context's units are dropped first, so units of records that no longer exist go too.
+    ``progress(n)`` is told each batch of ``n`` records written to the index."""
     if clear:
         index.delete_context(context_id)
     stats = ReindexStats()
+    reported = 0
     batch: list[SearchUnit] = []
     for record in store.scan(f"c#{context_id}#"):
         stats.records += 1
@@ -39,7 +43,12 @@ def reindex_context(store: RecordStore, index: SearchIndex, context_id: str, *, 
             index.upsert(batch)
             stats.units += len(batch)
             batch = []
+            if progress is not None:
+                progress(stats.records - reported)
+                reported = stats.records
     if batch:
         index.upsert(batch)
         stats.units += len(batch)
+    if progress is not None and stats.records > reported:
+        progress(stats.records - reported)
     return stats

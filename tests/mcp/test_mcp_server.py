@@ -1,0 +1,243 @@
+"""`agent-memory mcp` driven by the MCP SDK's own client, over stdio and over streamable
+HTTP, against the local server: tools (with schemas from the request models), tool errors
+carrying the problem document, and resources."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters, types  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared.exceptions import McpError  # noqa: E402
+
+from agent_memory.mcp_server import TOOLS  # noqa: E402
+from agent_memory.models.retrieval import K_MAX, QueryRequest  # noqa: E402
+
+EXPECTED_TOOLS = {"remember", "recall", "get_context", "chat", "state", "entity", "history", "forget",
+                  "thread_append", "thread_context"}
+
+
+def _env(server: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
+    return {**env, "AGENT_MEMORY_URL": server, "LOG_LEVEL": "WARNING"}
+
+
+def run_stdio(server: str, body: Callable[[ClientSession], Awaitable[None]], *args: str) -> None:
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "agent_memory.cli", "mcp", "--context", "acme", *args],
+                                   env=_env(server))
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await body(session)
+
+    anyio.run(main)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_mcp(server: str) -> Iterator[str]:
+    """`agent-memory mcp --transport http` as a process; its endpoint URL once it accepts."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "agent_memory.cli", "mcp", "--context", "acme",
+                             "--transport", "http", "--port", str(port)], env=_env(server))
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, "the MCP server exited"
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_http(url: str, body: Callable[[ClientSession], Awaitable[None]]) -> None:
+    async def main() -> None:
+        async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            await body(session)
+
+    anyio.run(main)
+
+
+def data(result: types.CallToolResult) -> Any:
+    assert not result.isError, result.content
+    assert result.structuredContent == json.loads(result.content[0].text)
+    return result.structuredContent
+
+
+async def remember_then_correct(session: ClientSession) -> None:
+    first = data(await session.call_tool("remember", {"text": "I live in London."}))
+    attrs = first["extraction"]["attributes"]
+    assert [(a["entityId"], a["key"], a["value"]) for a in attrs] == [("entity:person/user", "location", "London")]
+    data(await session.call_tool("remember", {"text": "I moved to Berlin.", "session_id": first["sessionId"]}))
+    history = data(await session.call_tool("history", {"type": "person", "name": "user", "key": "location"}))
+    assert [row["value"] for row in history["history"]] == ["London", "Berlin"]
+    hits = data(await session.call_tool("recall", {"query": "Where do I live?", "k": 3}))["hits"]
+    assert hits and "Berlin" in hits[0]["text"]
+
+
+def test_stdio_tools_resources_and_errors(server: str) -> None:
+    async def body(session: ClientSession) -> None:
+        tools = (await session.list_tools()).tools
+        assert {t.name for t in tools} == EXPECTED_TOOLS
+        await remember_then_correct(session)
+
+        state = data(await session.call_tool("state", {}))
+        assert any(a["value"] == "Berlin" for a in state["identity"]["attributes"])
+        entity = data(await session.call_tool("entity", {"type": "person", "name": "user"}))
+        assert [a["value"] for a in entity["attributes"] if a["key"] == "location"] == ["Berlin"]
+        context = data(await session.call_tool("get_context", {"query": "where does the user live"}))
+        assert "Berlin" in context["context"]
+
+        # Resources: the listed state, and the two templates.
+        listed = (await session.list_resources()).resources
+        assert [str(r.uri) for r in listed] == ["agent-memory://acme/state"]
+        templates = {t.uriTemplate for t in (await session.list_resource_templates()).resourceTemplates}
+        assert templates == {"agent-memory://{context}/state", "agent-memory://{context}/entities/{type}/{name}"}
+        read = await session.read_resource("agent-memory://acme/state")
+        assert read.contents[0].mimeType == "application/json"
+        assert any(a["value"] == "Berlin" for a in json.loads(read.contents[0].text)["identity"]["attributes"])
+        read = await session.read_resource("agent-memory://acme/entities/person/user")
+        record = json.loads(read.contents[0].text)
+        assert record["entity"]["id"] == "entity:person/user"
+        assert [a["value"] for a in record["attributes"] if a["key"] == "location"] == ["Berlin"]
+
+        with pytest.raises(McpError, match="404"):
+            await session.read_resource("agent-memory://acme/entities/person/nobody")
+        with pytest.raises(McpError, match="serves context 'acme'"):
+            await session.read_resource("agent-memory://globex/state")
+
+        # Tool errors: a 404 problem, a schema violation, a model-level check.
+        missing = await session.call_tool("history", {"type": "person", "name": "nobody", "key": "location"})
+        assert missing.isError and missing.content[0].text.startswith("404 ")
+        assert missing.structuredContent["problem"]["status"] == 404
+        assert missing.structuredContent["problem"]["detail"] in missing.content[0].text
+        too_many = await session.call_tool("recall", {"query": "x", "k": K_MAX + 1})
+        assert too_many.isError and "Input validation error" in too_many.content[0].text
+        bad_date = await session.call_tool("entity", {"type": "person", "name": "user", "as_of": "yesterday"})
+        assert bad_date.isError and "as_of" in bad_date.content[0].text
+        hidden = await session.call_tool("chat", {"message": "hi", "stream": True})
+        assert hidden.isError
+
+        # Forget: a dry run lists without deleting.
+        dry = data(await session.call_tool("forget", {"query": "Berlin", "dry_run": True}))
+        assert dry["deleted"] == 0 and dry["items"]
+
+    run_stdio(server, body)
+
+
+def test_stdio_tool_schemas_come_from_the_request_models(server: str) -> None:
+    async def body(session: ClientSession) -> None:
+        listed = {t.name: t.inputSchema for t in (await session.list_tools()).tools}
+        assert listed == {t.name: t.input_schema() for t in TOOLS}
+        recall = listed["recall"]
+        assert set(recall["properties"]) == set(QueryRequest.model_fields)
+        assert recall["properties"]["k"]["maximum"] == K_MAX and recall["required"] == ["query"]
+        assert recall["additionalProperties"] is False
+        assert "stream" not in listed["chat"]["properties"] and "triples" not in listed["remember"]["properties"]
+        assert listed["thread_append"]["required"] == ["text", "thread_id"]
+
+    run_stdio(server, body)
+
+
+def test_streamable_http_tools_threads_and_resources(http_mcp: str) -> None:
+    async def body(session: ClientSession) -> None:
+        assert {t.name for t in (await session.list_tools()).tools} == EXPECTED_TOOLS
+        await remember_then_correct(session)
+        for text in ("planner: draft the schedule", "reviewer: the schedule looks fine"):
+            ref = data(await session.call_tool("thread_append", {"thread_id": "t-1", "text": text}))
+            assert ref["thread_id"] == "t-1"
+        items = data(await session.call_tool("thread_context", {"thread_id": "t-1", "query": "schedule"}))["items"]
+        assert [i["text"] for i in items if i["origin"] == "recent"] == [
+            "planner: draft the schedule", "reviewer: the schedule looks fine"]
+        read = await session.read_resource("agent-memory://acme/entities/person/user")
+        assert json.loads(read.contents[0].text)["entity"]["id"] == "entity:person/user"
+        empty = await session.call_tool("thread_append", {"thread_id": "t-1", "text": ""})
+        assert empty.isError
+
+    run_http(http_mcp, body)
+
+
+def test_chat_tool_answers_with_citations(server: str, model) -> None:
+    async def body(session: ClientSession) -> None:
+        data(await session.call_tool("remember", {"text": "I live in London."}))
+        reply = data(await session.call_tool("chat", {"message": "Where do I live?"}))
+        assert reply["reply"] and reply["sessionId"].startswith("sess_")
+        assert any("London" in c["snippet"] for c in reply["citations"]), reply
+
+    run_stdio(server, body)
+
+
+def test_the_api_key_is_the_api_s_auth(server: str, runtime) -> None:
+    """With keys stored, the server acts with --api-key; without one every tool is a 401."""
+    key, _ = runtime.api_keys.create("alice")
+
+    async def without_key(session: ClientSession) -> None:
+        denied = await session.call_tool("state", {})
+        assert denied.isError and denied.content[0].text.startswith("401 ")
+        assert denied.structuredContent["problem"]["status"] == 401
+
+    async def with_key(session: ClientSession) -> None:
+        assert data(await session.call_tool("remember", {"text": "I live in Oslo."}))["turnId"]
+        state = data(await session.call_tool("state", {}))
+        assert [a["value"] for a in state["identity"]["attributes"]] == ["Oslo"]
+
+    run_stdio(server, without_key)
+    run_stdio(server, with_key, "--api-key", key)
+
+
+def test_http_refuses_a_non_loopback_address_without_allow_remote(capsys) -> None:
+    from agent_memory import cli
+
+    code = cli.main(["mcp", "--context", "acme", "--transport", "http", "--host", "0.0.0.0"])
+    assert code == 2 and "refusing to serve MCP on 0.0.0.0" in capsys.readouterr().err
+
+
+def test_the_readme_registration_snippet_and_tool_table():
+    from pathlib import Path
+
+    from agent_memory import cli
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## MCP server", 1)[1].split("\n## ", 1)[0]
+    snippet = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+    entry = snippet["mcpServers"]["agent-memory"]
+    assert entry["command"] == "agent-memory"
+    args = cli.build_parser().parse_args(entry["args"])
+    assert args.command == "mcp" and args.transport == "stdio" and args.context == "acme"
+    assert set(entry["env"]) == {"AGENT_MEMORY_URL", "AGENT_MEMORY_API_KEY"}
+    table = {line.split("`")[1] for line in section.splitlines() if line.startswith("| `")}
+    assert table == EXPECTED_TOOLS == {t.name for t in TOOLS}
