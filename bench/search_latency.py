@@ -1,6 +1,6 @@
 """Query latency of the embedded search index (not a test).
 
-Usage: python bench/search_latency.py [N ...]        (default: 10000)
+Usage: python bench/search_latency.py [N ...]        (default: 700 10000 100000 1000000)
 
 Builds an EmbeddedSearchIndex in a temporary directory with N synthetic units in one context
 (Zipf-distributed vocabulary, mixed kinds/roles/sessions, scoped and reader-listed units,
@@ -115,7 +115,7 @@ def run(n: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    for n in [int(a.replace("_", "")) for a in argv] or [10_000]:
+    for n in [int(a.replace("_", "")) for a in argv] or [700, 10_000, 100_000, 1_000_000]:
         run(n)
 
 

@@ -49,7 +49,7 @@ from agent_memory import timeutil
 from agent_memory.adapters import ann
 from agent_memory.adapters.ann import AnnGraph
 from agent_memory.adapters.term_index import MAX_ROWS as TERM_INDEX_MAX_ROWS
-from agent_memory.adapters.term_index import TermIndex, tokenize
+from agent_memory.adapters.term_index import TermIndex, Tokenizer
 from agent_memory.ports import Embedder, EmbedderMismatch, SearchFilter, SearchHit, SearchMode, SearchUnit
 
 RRF_K = 60
@@ -517,7 +517,7 @@ class _ContextView:
             part = np.arange(scores.size)
         part = part[np.argsort(-scores[part], kind="stable")]
         picked = cand[part] if cand is not None else part
-        return [(int(r), float(scores[p])) for r, p in zip(picked, part, strict=True)]
+        return list(zip(picked.tolist(), scores[part].astype(np.float64).tolist(), strict=True))
 
 
 # ---------------------------------------------------------------------------
@@ -621,6 +621,7 @@ class EmbeddedSearchIndex:
         self._word_terms: dict[str, tuple[str, ...]] = {}  # query word -> its index term(s)
         self._df_rows: int | None = None  # index size when the cache was started
         self._writes_since_df = 0
+        self._tokenizer = Tokenizer(_TOKENIZE)  # the in-memory BM25 leg's terms (under the lock)
         if self.path != ":memory:":
             parent = os.path.dirname(os.path.abspath(self.path))
             os.makedirs(parent, exist_ok=True)
@@ -641,6 +642,7 @@ class EmbeddedSearchIndex:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            self._tokenizer.close()
             self._views.clear()
 
     def __enter__(self) -> EmbeddedSearchIndex:
@@ -720,7 +722,7 @@ class EmbeddedSearchIndex:
                 if view is not None:
                     view.set_rows(rows, np.stack(vecs))
                     small = view.terms is not None and view.n - view.dead <= TERM_INDEX_MAX_ROWS
-                    view.set_terms(rows, tokenize(self._db, texts) if small else None)
+                    view.set_terms(rows, self._tokenizer.tokenize(texts) if small else None)
                     for row in rows:
                         view.units.pop(row.id, None)  # re-decoded from the new payload on demand
 
@@ -798,17 +800,18 @@ class EmbeddedSearchIndex:
                 return []
             vec_hits = self._top_vector(view, qvec, m, depth) if qvec is not None else []
             bm_hits = self._top_bm25(view, query, m, depth) if mode != "vector" else []
+            ids = view.ids
             if mode == "vector":
-                ranked = [(view.ids[r], s) for r, s in vec_hits]
+                ranked = [(ids[r], s) for r, s in vec_hits[:k]]
             elif mode == "bm25":
-                ranked = [(view.ids[r], saturate(-s)) for r, s in bm_hits]  # FTS5 bm25 is negative
+                # FTS5 bm25 is negative; saturate(-s) = s / (1 + s) for s = max(0, -raw)
+                ranked = [(ids[r], -s / (1.0 - s) if s < 0 else 0.0) for r, s in bm_hits[:k]]
             else:
                 ranked = reciprocal_rank_fusion(
-                    [[view.ids[r] for r, _ in bm_hits], [view.ids[r] for r, _ in vec_hits]]
-                )
-            ranked = ranked[:k]
+                    [[ids[r] for r, _ in bm_hits], [ids[r] for r, _ in vec_hits]]
+                )[:k]
             units = self._units(view, [uid for uid, _ in ranked])
-        return [SearchHit(units[uid], float(score)) for uid, score in ranked if uid in units]
+        return [SearchHit(units[uid], score) for uid, score in ranked if uid in units]
 
     # -- vectors: exact scan, or the ANN graph of a large context --------------
 
@@ -901,7 +904,7 @@ class EmbeddedSearchIndex:
         if len(data) <= TERM_INDEX_MAX_ROWS:
             pks_texts = self._db.execute("SELECT pk, text FROM units WHERE context_id = ?", (context_id,)).fetchall()
             assert view.terms is not None
-            for (pk, _), (counts, length) in zip(pks_texts, tokenize(self._db, [t for _, t in pks_texts]),
+            for (pk, _), (counts, length) in zip(pks_texts, self._tokenizer.tokenize([t for _, t in pks_texts]),
                                                  strict=True):
                 view.terms.set(view.row_of_pk[int(pk)], counts, length)
         else:
@@ -1054,7 +1057,7 @@ class EmbeddedSearchIndex:
         if missing:
             if len(self._word_terms) > 50_000:
                 self._word_terms.clear()
-            for w, (counts, _) in zip(missing, tokenize(self._db, missing), strict=True):
+            for w, (counts, _) in zip(missing, self._tokenizer.tokenize(missing), strict=True):
                 self._word_terms[w] = tuple(counts)
         out: list[str] = []
         for w in words:
@@ -1065,10 +1068,13 @@ class EmbeddedSearchIndex:
         return out
 
     def _units(self, view: _ContextView, ids: list[str]) -> dict[str, SearchUnit]:
-        """The units ``ids`` from the view's decoded cache; only ones not decoded yet are read
-        from SQLite and decoded. The cache is bounded: past ``UNIT_CACHE`` units it starts over."""
+        """A mapping holding the units ``ids`` (and maybe others) from the view's decoded cache;
+        only ones not decoded yet are read from SQLite and decoded. The cache is bounded: past
+        ``UNIT_CACHE`` units it starts over."""
         cache = view.units
         missing = [uid for uid in ids if uid not in cache]
+        if not missing:
+            return cache
         if missing:
             if len(cache) + len(missing) > UNIT_CACHE:
                 cache.clear()
@@ -1091,7 +1097,7 @@ def _top_in_memory(terms_index: TermIndex, terms: list[str], m: np.ndarray, dept
         part = np.argpartition(raw, depth - 1)[:depth]
         rows, raw = rows[part], raw[part]
     order = np.lexsort((rows, raw))
-    return [(int(rows[i]), float(raw[i])) for i in order]
+    return list(zip(rows[order].tolist(), raw[order].tolist(), strict=True))
 
 
 def _row_from_params(pk: int, p: tuple[Any, ...]) -> _Row:

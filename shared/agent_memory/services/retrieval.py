@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import heapq
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -208,24 +209,22 @@ class RetrievalService:
         legs: list[_Leg] = []
         seeds: list[SearchUnit] = []
         if recipe.structured and (flt.kinds or "entity" in kinds):
+            # Next to search results, a named entity's fact is a candidate only when it bears
+            # on the question (its key is asked for, or it shares a content word): a person's
+            # every fact would otherwise crowd out what answers the question.
             seeds = self._seeds(ctx, [e for e in entities if e.stored is not None], flt, qa,
-                                with_profiles="entity" in kinds)
-            if recipe.bm25 or recipe.vector:
-                # Next to search results, a named entity's fact is a candidate only when it
-                # bears on the question (its key is asked for, or it shares a content word):
-                # a person's every fact would otherwise crowd out what answers the question.
-                seeds = [u for u in seeds if u.kind == "entity" or _bears_on(u, qa)]
+                                with_profiles="entity" in kinds, bearing_only=bool(recipe.bm25 or recipe.vector))
             legs.append(_Leg("structured", recipe.structured, seeds))
         if flt.kinds:
             legs += self._search_legs(recipe, qa, flt, entities, depth)
-        ranked = self._fuse(recipe, legs, qa)
+        ranked, candidates = self._fuse(recipe, legs, qa, k)
         seed_ids = {u.id for u in seeds}
-        hits = [self._hit(unit, score, unit.id in seed_ids) for unit, score in ranked[:k]]
+        hits = [self._hit(unit, score, unit.id in seed_ids) for unit, score in ranked]
         tier = 1 if hits and hits[0].structured else 3
         elapsed = (time.perf_counter() - started) * 1000
         trace = {
             "mode": mode, "entities": [e.id for e in entities],
-            "legs": {leg.name: len(leg.units) for leg in legs}, "candidates": len(ranked),
+            "legs": {leg.name: len(leg.units) for leg in legs}, "candidates": candidates,
             "vectorQuery": qa.content, "timeWindow": qa.time.to_wire() if qa.time else None,
         }
         return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace)
@@ -305,16 +304,18 @@ class RetrievalService:
     # --- tier 1: structured reads ------------------------------------------------------
 
     def _seeds(self, ctx: RequestContext, entities: Sequence[NamedEntity], flt: SearchFilter, qa: QueryAnalysis,
-               *, with_profiles: bool) -> list[SearchUnit]:
+               *, with_profiles: bool, bearing_only: bool = False) -> list[SearchUnit]:
         """Current (or ``as_of``) attributes and relations of the named entities, as the
-        units search would return for them, visible under ``flt``, best first."""
+        units search would return for them, visible under ``flt``, best first (with
+        ``bearing_only``, only those that bear on the question: a key it asks about, or a
+        content word in common)."""
         store = self.runtime.store
         now = timeutil.now_iso()
         any_kind = dataclasses.replace(flt, kinds=None)  # profiles summarise attributes even when not returned
-        units: list[SearchUnit] = []
+        units: list[tuple[tuple[float, ...], SearchUnit]] = []
         profiles: list[SearchUnit] = []
         for entity in entities[:3]:
-            facts: list[SearchUnit] = []
+            facts: list[tuple[tuple[float, ...], SearchUnit]] = []
             for kind, pk in (("attribute", keys.attrs_pk(ctx, entity.id)), ("relation", keys.rels_pk(ctx, entity.id))):
                 if kind not in (flt.kinds or ()) and not with_profiles:
                     continue
@@ -324,13 +325,14 @@ class RetrievalService:
                         continue
                     for unit in build_units(record.data, record.version):
                         if unit_visible(unit, any_kind, now):
-                            facts.append(unit)
-            facts.sort(key=lambda u: _seed_order(u, qa))
-            units += [u for u in facts if u.kind in (flt.kinds or ())]
+                            facts.append((_seed_order(unit, qa), unit))
+            facts.sort(key=lambda ou: ou[0])
+            wanted = flt.kinds or ()
+            units += [(o, u) for o, u in facts if u.kind in wanted and (not bearing_only or o[0] or o[1])]
             if with_profiles and entity.stored is not None:
-                profiles.append(_profile_unit(ctx, entity.stored, [u for u in facts if u.kind == "attribute"]))
-        units.sort(key=lambda u: _seed_order(u, qa))
-        return profiles + units
+                profiles.append(_profile_unit(ctx, entity.stored, [u for _, u in facts if u.kind == "attribute"]))
+        units.sort(key=lambda ou: ou[0])
+        return profiles + [u for _, u in units]
 
     # --- search legs -------------------------------------------------------------------
 
@@ -370,34 +372,50 @@ class RetrievalService:
 
     # --- fusion and ranking rules ------------------------------------------------------
 
-    def _fuse(self, recipe: SearchRecipe, legs: Sequence[_Leg], qa: QueryAnalysis) -> list[tuple[SearchUnit, float]]:
+    def _fuse(self, recipe: SearchRecipe, legs: Sequence[_Leg], qa: QueryAnalysis,
+              k: int) -> tuple[list[tuple[SearchUnit, float]], int]:
+        """The best ``k`` candidates with their scores, and how many candidates there were."""
         scores: dict[str, float] = {}
         units: dict[str, SearchUnit] = {}
         best: dict[str, int] = {}
+        rrf_k = recipe.rrf_k
         for leg in legs:
-            if leg.weight <= 0:
+            weight = leg.weight
+            if weight <= 0:
                 continue
             for rank, unit in enumerate(leg.units, start=1):
-                scores[unit.id] = scores.get(unit.id, 0.0) + leg.weight / (recipe.rrf_k + rank)
-                units.setdefault(unit.id, unit)
-                best[unit.id] = min(best.get(unit.id, rank), rank)
+                uid = unit.id
+                if uid in units:
+                    scores[uid] += weight / (rrf_k + rank)
+                    if rank < best[uid]:
+                        best[uid] = rank
+                else:
+                    scores[uid] = weight / (rrf_k + rank)
+                    units[uid] = unit
+                    best[uid] = rank
         if recipe.neighbour_share:
             scores = _share_with_neighbours(scores, units, recipe.neighbour_share)
+        window = qa.time if recipe.time_boost else None
+        key_hints = qa.key_hints
         for uid, unit in units.items():
             factor = 1.0
-            if unit.kind == "turn" and unit.role == "assistant":
-                factor *= recipe.assistant_factor
-            if unit.kind in FACT_KINDS and unit.valid_until is None:
-                factor *= recipe.current_fact_factor
-            if unit.kind == "attribute" and unit.metadata.get("key") in qa.key_hints:
-                factor *= recipe.key_hint_factor
-            if qa.time is not None and recipe.time_boost and unit.occurred_at:
+            kind = unit.kind
+            if kind == "turn":
+                if unit.role == "assistant":
+                    factor *= recipe.assistant_factor
+            elif kind in FACT_KINDS:
+                if unit.valid_until is None:
+                    factor *= recipe.current_fact_factor
+                if kind == "attribute" and unit.metadata.get("key") in key_hints:
+                    factor *= recipe.key_hint_factor
+            if window is not None and unit.occurred_at:
                 when = _parse(unit.occurred_at)
-                if when is not None and qa.time.contains(when, recipe.time_slack_days):
+                if when is not None and window.contains(when, recipe.time_slack_days):
                     factor *= 1.0 + recipe.time_boost
-            scores[uid] *= factor
-        order = sorted(scores, key=lambda uid: (-scores[uid], best.get(uid, 1 << 30), uid))
-        return [(units[uid], scores[uid]) for uid in order]
+            if factor != 1.0:
+                scores[uid] *= factor
+        order = heapq.nsmallest(k, scores, key=lambda uid: (-scores[uid], best[uid], uid))
+        return [(units[uid], scores[uid]) for uid in order], len(scores)
 
     def _hit(self, unit: SearchUnit, score: float, structured: bool) -> Hit:
         text = unit.text
@@ -463,11 +481,6 @@ def _share_with_neighbours(scores: dict[str, float], units: dict[str, SearchUnit
             if other is not None:
                 out[other] += share * scores[uid]
     return out
-
-
-def _bears_on(unit: SearchUnit, qa: QueryAnalysis) -> bool:
-    hinted, overlap = _seed_order(unit, qa)[:2]
-    return bool(hinted or overlap)
 
 
 def _seed_order(unit: SearchUnit, qa: QueryAnalysis) -> tuple[float, ...]:
