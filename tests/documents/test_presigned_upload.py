@@ -161,6 +161,48 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.fixture
+def moto_http(monkeypatch) -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    moto.start()
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        moto.stop()
+
+
+def test_the_async_sdk_uploads_through_a_presigned_url_too(tmp_path: Path, moto_http: str):
+    import asyncio
+
+    from agent_memory.client import AsyncAgentMemory
+    from agent_memory.local_server import make_server
+
+    rt = Runtime(replace(make_settings(tmp_path), upload_bucket=BUCKET))
+    set_runtime(rt)
+    server = make_server("127.0.0.1", 0, Path(__file__).resolve().parents[2])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    async def main():
+        async with AsyncAgentMemory("acme", f"http://127.0.0.1:{server.server_port}") as mem:
+            doc = await mem.documents.upload_large(TEXT.encode(), "Travel")
+            rt.ingestion_queue.join(timeout=60)
+            return await mem.documents.wait_ready(doc.id, timeout=30)
+
+    try:
+        done = asyncio.run(main())
+        assert done.status == "ready" and done.title == "Travel" and done.chunks_done == done.chunks_total
+    finally:
+        server.shutdown()
+        server.server_close()
+        rt.close()
+        set_runtime(None)
+
+
 def test_the_sdk_uploads_a_large_document_over_http_to_a_presigned_url(tmp_path: Path, monkeypatch):
     from moto.server import ThreadedMotoServer
 
