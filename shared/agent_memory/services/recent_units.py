@@ -15,6 +15,8 @@ backend's filter, on an in-memory index of just those units), before the live-re
 so a forget right after a write finds the unit, and a noted unit that has since been
 superseded, narrowed or deleted is dropped like any stale copy. ``window_s`` must exceed the
 index's refresh interval (Serverless documents "within seconds"; a minute is the default).
+Cost: one extra put per indexed unit, and one query of the context's recent rows per search
+(at most ``MAX_CANDIDATES``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ import numpy as np
 from agent_memory.ports import Record, RecordStore, SearchUnit
 
 RECENT_WINDOW_S = 60
+# A search reads at most this many noted units of one context and partition (their rows carry
+# vectors, and each search ranks them in memory); a bulk write of more within the window (a
+# large document ingesting) leaves the rest to the index's refresh.
+MAX_CANDIDATES = 1000
 KIND = "recent-unit"
 PUT_CONCURRENCY = 8
 
@@ -78,6 +84,6 @@ class RecentUnits:
                     continue
                 vector = np.frombuffer(base64.b64decode(r.data["vector"]), dtype="<f4").astype(np.float32)
                 out.append((unit_from_dict(r.data["unit"]), vector))
-            if page.last_key is None or not page.records:
-                return out
+            if page.last_key is None or not page.records or len(out) >= MAX_CANDIDATES:
+                return out[:MAX_CANDIDATES]
             after = page.last_key
