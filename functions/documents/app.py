@@ -10,31 +10,53 @@ import json
 from aws_lambda_powertools.event_handler import Response
 
 from agent_memory import http, multipart
-from agent_memory.models.documents import DocumentUpload
+from agent_memory.errors import PayloadTooLarge
+from agent_memory.models.documents import DocumentUpload, DocumentUploadTicketRequest
 from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
 
 BASE = "/api/v1/<context_id>/documents"
-FORM_OVERHEAD_BYTES = 64 * 1024
 
 
-def _upload() -> DocumentUpload:
-    cap = get_runtime().settings.limits.document_bytes
+def _upload(context_id: str) -> DocumentUpload:
+    limits = get_runtime().settings.limits
+    # A synchronous request stays below Lambda's 6 MB payload limit (limits.sync_body_bytes);
+    # a larger document goes through a presigned upload, which the 413 names.
+    body = http.raw_body(app)
+    if len(body) > limits.sync_body_bytes:
+        raise PayloadTooLarge(
+            f"request body is {len(body)} bytes; a synchronous upload takes at most {limits.sync_body_bytes}. "
+            f"Upload larger documents (up to {limits.document_bytes} bytes) with "
+            f"POST /api/v1/{context_id}/documents/uploads", code="use_presigned_upload",
+            limit=limits.sync_body_bytes, uploadRoute=f"/api/v1/{context_id}/documents/uploads")
     content_type = http.header(app, "content-type")
     if multipart.is_multipart(content_type):
-        parts = multipart.parse_form(content_type, http.raw_body(app, cap + FORM_OVERHEAD_BYTES))
+        parts = multipart.parse_form(content_type, body)
         return http.validate(DocumentUpload, DocumentUpload.form_fields(parts))
-    # JSON may escape each character as up to 6 bytes per 2-3 UTF-8 bytes: allow 3x the cap.
-    return http.body(app, DocumentUpload, max_bytes=3 * cap + FORM_OVERHEAD_BYTES)
+    return http.body(app, DocumentUpload)
 
 
 @app.post(BASE)
 def upload_document(context_id: str):
     ctx = http.context(app, context_id)
-    result = get_runtime().documents.ingest(ctx, ctx.scoped(_upload()))
+    result = get_runtime().documents.ingest(ctx, ctx.scoped(_upload(context_id)))
     return http.json_response(result.body, 202 if result.created else 200)
+
+
+@app.post(f"{BASE}/uploads")
+def create_document_upload(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, DocumentUploadTicketRequest)
+    return http.json_response(get_runtime().documents.create_upload(ctx, ctx.scoped(req)), 201)
+
+
+@app.post(f"{BASE}/<document_id>/complete")
+def complete_document_upload(context_id: str, document_id: str):
+    ctx = http.context(app, context_id)
+    document, queued = get_runtime().documents.complete_upload(ctx, document_id)
+    return http.json_response(document, 202 if queued else 200)
 
 
 @app.get(f"{BASE}/<document_id>")

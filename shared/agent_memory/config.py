@@ -77,6 +77,13 @@ class Limits:
     audit_ttl_s: int = 90 * 24 * 3600  # audit records (admin bypasses, delegated calls) expire after this
     # Concurrent extraction model calls per document being ingested (services/ingestion.py).
     document_concurrency: int = 8
+    # The largest request body a synchronous route takes (POST /documents answers 413 above
+    # it and names the presigned upload route). Lambda's synchronous payload limit is 6 MB
+    # (6,291,456 bytes) for the whole event: 3,000,000 bytes stay below it even when API
+    # Gateway base64-encodes the body (x4/3) or the event escapes every character (x2).
+    sync_body_bytes: int = 3_000_000
+    # Seconds a presigned upload URL (POST /documents/uploads) stays valid.
+    upload_url_ttl_s: int = 900
 
 
 GRANT_FIELDS = ("contexts", "partitions", "read_region", "write_region", "default_write_scope", "verbs")
@@ -129,6 +136,8 @@ class Settings:
     openai_secret_arn: str | None = None
     # Deployed: the SQS queue of document ingestion jobs; unset, jobs run in-process.
     ingestion_queue_url: str | None = None
+    # Deployed: the S3 bucket of presigned document uploads; unset, the uploads route answers 503.
+    upload_bucket: str | None = None
     default_principal: str = "local-admin"
     # Static API keys (yaml ``principals`` / env AGENT_MEMORY_PRINCIPALS_JSON). Empty: every
     # request is ``default_principal`` with admin rights (single-user local mode).
@@ -298,6 +307,7 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         cursor_secret_arn=pick("AGENT_MEMORY_CURSOR_SECRET_ARN", file_cfg.get("cursor_secret_arn")),
         openai_secret_arn=pick("AGENT_MEMORY_OPENAI_SECRET_ARN", None),
         ingestion_queue_url=pick("AGENT_MEMORY_INGESTION_QUEUE_URL", None),
+        upload_bucket=pick("AGENT_MEMORY_UPLOAD_BUCKET", None),
         bootstrap_key_secret_arn=pick("AGENT_MEMORY_BOOTSTRAP_KEY_SECRET_ARN", None),
         default_principal=pick("AGENT_MEMORY_DEFAULT_PRINCIPAL", file_cfg.get("default_principal"), "local-admin"),
         principals=parse_principals(env.get("AGENT_MEMORY_PRINCIPALS_JSON"), file_cfg.get("principals")),

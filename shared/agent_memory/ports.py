@@ -160,6 +160,23 @@ class RecordStore(Protocol):
 
 
 @runtime_checkable
+class UploadStore(Protocol):
+    """Where large documents are uploaded directly by the caller (presigned PUT), and read by
+    the ingestion worker. Keys are chosen by the service (one per document)."""
+
+    def presign_put(self, key: str, size: int, content_type: str, expires_s: int) -> str:
+        """A URL the caller PUTs exactly ``size`` bytes of ``content_type`` to, until ``expires_s``."""
+        ...
+
+    def read(self, key: str, max_bytes: int) -> bytes | None:
+        """The object's bytes, ``None`` when nothing was uploaded; over ``max_bytes`` raises
+        ``ValueError``."""
+        ...
+
+    def delete(self, key: str) -> None: ...
+
+
+@runtime_checkable
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors.
 
@@ -342,6 +359,15 @@ class LiveRevisions(Protocol):
     forgotten, deleted and reader-narrowed copies never surface while the index lags."""
 
     def live(self, units: Sequence[SearchUnit]) -> list[bool]: ...
+
+
+class RecentWrites(Protocol):
+    """Units an index wrote within its refresh interval, with their vectors, for the searches
+    that must see them at once (``services/recent_units.py``: a forget right after a write)."""
+
+    def note(self, units: Sequence[SearchUnit], vectors: np.ndarray) -> None: ...
+
+    def candidates(self, context_id: str, partition: str) -> list[tuple[SearchUnit, np.ndarray]]: ...
 
 
 class EmbedderMismatch(Exception):

@@ -94,11 +94,13 @@ class Runtime:
         if s.search == "opensearch":
             from agent_memory.adapters.opensearch_search import OpenSearchIndex
             from agent_memory.services.live_revisions import StoreRevisions
+            from agent_memory.services.recent_units import RecentUnits
 
-            # The index shows writes only after a refresh: hits are checked against the store.
+            # The index shows writes only after a refresh: hits are checked against the store,
+            # and what was written within the interval stays findable (a forget right after).
             return OpenSearchIndex(s.opensearch_url, s.opensearch_index, self.embedder,
                                    service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine,
-                                   live=StoreRevisions(self.base_store))
+                                   live=StoreRevisions(self.base_store), recent=RecentUnits(self.base_store))
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
         return EmbeddedSearchIndex(s.search_path, self.embedder)
@@ -244,6 +246,15 @@ class Runtime:
         from agent_memory.services.ingestion import DocumentIngestion
 
         return DocumentIngestion(self)
+
+    @cached_property
+    def upload_store(self):
+        """Presigned document uploads (S3), or ``None`` when no bucket is configured."""
+        if not self.settings.upload_bucket:
+            return None
+        from agent_memory.adapters.upload_store import S3UploadStore
+
+        return S3UploadStore(self.settings.upload_bucket, region=self.settings.aws_region)
 
     @cached_property
     def ingestion_queue(self):

@@ -122,3 +122,23 @@ def test_a_300k_thread_turn_and_a_60k_fact_are_searchable_through_the_openai_emb
             assert hits and words.split()[0] in hits[0].unit.text, words
     finally:
         set_runtime(None)
+
+
+def test_a_300k_fact_is_searchable_where_the_fact_cap_admits_it(tmp_path: Path, fake):
+    """``/facts`` caps a text at 64 KiB by default (``limits.facts_text_bytes``, 413 above); a
+    deployment that raises the cap gets a 300,000-character fact embedded in pooled pieces."""
+    settings = load_settings(env={
+        "AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": TEST_SECRET,
+        "OPENAI_BASE_URL": fake.url, "AGENT_MEMORY_MODELS_EMBEDDING": "openai/fake-embed",
+        "AGENT_MEMORY_EMBEDDING_DIMENSIONS": "64", "AGENT_MEMORY_LIMITS_FACTS_TEXT_BYTES": "400000"})
+    rt = Runtime(settings)
+    set_runtime(rt)
+    try:
+        text = long_text(300_000, tail="quokkafish harbour")
+        assert len(text) >= 300_000
+        fact = InProcessApi().post("/api/v1/acme/facts", {"text": text, "infer": "none"})
+        assert fact.status == 200, fact.text
+        hits = rt.search.search("quokkafish harbour", SearchFilter(context_id="acme"), k=5)
+        assert hits and "quokkafish" in hits[0].unit.text and len(hits[0].unit.text) >= 300_000
+    finally:
+        set_runtime(None)

@@ -1,5 +1,5 @@
 """Runs one function from a built artifact the way Lambda does, for the artifact check and
-the cold-start bench. Start it as ``python -I -S lambda_harness.py TASK_ROOT LAYER_ROOT``:
+the cold-start bench. Start it as ``python -I -S lambda_harness.py TASK_ROOT LAYER_ROOT [TIMEOUT_S]``:
 ``-I -S`` leave only the standard library on ``sys.path``; this script then adds the
 function's artifact (Lambda's ``/var/task``) and the layer (``/opt/python``), nothing else.
 
@@ -15,6 +15,8 @@ import time
 import traceback
 
 task_root, layer_root = sys.argv[1], sys.argv[2]
+# The function's configured timeout (template.yaml), as Lambda's context reports it.
+timeout_ms = int(float(sys.argv[3]) * 1000) if len(sys.argv) > 3 else 29_000
 sys.path[:0] = [task_root, layer_root]
 calls = []
 
@@ -28,8 +30,11 @@ class Context:
     log_group_name = "/aws/lambda/artifact-check"
     log_stream_name = "artifact-check"
 
+    def __init__(self):
+        self.deadline = time.monotonic() + timeout_ms / 1000
+
     def get_remaining_time_in_millis(self):
-        return 29_000
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
 def reply(doc):

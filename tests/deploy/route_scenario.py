@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import httpx
+
 Call = Callable[..., tuple[int, Any]]
 CTX = "/api/v1/acme-ctx"
 
@@ -66,4 +68,10 @@ def run(call: Call) -> None:
     ok("DELETE", f"{CTX}/entities/person/emma", status=404)
     # Kept, so that the ingestion worker has a document to finish (the first was deleted while queued).
     ok("POST", f"{CTX}/documents", {"title": "Parking", "text": "Parking is behind the building."}, 202)
+    # A large document's route: a presigned PUT to S3 (moto_server here), then complete.
+    text = b"# Visitors\n\nVisitors sign in at reception."
+    ticket = ok("POST", f"{CTX}/documents/uploads", {"size": len(text), "title": "Visitors"}, 201)
+    put = httpx.put(ticket["uploadUrl"], content=text, headers=ticket["headers"], timeout=30)
+    assert put.status_code == 200, put.text
+    ok("POST", f"{CTX}/documents/{ticket['id']}/complete", status=202)
     ok("DELETE", f"{CTX}/sessions/{sid}", status=204)

@@ -18,7 +18,8 @@ SAMCONFIG = tomllib.loads((REPO / "samconfig.toml").read_text())
 RESOURCES = TEMPLATE["Resources"]
 # Types that cannot carry tags in CloudFormation.
 # Types CloudFormation gives no Tags property (an OpenSearch Serverless access policy is not taggable).
-UNTAGGABLE = {"AWS::IAM::ManagedPolicy", "AWS::Serverless::LayerVersion", "AWS::OpenSearchServerless::AccessPolicy"}
+UNTAGGABLE = {"AWS::IAM::ManagedPolicy", "AWS::Serverless::LayerVersion", "AWS::OpenSearchServerless::AccessPolicy",
+              "AWS::S3::BucketPolicy"}
 
 
 def parameter_overrides(text: str) -> dict[str, str]:

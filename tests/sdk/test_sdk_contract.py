@@ -95,6 +95,7 @@ MODELS = {
     wire.QueryHit: "QueryHit", wire.QueryResponse: "QueryResponse", wire.ContextSource: "ContextSource",
     wire.ContextResponse: "ContextResponse", wire.UploadDocumentResponse: "UploadDocumentResponse",
     wire.Document: "Document", wire.DocumentChunk: "DocumentChunk",
+    wire.DocumentUploadTicket: "DocumentUploadTicket",
     wire.AppendThreadTurnResponse: "AppendThreadTurnResponse", wire.ThreadTurn: "ThreadTurn",
     wire.Thread: "Thread", wire.ThreadContextItem: "ThreadContextItem", wire.Problem: "Problem",
     extraction.ExtractionResult: "ExtractionResultJson",

@@ -23,6 +23,7 @@ from agent_memory.ports import SearchFilter
 from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime
 from agent_memory.services.live_revisions import StoreRevisions
+from agent_memory.services.recent_units import RecentUnits
 
 INDEX = "tenant1-memory"
 ADMIN = RequestContext(context_id="acme", principal="p", admin=True)
@@ -37,7 +38,7 @@ class Service:
         self.rt = Runtime(settings)
         self.rt.__dict__["search"] = OpenSearchIndex(
             "https://nrt.invalid", INDEX, self.rt.embedder, service=service, client=self.cluster.client(),
-            live=StoreRevisions(self.rt.base_store))
+            live=StoreRevisions(self.rt.base_store), recent=RecentUnits(self.rt.base_store))
 
     def stored(self) -> Counter:
         """Stored copies per unit id (what the index holds, searchable or not)."""
@@ -71,7 +72,8 @@ def test_a_fact_superseded_within_the_interval_never_shows_as_current(svc):
 def test_two_changes_within_one_interval_leave_one_current_copy(svc):
     svc.rt.facts.write(ADMIN, WriteFactsRequest(text="I live in London.", observed_at="2026-03-01T00:00:00Z"))
     svc.rt.facts.write(ADMIN, WriteFactsRequest(text="I moved to Berlin.", observed_at="2026-05-01T00:00:00Z"))
-    assert svc.search("location", LOCATION) == []  # nothing refreshed yet: nothing stale either
+    # Nothing refreshed yet: the index shows neither; the recent units show the current one only.
+    assert svc.search("location", LOCATION) == ["User location: Berlin"]
     svc.cluster.refresh()
     assert svc.search("location", LOCATION) == ["User location: Berlin"]
     # London's first copy (written, then replaced within the interval) was still stored on
@@ -101,6 +103,32 @@ def test_forget_right_after_a_write_removes_the_unit_at_once(svc):
     assert svc.search("locker code", turns) == []  # the index still shows it until the refresh
     svc.cluster.refresh()
     assert svc.search("locker code", turns) == []
+
+
+def test_forget_within_the_interval_of_the_write_removes_the_unit(svc):
+    """The write is not searchable in the index yet; forget still finds it (recent units)."""
+    svc.rt.facts.write(ADMIN, WriteFactsRequest(text="My locker code is 4711.", infer="none"))
+    out = svc.rt.forget.forget(ADMIN, ForgetRequest(query="My locker code is 4711.", min_score=0.1))
+    assert [i["text"] for i in out["items"]] == ["My locker code is 4711."]
+    turns = SearchFilter(context_id="acme", kinds=["turn"])
+    assert svc.search("locker code", turns) == []
+    svc.cluster.refresh()  # the index now shows the copy the forget could not see
+    assert svc.search("locker code", turns) == []
+    svc.cluster.refresh()  # the reader that met the dead copy deleted it (Serverless) or it was gone
+    assert not [d for d in svc.cluster.documents(INDEX, live=False) if d["kind"] == "turn"]
+
+
+def test_recent_units_obey_the_filter_and_never_outlive_their_record(svc):
+    """Units noted for the interval are filtered like index hits and checked like them."""
+    for text in ("the patient's blood pressure is high", "the patient's next visit is Monday"):
+        svc.rt.threads.append(ADMIN, "care", AppendThreadTurnRequest(text=text))
+    svc.rt.threads.set_acl(ADMIN, "care", SetThreadAclRequest(acl_readers=["group:care-team"]))
+    outsider = SearchFilter(context_id="acme", kinds=["thread_turn"], principals=["bob"])
+    member = SearchFilter(context_id="acme", kinds=["thread_turn"], principals=["group:care-team"])
+    assert svc.rt.search.search("patient", outsider, mode="vector") == []  # nothing refreshed, nothing leaks
+    assert len(svc.rt.search.search("patient", member, mode="vector")) == 2  # the narrowed copies, at once
+    assert svc.rt.search.search("patient", SearchFilter(context_id="other", kinds=["thread_turn"], admin=True),
+                                mode="vector") == []
 
 
 def test_a_narrowed_reader_list_never_leaks_the_older_open_copy(svc):

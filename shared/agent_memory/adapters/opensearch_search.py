@@ -75,6 +75,7 @@ from agent_memory.ports import (
     Embedder,
     EmbedderMismatch,
     LiveRevisions,
+    RecentWrites,
     SearchFilter,
     SearchHit,
     SearchMode,
@@ -352,6 +353,7 @@ class OpenSearchIndex:
         client: Any = None,
         refresh: bool = False,
         live: LiveRevisions | None = None,
+        recent: RecentWrites | None = None,
         timeout: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -367,6 +369,7 @@ class OpenSearchIndex:
         self.engine = engine
         self.refresh = refresh
         self.live = live
+        self.recent = recent
         self.timeout = timeout
         self._clock = clock
         self.client = client if client is not None else make_client(endpoint, service=service, region=region)
@@ -457,6 +460,8 @@ class OpenSearchIndex:
                 body.append(unit_document(u, vec))
             body.extend({"delete": {"_id": doc_id(ctx, uid)}} for ctx, uid in sorted(doomed))
         self._bulk(body, timeout)
+        if self.recent is not None and upserts:
+            self.recent.note(upserts, vectors)  # searchable at once, before the next refresh
 
     def _serverless_body(self, upserts: list[SearchUnit], vectors: np.ndarray, doomed: set[tuple[str, str]],
                          timeout: float | None) -> list[dict[str, Any]]:
@@ -638,6 +643,11 @@ class OpenSearchIndex:
         # index may lag the store), then keep each unit's first, best-ranked position per leg.
         parsed = {leg: [(unit_from_dict(h["_source"]["payload"]), float(h["_score"]), h.get("_id")) for h in hits]
                   for leg, hits in legs.items()}
+        if knn_body is not None and self.recent is not None:
+            # Units written within the refresh interval join the vector leg (same filter rules).
+            fresh = [(u, (1.0 + cos) / 2.0, None) for u, cos in self._recent_hits(query, vec, flt, depth)]
+            if fresh:
+                parsed["vector"] = sorted(parsed.get("vector", []) + fresh, key=lambda h: -h[1])
         verdicts = iter(self._verdicts([(u, d) for hits in parsed.values() for u, _, d in hits], timeout))
         units: dict[str, SearchUnit] = {}
         ranked_legs: dict[str, list[tuple[str, float]]] = {}
@@ -662,6 +672,22 @@ class OpenSearchIndex:
                 [[uid for uid, _ in ranked_legs.get(leg, [])] for leg in ("bm25", "vector")]
             )
         return [SearchHit(units[uid], float(score)) for uid, score in ranked[:k]]
+
+    def _recent_hits(self, query: str, vec: np.ndarray, flt: SearchFilter, depth: int) -> list[tuple[SearchUnit, float]]:
+        """The noted recent units (``recent``) that ``flt`` admits, nearest first, as
+        ``(unit, cosine)``: ranked by an in-memory embedded index of just those units, so the
+        filter rules are the embedded backend's, not a second copy of them."""
+        assert self.recent is not None
+        noted = self.recent.candidates(flt.context_id, flt.partition)
+        if not noted:
+            return []
+        from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+
+        known = {u.text: v for u, v in noted}
+        known[query] = vec
+        with EmbeddedSearchIndex(":memory:", _KnownVectors(self.embedder, known), clock=self._clock) as index:
+            index.upsert([u for u, _ in noted])
+            return [(h.unit, h.score) for h in index.search(query, flt, k=depth, mode="vector")]
 
     def _search_both(self, bm25_body: dict[str, Any], knn_body: dict[str, Any],
                      opts: dict[str, float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -716,3 +742,19 @@ class OpenSearchIndex:
             "query": {"knn": {"embedding": {"vector": [float(x) for x in vector], "k": depth,
                                             "filter": flt_body}}},
         }
+
+
+class _KnownVectors:
+    """An embedder that answers with vectors already computed (``_recent_hits``)."""
+
+    def __init__(self, embedder: Embedder, vectors: dict[str, np.ndarray]) -> None:
+        self.name = embedder.name
+        self.dimension = int(embedder.dimension)
+        self._vectors = vectors
+        self._embedder = embedder
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self._embedder.embed(missing), strict=True))
+        return np.stack([np.asarray(self._vectors[t], dtype=np.float32) for t in texts])

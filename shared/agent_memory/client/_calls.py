@@ -215,6 +215,18 @@ class Calls:
         return Call("POST", f"{self.prefix}/documents", model(wire.UploadDocumentResponse),
                     files={"file": (name, content, ctype)}, data=fields, idempotent=True)
 
+    def create_document_upload(self, size: int, *, title: str | None, filename: str | None, format: str | None,
+                               scopes: Scopes | None, labels: list[str] | None, observed_at: str | None
+                               ) -> Call[wire.DocumentUploadTicket]:
+        body = _body(size=size, title=title, filename=filename, format=format, observedAt=observed_at,
+                     scopes=_scopes(scopes) if scopes is not None else None, labels=labels)
+        return Call("POST", f"{self.prefix}/documents/uploads", model(wire.DocumentUploadTicket), json=body)
+
+    def complete_document_upload(self, document_id: str) -> Call[wire.Document]:
+        # A repeat answers the document as it is: safe to retry.
+        return Call("POST", f"{self.prefix}/documents/{_seg(document_id)}/complete", model(wire.Document),
+                    idempotent=True)
+
     def get_document(self, document_id: str) -> Call[wire.Document]:
         return Call("GET", f"{self.prefix}/documents/{_seg(document_id)}", model(wire.Document), idempotent=True)
 

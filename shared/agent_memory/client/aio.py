@@ -22,7 +22,7 @@ import httpx
 from pydantic import BaseModel, PrivateAttr
 
 from agent_memory.client import _common as common
-from agent_memory.client._calls import Calls, DocumentSource, Scopes, operation
+from agent_memory.client._calls import Calls, DocumentSource, Scopes, _document_content, operation
 from agent_memory.client.errors import AgentMemoryError, NotFoundError
 from agent_memory.client.streaming import AsyncChatStream
 from agent_memory.client.transport import AsyncTransport, Call
@@ -439,6 +439,34 @@ class AsyncDocuments:
             source, title=title, filename=filename, format=format, scopes=scopes, labels=labels,
             observed_at=observed_at))
 
+    @operation("createDocumentUpload")
+    async def create_upload(self, size: int, title: str | None = None, *, filename: str | None = None,
+                      format: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
+                      observed_at: str | None = None) -> wire.DocumentUploadTicket:
+        """A presigned URL to PUT a large document (``size`` bytes) to; then ``complete_upload``."""
+        return await self._client._send(self._client._calls.create_document_upload(
+            size, title=title, filename=filename, format=format, scopes=scopes, labels=labels,
+            observed_at=observed_at))
+
+    @operation("completeDocumentUpload")
+    async def complete_upload(self, document_id: str) -> wire.Document:
+        """Queues an uploaded document for ingestion (after the PUT to its presigned URL)."""
+        return await self._client._send(self._client._calls.complete_document_upload(document_id))
+
+    async def upload_large(self, source: DocumentSource, title: str | None = None, *, filename: str | None = None,
+                     format: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
+                     observed_at: str | None = None, timeout: float = 300.0) -> wire.Document:
+        """A document over the synchronous body cap: ``create_upload``, the PUT of its bytes to
+        the presigned URL (no API key goes there), then ``complete_upload``."""
+        name, content = _document_content(source, filename)
+        ticket = await self.create_upload(len(content), title, filename=filename or name, format=format, scopes=scopes,
+                                    labels=labels, observed_at=observed_at)
+        async with httpx.AsyncClient(timeout=timeout) as http:
+            response = await http.put(ticket.upload_url, content=content, headers=ticket.headers)
+        if response.status_code >= 300:
+            raise AgentMemoryError(f"the presigned upload answered {response.status_code}: {response.text[:300]}")
+        return await self.complete_upload(ticket.id)
+
     @operation("getDocument")
     async def get(self, document_id: str) -> wire.Document:
         return await self._client._send(self._client._calls.get_document(document_id))
@@ -461,7 +489,7 @@ class AsyncDocuments:
             document = await self.get(document_id)
             if on_progress is not None:
                 on_progress(document)
-            if document.status != "ingesting":
+            if document.status not in ("ingesting", "uploading"):
                 return document
             if time.monotonic() + poll_interval > deadline:
                 raise AgentMemoryError(f"document {document_id} still ingesting after {timeout}s")

@@ -88,3 +88,22 @@ class DocumentUpload(ScopedRequest):
 
 def _markdown_file(part: FormPart) -> bool:
     return part.content_type in MARKDOWN_TYPES or (part.filename or "").lower().endswith(MARKDOWN_SUFFIXES)
+
+
+class DocumentUploadTicketRequest(ScopedRequest):
+    """``POST /documents/uploads``: the metadata of a document the caller then PUTs to S3."""
+
+    size: int = Field(ge=1, description="Bytes the caller will PUT (the URL is signed for exactly this).")
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    format: Literal["text", "markdown"] | None = None
+    observed_at: str | None = both("observed_at", "observedAt")
+    filename: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+
+    _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
+
+    @field_validator("title")
+    @classmethod
+    def _title(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be blank")
+        return value.strip() if value is not None else None

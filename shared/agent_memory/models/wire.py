@@ -362,6 +362,16 @@ class Document(WireModel):
     labels: list[str]
 
 
+class DocumentUploadTicket(WireModel):
+    id: str
+    status: str
+    upload_url: str
+    method: str
+    headers: dict[str, str]
+    expires_at: str
+    size: int
+
+
 class DocumentChunk(WireModel):
     id: str
     document_id: str

@@ -19,6 +19,17 @@ When a step after the claim fails, the upload removes what it wrote and the erro
 A claim whose ingest died (``STALE_INGEST_S`` without finishing) or that failed is discarded by
 the next upload of the same content or by a DELETE.
 
+Large documents (over ``limits.sync_body_bytes``, which keeps a synchronous request below
+Lambda's 6 MB payload limit; the sync route answers 413 naming this route) go through a
+presigned upload (``create_upload``): the document row is written ``status: "uploading"``
+and the caller gets a URL to PUT exactly the declared number of bytes to (S3,
+``ports.UploadStore``). ``complete_upload`` (``POST /documents/{id}/complete``) queues the
+job; the worker (``claim_upload``) reads the object and does steps 1-4 itself: cap, normalise,
+hash, chunk, part rows, then the claim (content-hash row and ``ingesting`` in one
+transaction). Content already stored as another live document fails the upload with a 409
+problem naming that document (``code: duplicate_document``). The object is deleted once its
+parts are stored; the bucket's lifecycle rule removes what an abandoned upload left.
+
 Delete marks the document row deleted (reads 404 from then on), removes its chunks (their
 search units go with them through projection) and parts, then the row and its content-hash
 row, so the same content can be uploaded again. It works while the document ingests: the
@@ -29,16 +40,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agent_memory import cursor, keys, timeutil
-from agent_memory.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
+from agent_memory.errors import Conflict, InvalidRequest, MemoryError_, NotFound, PayloadTooLarge, ServiceBusy
 from agent_memory.ids import new_id
-from agent_memory.models.documents import DocumentUpload
+from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
 from agent_memory.ports import Condition, ConditionFailed, Put, Record
 from agent_memory.request_context import RequestContext
 from agent_memory.services import chunking
-from agent_memory.services.ingestion import IngestionJob, part_rows, remove_all
+from agent_memory.services.ingestion import IngestionJob, part_rows, problem_of, remove_all
 from agent_memory.services.memory_repo import scope_sig
 
 if TYPE_CHECKING:
@@ -141,6 +153,126 @@ class DocumentService:
                 log.exception("could not remove the partial document %s", doc_id)
             raise
         return IngestResult(_upload_wire(doc, False), created=True)
+
+    # --- presigned uploads (large documents) ------------------------------------------
+
+    def create_upload(self, ctx: RequestContext, req: DocumentUploadTicketRequest) -> dict[str, Any]:
+        uploads = self.runtime.upload_store
+        if uploads is None:
+            raise ServiceBusy("presigned uploads need an upload bucket (AGENT_MEMORY_UPLOAD_BUCKET), and this "
+                              "deployment has none configured", code="uploads_unavailable", retry_after=3600)
+        cap = self.runtime.settings.limits.document_bytes
+        if req.size > cap:
+            raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
+        now = timeutil.now_iso()
+        doc_id = new_id("doc")
+        fmt = req.format or ("markdown" if (req.filename or "").lower().endswith(MARKDOWN_SUFFIXES) else None)
+        content_type = "text/markdown" if fmt == "markdown" else "text/plain"
+        ttl = self.runtime.settings.limits.upload_url_ttl_s
+        expires = timeutil.iso(timeutil.now() + timedelta(seconds=ttl))
+        key = f"documents/{doc_id}"
+        doc = {"kind": "document", "id": doc_id, "contextId": ctx.context_id, "partition": ctx.partition,
+               "title": req.title or "", "titleGiven": req.title, "formatGiven": fmt, "contentHash": "",
+               "size": req.size, "chunkCount": 0, "chunksDone": 0, "status": "uploading",
+               "format": fmt or "text", "filename": req.filename, "createdAt": now, "updatedAt": now,
+               "observedAt": req.observed_at or now, "scopes": req.scopes, "labels": req.labels,
+               "createdBy": ctx.principal, "uploadKey": key, "uploadExpiresAt": expires}
+        url = uploads.presign_put(key, req.size, content_type, ttl)
+        self.store.put(Record(keys.documents_pk(ctx), doc_id, doc), Condition.absent())
+        return {"id": doc_id, "status": "uploading", "uploadUrl": url, "method": "PUT",
+                "headers": {"Content-Type": content_type, "Content-Length": str(req.size)},
+                "expiresAt": expires, "size": req.size}
+
+    def complete_upload(self, ctx: RequestContext, doc_id: str) -> tuple[dict[str, Any], bool]:
+        """Queue the ingestion of an uploaded document; ``(document, queued)``. A document
+        already past ``uploading`` answers as it is (a repeated call queues nothing)."""
+        record = self._load(ctx, doc_id)
+        if record.data["status"] != "uploading":
+            return document_wire(record.data), False
+        self.runtime.ingestion_queue.send(IngestionJob.for_document(ctx, doc_id))
+        return document_wire(record.data), True
+
+    def claim_upload(self, ctx: RequestContext, record: Record) -> str:
+        """The worker's first step for an uploaded document: read the object, store its chunks'
+        sources, claim it (``ingesting``). Returns the document's status after the step
+        (``ingesting``, ``failed`` or ``gone``). Idempotent: a redelivery before the claim
+        redoes it, after the claim finds ``ingesting``."""
+        data = record.data
+        uploads = self.runtime.upload_store
+        cap = self.runtime.settings.limits.document_bytes
+        try:
+            if uploads is None:
+                raise ServiceBusy("the ingestion worker has no upload bucket configured", code="uploads_unavailable")
+            try:
+                raw = uploads.read(data["uploadKey"], cap)
+            except ValueError as exc:
+                raise PayloadTooLarge(str(exc), limit=cap) from exc
+            if raw is None:
+                raise InvalidRequest("nothing was uploaded to the document's upload URL", code="upload_missing")
+            try:
+                upload = DocumentUpload(text=raw.decode("utf-8"), title=data.get("titleGiven"),
+                                        format=data.get("formatGiven"), filename=data.get("filename"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise InvalidRequest("the uploaded document is not UTF-8 text without NUL characters",
+                                     field="text") from exc
+            text = chunking.normalise(upload.text)
+            if not text:
+                raise InvalidRequest("text: the document is empty", field="text")
+        except MemoryError_ as exc:
+            return self._fail_upload(record, exc)
+        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        digest = chunking.content_hash(text)
+        hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(data['scopes'])}")
+        chunks = chunking.chunk(text, fmt)
+        # Sources first (a redelivery before the claim replaces them), then the claim.
+        remove_all(self.store, keys.document_parts_pk(ctx, data["id"]))
+        parts = part_rows(ctx, data["id"], chunks, lambda: new_id("chunk"))
+        for i in range(0, len(parts), WRITE_BATCH):
+            self.store.transact(parts[i:i + WRITE_BATCH])
+        claimed = {**data, "title": upload.title or _default_title(text, fmt, upload.filename),
+                   "contentHash": digest, "size": len(text.encode("utf-8")), "chunkCount": len(chunks),
+                   "chunksDone": 0, "status": "ingesting", "format": fmt, "updatedAt": timeutil.now_iso()}
+        for _ in range(CLAIM_ATTEMPTS):
+            existing = self._live_document(ctx, hash_key)
+            if existing is not None and existing["id"] != data["id"]:
+                remove_all(self.store, keys.document_parts_pk(ctx, data["id"]))
+                return self._fail_upload(record, Conflict(
+                    f"the same content is already stored as document {existing['id']}",
+                    code="duplicate_document", documentId=existing["id"]))
+            try:
+                self.store.transact([
+                    Put(Record(hash_key[0], hash_key[1], {"kind": "document-hash", "contextId": ctx.context_id,
+                                                          "documentId": data["id"], "contentHash": digest}),
+                        Condition.absent()),
+                    Put(Record(record.pk, record.sk, claimed, version=record.version + 1),
+                        Condition.version_is(record.version)),
+                ])
+                break
+            except ConditionFailed:
+                current = self.store.get(record.pk, record.sk)
+                if current is None or current.data.get("deleted"):
+                    remove_all(self.store, keys.document_parts_pk(ctx, data["id"]))
+                    return "gone"
+                if current.version != record.version:
+                    return current.data["status"]  # another delivery claimed it
+        else:
+            raise Conflict("a document with this content is being written concurrently; retry")
+        try:
+            uploads.delete(data["uploadKey"])  # type: ignore[union-attr]
+        except Exception:  # the bucket's lifecycle rule removes it later
+            log.warning("could not delete the uploaded object of %s", data["id"], exc_info=True)
+        return "ingesting"
+
+    def _fail_upload(self, record: Record, exc: MemoryError_) -> str:
+        log.warning("uploaded document %s failed: %s", record.data["id"], exc.detail)
+        data = {**record.data, "status": "failed", "error": problem_of(exc), "updatedAt": timeutil.now_iso()}
+        try:
+            self.store.put(Record(record.pk, record.sk, data, version=record.version + 1),
+                           Condition.version_is(record.version))
+        except ConditionFailed:
+            current = self.store.get(record.pk, record.sk)
+            return "gone" if current is None or current.data.get("deleted") else current.data["status"]
+        return "failed"
 
     def _live_document(self, ctx: RequestContext, hash_key: tuple[str, str]) -> dict[str, Any] | None:
         """The document a content-hash row names, unless that claim was abandoned (its

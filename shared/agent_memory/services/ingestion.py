@@ -99,6 +99,14 @@ class DocumentIngestion:
         if doc is None or doc.data.get("deleted"):
             self._remove_written(ctx, job.document_id)
             return "gone"
+        if doc.data["status"] == "uploading":  # a presigned upload: read and claim it first
+            status = self.runtime.documents.claim_upload(ctx, doc)
+            if status != "ingesting":
+                return status
+            doc = self.store.get(keys.documents_pk(ctx), job.document_id)
+            if doc is None or doc.data.get("deleted"):
+                self._remove_written(ctx, job.document_id)
+                return "gone"
         if doc.data["status"] != "ingesting":
             return doc.data["status"]  # a duplicate delivery of a finished job
         parts = self._parts(ctx, job.document_id)
@@ -110,16 +118,17 @@ class DocumentIngestion:
         pending: dict[Future, Record] = {}
         queue = list(reversed(todo))
         try:
-            while queue or pending:
+            def refill() -> None:
                 while queue and len(pending) < concurrency and not should_stop():
                     part = queue.pop()
                     pending[pool.submit(self._extract, ctx, doc.data, part.data)] = part
-                if not pending:
-                    raise IngestionInterrupted(f"document {job.document_id}: out of time, "
-                                               f"{state.done}/{len(parts)} chunks done")
+
+            refill()
+            while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    part = pending.pop(future)
+                done = [(future, pending.pop(future)) for future in finished]
+                refill()  # the next calls start before these commit: the model stays busy
+                for future, part in done:
                     try:
                         extraction = future.result()
                     except MemoryError_ as exc:
@@ -127,6 +136,9 @@ class DocumentIngestion:
                     if not self._commit(ctx, state, part.data, extraction):
                         self._remove_written(ctx, job.document_id)
                         return "gone"
+            if queue:
+                raise IngestionInterrupted(f"document {job.document_id}: out of time, "
+                                           f"{state.done}/{len(parts)} chunks done")
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return self._finish(ctx, state, len(parts))

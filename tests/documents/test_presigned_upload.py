@@ -1,0 +1,239 @@
+"""Large documents: the synchronous body cap (413 naming the upload route) and the presigned
+S3 upload (``POST /documents/uploads``, PUT, ``POST /documents/{id}/complete``) the ingestion
+worker reads, under moto's S3: in-process for the service, and ``ThreadedMotoServer`` for a
+real HTTP PUT to the presigned URL (in-process moto does not intercept httpx)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import boto3
+import pytest
+
+from agent_memory import keys
+from agent_memory.ports import SearchFilter
+from agent_memory.request_context import RequestContext
+from agent_memory.runtime import Runtime, get_runtime, set_runtime
+from tests.conftest import InProcessApi, make_settings, serialise_moto
+
+CTX = "/api/v1/acme"
+DOCS = f"{CTX}/documents"
+RC = RequestContext(context_id="acme", principal="local-admin", admin=True)
+BUCKET = "agent-memory-uploads-test"
+TEXT = "# Travel policy\n\nBook trains, not flights.\n\n## Expenses\n\nSubmit receipts within 30 days.\n"
+
+
+def settle() -> None:
+    get_runtime().ingestion_queue.join(timeout=60)
+
+
+@pytest.fixture
+def s3_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+    from moto import mock_aws
+
+    serialise_moto(monkeypatch)
+    with mock_aws():
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        rt = Runtime(replace(make_settings(tmp_path), upload_bucket=BUCKET))
+        set_runtime(rt)
+        yield rt
+        rt.close()
+    set_runtime(None)
+
+
+@pytest.fixture
+def api(s3_runtime: Runtime) -> InProcessApi:
+    return InProcessApi()
+
+
+def put(doc_id: str, body: bytes) -> None:
+    """The caller's PUT to the presigned URL (in-process moto: through boto3)."""
+    boto3.client("s3", region_name="us-east-1").put_object(Bucket=BUCKET, Key=f"documents/{doc_id}", Body=body)
+
+
+def ticket(api: InProcessApi, size: int, **extra) -> dict:
+    r = api.post(f"{DOCS}/uploads", {"size": size, **extra})
+    assert r.status == 201, r.text
+    return r.json()
+
+
+def test_a_presigned_upload_is_ingested_by_the_worker_and_the_object_removed(api):
+    body = TEXT.encode()
+    t = ticket(api, len(body), labels=["policy"])
+    assert t["status"] == "uploading" and t["method"] == "PUT"
+    assert t["headers"] == {"Content-Type": "text/plain", "Content-Length": str(len(body))}
+    assert BUCKET in t["uploadUrl"] and f"documents/{t['id']}" in t["uploadUrl"]
+    assert "X-Amz-Signature" in t["uploadUrl"] and "content-length" in t["uploadUrl"].lower()
+    assert api.get(f"{DOCS}/{t['id']}").json()["status"] == "uploading"
+    put(t["id"], body)
+    r = api.post(f"{DOCS}/{t['id']}/complete")
+    assert r.status == 202, r.text
+    settle()
+    doc = api.get(f"{DOCS}/{t['id']}").json()
+    assert doc["status"] == "ready" and doc["chunksDone"] == doc["chunksTotal"] >= 1
+    assert doc["title"] == "Travel policy" and doc["format"] == "markdown" and doc["labels"] == ["policy"]
+    again = api.post(f"{DOCS}/{t['id']}/complete")  # a repeat queues nothing
+    assert again.status == 200 and again.json()["status"] == "ready"
+    listed = boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket=BUCKET)
+    assert listed.get("KeyCount", 0) == 0, "the worker leaves the uploaded object behind"
+    hits = get_runtime().search.search("trains", SearchFilter(context_id="acme", kinds=["chunk"], admin=True))
+    assert any("trains" in h.unit.text for h in hits)
+
+
+def test_complete_without_an_upload_fails_the_document_with_a_problem(api):
+    t = ticket(api, 10)
+    assert api.post(f"{DOCS}/{t['id']}/complete").status == 202
+    settle()
+    doc = api.get(f"{DOCS}/{t['id']}").json()
+    assert doc["status"] == "failed" and doc["error"]["code"] == "upload_missing"
+    assert not get_runtime().store.query(keys.document_parts_pk(RC, t["id"]), limit=10).records
+
+
+def test_uploading_content_already_stored_fails_naming_the_document(api):
+    first = api.post(DOCS, {"text": TEXT})
+    assert first.status == 202
+    settle()
+    t = ticket(api, len(TEXT.encode()))
+    put(t["id"], TEXT.encode())
+    api.post(f"{DOCS}/{t['id']}/complete")
+    settle()
+    doc = api.get(f"{DOCS}/{t['id']}").json()
+    assert doc["status"] == "failed" and doc["error"]["status"] == 409
+    assert doc["error"]["code"] == "duplicate_document" and first.json()["id"] in doc["error"]["detail"]
+    assert api.delete(f"{DOCS}/{t['id']}").status == 204
+    assert api.get(f"{DOCS}/{first.json()['id']}").json()["status"] == "ready"  # the original is untouched
+
+
+def test_a_redelivered_upload_job_ingests_once(api, s3_runtime: Runtime):
+    from agent_memory.services.ingestion import IngestionJob
+
+    t = ticket(api, len(TEXT.encode()))
+    put(t["id"], TEXT.encode())
+    job = IngestionJob.for_document(RC, t["id"])
+    assert s3_runtime.ingestion.process(job) == "ready"
+    assert s3_runtime.ingestion.process(job) == "ready"  # SQS delivered it twice
+    chunks = s3_runtime.store.query(keys.chunks_pk(RC, t["id"]), limit=100).records
+    assert len(chunks) == api.get(f"{DOCS}/{t['id']}").json()["chunksTotal"]
+
+
+def test_deleting_an_uploading_document_leaves_nothing(api, s3_runtime: Runtime):
+    from agent_memory.services.ingestion import IngestionJob
+
+    t = ticket(api, len(TEXT.encode()))
+    put(t["id"], TEXT.encode())
+    assert api.delete(f"{DOCS}/{t['id']}").status == 204
+    assert s3_runtime.ingestion.process(IngestionJob.for_document(RC, t["id"])) == "gone"
+    assert api.get(f"{DOCS}/{t['id']}").status == 404
+    assert api.post(f"{DOCS}/{t['id']}/complete").status == 404
+
+
+def test_a_declared_size_over_the_document_cap_is_413(api):
+    r = api.post(f"{DOCS}/uploads", {"size": 5 * 1024 * 1024 + 1})
+    assert r.status == 413 and r.headers["content-type"] == "application/problem+json"
+    assert api.post(f"{DOCS}/uploads", {"size": 0}).status == 400
+
+
+def test_a_synchronous_body_over_the_lambda_safe_cap_is_413_naming_the_upload_route(api):
+    cap = get_runtime().settings.limits.sync_body_bytes
+    assert cap * 2 < 6_291_456 and cap * 4 / 3 < 6_291_456  # escaped or base64-encoded, under Lambda's limit
+    r = api.post(DOCS, {"text": "a" * cap})
+    assert r.status == 413, r.text
+    problem = r.json()
+    assert problem["code"] == "use_presigned_upload" and problem["uploadRoute"] == f"{DOCS}/uploads"
+    assert not get_runtime().store.query(keys.documents_pk(RC), limit=10).records
+
+
+def test_without_an_upload_bucket_the_route_is_503(runtime):
+    r = InProcessApi().post(f"{DOCS}/uploads", {"size": 10})
+    assert r.status == 503 and r.json()["code"] == "uploads_unavailable"
+
+
+# --- over HTTP: the SDK, the local server and a presigned PUT to moto_server -----------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def moto_http(monkeypatch) -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    moto.start()
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        moto.stop()
+
+
+def test_the_async_sdk_uploads_through_a_presigned_url_too(tmp_path: Path, moto_http: str):
+    import asyncio
+
+    from agent_memory.client import AsyncAgentMemory
+    from agent_memory.local_server import make_server
+
+    rt = Runtime(replace(make_settings(tmp_path), upload_bucket=BUCKET))
+    set_runtime(rt)
+    server = make_server("127.0.0.1", 0, Path(__file__).resolve().parents[2])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    async def main():
+        async with AsyncAgentMemory("acme", f"http://127.0.0.1:{server.server_port}") as mem:
+            doc = await mem.documents.upload_large(TEXT.encode(), "Travel")
+            rt.ingestion_queue.join(timeout=60)
+            return await mem.documents.wait_ready(doc.id, timeout=30)
+
+    try:
+        done = asyncio.run(main())
+        assert done.status == "ready" and done.title == "Travel" and done.chunks_done == done.chunks_total
+    finally:
+        server.shutdown()
+        server.server_close()
+        rt.close()
+        set_runtime(None)
+
+
+def test_the_sdk_uploads_a_large_document_over_http_to_a_presigned_url(tmp_path: Path, monkeypatch):
+    from moto.server import ThreadedMotoServer
+
+    from agent_memory.client import AgentMemory
+    from agent_memory.local_server import make_server
+
+    port = _free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    moto.start()
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{port}")
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+        rt = Runtime(replace(make_settings(tmp_path), upload_bucket=BUCKET))
+        set_runtime(rt)
+        server = make_server("127.0.0.1", 0, Path(__file__).resolve().parents[2])
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            big = "\n\n".join(f"## Section {i}\n\n" + f"Policy line {i}. " * 200 for i in range(900))
+            body = ("# Big policy\n\n" + big).encode()
+            assert len(body) > rt.settings.limits.sync_body_bytes
+            with AgentMemory("acme", f"http://127.0.0.1:{server.server_port}") as mem:
+                doc = mem.documents.upload_large(body, filename="policy.md")
+                assert doc.status in ("uploading", "ingesting", "ready")
+                rt.ingestion_queue.join(timeout=120)
+                done = mem.documents.wait_ready(doc.id, timeout=60)
+            assert done.status == "ready" and done.chunks_done == done.chunks_total > 100
+            assert 0.99 * len(body) < done.size <= len(body) and done.format == "markdown"  # normalised text
+        finally:
+            server.shutdown()
+            server.server_close()
+            rt.close()
+            set_runtime(None)
+    finally:
+        moto.stop()
