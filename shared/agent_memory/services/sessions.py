@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory import cursor, deadline, keys, timeutil
+from agent_memory import scopes as scope_lib
 from agent_memory.config import Settings
-from agent_memory.errors import Conflict, NotFound, SessionClosed
+from agent_memory.errors import Conflict, Forbidden, NotFound, SessionClosed
 from agent_memory.ids import new_id
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
 from agent_memory.request_context import RequestContext
@@ -68,7 +69,9 @@ class SessionService:
 
     def load(self, ctx: RequestContext, session_id: str) -> Record:
         record = self.store.get(keys.sessions_pk(ctx), session_id) if session_id.startswith("sess_") else None
-        if record is None or record.data.get("deleted"):
+        # A session outside the caller's read region answers exactly as a missing one.
+        if record is None or record.data.get("deleted") \
+                or not scope_lib.visible(record.data.get("scopes") or [], ctx.read_region):
             raise NotFound(f"session {session_id} does not exist")
         return record
 
@@ -78,6 +81,13 @@ class SessionService:
     def close(self, ctx: RequestContext, session_id: str) -> dict[str, Any]:
         for _ in range(APPEND_ATTEMPTS):
             record = self.load(ctx, session_id)
+            outside = scope_lib.writable(record.data.get("scopes") or [], ctx.write_region)
+            if outside or (ctx.write_region is not None and not record.data.get("scopes")):
+                # Closing changes the session: only a key that may write its scopes may do it.
+                raise Forbidden(f"scope {outside[0]!r} of this session is outside this key's write region"
+                                if outside else "this session is unscoped; only a key without a write region "
+                                "may close it", code="scope_outside_write_region",
+                                **({"scope": outside[0]} if outside else {}))
             if record.data.get("closedAt"):
                 return session_wire(record.data)
             record.data["closedAt"] = timeutil.now_iso()

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_memory import deadline, timeutil
-from agent_memory.errors import InvalidRequest, PayloadTooLarge, UpstreamModelError, UpstreamModelTimeout
+from agent_memory import scopes as scope_lib
+from agent_memory.errors import (
+    Forbidden,
+    InvalidRequest,
+    PayloadTooLarge,
+    UpstreamModelError,
+    UpstreamModelTimeout,
+)
 from agent_memory.models.extraction import ExtractionOutput
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Record
@@ -100,6 +107,9 @@ class ChatService:
         scopes = ctx.write_scopes(req.scopes)
         session = rt.sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
         is_new = req.session_id is None
+        if not is_new:
+            # The turns take the session's scopes: they must lie inside the write region too.
+            check_session_writable(ctx, session.data.get("scopes") or [])
         window = [] if is_new else session_window(rt.store, ctx, session.sk)
 
         reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
@@ -228,6 +238,19 @@ class ChatService:
                 "score": round(float(hit.score), 6), "documentTitle": meta.get("documentTitle"),
                 "positionPercent": meta.get("positionPercent"), "occurredAt": getattr(hit, "occurred_at", None),
                 "role": getattr(hit, "role", None) if hit.kind == "turn" else None}
+
+
+def check_session_writable(ctx: RequestContext, session_scopes: list[list[str]]) -> None:
+    """403 when turns stored with ``session_scopes`` would lie outside the caller's write
+    region (an unscoped session takes turns only from an unrestricted writer)."""
+    if ctx.write_region is None:
+        return
+    outside = scope_lib.writable(session_scopes, ctx.write_region)
+    if outside or not session_scopes:
+        scope = outside[0] if outside else None
+        raise Forbidden(f"scope {scope!r} of this session is outside this key's write region" if scope
+                        else "this session is unscoped; only a key without a write region may add turns to it",
+                        code="scope_outside_write_region", **({"scope": scope} if scope else {}))
 
 
 def cited_entities(hit: Any) -> list[str]:
