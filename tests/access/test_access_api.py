@@ -219,6 +219,15 @@ def test_writes_into_an_existing_container_outside_the_region_are_403(as_, runti
     r = as_("bob").post("/chat", {"message": "I live in Rome.", "sessionId": sid})
     assert r.status == 403 and r.json()["scope"] == "org/acme/shared"
     assert _snapshot(runtime) == before
+    # An uncertainty bob can read but not write: resolving it (which writes the uncertainty
+    # and the accepted fact under its scopes) is 403 and writes nothing.
+    assert write(as_("admin"), "I think I live in Paris.", scopes=[["org/acme/shared"]]).status == 200
+    items = as_("bob").get("/uncertainty").json()["items"]
+    assert items, "bob reads the shared uncertainty"
+    before = _snapshot(runtime)
+    r = as_("bob").post(f"/uncertainty/{items[0]['id']}/resolve", {"acceptedValue": "Paris"})
+    assert r.status == 403 and r.json()["scope"] == "org/acme/shared"
+    assert _snapshot(runtime) == before
 
 
 def test_inside_the_region_every_write_route_succeeds(as_):

@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_memory import cursor, deadline, keys, timeutil
+from agent_memory import cursor, deadline, grants, keys, timeutil
 from agent_memory import scopes as scope_lib
 from agent_memory.config import Settings
-from agent_memory.errors import Conflict, Forbidden, NotFound, SessionClosed
+from agent_memory.errors import Conflict, NotFound, SessionClosed
 from agent_memory.ids import new_id
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
 from agent_memory.request_context import RequestContext
@@ -81,13 +81,8 @@ class SessionService:
     def close(self, ctx: RequestContext, session_id: str) -> dict[str, Any]:
         for _ in range(APPEND_ATTEMPTS):
             record = self.load(ctx, session_id)
-            outside = scope_lib.writable(record.data.get("scopes") or [], ctx.write_region)
-            if outside or (ctx.write_region is not None and not record.data.get("scopes")):
-                # Closing changes the session: only a key that may write its scopes may do it.
-                raise Forbidden(f"scope {outside[0]!r} of this session is outside this key's write region"
-                                if outside else "this session is unscoped; only a key without a write region "
-                                "may close it", code="scope_outside_write_region",
-                                **({"scope": outside[0]} if outside else {}))
+            # Closing changes the session: only a key that may write its scopes may do it.
+            grants.check_writable(record.data.get("scopes") or [], ctx.write_region, "session")
             if record.data.get("closedAt"):
                 return session_wire(record.data)
             record.data["closedAt"] = timeutil.now_iso()

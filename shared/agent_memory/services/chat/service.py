@@ -20,10 +20,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_memory import deadline, timeutil
-from agent_memory import scopes as scope_lib
+from agent_memory import deadline, grants, timeutil
 from agent_memory.errors import (
-    Forbidden,
     InvalidRequest,
     PayloadTooLarge,
     UpstreamModelError,
@@ -109,7 +107,7 @@ class ChatService:
         is_new = req.session_id is None
         if not is_new:
             # The turns take the session's scopes: they must lie inside the write region too.
-            check_session_writable(ctx, session.data.get("scopes") or [])
+            grants.check_writable(session.data.get("scopes") or [], ctx.write_region, "session")
         window = [] if is_new else session_window(rt.store, ctx, session.sk)
 
         reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
@@ -238,19 +236,6 @@ class ChatService:
                 "score": round(float(hit.score), 6), "documentTitle": meta.get("documentTitle"),
                 "positionPercent": meta.get("positionPercent"), "occurredAt": getattr(hit, "occurred_at", None),
                 "role": getattr(hit, "role", None) if hit.kind == "turn" else None}
-
-
-def check_session_writable(ctx: RequestContext, session_scopes: list[list[str]]) -> None:
-    """403 when turns stored with ``session_scopes`` would lie outside the caller's write
-    region (an unscoped session takes turns only from an unrestricted writer)."""
-    if ctx.write_region is None:
-        return
-    outside = scope_lib.writable(session_scopes, ctx.write_region)
-    if outside or not session_scopes:
-        scope = outside[0] if outside else None
-        raise Forbidden(f"scope {scope!r} of this session is outside this key's write region" if scope
-                        else "this session is unscoped; only a key without a write region may add turns to it",
-                        code="scope_outside_write_region", **({"scope": scope} if scope else {}))
 
 
 def cited_entities(hit: Any) -> list[str]:
