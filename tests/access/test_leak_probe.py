@@ -105,6 +105,7 @@ class Written:
     ref: str = ""  # the id or name to read it back by (entity name, session/document id)
 
 
+@pytest.mark.timeout(300)  # moto under a loaded machine; typically well under a minute
 def test_leak_probe(api, probe):
     rng, principals = probe
     ctx = "/api/v1/acme"
@@ -161,7 +162,7 @@ def test_leak_probe(api, probe):
     slow_store = get_runtime().settings.store == "dynamodb"  # moto answers slowly: sample more thinly
 
     def n(count: int) -> int:
-        return max(2, count // 2) if slow_store else count
+        return max(2, count // 3) if slow_store else count
 
     # --- writes through every write route (facts, triples, sessions, chat, documents) ---
     for _ in range(n(20)):
@@ -229,7 +230,7 @@ def test_leak_probe(api, probe):
     # --- reads: every caller, directly and on behalf of every other, both partitions ---
     delegations = [(c, t) for c in principals for t in principals if c is not t]
     if slow_store:
-        delegations = rng.sample(delegations, 6)
+        delegations = rng.sample(delegations, 5)
     pairs = [(c, None) for c in principals] + delegations
     # Reads of single items (by id) for every direct caller and some delegations.
     by_id = {(c.name, None) for c in principals} | {
