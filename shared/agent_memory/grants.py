@@ -138,3 +138,17 @@ def write_scopes(scopes: Sequence[Sequence[str]], write_region: Sequence[str] | 
         raise Forbidden(f"scope {outside[0]!r} is outside this key's write region",
                         code="scope_outside_write_region", scope=outside[0])
     return chosen
+
+
+def check_writable(scopes: Sequence[Sequence[str]], write_region: Sequence[str] | None, what: str) -> None:
+    """403 unless a record stored with ``scopes`` (an existing session's, an uncertainty's)
+    lies inside ``write_region``; an unscoped one only for a key without a write region."""
+    if write_region is None:
+        return
+    outside = scope_lib.writable(scopes, write_region)
+    if outside:
+        raise Forbidden(f"scope {outside[0]!r} of this {what} is outside this key's write region",
+                        code="scope_outside_write_region", scope=outside[0])
+    if not scopes:
+        raise Forbidden(f"this {what} is unscoped; only a key without a write region may change it",
+                        code="scope_outside_write_region")

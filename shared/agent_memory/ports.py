@@ -96,6 +96,9 @@ class Page:
 
     records: list[Record]
     last_key: dict[str, str] | None
+    # Items the store evaluated for this page when it filtered them (a read-region query on
+    # DynamoDB); ``None``: as many as it returned.
+    scanned: int | None = None
 
 
 class ConditionFailed(Exception):
@@ -119,6 +122,13 @@ class RecordStore(Protocol):
       the UTF-8 strings), optionally restricted to a prefix or an inclusive range, resumable
       from ``after`` (a ``Page.last_key``); ``index="gsi1"`` queries the secondary order and
       only returns items that have both gsi1 attributes.
+    - ``read_region`` (scope paths, ``*`` for one segment; ``None``: unrestricted) returns
+      only records whose ``data["scopes"]`` that region may read (``agent_memory.scopes``
+      ``visible``), filtered inside the query: SQLite in its SQL, DynamoDB with a
+      ``FilterExpression`` that reads on until the page is full or a read budget is spent.
+      A short page then carries ``last_key`` (resume there); ``last_key`` is still ``None``
+      only when nothing can follow. It may admit a few records it cannot decide exactly
+      (multi-path clauses on DynamoDB): callers keep their exact check.
     - ``transact`` applies every operation or none (at most 100 operations, distinct keys),
       raising ``ConditionFailed`` when any condition fails.
     - ``put`` without a condition overwrites.
@@ -142,6 +152,7 @@ class RecordStore(Protocol):
         limit: int = 100,
         forward: bool = True,
         index: Literal["gsi1"] | None = None,
+        read_region: Sequence[str] | None = None,
     ) -> Page: ...
 
     def transact(self, ops: Sequence[WriteOp]) -> None: ...

@@ -173,3 +173,93 @@ def test_restricted_threads_answer_like_missing_ones(as_):
     assert bob.post("/threads/t-private/turns", {"text": "sneaking in"}).status == 404
     turns = as_("alice").get("/threads/t-private/turns").json()["items"]
     assert [t["text"] for t in turns] == ["hello"]
+
+
+def _snapshot(rt: Runtime) -> set[tuple[str, str, int]]:
+    return {(r.pk, r.sk, r.version) for r in rt.store.scan("c#acme#")}
+
+
+# Every write route, each naming a scope outside bob's write region (org/acme/user/bob).
+OUTSIDE = [["org/acme/user/alice"]]
+WRITE_ROUTES = {
+    "POST /sessions": ("POST", "/sessions", {"scopes": OUTSIDE}),
+    "POST /facts": ("POST", "/facts", {"text": "I live in Rome.", "scopes": OUTSIDE}),
+    "POST /facts (mixed clause)": ("POST", "/facts", {"text": "I live in Rome.",
+                                                      "scopes": [["org/acme/user/bob", "org/acme/shared"]]}),
+    "POST /facts/batch": ("POST", "/facts/batch", {"messages": [{"role": "user", "content": "I live in Rome."}],
+                                                   "scopes": OUTSIDE}),
+    "POST /chat": ("POST", "/chat", {"message": "I live in Rome.", "scopes": OUTSIDE}),
+    "POST /documents": ("POST", "/documents", {"title": "Notes", "text": "# Rome\n\nI live in Rome.",
+                                               "scopes": OUTSIDE}),
+}
+
+
+@pytest.mark.parametrize("route", sorted(WRITE_ROUTES))
+def test_every_write_route_outside_the_region_is_403_and_writes_nothing(as_, runtime, route):
+    method, path, body = WRITE_ROUTES[route]
+    assert write(as_("alice"), "I live in London.").status == 200
+    before = _snapshot(runtime)
+    r = as_("bob").request(method, path, body)
+    assert r.status == 403, r.text
+    assert r.json()["code"] == "scope_outside_write_region"
+    assert r.json()["scope"] in {"org/acme/user/alice", "org/acme/shared"}
+    assert _snapshot(runtime) == before
+
+
+def test_writes_into_an_existing_container_outside_the_region_are_403(as_, runtime):
+    """A session alice and bob can both read (org/acme/shared) but only an unrestricted key
+    may write: bob cannot close it or chat into it (its turns take its scopes)."""
+    shared = as_("admin").post("/sessions", {"scopes": [["org/acme/shared"]]})
+    assert shared.status == 201
+    sid = shared.json()["id"]
+    assert as_("bob").get(f"/sessions/{sid}/turns").status == 200  # readable
+    before = _snapshot(runtime)
+    r = as_("bob").post(f"/sessions/{sid}/close")
+    assert r.status == 403 and r.json()["scope"] == "org/acme/shared"
+    r = as_("bob").post("/chat", {"message": "I live in Rome.", "sessionId": sid})
+    assert r.status == 403 and r.json()["scope"] == "org/acme/shared"
+    assert _snapshot(runtime) == before
+    # An uncertainty bob can read but not write: resolving it (which writes the uncertainty
+    # and the accepted fact under its scopes) is 403 and writes nothing.
+    assert write(as_("admin"), "I think I live in Paris.", scopes=[["org/acme/shared"]]).status == 200
+    items = as_("bob").get("/uncertainty").json()["items"]
+    assert items, "bob reads the shared uncertainty"
+    before = _snapshot(runtime)
+    r = as_("bob").post(f"/uncertainty/{items[0]['id']}/resolve", {"acceptedValue": "Paris"})
+    assert r.status == 403 and r.json()["scope"] == "org/acme/shared"
+    assert _snapshot(runtime) == before
+
+
+def test_inside_the_region_every_write_route_succeeds(as_):
+    bob = as_("bob")
+    inside = [["org/acme/user/bob"]]
+    assert bob.post("/sessions", {"scopes": inside}).status == 201
+    assert bob.post("/facts", {"text": "I live in Rome.", "scopes": inside}).status == 200
+    assert bob.post("/facts/batch", {"messages": [{"role": "user", "content": "I like tea."}]}).status == 200
+    assert bob.post("/chat", {"message": "I like jazz."}).status == 200
+    assert bob.post("/documents", {"title": "N", "text": "# A\n\nB."}).status in (201, 202)
+
+
+def test_containers_outside_the_read_region_answer_like_missing_ones(as_):
+    """Sessions, documents (and their chunks) and traces alice cannot read are 404, as if
+    they did not exist; deleting them is 404 too (forget removes only what it can read)."""
+    sid = as_("alice").post("/sessions", {}).json()["id"]
+    doc = as_("alice").post("/documents", {"title": "Diary", "text": "# Day\n\nI live in London."})
+    assert doc.status in (201, 202), doc.text
+    did = doc.json()["id"]
+    chat = as_("alice").post("/chat", {"message": "I live in London."})
+    assert chat.status == 200, chat.text
+    tid = chat.json()["traceId"]
+    bob = as_("bob")
+    for path in (f"/sessions/{sid}/turns", f"/documents/{did}", f"/documents/{did}/chunks",
+                 f"/traces/{tid}"):
+        assert bob.get(path).status == 404, path
+        assert as_("alice").get(path).status == 200, path
+    assert bob.request("DELETE", f"/documents/{did}").status == 404
+    assert bob.request("DELETE", f"/sessions/{sid}").status == 404
+    assert as_("alice").get(f"/documents/{did}").status == 200
+    # support on behalf of alice: the intersection covers alice's area, so it reads them;
+    # on behalf of bob it does not.
+    assert as_("support", on_behalf_of="alice").get(f"/sessions/{sid}/turns").status == 200
+    assert as_("support", on_behalf_of="bob").get(f"/sessions/{sid}/turns").status == 404
+    assert as_("support", on_behalf_of="bob").get(f"/traces/{tid}").status == 404

@@ -1,7 +1,11 @@
 """A randomised leak probe: random principals (groups, read/write regions with wildcards,
-bound partitions, delegate rights), random writes (facts with scopes, thread turns with
-reader lists), then every caller reads through /state, /query (the embedded index) and the
-thread routes, directly and on behalf of others. Each read is checked against a small
+bound partitions, delegate rights), random writes through every write route (facts, triples
+that make entities, relations and actions, instructions, uncertainties, /facts/batch,
+sessions, chat, documents; some outside the writer's region, which must be 403), thread turns
+with reader lists; then every caller reads every read route (/state, /profile, /query on the
+embedded index, /entities, /attributes, /relations, /actions, /instructions, /uncertainty,
+entity reads and history, sessions, documents and chunks, traces, threads), directly and on
+behalf of others. Each read is checked against a small
 reference model of who may see what: 0 leaks, 0 wrongful 403s. Both record stores; a fixed
 seed and one that rotates daily (printed, so a failure can be replayed with PROBE_SEED)."""
 
@@ -19,7 +23,7 @@ import pytest
 
 from agent_memory import scopes as scope_lib
 from agent_memory.config import parse_principals
-from agent_memory.runtime import Runtime, set_runtime
+from agent_memory.runtime import Runtime, get_runtime, set_runtime
 
 PATHS = ["org/acme/user/u0", "org/acme/user/u1", "org/acme/user/u2", "org/acme/team/t0", "org/acme/shared"]
 REGION_CHOICES = PATHS + ["org/acme/user/*", "org/acme/*", "org/acme/team"]
@@ -86,12 +90,37 @@ def allowed_partition(p: Principal, partition: str) -> bool:
     return p.partitions is None or partition in p.partitions
 
 
+def _token(rng: random.Random, prefix: str) -> str:
+    return prefix + "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(7))
+
+
+@dataclass
+class Written:
+    """What the reference model knows of one write: where it landed and who may see it."""
+
+    token: str
+    partition: str
+    scopes: list[list[str]]
+    kind: str  # fact, entity, instruction, uncertainty, session, chat, document
+    ref: str = ""  # the id or name to read it back by (entity name, session/document id)
+
+
+@pytest.mark.timeout(300)  # moto under a loaded machine; typically well under a minute
 def test_leak_probe(api, probe):
     rng, principals = probe
     ctx = "/api/v1/acme"
-    facts: list[tuple[str, str, list[list[str]]]] = []  # (token, partition, scopes)
+    written: list[Written] = []
+    forbidden: list[str] = []  # tokens of writes that were refused: visible to nobody, ever
+    traces: list[tuple[str, str, Principal]] = []  # (trace id, partition, writer)
     turns: list[tuple[str, str, str, list[str] | None]] = []  # (token, partition, thread, readers)
     checks = leaks = wrongful = 0
+    started = time.perf_counter()
+    found: list[str] = []  # the first few leaks, described
+
+    def leak(what: str) -> int:
+        if len(found) < 20:
+            found.append(what)
+        return 1
 
     def headers(p: Principal, partition: str, on_behalf: Principal | None = None) -> dict[str, str]:
         h = {"authorization": f"Bearer {p.key}", "x-memory-partition": partition}
@@ -99,33 +128,87 @@ def test_leak_probe(api, probe):
             h["x-spectron-on-behalf-of"] = on_behalf.name
         return h
 
-    # --- writes: facts in random scopes (some outside the writer's region), thread turns ---
-    for _ in range(36):
+    def scoped_write(kind: str, path: str, body: dict[str, Any], token: str, *, single: bool = False,
+                     created: tuple[int, ...] = (200, 201, 202)) -> Any:
+        """One write through ``path`` by a random principal in a random partition with random
+        scopes (some outside its region): allowed ones must succeed, the rest 403."""
+        nonlocal checks, leaks, wrongful
         writer, partition = rng.choice(principals), rng.choice(PARTITIONS)
-        token = "Tok" + "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(7))
-        scopes = [rng.sample(PATHS, rng.randint(1, 2)) for _ in range(rng.randint(1, 2))]
-        r = api.request("POST", f"{ctx}/facts", {"text": f"I like {token}.", "scopes": scopes},
-                        headers=headers(writer, partition))
+        if writer.partitions and rng.random() < 0.8:
+            partition = rng.choice(writer.partitions)
+        inside = [p for p in PATHS if scope_lib.path_covered(p, writer.write)]
+        pool = inside if inside and rng.random() < 0.6 else PATHS  # mostly allowed, some refused
+        if single:  # chat: one path, so what it retrieves is inside what it stores
+            scopes = [[rng.choice(pool)]]
+        else:
+            scopes = [rng.sample(pool, rng.randint(1, min(2, len(pool)))) for _ in range(rng.randint(1, 2))]
+        r = api.request("POST", f"{ctx}{path}", {**body, "scopes": scopes}, headers=headers(writer, partition))
         may_write = allowed_partition(writer, partition) and not scope_lib.writable(scopes, writer.write)
         checks += 1
-        if may_write:
-            wrongful += r.status == 403
-            assert r.status == 200, r.text
-            facts.append((token, partition, [sorted(c) for c in scopes]))
-        else:
-            leaks += r.status != 403
+        if not may_write:
+            if r.status != 403:
+                leaks += leak(f"write {path} {scopes} in {partition} by {writer.name} -> {r.status}")
+            forbidden.append(token)
+            return None
+        wrongful += r.status == 403
+        assert r.status in created, (path, r.status, r.text)
+        data = r.json()
+        ref = data.get("id") or data.get("sessionId") or ""
+        written.append(Written(token, partition, [sorted(c) for c in scopes], kind, ref))
+        if kind == "chat":
+            traces.append((data["traceId"], partition, writer))
+        return data
+
+    slow_store = get_runtime().settings.store == "dynamodb"  # moto answers slowly: sample more thinly
+
+    def n(count: int) -> int:
+        return max(2, count // 3) if slow_store else count
+
+    # --- writes through every write route (facts, triples, sessions, chat, documents) ---
+    for _ in range(n(20)):
+        token = _token(rng, "Tok")
+        scoped_write("fact", "/facts", {"text": f"I like {token}."}, token)
+    for _ in range(n(8)):
+        token, name = _token(rng, "Val"), _token(rng, "Ent")
+        triples = [{"entity": {"type": "person", "name": name}, "key": "city", "value": token},
+                   {"entity": {"type": "person", "name": name}, "verb": "visited", "object": token + "x"},
+                   {"entity": {"type": "person", "name": name}, "key": "employer",
+                    "target": {"type": "organization", "name": token + "org"}}]
+        if scoped_write("entity", "/facts", {"text": f"{name} lives in {token}.", "infer": "triples",
+                                             "triples": triples}, token) is not None:
+            written[-1].ref = name
+    for _ in range(n(5)):
+        token = _token(rng, "Ins")
+        scoped_write("instruction", "/facts", {"text": f"Always mention topic {token}."}, token)
+    for _ in range(n(5)):
+        token = _token(rng, "Unc")
+        scoped_write("uncertainty", "/facts", {"text": f"I think I live in {token}."}, token)
+    for _ in range(n(3)):
+        token = _token(rng, "Bat")
+        scoped_write("fact", "/facts/batch", {"messages": [{"role": "user", "content": f"I like {token}."}]}, token)
+    for _ in range(n(5)):
+        token = _token(rng, "Ses")
+        scoped_write("session", "/sessions", {"labels": [token]}, token, created=(201,))
+    for _ in range(n(4)):
+        token = _token(rng, "Cha")
+        scoped_write("chat", "/chat", {"message": f"I like {token}.", "bypassCache": True}, token, single=True)
+    for _ in range(n(3)):
+        token = _token(rng, "Doc")
+        scoped_write("document", "/documents", {"title": f"Notes {token}", "text": f"# {token}\n\nI like {token}."},
+                     token)
+
     threads = {f"t{i}": rng.choice([None, ["p0"], ["p1", "group:g0"], []]) for i in range(3)}
     for thread, readers in threads.items():
         for partition in PARTITIONS:
             r = api.request("PUT", f"{ctx}/threads/{thread}/acl", {"acl_readers": readers},
                             headers={"authorization": f"Bearer {ADMIN_KEY}", "x-memory-partition": partition})
             assert r.status == 200, r.text
-    for _ in range(18):
+    for _ in range(n(18)):
         writer, partition = rng.choice(principals), rng.choice(PARTITIONS)
         thread = rng.choice(sorted(threads))
         if not allowed_partition(writer, partition):
             continue
-        token = "Tt" + "".join(rng.choice("bcdfghjklmnpqrstvwxz") for _ in range(7))
+        token = _token(rng, "Tt")
         readers = rng.choice([None, [writer.name], ["group:g1"], [rng.choice(principals).name]])
         body = {"text": f"note {token}", **({"acl_readers": readers} if readers is not None else {})}
         r = api.request("POST", f"{ctx}/threads/{thread}/turns", body, headers=headers(writer, partition))
@@ -136,46 +219,103 @@ def test_leak_probe(api, probe):
         names = {p.name, *(f"group:{g}" for g in p.groups)}
         return readers is None or bool(names & set(readers))
 
+    def trace_readable(who: Principal, read: list[str] | None, writer: Principal) -> bool:
+        if who.name != writer.name:
+            return False
+        return read is None or (writer.read is not None
+                                and all(scope_lib.path_covered(p, read) for p in writer.read))
+
+    lists = ["/state", "/profile", "/entities?limit=500", "/attributes?limit=500", "/relations?limit=500",
+             "/actions?limit=500", "/instructions?limit=500", "/uncertainty?limit=500"]
     # --- reads: every caller, directly and on behalf of every other, both partitions ---
-    pairs = [(c, None) for c in principals] + [(c, t) for c in principals for t in principals if c is not t]
+    delegations = [(c, t) for c in principals for t in principals if c is not t]
+    if slow_store:
+        delegations = rng.sample(delegations, 5)
+    pairs = [(c, None) for c in principals] + delegations
+    # Reads of single items (by id) for every direct caller and some delegations.
+    by_id = {(c.name, None) for c in principals} | {
+        (c.name, t.name) for c, t in rng.sample(delegations, 3 if slow_store else 12)}
     for caller, target in pairs:
         for partition in PARTITIONS:
             read, _, who = effective(caller, target)
             bound = allowed_partition(caller, partition) and (target is None or (
                 caller.delegate and allowed_partition(target, partition)))
             h = headers(caller, partition, target)
-            state = api.request("GET", f"{ctx}/state", headers=h)
-            query = api.request("POST", f"{ctx}/query", {"query": "likes", "k": 50, "mode": "bm25"}, headers=h)
+            responses = [api.request("GET", f"{ctx}{path}", headers=h) for path in lists]
+            responses.append(api.request("POST", f"{ctx}/query", {"query": "likes", "k": 50, "mode": "bm25"},
+                                         headers=h))
             if not bound:
-                checks += 2
-                leaks += (state.status != 403) + (query.status != 403)
+                checks += len(responses)
+                for r in responses:
+                    if r.status != 403:
+                        leaks += leak(f"unbound {caller.name}/{target and target.name} {partition} -> {r.status}")
                 continue
-            wrongful += (state.status == 403) + (query.status == 403)
-            assert state.status == 200 and query.status == 200, (state.text, query.text)
-            for token, fact_partition, scopes in facts:
-                visible = fact_partition == partition and scope_lib.visible(scopes, read)
-                for text in (state.text, query.text):
+            wrongful += sum(r.status == 403 for r in responses)
+            assert all(r.status == 200 for r in responses), [(r.status, r.text[:200]) for r in responses]
+            texts = [r.text for r in responses]
+            for w in written:
+                visible = w.partition == partition and scope_lib.visible(w.scopes, read)
+                for path, text in zip([*lists, "/query"], texts, strict=True):
                     checks += 1
-                    if token in text and not visible:
-                        leaks += 1
-                checks += 1
-                if visible and token not in state.text:
-                    wrongful += 1  # /state must show everything readable (small data: under its limit)
+                    if w.token in text and not visible:
+                        leaks += leak(f"{w.kind} {w.token} {w.scopes} in {partition}{path} for "
+                                      f"{caller.name}/{target and target.name} read={read}")
+                if w.kind == "fact" and w.token.startswith("Tok"):
+                    checks += 1
+                    if visible and w.token not in texts[0]:
+                        wrongful += 1  # /state must show everything readable (small data: under its limit)
+            for token in forbidden:
+                for path, text in zip([*lists, "/query"], texts, strict=True):
+                    checks += 1
+                    if token in text:
+                        leaks += leak(f"refused {token} in {path}")
+            if (caller.name, target.name if target else None) in by_id:
+                for w in written:
+                    visible = w.partition == partition and scope_lib.visible(w.scopes, read)
+                    paths = {"entity": [f"/entities/person/{w.ref}", f"/entities/person/{w.ref}/history/city",
+                                        f"/attributes?entity=person/{w.ref}"],
+                             "session": [f"/sessions/{w.ref}/turns"], "chat": [f"/sessions/{w.ref}/turns"],
+                             "document": [f"/documents/{w.ref}", f"/documents/{w.ref}/chunks"]}.get(w.kind, [])
+                    for path in paths:
+                        r = api.request("GET", f"{ctx}{path}", headers=h)
+                        checks += 1
+                        if path.startswith("/attributes"):  # a filtered list: 200, the token decides
+                            if w.token in r.text and not visible:
+                                leaks += leak(f"{w.kind} {w.scopes} {partition}{path} for {caller.name}")
+                            wrongful += visible and w.token not in r.text
+                        elif r.status == 200 and not visible:
+                            leaks += leak(f"{w.kind} {w.scopes} {partition}{path} for {caller.name}/"
+                                          f"{target and target.name} read={read}")
+                        elif r.status != 200 and visible:
+                            wrongful += 1
+                for trace_id, trace_partition, writer in traces:
+                    r = api.request("GET", f"{ctx}/traces/{trace_id}", headers=h)
+                    ok = trace_partition == partition and trace_readable(who, read, writer)
+                    checks += 1
+                    if r.status == 200 and not ok:
+                        leaks += leak(f"trace of {writer.name} for {caller.name}/{target and target.name}")
+                    wrongful += r.status != 200 and ok
             for thread, thread_readers in threads.items():
                 r = api.request("GET", f"{ctx}/threads/{thread}/turns?limit=100", headers=h)
-                thread_visible = can_read_turn(who, thread_readers)
+                # A turn's own reader list wins over the thread's: a reader of one turn sees the
+                # thread (with that turn only).
+                thread_visible = can_read_turn(who, thread_readers) or any(
+                    tt == thread and tp == partition and readers is not None and can_read_turn(who, readers)
+                    for _, tp, tt, readers in turns)
                 checks += 1
                 if r.status != 200:
                     continue  # 404: missing or not visible, both fine unless it should be visible
                 if not thread_visible:
-                    leaks += 1
+                    leaks += leak(f"thread {thread} for {who.name} {who.groups} readers={thread_readers} {partition} via {caller.name}: {r.text[:300]}")
                 for token, turn_partition, turn_thread, readers in turns:
                     if turn_thread != thread:
                         continue
                     checks += 1
                     own = readers if readers is not None else thread_readers
                     if token in r.text and not (turn_partition == partition and can_read_turn(who, own)):
-                        leaks += 1
-    print(f"leak probe: {checks} checks, {leaks} leaks, {wrongful} wrongful 403s or omissions")
-    assert checks > 1000
-    assert leaks == 0 and wrongful == 0
+                        leaks += leak(f"thread turn {token} for {who.name}")
+    kinds = sorted({w.kind for w in written})
+    print(f"leak probe: {checks} checks over {len(written)} writes ({', '.join(kinds)}), {len(forbidden)} refused; "
+          f"{leaks} leaks, {wrongful} wrongful 403s or omissions; {time.perf_counter() - started:.1f} s")
+    assert checks > 2000, checks
+    assert leaks == 0 and wrongful == 0, "\n".join(found)

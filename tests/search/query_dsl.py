@@ -39,6 +39,11 @@ def matches(q: dict[str, Any], doc: dict[str, Any]) -> bool:
     if kind == "terms":
         (field, values), = body.items()
         return bool(set(values) & set(_values(doc, field)))
+    if kind == "regexp":
+        # Lucene regexps are anchored; the adapter emits only literals, escapes and [^/]+.
+        (field, spec), = body.items()
+        pattern = spec["value"] if isinstance(spec, dict) else spec
+        return any(isinstance(v, str) and re.fullmatch(pattern, v) for v in _values(doc, field))
     if kind == "exists":
         return bool(_values(doc, body["field"]))
     if kind == "range":

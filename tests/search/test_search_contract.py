@@ -183,7 +183,48 @@ REGIONS = [
     (["org/a/team"], {"child_of_a", "unscoped"}),
     (["org"], set(SCOPED)),
     (["org/z"], {"a_and_child_of_b", "unscoped"}),
+    # "*" stands for exactly one segment, also mid-path.
+    (["org/*"], set(SCOPED)),
+    (["*/a"], {"a_or_b", "child_of_a", "unscoped"}),
+    (["org/*/team"], {"child_of_a", "unscoped"}),
+    (["org/*/team/x"], {"child_of_a", "unscoped"}),
+    (["org/*/other"], {"unscoped"}),
+    (["org/*/team/*/deeper"], {"unscoped"}),
+    (["org/a", "*/b/*"], {"a_or_b", "child_of_a", "a_and_child_of_b", "unscoped"}),
+    (["org/b", "*/*/team"], {"a_or_b", "child_of_a", "unscoped"}),
 ]
+
+WILD_SCOPED = {
+    "alice_private": [["users/alice/private"]],
+    "alice_private_notes": [["users/alice/private/notes"]],
+    "bob_private": [["users/bob/private"]],
+    "alice_public": [["users/alice/public"]],
+    "dotted": [["users/a.b/private"]],
+    "regex_chars": [["users/a+b(c)/private"]],
+    "private_and_team": [["users/carol/private", "teams/x"]],
+    "too_short": [["users/private"]],
+    "unscoped": [],
+}
+
+WILD_REGIONS = [
+    (["users/*/private"], {"alice_private", "alice_private_notes", "bob_private", "dotted", "regex_chars",
+                           "unscoped"}),
+    (["users/*/private", "teams/x"], {"alice_private", "alice_private_notes", "bob_private", "dotted",
+                                      "regex_chars", "private_and_team", "unscoped"}),
+    (["users/a.b/*"], {"dotted", "unscoped"}),
+    (["users/a+b(c)/*"], {"regex_chars", "unscoped"}),
+    (["*/*/private/notes"], {"alice_private_notes", "unscoped"}),
+    (["users/*/public"], {"alice_public", "unscoped"}),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("region", "expected"), WILD_REGIONS, ids=[str(r) for r, _ in WILD_REGIONS])
+def test_mid_path_wildcards_cover_one_segment(index: SearchIndex, region, expected, mode) -> None:
+    """``users/*/private`` covers every user's private area and nothing else: a ``.`` or
+    regexp operators in a segment are literals, and ``*`` never spans two segments."""
+    index.upsert([unit(uid, TEXT, scopes=s) for uid, s in WILD_SCOPED.items()])
+    assert found(index, TEXT, mode, k=30, read_region=region) == expected
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -68,6 +68,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 from agent_memory.adapters import _record_rules as rules
+from agent_memory.adapters import _scope_filter
 from agent_memory.ports import Condition, ConditionFailed, Delete, Page, Put, Record, WriteOp
 
 _BATCH_GET_MAX_KEYS = 100
@@ -86,6 +87,10 @@ Item = dict[str, dict[str, Any]]
 
 class DynamoDBRecordStore:
     """``RecordStore`` on one DynamoDB table; safe to share between threads."""
+
+    # Items one read-region query may evaluate (the filter's read budget): a query whose
+    # region admits little stops there with a short page and a ``last_key`` to resume from.
+    read_budget = 1000
 
     def __init__(
         self,
@@ -156,14 +161,27 @@ class DynamoDBRecordStore:
         limit: int = 100,
         forward: bool = True,
         index: Literal["gsi1"] | None = None,
+        read_region: Sequence[str] | None = None,
     ) -> Page:
         """One page of up to ``limit`` records.
 
         DynamoDB may stop a response short of ``Limit`` (1 MB per response); the page is
         topped up from ``LastEvaluatedKey`` so that, as in SQLite, only the last page is short.
+
+        ``read_region``: a ``FilterExpression`` (``adapters/_scope_filter.py``) keeps only
+        records the region may read. DynamoDB applies ``Limit`` to items *evaluated*, so the
+        query reads on until the page is full or ``read_budget`` items were evaluated; a page
+        cut by the budget is short and carries ``last_key`` (the last evaluated key: resume
+        there), and a page that found more than ``limit`` ends at its last returned record.
         """
         rules.check_query(pk, prefix=prefix, between=between, after=after, limit=limit, index=index)
         request = self._query_request(pk, prefix, between, forward, index)
+        if read_region is not None:
+            expression, names, values = _scope_filter.dynamo_filter(read_region)
+            request["FilterExpression"] = expression
+            request["ExpressionAttributeNames"] = {**request["ExpressionAttributeNames"], **names}
+            request["ExpressionAttributeValues"] = {**request["ExpressionAttributeValues"], **values}
+            return self._filtered_query(request, limit, after, index)
         records: list[Record] = []
         start = {name: {"S": value} for name, value in after.items()} if after else None
         while True:
@@ -177,6 +195,30 @@ class DynamoDBRecordStore:
                 break
         last_key = {name: value["S"] for name, value in start.items()} if start else None
         return Page(records=records, last_key=last_key)
+
+    def _filtered_query(self, request: dict[str, Any], limit: int, after: dict[str, str] | None,
+                        index: Literal["gsi1"] | None) -> Page:
+        records: list[Record] = []
+        evaluated = 0
+        budget = max(self.read_budget, 1)
+        start = {name: {"S": value} for name, value in after.items()} if after else None
+        while True:
+            kwargs = {**request, "Limit": max(1, min(budget - evaluated, max(limit - len(records), 100)))}
+            if start:
+                kwargs["ExclusiveStartKey"] = start
+            response = self.client.query(**kwargs)
+            records.extend(record_from_image(item) for item in response.get("Items", []))
+            evaluated += int(response.get("ScannedCount", len(response.get("Items", []))))
+            start = response.get("LastEvaluatedKey")
+            if len(records) > limit:
+                records = records[:limit]
+                last = records[-1]
+                attrs = rules.key_attrs(index)
+                return Page(records=records, last_key={a: getattr(last, a) or "" for a in attrs}, scanned=evaluated)
+            if not start or len(records) == limit or evaluated >= budget:
+                break
+        last_key = {name: value["S"] for name, value in start.items()} if start else None
+        return Page(records=records, last_key=last_key, scanned=evaluated)
 
     def scan(self, pk_prefix: str) -> Iterator[Record]:
         """Records whose pk starts with ``pk_prefix``: a filtered, paginated Scan of the whole
@@ -321,6 +363,8 @@ def _to_item(record: Record) -> Item:
         # Top-level copy of the record kind, for the projector's stream FilterCriteria only
         # (template.yaml): records that never project do not invoke it.
         item["kind"] = {"S": record.data["kind"]}
+    # Top-level copies of the record's scopes for the read-region FilterExpression.
+    item.update(_scope_filter.dynamo_attributes(record.data))
     if record.gsi1pk is not None:
         item["gsi1pk"] = {"S": record.gsi1pk}
     if record.gsi1sk is not None:

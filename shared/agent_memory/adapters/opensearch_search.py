@@ -46,7 +46,9 @@ covers itself and its descendants. Each document stores:
   region (``terms``) or is absent. Plain terms and bools: no script, on either engine.
 
 The scope filter is ``should: [unscoped, terms(single_anc, region), nested(every p<i> in
-region or absent)]`` with ``minimum_should_match: 1``.
+region or absent)]`` with ``minimum_should_match: 1``. A region path with ``*`` segments
+(``users/*/private``) cannot be a ``terms`` value: it becomes an anchored ``regexp`` query on
+the same ancestor fields (``users/[^/]+/private``), one per such path (``region_match``).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ from agent_memory.ports import (
     SearchMode,
     SearchUnit,
 )
-from agent_memory.scopes import ancestors
+from agent_memory.scopes import WILDCARD, ancestors
 
 log = logging.getLogger("agent_memory.opensearch")
 
@@ -234,14 +236,43 @@ def _multi_clause_covered(region: list[str]) -> dict[str, Any]:
     vector collections support nested queries and filtering ("Working with vector search
     collections", https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html),
     where a Painless script query is not among the documented features."""
-    each_path: list[dict[str, Any]] = [{"terms": {"scope_clauses.p0": region}},
-                                       {"terms": {"scope_clauses.p1": region}}]
+    each_path: list[dict[str, Any]] = [region_match("scope_clauses.p0", region),
+                                       region_match("scope_clauses.p1", region)]
     for i in range(2, MAX_CLAUSE_PATHS):
         field = f"scope_clauses.p{i}"
-        each_path.append({"bool": {"should": [{"terms": {field: region}},
+        each_path.append({"bool": {"should": [region_match(field, region),
                                               {"bool": {"must_not": [{"exists": {"field": field}}]}}],
                                    "minimum_should_match": 1}})
     return {"nested": {"path": "scope_clauses", "query": {"bool": {"filter": each_path}}}}
+
+
+# Characters Lucene's regexp syntax gives a meaning (with every optional operator enabled).
+_REGEXP_SPECIAL = set('.?+*|{}[]()"\\#@&<>~^$')
+
+
+def _regexp_literal(segment: str) -> str:
+    return "".join("\\" + c if c in _REGEXP_SPECIAL else c for c in segment)
+
+
+def wildcard_regexp(region_path: str) -> str:
+    """The Lucene regexp (anchored: it matches whole terms) of a region path with ``*``
+    segments: ``users/*/private`` -> ``users/[^/]+/private``. Matched against a field of
+    ancestors, it finds exactly the paths the region path covers: a path is covered when its
+    ancestor with as many segments as the region path matches segment by segment."""
+    return "/".join("[^/]+" if seg == WILDCARD else _regexp_literal(seg) for seg in region_path.split("/"))
+
+
+def region_match(field: str, region: Sequence[str]) -> dict[str, Any]:
+    """Some value of ``field`` (a path's ancestors) is covered by ``region``: a ``terms``
+    query for the literal region paths, and one ``regexp`` query per path with a mid-path
+    or trailing ``*`` segment (a ``terms`` query would look for a literal ``*``)."""
+    literal = sorted({p for p in region if WILDCARD not in p.split("/")})
+    wild = sorted({p for p in region if WILDCARD in p.split("/")})
+    if not wild:
+        return {"terms": {field: literal}}
+    should: list[dict[str, Any]] = [{"terms": {field: literal}}] if literal else []
+    should += [{"regexp": {field: {"value": wildcard_regexp(p), "flags": "NONE"}}} for p in wild]
+    return should[0] if len(should) == 1 else {"bool": {"should": should, "minimum_should_match": 1}}
 
 
 def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
@@ -270,7 +301,7 @@ def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
         region = sorted(set(flt.read_region))
         should: list[dict[str, Any]] = [{"term": {"scope_unscoped": True}}]
         if region:
-            should.append({"terms": {"scope_single_anc": region}})
+            should.append(region_match("scope_single_anc", region))
             should.append(_multi_clause_covered(region))
         must.append({"bool": {"should": should, "minimum_should_match": 1}})
     if not flt.admin:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent_memory.adapters import _record_rules as rules
+from agent_memory.adapters import _scope_filter
 from agent_memory.ports import Condition, ConditionFailed, Delete, Page, Put, Record, WriteOp
 
 _BUSY_TIMEOUT_S = 30.0
@@ -64,6 +65,8 @@ class SQLiteRecordStore:
         self._conn = sqlite3.connect(
             self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
+        # The read-region filter runs inside the query (adapters/_scope_filter.py).
+        self._conn.create_function("scope_visible", 2, _scope_filter.sqlite_visible, deterministic=True)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(_SCHEMA)
@@ -98,12 +101,15 @@ class SQLiteRecordStore:
         limit: int = 100,
         forward: bool = True,
         index: Literal["gsi1"] | None = None,
+        read_region: Sequence[str] | None = None,
     ) -> Page:
         """One page of up to ``limit`` records; reads one row more to know whether any follow,
-        so ``last_key`` is ``None`` whenever this page is the last."""
+        so ``last_key`` is ``None`` whenever this page is the last. ``read_region``: only
+        records that region may read, filtered in the SQL itself (a full page when enough
+        visible records follow, however many invisible ones lie between them)."""
         rules.check_query(pk, prefix=prefix, between=between, after=after, limit=limit, index=index)
         key_attrs = rules.key_attrs(index)
-        sql, params = _query_sql(pk, prefix, between, after, forward, key_attrs)
+        sql, params = _query_sql(pk, prefix, between, after, forward, key_attrs, read_region)
         with self._lock:
             rows = self._conn.execute(sql, [*params, limit + 1]).fetchall()
         records = [_to_record(row) for row in rows[:limit]]
@@ -239,6 +245,7 @@ def _query_sql(
     after: dict[str, str] | None,
     forward: bool,
     key_attrs: tuple[str, ...],
+    read_region: Sequence[str] | None = None,
 ) -> tuple[str, list[str]]:
     """SELECT for one page (the caller appends the LIMIT parameter).
 
@@ -261,6 +268,9 @@ def _query_sql(
     if after is not None:
         where.append(f"({', '.join(order)}) {'>' if forward else '<'} ({', '.join('?' * len(order))})")
         params.extend(after[attr] for attr in order)
+    if read_region is not None:
+        where.append("scope_visible(json_extract(data, '$.scopes'), ?)")
+        params.append(_scope_filter.region_json(read_region))
     direction = "ASC" if forward else "DESC"
     sql = (
         f"SELECT {_COLUMNS} FROM records WHERE {' AND '.join(where)} "

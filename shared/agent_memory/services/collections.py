@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agent_memory import keys, timeutil
+from agent_memory import grants, keys, timeutil
 from agent_memory.errors import Conflict, InvalidRequest, NotFound
 from agent_memory.ids import ENTITY_TYPES, split_entity_id
 from agent_memory.models.memory import Attribute, Relation, Uncertainty
@@ -142,6 +142,8 @@ class CollectionService:
                 raise NotFound(f"uncertainty {uncertainty_id} does not exist")
             if record.data.get("resolved"):
                 raise Conflict(f"uncertainty {uncertainty_id} is already resolved", code="already_resolved")
+            # Resolving writes the uncertainty and the accepted fact under its scopes.
+            grants.check_writable(record.data.get("scopes") or [], ctx.write_region, "uncertainty")
             data = {**record.data, "resolved": True, "resolvedAt": timeutil.now_iso(),
                     "acceptedValue": req.accepted_value, "note": req.note, "resolvedBy": ctx.principal}
             claimed = Record(pk=pk, sk=record.sk, data=data, version=record.version + 1)

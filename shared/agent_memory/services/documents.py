@@ -44,6 +44,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from agent_memory import cursor, keys, timeutil
+from agent_memory import scopes as scope_lib
 from agent_memory.errors import Conflict, InvalidRequest, MemoryError_, NotFound, PayloadTooLarge, ServiceBusy
 from agent_memory.ids import new_id
 from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
@@ -306,7 +307,10 @@ class DocumentService:
 
     def _load(self, ctx: RequestContext, doc_id: str) -> Record:
         record = self.store.get(keys.documents_pk(ctx), doc_id) if doc_id.startswith("doc_") else None
-        if record is None or record.data.get("deleted"):
+        # A document outside the caller's read region answers exactly as a missing one (its
+        # chunks carry its scopes, so they are covered by this check too).
+        if record is None or record.data.get("deleted") \
+                or not scope_lib.visible(record.data.get("scopes") or [], ctx.read_region):
             raise NotFound(f"document {doc_id} does not exist")
         return record
 
@@ -330,8 +334,8 @@ class DocumentService:
 
     def delete(self, ctx: RequestContext, doc_id: str) -> None:
         record = self.store.get(keys.documents_pk(ctx), doc_id) if doc_id.startswith("doc_") else None
-        if record is None:
-            raise NotFound(f"document {doc_id} does not exist")
+        if record is None or not scope_lib.visible(record.data.get("scopes") or [], ctx.read_region):
+            raise NotFound(f"document {doc_id} does not exist")  # forget only removes what it can read
         data = record.data
         # While it ingests too: the worker sees the tombstone before its next commit, stops and
         # removes what it wrote after this; what it wrote before, this removes.

@@ -121,9 +121,11 @@ class EntityService:
             return keep
 
         attrs, more_attrs = paging.read_page(self.store, paging.Source(keys.attrs_pk(ctx, entity_id), prefix="a#"),
-                                             limit=limit, after=None, keep=when(Attribute))
+                                             limit=limit, after=None, keep=when(Attribute),
+                                             read_region=ctx.read_region)
         rels, more_rels = paging.read_page(self.store, paging.Source(keys.rels_pk(ctx, entity_id), prefix="a#"),
-                                           limit=limit, after=None, keep=when(Relation))
+                                           limit=limit, after=None, keep=when(Relation),
+                                           read_region=ctx.read_region)
         return {"entity": entity_wire(entity),
                 "attributes": [attribute_wire(Attribute.from_dict(r.data)) for r in attrs],
                 "relations": [relation_wire(Relation.from_dict(r.data)) for r in rels],
@@ -141,7 +143,8 @@ class EntityService:
             raise InvalidRequest(f"key is longer than {MAX_KEY_BYTES} bytes", field="key")
         readable = Readable(self.store, ctx, {"attribute"})
         src = paging.Source(keys.attrs_pk(ctx, entity_id), prefix=f"a#{slot}#")
-        rows = [Attribute.from_dict(r.data) for r in readable(list(paging.scan(self.store, src, batch=500)))]
+        rows = [Attribute.from_dict(r.data) for r in readable(list(paging.scan(self.store, src, batch=500,
+                                                                                       read_region=ctx.read_region)))]
         rows.sort(key=lambda a: (a.valid_from or "", a.created_at or "", a.id))
         return {"history": [attribute_wire(a) for a in rows]}
 

@@ -13,6 +13,8 @@ gsi1 current-facts index) read in sort-key order. Pages are cut by *key*, never 
 - ``hasMore`` is truthful: a cursor is only handed out when a further matching record was
   seen. A sparse filter may scan far; a page also ends after ``max_scan`` scanned records
   (``hasMore`` true, possibly followed by a short or empty page; follow ``nextCursor``).
+- the caller's read region is applied by the store inside its query (``read_region``),
+  not after it: a narrow region still gets full pages.
 
 Cursors (``agent_memory.cursor``) are signed over the context and a *collection name* that
 includes the partition and every filter, so a cursor replayed with other filters, in another
@@ -54,11 +56,12 @@ def resume_key(record: Record, index: Literal["gsi1"] | None) -> dict[str, str]:
 
 
 def scan(store: RecordStore, src: Source, *, after: dict[str, str] | None = None,
-         batch: int = SCAN_BATCH):
-    """Yield every record of ``src`` after ``after`` in key order (pages of ``batch``)."""
+         batch: int = SCAN_BATCH, read_region: Sequence[str] | None = None):
+    """Yield every record of ``src`` after ``after`` in key order (pages of ``batch``),
+    only those ``read_region`` may read when it is given (filtered by the store)."""
     while True:
         page = store.query(src.pk, prefix=src.prefix, between=src.between, after=after, limit=batch,
-                           forward=src.forward, index=src.index)
+                           forward=src.forward, index=src.index, read_region=read_region)
         yield from page.records
         if page.last_key is None:
             return
@@ -66,35 +69,44 @@ def scan(store: RecordStore, src: Source, *, after: dict[str, str] | None = None
 
 
 def read_page(store: RecordStore, src: Source, *, limit: int, after: dict[str, str] | None,
-              keep: BatchFilter | None = None, max_scan: int = MAX_SCAN) -> tuple[list[Record], dict[str, str] | None]:
+              keep: BatchFilter | None = None, max_scan: int = MAX_SCAN,
+              read_region: Sequence[str] | None = None) -> tuple[list[Record], dict[str, str] | None]:
     """Up to ``limit`` records passing ``keep`` after ``after``, and the key to resume from
-    (``None`` when no further matching record exists)."""
+    (``None`` when no further matching record exists).
+
+    ``read_region`` is handed to the store, which filters inside its query (SQL, or a
+    DynamoDB FilterExpression under a read budget), so records outside the caller's region
+    never take a page's room; ``keep`` still checks every record exactly. The scan budget
+    counts what the store evaluated; when it is spent the page ends (short, even empty) with
+    the store's resume key, so the next page continues exactly past what was evaluated."""
     out: list[Record] = []
     scanned = 0
     while True:
         page = store.query(src.pk, prefix=src.prefix, between=src.between, after=after,
-                           limit=max(SCAN_BATCH, limit + 1), forward=src.forward, index=src.index)
+                           limit=max(SCAN_BATCH, limit + 1), forward=src.forward, index=src.index,
+                           read_region=read_region)
         kept = keep(page.records) if keep is not None else page.records
         kept_ids = {id(r) for r in kept}
         for record in page.records:
-            scanned += 1
             if id(record) in kept_ids:
                 if len(out) == limit:
                     return out, resume_key(out[-1], src.index)
                 out.append(record)
-            if scanned >= max_scan and page.last_key is not None:
-                return out, resume_key(record, src.index)
+        scanned += page.scanned if page.scanned is not None else len(page.records)
         if page.last_key is None:
             return out, None
+        if scanned >= max_scan:
+            return out, page.last_key
         after = page.last_key
 
 
-def count(store: RecordStore, src: Source, keep: BatchFilter | None = None) -> int:
+def count(store: RecordStore, src: Source, keep: BatchFilter | None = None,
+          read_region: Sequence[str] | None = None) -> int:
     total = 0
     after = None
     while True:
         page = store.query(src.pk, prefix=src.prefix, between=src.between, after=after, limit=500,
-                           forward=src.forward, index=src.index)
+                           forward=src.forward, index=src.index, read_region=read_region)
         total += len(keep(page.records) if keep is not None else page.records)
         if page.last_key is None:
             return total
@@ -126,8 +138,8 @@ def paged(store: RecordStore, secret: bytes, ctx: RequestContext, collection: st
           keep: BatchFilter | None = None, with_total: bool = False) -> Paged:
     """Decode the cursor, read one page, render it and sign the next cursor."""
     after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
-    records, last = read_page(store, src, limit=limit, after=after, keep=keep)
-    total = count(store, src, keep) if with_total else None
+    records, last = read_page(store, src, limit=limit, after=after, keep=keep, read_region=ctx.read_region)
+    total = count(store, src, keep, read_region=ctx.read_region) if with_total else None
     return Paged([render(r) for r in records], cursor.encode(secret, ctx.context_id, collection, last), total)
 
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_memory import cursor, deadline, keys, timeutil
+from agent_memory import cursor, deadline, grants, keys, timeutil
+from agent_memory import scopes as scope_lib
 from agent_memory.config import Settings
 from agent_memory.errors import Conflict, NotFound, SessionClosed
 from agent_memory.ids import new_id
@@ -68,7 +69,9 @@ class SessionService:
 
     def load(self, ctx: RequestContext, session_id: str) -> Record:
         record = self.store.get(keys.sessions_pk(ctx), session_id) if session_id.startswith("sess_") else None
-        if record is None or record.data.get("deleted"):
+        # A session outside the caller's read region answers exactly as a missing one.
+        if record is None or record.data.get("deleted") \
+                or not scope_lib.visible(record.data.get("scopes") or [], ctx.read_region):
             raise NotFound(f"session {session_id} does not exist")
         return record
 
@@ -78,6 +81,8 @@ class SessionService:
     def close(self, ctx: RequestContext, session_id: str) -> dict[str, Any]:
         for _ in range(APPEND_ATTEMPTS):
             record = self.load(ctx, session_id)
+            # Closing changes the session: only a key that may write its scopes may do it.
+            grants.check_writable(record.data.get("scopes") or [], ctx.write_region, "session")
             if record.data.get("closedAt"):
                 return session_wire(record.data)
             record.data["closedAt"] = timeutil.now_iso()

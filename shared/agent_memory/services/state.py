@@ -83,7 +83,8 @@ class StateService:
               extra: Callable[[Record], bool] | None = None) -> tuple[list[Record], bool]:
         readable = Readable(self.store, ctx, kinds)
         keep = paging.chain(readable, (lambda rs: [r for r in rs if extra(r)]) if extra else None)
-        records, more = paging.read_page(self.store, src, limit=limit, after=None, keep=keep)
+        records, more = paging.read_page(self.store, src, limit=limit, after=None, keep=keep,
+                                         read_region=ctx.read_region)
         return records, more is not None
 
     def _current(self, ctx: RequestContext, kind: str, limit: int) -> tuple[list[Record], bool]:
@@ -93,11 +94,13 @@ class StateService:
         for category in CATEGORIES:
             src = paging.Source(keys.current_gsi(ctx, kind), prefix=f"{category}#", index="gsi1")
             if len(rows) >= limit:  # full: is anything readable left in the next categories?
-                probe, _ = paging.read_page(self.store, src, limit=1, after=None, keep=readable)
+                probe, _ = paging.read_page(self.store, src, limit=1, after=None, keep=readable,
+                                            read_region=ctx.read_region)
                 if probe:
                     return rows, True
                 continue
-            records, more = paging.read_page(self.store, src, limit=limit - len(rows), after=None, keep=readable)
+            records, more = paging.read_page(self.store, src, limit=limit - len(rows), after=None, keep=readable,
+                                             read_region=ctx.read_region)
             rows += records
             if more is not None:
                 return rows, True
@@ -111,7 +114,8 @@ class StateService:
         names: dict[str, str] = {}
         for kind in ("attribute", "relation"):
             src = paging.Source(keys.current_gsi(ctx, kind), index="gsi1")
-            records, _ = paging.read_page(self.store, src, limit=PROFILE_SCAN, after=None, keep=readable)
+            records, _ = paging.read_page(self.store, src, limit=PROFILE_SCAN, after=None, keep=readable,
+                                          read_region=ctx.read_region)
             for r in records:
                 if kind == "attribute":
                     a = Attribute.from_dict(r.data)

@@ -20,8 +20,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_memory import deadline, timeutil
-from agent_memory.errors import InvalidRequest, PayloadTooLarge, UpstreamModelError, UpstreamModelTimeout
+from agent_memory import deadline, grants, timeutil
+from agent_memory.errors import (
+    InvalidRequest,
+    PayloadTooLarge,
+    UpstreamModelError,
+    UpstreamModelTimeout,
+)
 from agent_memory.models.extraction import ExtractionOutput
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Record
@@ -100,6 +105,9 @@ class ChatService:
         scopes = ctx.write_scopes(req.scopes)
         session = rt.sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
         is_new = req.session_id is None
+        if not is_new:
+            # The turns take the session's scopes: they must lie inside the write region too.
+            grants.check_writable(session.data.get("scopes") or [], ctx.write_region, "session")
         window = [] if is_new else session_window(rt.store, ctx, session.sk)
 
         reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
