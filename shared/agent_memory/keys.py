@@ -168,3 +168,18 @@ def document_parts_pk(ctx: RequestContext, document_id: str) -> str:
 
 def document_hashes_pk(ctx: RequestContext) -> str:
     return f"{base(ctx)}#doc-hashes"
+
+
+# --- catalogue --------------------------------------------------------------------------
+#
+# contexts           contexts                        <context id>      (one row per context written to)
+# partitions         c#<ctx>#partitions              <partition>       (one row per partition written to)
+#
+# The pickers of the inspector page through these (``GET /api/v1/contexts``); a write notes
+# its context and partition once per process (services/catalogue.py).
+
+CONTEXTS_PK = "contexts"
+
+
+def partitions_pk(context_id: str) -> str:
+    return f"c#{context_id}#partitions"
