@@ -13,6 +13,7 @@ SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
 .PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background tools test-opensearch bench-cold-start \
+	browser-install browser-install-background browser-test \
 	bench-artifact install-dev install clean
 
 $(PY):
@@ -53,7 +54,28 @@ sam-build-background:
 	@( $(MAKE) -s sam-build > .aws-sam/build.log 2>&1; echo $$? > .aws-sam/build.rc ) &
 
 unit: install-dev
-	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py
+	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py --ignore=tests/browser
+
+# The inspector's browser tests drive Debian's Chromium (never a downloaded browser). When it is
+# missing and we are root, apt installs it; the background variant overlaps the unit tests and
+# the browser tests wait for .browser/install.rc.
+CHROMIUM ?= /usr/bin/chromium
+browser-install:
+	@mkdir -p .browser
+	@if [ -x "$(CHROMIUM)" ]; then echo 0 > .browser/install.rc; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  ( DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } \
+	  ) > .browser/install.log 2>&1; echo $$? > .browser/install.rc; \
+	else echo "$(CHROMIUM) is missing: install Debian's chromium (apt-get install chromium)" | tee .browser/install.log; \
+	  echo 1 > .browser/install.rc; fi
+
+browser-install-background:
+	@mkdir -p .browser && rm -f .browser/install.rc && touch .browser/install.started
+	@( $(MAKE) -s browser-install; rm -f .browser/install.started ) > /dev/null 2>&1 &
+
+browser-test: install-dev
+	AGENT_MEMORY_BROWSER_REQUIRED=1 $(PY) -m pytest -p no:xdist tests/browser
 
 # Every function served from what `sam build` made (builds first unless `test` started it).
 artifact-check: install-dev
@@ -65,7 +87,8 @@ cfn-lint: install-dev
 sam-validate: $(SAM)
 	$(SAM) validate --lint --template-file template.yaml
 
-test: lint sam-build-background unit
+test: lint sam-build-background browser-install-background unit
+	$(MAKE) -s browser-test
 	AGENT_MEMORY_SAM_BUILD=background $(MAKE) -s artifact-check
 	$(MAKE) -s cfn-lint sam-validate
 
@@ -83,4 +106,4 @@ bench-artifact: install sam-build
 	$(PY) bench/artifact_cold_start.py
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .aws-sam .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) .aws-sam .pytest_cache .ruff_cache .browser test-artifacts

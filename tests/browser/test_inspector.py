@@ -7,17 +7,18 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import ARTIFACTS
 from playwright.sync_api import expect
 
 from agent_memory.config import parse_principals
 from agent_memory.runtime import Runtime, set_runtime
 
 CTX = "acme"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "browser"
 
 
 def seed(server: str, headers: dict[str, str] | None = None) -> None:
@@ -50,24 +51,33 @@ def test_the_page_is_served_with_its_module_and_styles(server):
 
 def test_correction_timeline_and_as_of_slider(page, server):
     seed(server)
+    with httpx.Client(base_url=server, timeout=30) as c:  # a second key, for a fuller picture
+        for text, at in (("I work at Acme.", "2024-01-10T00:00:00Z"), ("I work at Globex.", "2024-11-01T00:00:00Z"),
+                         ("I like hiking.", "2024-06-01T00:00:00Z")):
+            assert c.post(f"/api/v1/{CTX}/facts", json={"text": text, "observedAt": at}).status_code == 200
     open_inspector(page, server)
     counts = page.locator("#state-counts")
     counts.get_by_text(re.compile(r"\d+ entities")).wait_for()
     page.locator('#state-body a[data-entity="entity:person/user"]').click()
-    bars = page.locator("#timeline g.bar")
+    bars = page.locator('#timeline g.bar[data-key="location"]')
     bars.first.wait_for()
     assert sorted(bars.evaluate_all("els => els.map(e => e.dataset.value)")) == ["Lisbon", "Porto"]
-    assert page.locator("#timeline g.bar.current").get_attribute("data-value") == "Porto"
-    assert page.locator("#timeline path.supersession").count() == 1
+    assert page.locator('#timeline g.bar.current[data-key="location"]').get_attribute("data-value") == "Porto"
+    lisbon, porto = (page.locator(f'#timeline g.bar[data-value="{v}"]').get_attribute("data-attr")
+                     for v in ("Lisbon", "Porto"))
+    assert page.locator(f'#timeline path.supersession[data-from="{lisbon}"][data-to="{porto}"]').count() == 1
     attrs = page.locator("#asof-attributes")
     assert "Porto" in attrs.inner_text()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "entity-timeline.png"))
     slider = page.get_by_label("As of", exact=True)
-    slider.focus()
-    slider.press("Home")  # the earliest instant: only the first value was true then
-    expect(attrs).to_have_attribute("data-asof", re.compile(r"^2024-"))
+    # Drag to December 2024: Lisbon (not yet Porto) and the job at Globex were true then.
+    slider.evaluate("(el, t) => { el.value = t; el.dispatchEvent(new Event('input', {bubbles: true})); }",
+                    datetime(2024, 12, 1, tzinfo=UTC).timestamp() * 1000)
+    expect(attrs).to_have_attribute("data-asof", re.compile(r"^2024-12-01"))
     assert "Lisbon" in attrs.inner_text() and "Porto" not in attrs.inner_text()
+    assert "Globex" in attrs.inner_text() and "Acme" not in attrs.inner_text()
+    slider.focus()
     slider.press("End")
     expect(attrs).to_have_attribute("data-asof", "now")
     assert "Porto" in attrs.inner_text()

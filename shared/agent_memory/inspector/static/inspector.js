@@ -290,7 +290,7 @@ async function readAsOf(iso, where) {
 // the one that superseded it.
 function timeline(rows, lo, hi) {
   const keys = [...new Set(rows.map((r) => r.key))];
-  const W = 760, left = 120, right = 16, rowH = 34, top = 22;
+  const W = 760, left = 120, right = 16, rowH = 40, top = 30;
   const H = top + Math.max(1, keys.length) * rowH + 24;
   const x = (t) => left + ((t - lo) / Math.max(1, hi - lo)) * (W - left - right);
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", id: "timeline", class: "timeline",
@@ -308,7 +308,7 @@ function timeline(rows, lo, hi) {
   const pos = {};
   keys.forEach((key, i) => {
     const y = top + i * rowH;
-    const name = svg("text", { x: "4", y: String(y + rowH / 2 + 4), class: "key" });
+    const name = svg("text", { x: "4", y: String(y + rowH / 2 + 6), class: "key" });
     name.textContent = key;
     root.append(name);
     for (const r of rows.filter((row) => row.key === key)) {
@@ -316,23 +316,25 @@ function timeline(rows, lo, hi) {
       const until = r.validUntil ? Date.parse(r.validUntil) : hi;
       const x0 = x(from), x1 = Math.max(x(until), x0 + 4);
       const current = !r.validUntil && !r.supersededBy;
-      const g = svg("g", { class: `bar${current ? " current" : ""}`, "data-attr": r.id, "data-value": r.value, tabindex: "0",
+      const g = svg("g", { class: `bar${current ? " current" : ""}`, "data-attr": r.id, "data-key": key, "data-value": r.value, tabindex: "0",
         role: "listitem", "aria-label": `${key} = ${r.value}, from ${fmtTime(r.validFrom)} ${r.validUntil ? `until ${fmtTime(r.validUntil)}` : "(current)"}` });
       const title = svg("title");
       title.textContent = `${r.value}\n${fmtTime(r.validFrom)} → ${r.validUntil ? fmtTime(r.validUntil) : "now"}`;
-      g.append(title, svg("rect", { x: String(x0), y: String(y + 6), width: String(x1 - x0), height: String(rowH - 12), rx: "3" }));
-      const text = svg("text", { x: String(x0 + 5), y: String(y + rowH / 2 + 4), class: "value" });
+      g.append(title, svg("rect", { x: String(x0), y: String(y + 10), width: String(x1 - x0), height: String(rowH - 16), rx: "3" }));
+      const text = svg("text", { x: String(x0 + 5), y: String(y + rowH / 2 + 6), class: "value" });
       text.textContent = r.value;
       g.append(text);
       root.append(g);
-      pos[r.id] = { x0, x1, y: y + rowH / 2 };
+      pos[r.id] = { x0, x1, y: y + rowH / 2 + 2 };
     }
   });
   for (const r of rows) {
     const a = pos[r.id], b = r.supersededBy && pos[r.supersededBy];
     if (!a || !b) continue;
+    const sx = a.x1 - Math.min(30, (a.x1 - a.x0) / 2), ex = b.x0 + Math.min(30, (b.x1 - b.x0) / 2);
     root.append(svg("path", { class: "supersession", "data-from": r.id, "data-to": r.supersededBy,
-      d: `M${a.x1},${a.y} C${a.x1 + 14},${a.y} ${b.x0 - 14},${b.y} ${b.x0},${b.y}`, "marker-end": "url(#arrow)" }));
+      d: `M${sx},${a.y - 12} C${sx},${a.y - 30} ${ex},${b.y - 30} ${ex},${b.y - 12}`,
+      "marker-end": "url(#arrow)" }));
   }
   const cursor = svg("line", { id: "asof-line", x1: String(x(hi)), x2: String(x(hi)), y1: String(top - 4), y2: String(H - 20) });
   root.append(cursor);
