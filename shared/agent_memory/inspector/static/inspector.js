@@ -293,7 +293,7 @@ function timeline(rows, lo, hi) {
   const W = 760, left = 120, right = 16, rowH = 40, top = 30;
   const H = top + Math.max(1, keys.length) * rowH + 24;
   const x = (t) => left + ((t - lo) / Math.max(1, hi - lo)) * (W - left - right);
-  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", id: "timeline", class: "timeline",
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "list", id: "timeline", class: "timeline",
     "aria-label": `Timeline of ${rows.length} attribute values over ${keys.length} keys` });
   const defs = svg("defs");
   const marker = svg("marker", { id: "arrow", viewBox: "0 0 8 8", refX: "7", refY: "4", markerWidth: "7", markerHeight: "7", orient: "auto" });
