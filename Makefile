@@ -13,6 +13,7 @@ SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
 .PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result tools test-opensearch bench-cold-start \
+	browser-install browser-install-background browser-test \
 	bench-artifact bench-venv install-dev install clean
 
 $(PY):
@@ -59,7 +60,28 @@ sam-validate-result:
 	@cat .aws-sam/validate.log; test "$$(cat .aws-sam/validate.rc 2>/dev/null)" = 0
 
 unit: install-dev
-	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py
+	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py --ignore=tests/browser
+
+# The inspector's browser tests drive Debian's Chromium (never a downloaded browser). When it is
+# missing and we are root, apt installs it; the background variant overlaps the unit tests and
+# the browser tests wait for .browser/install.rc.
+CHROMIUM ?= /usr/bin/chromium
+browser-install:
+	@mkdir -p .browser
+	@if [ -x "$(CHROMIUM)" ]; then echo 0 > .browser/install.rc; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  ( DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } \
+	  ) > .browser/install.log 2>&1; echo $$? > .browser/install.rc; \
+	else echo "$(CHROMIUM) is missing: install Debian's chromium (apt-get install chromium)" | tee .browser/install.log; \
+	  echo 1 > .browser/install.rc; fi
+
+browser-install-background:
+	@mkdir -p .browser && rm -f .browser/install.rc && touch .browser/install.started
+	@( $(MAKE) -s browser-install; rm -f .browser/install.started ) > /dev/null 2>&1 &
+
+browser-test: install-dev
+	AGENT_MEMORY_BROWSER_REQUIRED=1 $(PY) -m pytest -p no:xdist tests/browser
 
 # Every function served from what `sam build` made (builds first unless `test` started it).
 artifact-check: install-dev
@@ -72,7 +94,8 @@ sam-validate: $(SAM)
 	$(SAM) validate --lint --template-file template.yaml
 
 # cfn-lint itself runs in the unit tests (tests/http/test_routing_contract.py).
-test: lint sam-build-background unit
+test: lint sam-build-background browser-install-background unit
+	$(MAKE) -s browser-test
 	AGENT_MEMORY_SAM_BUILD=background $(MAKE) -s artifact-check
 	$(MAKE) -s sam-validate-result
 
@@ -104,4 +127,4 @@ $(BENCH_VENV)/.installed: pyproject.toml
 bench-venv: $(BENCH_VENV)/.installed
 
 clean:
-	rm -rf $(VENV) $(TOOLS) $(BENCH_VENV) .aws-sam .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) $(BENCH_VENV) .aws-sam .pytest_cache .ruff_cache .browser test-artifacts

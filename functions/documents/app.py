@@ -59,6 +59,13 @@ def complete_document_upload(context_id: str, document_id: str):
     return http.json_response(document, 202 if queued else 200)
 
 
+@app.get(BASE)
+def list_documents(context_id: str):
+    ctx = http.context(app, context_id)
+    page = get_runtime().catalogue.list_documents(ctx, http.page_limit(app), http.query_str(app, "cursor"))
+    return Response(status_code=200, content_type="application/json", body=json.dumps(page, ensure_ascii=False))
+
+
 @app.get(f"{BASE}/<document_id>")
 def get_document(context_id: str, document_id: str):
     ctx = http.context(app, context_id)

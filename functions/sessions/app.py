@@ -1,6 +1,6 @@
 """Sessions area: health, sessions, a session's raw turns."""
 
-from agent_memory import http
+from agent_memory import grants, http
 from agent_memory.models.requests import CreateSessionRequest
 from agent_memory.observability import instrumented
 from agent_memory.runtime import get_runtime
@@ -13,6 +13,23 @@ def health():
     http.authenticate(app)
     settings = get_runtime().settings
     return {"status": "ok", "store": settings.store, "search": settings.search}
+
+
+@app.get("/api/v1/contexts")
+def list_contexts():
+    caller = http.authenticate(app, grants.READ)
+    limit = http.page_limit(app)
+    return get_runtime().catalogue.list_contexts(
+        bound_contexts=caller.contexts if caller is not None else None,
+        bound_partitions=caller.partitions if caller is not None else None,
+        limit=limit, page_cursor=http.query_str(app, "cursor"))
+
+
+@app.get("/api/v1/<context_id>/sessions")
+def list_sessions(context_id: str):
+    ctx = http.context(app, context_id)
+    limit = http.page_limit(app)
+    return get_runtime().catalogue.list_sessions(ctx, limit, http.query_str(app, "cursor"))
 
 
 @app.post("/api/v1/<context_id>/sessions")

@@ -47,6 +47,13 @@ def _append_body_cap() -> int:
     return 3 * get_runtime().settings.limits.thread_turn_bytes + 64 * 1024
 
 
+@app.get("/api/v1/<context_id>/threads")
+def list_threads(context_id: str):
+    ctx = http.context(app, context_id)
+    page = get_runtime().catalogue.list_threads(ctx, http.page_limit(app), http.query_str(app, "cursor"))
+    return _json(page)
+
+
 @app.post(f"{BASE}/turns")
 def append_turn(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)

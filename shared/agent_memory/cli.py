@@ -55,6 +55,7 @@ def _serve(args: argparse.Namespace) -> int:
     server = make_server(args.host, args.port)
     logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s)",
                                            args.host, server.server_port, settings.describe(), settings.data_dir)
+    logging.getLogger("agent_memory").info("memory inspector: http://%s:%d/inspector/", args.host, server.server_port)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -220,17 +220,25 @@ def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
     observability.request_keys(context_id=ctx.context_id, principal=ctx.principal)
     if ctx.delegated_by is not None:
         get_runtime().audit.delegated(ctx, f"{method} {path}")
+    if grants.required_verb(method, path) == grants.WRITE:
+        get_runtime().catalogue.note(ctx)  # the context and partition pickers list it from here on
     return ctx
 
 
-def authenticate(app: APIGatewayHttpResolver) -> None:
-    """Check the caller of a route that names no context (health): a deployed stack
-    answers nothing to anonymous callers."""
+def authenticate(app: APIGatewayHttpResolver, verb: str | None = None) -> Any:
+    """Check the caller of a route that names no context (health, the context list): a
+    deployed stack answers nothing to anonymous callers. Returns the caller's key (its
+    grants), or ``None`` in single-user local mode (no keys: full access); with ``verb``,
+    a key that does not hold it gets 403."""
     authenticator = get_runtime().authenticator
-    if authenticator.keys_required():
-        headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
-        caller = authenticator.authenticate(headers.get("authorization"))
-        observability.request_keys(principal=caller.principal)
+    if not authenticator.keys_required():
+        return None
+    headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
+    caller = authenticator.authenticate(headers.get("authorization"))
+    observability.request_keys(principal=caller.principal)
+    if verb is not None:
+        grants.check_verb(caller, verb)
+    return caller
 
 
 def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:

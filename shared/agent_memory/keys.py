@@ -168,3 +168,19 @@ def document_parts_pk(ctx: RequestContext, document_id: str) -> str:
 
 def document_hashes_pk(ctx: RequestContext) -> str:
     return f"{base(ctx)}#doc-hashes"
+
+
+# --- catalogue --------------------------------------------------------------------------
+#
+# contexts           contexts                        <context id>      (one row per context written to)
+# partitions         contexts#<ctx>#partitions       <partition>       (one row per partition written to)
+#
+# The pickers of the inspector page through these (``GET /api/v1/contexts``); a write notes
+# its context and partition once per process (services/catalogue.py). Neither starts with
+# ``c#<ctx>#``, so what scans or deletes a context's rows by that prefix never sees them.
+
+CONTEXTS_PK = "contexts"
+
+
+def partitions_pk(context_id: str) -> str:
+    return f"contexts#{context_id}#partitions"

@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 
+from agent_memory import inspector
 from agent_memory.cfn_template import function_routes, load_template, repo_root
 
 log = logging.getLogger("agent_memory.local_server")
@@ -171,6 +172,8 @@ class LocalGateway:
     def invoke(self, method: str, target: str, headers: dict[str, str], body: bytes,
                source_ip: str = "127.0.0.1") -> dict[str, Any]:
         parts = urlsplit(target)
+        if inspector.is_inspector_path(parts.path):  # the inspector page, same origin as the API
+            return inspector.static_response(method, parts.path)
         found = self.match(method, parts.path)
         if found is None:
             return _problem(404, "Not found", f"no route for {method} {parts.path}")

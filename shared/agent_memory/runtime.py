@@ -170,6 +170,12 @@ class Runtime:
             hook(ctx, ids)
 
     @cached_property
+    def catalogue(self):
+        from agent_memory.services.catalogue import CatalogueService
+
+        return CatalogueService(self.store, self.settings)
+
+    @cached_property
     def state(self):
         from agent_memory.services.state import StateService
 

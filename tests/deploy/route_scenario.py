@@ -28,6 +28,8 @@ def run(call: Call) -> None:
     ok("POST", f"{CTX}/facts/batch", {"messages": [{"role": "user", "content": "I live in Lisbon."},
                                                   {"role": "assistant", "content": "Nice city!"}]})
     ok("GET", f"{CTX}/sessions/{sid}/turns")
+    assert sid in [s["id"] for s in ok("GET", f"{CTX}/sessions")["items"]]
+    assert CTX.rsplit("/", 1)[1] in [c["contextId"] for c in ok("GET", "/api/v1/contexts")["items"]]
     ok("POST", f"{CTX}/sessions/{sid}/context", {"query": "where do I work"})
     ok("POST", f"{CTX}/sessions/{sid}/close")
 
@@ -54,6 +56,7 @@ def run(call: Call) -> None:
     ok("GET", f"{thread}/turns")
     ok("GET", f"{thread}/turns/1")
     ok("GET", thread)
+    ok("GET", f"{CTX}/threads")
     ok("PUT", f"{thread}/acl", {"acl_readers": []})
     ok("POST", f"{thread}/context", {"query": "printer", "last_n_turns": 1})
 
@@ -62,6 +65,7 @@ def run(call: Call) -> None:
     doc_id = doc.get("id") or doc.get("documentId")
     ok("GET", f"{CTX}/documents/{doc_id}")
     ok("GET", f"{CTX}/documents/{doc_id}/chunks")
+    assert doc_id in [d["id"] for d in ok("GET", f"{CTX}/documents")["items"]]
 
     ok("POST", f"{CTX}/forget", {"query": "Lisbon", "dryRun": True})
     ok("DELETE", f"{CTX}/documents/{doc_id}", status=204)

@@ -150,3 +150,14 @@ def test_each_function_ships_its_own_folder_with_the_layer():
     layer = RESOURCES["DependenciesLayer"]
     assert layer["Properties"]["ContentUri"] == "shared/"
     assert layer["Metadata"] == {"BuildMethod": "python3.11", "BuildArchitecture": "x86_64"}
+
+
+def test_cors_for_the_static_inspector_is_off_unless_origins_are_given():
+    param = TEMPLATE["Parameters"]["CorsAllowedOrigins"]
+    assert param["Type"] == "String" and param["Default"] == ""
+    assert TEMPLATE["Conditions"]["HasCorsOrigins"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "CorsAllowedOrigins"}, ""]}]}
+    cors = RESOURCES["HttpApi"]["Properties"]["CorsConfiguration"]["Fn::If"]
+    assert cors[0] == "HasCorsOrigins" and cors[2] == {"Ref": "AWS::NoValue"}
+    on = cors[1]
+    assert on["AllowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowedOrigins"}]} and "AllowCredentials" not in on
+    assert {"authorization", "x-memory-partition", "content-type"} <= set(on["AllowHeaders"])

@@ -82,7 +82,7 @@ def test_async_client_is_the_twin_of_the_sync_one(sync_cls, async_cls):
 
 # wire model -> openapi.yaml component
 MODELS = {
-    wire.Health: "Health", wire.Session: "Session", wire.Turn: "Turn", wire.TurnPage: "TurnPage",
+    wire.Health: "Health", wire.ContextInfo: "ContextInfo", wire.Session: "Session", wire.Turn: "Turn", wire.TurnPage: "TurnPage",
     wire.PageInfo: "PageInfo", wire.AuditRecord: "AuditRecord", wire.AuditPage: "AuditPage", wire.FactSource: "FactSource", wire.MemoryEntity: "MemoryEntity",
     wire.MemoryAttribute: "MemoryAttribute", wire.MemoryRelation: "MemoryRelation",
     wire.MemoryAction: "MemoryAction", wire.StateInstruction: "StateInstruction",

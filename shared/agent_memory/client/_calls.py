@@ -187,9 +187,11 @@ class Calls:
         return Call("GET", f"{self._entity_path(type, name)}/history/{_seg(key)}", model(wire.AttributeHistory),
                     idempotent=True)
 
-    def page(self, path: str, params: dict[str, Any], cursor: str | None, page_size: int | None) -> Call[Any]:
-        """One page of a collection (``items`` or ``history`` + ``page``), as raw JSON."""
-        return Call("GET", f"{self.prefix}{path}", lambda r: r.json(),
+    def page(self, path: str, params: dict[str, Any], cursor: str | None, page_size: int | None, *,
+             root: bool = False) -> Call[Any]:
+        """One page of a collection (``items`` or ``history`` + ``page``), as raw JSON; ``root``:
+        ``path`` names no context (``/api/v1/contexts``)."""
+        return Call("GET", path if root else f"{self.prefix}{path}", lambda r: r.json(),
                     params={**params, "limit": page_size, "cursor": cursor}, idempotent=True)
 
     def entity_path(self, type: str, name: str) -> str:

@@ -77,11 +77,12 @@ class AsyncAgentMemory:
     async def _send(self, call: Call[Any]) -> Any:
         return await self._transport.send(call)
 
-    async def _paged(self, path: str, params: dict[str, Any], key: str, item: type[M], page_size: int | None
+    async def _paged(self, path: str, params: dict[str, Any], key: str, item: type[M], page_size: int | None,
+                 *, root: bool = False
                            ) -> AsyncIterator[M]:
         cursor: str | None = None
         while True:
-            page = await self._send(self._calls.page(path, params, cursor, page_size))
+            page = await self._send(self._calls.page(path, params, cursor, page_size, root=root))
             for row in page[key]:
                 yield item.model_validate(row)
             cursor = common.next_cursor(page)
@@ -89,6 +90,16 @@ class AsyncAgentMemory:
                 return
 
     # --- service ----------------------------------------------------------------------
+
+    @operation("listContexts")
+    def contexts(self, *, page_size: int | None = None) -> AsyncIterator[wire.ContextInfo]:
+        """The contexts this key may use, with their partitions (by name, following pages lazily)."""
+        return self._paged("/api/v1/contexts", {}, "items", wire.ContextInfo, page_size, root=True)
+
+    @operation("listThreads")
+    def threads(self, *, page_size: int | None = None) -> AsyncIterator[wire.Thread]:
+        """The threads of this context and partition the caller may see, oldest first."""
+        return self._paged("/threads", {}, "items", wire.Thread, page_size)
 
     @operation("health")
     async def health(self) -> wire.Health:
@@ -297,6 +308,11 @@ class AsyncSessions:
         session._sessions = self
         return session
 
+    @operation("listSessions")
+    def list(self, *, page_size: int | None = None) -> AsyncIterator[wire.Session]:
+        """The sessions the caller may see, oldest first, following pages lazily."""
+        return self._client._paged("/sessions", {}, "items", wire.Session, page_size)
+
     @operation("closeSession")
     async def close(self, session_id: str) -> AsyncSession:
         return self._bind(await self._client._send(self._client._calls.close_session(session_id)))
@@ -466,6 +482,11 @@ class AsyncDocuments:
         if response.status_code >= 300:
             raise AgentMemoryError(f"the presigned upload answered {response.status_code}: {response.text[:300]}")
         return await self.complete_upload(ticket.id)
+
+    @operation("listDocuments")
+    def list(self, *, page_size: int | None = None) -> AsyncIterator[wire.Document]:
+        """The documents the caller may see, oldest first, with their ingestion status."""
+        return self._client._paged("/documents", {}, "items", wire.Document, page_size)
 
     @operation("getDocument")
     async def get(self, document_id: str) -> wire.Document:

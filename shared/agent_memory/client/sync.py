@@ -77,11 +77,12 @@ class AgentMemory:
     def _send(self, call: Call[Any]) -> Any:
         return self._transport.send(call)
 
-    def _paged(self, path: str, params: dict[str, Any], key: str, item: type[M], page_size: int | None
+    def _paged(self, path: str, params: dict[str, Any], key: str, item: type[M], page_size: int | None,
+                 *, root: bool = False
                ) -> Iterator[M]:
         cursor: str | None = None
         while True:
-            page = self._send(self._calls.page(path, params, cursor, page_size))
+            page = self._send(self._calls.page(path, params, cursor, page_size, root=root))
             for row in page[key]:
                 yield item.model_validate(row)
             cursor = common.next_cursor(page)
@@ -89,6 +90,16 @@ class AgentMemory:
                 return
 
     # --- service ----------------------------------------------------------------------
+
+    @operation("listContexts")
+    def contexts(self, *, page_size: int | None = None) -> Iterator[wire.ContextInfo]:
+        """The contexts this key may use, with their partitions (by name, following pages lazily)."""
+        return self._paged("/api/v1/contexts", {}, "items", wire.ContextInfo, page_size, root=True)
+
+    @operation("listThreads")
+    def threads(self, *, page_size: int | None = None) -> Iterator[wire.Thread]:
+        """The threads of this context and partition the caller may see, oldest first."""
+        return self._paged("/threads", {}, "items", wire.Thread, page_size)
 
     @operation("health")
     def health(self) -> wire.Health:
@@ -296,6 +307,11 @@ class Sessions:
         session._sessions = self
         return session
 
+    @operation("listSessions")
+    def list(self, *, page_size: int | None = None) -> Iterator[wire.Session]:
+        """The sessions the caller may see, oldest first, following pages lazily."""
+        return self._client._paged("/sessions", {}, "items", wire.Session, page_size)
+
     @operation("closeSession")
     def close(self, session_id: str) -> Session:
         return self._bind(self._client._send(self._client._calls.close_session(session_id)))
@@ -462,6 +478,11 @@ class Documents:
         if response.status_code >= 300:
             raise AgentMemoryError(f"the presigned upload answered {response.status_code}: {response.text[:300]}")
         return self.complete_upload(ticket.id)
+
+    @operation("listDocuments")
+    def list(self, *, page_size: int | None = None) -> Iterator[wire.Document]:
+        """The documents the caller may see, oldest first, with their ingestion status."""
+        return self._client._paged("/documents", {}, "items", wire.Document, page_size)
 
     @operation("getDocument")
     def get(self, document_id: str) -> wire.Document:

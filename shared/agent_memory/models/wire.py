@@ -43,6 +43,16 @@ class PageInfo(WireModel):
     total_size: int | None = None
 
 
+# --- contexts ---------------------------------------------------------------------
+
+
+class ContextInfo(WireModel):
+    """A context the key may use, with the partitions it may use there."""
+
+    context_id: str
+    partitions: list[str] = Field(default_factory=list)
+
+
 # --- sessions ---------------------------------------------------------------------
 
 

@@ -1,0 +1,616 @@
+// The memory inspector: one module, no build, no dependencies. It only calls the public API
+// with the key typed into the page (held in this module's memory, never stored), so it shows
+// exactly what that key may read.
+
+const $ = (sel) => document.querySelector(sel);
+const conn = { base: "", key: "", context: "", partition: "" };
+
+// --- small DOM helpers ------------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined) node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
+  return node;
+}
+
+function status(text, isError = false) {
+  const node = $("#status");
+  node.textContent = text;
+  node.classList.toggle("error", isError);
+}
+
+const fmtTime = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$|Z$/, " UTC") : "—");
+const entityPath = (id) => id.replace(/^entity:/, "");
+
+// --- the API ----------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(problem, status) {
+    super(problem.detail || problem.title || `HTTP ${status}`);
+    this.problem = problem;
+    this.status = status;
+  }
+}
+
+function url(path, params = {}) {
+  const u = new URL(conn.base.replace(/\/$/, "") + path, location.href);
+  for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== "") u.searchParams.set(k, v);
+  return u.toString();
+}
+
+function headers(extra = {}) {
+  const h = { Accept: "application/json", ...extra };
+  if (conn.key) h.Authorization = `Bearer ${conn.key}`;
+  if (conn.partition && conn.partition !== "default") h["X-Memory-Partition"] = conn.partition;
+  return h;
+}
+
+async function api(method, path, { body, params } = {}) {
+  const init = { method, headers: headers(body ? { "Content-Type": "application/json" } : {}) };
+  if (body) init.body = JSON.stringify(body);
+  const res = await fetch(url(path, params), init);
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!res.ok) throw new ApiError(data || {}, res.status);
+  return data;
+}
+
+const ctxPath = (rest = "") => `/api/v1/${encodeURIComponent(conn.context)}${rest}`;
+
+function showError(where, err) {
+  where.replaceChildren(el("p", { class: "error", role: "alert", text: `${err.status ? err.status + ": " : ""}${err.message}` }));
+}
+
+// A "More" button that follows a cursor-paged list.
+function pager(path, { list, more, render, params = {}, key = "items", reset = true }) {
+  let cursor = null;
+  async function next() {
+    more.hidden = true;
+    const page = await api("GET", path, { params: { ...params, cursor, limit: 20 } });
+    for (const item of page[key]) list.append(render(item));
+    cursor = page.page.hasMore ? page.page.nextCursor : null;
+    more.hidden = !cursor;
+    if (!list.children.length) list.append(el("li", { class: "hint", text: "Nothing here (or nothing this key may read)." }));
+  }
+  if (reset) list.replaceChildren();
+  more.onclick = () => next().catch((e) => status(e.message, true));
+  return next();
+}
+
+// --- tabs -------------------------------------------------------------------------------
+
+const tabs = [...document.querySelectorAll('[role="tab"]')];
+function selectTab(tab, focus = true) {
+  for (const t of tabs) {
+    const on = t === tab;
+    t.setAttribute("aria-selected", String(on));
+    t.tabIndex = on ? 0 : -1;
+    document.getElementById(t.getAttribute("aria-controls")).hidden = !on;
+  }
+  if (focus) tab.focus();
+  const loader = loaders[tab.id];
+  if (loader && conn.context) loader().catch((e) => status(e.message, true));
+}
+for (const tab of tabs) {
+  tab.addEventListener("click", () => selectTab(tab));
+  tab.addEventListener("keydown", (ev) => {
+    const i = tabs.indexOf(tab);
+    const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[ev.key];
+    if (to === undefined) return;
+    ev.preventDefault();
+    selectTab(tabs[(to + tabs.length) % tabs.length]);
+  });
+}
+const show = (name) => selectTab($(`#tab-${name}`), false);
+
+// --- connection -------------------------------------------------------------------------
+
+async function loadContexts() {
+  try {
+    const page = await api("GET", "/api/v1/contexts", { params: { limit: 100 } });
+    const options = $("#context-options");
+    options.replaceChildren(...page.items.map((c) => el("option", { value: c.contextId })));
+    const known = Object.fromEntries(page.items.map((c) => [c.contextId, c.partitions]));
+    const fill = () => $("#partition-options").replaceChildren(
+      ...(known[$("#context").value] || []).map((p) => el("option", { value: p })));
+    $("#context").addEventListener("change", fill);
+    if (!$("#context").value && page.items.length === 1) $("#context").value = page.items[0].contextId;
+    fill();
+  } catch (err) {
+    if (err.status !== 401) status(err.message, true);
+  }
+}
+
+$("#api-key").addEventListener("change", () => { conn.key = $("#api-key").value.trim(); loadContexts(); });
+$("#base-url").addEventListener("change", () => { conn.base = $("#base-url").value.trim(); loadContexts(); });
+
+$("#connection").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  conn.base = $("#base-url").value.trim();
+  conn.key = $("#api-key").value.trim();
+  conn.context = $("#context").value.trim();
+  conn.partition = $("#partition").value.trim() || "default";
+  status(`Context ${conn.context}, partition ${conn.partition}.`);
+  const selected = tabs.find((t) => t.getAttribute("aria-selected") === "true");
+  selectTab(selected, false);
+});
+
+// --- state ------------------------------------------------------------------------------
+
+async function loadState() {
+  const body = $("#state-body");
+  let state;
+  try {
+    state = await api("GET", ctxPath("/state"), { params: { limit: 500 } });
+  } catch (err) { showError(body, err); return; }
+  const pending = await api("GET", ctxPath("/uncertainty"), { params: { resolved: "false", limit: 50 } })
+    .catch(() => ({ items: [] }));
+  const cats = ["identity", "knowledge", "context"];
+  const count = (what) => cats.reduce((n, c) => n + state[c][what].length, 0);
+  $("#state-counts").textContent = `${count("entities")} entities · ${count("attributes")} attributes · ` +
+    `${count("relations")} relations · ${count("actions")} actions · ${state.instructions.length} instructions · ` +
+    `${pending.items.length} open uncertainties`;
+  const parts = [];
+  for (const cat of cats) {
+    const c = state[cat];
+    const section = el("section", { class: "category", "aria-labelledby": `cat-${cat}` },
+      el("h3", { id: `cat-${cat}` }, `${cat[0].toUpperCase()}${cat.slice(1)} `,
+        el("span", { class: "badge", text: String(c.entities.length) })));
+    if (!c.entities.length) section.append(el("p", { class: "hint", text: "No entities." }));
+    for (const entity of c.entities) {
+      const attrs = c.attributes.filter((a) => a.entity === entity.id);
+      const rels = c.relations.filter((r) => r.subject === entity.id);
+      section.append(el("article", { class: "entity-card" },
+        el("h4", {}, el("a", { href: `#entity=${entityPath(entity.id)}`, class: "entity-link", "data-entity": entity.id,
+          onclick: (e) => { e.preventDefault(); openEntity(entity.id); } }, entity.name),
+          el("span", { class: "type", text: entity.entityType })),
+        attrs.length ? el("dl", {}, attrs.flatMap((a) => [el("dt", { text: a.key }), el("dd", { text: a.value })])) : null,
+        rels.length ? el("ul", { class: "relations" }, rels.map((r) => el("li", {}, `${r.label} → `,
+          el("a", { href: "#", onclick: (e) => { e.preventDefault(); openEntity(r.object); } }, entityPath(r.object))))) : null));
+    }
+    parts.push(section);
+  }
+  parts.push(el("section", { "aria-labelledby": "state-instructions" }, el("h3", { id: "state-instructions", text: "Instructions" }),
+    state.instructions.length ? el("ul", {}, state.instructions.map((i) => el("li", {}, el("strong", { text: i.label }), ` ${i.description}`)))
+      : el("p", { class: "hint", text: "None." })));
+  parts.push(el("section", { "aria-labelledby": "state-uncertain" }, el("h3", { id: "state-uncertain", text: "Open uncertainties" }),
+    pending.items.length ? el("ul", {}, pending.items.map((u) => el("li", {}, el("strong", { text: u.about }), ` ${u.reason}`)))
+      : el("p", { class: "hint", text: "None." })));
+  body.replaceChildren(...parts);
+}
+
+// --- entity page: timeline, as-of slider, relations, actions -----------------------------
+
+let entityCurrent = null;
+
+async function openEntity(id) {
+  const path = entityPath(id);
+  $("#entity-id").value = path;
+  show("entity");
+  await loadEntity(path);
+}
+
+$("#entity-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  loadEntity($("#entity-id").value.trim()).catch((e) => status(e.message, true));
+});
+
+async function history(path) {
+  const rows = [];
+  let cursor = null;
+  for (let i = 0; i < 10; i += 1) {
+    const page = await api("GET", ctxPath(`/entities/${path}/history`), { params: { limit: 200, cursor } });
+    rows.push(...page.history);
+    if (!page.page.hasMore) break;
+    cursor = page.page.nextCursor;
+  }
+  return rows;
+}
+
+async function loadEntity(path) {
+  const body = $("#entity-body");
+  if (!path.includes("/")) { showError(body, new Error("Name an entity as type/name, e.g. person/alice.")); return; }
+  const [type, ...rest] = path.split("/");
+  const encoded = `${encodeURIComponent(type)}/${encodeURIComponent(rest.join("/"))}`;
+  let detail, rows;
+  try {
+    [detail, rows] = await Promise.all([api("GET", ctxPath(`/entities/${encoded}`)), history(encoded)]);
+  } catch (err) { showError(body, err); return; }
+  const actions = await api("GET", ctxPath("/actions"), { params: { actor: detail.entity.id, limit: 100 } })
+    .catch(() => ({ items: [] }));
+  entityCurrent = { encoded, detail, rows };
+  $("#entity-title").textContent = `Entity: ${detail.entity.name}`;
+  const times = rows.flatMap((r) => [r.validFrom || r.createdAt, r.validUntil]).filter(Boolean).map(Date.parse);
+  const now = Date.now();
+  const lo = times.length ? Math.min(...times) : now - 86400000;
+  const hi = lo + Math.ceil((Math.max(now, ...times) - lo) / 1000) * 1000; // on the slider's 1 s steps
+  const slider = el("input", { id: "asof-slider", type: "range", min: String(lo), max: String(hi), step: "1000",
+    value: String(hi), "aria-describedby": "asof-value" });
+  const asofText = el("output", { id: "asof-value", for: "asof-slider", text: "now" });
+  const asofTable = el("div", { id: "asof-attributes" });
+  let timer = null;
+  slider.addEventListener("input", () => {
+    const t = Number(slider.value);
+    asofText.textContent = t >= hi ? "now" : fmtTime(new Date(t).toISOString());
+    moveCursor(t);
+    clearTimeout(timer);
+    timer = setTimeout(() => readAsOf(t >= hi ? null : new Date(t).toISOString(), asofTable), 120);
+  });
+  body.replaceChildren(
+    el("p", { class: "meta" }, `${detail.entity.entityType} · ${detail.entity.memoryCategory} · importance ${detail.entity.importance}`),
+    el("section", { "aria-labelledby": "timeline-h" }, el("h3", { id: "timeline-h", text: "Attribute history" }),
+      timeline(rows, lo, hi),
+      el("div", { class: "slider" }, el("label", { for: "asof-slider", text: "As of" }), slider, asofText)),
+    el("section", { "aria-labelledby": "asof-h" }, el("h3", { id: "asof-h", text: "Attributes at that time" }), asofTable),
+    el("section", { "aria-labelledby": "rel-h" }, el("h3", { id: "rel-h", text: "Relations" }),
+      detail.relations.length ? el("ul", { id: "entity-relations" }, detail.relations.map((r) => el("li", {},
+        `${r.label} → `, el("a", { href: "#", onclick: (e) => { e.preventDefault(); openEntity(r.object); } }, entityPath(r.object)),
+        el("span", { class: "when", text: ` since ${fmtTime(r.validFrom)}${r.validUntil ? ` until ${fmtTime(r.validUntil)}` : ""}` }))))
+        : el("p", { class: "hint", text: "None." })),
+    el("section", { "aria-labelledby": "act-h" }, el("h3", { id: "act-h", text: "Actions" }),
+      actions.items.length ? el("ul", { id: "entity-actions" }, actions.items.map((a) => el("li", {},
+        el("span", { class: "when", text: `${fmtTime(a.occurredAt || a.createdAt)} ` }), a.summary)))
+        : el("p", { class: "hint", text: "None." })));
+  renderAttrs(detail.attributes, asofTable);
+}
+
+function renderAttrs(attrs, where) {
+  where.replaceChildren(attrs.length
+    ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { text: "Key" }), el("th", { text: "Value" }), el("th", { text: "Valid from" }))),
+      el("tbody", {}, attrs.map((a) => el("tr", { "data-attr": a.id }, el("td", { text: a.key }), el("td", { text: a.value }),
+        el("td", { text: fmtTime(a.validFrom) })))))
+    : el("p", { class: "hint", text: "Nothing was true then." }));
+}
+
+async function readAsOf(iso, where) {
+  if (!entityCurrent) return;
+  try {
+    const detail = await api("GET", ctxPath(`/entities/${entityCurrent.encoded}`), { params: { asOf: iso } });
+    renderAttrs(detail.attributes, where);
+    where.dataset.asof = iso || "now";
+  } catch (err) { showError(where, err); }
+}
+
+// One row per key; each value a bar over [validFrom, validUntil); an arrow from a value to
+// the one that superseded it.
+function timeline(rows, lo, hi) {
+  const keys = [...new Set(rows.map((r) => r.key))];
+  const W = 760, left = 120, right = 16, rowH = 40, top = 30;
+  const H = top + Math.max(1, keys.length) * rowH + 24;
+  const x = (t) => left + ((t - lo) / Math.max(1, hi - lo)) * (W - left - right);
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "list", id: "timeline", class: "timeline",
+    "aria-label": `Timeline of ${rows.length} attribute values over ${keys.length} keys` });
+  const defs = svg("defs");
+  const marker = svg("marker", { id: "arrow", viewBox: "0 0 8 8", refX: "7", refY: "4", markerWidth: "7", markerHeight: "7", orient: "auto" });
+  marker.append(svg("path", { d: "M0,0 L8,4 L0,8 z", class: "arrowhead" }));
+  defs.append(marker);
+  root.append(defs);
+  for (const [label, t] of [[fmtTime(new Date(lo).toISOString()), lo], ["now", hi]]) {
+    const tick = svg("text", { x: String(x(t)), y: "14", class: "axis", "text-anchor": t === lo ? "start" : "end" });
+    tick.textContent = label;
+    root.append(tick);
+  }
+  const pos = {};
+  keys.forEach((key, i) => {
+    const y = top + i * rowH;
+    const name = svg("text", { x: "4", y: String(y + rowH / 2 + 6), class: "key" });
+    name.textContent = key;
+    root.append(name);
+    for (const r of rows.filter((row) => row.key === key)) {
+      const from = Date.parse(r.validFrom || r.createdAt);
+      const until = r.validUntil ? Date.parse(r.validUntil) : hi;
+      const x0 = x(from), x1 = Math.max(x(until), x0 + 4);
+      const current = !r.validUntil && !r.supersededBy;
+      const g = svg("g", { class: `bar${current ? " current" : ""}`, "data-attr": r.id, "data-key": key, "data-value": r.value, tabindex: "0",
+        role: "listitem", "aria-label": `${key} = ${r.value}, from ${fmtTime(r.validFrom)} ${r.validUntil ? `until ${fmtTime(r.validUntil)}` : "(current)"}` });
+      const title = svg("title");
+      title.textContent = `${r.value}\n${fmtTime(r.validFrom)} → ${r.validUntil ? fmtTime(r.validUntil) : "now"}`;
+      g.append(title, svg("rect", { x: String(x0), y: String(y + 10), width: String(x1 - x0), height: String(rowH - 16), rx: "3" }));
+      const text = svg("text", { x: String(x0 + 5), y: String(y + rowH / 2 + 6), class: "value" });
+      text.textContent = r.value;
+      g.append(text);
+      root.append(g);
+      pos[r.id] = { x0, x1, y: y + rowH / 2 + 2 };
+    }
+  });
+  for (const r of rows) {
+    const a = pos[r.id], b = r.supersededBy && pos[r.supersededBy];
+    if (!a || !b) continue;
+    const sx = a.x1 - Math.min(30, (a.x1 - a.x0) / 2), ex = b.x0 + Math.min(30, (b.x1 - b.x0) / 2);
+    root.append(svg("path", { class: "supersession", "data-from": r.id, "data-to": r.supersededBy,
+      d: `M${sx},${a.y - 12} C${sx},${a.y - 30} ${ex},${b.y - 30} ${ex},${b.y - 12}`,
+      "marker-end": "url(#arrow)" }));
+  }
+  const cursor = svg("line", { id: "asof-line", x1: String(x(hi)), x2: String(x(hi)), y1: String(top - 4), y2: String(H - 20) });
+  root.append(cursor);
+  root.dataset.lo = lo;
+  root.dataset.hi = hi;
+  moveCursor.scale = x;
+  return root;
+}
+
+function moveCursor(t) {
+  const line = $("#asof-line");
+  if (line && moveCursor.scale) {
+    line.setAttribute("x1", String(moveCursor.scale(t)));
+    line.setAttribute("x2", String(moveCursor.scale(t)));
+  }
+}
+
+// --- search -----------------------------------------------------------------------------
+
+$("#search-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const body = $("#search-body");
+  try {
+    const result = await api("POST", ctxPath("/query"), { body: {
+      query: $("#search-query").value, mode: $("#search-mode").value, k: Number($("#search-k").value) || 10 } });
+    body.replaceChildren(
+      el("p", { class: "meta", text: `Tier ${result.tier} · ${result.hits.length} hits · ${result.queryMs.toFixed(1)} ms` }),
+      el("table", { id: "search-hits" },
+        el("thead", {}, el("tr", {}, ["#", "Score", "Kind", "Text", "When"].map((h) => el("th", { scope: "col", text: h })))),
+        el("tbody", {}, result.hits.map((h, i) => el("tr", { "data-kind": h.source },
+          el("td", { text: String(i + 1) }), el("td", { class: "num", text: h.score.toFixed(4) }),
+          el("td", {}, el("span", { class: `kind kind-${h.source}`, text: h.source }), h.role ? ` ${h.role}` : ""),
+          el("td", {}, h.text, h.documentTitle ? el("span", { class: "when", text: ` — ${h.documentTitle} (${h.positionPercent}%)` }) : null),
+          el("td", { class: "when", text: fmtTime(h.occurredAt) }))))),
+      el("details", { id: "search-trace" }, el("summary", { text: "Ranking trace" }),
+        el("pre", { text: JSON.stringify(result.trace, null, 2) })));
+  } catch (err) { showError(body, err); }
+});
+
+// --- chat: SSE over fetch + a stream reader (EventSource cannot POST) ---------------------
+
+let chatSession = null;
+
+function* sseFrames(buffer) {
+  let at;
+  while ((at = buffer.text.indexOf("\n\n")) >= 0) {
+    const raw = buffer.text.slice(0, at);
+    buffer.text = buffer.text.slice(at + 2);
+    let event = "message";
+    const data = [];
+    for (const line of raw.split("\n")) {
+      if (line.startsWith("event:")) event = line.slice(6).trim();
+      else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+    }
+    yield { event, data: data.join("\n") };
+  }
+}
+
+const bare = (marker) => marker.replace(/^\[|\]$/g, "");
+
+function withMarkers(text, turnNo, citations = []) {
+  const known = new Set(citations.map((c) => bare(c.marker)));
+  const out = [];
+  let last = 0;
+  for (const m of text.matchAll(/\[(S\d+)\]/g)) {
+    out.push(text.slice(last, m.index));
+    out.push(known.has(m[1])
+      ? el("a", { href: `#cite-${turnNo}-${m[1]}`, class: "marker", "aria-label": `source ${m[1]}`,
+        onclick: (e) => { e.preventDefault(); const t = document.getElementById(`cite-${turnNo}-${m[1]}`); t.focus(); t.scrollIntoView({ block: "nearest" }); } }, m[0])
+      : m[0]);
+    last = m.index + m[0].length;
+  }
+  out.push(text.slice(last));
+  return out;
+}
+
+let chatTurns = 0;
+$("#chat-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const input = $("#chat-message");
+  const message = input.value.trim();
+  if (!message) return;
+  input.value = "";
+  const turnNo = (chatTurns += 1);
+  const log = $("#chat-log");
+  const reply = el("p", { class: "reply streaming", "aria-busy": "true" });
+  const turn = el("article", { class: "chat-turn", "data-turn": String(turnNo) },
+    el("p", { class: "user" }, el("strong", { text: "You: " }), message), reply);
+  log.append(turn);
+  $("#chat-send").disabled = true;
+  let text = "";
+  try {
+    const res = await fetch(url(ctxPath("/chat")), { method: "POST",
+      headers: headers({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+      body: JSON.stringify({ message, stream: true, sessionId: chatSession }) });
+    if (!res.ok) throw new ApiError(await res.json().catch(() => ({})), res.status);
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    const buffer = { text: "" };
+    let done = null;
+    for (;;) {
+      const { value, done: ended } = await reader.read();
+      if (value) buffer.text += value;
+      for (const frame of sseFrames(buffer)) {
+        if (frame.data === "[DONE]") continue;
+        const payload = JSON.parse(frame.data);
+        if (frame.event === "delta") {
+          text += payload.delta;
+          reply.textContent = text;
+          reply.dataset.deltas = String(Number(reply.dataset.deltas || 0) + 1);
+        }
+        else if (frame.event === "done") done = payload;
+        else if (frame.event === "error") throw new ApiError(payload, payload.status);
+      }
+      if (ended) break;
+    }
+    reply.classList.remove("streaming");
+    reply.removeAttribute("aria-busy");
+    if (done) {
+      chatSession = done.sessionId;
+      reply.replaceChildren(...withMarkers(done.reply, turnNo, done.citations));
+      turn.append(citationList(done.citations, turnNo), updatesList(done.memoryUpdates));
+    }
+  } catch (err) {
+    reply.classList.remove("streaming");
+    reply.replaceChildren(el("span", { class: "error", role: "alert", text: `${err.status || ""} ${err.message}` }));
+  } finally {
+    $("#chat-send").disabled = false;
+  }
+});
+
+function citationList(citations, turnNo) {
+  if (!citations.length) return el("p", { class: "hint", text: "No sources cited." });
+  return el("ol", { class: "citations", "aria-label": "Sources" }, citations.map((c) => el("li", {
+    id: `cite-${turnNo}-${bare(c.marker)}`, tabindex: "-1", "data-kind": c.kind, "data-id": c.id },
+    el("strong", { text: `[${bare(c.marker)}] ` }), el("span", { class: `kind kind-${c.kind}`, text: c.kind }), " ",
+    citedLink(c), el("span", { class: "num", text: ` score ${c.score.toFixed(3)}` }),
+    el("blockquote", { text: c.snippet }))));
+}
+
+// Where a citation leads: the entity page (the cited value's bar focused) for a fact, the
+// session's turn list for a turn, the document's chunks for a chunk; else a search for it.
+async function factEntity(c) {
+  const state = await api("GET", ctxPath("/state"), { params: { limit: 500 } });
+  for (const cat of ["identity", "knowledge", "context"]) {
+    const a = state[cat].attributes.find((row) => row.id === c.id);
+    if (a) return a.entity;
+    const r = state[cat].relations.find((row) => row.id === c.id);
+    if (r) return r.subject;
+  }
+  return null;
+}
+
+function citedLink(c) {
+  const label = c.documentTitle ? `${c.documentTitle} (${c.positionPercent}%)` : c.id;
+  const open = async (e) => {
+    e.preventDefault();
+    const entity = ["attribute", "relation"].includes(c.kind) ? await factEntity(c) : null;
+    if (entity) {
+      await openEntity(entity);
+      const bar = document.querySelector(`#timeline [data-attr="${CSS.escape(c.id)}"]`);
+      if (bar) bar.focus();
+    } else if (c.kind === "turn" && chatSession) { show("sessions"); await openTurns("session", chatSession, c.id); }
+    else if (c.kind === "chunk") { show("documents"); await openChunksFor(c); }
+    else { show("search"); $("#search-query").value = c.snippet; $("#search-form").requestSubmit(); }
+  };
+  return el("a", { href: "#", class: "cited", onclick: (e) => open(e).catch((err) => status(err.message, true)) }, label);
+}
+
+function updatesList(u) {
+  if (!u) return null;
+  const items = [
+    ...(u.corrections || []).map((c) => el("li", { class: "correction" }, `Corrected ${entityPath(c.entityId)} ${c.key}: `,
+      el("del", { text: c.oldValue }), " → ", el("ins", { text: c.newValue }))),
+    ...(u.attributes || []).map((a) => el("li", {}, "Learned ", el("a", { href: "#", onclick: (e) => { e.preventDefault(); openEntity(a.entityId); } },
+      entityPath(a.entityId)), ` ${a.key} = ${a.value}`)),
+    ...(u.relations || []).map((r) => el("li", { text: `Learned ${entityPath(r.subject)} ${r.label} ${entityPath(r.object)}` })),
+    ...(u.instructions || []).map((i) => el("li", { text: `Instruction: ${i.label || i.description || ""}` })),
+  ];
+  return items.length ? el("ul", { class: "updates", "aria-label": "Memory updates" }, items) : null;
+}
+
+// --- sessions and threads ---------------------------------------------------------------
+
+async function loadSessions() {
+  await pager(ctxPath("/sessions"), { list: $("#session-list"), more: $("#sessions-more"),
+    render: (s) => el("li", {}, el("button", { type: "button", class: "link", onclick: () => openTurns("session", s.id) }, s.id),
+      el("span", { class: "when", text: ` ${fmtTime(s.createdAt)}${s.closedAt ? " · closed" : ""}` })) });
+  await pager(ctxPath("/threads"), { list: $("#thread-list"), more: $("#threads-more"),
+    render: (t) => el("li", {}, el("button", { type: "button", class: "link", onclick: () => openTurns("thread", t.threadId) }, t.threadId),
+      el("span", { class: "when", text: ` ${t.turnCount} turns · partition ${t.partition}` }),
+      t.aclReaders ? el("span", { class: "readers", text: ` · readers: ${t.aclReaders.length ? t.aclReaders.join(", ") : "none (quarantined)"}` }) : null) });
+}
+
+async function openTurns(kind, id, highlight = null) {
+  $("#turns-title").textContent = `Turns of ${kind} ${id}`;
+  const path = kind === "session" ? ctxPath(`/sessions/${encodeURIComponent(id)}/turns`)
+    : ctxPath(`/threads/${encodeURIComponent(id)}/turns`);
+  const render = kind === "session"
+    ? (t) => el("li", { id: `turn-${t.id}`, "data-id": t.id, tabindex: "-1", class: t.id === highlight ? "highlight" : null },
+      el("span", { class: `role role-${t.role}`, text: t.role }), " ", t.content, el("span", { class: "when", text: ` ${fmtTime(t.observedAt || t.createdAt)}` }))
+    : (t) => el("li", { "data-id": t.turnId }, el("span", { class: "role", text: `#${t.turnIndex}` }), " ",
+      t.text ?? el("em", { text: "(text not inline)" }), t.aclReaders ? el("span", { class: "readers", text: ` readers: ${t.aclReaders.join(", ") || "none"}` }) : null);
+  await pager(path, { list: $("#turn-list"), more: $("#turns-more"), render, key: kind === "session" ? "turns" : "items" });
+  if (highlight) {
+    const li = document.getElementById(`turn-${highlight}`);
+    if (li) { li.focus(); li.scrollIntoView({ block: "nearest" }); }
+  }
+}
+
+// --- documents --------------------------------------------------------------------------
+
+async function loadDocuments() {
+  await pager(ctxPath("/documents"), { list: $("#document-list"), more: $("#documents-more"),
+    render: (d) => el("li", { "data-id": d.id }, el("button", { type: "button", class: "link", onclick: () => openChunks(d.id, d.title) }, d.title),
+      el("span", { class: `doc-status status-${d.status}`, text: ` ${d.status} ${d.chunksDone}/${d.chunksTotal}` })) });
+}
+
+async function openChunks(id, title, highlightOrdinal = null) {
+  $("#chunks-title").textContent = `Chunks of ${title}`;
+  await pager(ctxPath(`/documents/${encodeURIComponent(id)}/chunks`), { list: $("#chunk-list"), more: $("#chunks-more"),
+    render: (c) => el("li", { "data-id": c.id, tabindex: "-1", class: c.ordinal === highlightOrdinal ? "highlight" : null },
+      c.headingPath.length ? el("span", { class: "when", text: `${c.headingPath.join(" › ")} · ` }) : null,
+      el("span", { class: "when", text: `${c.positionPercent}% ` }), c.text) });
+}
+
+async function openChunksFor(citation) {
+  const docs = await api("GET", ctxPath("/documents"), { params: { limit: 100 } });
+  const doc = docs.items.find((d) => d.title === citation.documentTitle) || docs.items[0];
+  if (!doc) return;
+  await openChunks(doc.id, doc.title);
+  const li = document.querySelector(`#chunk-list [data-id="${CSS.escape(citation.id)}"]`);
+  if (li) { li.classList.add("highlight"); li.focus(); }
+}
+
+$("#upload-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const file = $("#upload-file").files[0];
+  if (!file) return;
+  const form = new FormData();
+  form.append("file", file, file.name);
+  if ($("#upload-title").value.trim()) form.append("title", $("#upload-title").value.trim());
+  const bar = $("#upload-progress");
+  const say = (t) => { $("#upload-status").textContent = t; };
+  // XMLHttpRequest: the one browser API that reports upload progress.
+  const xhr = new XMLHttpRequest();
+  xhr.open("POST", url(ctxPath("/documents")));
+  for (const [k, v] of Object.entries(headers())) xhr.setRequestHeader(k, v);
+  xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = Math.round((100 * e.loaded) / e.total); };
+  xhr.onerror = () => say("Upload failed: network error.");
+  xhr.onload = async () => {
+    let body = {};
+    try { body = JSON.parse(xhr.responseText || "{}"); } catch { /* not JSON */ }
+    if (xhr.status >= 400) { say(`Upload failed: ${xhr.status} ${body.detail || ""}`); return; }
+    bar.value = 100;
+    say(`${body.deduplicated ? "Already stored" : "Uploaded"}: ${body.title} (${body.status})`);
+    let doc = body;
+    for (let i = 0; i < 120 && doc.status === "ingesting"; i += 1) {
+      await new Promise((r) => setTimeout(r, 250));
+      doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(body.id)}`));
+      say(`Ingesting ${doc.title}: ${doc.chunksDone}/${doc.chunksTotal} chunks`);
+    }
+    say(`${doc.title}: ${doc.status}, ${doc.chunksDone}/${doc.chunksTotal} chunks`);
+    await loadDocuments();
+    await openChunks(doc.id, doc.title);
+  };
+  bar.value = 0;
+  say(`Uploading ${file.name}…`);
+  xhr.send(form);
+});
+
+// --- start ------------------------------------------------------------------------------
+
+const loaders = { "tab-state": loadState, "tab-sessions": loadSessions, "tab-documents": loadDocuments };
+
+if (location.protocol.startsWith("http")) $("#base-url").value = location.origin;
+conn.base = $("#base-url").value;
+const hash = new URLSearchParams(location.hash.slice(1));
+if (hash.get("context")) $("#context").value = hash.get("context");
+loadContexts();

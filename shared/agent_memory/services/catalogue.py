@@ -1,0 +1,119 @@
+"""What a caller may pick: the contexts (and their partitions) a key may use, and the
+sessions, threads and documents of one context, each as a cursor-paged list filtered by
+access like every read (scopes against the read region, reader lists against the caller).
+
+Contexts and partitions are noted as they are written to (one conditional put per context
+and partition per process); a key bound to contexts or partitions lists exactly those.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from agent_memory import cursor, keys, timeutil
+from agent_memory import scopes as scope_lib
+from agent_memory.config import Settings
+from agent_memory.ports import Condition, ConditionFailed, Record, RecordStore
+from agent_memory.request_context import RequestContext
+from agent_memory.services import reader_access
+from agent_memory.services.documents import document_wire
+from agent_memory.services.sessions import session_wire
+from agent_memory.services.threads import thread_wire
+
+PARTITIONS_SHOWN = 50  # partitions listed inline with each context
+
+
+class CatalogueService:
+    def __init__(self, store: RecordStore, settings: Settings):
+        self.store = store
+        self.settings = settings
+        self._noted: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    # --- noting what exists ---------------------------------------------------------
+
+    def note(self, ctx: RequestContext) -> None:
+        """Remember that ``ctx``'s context and partition hold data (once per process)."""
+        marker = (ctx.context_id, ctx.partition)
+        with self._lock:
+            if marker in self._noted:
+                return
+        now = timeutil.now_iso()
+        for pk, sk, kind in ((keys.CONTEXTS_PK, ctx.context_id, "context"),
+                             (keys.partitions_pk(ctx.context_id), ctx.partition, "partition")):
+            try:
+                self.store.put(Record(pk, sk, {"kind": kind, "id": sk, "createdAt": now}), Condition.absent())
+            except ConditionFailed:
+                pass  # noted before (by this or another process)
+        with self._lock:
+            self._noted.add(marker)
+
+    # --- contexts -------------------------------------------------------------------
+
+    def list_contexts(self, *, bound_contexts: Sequence[str] | None, bound_partitions: Sequence[str] | None,
+                      limit: int, page_cursor: str | None) -> dict[str, Any]:
+        """The contexts a key may use: those it is bound to, else every context written to."""
+        secret = self.settings.cursor_secret()
+        after = cursor.decode(secret, "*", "contexts", page_cursor)
+        if bound_contexts is not None:
+            names = sorted(bound_contexts)
+            start = len([n for n in names if n <= str(after.get("sk", ""))]) if after else 0
+            chosen = names[start:start + limit]
+            last = {"pk": keys.CONTEXTS_PK, "sk": chosen[-1]} if start + limit < len(names) and chosen else None
+        else:
+            page = self.store.query(keys.CONTEXTS_PK, after=after, limit=limit)
+            chosen = [r.sk for r in page.records]
+            last = _truthful(self.store, keys.CONTEXTS_PK, page.last_key)
+        items = [{"contextId": name, "partitions": self._partitions(name, bound_partitions)} for name in chosen]
+        next_cursor = cursor.encode(secret, "*", "contexts", last)
+        return {"items": items, "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
+
+    def _partitions(self, context_id: str, bound: Sequence[str] | None) -> list[str]:
+        if bound is not None:
+            return sorted(bound)
+        page = self.store.query(keys.partitions_pk(context_id), limit=PARTITIONS_SHOWN)
+        names = [r.sk for r in page.records]
+        return names if "default" in names else ["default", *names][:PARTITIONS_SHOWN]
+
+    # --- one context's collections --------------------------------------------------
+
+    def list_sessions(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> dict[str, Any]:
+        def keep(data: dict[str, Any]) -> bool:
+            return not data.get("deleted") and scope_lib.visible(data.get("scopes") or [], ctx.read_region)
+
+        return self._page(ctx, "sessions", keys.sessions_pk(ctx), keep, session_wire, limit, page_cursor)
+
+    def list_threads(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> dict[str, Any]:
+        def keep(data: dict[str, Any]) -> bool:
+            return reader_access.check(data.get("aclReaders"), ctx).allowed
+
+        return self._page(ctx, "threads", keys.threads_pk(ctx), keep, thread_wire, limit, page_cursor)
+
+    def list_documents(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> dict[str, Any]:
+        def keep(data: dict[str, Any]) -> bool:
+            return (data.get("kind") == "document" and not data.get("deleted")
+                    and scope_lib.visible(data.get("scopes") or [], ctx.read_region))
+
+        return self._page(ctx, "documents", keys.documents_pk(ctx), keep, document_wire, limit, page_cursor)
+
+    def _page(self, ctx: RequestContext, collection: str, pk: str, keep: Callable[[dict[str, Any]], bool],
+              present: Callable[[dict[str, Any]], dict[str, Any]], limit: int,
+              page_cursor: str | None) -> dict[str, Any]:
+        """Newest first is not an order the store keeps; ids are ULIDs, so oldest first.
+        Rows the caller may not see are skipped, so a page may be short (as in every list)."""
+        secret = self.settings.cursor_secret()
+        after = cursor.decode(secret, ctx.context_id, f"{collection}:{ctx.partition}", page_cursor)
+        page = self.store.query(pk, after=after, limit=limit)
+        last = _truthful(self.store, pk, page.last_key)
+        next_cursor = cursor.encode(secret, ctx.context_id, f"{collection}:{ctx.partition}", last)
+        return {"items": [present(r.data) for r in page.records if keep(r.data)],
+                "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
+
+
+def _truthful(store: RecordStore, pk: str, last_key: dict[str, str] | None) -> dict[str, str] | None:
+    """DynamoDB may return a last key on an exactly full final page: look one row ahead."""
+    if last_key is not None and not store.query(pk, after=last_key, limit=1).records:
+        return None
+    return last_key
