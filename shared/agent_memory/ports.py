@@ -110,6 +110,11 @@ class ConditionFailed(Exception):
         self.index = index
 
 
+# Most operations one ``RecordStore.transact`` call may hold (DynamoDB's TransactWriteItems
+# limit; the SQLite store enforces the same, so code sized for one fits the other).
+MAX_TRANSACT_OPS = 100
+
+
 @runtime_checkable
 class RecordStore(Protocol):
     """Key-ordered item storage with conditional writes and atomic transactions.
@@ -119,7 +124,7 @@ class RecordStore(Protocol):
       the UTF-8 strings), optionally restricted to a prefix or an inclusive range, resumable
       from ``after`` (a ``Page.last_key``); ``index="gsi1"`` queries the secondary order and
       only returns items that have both gsi1 attributes.
-    - ``transact`` applies every operation or none (at most 100 operations, distinct keys),
+    - ``transact`` applies every operation or none (at most ``MAX_TRANSACT_OPS`` operations, distinct keys),
       raising ``ConditionFailed`` when any condition fails.
     - ``put`` without a condition overwrites.
     """
