@@ -34,8 +34,10 @@ install-dev: $(VENV)/.installed-dev
 serve: install
 	$(VENV)/bin/agent-memory serve --port $(PORT) --data-dir $(AGENT_MEMORY_DATA_DIR)
 
+# ruff, then the layer contracts in .importlinter (docs/architecture.md, "Layers")
 lint: install-dev
 	$(VENV)/bin/ruff check shared functions tests bench
+	$(VENV)/bin/lint-imports --no-cache
 
 $(SAM):
 	$(PYTHON) -m venv $(TOOLS)

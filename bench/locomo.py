@@ -23,7 +23,7 @@ What runs, per conversation (one context each, in a fresh temporary data directo
   BM25Okapi when installed, else the identical formula below; lower-cased ``\\w+`` tokens),
   dense (cosine over the same embedder the product uses), and their reciprocal-rank fusion
   (k=60).
-- **Counting** (DESIGN "Retrieval benchmark counting"): ranked units expand to the
+- **Counting** (docs/decisions.md, "Retrieval benchmark counting"): ranked units expand to the
   ``dia_id``s they cover, in rank order (a turn covers itself, a fact its source turns, other
   units nothing), and the list is cut at k *distinct* ``dia_id``s; recall@k =
   |evidence ∩ cut| / |evidence|, averaged over questions. Evidence ids are stripped of

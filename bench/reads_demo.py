@@ -9,7 +9,7 @@ built from template.yaml; offline models either way) and, over HTTP:
 
 1. temporal reads: London observed in March, Berlin observed in May; ``asOf`` April ->
    London, current -> Berlin, history -> both, linked both ways;
-2. the /state shape (spec/state-and-diffs.md) and /profile;
+2. the /state shape (docs/decisions.md, "State and diffs") and /profile;
 3. paging: ``/entities?type=project&limit=3`` across several pages while writes land
    between pages (one before the cursor, one after): nothing skipped, nothing repeated;
 4. forget: ``dryRun``, a soft forget (history before it stays), then ``purge`` (the chain

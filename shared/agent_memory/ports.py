@@ -113,6 +113,11 @@ class ConditionFailed(Exception):
         self.index = index
 
 
+# Most operations one ``RecordStore.transact`` call may hold (DynamoDB's TransactWriteItems
+# limit; the SQLite store enforces the same, so code sized for one fits the other).
+MAX_TRANSACT_OPS = 100
+
+
 @runtime_checkable
 class RecordStore(Protocol):
     """Key-ordered item storage with conditional writes and atomic transactions.
@@ -129,7 +134,7 @@ class RecordStore(Protocol):
       A short page then carries ``last_key`` (resume there); ``last_key`` is still ``None``
       only when nothing can follow. It may admit a few records it cannot decide exactly
       (multi-path clauses on DynamoDB): callers keep their exact check.
-    - ``transact`` applies every operation or none (at most 100 operations, distinct keys),
+    - ``transact`` applies every operation or none (at most ``MAX_TRANSACT_OPS`` operations, distinct keys),
       raising ``ConditionFailed`` when any condition fails.
     - ``put`` without a condition overwrites.
     """

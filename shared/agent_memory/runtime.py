@@ -335,7 +335,7 @@ def build_language_model(settings: Settings, name: str) -> LanguageModel:
 
         return BedrockConverseModel(ref.model, region=settings.aws_region, timeout=timeout)
     from agent_memory.adapters.language_models import OfflineLanguageModel
-    from agent_memory.services.extraction.offline import register_offline_extractor
+    from agent_memory.adapters.offline import register_offline_extractor
 
     model = OfflineLanguageModel(name=name)
     register_offline_extractor(model)

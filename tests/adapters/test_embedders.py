@@ -10,7 +10,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -100,14 +99,15 @@ def test_hashing_related_texts_are_closer_than_unrelated():
     assert _cos(hiking, hikes) > _cos(hiking, pizza)  # character trigrams bridge word forms
 
 
-def test_hashing_is_fast_enough_for_benchmarks():
+def test_hashing_a_large_batch_gives_one_unit_row_per_text():
+    # Its speed is measured by bench/embedder_speed.py, not asserted here.
     rng = random.Random(0)
     vocab = ["".join(rng.choices("abcdefghij", k=rng.randint(3, 9))) for _ in range(3000)]
     texts = [" ".join(rng.choices(vocab, k=15)) for _ in range(10_000)]
-    started = time.perf_counter()
-    vectors = HashingEmbedder().embed(texts)
-    assert time.perf_counter() - started < 5.0  # ~0.3 s here; generous for slow CI
-    assert _unit_rows(vectors)
+    embedder = HashingEmbedder()
+    vectors = embedder.embed(texts)
+    assert len(vectors) == len(texts) and _unit_rows(vectors)
+    assert np.array_equal(embedder.embed(texts[:3]), vectors[:3])  # a vector does not depend on its batch
 
 
 def test_normalize_rows_never_makes_nan():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from typing import Any, Literal
 
 import pytest
@@ -239,11 +238,9 @@ def test_openai_client_error_is_not_retried(openai_server):
 def test_openai_timeout_raises_model_timeout_without_retry(openai_server):
     openai_server.enqueue(CHAT_PATH, _answer(openai_server, "late", delay=1.5))
     model = _openai(openai_server, timeout=0.3, max_retries=2)
-    started = time.monotonic()
-    with pytest.raises(ModelTimeout):
+    with pytest.raises(ModelTimeout):  # the answer would come, so only the client timeout raises
         model.complete([ChatMessage("user", "hi")])
-    assert time.monotonic() - started < 1.2
-    assert len(openai_server.bodies(CHAT_PATH)) == 1
+    assert len(openai_server.bodies(CHAT_PATH)) == 1  # and a timeout is not retried
 
 
 def test_openai_needs_a_key_only_for_the_openai_api(monkeypatch):

@@ -62,9 +62,16 @@ def test_setext_headings_code_fences_and_closing_hashes():
     assert "# not a heading" in out[1].text and "make" in out[1].text
 
 
-def test_thematic_break_separates_paragraphs_and_is_not_text():
+def test_thematic_break_separates_paragraphs_and_is_no_block_of_its_own():
+    # Small paragraphs merge, and a chunk is an exact slice, so a break between them stays inside.
     _, out = chunks_of("One.\n\n---\n\nTwo.\n")
-    assert len(out) == 1 and "---" not in out[0].text.replace("\n\n---\n\n", "")
+    assert [c.text for c in out] == ["One.\n\n---\n\nTwo."]
+    # A break is never a chunk or part of one on its own: at the edges it is dropped...
+    _, out = chunks_of("---\n\nOne.\n\n***\n")
+    assert [c.text for c in out] == ["One."]
+    # ...and where the paragraphs are split it lies in neither chunk.
+    norm = normalise("One.\n\n---\n\nTwo.\n")
+    assert [(c.offset, c.text) for c in chunk(norm, "markdown", max_chars=8)] == [(0, "One."), (11, "Two.")]
 
 
 def test_plain_text_has_no_headings():

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from agent_memory import keys
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.ports import ModelOutputInvalid, ModelTimeout, SearchFilter
 from agent_memory.request_context import RequestContext
@@ -15,11 +16,13 @@ from agent_memory.runtime import get_runtime
 
 CTX = "/api/v1/acme"
 USER = "entity:person/user"
+# The context and partition the requests above write to; storage keys come from keys.py.
+STORE_CTX = RequestContext(context_id="acme", principal="p")
 
 
 def attr_rows(entity: str = USER, key: str | None = None) -> list[dict]:
     rt = get_runtime()
-    rows = [r.data for r in rt.store.query(f"c#acme#default#attrs#{entity}", limit=1000).records
+    rows = [r.data for r in rt.store.query(keys.attrs_pk(STORE_CTX, entity), limit=1000).records
             if r.data.get("kind") == "attribute"]
     return [r for r in rows if key is None or r["key"] == key]
 
@@ -31,9 +34,9 @@ def current(entity: str = USER, key: str | None = None) -> list[str]:
 def snapshot() -> int:
     """A count of every record in the context's main collections (must not change on errors)."""
     rt = get_runtime()
-    pks = ["c#acme#default#sessions", "c#acme#default#entities", f"c#acme#default#attrs#{USER}",
-           "c#acme#default#actions", "c#acme#default#instructions", "c#acme#default#uncertainties",
-           "c#acme#default#idem"]
+    pks = [keys.sessions_pk(STORE_CTX), keys.entities_pk(STORE_CTX), keys.attrs_pk(STORE_CTX, USER),
+           keys.actions_pk(STORE_CTX), keys.instructions_pk(STORE_CTX), keys.uncertainties_pk(STORE_CTX),
+           keys.idempotency_pk(STORE_CTX)]
     return sum(len(rt.store.query(pk, limit=1000).records) for pk in pks)
 
 
@@ -113,6 +116,19 @@ def test_triples_are_authoritative_and_make_no_model_call(api, model):
     assert ext["uncertainties"] and ext["corrections"] == []
 
 
+def test_favorite_color_and_favourite_colour_are_one_slot(api):
+    alice = {"type": "person", "name": "Alice"}
+    for key, value in (("favorite_color", "blue"), ("favourite_colour", "green")):
+        r = api.post(f"{CTX}/facts", {"text": "import", "infer": "triples",
+                                      "triples": [{"entity": alice, "key": key, "value": value}]})
+        assert r.status == 200, r.text
+    rows = attr_rows("entity:person/alice")
+    assert {r["key"] for r in rows} == {"favourite_colour"}
+    assert current("entity:person/alice", "favourite_colour") == ["green"]
+    blue, green = (next(r for r in rows if r["value"] == v) for v in ("blue", "green"))
+    assert blue["supersededBy"] == green["id"] and green["supersedes"] == blue["id"]
+
+
 @pytest.mark.parametrize("triple,field", [
     ({"key": "x", "value": "y"}, "triples[1].entity"),
     ({"entity": {"type": "person"}, "key": "x", "value": "y"}, "triples[1].entity.name"),
@@ -133,6 +149,7 @@ def test_malformed_triple_is_422_naming_its_index_and_writes_nothing(api, triple
 def test_preview_writes_nothing(api, model):
     api.post(f"{CTX}/facts", {"text": "I live in London."})
     before = snapshot()
+    assert before > 0  # the snapshot reads the collections the first write filled
     r = api.post(f"{CTX}/facts", {"text": "I moved to Berlin.", "infer": "preview"})
     assert r.status == 200
     body = r.json()

@@ -197,7 +197,7 @@ def test_deleting_a_session_removes_its_turns_from_retrieval_and_notifies(any_ap
     assert other["turnId"] in search_ids("tea")
     assert hook_calls and set().union(*(ids for _, ids in hook_calls)) == turn_ids
     assert get_runtime().store.query(keys.idempotency_pk(RCTX), limit=10).records == []
-    # Facts learned from the deleted turns stay (DESIGN "Sessions").
+    # Facts learned from the deleted turns stay (docs/decisions.md, "Sessions").
     assert {"sushi", "Oslo", "jazz", "tea"} <= state_values(any_api)
 
 

@@ -1,6 +1,6 @@
 """bench/locomo.py on a tiny LoCoMo-shaped conversation: data loading, the recall counting
-of DESIGN ("expand units to dia_ids in rank order, cut at k distinct"), and one full run
-through the product's write path and retrieval."""
+(docs/decisions.md, "Retrieval benchmark counting": expand units to dia_ids in rank order,
+cut at k distinct), and one full run through the product's write path and retrieval."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""History under out-of-order writes (DESIGN "History under out-of-order writes"), on both
+"""History under out-of-order writes (docs/decisions.md, "History under out-of-order writes"), on both
 record stores: whatever order timed writes arrive in, sequentially or concurrently, a
 single-valued key's rows form one chain in event-time order (each ``validUntil`` is the
 next row's ``validFrom``, ``supersedes``/``supersededBy`` in that order), the latest value

@@ -21,7 +21,9 @@ from agent_memory.services import cardinality as card
     ("hobby", "hobbies"),
     ("email_address", "email"),
     ("Phone number", "phone"),
-    ("favorite_color", "favourite_color"),
+    ("favorite_color", "favourite_colour"),
+    ("Favourite color", "favourite_colour"),
+    ("favourite_colour", "favourite_colour"),
     ("shoe size", "shoe_size"),
 ])
 def test_normalise_key(raw, key):

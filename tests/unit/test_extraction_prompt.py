@@ -1,17 +1,15 @@
-"""The extraction prompt and its round trip through the offline model handler."""
+"""The extraction prompt and its round trip through the offline model handler (which reads
+the prompt's JSON payload, adapters/offline/prompt_input.py)."""
 
 from datetime import UTC, datetime
 
 import pytest
 
+from agent_memory.adapters.language_models import OfflineLanguageModel
+from agent_memory.adapters.offline import extraction_handler, offline_extract, register_offline_extractor
+from agent_memory.adapters.offline.prompt_input import read_turn
 from agent_memory.models.extraction import ExtractionOutput
-from agent_memory.services.extraction import (
-    build_extraction_prompt,
-    extraction_handler,
-    offline_extract,
-    parse_extraction_prompt,
-    register_offline_extractor,
-)
+from agent_memory.services.extraction import build_extraction_prompt
 
 OBSERVED = datetime(2026, 5, 12, 16, 24, tzinfo=UTC)
 
@@ -20,7 +18,7 @@ def test_round_trip_recovers_text_speaker_entities_and_time():
     text = 'I moved to Berlin last month.\nMy manager is "Bob" ```not a fence``` and {json: true}'
     _, user = build_extraction_prompt(text, speaker_name="Alice", known_entities=["Bob", "Acme"],
                                       observed_at=OBSERVED)
-    data = parse_extraction_prompt(user)
+    data = read_turn(user)
     assert data.text == text
     assert data.speaker_name == "Alice"
     assert data.known_entities == ["Bob", "Acme"]
@@ -34,14 +32,14 @@ def test_backticks_cannot_close_the_fence():
 
 def test_unknown_speaker_round_trips_as_none():
     _, user = build_extraction_prompt("hello", speaker_name=None, known_entities=[], observed_at="2026-01-01T00:00:00Z")
-    data = parse_extraction_prompt(user)
+    data = read_turn(user)
     assert data.speaker_name is None and data.observed_at == "2026-01-01T00:00:00Z"
     assert "not known yet" in user
 
 
 def test_parse_rejects_a_message_without_data():
     with pytest.raises(ValueError):
-        parse_extraction_prompt("just text")
+        read_turn("just text")
 
 
 def test_system_prompt_states_the_conventions():
@@ -74,8 +72,7 @@ def test_register_offline_extractor_registers_for_extraction_output():
 
 
 def test_with_the_offline_language_model():
-    language_models = pytest.importorskip("agent_memory.adapters.language_models")
-    model = language_models.OfflineLanguageModel()
+    model = OfflineLanguageModel()
     register_offline_extractor(model)
     system, user = build_extraction_prompt("My name is Alice. Where do I live?", speaker_name=None,
                                            known_entities=[], observed_at=OBSERVED)

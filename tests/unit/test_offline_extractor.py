@@ -1,10 +1,14 @@
 """The offline extractor, pattern by pattern (see the table in its module docstring)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
+from agent_memory.adapters.offline import instruction_label, is_question, offline_extract
 from agent_memory.models.extraction import ExtractionOutput
-from agent_memory.services.extraction import SELF_NAME, offline_extract
-from agent_memory.services.extraction.offline import instruction_label, is_question
+from agent_memory.services.extraction import SELF_NAME
 
 U = SELF_NAME
 
@@ -399,6 +403,15 @@ def test_empty_and_irrelevant_text():
     assert isinstance(offline_extract("ok"), ExtractionOutput)
 
 
-def test_deterministic():
-    text = "My name is Alice. I moved to Berlin last month and I love jazz."
-    assert offline_extract(text) == offline_extract(text)
+def test_deterministic_across_processes():
+    # Same text, fresh interpreters with different string-hash seeds: set or dict ordering
+    # leaking into the output would make the two runs differ.
+    text = "My name is Alice. I moved to Berlin last month and I love jazz, sushi and hiking."
+    code = ("import sys; from agent_memory.adapters.offline import offline_extract; "
+            "print(offline_extract(sys.argv[1]).model_dump_json())")
+    runs = [subprocess.run([sys.executable, "-c", code, text], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]
+    assert runs[0] == runs[1]
+    assert ExtractionOutput.model_validate_json(runs[0]) == offline_extract(text)
+    assert [(a.key, a.value) for a in offline_extract(text).attributes] == [
+        ("name", "Alice"), ("location", "Berlin"), ("likes", "jazz"), ("likes", "sushi"), ("likes", "hiking")]

@@ -3,6 +3,7 @@
 from datetime import UTC, datetime, timedelta
 
 from agent_memory import timeutil
+from agent_memory.adapters.offline import offline_extract
 from agent_memory.ids import new_id
 from agent_memory.models.extraction import (
     ExtractedAction,
@@ -14,7 +15,7 @@ from agent_memory.models.extraction import (
     ExtractionOutput,
 )
 from agent_memory.models.memory import Attribute, Entity, Instruction, Relation, Source
-from agent_memory.services.extraction import SELF_ENTITY_ID, offline_extract
+from agent_memory.services.extraction import SELF_ENTITY_ID
 from agent_memory.services.extraction.speaker import EntityResolver
 from agent_memory.services.reconcile import ReconcileSettings, normalise_value, reconcile, slots
 

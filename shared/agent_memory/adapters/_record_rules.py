@@ -14,9 +14,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from agent_memory.ports import Check, Delete, Put, Record, WriteOp
+from agent_memory.ports import MAX_TRANSACT_OPS, Check, Delete, Put, Record, WriteOp
 
-MAX_TRANSACT_OPS = 100
 MAX_ITEM_BYTES = 400 * 1024
 _MAX_PARTITION_KEY_BYTES = 2048
 _MAX_SORT_KEY_BYTES = 1024

@@ -50,6 +50,7 @@ from agent_memory.adapters import ann
 from agent_memory.adapters.ann import AnnGraph
 from agent_memory.adapters.term_index import MAX_ROWS as TERM_INDEX_MAX_ROWS
 from agent_memory.adapters.term_index import TermIndex, Tokenizer
+from agent_memory.lexicon import SEARCH_STOP_WORDS
 from agent_memory.ports import Embedder, EmbedderMismatch, SearchFilter, SearchHit, SearchMode, SearchUnit
 
 RRF_K = 60
@@ -57,11 +58,7 @@ EMBED_BATCH = 256
 _SQL_IN_CHUNK = 500
 # Words that carry no retrieval signal; dropped from the BM25 query (when other words remain)
 # because OR-ing them in makes FTS5 score nearly every row of a large index.
-_STOPWORDS = frozenset(
-    "a an and are as at be been but by can could did do does for from had has have he her him his "
-    "i if in into is it its me my of on or our she so that the their them then there these they "
-    "this those to us was we were what when where which who whom why will with would you your".split()
-)
+_STOPWORDS = SEARCH_STOP_WORDS
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_QUERY_TERMS = 32
 _TOKENIZE = "porter unicode61 remove_diacritics 2"

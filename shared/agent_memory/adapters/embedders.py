@@ -31,6 +31,7 @@ from agent_memory.adapters.language_models import (
     model_call_timeout,
 )
 from agent_memory.errors import ConfigurationError
+from agent_memory.lexicon import EMBEDDING_STOP_WORDS
 from agent_memory.ports import ModelError
 
 __all__ = [
@@ -56,11 +57,7 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset(
-    "a an and are as at be been but by did do does for from had has have i if in is it its me my of on or "
-    "our so that the their them then there they this to was we were what when where which who will with "
-    "you your s t d ll m re ve".split()  # the last ones: pieces of "alice's", "don't", "we'll"
-)
+_STOP = EMBEDDING_STOP_WORDS
 
 
 class HashingEmbedder:

@@ -31,6 +31,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_any,
 
 from agent_memory import deadline
 from agent_memory.errors import ConfigurationError
+from agent_memory.lexicon import ANSWER_WORD_HINTS, OVERLAP_STOP_WORDS
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelOutputInvalid, ModelTimeout
 
 __all__ = [
@@ -533,15 +534,7 @@ Responder = Callable[[Sequence[ChatMessage]], str]
 _MARKER_LINE = re.compile(r"^\s*(?:[-*]\s*)?\[(S\d+)\]\s*(.*)")  # "[S1] ...", "- [S1] ..."
 _MARKER = re.compile(r"\[S\d+\]")
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    "a about above after again all am an and any are as at be been being below between both but by can "
-    "could did do does doing down during each few for from further had has have having he her here hers "
-    "herself him himself his how i if in into is it its itself just know me more most my myself no nor "
-    "not now of off on once only or other our ours ourselves out over own please same she should so some "
-    "such tell than that the their theirs them themselves then there these they this those through to "
-    "too under until up very was we were what when where which while who whom why will with would you "
-    "your yours yourself yourselves".split()
-)
+_STOP = OVERLAP_STOP_WORDS
 NO_MEMORY_REPLY = "I don't have anything in memory about that."
 
 
@@ -555,23 +548,10 @@ def _content_words(text: str) -> set[str]:
     return words
 
 
-# Question words -> the words stored facts use for the same thing ("Where do I live?" is
-# answered by "User location: Berlin"). A stored fact line renders its key in words.
-_QUESTION_HINTS = {
-    "where": {"location", "based", "live", "city", "hometown"},
-    "live": {"location", "based", "city"},
-    "work": {"employer", "job", "title", "colleague", "manager"},
-    "job": {"job", "title", "employer"},
-    "name": {"name", "nickname"},
-    "called": {"name", "nickname"},
-    "old": {"age"},
-}
-
-
 def _question_words(question: str) -> set[str]:
     words = _content_words(question)
     for w in _WORD.findall(question.lower()):
-        words |= _QUESTION_HINTS.get(w, set())
+        words |= ANSWER_WORD_HINTS.get(w, frozenset())
     return words
 
 

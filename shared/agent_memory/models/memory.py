@@ -7,7 +7,7 @@ snake_case and ignores keys it does not know, so older rows keep loading after a
 added. Timestamps are RFC 3339 UTC strings (``agent_memory.timeutil.iso``), whose string
 order is time order; ``None`` is an open bound.
 
-Every record carries the DESIGN "Data" envelope: ``context_id``, ``scopes`` (DNF),
+Every record carries the envelope of docs/decisions.md, "Data": ``context_id``, ``scopes`` (DNF),
 ``labels``, ``created_by``, ``created_at``. Facts also carry their provenance
 (``source``) and, for attributes and relations, a validity window plus supersession links
 (``supersedes`` points at the row this one replaced, ``superseded_by`` at its successor).
@@ -129,7 +129,7 @@ class _Fact(_Record):
         return not self.deleted and self.superseded_by is None and self.valid_until is None
 
     def valid_at(self, instant: str) -> bool:
-        """``validFrom <= t < validUntil`` on RFC 3339 strings (DESIGN "Time")."""
+        """``validFrom <= t < validUntil`` on RFC 3339 strings (docs/decisions.md, "Time")."""
         if self.deleted:
             return False
         starts = self.valid_from is None or self.valid_from <= instant

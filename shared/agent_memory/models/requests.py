@@ -119,7 +119,7 @@ class Triple(RequestModel):
 class WriteFactsRequest(ScopedRequest):
     text: str = Field(min_length=1)
     infer: Literal["full", "triples", "preview", "none"] = "full"
-    # One write is one transaction (at most 100 operations): 16 triples always fit.
+    # One write is one transaction (at most ports.MAX_TRANSACT_OPS operations): 16 triples always fit.
     triples: list[dict[str, Any]] | None = Field(default=None, max_length=16)
     session_id: str | None = both("session_id", "sessionId")
     memory_category: Category | None = both("memory_category", "memoryCategory")

@@ -16,7 +16,7 @@ Categories (our decision, applied as defaults only; a model's stated category wi
   availability, current project.
 
 Cardinality precedence: the registry, else the cardinality the model stated for a new
-key, else single (DESIGN "Cardinality"). Relation labels use the same mechanism with a
+key, else single (docs/decisions.md, "Cardinality"). Relation labels use the same mechanism with a
 different fallback: an unknown label is multi-valued, because wrongly accumulating two
 relations loses nothing while wrongly superseding one silently drops a true fact.
 
@@ -90,7 +90,7 @@ KEY_SYNONYMS: dict[str, str] = {
     "birth_date": "birthday", "birthdate": "birthday", "marital_status": "relationship_status",
     "citizenship": "nationality", "from": "hometown", "origin": "hometown", "born_in": "hometown",
     "mother_tongue": "native_language", "first_language": "native_language",
-    "favorite": "favourite", "plan": "plans",
+    "plan": "plans",
 }
 
 LABELS: dict[str, Cardinality] = {
@@ -128,14 +128,18 @@ def snake_case(value: str) -> str:
     return _NON_WORD.sub("_", text).strip("_")
 
 
-def normalise_key(key: str) -> str:
-    """Lower snake_case, then synonyms (``"Lives in"`` -> ``location``).
+# Word spellings folded inside a key, so both spellings name one slot: ``favorite_color``
+# and ``favourite_colour`` are the same key (a value under one supersedes the other).
+KEY_SPELLINGS: dict[str, str] = {
+    "favorite": "favourite", "favorites": "favourites", "color": "colour", "colors": "colours",
+    "flavor": "flavour", "flavors": "flavours",
+}
 
-    ``favorite_x`` is spelled ``favourite_x`` so both spellings share one slot.
-    """
-    k = snake_case(key)
-    if k.startswith("favorite_"):
-        k = "favourite_" + k.removeprefix("favorite_")
+
+def normalise_key(key: str) -> str:
+    """The one place attribute keys are normalised: lower snake_case, each word's spelling
+    (``KEY_SPELLINGS``), then synonyms (``"Lives in"`` -> ``location``)."""
+    k = "_".join(KEY_SPELLINGS.get(part, part) for part in snake_case(key).split("_"))
     return KEY_SYNONYMS.get(k, k)
 
 

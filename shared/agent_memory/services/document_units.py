@@ -1,8 +1,9 @@
 """How a stored document chunk becomes a search unit (``kind="chunk"``).
 
 Kept apart from ``services/documents.py`` so the projection registry can import it without
-pulling in the service: ``services/projection.py`` imports this module, so every path that
-projects (the local ``ProjectingRecordStore``, the projector Lambda, reindex) knows the kind.
+pulling in the service: ``services/projection.py`` imports this module and registers
+``chunk_units`` for the kind, so every path that projects (the local ``ProjectingRecordStore``,
+the projector Lambda, reindex) knows it. This module imports nothing from the projection.
 
 The unit's text is the chunk's context line (its heading path, "Handbook > Travel >
 Expenses", or the document title when the chunk sits under no heading) followed by the chunk
@@ -16,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from agent_memory.ports import SearchUnit
-from agent_memory.services.projection import projects
 
 HEADING_SEPARATOR = " > "
 
@@ -26,7 +26,6 @@ def context_line(data: dict[str, Any]) -> str:
     return HEADING_SEPARATOR.join(path) if path else (data.get("documentTitle") or "")
 
 
-@projects("chunk")
 def chunk_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
     context = context_line(data)
     return [SearchUnit(

@@ -10,7 +10,7 @@ Upload (``ingest``), in this order, so that a failure at any step before the cla
 3. claim: the content-hash row and the document row (``status: "ingesting"``, ``chunksDone: 0``)
    in ONE transaction, both conditioned on absence. Of two concurrent uploads of the same
    content exactly one claim commits; the other answers with the winner's id;
-4. the chunks' sources as part rows (transactions of at most 100), then one job on the
+4. the chunks' sources as part rows (transactions of at most ``MAX_TRANSACT_OPS``), then one job on the
    ingestion queue; the caller gets 202 at once.
 
 The worker (``services/ingestion.py``) makes the model calls, commits chunk by chunk (chunks
@@ -48,7 +48,7 @@ from agent_memory import scopes as scope_lib
 from agent_memory.errors import Conflict, InvalidRequest, MemoryError_, NotFound, PayloadTooLarge, ServiceBusy
 from agent_memory.ids import new_id
 from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
-from agent_memory.ports import Condition, ConditionFailed, Put, Record
+from agent_memory.ports import MAX_TRANSACT_OPS, Condition, ConditionFailed, Put, Record
 from agent_memory.request_context import RequestContext
 from agent_memory.services import chunking
 from agent_memory.services.ingestion import IngestionJob, part_rows, problem_of, remove_all
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_memory.documents")
 
 STALE_INGEST_S = 15 * 60
-WRITE_BATCH = 100  # RecordStore.transact's limit
+WRITE_BATCH = MAX_TRANSACT_OPS
 CLAIM_ATTEMPTS = 3
 TITLE_FROM_TEXT_CHARS = 120
 

@@ -5,7 +5,7 @@
 - ``GET /entities/{type}/{name}`` returns the entity with its current attributes and its
   outgoing relations (relations *to* it: ``GET /relations?dst=``). With ``asOf`` (RFC 3339)
   it returns the rows whose validity contains the instant (``validFrom <= t < validUntil``,
-  DESIGN "Time"), read from the history rows, so superseded values come back for the time
+  docs/decisions.md, "Time"), read from the history rows, so superseded values come back for the time
   they were true. ``limit`` (default 500) bounds each list; ``truncated`` says when it cut.
 - ``DELETE /entities/{type}/{name}`` is a soft delete: the entity row and every fact row
   about it (its attributes and relations, history included; relations from other entities

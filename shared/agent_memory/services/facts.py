@@ -48,7 +48,14 @@ from agent_memory.models.extraction import (
 )
 from agent_memory.models.memory import Source
 from agent_memory.models.requests import Triple, WriteFactsBatchRequest, WriteFactsRequest
-from agent_memory.ports import ConditionFailed, LanguageModel, ModelOutputInvalid, ModelTimeout, Record
+from agent_memory.ports import (
+    MAX_TRANSACT_OPS,
+    ConditionFailed,
+    LanguageModel,
+    ModelOutputInvalid,
+    ModelTimeout,
+    Record,
+)
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.request_context import RequestContext
 from agent_memory.services import reconcile as rec
@@ -64,8 +71,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_memory.facts")
 
 RECONCILE_ATTEMPTS = 12
-MAX_TRANSACT_OPS = 100  # RecordStore.transact's limit (ports)
-TRANSACTION_OPS = 100  # DynamoDB TransactWriteItems limit, enforced by both stores
 TRIPLES_PER_WRITE = 16  # worst case 5 operations each (two entities, row, head, old row)
 TRUNCATED_ABOUT = "facts left out of this turn"
 
@@ -272,7 +277,7 @@ class FactsService:
         The caller made every model call before its first write; here each chunk's facts are
         reconciled and committed in their own transaction, so a later chunk sees what earlier
         ones stored, and a lost race re-plans against fresh state without re-extracting. A
-        chunk whose plan would pass the 100-operation transaction limit is committed in halves.
+        chunk whose plan would pass ``MAX_TRANSACT_OPS`` (ports) is committed in halves.
         """
         results: list[ExtractionResult] = []
         for chunk_id, extraction in extractions:
@@ -324,7 +329,7 @@ class _TurnPlanner:
             if p.extraction is None:
                 self.results.append(None)
                 continue
-            budget = TRANSACTION_OPS - len(rows) - 1 - len(ops)  # the turns and the session row
+            budget = MAX_TRANSACT_OPS - len(rows) - 1 - len(ops)  # the turns and the session row
             extraction = p.extraction
             while True:
                 plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row["id"],

@@ -11,8 +11,8 @@
    is already gone is a stale projection: it is removed from the index and not listed.
    What projection has not indexed yet (stream lag) cannot be found.
 2. **Locate.** Each hit's id prefix picks a ``Forgetter`` from a registry (``attr``,
-   ``rel``, ``act``, ``instr``, ``turn`` here; ``chunk`` is registered by the documents
-   module with ``register_forgetter``), which finds the stored record behind the unit.
+   ``rel``, ``act``, ``instr``, ``turn``, ``chunk``, each declared below with
+   ``register_forgetter``), which finds the stored record behind the unit.
 3. **Remove** (unless ``dryRun``, which lists and deletes nothing). Soft delete: each record
    is rewritten with ``deleted: true`` in conditioned transactions (on the version read;
    a lost race re-reads and retries), facts drop out of the gsi1 current index. Every read
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_memory.forget")
 
 FORGET_KINDS = ["attribute", "relation", "action", "instruction", "turn", "chunk"]
-TRANSACT_CHUNK = 25  # records per transaction: well inside DynamoDB's 100 items / 4 MB
+TRANSACT_CHUNK = 25  # records per transaction: well inside MAX_TRANSACT_OPS (ports) and DynamoDB's 4 MB
 WRITE_ATTEMPTS = 8
 
 
@@ -284,7 +284,7 @@ def entity_refs(data: dict[str, Any]) -> list[str]:
 
 
 class OrphanedEntities:
-    """Entities a forget leaves with no facts, actions, turns or chunks (DESIGN "Forget").
+    """Entities a forget leaves with no facts, actions, turns or chunks (docs/decisions.md, "Forget").
 
     Candidates are the entities the removed records refer to, plus those an attribute value
     names ("I live in Oslo" stores Oslo as a value and as an entity). A candidate stays
@@ -402,8 +402,3 @@ class ForgetService:
         if self.runtime.search is not None:
             self.runtime.search.delete(ctx.context_id, sorted(ids))
         self.runtime.notify_forgotten(ctx, ids)
-
-
-# Forgetters that live beside their own collections register when imported (as projection
-# builders do): a ``@register_forgetter("chunk")`` in document_units.py is known here.
-from agent_memory.services import document_units  # noqa: E402,F401

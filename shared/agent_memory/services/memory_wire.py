@@ -1,4 +1,4 @@
-"""Wire shapes of stored memory (camelCase, as in spec/state-and-diffs.md), built through
+"""Wire shapes of stored memory (camelCase: docs/decisions.md, "Wire case", "State and diffs"), built through
 the response models the SDK parses (``agent_memory.models.wire``), and the read filters
 every read of the memory graph applies.
 

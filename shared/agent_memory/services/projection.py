@@ -8,8 +8,10 @@ overwrites a newer unit. Superseded or closed facts stay in the index with their
 ``valid_until`` (``asOf`` reads find them; "current" searches exclude them); deleted and
 forgotten records are removed.
 
-Projection builders register per record ``kind`` (``turn``, ``attribute``, ``chunk``...),
-so each collection keeps its rendering next to its own code.
+Projection builders register per record ``kind`` (``turn``, ``attribute``, ``chunk``...):
+the fact and turn builders with ``@projects`` below, the chunk and thread-turn builders
+(kept next to their own collections in ``document_units`` / ``thread_units``, which do not
+import this module) explicitly at the bottom of this module.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from agent_memory.ports import (
     SearchUnit,
     WriteOp,
 )
+from agent_memory.services import document_units, thread_units
 from agent_memory.services.speakers import turn_speaker
 
 log = logging.getLogger("agent_memory.projection")
@@ -377,6 +380,7 @@ def _instruction_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
                        metadata={"label": data.get("label")})]
 
 
-# Builders that live beside their own collections register when imported; importing them
-# here means every path that projects (runtime, projector function, reindex) knows them all.
-from agent_memory.services import document_units, thread_units  # noqa: E402,F401
+# Builders that live beside their own collections, registered here explicitly, so every path
+# that projects (runtime, projector function, reindex) knows them all.
+projects("chunk")(document_units.chunk_units)
+projects("thread_turn")(thread_units.thread_turn_units)

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from agent_memory import lexicon
 from agent_memory.services import temporal
 
 _QUESTION_LEAD = re.compile(
@@ -44,35 +45,10 @@ _WORD = re.compile(r"[A-Za-z0-9][\w'\-]*")
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
 
 # Capitalised words that are not names: question words, pronouns, auxiliaries, calendar words.
-_NOT_NAMES = frozenset(
-    "what which who whom whose when where why how do does did is are was were has have had can could would will "
-    "should might may am i i'm i've i'd i'll me my mine myself we our you your he she it they them his her their "
-    "the a an this that these those there here and or but if in on at of for to from with by about as "
-    "yes no not please tell show give list name describe explain remind".split()
-    + list(temporal.MONTHS) + list(temporal.WEEKDAYS))
-STOPWORDS = frozenset(
-    "a an and are as at be been being but by can could did do does for from had has have he her hers him his how "
-    "i if in into is it its me my mine of on or our ours she so some than that the their theirs them then there "
-    "these they this those to too us was we were what when where which who whom whose why will with would you "
-    "your yours am any about also ever just like get got".split())
+_NOT_NAMES = lexicon.NOT_NAME_WORDS | frozenset(temporal.MONTHS) | frozenset(temporal.WEEKDAYS)
+STOPWORDS = lexicon.QUERY_STOP_WORDS
 
-# Question words -> attribute keys they usually ask about (orders tier-1 facts).
-KEY_HINTS: dict[str, frozenset[str]] = {
-    word: frozenset(keys_) for word, keys_ in {
-        "where": ("location", "hometown", "address"), "live": ("location", "address"),
-        "lives": ("location", "address"), "living": ("location",), "based": ("location",),
-        "born": ("birthday", "hometown"), "nationality": ("nationality",),
-        "work": ("employer", "job_title"), "works": ("employer", "job_title"), "job": ("job_title", "employer"),
-        "employer": ("employer",), "company": ("employer",), "role": ("job_title",), "title": ("job_title",),
-        "old": ("age", "birthday"), "age": ("age",), "birthday": ("birthday",), "name": ("name", "nickname"),
-        "called": ("name", "nickname"), "call": ("nickname", "name"), "email": ("email",), "phone": ("phone",),
-        "like": ("likes", "preferences", "interests", "hobbies"), "likes": ("likes", "interests", "hobbies"),
-        "enjoy": ("likes", "hobbies"), "hate": ("dislikes",), "dislike": ("dislikes",),
-        "prefer": ("preferences",), "speak": ("languages", "native_language"), "language": ("languages",),
-        "languages": ("languages",), "pet": ("pets",), "pets": ("pets",), "allergic": ("allergies",),
-        "eat": ("diet", "allergies"), "diet": ("diet",), "hobby": ("hobbies",), "hobbies": ("hobbies",),
-    }.items()
-}
+KEY_HINTS = lexicon.KEY_HINTS  # question words -> attribute keys (orders tier-1 facts)
 
 
 @dataclass(frozen=True)

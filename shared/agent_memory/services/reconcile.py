@@ -6,7 +6,7 @@ loads them; ``slots()`` says which), the existing entities, and the write's prov
 writes in one transaction (new rows conditioned on absence, old rows on their version),
 so two concurrent corrections leave exactly one current value.
 
-Rules (DESIGN "Cardinality", "Time"):
+Rules (docs/decisions.md, "Cardinality", "Time"):
 
 - A *slot* is (entity, key) for attributes and (subject, label) for relations; keys and
   labels are normalised by ``cardinality``. Only rows in the same scope compete: scope
@@ -17,7 +17,7 @@ Rules (DESIGN "Cardinality", "Time"):
   importance + ``reinforce_step`` (capped at 1.0), ``lastSeenAt`` = now, ``reinforced`` + 1.
 - A single-valued slot's rows (history included) form one chain in event-time
   (``validFrom``) order: each row's ``validUntil`` is the next row's ``validFrom``, linked
-  by ``supersedes``/``supersededBy`` in that order (DESIGN "History under out-of-order
+  by ``supersedes``/``supersededBy`` in that order (docs/decisions.md, "History under out-of-order
   writes"). A claim is placed in the chain by its ``validFrom``: after the last row that
   began at or before it (that row's window is cut there) and before the next one (where
   its own window ends). Placed last, it is a *supersession* of the current value and a

@@ -1,6 +1,6 @@
 """``GET /state`` and ``GET /profile``: bounded snapshots of current memory.
 
-/state (spec/state-and-diffs.md) reads each of its six tables once, up to ``limit`` rows
+/state (docs/decisions.md, "State and diffs") reads each of its six tables once, up to ``limit`` rows
 (default 100, cap 500), and flags the table in ``truncated`` when more rows exist:
 
 - entities: the entities partition in type/name order;

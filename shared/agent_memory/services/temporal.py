@@ -1,6 +1,6 @@
 """Event-time phrases ("last month", "in 2023") resolved against when they were said.
 
-DESIGN "Time": a fact's ``validFrom`` is the event time the statement gives, resolved
+docs/decisions.md, "Time": a fact's ``validFrom`` is the event time the statement gives, resolved
 against ``observed_at``. Extraction keeps such phrases verbatim (a model cannot know the
 clock); this module turns them into instants, deterministically:
 

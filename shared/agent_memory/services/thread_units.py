@@ -1,8 +1,10 @@
 """How a stored thread turn becomes a search unit (``kind="thread_turn"``).
 
 Kept apart from ``services/threads.py`` so the projection registry can import it without
-pulling in the service: ``services/projection.py`` imports this module, so every path that
-projects (the local ``ProjectingRecordStore``, the projector Lambda, reindex) knows the kind.
+pulling in the service: ``services/projection.py`` imports this module and registers
+``thread_turn_units`` for the kind, so every path that projects (the local
+``ProjectingRecordStore``, the projector Lambda, reindex) knows it. This module imports
+nothing from the projection.
 
 - ``acl_readers`` is the turn's *effective* reader list: its own list when it has one, else
   the thread's list as stamped on the row (``threadAcl``; ``PUT .../acl`` re-stamps turns that
@@ -21,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 from agent_memory.ports import SearchUnit
-from agent_memory.services.projection import projects
 from agent_memory.services.reader_access import effective
 
 ENTITY_LABEL_PREFIX = "thread-entity:"
@@ -31,7 +32,6 @@ def entity_label(entity_id: str) -> str:
     return ENTITY_LABEL_PREFIX + entity_id
 
 
-@projects("thread_turn")
 def thread_turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
     entity = data.get("entityId")
     metadata: dict[str, Any] = {"turnIndex": data["turnIndex"], "threadId": data["threadId"]}

@@ -84,7 +84,7 @@ class OfflineAnswers:
 
     def __init__(self) -> None:
         from agent_memory.adapters.language_models import OfflineLanguageModel, _schema_name
-        from agent_memory.services.extraction.offline import register_offline_extractor
+        from agent_memory.adapters.offline import register_offline_extractor
 
         self.model = OfflineLanguageModel(name="offline/fake-openai")
         register_offline_extractor(self.model)

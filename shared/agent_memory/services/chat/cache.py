@@ -1,6 +1,6 @@
 """Tier-2 response cache: a reply reused for a near-identical question in the same scope.
 
-Key (DESIGN): context + partition + canonical (sorted) read region + response model; a
+Key (docs/decisions.md, "Chat cache key"): context + partition + canonical (sorted) read region + response model; a
 hit needs cosine >= ``threshold`` (0.95 by default) between query embeddings. Entries live
 in the record store under one partition per key (at most ``max_entries``, oldest evicted,
 TTL ``ttl_s``), compared in memory: a scope holds few enough entries for a dot product.

@@ -1,4 +1,4 @@
-"""Server-sent events for ``stream: true`` (DESIGN, SSE): ``event: delta`` frames
+"""Server-sent events for ``stream: true`` (docs/decisions.md, "SSE"): ``event: delta`` frames
 (``{"delta": ...}``), one ``event: done`` with the full ChatResponseJson, or
 ``event: error`` with a problem document, then ``data: [DONE]``."""
 

@@ -1,7 +1,7 @@
 """The transcript window: the session's recent user/assistant turns, which the prompt
 renders as ``# Conversation so far`` inside the untrusted-data block.
 
-Rules (DESIGN, Chat window): the last 10 user/assistant messages, newest kept; whole
+Rules (docs/decisions.md, "Chat window"): the last 10 user/assistant messages, newest kept; whole
 messages are dropped from the oldest end once the total passes 8,000 characters; a
 single newest message longer than that is cut to its last 8,000 characters.
 """

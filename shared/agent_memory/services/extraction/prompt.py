@@ -1,4 +1,4 @@
-"""The extraction prompt: instructions a real model can follow, plus a parseable data block.
+"""The extraction prompt: instructions a real model can follow, plus a structured data block.
 
 ``build_extraction_prompt`` returns ``(system, user)``. The system message carries the
 rules (speaker mapping, reuse of known entity names, key vocabulary and cardinality,
@@ -8,17 +8,14 @@ negation, categories, verbatim time phrases). The user message ends with one fen
     {"observedAt": ..., "speakerName": ..., "knownEntities": [...], "turn": ...}
     ```
 
-which is the only place the turn text appears. ``parse_extraction_prompt`` reads it back,
-so the offline provider sees exactly what a real model sees and needs no side channel.
+which is the only place the turn text appears, so the turn is data, never instructions.
 Backticks inside the JSON are written as ``\\u0060``, so the turn text can never close the
-fence early.
+fence early. (The offline provider reads this payload: ``adapters/offline/prompt_input.py``.)
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from agent_memory import timeutil
@@ -27,15 +24,6 @@ from agent_memory.services import cardinality as card
 from agent_memory.services.extraction.speaker import SELF_NAME
 
 FENCE_INFO = "json turn-data"
-_BLOCK = re.compile(r"```json turn-data\n(?P<body>[^`]*)\n```", re.DOTALL)
-
-
-@dataclass
-class PromptData:
-    text: str
-    speaker_name: str | None = None
-    known_entities: list[str] = field(default_factory=list)
-    observed_at: str | None = None
 
 
 def _keys(cardinality: str) -> str:
@@ -128,23 +116,3 @@ def build_extraction_prompt(
         f"```{FENCE_INFO}\n{_encode(payload)}\n```"
     )
     return system_prompt(), user
-
-
-def parse_extraction_prompt(user: str) -> PromptData:
-    """Read back the data block of a user message built by ``build_extraction_prompt``.
-
-    Raises ``ValueError`` when the message carries no (valid) block.
-    """
-    matches = list(_BLOCK.finditer(user or ""))
-    if not matches:
-        raise ValueError("extraction prompt has no turn-data block")
-    data = json.loads(matches[-1].group("body"))
-    if not isinstance(data, dict) or not isinstance(data.get("turn"), str):
-        raise ValueError("turn-data block has no turn text")
-    known = data.get("knownEntities") or []
-    return PromptData(
-        text=data["turn"],
-        speaker_name=data.get("speakerName") or None,
-        known_entities=[str(k) for k in known if isinstance(k, str)],
-        observed_at=data.get("observedAt"),
-    )

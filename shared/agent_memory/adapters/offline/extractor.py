@@ -1,10 +1,10 @@
 """Offline extractor: deterministic English patterns, no model, no network.
 
 It is how tests, CI and keyless local runs extract facts, so it handles a fixed,
-documented set of statements and nothing else (DESIGN "Models"). It fills the same
+documented set of statements and nothing else (docs/decisions.md, "Models"). It fills the same
 ``ExtractionOutput`` a real model fills, under the same conventions as the prompt.
 
-Speaker mapping (``speaker.py``): "I/me/my" is the entity named ``User`` (the self entity
+Speaker mapping (``services/extraction/speaker.py``): "I/me/my" is the entity named ``User`` (the self entity
 ``entity:person/user``). Statements about a person named like the speaker ("Alice works at
 Acme" with ``speaker_name="Alice"``) keep the name; reconciliation maps it to the self entity.
 
@@ -82,6 +82,25 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_memory.adapters.offline.prompt_input import read_turn
+from agent_memory.adapters.offline.words import (
+    ADVERBS,
+    DEMONYMS,
+    DIETS,
+    INSTRUCTION_LEAD_WORDS,
+    IRREGULAR_PAST,
+    JOB_ACRONYMS,
+    JOB_REJECT_FIRST,
+    MOTION_PAST,
+    PET_WORDS,
+    STATIVE_PAST,
+)
+from agent_memory.lexicon import (
+    LABEL_STOP_WORDS,
+    NOT_NAME_ADJECTIVES,
+    QUESTION_WORDS,
+    SENTENCE_START_NOT_NAMES,
+)
 from agent_memory.models.extraction import (
     ExtractedAction,
     ExtractedAttribute,
@@ -91,48 +110,14 @@ from agent_memory.models.extraction import (
     ExtractionOutput,
 )
 from agent_memory.services import cardinality as card
-from agent_memory.services.extraction.prompt import parse_extraction_prompt
 from agent_memory.services.extraction.speaker import SELF_NAME, self_display_name
 from agent_memory.services.temporal import leading_time_phrase, trailing_time_phrase
 
 PLAIN_CONFIDENCE = 0.9
 HEDGED_CONFIDENCE = 0.4
 
-QUESTION_WORDS = frozenset(
-    "who what where when why how which whom whose do does did is are was were can could would will "
-    "should shall have has am".split())
-
 _WORD = r"[A-Z][\w&-]*(?:['.](?!s\b)[A-Za-z][\w&-]*)*"  # O'Brien, J.R; never a possessive 's
 NAME = _WORD + r"(?: (?:of |de |van |von |the |du |da )?" + _WORD + ")*"
-_NOT_NAMES = frozenset(
-    "I I'm I've I'd I'll My Me We Our Your You He She It They His Her Their The This That These Those "
-    "There Here Always Never Please From Today Yesterday Tomorrow Now Also And But So If When Then Yes No "
-    "Ok Okay Thanks Hi Hello Hey Sorry Well Actually Maybe Probably Perhaps Don't Do Let Remember".split())
-_NOT_NAME_ADJECTIVES = frozenset(
-    "sorry fine good back done here ready happy sure glad okay ok tired hungry busy home new".split())
-DEMONYMS = frozenset(
-    "American British English Scottish Welsh Irish Canadian Australian German French Spanish Italian "
-    "Portuguese Dutch Belgian Swiss Austrian Swedish Norwegian Danish Finnish Icelandic Polish Czech "
-    "Slovak Hungarian Romanian Bulgarian Greek Turkish Russian Ukrainian Chinese Japanese Korean Indian "
-    "Pakistani Bangladeshi Brazilian Mexican Argentinian Argentine Chilean Colombian Peruvian Nigerian "
-    "Kenyan Egyptian Moroccan Israeli Iranian Vietnamese Thai Filipino Indonesian Malaysian Singaporean "
-    "Estonian Latvian Lithuanian Croatian Serbian Slovenian".split())
-DIETS = frozenset({"vegan", "vegetarian", "pescatarian", "pescetarian"})
-JOB_ACRONYMS = frozenset({"CEO", "CTO", "CFO", "COO", "CIO", "CISO", "CPO", "VP", "SVP", "EVP", "PM"})
-PET_WORDS = r"(?:dogs?|cats?|puppy|puppies|kittens?|rabbits?|hamsters?|parrots?|birds?|fish|horses?|turtles?|snakes?)"
-_JOB_REJECT_FIRST = frozenset("bit little lot fan member part kind sort type huge big".split())
-
-IRREGULAR_PAST = frozenset(
-    "ran went bought saw met ate drank wrote made took gave got won lost built flew drove swam sang began "
-    "broke caught chose did drew fell found forgot held kept paid rode sold sent spent taught told threw "
-    "wore sat stood slept spoke bit hit fought brought became read run gone seen eaten drunk written taken "
-    "given gotten flown driven swum sung begun broken chosen done drawn fallen forgotten ridden thrown "
-    "worn spoken".split())
-MOTION_PAST = frozenset("went came flew drove walked ran rode travelled traveled returned moved got".split())
-STATIVE_PAST = frozenset(
-    "liked loved hated wanted needed used wished hoped seemed believed guessed wondered preferred owned "
-    "meant appeared belonged mattered cared assumed supposed decided planned tried".split())
-_ADVERBS = r"(?:now|currently|still|also|actually|really|just|recently|presently|already|absolutely|totally)"
 
 _FILLER = re.compile(
     r"^(?:(?:well|actually|oh|also|and|but|so|btw|by the way|anyway|hi|hello|hey|yes|yeah|no|ok|okay|"
@@ -390,7 +375,7 @@ def _job_at(b, s, m, when):
     if m.group(0).startswith("I'm ") and not re.match(r"I'm (?:(?i:a|an|the) )", m.group(0)) \
             and title not in JOB_ACRONYMS and not title.isupper():
         return False
-    if title.split()[0].lower() in _JOB_REJECT_FIRST:
+    if title.split()[0].lower() in JOB_REJECT_FIRST:
         return False
     b.attr(s, "job_title", title, when=when)
     b.attr(s, "employer", b.org(m.group("org")), when=when)
@@ -463,7 +448,7 @@ def _demonym_or_diet(b, s, m, when):
 @pattern(r"(?:I'm|(?i:my name is)) (?P<v>" + NAME + ")")
 def _name_intro(b, s, m, when):
     name = m.group("v")
-    if name in _NOT_NAMES or name in JOB_ACRONYMS or name.lower() in _NOT_NAME_ADJECTIVES \
+    if name in SENTENCE_START_NOT_NAMES or name in JOB_ACRONYMS or name.lower() in NOT_NAME_ADJECTIVES \
             or len(name.split()) > 3:
         return False
     b.attr(s, "name", name, when=when)
@@ -476,7 +461,7 @@ def _job(b, s, m, when):
     has_article = bool(re.match(r"I'm (?i:a|an|the) ", m.group(0))) or not m.group(0).startswith("I'm ")
     if not has_article and title not in JOB_ACRONYMS:
         return False
-    if title.split()[0].lower() in _JOB_REJECT_FIRST:
+    if title.split()[0].lower() in JOB_REJECT_FIRST:
         return False
     b.attr(s, "job_title", title, when=when)
 
@@ -485,7 +470,7 @@ def _job(b, s, m, when):
          r"(?P<names>" + NAME + r"(?: and " + NAME + r")*)(?: (?P<rest>.+))?")
 def _kin_named(b, s, m, when):
     names = [b.canon(n) for n in m.group("names").split(" and ")]
-    if any(n.split()[0] in _NOT_NAMES for n in names):
+    if any(n.split()[0] in SENTENCE_START_NOT_NAMES for n in names):
         return False
     b.rel(s, m.group("rel"), m.group("names"), when=None if m.group("rest") else when)
     for name in names:
@@ -562,7 +547,6 @@ _INSTRUCTION = re.compile(
     r"^(?P<lead>(?i:(?:please )?(?:always|never|don't ever|do not ever|don't|do not)|"
     r"(?:please )?(?:from now on|going forward|in future|in the future)),?) (?P<rest>.+)$")
 _SUBJECT_START = re.compile(r"^(?:I|I'm|I've|I'd|My|We|Our|" + NAME + r" (?:is|are|works|lives|has))\b")
-_STOP = frozenset("a an the to in of my me your for and on with about any ever".split())
 
 
 def instruction_label(text: str) -> str:
@@ -572,8 +556,8 @@ def instruction_label(text: str) -> str:
     if re.search(r"\b(?:answer|respond|reply|write|speak|talk|communicate)\w*\b.*\bin [A-Z]\w+", text, re.I):
         return "language"
     text = re.sub(r"\b(?:don't|do not)(?: ever)?\b", "never", text.lower())
-    words = [w for w in re.findall(r"[a-z0-9]+", text) if w not in _STOP]
-    words = [w for w in words if w not in {"please", "from", "now", "going", "forward", "future"}]
+    words = [w for w in re.findall(r"[a-z0-9]+", text) if w not in LABEL_STOP_WORDS]
+    words = [w for w in words if w not in INSTRUCTION_LEAD_WORDS]
     return "_".join(words[:3]) or "instruction"
 
 
@@ -673,7 +657,7 @@ _SELF_START = re.compile(r"^(?:I|I'm|I've|I'd|(?i:you can call me|please call me
 
 
 def _subject_clause(b: _Builder, clause: str, when: str | None) -> bool:
-    clause = re.sub(r"^(I(?:'m|'ve)?) (?:" + _ADVERBS + r" )+", r"\1 ", clause)
+    clause = re.sub(r"^(I(?:'m|'ve)?) (?:" + ADVERBS + r" )+", r"\1 ", clause)
     if _SELF_START.match(clause):  # "I live in Paris and work at Acme": one subject, two predicates
         parts = _predicates(clause)
         results = [_run_timed(b, SELF_NAME, parts[0], when)]
@@ -682,7 +666,7 @@ def _subject_clause(b: _Builder, clause: str, when: str | None) -> bool:
     if re.match(r"^(?:My|my)\b", clause):  # "and ..." after "My sister Emma" belongs to Emma
         return _run_timed(b, SELF_NAME, clause, when)
     m = re.match(r"^(?P<name>" + NAME + r")(?P<poss>'s)? (?P<rest>.+)$", clause)
-    if m is None or m.group("name").split()[0] in _NOT_NAMES:
+    if m is None or m.group("name").split()[0] in SENTENCE_START_NOT_NAMES:
         return False
     name = b.canon(m.group("name"))
     if m.group("poss"):
@@ -717,9 +701,9 @@ def offline_extract(text: str, *, speaker_name: str | None = None,
 
 
 def extraction_handler(system: str, user: str) -> ExtractionOutput:
-    """``structured`` handler: read the turn back from the prompt's data block and extract it."""
-    data = parse_extraction_prompt(user)
-    return offline_extract(data.text, speaker_name=data.speaker_name, known_entities=data.known_entities)
+    """``structured`` handler: take the turn from the prompt's JSON data block and extract it."""
+    turn = read_turn(user)
+    return offline_extract(turn.text, speaker_name=turn.speaker_name, known_entities=turn.known_entities)
 
 
 def register_offline_extractor(model: Any) -> None:

@@ -1,0 +1,18 @@
+"""The offline model provider: deterministic English patterns instead of a model (tests, CI,
+keyless local runs). ``register_offline_extractor`` teaches an ``OfflineLanguageModel``
+(``adapters/language_models.py``) to answer extraction calls.
+
+- ``extractor``: the patterns (the table in its docstring).
+- ``words``: its word lists (data).
+- ``prompt_input``: reads the turn from the extraction prompt's JSON payload.
+"""
+
+from agent_memory.adapters.offline.extractor import (
+    extraction_handler,
+    instruction_label,
+    is_question,
+    offline_extract,
+    register_offline_extractor,
+)
+
+__all__ = ["extraction_handler", "instruction_label", "is_question", "offline_extract", "register_offline_extractor"]

@@ -1,0 +1,97 @@
+"""English word tables shared by query analysis, search, the hashing embedder and the offline
+model (pure data, no imports from the rest of the package).
+
+Stop words: one core list, ``FUNCTION_WORDS`` (articles, pronouns, auxiliaries, prepositions,
+question words). Each user states its list as the core plus or minus named words, so the
+differences are visible here rather than hidden in five copies. They are not made equal: the
+hashing embedder's list decides stored vectors (changing it changes every embedding of an
+existing index) and the others decide ranking, so each keeps the words it had.
+"""
+
+from __future__ import annotations
+
+FUNCTION_WORDS = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have he her him his "
+    "i if in into is it its me my of on or our she so that the their them then there these they "
+    "this those to us was we were what when where which who whom why will with would you your".split())
+
+# Lexical search (embedded index BM25 query): the core list. OR-ing these into an FTS5 query
+# makes it score nearly every row of a large index.
+SEARCH_STOP_WORDS = FUNCTION_WORDS
+
+# Query analysis (content words, entity-name candidates): also possessives, quantifiers and
+# chat verbs that carry no retrieval signal in a question.
+QUERY_STOP_WORDS = FUNCTION_WORDS | frozenset(
+    "about also am any being ever get got hers how just like mine ours some than theirs too whose yours".split())
+
+# The offline chat model's word overlap: the longer English list (NLTK-like), without "us".
+OVERLAP_STOP_WORDS = (FUNCTION_WORDS - {"us"}) | frozenset(
+    "about above after again all am any being below between both doing down during each few further having "
+    "here hers herself himself how itself just know more most myself no nor not now off once only other ours "
+    "ourselves out over own please same should some such tell than theirs themselves through too under "
+    "until up very while yours yourself yourselves".split())
+
+# The hashing embedder: a shorter list plus the pieces a contraction splits into ("alice's",
+# "don't", "we'll"). It decides stored vectors: changing it changes every embedding.
+EMBEDDING_STOP_WORDS = (FUNCTION_WORDS - frozenset(
+    "can could he her him his into she these those us whom why would".split())) | frozenset(
+    "s t d ll m re ve".split())
+
+# Slugs of instruction labels ("Never mention my salary" -> never_mention_salary).
+LABEL_STOP_WORDS = frozenset("a an the to in of my me your for and on with about any ever".split())
+
+# A sentence that starts with one of these is a question (unless it starts "do not").
+QUESTION_WORDS = frozenset(
+    "who what where when why how which whom whose do does did is are was were can could would will "
+    "should shall have has am".split())
+
+# Question words -> attribute keys they usually ask about (orders structured facts in /query).
+KEY_HINTS: dict[str, frozenset[str]] = {
+    word: frozenset(keys_) for word, keys_ in {
+        "where": ("location", "hometown", "address"), "live": ("location", "address"),
+        "lives": ("location", "address"), "living": ("location",), "based": ("location",),
+        "born": ("birthday", "hometown"), "nationality": ("nationality",),
+        "work": ("employer", "job_title"), "works": ("employer", "job_title"), "job": ("job_title", "employer"),
+        "employer": ("employer",), "company": ("employer",), "role": ("job_title",), "title": ("job_title",),
+        "old": ("age", "birthday"), "age": ("age",), "birthday": ("birthday",), "name": ("name", "nickname"),
+        "called": ("name", "nickname"), "call": ("nickname", "name"), "email": ("email",), "phone": ("phone",),
+        "like": ("likes", "preferences", "interests", "hobbies"), "likes": ("likes", "interests", "hobbies"),
+        "enjoy": ("likes", "hobbies"), "hate": ("dislikes",), "dislike": ("dislikes",),
+        "prefer": ("preferences",), "speak": ("languages", "native_language"), "language": ("languages",),
+        "languages": ("languages",), "pet": ("pets",), "pets": ("pets",), "allergic": ("allergies",),
+        "eat": ("diet", "allergies"), "diet": ("diet",), "hobby": ("hobbies",), "hobbies": ("hobbies",),
+    }.items()
+}
+
+# Question words -> the words stored facts use for the same thing ("Where do I live?" is
+# answered by "User location: Berlin"; a fact line renders its key in words). The offline
+# chat model adds them to a question's words before matching memory lines.
+ANSWER_WORD_HINTS: dict[str, frozenset[str]] = {
+    word: frozenset(words) for word, words in {
+        "where": ("location", "based", "live", "city", "hometown"),
+        "live": ("location", "based", "city"),
+        "work": ("employer", "job", "title", "colleague", "manager"),
+        "job": ("job", "title", "employer"),
+        "name": ("name", "nickname"),
+        "called": ("name", "nickname"),
+        "old": ("age",),
+    }.items()
+}
+
+# Lower-cased words that are never (part of) a name in a question: question words, pronouns,
+# auxiliaries, prepositions, request verbs. Query analysis adds month and weekday names.
+NOT_NAME_WORDS = frozenset(
+    "what which who whom whose when where why how do does did is are was were has have had can could would will "
+    "should might may am i i'm i've i'd i'll me my mine myself we our you your he she it they them his her their "
+    "the a an this that these those there here and or but if in on at of for to from with by about as "
+    "yes no not please tell show give list name describe explain remind".split())
+
+# Capitalised words that start a statement but are not a name ("Actually I ...", "Thanks").
+SENTENCE_START_NOT_NAMES = frozenset(
+    "I I'm I've I'd I'll My Me We Our Your You He She It They His Her Their The This That These Those "
+    "There Here Always Never Please From Today Yesterday Tomorrow Now Also And But So If When Then Yes No "
+    "Ok Okay Thanks Hi Hello Hey Sorry Well Actually Maybe Probably Perhaps Don't Do Let Remember".split())
+
+# "I'm <word>" that is a state, not a name ("I'm sorry", "I'm home").
+NOT_NAME_ADJECTIVES = frozenset(
+    "sorry fine good back done here ready happy sure glad okay ok tired hungry busy home new".split())
