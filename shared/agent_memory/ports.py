@@ -379,7 +379,7 @@ class LiveRevisions(Protocol):
 
 class RecentWrites(Protocol):
     """Units an index wrote within its refresh interval, with their vectors, for the searches
-    that must see them at once (``services/recent_units.py``: a forget right after a write)."""
+    that must see them at once (``adapters/recent_units.py``: a forget right after a write)."""
 
     def note(self, units: Sequence[SearchUnit], vectors: np.ndarray) -> None: ...
 

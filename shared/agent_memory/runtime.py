@@ -93,8 +93,8 @@ class Runtime:
             return None
         if s.search == "opensearch":
             from agent_memory.adapters.opensearch_search import OpenSearchIndex
+            from agent_memory.adapters.recent_units import RecentUnits
             from agent_memory.services.live_revisions import StoreRevisions
-            from agent_memory.services.recent_units import RecentUnits
 
             # The index shows writes only after a refresh: hits are checked against the store,
             # and what was written within the interval stays findable (a forget right after).

@@ -15,6 +15,7 @@ import pytest
 from nrt_double import NrtCluster
 
 from agent_memory.adapters.opensearch_search import OpenSearchIndex
+from agent_memory.adapters.recent_units import RecentUnits
 from agent_memory.config import load_settings
 from agent_memory.models.reads import ForgetRequest
 from agent_memory.models.requests import WriteFactsRequest
@@ -23,7 +24,6 @@ from agent_memory.ports import SearchFilter
 from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime
 from agent_memory.services.live_revisions import StoreRevisions
-from agent_memory.services.recent_units import RecentUnits
 
 INDEX = "tenant1-memory"
 ADMIN = RequestContext(context_id="acme", principal="p", admin=True)

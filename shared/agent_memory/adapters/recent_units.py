@@ -52,7 +52,7 @@ class RecentUnits:
 
     def note(self, units: Sequence[SearchUnit], vectors: np.ndarray) -> None:
         """Keep ``units`` (disjoint, as one index write holds them) for ``window_s`` seconds."""
-        from agent_memory.adapters.embedded_search import unit_to_dict
+        from agent_memory.adapters.embedded_search import unit_to_dict  # lazy: numpy-heavy module
 
         expires = int(self._clock() + self.window_s) + 1
         rows = [Record(recent_pk(u.context_id, u.partition), u.id,
