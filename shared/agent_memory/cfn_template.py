@@ -7,13 +7,17 @@ CloudFormation short-form tags (``!Ref``, ``!Sub``, ``!If``...) are loaded as
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+# libyaml's parser when the wheel has it (several times faster on a 1,000-line template).
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-class _CfnLoader(yaml.SafeLoader):
+
+class _CfnLoader(_BaseLoader):  # type: ignore[valid-type,misc]
     pass
 
 
@@ -39,9 +43,28 @@ for _tag in ("Ref", "Condition", "Sub", "If", "GetAtt", "Join", "Select", "Split
     _CfnLoader.add_constructor(f"!{_tag}", _construct(_tag))
 
 
+_parsed: dict[tuple[str, str, int, int], Any] = {}
+
+
+def _load_cached(path: str | Path, loader: type) -> Any:
+    """Parsed once per file version (every test runtime and local server start reads the
+    template and the spec); callers get a fresh copy they may change."""
+    resolved = Path(path).resolve()
+    stat = resolved.stat()
+    key = (loader.__name__, str(resolved), stat.st_mtime_ns, stat.st_size)
+    if key not in _parsed:
+        with open(resolved, encoding="utf-8") as fh:
+            _parsed[key] = yaml.load(fh, Loader=loader)  # noqa: S506 - SafeLoader subclasses
+    return copy.deepcopy(_parsed[key])
+
+
 def load_template(path: str | Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=_CfnLoader)  # noqa: S506 - SafeLoader subclass
+    return _load_cached(path, _CfnLoader)
+
+
+def load_openapi(path: str | Path) -> dict[str, Any]:
+    """openapi.yaml (plain YAML, no CloudFormation tags)."""
+    return _load_cached(path, _BaseLoader)
 
 
 def repo_root() -> Path:

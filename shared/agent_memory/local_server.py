@@ -28,10 +28,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import yaml
-
 from agent_memory import inspector
-from agent_memory.cfn_template import function_routes, load_template, repo_root
+from agent_memory.cfn_template import function_routes, load_openapi, load_template, repo_root
 
 log = logging.getLogger("agent_memory.local_server")
 
@@ -59,7 +57,7 @@ def load_routes(root: Path | None = None) -> list[Route]:
     """Routes wired in template.yaml; each must exist in openapi.yaml (tests check both ways)."""
     root = root or repo_root()
     wired = function_routes(load_template(root / "template.yaml"))
-    spec = yaml.safe_load((root / "openapi.yaml").read_text(encoding="utf-8"))
+    spec = load_openapi(root / "openapi.yaml")
     routes = []
     for (method, path), handler in wired.items():
         if method.lower() not in (spec.get("paths", {}).get(path) or {}):
