@@ -33,12 +33,19 @@ def test_every_success_response_declares_a_schema(method, path, op):
         assert content, f"{method} {path} {status} declares no body"
         for media, body in content.items():
             assert "schema" in body, f"{method} {path} {status} {media} has no schema"
-            jsonschema.Draft202012Validator.check_schema(schema_for(body["schema"]))
+            # The $defs (every component) are checked once, below; here the route's own schema.
+            own = {k: v for k, v in schema_for(body["schema"]).items() if k != "$defs"}
+            jsonschema.Draft202012Validator.check_schema(own)
 
 
 def test_every_component_schema_compiles():
+    # One document holding every component as $defs: checking it checks each of them (checking
+    # component by component re-checked all the $defs every time, which took half a minute).
+    every = schema_for({})
+    assert set(every["$defs"]) == set(spec()["components"]["schemas"])
+    jsonschema.Draft202012Validator.check_schema(every)
     for name in spec()["components"]["schemas"]:
-        jsonschema.Draft202012Validator.check_schema(component(name))
+        assert component(name)["$ref"] == f"#/$defs/{name}"
 
 
 def test_nullable_becomes_json_schema():
