@@ -3,9 +3,12 @@
 the real ``openai`` adapters over loopback HTTP and the local server.
 
 Prints wall time per request (p50/max) for ``POST /facts`` and ``POST /chat``, the model
-calls each made, and what a hanging model costs (the 504 arrives at the request deadline).
+calls each made, one ``--batch``-message ``POST /facts/batch`` next to its sequential time
+(messages x latency) and its parallel target (messages / concurrency x latency), and what a
+hanging model costs (the 504 arrives at the request deadline). A batch that cannot finish
+inside the deadline is refused up front, so give the batch figure a deadline it fits in:
 
-    .venv/bin/python bench/slow_model.py --latency-ms 800 --requests 5
+    .venv/bin/python bench/slow_model.py --latency-ms 800 --requests 5 --deadline-s 29
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jitter-ms", type=float, default=100.0)
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--deadline-s", type=float, default=5.0, help="limits.request_deadline_s for the run")
+    parser.add_argument("--batch", type=int, default=100, help="messages in the /facts/batch request (0: skip)")
     parser.add_argument("--embeddings", choices=["fake", "hashing"], default="fake",
                         help="embed through the fake model too (its latency applies) or locally")
     args = parser.parse_args(argv)
@@ -62,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
             facts = [timed("facts", {"text": f"My colleague Person{i} lives in City{i}."}) for i in range(args.requests)]
             chats = [timed("chat", {"message": f"Where does Person{i} live?", "bypassCache": True})
                      for i in range(args.requests)]
+            batch = timed("facts/batch", {"messages": [{"content": f"My neighbour Batch{i} works in Town{i}."}
+                                                       for i in range(args.batch)]}) if args.batch else None
+            concurrency = load_settings(env=env).limits.document_concurrency
             fake.behaviour.hang_rate = 1.0
             hung = timed("chat", {"message": "Where does Person0 live?", "bypassCache": True})
             fake.behaviour.hang_rate = 0.0
@@ -80,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
           f"deadline {args.deadline_s:g} s")
     print(line("POST /facts", facts))
     print(line("POST /chat ", chats))
+    if batch is not None:
+        latency_s = args.latency_ms / 1000
+        print(f"POST /facts/batch of {args.batch}: {batch[1]} after {batch[0]:.1f} s, {batch[2]} model HTTP calls "
+              f"(sequential {args.batch * latency_s:.0f} s; target {args.batch / concurrency * latency_s:.1f} s "
+              f"at {concurrency} concurrent calls)")
     print(f"POST /chat with a hanging model: {hung[1]} after {hung[0] * 1000:.0f} ms")
     return 0
 

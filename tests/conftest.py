@@ -20,6 +20,26 @@ from agent_memory.runtime import Runtime, set_runtime
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_SECRET = "test-cursor-secret"
+FULL_MATRIX_ENV = "AGENT_MEMORY_FULL_MATRIX"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``any_api`` x ``store_kind`` is a cross product whose fourth corner adds nothing: the
+    HTTP transport is tested on SQLite, DynamoDB in process (as Lambda calls it), and the
+    built-artifact check drives every route over DynamoDB. So the HTTP-over-DynamoDB cases
+    (a loopback server in front of moto, the slowest fixture pair) are deselected unless
+    ``AGENT_MEMORY_FULL_MATRIX=1``."""
+    import os
+
+    if os.environ.get(FULL_MATRIX_ENV) == "1":
+        return
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        (drop if params.get("any_api") == "http" and params.get("store_kind") == "dynamodb" else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(autouse=True)
