@@ -27,8 +27,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """``any_api`` x ``store_kind`` is a cross product whose fourth corner adds nothing: the
     HTTP transport is tested on SQLite, DynamoDB in process (as Lambda calls it), and the
     built-artifact check drives every route over DynamoDB. So the HTTP-over-DynamoDB cases
-    (a loopback server in front of moto, the slowest fixture pair) are deselected unless
-    ``AGENT_MEMORY_FULL_MATRIX=1``."""
+    (a loopback server in front of moto, the slowest fixture pair; also tests marked
+    ``over_http``) are deselected unless ``AGENT_MEMORY_FULL_MATRIX=1``."""
     import os
 
     if os.environ.get(FULL_MATRIX_ENV) == "1":
@@ -36,7 +36,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep, drop = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        (drop if params.get("any_api") == "http" and params.get("store_kind") == "dynamodb" else keep).append(item)
+        over_http = params.get("any_api") == "http" or item.get_closest_marker("over_http") is not None
+        (drop if over_http and params.get("store_kind") == "dynamodb" else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
