@@ -50,6 +50,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"invalid scope path segment",
     r"empty scope (path|clause)",
     r"printable characters",
+    r"must not contain control characters",  # C0 controls other than tab, newline, return
     r"must not be blank",
     r"readers must be non-empty names",
     r"after_index must be a non-negative integer",  # past the largest index the service takes
