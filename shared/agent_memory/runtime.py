@@ -185,19 +185,20 @@ class Runtime:
     def entities(self):
         from agent_memory.services.entities import EntityService
 
-        return EntityService(self)
+        return EntityService(self.store, self.settings, self.forget)
 
     @cached_property
     def collections(self):
         from agent_memory.services.collections import CollectionService
 
-        return CollectionService(self)
+        # The write path is resolved on first use (listing collections does not load it).
+        return CollectionService(self.store, self.settings, lambda ctx, req: self.facts.write(ctx, req))
 
     @cached_property
     def forget(self):
         from agent_memory.services.forget import ForgetService
 
-        return ForgetService(self)
+        return ForgetService(self.store, self.search, self.sessions, self.notify_forgotten)
 
     @cached_property
     def idempotency(self) -> IdempotencyService:
@@ -221,7 +222,10 @@ class Runtime:
     def chat(self):
         from agent_memory.services.chat.service import ChatService
 
-        return ChatService(self)
+        # The embedder loads on the first cache lookup, not when the service is built.
+        return ChatService(self.store, self.settings, self.sessions, self.retrieval, self.facts, self.traces,
+                           self.response_cache, self.language_model, lambda texts: self.embedder.embed(texts),
+                           self.count)
 
     @cached_property
     def inflight(self):
@@ -239,7 +243,8 @@ class Runtime:
     def facts(self) -> FactsService:
         from agent_memory.services.facts import FactsService
 
-        return FactsService(self)
+        return FactsService(self.store, self.sessions, self.settings, self.language_model,
+                            self.fact_change_listeners)
 
     @cached_property
     def documents(self):
@@ -279,13 +284,13 @@ class Runtime:
     def retrieval(self):
         from agent_memory.services.retrieval import RetrievalService
 
-        return RetrievalService(self)
+        return RetrievalService(self.store, self.search)
 
     @cached_property
     def prompt_context(self):
         from agent_memory.services.prompt_context import ContextService
 
-        return ContextService(self)
+        return ContextService(self.store, self.sessions, self.retrieval)
 
     @cached_property
     def threads(self) -> ThreadService:

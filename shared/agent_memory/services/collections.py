@@ -53,7 +53,8 @@ from agent_memory.services.memory_wire import (
 from agent_memory.services.reconcile import normalise_value
 
 if TYPE_CHECKING:
-    from agent_memory.runtime import Runtime
+    from agent_memory.config import Settings
+    from agent_memory.ports import RecordStore
 
 RESOLVE_ATTEMPTS = 20
 
@@ -67,18 +68,20 @@ def _current(data: dict[str, Any]) -> bool:
 
 
 class CollectionService:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
+    """The paged fact collections and uncertainty resolution. ``write_facts(ctx, request)``
+    is the write path (``FactsService.write``) that stores an accepted value."""
 
-    @property
-    def store(self):
-        return self.runtime.store
+    def __init__(self, store: RecordStore, settings: Settings,
+                 write_facts: Callable[[RequestContext, WriteFactsRequest], Any]):
+        self.store = store
+        self._settings = settings
+        self._write_facts = write_facts
 
     def _page(self, ctx: RequestContext, name: str, filters: dict[str, Any], src: paging.Source, kinds: set[str],
               pred: Callable[[dict[str, Any]], bool], limit: int, page_cursor: str | None,
               with_total: bool) -> dict[str, Any]:
         keep = paging.chain(Readable(self.store, ctx, kinds), _where(pred))
-        return paging.paged(self.store, self.runtime.settings.cursor_secret(), ctx,
+        return paging.paged(self.store, self._settings.cursor_secret(), ctx,
                             paging.collection_name(ctx, name, **filters), src, limit=limit, page_cursor=page_cursor,
                             render=render, keep=keep, with_total=with_total).to_wire()
 
@@ -177,7 +180,7 @@ class CollectionService:
         text = f"Resolved: {unc.about} Accepted value: {req.accepted_value}." + (f" {req.note}" if req.note else "")
         write = WriteFactsRequest(text=text, infer="triples", triples=[triple], role="system", scopes=unc.scopes,
                                   labels=unc.labels)
-        result = self.runtime.facts.write(ctx, write)
+        result = self._write_facts(ctx, write)
         return self._accepted_row(ctx, unc, result, relation, req.accepted_value)
 
     def _accepted_row(self, ctx: RequestContext, unc: Uncertainty, result: dict[str, Any],

@@ -43,7 +43,9 @@ from agent_memory.services.forget import remove_records, tombstone
 from agent_memory.services.memory_wire import Readable, attribute_wire, entity_wire, relation_wire
 
 if TYPE_CHECKING:
-    from agent_memory.runtime import Runtime
+    from agent_memory.config import Settings
+    from agent_memory.ports import RecordStore
+    from agent_memory.services.forget import ForgetService
 
 DELETE_ATTEMPTS = 20
 
@@ -83,15 +85,13 @@ def parse_entity_param(value: str | None, field: str) -> str | None:
 
 
 class EntityService:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
-
-    @property
-    def store(self):
-        return self.runtime.store
+    def __init__(self, store: RecordStore, settings: Settings, forget: ForgetService):
+        self.store = store
+        self._settings = settings
+        self._forget = forget
 
     def _secret(self) -> bytes:
-        return self.runtime.settings.cursor_secret()
+        return self._settings.cursor_secret()
 
     def load(self, ctx: RequestContext, entity_id: str) -> Record:
         record = self.store.get(keys.entities_pk(ctx), keys.entity_sk(entity_id))
@@ -171,7 +171,7 @@ class EntityService:
             raise Conflict(f"entity {entity_id} is being modified concurrently; retry")
         rows = self._fact_rows(ctx, entity_id)
         removed = remove_records(self.store, rows, purge=False)
-        self.runtime.forget.after_removal(ctx, removed | {entity_id})
+        self._forget.after_removal(ctx, removed | {entity_id})
 
     def _fact_rows(self, ctx: RequestContext, entity_id: str) -> list[Record]:
         """Every live row about the entity (see the module docstring)."""

@@ -15,7 +15,7 @@ change), ``none`` (store the turn only).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -66,7 +66,9 @@ from agent_memory.services.sessions import NewTurn, backoff
 from agent_memory.services.speakers import attribute_to_speaker, is_other_speaker, speaker_record
 
 if TYPE_CHECKING:
-    from agent_memory.runtime import Runtime
+    from agent_memory.config import Settings
+    from agent_memory.ports import RecordStore
+    from agent_memory.services.sessions import SessionService
 
 log = logging.getLogger("agent_memory.facts")
 
@@ -89,9 +91,19 @@ class PendingTurn:
 
 
 class FactsService:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
-        self.repo = MemoryRepository(runtime.store)
+    """The write path. ``language_model`` resolves a model by name (instances are cached by
+    the caller); ``fact_change_listeners`` are called ``(ctx, entity ids)`` after a write
+    changed those entities' facts (the list is read at call time, so it may grow later)."""
+
+    def __init__(self, store: RecordStore, sessions: SessionService, settings: Settings,
+                 language_model: Callable[[str], LanguageModel],
+                 fact_change_listeners: Sequence[Callable[[RequestContext, set[str]], None]] = ()):
+        self._store = store
+        self._sessions = sessions
+        self._settings = settings
+        self._language_model = language_model
+        self._listeners = fact_change_listeners
+        self.repo = MemoryRepository(store)
 
     # --- public operations ------------------------------------------------------------
 
@@ -105,7 +117,7 @@ class FactsService:
             source_kind = "upsert"
         elif req.triples:
             raise Unprocessable("triples are only accepted with infer: triples", field="triples")
-        sessions = self.runtime.sessions
+        sessions = self._sessions
         session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
         speaker = speaker_record(req.speaker)
         if req.infer in ("full", "preview"):
@@ -122,7 +134,7 @@ class FactsService:
             self._check_size(m.content)
         if req.infer == "triples":
             raise Unprocessable("infer: triples is not available for batches; use POST /facts", field="infer")
-        sessions = self.runtime.sessions
+        sessions = self._sessions
         session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
         extract = req.infer in ("full", "preview")
         pending: list[PendingTurn] = []
@@ -163,7 +175,7 @@ class FactsService:
         (nothing has been written yet)."""
         if len(items) <= 1:
             return [self.extract(ctx, text, ts, speaker=speaker) for text, ts, speaker in items]
-        workers = min(len(items), max(1, self.runtime.settings.limits.document_concurrency))
+        workers = min(len(items), max(1, self._settings.limits.document_concurrency))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="batch-extract") as pool:
             futures = [deadline.submit_in_context(pool, self._extract_one, ctx, text, ts, speaker)
                        for text, ts, speaker in items]
@@ -182,7 +194,7 @@ class FactsService:
                 speaker: dict[str, str] | None = None) -> ExtractionOutput:
         """One extraction model call (one retry on invalid output). Writes nothing. In a turn
         said by someone other than the context's user (``speaker``), "I" is that speaker."""
-        model: LanguageModel = self.runtime.language_model(self.runtime.settings.models.extraction)
+        model: LanguageModel = self._language_model(str(self._settings.models.extraction))
         other = speaker["name"] if is_other_speaker(speaker) else None
         system, user = build_extraction_prompt(
             text, speaker_name=other or self.repo.speaker_name(ctx), known_entities=self.repo.entity_names(ctx),
@@ -222,7 +234,7 @@ class FactsService:
             resolver=resolver,
             speaker_name=speaker, scopes=scopes, labels=labels, context_id=ctx.context_id,
             created_by=ctx.principal, observed_at=observed,
-            settings=rec.ReconcileSettings(confidence_floor=self.runtime.settings.limits.extraction_confidence_floor),
+            settings=rec.ReconcileSettings(confidence_floor=self._settings.limits.extraction_confidence_floor),
         )
         return plan, loaded
 
@@ -237,7 +249,7 @@ class FactsService:
                 scopes: list[list[str]], labels: list[str]) -> tuple[list[str], list[dict[str, Any] | None]]:
         """Append the turns and apply each turn's plan in one transaction; on a lost race,
         reload and re-plan (extraction output is reused, never re-requested)."""
-        sessions = self.runtime.sessions
+        sessions = self._sessions
         for attempt in range(RECONCILE_ATTEMPTS):
             planner = _TurnPlanner(self, ctx, session.sk, pending, scopes, labels)
             try:
@@ -246,7 +258,7 @@ class FactsService:
                                              extra_ops=planner.ops)
             except ConditionFailed:
                 backoff(attempt)
-                if self.runtime.store.get(session.pk, session.sk) is not None:
+                if self._store.get(session.pk, session.sk) is not None:
                     session = sessions.load(ctx, session.sk)
                 continue
             self._notify_changes(ctx, planner.results)
@@ -264,7 +276,7 @@ class FactsService:
             for r in result.relations:
                 changed.update((r.subject, r.object))
         if changed:
-            for listener in self.runtime.fact_change_listeners:
+            for listener in list(self._listeners):
                 listener(ctx, changed)
 
     def write_document_facts(self, ctx: RequestContext, extractions: Sequence[tuple[str, ExtractionOutput]],
@@ -299,7 +311,7 @@ class FactsService:
                         for r in self._commit_plan(ctx, replace(pending, extraction=half), ref, scopes, labels)]
             try:
                 if ops:
-                    self.runtime.store.transact(ops)
+                    self._store.transact(ops)
             except ConditionFailed:
                 backoff(attempt)
                 continue
@@ -307,7 +319,7 @@ class FactsService:
         raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
 
     def _check_size(self, text: str) -> None:
-        cap = self.runtime.settings.limits.facts_text_bytes
+        cap = self._settings.limits.facts_text_bytes
         if len(text.encode("utf-8")) > cap:
             raise PayloadTooLarge(f"text is over the {cap}-byte limit")
 

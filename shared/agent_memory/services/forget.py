@@ -63,7 +63,8 @@ from agent_memory.services.sessions import backoff
 
 if TYPE_CHECKING:
     from agent_memory.models.reads import ForgetRequest
-    from agent_memory.runtime import Runtime
+    from agent_memory.ports import SearchIndex
+    from agent_memory.services.sessions import SessionService
 
 log = logging.getLogger("agent_memory.forget")
 
@@ -141,14 +142,14 @@ class Forgetter:
     records need more (document chunks with part rows, say) overrides ``remove``.
     """
 
-    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
         raise NotImplementedError
 
-    def history(self, rt: Runtime, ctx: RequestContext, record: Record) -> list[Record]:
+    def history(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[Record]:
         return []
 
-    def remove(self, rt: Runtime, ctx: RequestContext, records: list[Record], purge: bool) -> set[str]:
-        return remove_records(rt.store, records, purge=purge)
+    def remove(self, svc: ForgetService, ctx: RequestContext, records: list[Record], purge: bool) -> set[str]:
+        return remove_records(svc.store, records, purge=purge)
 
 
 FORGETTERS: dict[str, Forgetter] = {}
@@ -206,54 +207,54 @@ def fact_history(store: RecordStore, record: Record) -> list[Record]:
 
 @register_forgetter("attr")
 class AttributeForgetter(Forgetter):
-    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
         entity, key = unit.metadata.get("entity"), unit.metadata.get("key")
         if not entity or not key:
             return None
-        return _live(rt.store.get(keys.attrs_pk(ctx, entity), keys.fact_sk(key, unit.id)))
+        return _live(svc.store.get(keys.attrs_pk(ctx, entity), keys.fact_sk(key, unit.id)))
 
-    def history(self, rt: Runtime, ctx: RequestContext, record: Record) -> list[Record]:
-        return fact_history(rt.store, record)
+    def history(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[Record]:
+        return fact_history(svc.store, record)
 
 
 @register_forgetter("rel")
 class RelationForgetter(Forgetter):
-    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
         subject, label = unit.metadata.get("subject"), unit.metadata.get("label")
         if not subject or not label:
             return None
-        return _live(rt.store.get(keys.rels_pk(ctx, subject), keys.fact_sk(label, unit.id)))
+        return _live(svc.store.get(keys.rels_pk(ctx, subject), keys.fact_sk(label, unit.id)))
 
-    def history(self, rt: Runtime, ctx: RequestContext, record: Record) -> list[Record]:
-        return fact_history(rt.store, record)
+    def history(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[Record]:
+        return fact_history(svc.store, record)
 
 
 @register_forgetter("act")
 class ActionForgetter(Forgetter):
-    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
         pk = keys.actions_pk(ctx)
         if unit.occurred_at:
-            found = rt.store.get(pk, f"{unit.occurred_at}#{unit.id}")
+            found = svc.store.get(pk, f"{unit.occurred_at}#{unit.id}")
             if found is not None:
                 return _live(found)
         # An action without an event time is keyed by its creation time: look it up.
-        return _live(next((r for r in paging.scan(rt.store, paging.Source(pk), batch=500)
+        return _live(next((r for r in paging.scan(svc.store, paging.Source(pk), batch=500)
                            if r.data.get("id") == unit.id), None))
 
 
 @register_forgetter("instr")
 class InstructionForgetter(Forgetter):
-    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
-        return _live(rt.store.get(keys.instructions_pk(ctx), unit.id))
+    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        return _live(svc.store.get(keys.instructions_pk(ctx), unit.id))
 
 
 @register_forgetter("turn")
 class TurnForgetter(Forgetter):
-    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
-        data = rt.sessions.get_turn(ctx, unit.id)
+    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        data = svc.sessions.get_turn(ctx, unit.id)
         if data is None:
             return None
-        return _live(rt.store.get(keys.turns_pk(ctx, data["session"]), keys.turn_sk(data["seq"])))
+        return _live(svc.store.get(keys.turns_pk(ctx, data["session"]), keys.turn_sk(data["seq"])))
 
 
 @register_forgetter("chunk")
@@ -261,11 +262,11 @@ class ChunkForgetter(Forgetter):
     """A forgotten chunk is marked deleted (its text emptied like a turn's); the document
     keeps its other chunks. Its unit carries the document id and ordinal that key it."""
 
-    def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
         meta = unit.metadata or {}
         if "documentId" not in meta or meta.get("ordinal") is None:
             return None
-        return _live(rt.store.get(keys.chunks_pk(ctx, meta["documentId"]), keys.chunk_sk(int(meta["ordinal"]))))
+        return _live(svc.store.get(keys.chunks_pk(ctx, meta["documentId"]), keys.chunk_sk(int(meta["ordinal"]))))
 
 
 # --- entities left with nothing ---------------------------------------------------------
@@ -294,8 +295,8 @@ class OrphanedEntities:
     speaker's own entity always stays.
     """
 
-    def __init__(self, rt: Runtime, ctx: RequestContext):
-        self.rt, self.ctx = rt, ctx
+    def __init__(self, svc: ForgetService, ctx: RequestContext):
+        self.svc, self.ctx = svc, ctx
 
     def find(self, removing: Sequence[Record]) -> list[Record]:
         from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
@@ -304,16 +305,16 @@ class OrphanedEntities:
         gone = {r.data.get("id") for r in removing}
         candidates = {eid for r in removing for eid in entity_refs(r.data) if eid}
         values = [r.data["value"] for r in removing if r.data.get("kind") == "attribute" and r.data.get("value")]
-        candidates |= set(MemoryRepository(self.rt.store).entities_by_name(self.ctx, values))
+        candidates |= set(MemoryRepository(self.svc.store).entities_by_name(self.ctx, values))
         candidates.discard(SELF_ENTITY_ID)
         left = {eid for eid in candidates if not self._own_facts(eid, gone)}
         left -= self._referenced_elsewhere(left, gone)
         left = {eid for eid in left if not self._in_turns_or_chunks(eid)}
-        records = [self.rt.store.get(keys.entities_pk(self.ctx), keys.entity_sk(eid)) for eid in sorted(left)]
+        records = [self.svc.store.get(keys.entities_pk(self.ctx), keys.entity_sk(eid)) for eid in sorted(left)]
         return [r for r in records if _live(r) is not None]
 
     def _live_rows(self, src: paging.Source, gone: set[str]) -> Iterable[Record]:
-        return (r for r in paging.scan(self.rt.store, src, batch=500)
+        return (r for r in paging.scan(self.svc.store, src, batch=500)
                 if not r.data.get("deleted") and r.data.get("id") not in gone and r.data.get("kind"))
 
     def _own_facts(self, eid: str, gone: set[str]) -> bool:
@@ -330,7 +331,7 @@ class OrphanedEntities:
         return found
 
     def _in_turns_or_chunks(self, eid: str) -> bool:
-        search = self.rt.search
+        search = self.svc.search
         if search is None:
             return True  # cannot tell: keep it
         flt = SearchFilter(context_id=self.ctx.context_id, partition=self.ctx.partition, admin=True,
@@ -342,12 +343,19 @@ class OrphanedEntities:
 
 
 class ForgetService:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
+    """Semantic forget and the clean-up after any removal. Forgetters read ``store``,
+    ``search`` and ``sessions`` from it; ``on_removed(ctx, ids)`` removes derived copies of
+    removed records (stored idempotency replies, the response cache)."""
+
+    def __init__(self, store: RecordStore, search: SearchIndex | None, sessions: SessionService,
+                 on_removed: Callable[[RequestContext, set[str]], None]):
+        self.store = store
+        self.search = search
+        self.sessions = sessions
+        self._on_removed = on_removed
 
     def forget(self, ctx: RequestContext, req: ForgetRequest) -> dict[str, Any]:
-        rt = self.runtime
-        if rt.search is None:
+        if self.search is None:
             raise ServiceBusy("forget needs the search index, and this deployment has none configured",
                               code="search_unavailable", retry_after=3600)
         # Forget removes only what the caller can both read and write: the search looks in
@@ -356,7 +364,7 @@ class ForgetService:
         flt = SearchFilter(context_id=ctx.context_id, partition=ctx.partition,
                            read_region=list(region) if region is not None else None,
                            principals=ctx.principals, admin=ctx.admin, kinds=list(FORGET_KINDS))
-        hits = rt.search.search(req.query, flt, k=req.limit, mode="vector")
+        hits = self.search.search(req.query, flt, k=req.limit, mode="vector")
         items: list[dict[str, Any]] = []
         targets: list[tuple[Forgetter | None, Record | None, str]] = []
         stale: list[str] = []
@@ -366,7 +374,7 @@ class ForgetService:
                 continue
             unit = hit.unit
             forgetter = FORGETTERS.get(unit.id.split("_", 1)[0])
-            record = forgetter.locate(rt, ctx, unit) if forgetter is not None else None
+            record = forgetter.locate(self, ctx, unit) if forgetter is not None else None
             if forgetter is not None and record is None:
                 stale.append(unit.id)
                 continue
@@ -375,11 +383,11 @@ class ForgetService:
             items.append({"id": unit.id, "kind": unit.kind, "text": unit.text, "score": round(hit.score, 6)})
             targets.append((forgetter, record, unit.id))
         plans = [(forgetter, record, unit_id,
-                  ([record, *forgetter.history(rt, ctx, record)] if req.purge else [record])
+                  ([record, *forgetter.history(self, ctx, record)] if req.purge else [record])
                   if forgetter is not None and record is not None else [])
                  for forgetter, record, unit_id in targets]
         going = [row for *_, rows in plans for row in rows]
-        orphans = OrphanedEntities(rt, ctx).find(going)
+        orphans = OrphanedEntities(self, ctx).find(going)
         entities = [{"id": o.data["id"], "name": o.data.get("name") or o.data["id"]} for o in orphans]
         if req.dry_run:
             return {"deleted": 0, "items": items, "entities": entities}
@@ -387,18 +395,18 @@ class ForgetService:
         for forgetter, _, unit_id, rows in plans:
             removed.add(unit_id)
             if forgetter is not None and rows:
-                removed |= forgetter.remove(rt, ctx, rows, req.purge)
+                removed |= forgetter.remove(self, ctx, rows, req.purge)
         if orphans:
-            removed |= remove_records(rt.store, orphans, purge=req.purge)
+            removed |= remove_records(self.store, orphans, purge=req.purge)
         self.after_removal(ctx, removed)
         return {"deleted": len(items), "items": items, "entities": entities}
 
     def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str]) -> None:
         """Derived copies: search units now (whatever the projection lag), idempotency
-        replies and subscribers (``runtime.notify_forgotten``)."""
+        replies and subscribers (``on_removed``)."""
         ids = set(ids)
         if not ids:
             return
-        if self.runtime.search is not None:
-            self.runtime.search.delete(ctx.context_id, sorted(ids))
-        self.runtime.notify_forgotten(ctx, ids)
+        if self.search is not None:
+            self.search.delete(ctx.context_id, sorted(ids))
+        self._on_removed(ctx, ids)

@@ -17,15 +17,19 @@ from agent_memory.request_context import RequestContext
 from agent_memory.services.context_format import format_context
 
 if TYPE_CHECKING:
-    from agent_memory.runtime import Runtime
+    from agent_memory.ports import RecordStore
+    from agent_memory.services.retrieval import RetrievalService
+    from agent_memory.services.sessions import SessionService
 
 
 class ContextService:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
+    def __init__(self, store: RecordStore, sessions: SessionService, retrieval: RetrievalService):
+        self._store = store
+        self._sessions = sessions
+        self._retrieval = retrieval
 
     def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None) -> dict[str, Any]:
-        result = self.runtime.retrieval.retrieve(ctx, query, k=k, subject=subject)
+        result = self._retrieval.retrieve(ctx, query, k=k, subject=subject)
         formatted = format_context(result.hits)
         return {"context": formatted.text, "tier": result.tier, "queryMs": round(result.query_ms, 2),
                 "sources": formatted.sources()}
@@ -33,11 +37,11 @@ class ContextService:
     def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> dict[str, Any]:
         from agent_memory.services.chat.window import session_window
 
-        session = self.runtime.sessions.load(ctx, session_id)
+        session = self._sessions.load(ctx, session_id)
         if not scopes.visible(session.data.get("scopes") or [], ctx.read_region):
             raise NotFound(f"session {session_id} does not exist")
-        window = session_window(self.runtime.store, ctx, session_id)
-        result = self.runtime.retrieval.retrieve(ctx, query, k=k, exclude_ids=[t.id for t in window])
+        window = session_window(self._store, ctx, session_id)
+        result = self._retrieval.retrieve(ctx, query, k=k, exclude_ids=[t.id for t in window])
         formatted = format_context(result.hits, transcript=[(t.role, t.content) for t in window])
         return {"context": formatted.text, "tier": result.tier, "queryMs": round(result.query_ms, 2),
                 "sources": formatted.sources(), "excluded": [t.id for t in window]}

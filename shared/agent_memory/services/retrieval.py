@@ -53,7 +53,7 @@ from agent_memory.services.projection import build_units
 from agent_memory.services.query_analysis import STOPWORDS, QueryAnalysis, analyse
 
 if TYPE_CHECKING:
-    from agent_memory.runtime import Runtime
+    from agent_memory.ports import RecordStore, SearchIndex
 
 #: Hit kinds a query returns unless ``include`` says otherwise. ``entity`` hits (a profile
 #: line per named entity) come only when asked for or in ``graph`` mode; thread turns are
@@ -170,8 +170,9 @@ class _Leg:
 
 
 class RetrievalService:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
+    def __init__(self, store: RecordStore, search: SearchIndex | None):
+        self._store = store
+        self._search = search
 
     def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
                  as_of: str | None = None, session_id: str | None = None, labels: Sequence[str] | None = None,
@@ -286,7 +287,7 @@ class RetrievalService:
         keys_ = [(pk, f"{t}/{n}") for n in sorted(wanted) for t in ENTITY_TYPES]
         keys_.append((pk, keys.entity_sk(SELF_ENTITY_ID)))
         found: dict[str, Entity] = {}
-        store = self.runtime.store
+        store = self._store
         for i in range(0, len(keys_), 100):
             for record in store.batch_get(keys_[i:i + 100]):
                 entity = Entity.from_dict(record.data)
@@ -295,7 +296,7 @@ class RetrievalService:
         return found
 
     def _entity(self, ctx: RequestContext, eid: str) -> Entity | None:
-        record = self.runtime.store.get(keys.entities_pk(ctx), keys.entity_sk(eid))
+        record = self._store.get(keys.entities_pk(ctx), keys.entity_sk(eid))
         if record is None:
             return None
         entity = Entity.from_dict(record.data)
@@ -309,7 +310,7 @@ class RetrievalService:
         units search would return for them, visible under ``flt``, best first (with
         ``bearing_only``, only those that bear on the question: a key it asks about, or a
         content word in common)."""
-        store = self.runtime.store
+        store = self._store
         now = timeutil.now_iso()
         any_kind = dataclasses.replace(flt, kinds=None)  # profiles summarise attributes even when not returned
         units: list[tuple[tuple[float, ...], SearchUnit]] = []
@@ -338,7 +339,7 @@ class RetrievalService:
 
     def _search_legs(self, recipe: SearchRecipe, qa: QueryAnalysis, flt: SearchFilter,
                      entities: Sequence[NamedEntity], depth: int) -> list[_Leg]:
-        index = self.runtime.search
+        index = self._search
         if index is None:
             return []
         legs: list[_Leg] = []

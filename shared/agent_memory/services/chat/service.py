@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -40,7 +40,13 @@ from agent_memory.services.facts import PendingTurn
 from agent_memory.services.speakers import self_speaker
 
 if TYPE_CHECKING:
-    from agent_memory.runtime import Runtime
+    from agent_memory.config import Settings
+    from agent_memory.ports import LanguageModel, RecordStore
+    from agent_memory.services.chat.cache import ResponseCache
+    from agent_memory.services.facts import FactsService
+    from agent_memory.services.retrieval import RetrievalService
+    from agent_memory.services.sessions import SessionService
+    from agent_memory.services.traces import TraceStore
 
 log = logging.getLogger("agent_memory.chat")
 
@@ -70,9 +76,24 @@ class PreparedTurn:
 
 
 class ChatService:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
-        self.cache = runtime.response_cache
+    """One chat turn. ``embed(texts)`` embeds the question for the response cache (built on
+    first use); ``language_model`` resolves a model by name; ``count(metric)`` adds to an
+    invocation metric."""
+
+    def __init__(self, store: RecordStore, settings: Settings, sessions: SessionService,
+                 retrieval: RetrievalService, facts: FactsService, traces: TraceStore, cache: ResponseCache,
+                 language_model: Callable[[str], LanguageModel], embed: Callable[[Sequence[str]], Any],
+                 count: Callable[[str], None] = lambda metric: None):
+        self._store = store
+        self._settings = settings
+        self._sessions = sessions
+        self._retrieval = retrieval
+        self._facts = facts
+        self._traces = traces
+        self.cache = cache
+        self._language_model = language_model
+        self._embed = embed
+        self._count = count
         self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="chat-extract")
 
     # --- public -----------------------------------------------------------------------
@@ -95,30 +116,30 @@ class ChatService:
     # --- steps --------------------------------------------------------------------------
 
     def _prepare(self, ctx: RequestContext, req: ChatRequest) -> PreparedTurn:
-        rt = self.runtime
-        limits = rt.settings.limits
+        settings = self._settings
+        limits = settings.limits
         if len(req.message.encode("utf-8")) > limits.chat_message_bytes:
             raise PayloadTooLarge(f"message is over the {limits.chat_message_bytes}-byte limit")
-        model_name = req.model or str(rt.settings.models.response)
-        if req.model and not rt.settings.models.is_allowed(req.model):
+        model_name = req.model or str(settings.models.response)
+        if req.model and not settings.models.is_allowed(req.model):
             raise InvalidRequest(f"model {req.model!r} is not in models.allowed", field="model")
         scopes = ctx.write_scopes(req.scopes)
-        session = rt.sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
+        session = self._sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
         is_new = req.session_id is None
         if not is_new:
             # The turns take the session's scopes: they must lie inside the write region too.
             grants.check_writable(session.data.get("scopes") or [], ctx.write_region, "session")
-        window = [] if is_new else session_window(rt.store, ctx, session.sk)
+        window = [] if is_new else session_window(self._store, ctx, session.sk)
 
         reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
         started = time.perf_counter()
-        result = rt.retrieval.retrieve(reader, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window])
+        result = self._retrieval.retrieve(reader, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window])
         retrieval_ms = (time.perf_counter() - started) * 1000
         hits = list(result.hits)
         messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
         sources = memory.markers
-        trace_id = rt.traces.new_id()
-        rt.traces.put(ctx, trace_id, "retrieval", {
+        trace_id = self._traces.new_id()
+        self._traces.put(ctx, trace_id, "retrieval", {
             "query": req.message, "sessionId": None if is_new else session.sk, "tier": result.tier,
             "excluded": [t.id for t in window], "latencyMs": round(retrieval_ms, 2),
             "hits": [{"marker": m, "id": h.id, "kind": h.kind, "score": round(float(h.score), 6)}
@@ -127,22 +148,22 @@ class ChatService:
                             sources=sources, messages=messages, trace_id=trace_id, tier=3,
                             retrieval_ms=retrieval_ms, model_name=model_name)
         if not window and not req.bypass_cache:
-            turn.query_vector = rt.embedder.embed([req.message])[0]
+            turn.query_vector = self._embed([req.message])[0]
             hit = self.cache.lookup(reader, model_name, turn.query_vector)
             if hit is not None:
                 turn.cached, turn.tier = hit.response, 2
-                rt.count("CacheHits")
+                self._count("CacheHits")
         # The user turn's extraction runs while the model answers; it is committed only
         # after the reply succeeds (or discarded).
-        turn.extraction = deadline.submit_in_context(self._pool, rt.facts.extract, ctx, req.message,
+        turn.extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
                                                      timeutil.now_iso())
         return turn
 
     def _instructions(self, ctx: RequestContext) -> list[str]:
-        return [i.description for i in self.runtime.facts.repo.instructions(ctx, limit=20)]
+        return [i.description for i in self._facts.repo.instructions(ctx, limit=20)]
 
     def _complete(self, turn: PreparedTurn) -> Completion:
-        model = self.runtime.language_model(turn.model_name)
+        model = self._language_model(turn.model_name)
         try:
             return model.complete(turn.messages)
         except ModelTimeout as exc:
@@ -164,7 +185,7 @@ class ChatService:
             yield sse.frame("done", body)
             yield sse.DONE
             return
-        model = self.runtime.language_model(turn.model_name)
+        model = self._language_model(turn.model_name)
         markers = MarkerStream(turn.sources, suppress=bool(req.suppress_markers))
         pieces: list[str] = []
         try:
@@ -196,7 +217,6 @@ class ChatService:
 
     def _finish(self, turn: PreparedTurn, reply: str, citations: list[dict[str, Any]],
                 completion: Completion | None, *, from_cache: bool = False) -> dict[str, Any]:
-        rt = self.runtime
         ctx, req = turn.ctx, turn.req
         try:
             extraction: ExtractionOutput = turn.extraction.result(timeout=deadline.remaining())
@@ -206,14 +226,14 @@ class ChatService:
             raise UpstreamModelTimeout("the extraction model did not answer before the request deadline") from exc
         now = timeutil.now_iso()
         # The user turn's speaker is the context's own user; the assistant's role says who it is.
-        speaker = self_speaker(rt.facts.repo.speaker_name(ctx))
+        speaker = self_speaker(self._facts.repo.speaker_name(ctx))
         pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
                    PendingTurn("assistant", reply, now, "none", None)]
-        turn_ids, results = rt.facts.commit_turns(ctx, turn.session, pending, turn.session.data.get("scopes", []),
+        turn_ids, results = self._facts.commit_turns(ctx, turn.session, pending, turn.session.data.get("scopes", []),
                                                   req.labels)
         memory_updates = results[0]
         elapsed = (time.perf_counter() - turn.started) * 1000
-        rt.traces.put(ctx, turn.trace_id, "response", {
+        self._traces.put(ctx, turn.trace_id, "response", {
             "tier": turn.tier, "model": None if from_cache else turn.model_name,
             "promptTokens": completion.prompt_tokens if completion else 0,
             "completionTokens": completion.completion_tokens if completion else 0,
