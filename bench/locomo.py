@@ -305,7 +305,7 @@ def ingest(runtime: Any, ctx: Any, conv: Conversation, *, speaker: bool = True,
                        **({"speaker": t.speaker} if speaker else {})} for t in session.turns],
             infer=infer, extract="per_message")
         result = runtime.facts.write_batch(ctx, req)
-        for turn_id, turn in zip(result["turnIds"], session.turns, strict=True):
+        for turn_id, turn in zip(result.turn_ids, session.turns, strict=True):
             mapping[turn_id] = turn.dia_id
     return mapping
 

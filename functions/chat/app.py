@@ -10,6 +10,7 @@ import threading
 from agent_memory import http
 from agent_memory.models.requests import ChatRequest
 from agent_memory.observability import instrumented
+from agent_memory.presenters import chat as present
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -22,9 +23,9 @@ def chat(context_id: str):
     rt = get_runtime()
     req = http.body(app, ChatRequest, max_bytes=rt.settings.limits.chat_message_bytes * 2)
     if not req.stream:
-        return rt.chat.chat(ctx, req)
+        return present.reply(rt.chat.chat(ctx, req))
     # The frames outlive this handler: they keep its in-flight slot and deadline.
-    _pending_stream.frames = http.stream_in_request(rt.chat.chat_stream(ctx, req))
+    _pending_stream.frames = http.stream_in_request(http.sse_stream(present.stream(rt.chat.chat_stream(ctx, req))))
     return http.sse_response()
 
 

@@ -5,6 +5,7 @@ resolution. Behaviour: ``agent_memory.services.entities`` and ``.collections``."
 from agent_memory import http
 from agent_memory.models.reads import ResolveUncertaintyRequest
 from agent_memory.observability import instrumented
+from agent_memory.presenters import memory
 from agent_memory.runtime import get_runtime
 from agent_memory.services.entities import entity_ref, parse_entity_param
 
@@ -23,15 +24,16 @@ def _count() -> bool:
 @app.get(f"{BASE}/entities")
 def list_entities(context_id: str):
     ctx = http.context(app, context_id)
-    return get_runtime().entities.list(ctx, http.query_str(app, "type"), http.page_limit(app),
-                                       http.query_str(app, "cursor"), _count())
+    return memory.page(get_runtime().entities.list(ctx, http.query_str(app, "type"), http.page_limit(app),
+                                                   http.query_str(app, "cursor"), _count()))
 
 
 @app.get(ENTITY)
 def get_entity(context_id: str, type: str, name: str):
     ctx = http.context(app, context_id)
     limit = http.query_int(app, "limit", DETAIL_LIMIT_DEFAULT, maximum=DETAIL_LIMIT_MAX)
-    return get_runtime().entities.get(ctx, entity_ref(type, name), http.query_instant(app, "asOf"), limit)
+    return memory.entity_view(get_runtime().entities.get(ctx, entity_ref(type, name), http.query_instant(app, "asOf"),
+                                                         limit))
 
 
 @app.delete(ENTITY)
@@ -44,63 +46,68 @@ def delete_entity(context_id: str, type: str, name: str):
 @app.get(f"{ENTITY}/history")
 def entity_history(context_id: str, type: str, name: str):
     ctx = http.context(app, context_id)
-    return get_runtime().entities.history_all(ctx, entity_ref(type, name), http.page_limit(app),
-                                              http.query_str(app, "cursor"), _count())
+    return memory.page(get_runtime().entities.history_all(ctx, entity_ref(type, name), http.page_limit(app),
+                                                          http.query_str(app, "cursor"), _count()), "history")
 
 
 @app.get(f"{ENTITY}/history/<key>")
 def attribute_history(context_id: str, type: str, name: str, key: str):
     ctx = http.context(app, context_id)
-    return get_runtime().entities.history(ctx, entity_ref(type, name), key)
+    return memory.history(get_runtime().entities.history(ctx, entity_ref(type, name), key))
 
 
 @app.get(f"{BASE}/attributes")
 def list_attributes(context_id: str):
     ctx = http.context(app, context_id)
-    return get_runtime().collections.attributes(
+    page = get_runtime().collections.attributes(
         ctx, entity=parse_entity_param(http.query_str(app, "entity"), "entity"), key=http.query_str(app, "key"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
+    return memory.page(page)
 
 
 @app.get(f"{BASE}/relations")
 def list_relations(context_id: str):
     ctx = http.context(app, context_id)
-    return get_runtime().collections.relations(
+    page = get_runtime().collections.relations(
         ctx, src=parse_entity_param(http.query_str(app, "src"), "src"),
         dst=parse_entity_param(http.query_str(app, "dst"), "dst"), label=http.query_str(app, "label"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
+    return memory.page(page)
 
 
 @app.get(f"{BASE}/actions")
 def list_actions(context_id: str):
     ctx = http.context(app, context_id)
-    return get_runtime().collections.actions(
+    page = get_runtime().collections.actions(
         ctx, actor=parse_entity_param(http.query_str(app, "actor"), "actor"), verb=http.query_str(app, "verb"),
         since=http.query_instant(app, "since"), until=http.query_instant(app, "until"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
+    return memory.page(page)
 
 
 @app.get(f"{BASE}/instructions")
 def list_instructions(context_id: str):
     ctx = http.context(app, context_id)
-    return get_runtime().collections.instructions(ctx, limit=http.page_limit(app),
+    page = get_runtime().collections.instructions(ctx, limit=http.page_limit(app),
                                                   page_cursor=http.query_str(app, "cursor"), with_total=_count())
+    return memory.page(page)
 
 
 @app.get(f"{BASE}/uncertainty")
 def list_uncertainty(context_id: str):
     ctx = http.context(app, context_id)
-    return get_runtime().collections.uncertainties(
+    page = get_runtime().collections.uncertainties(
         ctx, entity=parse_entity_param(http.query_str(app, "entity"), "entity"),
         resolved=http.query_bool(app, "resolved"), limit=http.page_limit(app),
         page_cursor=http.query_str(app, "cursor"), with_total=_count())
+    return memory.page(page)
 
 
 @app.post(f"{BASE}/uncertainty/<uncertainty_id>/resolve")
 def resolve_uncertainty(context_id: str, uncertainty_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ResolveUncertaintyRequest)
-    return get_runtime().collections.resolve(ctx, uncertainty_id, req)
+    return memory.resolved_uncertainty(get_runtime().collections.resolve(ctx, uncertainty_id, req))
 
 
 @instrumented

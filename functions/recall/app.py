@@ -5,6 +5,7 @@ in ``agent_memory.services.context_format``."""
 from agent_memory import http
 from agent_memory.models.retrieval import ContextRequest, QueryRequest, SessionContextRequest
 from agent_memory.observability import instrumented
+from agent_memory.presenters import retrieval
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -18,21 +19,21 @@ def query(context_id: str):
     req = http.body(app, QueryRequest, max_bytes=BODY_CAP)
     result = get_runtime().retrieval.retrieve(ctx, req.query, k=req.k, mode=req.mode, as_of=req.as_of,
                                               session_id=req.session_id, labels=req.labels, include=req.include)
-    return result.to_wire()
+    return retrieval.query(result)
 
 
 @app.post("/api/v1/<context_id>/context")
 def context(context_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ContextRequest, max_bytes=BODY_CAP)
-    return get_runtime().prompt_context.context(ctx, req.query, k=req.k, subject=req.subject)
+    return retrieval.context(get_runtime().prompt_context.context(ctx, req.query, k=req.k, subject=req.subject))
 
 
 @app.post("/api/v1/<context_id>/sessions/<session_id>/context")
 def session_context(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, SessionContextRequest, max_bytes=BODY_CAP)
-    return get_runtime().prompt_context.session_context(ctx, session_id, req.query, k=req.k)
+    return retrieval.context(get_runtime().prompt_context.session_context(ctx, session_id, req.query, k=req.k))
 
 
 @instrumented

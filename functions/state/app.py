@@ -5,6 +5,7 @@ Shapes and rules: ``agent_memory.services.state`` and ``agent_memory.services.pr
 
 from agent_memory import http
 from agent_memory.observability import instrumented
+from agent_memory.presenters import memory
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -17,14 +18,14 @@ STATE_LIMIT_MAX = 500
 def get_state(context_id: str):
     ctx = http.context(app, context_id)
     limit = http.query_int(app, "limit", STATE_LIMIT_DEFAULT, maximum=STATE_LIMIT_MAX)
-    return get_runtime().state.state(ctx, limit)
+    return memory.state(get_runtime().state.state(ctx, limit))
 
 
 @app.get("/api/v1/<context_id>/profile")
 def get_profile(context_id: str):
     ctx = http.context(app, context_id)
     limit = http.query_int(app, "limit", STATE_LIMIT_DEFAULT, maximum=STATE_LIMIT_MAX)
-    return get_runtime().state.profile(ctx, limit)
+    return memory.profile(get_runtime().state.profile(ctx, limit))
 
 
 @app.get("/api/v1/<context_id>/audit")

@@ -10,7 +10,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -373,6 +373,17 @@ def referenced_ids(body: Any) -> list[str]:
             "turn", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "sess", "tturn"}:
         found.append(body)
     return found
+
+
+def sse_stream(events: Iterable[tuple[str, Any]]) -> Iterator[str]:
+    """Server-sent events (docs/decisions.md, "SSE"): one frame per ``(event, data)``, then
+    ``data: [DONE]``. An ``error`` event's data is a domain error, framed as its problem document."""
+    for event, data in events:
+        if isinstance(data, MemoryError_):
+            data = problem_body(data.status, data.title, data.detail, data.type_slug, code=data.code,
+                                **data.extensions)
+        yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    yield "data: [DONE]\n\n"
 
 
 def sse_response() -> Response:

@@ -62,7 +62,7 @@ def test_assistant_turns_rank_below_user_statements(runtime):
 
 
 def test_excluded_ids_never_come_back_and_the_rest_still_fill_k(runtime):
-    ids = [write(runtime, f"Note {i}: the deployment runbook lives in the wiki.", infer="none")["turnId"]
+    ids = [write(runtime, f"Note {i}: the deployment runbook lives in the wiki.", infer="none").turn_id
            for i in range(6)]
     full = retrieve(runtime, "deployment runbook", k=4, include=["turn"])
     assert len(full.hits) == 4
@@ -79,7 +79,7 @@ def test_a_query_whose_best_matches_are_all_invisible_still_returns_k_visible_hi
               scopes=secret, infer="none")
     write(runtime, "I work at Falcon Corp.", scopes=secret)
     visible = [write(runtime, f"Team lunch {i} mentioned the budget once.", scopes=[["org/acme/public"]],
-                     infer="none")["turnId"] for i in range(6)]
+                     infer="none").turn_id for i in range(6)]
     admin = retrieve(runtime, "Falcon quarterly budget", k=5, include=["turn"])
     assert all("Falcon" in t for t in texts(admin))  # the best matches are the secret ones
     reader = RequestContext(context_id="acme", principal="reader", read_region=("org/acme/public",))
@@ -92,10 +92,10 @@ def test_a_query_whose_best_matches_are_all_invisible_still_returns_k_visible_hi
 def test_session_labels_and_kinds_filters(runtime):
     first = write(runtime, "Project Lynx kicked off today.", infer="none", labels=["lynx"])
     write(runtime, "Project Lynx review is next week.", infer="none")
-    in_session = retrieve(runtime, "Project Lynx", session_id=first["sessionId"], k=5)
-    assert [h.id for h in in_session.hits] == [first["turnId"]]
+    in_session = retrieve(runtime, "Project Lynx", session_id=first.session_id, k=5)
+    assert [h.id for h in in_session.hits] == [first.turn_id]
     labelled = retrieve(runtime, "Project Lynx", labels=["lynx"], k=5)
-    assert [h.id for h in labelled.hits] == [first["turnId"]]
+    assert [h.id for h in labelled.hits] == [first.turn_id]
     assert all(h.kind == "turn" for h in retrieve(runtime, "Project Lynx", include=["turn"]).hits)
 
 
@@ -107,7 +107,7 @@ def test_turns_said_inside_the_questions_time_window_rank_first(runtime):
                  observed_at=f"{year}-07-05T10:00:00Z")
     result = retrieve(runtime, "When did we go sailing on the lake in July?", k=2,
                       as_of=f"{year}-12-01T00:00:00Z")
-    assert result.hits[0].id == july["turnId"]
+    assert result.hits[0].id == july.turn_id
     assert result.trace["timeWindow"]["start"].startswith(f"{year}-07-01")
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent_memory.presenters.retrieval import sources
 from agent_memory.services.context_format import format_context, sanitise
 from agent_memory.services.projection import build_units
 from agent_memory.services.query_analysis import analyse
@@ -113,7 +114,7 @@ def test_context_block_has_one_marked_line_per_item_inside_nonce_delimiters():
     items = [line for line in lines if line.startswith("[S")]
     assert items == ["[S1] (turn, user, 2023-05-08) I live in Berlin.",
                      '[S2] (chunk, "Team handbook" 34%) Alice is CTO at Acme.']
-    assert list(ctx.markers) == ["S1", "S2"] and ctx.sources()[1]["positionPercent"] == 34
+    assert list(ctx.markers) == ["S1", "S2"] and sources(ctx.markers)[1]["positionPercent"] == 34
 
 
 def test_retrieved_text_cannot_close_the_block_inject_headings_or_forge_markers():

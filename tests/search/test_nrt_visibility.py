@@ -85,7 +85,7 @@ def test_two_changes_within_one_interval_leave_one_current_copy(svc):
 
 def test_index_then_delete_within_the_interval_leaves_nothing_visible(svc):
     out = svc.rt.facts.write(ADMIN, WriteFactsRequest(text="My locker code is 4711.", infer="none"))
-    session_id = out["sessionId"] if isinstance(out, dict) else out.session_id
+    session_id = out.session_id
     svc.rt.sessions.delete(ADMIN, session_id)
     svc.cluster.refresh()
     turns = SearchFilter(context_id="acme", kinds=["turn"])
@@ -109,7 +109,7 @@ def test_forget_within_the_interval_of_the_write_removes_the_unit(svc):
     """The write is not searchable in the index yet; forget still finds it (recent units)."""
     svc.rt.facts.write(ADMIN, WriteFactsRequest(text="My locker code is 4711.", infer="none"))
     out = svc.rt.forget.forget(ADMIN, ForgetRequest(query="My locker code is 4711.", min_score=0.1))
-    assert [i["text"] for i in out["items"]] == ["My locker code is 4711."]
+    assert [i.text for i in out.items] == ["My locker code is 4711."]
     turns = SearchFilter(context_id="acme", kinds=["turn"])
     assert svc.search("locker code", turns) == []
     svc.cluster.refresh()  # the index now shows the copy the forget could not see

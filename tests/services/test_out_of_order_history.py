@@ -64,8 +64,8 @@ def rows(runtime: Runtime, entity_id: str, key: str) -> list[dict]:
 
 
 def as_of(runtime: Runtime, entity_id: str, key: str, at: str) -> list[str]:
-    found = runtime.entities.get(CTX, entity_id, at, limit=200)["attributes"]
-    return sorted(a["value"] for a in found if a["key"] == key)
+    found = runtime.entities.get(CTX, entity_id, at, limit=200).attributes
+    return sorted(a.value for a in found if a.key == key)
 
 
 # --- the reference model ----------------------------------------------------------------

@@ -218,3 +218,17 @@ class Uncertainty(_Record):
     created_at: str = ""
     created_by: str | None = None
     deleted: bool = False
+    # Set by POST /uncertainty/{id}/resolve; an unresolved row does not store them.
+    resolved_at: str | None = None
+    accepted_value: str | None = None
+    note: str | None = None
+    resolved_by: str | None = None
+
+    _RESOLUTION: ClassVar[tuple[str, ...]] = ("resolvedAt", "acceptedValue", "note", "resolvedBy")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if not self.resolved:
+            for key in self._RESOLUTION:
+                out.pop(key, None)
+        return out

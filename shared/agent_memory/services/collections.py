@@ -31,11 +31,13 @@ claim (a model's open question) is only marked resolved, with the value and note
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_memory import grants, keys, timeutil
 from agent_memory.errors import Conflict, InvalidRequest, NotFound
 from agent_memory.ids import ENTITY_TYPES, split_entity_id
+from agent_memory.models.extraction import ExtractionResult
 from agent_memory.models.memory import Attribute, Relation, Uncertainty
 from agent_memory.models.reads import ResolveUncertaintyRequest
 from agent_memory.models.requests import WriteFactsRequest
@@ -43,13 +45,7 @@ from agent_memory.ports import Condition, ConditionFailed, Record
 from agent_memory.request_context import RequestContext
 from agent_memory.services import cardinality as card
 from agent_memory.services import paging
-from agent_memory.services.memory_wire import (
-    Readable,
-    attribute_wire,
-    relation_wire,
-    render,
-    uncertainty_wire,
-)
+from agent_memory.services.readable import Readable, memory_record
 from agent_memory.services.reconcile import normalise_value
 
 if TYPE_CHECKING:
@@ -67,6 +63,14 @@ def _current(data: dict[str, Any]) -> bool:
     return not data.get("deleted") and data.get("supersededBy") is None and data.get("validUntil") is None
 
 
+@dataclass
+class ResolvedUncertainty:
+    """A resolved uncertainty, and the current fact that now holds the accepted value."""
+
+    uncertainty: Uncertainty
+    fact: Attribute | Relation | None
+
+
 class CollectionService:
     """The paged fact collections and uncertainty resolution. ``write_facts(ctx, request)``
     is the write path (``FactsService.write``) that stores an accepted value."""
@@ -79,14 +83,14 @@ class CollectionService:
 
     def _page(self, ctx: RequestContext, name: str, filters: dict[str, Any], src: paging.Source, kinds: set[str],
               pred: Callable[[dict[str, Any]], bool], limit: int, page_cursor: str | None,
-              with_total: bool) -> dict[str, Any]:
+              with_total: bool) -> paging.Paged:
         keep = paging.chain(Readable(self.store, ctx, kinds), _where(pred))
         return paging.paged(self.store, self._settings.cursor_secret(), ctx,
                             paging.collection_name(ctx, name, **filters), src, limit=limit, page_cursor=page_cursor,
-                            render=render, keep=keep, with_total=with_total).to_wire()
+                            render=memory_record, keep=keep, with_total=with_total)
 
     def attributes(self, ctx: RequestContext, *, entity: str | None, key: str | None, limit: int,
-                   page_cursor: str | None, with_total: bool = False) -> dict[str, Any]:
+                   page_cursor: str | None, with_total: bool = False) -> paging.Paged:
         slot = card.normalise_key(key) if key else None
         if entity:
             src = paging.Source(keys.attrs_pk(ctx, entity), prefix=f"a#{slot}#" if slot else "a#")
@@ -97,7 +101,7 @@ class CollectionService:
                           limit, page_cursor, with_total)
 
     def relations(self, ctx: RequestContext, *, src: str | None, dst: str | None, label: str | None, limit: int,
-                  page_cursor: str | None, with_total: bool = False) -> dict[str, Any]:
+                  page_cursor: str | None, with_total: bool = False) -> paging.Paged:
         lab = card.normalise_label(label) if label else None
         if src:
             source = paging.Source(keys.rels_pk(ctx, src), prefix=f"a#{lab}#" if lab else "a#")
@@ -109,7 +113,7 @@ class CollectionService:
                           limit, page_cursor, with_total)
 
     def actions(self, ctx: RequestContext, *, actor: str | None, verb: str | None, since: str | None,
-                until: str | None, limit: int, page_cursor: str | None, with_total: bool = False) -> dict[str, Any]:
+                until: str | None, limit: int, page_cursor: str | None, with_total: bool = False) -> paging.Paged:
         if since and until and since >= until:
             raise InvalidRequest("since must be before until", field="since")
         between = (since or "0", until or "~") if since or until else None
@@ -122,12 +126,12 @@ class CollectionService:
                           limit, page_cursor, with_total)
 
     def instructions(self, ctx: RequestContext, *, limit: int, page_cursor: str | None,
-                     with_total: bool = False) -> dict[str, Any]:
+                     with_total: bool = False) -> paging.Paged:
         return self._page(ctx, "instructions", {}, paging.Source(keys.instructions_pk(ctx)), {"instruction"},
                           lambda d: d.get("active", True), limit, page_cursor, with_total)
 
     def uncertainties(self, ctx: RequestContext, *, entity: str | None, resolved: bool | None, limit: int,
-                      page_cursor: str | None, with_total: bool = False) -> dict[str, Any]:
+                      page_cursor: str | None, with_total: bool = False) -> paging.Paged:
         return self._page(ctx, "uncertainty", {"entity": entity, "resolved": resolved},
                           paging.Source(keys.uncertainties_pk(ctx)), {"uncertainty"},
                           lambda d: (entity is None or d.get("entityId") == entity)
@@ -136,7 +140,8 @@ class CollectionService:
 
     # --- resolving an uncertainty ----------------------------------------------------
 
-    def resolve(self, ctx: RequestContext, uncertainty_id: str, req: ResolveUncertaintyRequest) -> dict[str, Any]:
+    def resolve(self, ctx: RequestContext, uncertainty_id: str, req: ResolveUncertaintyRequest
+                ) -> ResolvedUncertainty:
         pk = keys.uncertainties_pk(ctx)
         readable = Readable(self.store, ctx, {"uncertainty"})
         for _ in range(RESOLVE_ATTEMPTS):
@@ -165,10 +170,10 @@ class CollectionService:
             self.store.put(Record(pk=pk, sk=record.sk, data=record.data, version=claimed.version + 1),
                            Condition.version_is(claimed.version))
             raise
-        return {"uncertainty": uncertainty_wire(unc, data), "fact": fact}
+        return ResolvedUncertainty(unc, fact)
 
     def _write_accepted(self, ctx: RequestContext, unc: Uncertainty, req: ResolveUncertaintyRequest
-                        ) -> dict[str, Any] | None:
+                        ) -> Attribute | Relation | None:
         etype, name = split_entity_id(unc.entity_id or "")
         triple: dict[str, Any] = {"entity": {"type": etype, "name": name}, "key": unc.key}
         relation = (unc.proposed_value or "").startswith("entity:") or unc.key in card.LABELS
@@ -180,31 +185,30 @@ class CollectionService:
         text = f"Resolved: {unc.about} Accepted value: {req.accepted_value}." + (f" {req.note}" if req.note else "")
         write = WriteFactsRequest(text=text, infer="triples", triples=[triple], role="system", scopes=unc.scopes,
                                   labels=unc.labels)
-        result = self._write_facts(ctx, write)
+        result = self._write_facts(ctx, write).extraction
         return self._accepted_row(ctx, unc, result, relation, req.accepted_value)
 
-    def _accepted_row(self, ctx: RequestContext, unc: Uncertainty, result: dict[str, Any],
-                      relation: bool, accepted: str) -> dict[str, Any] | None:
+    def _accepted_row(self, ctx: RequestContext, unc: Uncertainty, result: ExtractionResult | None,
+                      relation: bool, accepted: str) -> Attribute | Relation | None:
         """The current row that now holds the accepted value (new, or reinforced)."""
-        extraction = result.get("extraction") or {}
         if relation:
-            rel = next(iter(extraction.get("relations") or []), None)
-            subject, label = (rel["subject"], rel["label"]) if rel else (unc.entity_id, unc.key)
-            pk, want = keys.rels_pk(ctx, subject), (rel or {}).get("object")
+            rel = next(iter(result.relations if result else []), None)
+            subject, label = (rel.subject, rel.label) if rel else (unc.entity_id, unc.key)
+            pk, want = keys.rels_pk(ctx, subject), rel.object if rel else None
         else:
-            attr = next(iter(extraction.get("attributes") or []), None)
+            attr = next(iter(result.attributes if result else []), None)
             if attr is not None:
-                found = self.store.get(keys.attrs_pk(ctx, attr["entityId"]), keys.fact_sk(attr["key"], attr["id"]))
+                found = self.store.get(keys.attrs_pk(ctx, attr.entity_id), keys.fact_sk(attr.key, attr.id))
                 if found is not None:
-                    return attribute_wire(Attribute.from_dict(found.data))
+                    return Attribute.from_dict(found.data)
             pk, label, want = keys.attrs_pk(ctx, unc.entity_id or ""), unc.key or "", None
         for r in paging.scan(self.store, paging.Source(pk, prefix=f"a#{label}#"), batch=500):
             if not _current(r.data):
                 continue
             if relation and (want is None or r.data.get("object") == want):
-                return relation_wire(Relation.from_dict(r.data))
+                return Relation.from_dict(r.data)
             if not relation and normalise_value(r.data.get("value", "")) == normalise_value(accepted):
-                return attribute_wire(Attribute.from_dict(r.data))
+                return Attribute.from_dict(r.data)
         return None
 
 

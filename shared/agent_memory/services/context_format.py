@@ -45,19 +45,6 @@ class FormattedContext:
     text: str
     markers: dict[str, Any] = field(default_factory=dict)  # "S1" -> hit, in rank order
 
-    def sources(self) -> list[dict[str, Any]]:
-        """``[{marker, id, source, ...}]``: what each marker stands for (wire shape)."""
-        out = []
-        for marker, hit in self.markers.items():
-            item = {"marker": f"[{marker}]", "id": hit.id, "source": hit.kind, "score": round(float(hit.score), 6),
-                    "occurredAt": getattr(hit, "occurred_at", None), "role": getattr(hit, "role", None)}
-            meta = getattr(hit, "metadata", None) or {}
-            if hit.kind == "chunk":
-                item["documentTitle"] = meta.get("documentTitle")
-                item["positionPercent"] = meta.get("positionPercent")
-            out.append(item)
-        return out
-
 
 def sanitise(text: Any, max_chars: int = MAX_ITEM_CHARS) -> str:
     """One safe line of untrusted text (see the module docstring)."""

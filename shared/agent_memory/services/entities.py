@@ -20,7 +20,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from agent_memory import keys, timeutil
@@ -40,7 +41,7 @@ from agent_memory.request_context import RequestContext
 from agent_memory.services import cardinality as card
 from agent_memory.services import paging
 from agent_memory.services.forget import remove_records, tombstone
-from agent_memory.services.memory_wire import Readable, attribute_wire, entity_wire, relation_wire
+from agent_memory.services.readable import Readable
 
 if TYPE_CHECKING:
     from agent_memory.config import Settings
@@ -84,6 +85,18 @@ def parse_entity_param(value: str | None, field: str) -> str | None:
         raise InvalidRequest(f"{field}: {exc.detail}", field=field) from exc
 
 
+@dataclass
+class EntityView:
+    """An entity with its current (or ``as_of``) attributes and outgoing relations."""
+
+    entity: Entity
+    attributes: list[Attribute]
+    relations: list[Relation]
+    as_of: str | None
+    attributes_truncated: bool
+    relations_truncated: bool
+
+
 class EntityService:
     def __init__(self, store: RecordStore, settings: Settings, forget: ForgetService):
         self.store = store
@@ -102,15 +115,15 @@ class EntityService:
     # --- list and read ---------------------------------------------------------------
 
     def list(self, ctx: RequestContext, entity_type: str | None, limit: int, page_cursor: str | None,
-             with_total: bool = False) -> dict[str, Any]:
+             with_total: bool = False) -> paging.Paged:
         entity_type = entity_type_param(entity_type) if entity_type is not None else None
         src = paging.Source(keys.entities_pk(ctx), prefix=f"{entity_type}/" if entity_type else None)
         return paging.paged(self.store, self._secret(), ctx, paging.collection_name(ctx, "entities", type=entity_type),
                             src, limit=limit, page_cursor=page_cursor, with_total=with_total,
-                            render=lambda r: entity_wire(Entity.from_dict(r.data)),
-                            keep=Readable(self.store, ctx, {"entity"})).to_wire()
+                            render=lambda r: Entity.from_dict(r.data),
+                            keep=Readable(self.store, ctx, {"entity"}))
 
-    def get(self, ctx: RequestContext, entity_id: str, as_of: str | None, limit: int) -> dict[str, Any]:
+    def get(self, ctx: RequestContext, entity_id: str, as_of: str | None, limit: int) -> EntityView:
         entity = Entity.from_dict(self.load(ctx, entity_id).data)
         readable = Readable(self.store, ctx)
 
@@ -126,15 +139,13 @@ class EntityService:
         rels, more_rels = paging.read_page(self.store, paging.Source(keys.rels_pk(ctx, entity_id), prefix="a#"),
                                            limit=limit, after=None, keep=when(Relation),
                                            read_region=ctx.read_region)
-        return {"entity": entity_wire(entity),
-                "attributes": [attribute_wire(Attribute.from_dict(r.data)) for r in attrs],
-                "relations": [relation_wire(Relation.from_dict(r.data)) for r in rels],
-                "asOf": as_of,
-                "truncated": {"attributes": more_attrs is not None, "relations": more_rels is not None}}
+        return EntityView(entity=entity, attributes=[Attribute.from_dict(r.data) for r in attrs],
+                          relations=[Relation.from_dict(r.data) for r in rels], as_of=as_of,
+                          attributes_truncated=more_attrs is not None, relations_truncated=more_rels is not None)
 
     # --- history -----------------------------------------------------------------------
 
-    def history(self, ctx: RequestContext, entity_id: str, key: str) -> dict[str, Any]:
+    def history(self, ctx: RequestContext, entity_id: str, key: str) -> list[Attribute]:
         self.load(ctx, entity_id)
         slot = card.normalise_key(key)
         if not slot:
@@ -146,16 +157,16 @@ class EntityService:
         rows = [Attribute.from_dict(r.data) for r in readable(list(paging.scan(self.store, src, batch=500,
                                                                                        read_region=ctx.read_region)))]
         rows.sort(key=lambda a: (a.valid_from or "", a.created_at or "", a.id))
-        return {"history": [attribute_wire(a) for a in rows]}
+        return rows
 
     def history_all(self, ctx: RequestContext, entity_id: str, limit: int, page_cursor: str | None,
-                    with_total: bool = False) -> dict[str, Any]:
+                    with_total: bool = False) -> paging.Paged:
         self.load(ctx, entity_id)
         src = paging.Source(keys.attrs_pk(ctx, entity_id), prefix="a#")
         collection = paging.collection_name(ctx, "history", entity=entity_id)
         return paging.paged(self.store, self._secret(), ctx, collection, src, limit=limit, page_cursor=page_cursor,
-                            with_total=with_total, render=lambda r: attribute_wire(Attribute.from_dict(r.data)),
-                            keep=Readable(self.store, ctx, {"attribute"})).to_wire("history")
+                            with_total=with_total, render=lambda r: Attribute.from_dict(r.data),
+                            keep=Readable(self.store, ctx, {"attribute"}))
 
     # --- delete ------------------------------------------------------------------------
 

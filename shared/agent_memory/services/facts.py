@@ -90,6 +90,25 @@ class PendingTurn:
     speaker: dict[str, str] | None = None  # stored form (services/speakers.py)
 
 
+@dataclass
+class WriteOutcome:
+    """One ``POST /facts``: the turn stored (``None`` in preview) and what its facts changed."""
+
+    mode: str
+    session_id: str | None
+    turn_id: str | None
+    extraction: ExtractionResult | None
+
+
+@dataclass
+class BatchWriteOutcome:
+    """One ``POST /facts/batch``: the turns stored (none in preview), each one's changes."""
+
+    session_id: str | None
+    turn_ids: list[str]
+    extractions: list[ExtractionResult | None]
+
+
 class FactsService:
     """The write path. ``language_model`` resolves a model by name (instances are cached by
     the caller); ``fact_change_listeners`` are called ``(ctx, entity ids)`` after a write
@@ -107,7 +126,7 @@ class FactsService:
 
     # --- public operations ------------------------------------------------------------
 
-    def write(self, ctx: RequestContext, req: WriteFactsRequest) -> dict[str, Any]:
+    def write(self, ctx: RequestContext, req: WriteFactsRequest) -> WriteOutcome:
         self._check_size(req.text)
         observed = req.observed_at
         extraction: ExtractionOutput | None = None
@@ -125,11 +144,11 @@ class FactsService:
         pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind, speaker=speaker)
         if req.infer == "preview":
             result = self._reconcile_only(ctx, pending, session.sk, req.scopes, req.labels)
-            return {"mode": "preview", "sessionId": req.session_id, "turnId": None, "extraction": result}
+            return WriteOutcome("preview", req.session_id, None, result)
         turn_ids, results = self.commit_turns(ctx, session, [pending], req.scopes, req.labels)
-        return {"mode": req.infer, "sessionId": session.sk, "turnId": turn_ids[0], "extraction": results[0]}
+        return WriteOutcome(req.infer, session.sk, turn_ids[0], results[0])
 
-    def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> dict[str, Any]:
+    def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> BatchWriteOutcome:
         for m in req.messages:
             self._check_size(m.content)
         if req.infer == "triples":
@@ -155,16 +174,16 @@ class FactsService:
                        for i, m in enumerate(req.messages)]
         if req.infer == "preview":
             results = [self._reconcile_only(ctx, p, session.sk, req.scopes, req.labels) for p in pending]
-            return {"sessionId": req.session_id, "turnIds": [], "extractions": results}
+            return BatchWriteOutcome(req.session_id, [], results)
         # Every model call is done before the first write. Each turn then commits in its own
         # transaction, so a later turn reconciles against what the earlier ones stored.
         turn_ids: list[str] = []
-        results: list[dict[str, Any] | None] = []
+        results: list[ExtractionResult | None] = []
         for p in pending:
             ids, res = self.commit_turns(ctx, session, [p], req.scopes, req.labels)
             turn_ids += ids
             results += res
-        return {"sessionId": session.sk, "turnIds": turn_ids, "extractions": results}
+        return BatchWriteOutcome(session.sk, turn_ids, results)
 
     # --- extraction ---------------------------------------------------------------------
 
@@ -239,14 +258,14 @@ class FactsService:
         return plan, loaded
 
     def _reconcile_only(self, ctx: RequestContext, pending: PendingTurn, session_id: str,
-                        scopes: list[list[str]], labels: list[str]) -> dict[str, Any] | None:
+                        scopes: list[list[str]], labels: list[str]) -> ExtractionResult | None:
         if pending.extraction is None:
             return None
         plan, _ = self._plan(ctx, pending, "turn_preview", session_id, scopes, labels)
-        return plan.to_result("turn_preview").to_wire()
+        return plan.to_result("turn_preview")
 
     def commit_turns(self, ctx: RequestContext, session: Record, pending: Sequence[PendingTurn],
-                scopes: list[list[str]], labels: list[str]) -> tuple[list[str], list[dict[str, Any] | None]]:
+                scopes: list[list[str]], labels: list[str]) -> tuple[list[str], list[ExtractionResult | None]]:
         """Append the turns and apply each turn's plan in one transaction; on a lost race,
         reload and re-plan (extraction output is reused, never re-requested)."""
         sessions = self._sessions
@@ -262,7 +281,7 @@ class FactsService:
                     session = sessions.load(ctx, session.sk)
                 continue
             self._notify_changes(ctx, planner.results)
-            return [r["id"] for r in rows], [r.to_wire() if r else None for r in planner.results]
+            return [r["id"] for r in rows], list(planner.results)
         raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
 
     def _notify_changes(self, ctx: RequestContext, results: Sequence[ExtractionResult | None]) -> None:

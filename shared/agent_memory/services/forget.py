@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_memory import keys, timeutil
@@ -342,6 +343,29 @@ class OrphanedEntities:
 # --- the service -------------------------------------------------------------------------
 
 
+@dataclass
+class ForgottenItem:
+    id: str
+    kind: str
+    text: str
+    score: float
+
+
+@dataclass
+class OrphanedEntity:
+    id: str
+    name: str
+
+
+@dataclass
+class ForgetOutcome:
+    """What a forget removed (or, with ``dryRun``, would remove; then ``deleted`` is 0)."""
+
+    deleted: int
+    items: list[ForgottenItem]
+    entities: list[OrphanedEntity]
+
+
 class ForgetService:
     """Semantic forget and the clean-up after any removal. Forgetters read ``store``,
     ``search`` and ``sessions`` from it; ``on_removed(ctx, ids)`` removes derived copies of
@@ -354,7 +378,7 @@ class ForgetService:
         self.sessions = sessions
         self._on_removed = on_removed
 
-    def forget(self, ctx: RequestContext, req: ForgetRequest) -> dict[str, Any]:
+    def forget(self, ctx: RequestContext, req: ForgetRequest) -> ForgetOutcome:
         if self.search is None:
             raise ServiceBusy("forget needs the search index, and this deployment has none configured",
                               code="search_unavailable", retry_after=3600)
@@ -365,7 +389,7 @@ class ForgetService:
                            read_region=list(region) if region is not None else None,
                            principals=ctx.principals, admin=ctx.admin, kinds=list(FORGET_KINDS))
         hits = self.search.search(req.query, flt, k=req.limit, mode="vector")
-        items: list[dict[str, Any]] = []
+        items: list[ForgottenItem] = []
         targets: list[tuple[Forgetter | None, Record | None, str]] = []
         stale: list[str] = []
         for hit in hits:
@@ -380,7 +404,7 @@ class ForgetService:
                 continue
             if forgetter is None:
                 log.warning("forget: no forgetter for %s; removing its search unit only", unit.id)
-            items.append({"id": unit.id, "kind": unit.kind, "text": unit.text, "score": round(hit.score, 6)})
+            items.append(ForgottenItem(unit.id, unit.kind, unit.text, round(hit.score, 6)))
             targets.append((forgetter, record, unit.id))
         plans = [(forgetter, record, unit_id,
                   ([record, *forgetter.history(self, ctx, record)] if req.purge else [record])
@@ -388,9 +412,9 @@ class ForgetService:
                  for forgetter, record, unit_id in targets]
         going = [row for *_, rows in plans for row in rows]
         orphans = OrphanedEntities(self, ctx).find(going)
-        entities = [{"id": o.data["id"], "name": o.data.get("name") or o.data["id"]} for o in orphans]
+        entities = [OrphanedEntity(o.data["id"], o.data.get("name") or o.data["id"]) for o in orphans]
         if req.dry_run:
-            return {"deleted": 0, "items": items, "entities": entities}
+            return ForgetOutcome(0, items, entities)
         removed: set[str] = set(stale)
         for forgetter, _, unit_id, rows in plans:
             removed.add(unit_id)
@@ -399,7 +423,7 @@ class ForgetService:
         if orphans:
             removed |= remove_records(self.store, orphans, purge=req.purge)
         self.after_removal(ctx, removed)
-        return {"deleted": len(items), "items": items, "entities": entities}
+        return ForgetOutcome(len(items), items, entities)
 
     def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str]) -> None:
         """Derived copies: search units now (whatever the projection lag), idempotency

@@ -9,6 +9,7 @@ transcript window (the chat window rules, ``services/chat/window.py``) rendered 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_memory import scopes
@@ -22,19 +23,30 @@ if TYPE_CHECKING:
     from agent_memory.services.sessions import SessionService
 
 
+@dataclass
+class ContextResult:
+    """Formatted context: the text, what each marker (``S1``...) stands for, and for a
+    session the window turns retrieval skipped (``excluded``)."""
+
+    text: str
+    tier: int
+    query_ms: float
+    markers: dict[str, Any]
+    excluded: list[str] | None = None
+
+
 class ContextService:
     def __init__(self, store: RecordStore, sessions: SessionService, retrieval: RetrievalService):
         self._store = store
         self._sessions = sessions
         self._retrieval = retrieval
 
-    def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None) -> dict[str, Any]:
+    def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None) -> ContextResult:
         result = self._retrieval.retrieve(ctx, query, k=k, subject=subject)
         formatted = format_context(result.hits)
-        return {"context": formatted.text, "tier": result.tier, "queryMs": round(result.query_ms, 2),
-                "sources": formatted.sources()}
+        return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers)
 
-    def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> dict[str, Any]:
+    def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> ContextResult:
         from agent_memory.services.chat.window import session_window
 
         session = self._sessions.load(ctx, session_id)
@@ -43,5 +55,5 @@ class ContextService:
         window = session_window(self._store, ctx, session_id)
         result = self._retrieval.retrieve(ctx, query, k=k, exclude_ids=[t.id for t in window])
         formatted = format_context(result.hits, transcript=[(t.role, t.content) for t in window])
-        return {"context": formatted.text, "tier": result.tier, "queryMs": round(result.query_ms, 2),
-                "sources": formatted.sources(), "excluded": [t.id for t in window]}
+        return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers,
+                             excluded=[t.id for t in window])

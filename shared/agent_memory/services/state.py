@@ -12,7 +12,7 @@
 
 Everything is grouped by memory category (``identity``, ``knowledge``, ``context``).
 Nothing deleted, forgotten, outside the caller's read region, or about a deleted entity is
-returned (``memory_wire.Readable``). gsi1 reads are eventually consistent on DynamoDB: a
+returned (``readable.Readable``). gsi1 reads are eventually consistent on DynamoDB: a
 fact written a moment ago may show up a moment later.
 
 /profile: see ``services/profile.py`` for its rules.
@@ -21,7 +21,7 @@ fact written a moment ago may show up a moment later.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
 
 from agent_memory import keys
 from agent_memory.ids import split_entity_id
@@ -30,17 +30,44 @@ from agent_memory.ports import Record, RecordStore
 from agent_memory.request_context import RequestContext
 from agent_memory.services import paging, profile
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
-from agent_memory.services.memory_wire import (
-    Readable,
-    action_wire,
-    attribute_wire,
-    entity_wire,
-    instruction_wire,
-    relation_wire,
-)
+from agent_memory.services.readable import Readable
 
 CATEGORIES = ("identity", "knowledge", "context")
 PROFILE_SCAN = 2000
+
+
+@dataclass
+class StateView:
+    """What /state shows: readable records per table (grouped by category on the wire)."""
+
+    entities: list[Entity]
+    attributes: list[Attribute]
+    relations: list[Relation]
+    actions: list[Action]
+    instructions: list[Instruction]
+    unknowns: list[Uncertainty]
+    truncated: dict[str, bool]
+    categories: tuple[str, ...] = CATEGORIES
+
+    @staticmethod
+    def category_of(category: str | None) -> str:
+        return _cat(category)
+
+
+@dataclass
+class ProfileFact:
+    entity: str
+    entity_type: str
+    key: str
+    value: str
+
+
+@dataclass
+class ProfileView:
+    """What /profile shows: facts by section (``selfFacts``, ``static``, ...) and instructions."""
+
+    sections: dict[str, list[ProfileFact]]
+    instructions: list[Instruction]
 
 
 class StateService:
@@ -49,7 +76,7 @@ class StateService:
 
     # --- /state -----------------------------------------------------------------------
 
-    def state(self, ctx: RequestContext, limit: int) -> dict[str, Any]:
+    def state(self, ctx: RequestContext, limit: int) -> StateView:
         entities, t_ent = self._read(ctx, paging.Source(keys.entities_pk(ctx)), limit, {"entity"})
         attributes, t_attr = self._current(ctx, "attribute", limit)
         relations, t_rel = self._current(ctx, "relation", limit)
@@ -58,26 +85,15 @@ class StateService:
                                          lambda r: r.data.get("active", True))
         unknowns, t_unk = self._read(ctx, paging.Source(keys.uncertainties_pk(ctx)), limit, {"uncertainty"},
                                      lambda r: not r.data.get("resolved"))
-        out: dict[str, Any] = {c: {"entities": [], "attributes": [], "relations": [], "actions": []}
-                               for c in CATEGORIES}
-        for r in entities:
-            e = Entity.from_dict(r.data)
-            out[_cat(e.category)]["entities"].append(entity_wire(e))
-        for r in attributes:
-            a = Attribute.from_dict(r.data)
-            out[_cat(a.category)]["attributes"].append(attribute_wire(a))
-        for r in relations:
-            rel = Relation.from_dict(r.data)
-            out[_cat(rel.category)]["relations"].append(relation_wire(rel))
-        for r in actions:
-            act = Action.from_dict(r.data)
-            out[_cat(act.category)]["actions"].append(action_wire(act))
-        out["instructions"] = [instruction_wire(Instruction.from_dict(r.data)) for r in instructions]
-        out["unknowns"] = [{"about": u.about, "reason": u.reason}
-                           for u in (Uncertainty.from_dict(r.data) for r in unknowns)]
-        out["truncated"] = {"entities": t_ent, "attributes": t_attr, "relations": t_rel, "actions": t_act,
-                            "instructions": t_ins, "unknowns": t_unk}
-        return out
+        return StateView(
+            entities=[Entity.from_dict(r.data) for r in entities],
+            attributes=[Attribute.from_dict(r.data) for r in attributes],
+            relations=[Relation.from_dict(r.data) for r in relations],
+            actions=[Action.from_dict(r.data) for r in actions],
+            instructions=[Instruction.from_dict(r.data) for r in instructions],
+            unknowns=[Uncertainty.from_dict(r.data) for r in unknowns],
+            truncated={"entities": t_ent, "attributes": t_attr, "relations": t_rel, "actions": t_act,
+                       "instructions": t_ins, "unknowns": t_unk})
 
     def _read(self, ctx: RequestContext, src: paging.Source, limit: int, kinds: set[str],
               extra: Callable[[Record], bool] | None = None) -> tuple[list[Record], bool]:
@@ -108,7 +124,7 @@ class StateService:
 
     # --- /profile ---------------------------------------------------------------------
 
-    def profile(self, ctx: RequestContext, limit: int) -> dict[str, Any]:
+    def profile(self, ctx: RequestContext, limit: int) -> ProfileView:
         readable = Readable(self.store, ctx, {"attribute", "relation"})
         facts: list[tuple[str, str, str, str, str]] = []  # entity, key, value, section, kind
         names: dict[str, str] = {}
@@ -126,17 +142,17 @@ class StateService:
                     facts.append((rel.subject, rel.label, rel.object, profile.relation_section(rel.label), kind))
         self._display_names(ctx, names)
         facts.sort(key=lambda f: (f[0] != SELF_ENTITY_ID, f[0], f[1], f[2]))
-        out: dict[str, list[dict[str, Any]]] = {"selfFacts": [], "static": [], "dynamic": [], "preferences": []}
+        out: dict[str, list[ProfileFact]] = {"selfFacts": [], "static": [], "dynamic": [], "preferences": []}
         for entity, key, value, section, kind in facts:
-            entry = {"entity": entity, "entityType": split_entity_id(entity)[0], "key": key,
-                     "value": (names.get(value) or split_entity_id(value)[1]) if kind == "relation" else value}
+            entry = ProfileFact(entity=entity, entity_type=split_entity_id(entity)[0], key=key,
+                                value=(names.get(value) or split_entity_id(value)[1]) if kind == "relation" else value)
             if entity == SELF_ENTITY_ID and len(out["selfFacts"]) < limit:
                 out["selfFacts"].append(entry)
             if len(out[section]) < limit:
-                out[section].append(dict(entry))
+                out[section].append(entry)
         instructions, _ = self._read(ctx, paging.Source(keys.instructions_pk(ctx)), limit, {"instruction"},
                                      lambda r: r.data.get("active", True))
-        return {**out, "instructions": [instruction_wire(Instruction.from_dict(r.data)) for r in instructions]}
+        return ProfileView(out, [Instruction.from_dict(r.data) for r in instructions])
 
     def _display_names(self, ctx: RequestContext, names: dict[str, str]) -> None:
         """Current display names of relation objects (an entity may be renamed)."""

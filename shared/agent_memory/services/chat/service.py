@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 from agent_memory import deadline, grants, timeutil
 from agent_memory.errors import (
     InvalidRequest,
+    MemoryError_,
     PayloadTooLarge,
     UpstreamModelError,
     UpstreamModelTimeout,
 )
-from agent_memory.models.extraction import ExtractionOutput
+from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Record
 from agent_memory.request_context import RequestContext
-from agent_memory.services.chat import sse
 from agent_memory.services.chat.citations import MarkerStream, resolve_markers
 from agent_memory.services.chat.prompt import build_messages
 from agent_memory.services.chat.window import WindowTurn, session_window
@@ -75,6 +75,67 @@ class PreparedTurn:
     started: float = field(default_factory=time.perf_counter)
 
 
+@dataclass
+class Citation:
+    """One memory the reply cites (``[S1]``), with the hit's snippet and score."""
+
+    marker: str
+    id: str
+    kind: str
+    snippet: str
+    score: float
+    document_title: str | None = None
+    position_percent: Any = None
+    occurred_at: str | None = None
+    role: str | None = None
+
+    def to_stored(self) -> dict[str, Any]:
+        """The response cache's stored form."""
+        return {"marker": self.marker, "id": self.id, "kind": self.kind, "snippet": self.snippet,
+                "score": self.score, "documentTitle": self.document_title,
+                "positionPercent": self.position_percent, "occurredAt": self.occurred_at, "role": self.role}
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any]) -> Citation:
+        return cls(marker=data["marker"], id=data["id"], kind=data["kind"], snippet=data["snippet"],
+                   score=data["score"], document_title=data.get("documentTitle"),
+                   position_percent=data.get("positionPercent"), occurred_at=data.get("occurredAt"),
+                   role=data.get("role"))
+
+
+@dataclass
+class ChatReply:
+    """One answered turn: the reply, its citations and what the user turn taught memory."""
+
+    reply: str
+    session_id: str
+    trace_id: str
+    citations: list[Citation]
+    memory_updates: ExtractionResult | None
+
+
+@dataclass
+class ChatDelta:
+    """A piece of the streamed reply (markers already resolved or held back)."""
+
+    text: str
+
+
+@dataclass
+class ChatDone:
+    reply: ChatReply
+
+
+@dataclass
+class ChatFailed:
+    """The model call failed after streaming began: nothing but the retrieval trace was written."""
+
+    error: MemoryError_
+
+
+ChatEvent = ChatDelta | ChatDone | ChatFailed
+
+
 class ChatService:
     """One chat turn. ``embed(texts)`` embeds the question for the response cache (built on
     first use); ``language_model`` resolves a model by name; ``count(metric)`` adds to an
@@ -98,20 +159,20 @@ class ChatService:
 
     # --- public -----------------------------------------------------------------------
 
-    def chat(self, ctx: RequestContext, req: ChatRequest) -> dict[str, Any]:
+    def chat(self, ctx: RequestContext, req: ChatRequest) -> ChatReply:
         turn = self._prepare(ctx, req)
         if turn.cached is not None:
-            return self._finish(turn, turn.cached["reply"], turn.cached["citations"], None, from_cache=True)
+            return self._finish(turn, turn.cached["reply"], _cached_citations(turn.cached), None, from_cache=True)
         completion = self._complete(turn)
         resolved = resolve_markers(completion.text, turn.sources, suppress=bool(req.suppress_markers))
         citations = [self._citation(m, turn.sources[m]) for m in resolved.cited]
         return self._finish(turn, resolved.reply, citations, completion)
 
-    def chat_stream(self, ctx: RequestContext, req: ChatRequest) -> Iterator[str]:
-        """SSE frames. Validation and retrieval happen before the first frame (so bad input
-        is still a plain 4xx); model failures after that are an ``error`` frame."""
+    def chat_stream(self, ctx: RequestContext, req: ChatRequest) -> Iterator[ChatEvent]:
+        """The reply as events. Validation and retrieval happen before the first event (so
+        bad input is still a plain 4xx); model failures after that are a ``ChatFailed``."""
         turn = self._prepare(ctx, req)
-        return self._stream_frames(turn)
+        return self._stream_events(turn)
 
     # --- steps --------------------------------------------------------------------------
 
@@ -177,13 +238,12 @@ class ChatService:
         if turn.extraction is not None:
             turn.extraction.cancel()
 
-    def _stream_frames(self, turn: PreparedTurn) -> Iterator[str]:
+    def _stream_events(self, turn: PreparedTurn) -> Iterator[ChatEvent]:
         req = turn.req
         if turn.cached is not None:
-            yield sse.frame("delta", {"delta": turn.cached["reply"]})
-            body = self._finish(turn, turn.cached["reply"], turn.cached["citations"], None, from_cache=True)
-            yield sse.frame("done", body)
-            yield sse.DONE
+            yield ChatDelta(turn.cached["reply"])
+            yield ChatDone(self._finish(turn, turn.cached["reply"], _cached_citations(turn.cached), None,
+                                        from_cache=True))
             return
         model = self._language_model(turn.model_name)
         markers = MarkerStream(turn.sources, suppress=bool(req.suppress_markers))
@@ -192,31 +252,25 @@ class ChatService:
             for delta in model.stream(turn.messages):
                 pieces.append(delta)
                 for ready in markers.feed(delta):
-                    yield sse.frame("delta", {"delta": ready})
+                    yield ChatDelta(ready)
             for ready in markers.close():
-                yield sse.frame("delta", {"delta": ready})
+                yield ChatDelta(ready)
             text = "".join(pieces)
             resolved = resolve_markers(text, turn.sources, suppress=bool(req.suppress_markers))
             citations = [self._citation(m, turn.sources[m]) for m in resolved.cited]
             completion = Completion(text=text, model=turn.model_name,
                                     prompt_tokens=sum(len(m.content) for m in turn.messages) // 4,
                                     completion_tokens=len(text) // 4)
-            body = self._finish(turn, resolved.reply, citations, completion)
+            reply = self._finish(turn, resolved.reply, citations, completion)
         except (ModelError, UpstreamModelError, UpstreamModelTimeout) as exc:
             self._discard(turn)
-            status, title = (504, "Model call timed out") if isinstance(exc, ModelTimeout | UpstreamModelTimeout) \
-                else (502, "Model call failed")
-            from agent_memory.http import problem_body
-
-            yield sse.frame("error", problem_body(status, title, str(exc), "model-timeout" if status == 504
-                                                  else "model-failed"))
-            yield sse.DONE
+            timed_out = isinstance(exc, ModelTimeout | UpstreamModelTimeout)
+            yield ChatFailed((UpstreamModelTimeout if timed_out else UpstreamModelError)(str(exc)))
             return
-        yield sse.frame("done", body)
-        yield sse.DONE
+        yield ChatDone(reply)
 
-    def _finish(self, turn: PreparedTurn, reply: str, citations: list[dict[str, Any]],
-                completion: Completion | None, *, from_cache: bool = False) -> dict[str, Any]:
+    def _finish(self, turn: PreparedTurn, reply: str, citations: list[Citation],
+                completion: Completion | None, *, from_cache: bool = False) -> ChatReply:
         ctx, req = turn.ctx, turn.req
         try:
             extraction: ExtractionOutput = turn.extraction.result(timeout=deadline.remaining())
@@ -237,25 +291,29 @@ class ChatService:
             "tier": turn.tier, "model": None if from_cache else turn.model_name,
             "promptTokens": completion.prompt_tokens if completion else 0,
             "completionTokens": completion.completion_tokens if completion else 0,
-            "hitsUsed": [c["id"] for c in citations], "latencyMs": round(elapsed, 2),
+            "hitsUsed": [c.id for c in citations], "latencyMs": round(elapsed, 2),
             "turnIds": turn_ids, "cached": from_cache})
         if not from_cache and not turn.window and not req.bypass_cache and turn.query_vector is not None:
-            cited = [turn.sources[c["marker"].strip("[]")] for c in citations]
+            cited = [turn.sources[c.marker.strip("[]")] for c in citations]
             entities = {e for h in cited for e in cited_entities(h)}
             if any(h.kind == "turn" and (h.role or "user") == "user" for h in cited):
                 entities.add(SELF_ENTITY_ID)  # a user's own statement is about the user
             self.cache.store_reply(ctx.narrowed(req.scopes), turn.model_name, req.message, turn.query_vector,
-                                   {"reply": reply, "citations": citations}, entities, [h.id for h in cited])
-        return {"reply": reply, "sessionId": turn.session.sk, "traceId": turn.trace_id, "citations": citations,
-                "memoryUpdates": memory_updates}
+                                   {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited])
+        return ChatReply(reply=reply, session_id=turn.session.sk, trace_id=turn.trace_id, citations=citations,
+                         memory_updates=memory_updates)
 
     @staticmethod
-    def _citation(marker: str, hit: Any) -> dict[str, Any]:
+    def _citation(marker: str, hit: Any) -> Citation:
         meta = getattr(hit, "metadata", None) or {}
-        return {"marker": f"[{marker}]", "id": hit.id, "kind": hit.kind, "snippet": hit.text[:280],
-                "score": round(float(hit.score), 6), "documentTitle": meta.get("documentTitle"),
-                "positionPercent": meta.get("positionPercent"), "occurredAt": getattr(hit, "occurred_at", None),
-                "role": getattr(hit, "role", None) if hit.kind == "turn" else None}
+        return Citation(marker=f"[{marker}]", id=hit.id, kind=hit.kind, snippet=hit.text[:280],
+                        score=round(float(hit.score), 6), document_title=meta.get("documentTitle"),
+                        position_percent=meta.get("positionPercent"), occurred_at=getattr(hit, "occurred_at", None),
+                        role=getattr(hit, "role", None) if hit.kind == "turn" else None)
+
+
+def _cached_citations(cached: dict[str, Any]) -> list[Citation]:
+    return [Citation.from_stored(c) for c in cached["citations"]]
 
 
 def cited_entities(hit: Any) -> list[str]:

@@ -1,0 +1,36 @@
+"""Recall on the wire: ``POST /query`` hits and the formatted context of ``POST /context`` and
+``POST /sessions/{id}/context``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_memory.services.prompt_context import ContextResult
+from agent_memory.services.retrieval import RetrievalResult
+
+
+def query(result: RetrievalResult) -> dict[str, Any]:
+    # The hit shape stays beside the ranking while retrieval's data path is reworked.
+    return result.to_wire()
+
+
+def sources(markers: dict[str, Any]) -> list[dict[str, Any]]:
+    """``[{marker, id, source, ...}]``: what each marker of the context stands for."""
+    out = []
+    for marker, hit in markers.items():
+        item = {"marker": f"[{marker}]", "id": hit.id, "source": hit.kind, "score": round(float(hit.score), 6),
+                "occurredAt": getattr(hit, "occurred_at", None), "role": getattr(hit, "role", None)}
+        meta = getattr(hit, "metadata", None) or {}
+        if hit.kind == "chunk":
+            item["documentTitle"] = meta.get("documentTitle")
+            item["positionPercent"] = meta.get("positionPercent")
+        out.append(item)
+    return out
+
+
+def context(result: ContextResult) -> dict[str, Any]:
+    body: dict[str, Any] = {"context": result.text, "tier": result.tier, "queryMs": round(result.query_ms, 2),
+                            "sources": sources(result.markers)}
+    if result.excluded is not None:
+        body["excluded"] = list(result.excluded)
+    return body
