@@ -61,6 +61,7 @@ from agent_memory.request_context import RequestContext
 from agent_memory.services import reconcile as rec
 from agent_memory.services.extraction.prompt import build_extraction_prompt
 from agent_memory.services.extraction.speaker import EntityResolver
+from agent_memory.services.fact_kinds import BY_EXTRACTED, CLAIM_FIELDS
 from agent_memory.services.memory_repo import MemoryRepository
 from agent_memory.services.sessions import NewTurn, backoff
 from agent_memory.services.speakers import attribute_to_speaker, is_other_speaker, speaker_record
@@ -384,18 +385,12 @@ class _TurnPlanner:
         return ops
 
 
-CLAIM_KINDS = ("attributes", "relations", "actions", "instructions", "uncertainties")
+CLAIM_KINDS = CLAIM_FIELDS
 
 
 def _claim_names(claim: Any) -> list[str]:
     """The entity names one claim refers to (its entities must be written with it)."""
-    if isinstance(claim, ExtractedAttribute):
-        return [claim.entity]
-    if isinstance(claim, ExtractedRelation):
-        return [claim.subject, claim.object]
-    if isinstance(claim, ExtractedAction):
-        return [claim.actor]
-    return []
+    return BY_EXTRACTED[type(claim)].names_in(claim)
 
 
 def _with_entities(claims: list[tuple[str, Any]], free: list[ExtractedEntity],
@@ -425,7 +420,7 @@ def _halve(current: ExtractionOutput, original: ExtractionOutput) -> ExtractionO
     def half(items: list) -> list:
         return items[: len(items) // 2]
 
-    claims = [(kind, item) for kind in ("attributes", "relations", "actions", "instructions")
+    claims = [(kind, item) for kind in CLAIM_KINDS if kind != "uncertainties"
               for item in half(getattr(current, kind))]
     claims += [("uncertainties", u) for u in current.uncertainties if u.about != TRUNCATED_ABOUT][:3]
     kept = _with_entities(claims, half(_free_entities(current)), current.entities)
@@ -453,10 +448,7 @@ def _halves(extraction: ExtractionOutput | None) -> tuple[ExtractionOutput, Extr
 
 def _mentioned_names(extraction: ExtractionOutput) -> list[str]:
     names = [e.name for e in extraction.entities]
-    names += [a.entity for a in extraction.attributes]
-    for r in extraction.relations:
-        names += [r.subject, r.object]
-    names += [a.actor for a in extraction.actions]
+    names += [n for kind in CLAIM_KINDS for claim in getattr(extraction, kind) for n in _claim_names(claim)]
     return [n for n in names if n]
 
 

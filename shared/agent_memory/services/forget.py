@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 from agent_memory import keys, timeutil
 from agent_memory import scopes as scope_lib
 from agent_memory.errors import Conflict, ServiceBusy
-from agent_memory.models.memory import Attribute, Relation
 from agent_memory.ports import (
     Condition,
     ConditionFailed,
@@ -57,9 +56,13 @@ from agent_memory.ports import (
     SearchUnit,
 )
 from agent_memory.request_context import RequestContext
-from agent_memory.services import cardinality as card
 from agent_memory.services import paging
-from agent_memory.services.reconcile import normalise_value
+from agent_memory.services.fact_kinds import (
+    BY_KIND,
+    FACT_KINDS,
+    Forgetter,
+    live,
+)
 from agent_memory.services.sessions import backoff
 
 if TYPE_CHECKING:
@@ -69,7 +72,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent_memory.forget")
 
-FORGET_KINDS = ["attribute", "relation", "action", "instruction", "turn", "chunk"]
 TRANSACT_CHUNK = 25  # records per transaction: well inside MAX_TRANSACT_OPS (ports) and DynamoDB's 4 MB
 WRITE_ATTEMPTS = 8
 
@@ -134,30 +136,14 @@ def remove_records(store: RecordStore, records: Iterable[Record], *, purge: bool
 # --- forgetters: how each kind of search unit maps back to stored records -------------
 
 
-class Forgetter:
-    """Finds the stored record behind a search unit, and (for purge) its history.
-
-    Register one per id prefix with ``register_forgetter``. ``locate`` returns ``None``
-    when the record no longer exists (the unit is stale). Records are removed generically
-    (``remove_records``: ``deleted: true``, or a hard delete on purge); a kind whose
-    records need more (document chunks with part rows, say) overrides ``remove``.
-    """
-
-    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
-        raise NotImplementedError
-
-    def history(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[Record]:
-        return []
-
-    def remove(self, svc: ForgetService, ctx: RequestContext, records: list[Record], purge: bool) -> set[str]:
-        return remove_records(svc.store, records, purge=purge)
-
-
-FORGETTERS: dict[str, Forgetter] = {}
+FORGETTERS: dict[str, Forgetter] = {k.id_prefix: k.forgetter for k in FACT_KINDS
+                                    if k.id_prefix and k.forgetter is not None}
+FORGET_KINDS = [k.kind for k in FACT_KINDS if k.forgetter is not None] + ["turn", "chunk"]
 
 
 def register_forgetter(prefix: str) -> Callable[[type[Forgetter]], type[Forgetter]]:
-    """Class decorator: ``@register_forgetter("chunk") class ChunkForgetter(Forgetter): ...``."""
+    """Class decorator for search units that are not fact kinds (those are declared in
+    ``fact_kinds``): ``@register_forgetter("chunk") class ChunkForgetter(Forgetter): ...``."""
 
     def register(cls: type[Forgetter]) -> type[Forgetter]:
         FORGETTERS[prefix] = cls()
@@ -166,87 +152,7 @@ def register_forgetter(prefix: str) -> Callable[[type[Forgetter]], type[Forgette
     return register
 
 
-def _live(record: Record | None) -> Record | None:
-    return record if record is not None and not record.data.get("deleted") else None
-
-
-def _slot_records(store: RecordStore, pk: str, key: str) -> list[Record]:
-    return [r for r in paging.scan(store, paging.Source(pk, prefix=f"a#{key}#"), batch=500)
-            if r.data.get("kind") in ("attribute", "relation")]
-
-
-def fact_history(store: RecordStore, record: Record) -> list[Record]:
-    """The superseded history of one fact row (module docstring, step 3)."""
-    data = record.data
-    if data.get("kind") == "attribute":
-        fact: Attribute | Relation = Attribute.from_dict(data)
-        slot, value, multi = fact.key, fact.value, card.cardinality(fact.key) == "multi"
-    else:
-        fact = Relation.from_dict(data)
-        slot, value, multi = fact.label, fact.object, card.label_cardinality(fact.label) == "multi"
-    rows = _slot_records(store, record.pk, slot)
-    by_id = {r.data.get("id"): r for r in rows}
-    chosen: dict[str, Record] = {}
-    for r in rows:
-        same_scope = (r.data.get("scopes") or []) == (data.get("scopes") or [])
-        other = r.data.get("value") if r.data.get("kind") == "attribute" else r.data.get("object")
-        if same_scope and (not multi or normalise_value(other or "") == normalise_value(value)):
-            chosen[r.data["id"]] = r
-    todo = [data["id"]]
-    while todo:  # plus everything linked to the row, in either direction
-        current = by_id.get(todo.pop())
-        if current is None:
-            continue
-        chosen.setdefault(current.data["id"], current)
-        for link in (current.data.get("supersedes"), current.data.get("supersededBy")):
-            if link and link not in chosen and link in by_id:
-                todo.append(link)
-                chosen[link] = by_id[link]
-    chosen.pop(data["id"], None)
-    return list(chosen.values())
-
-
-@register_forgetter("attr")
-class AttributeForgetter(Forgetter):
-    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
-        entity, key = unit.metadata.get("entity"), unit.metadata.get("key")
-        if not entity or not key:
-            return None
-        return _live(svc.store.get(keys.attrs_pk(ctx, entity), keys.fact_sk(key, unit.id)))
-
-    def history(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[Record]:
-        return fact_history(svc.store, record)
-
-
-@register_forgetter("rel")
-class RelationForgetter(Forgetter):
-    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
-        subject, label = unit.metadata.get("subject"), unit.metadata.get("label")
-        if not subject or not label:
-            return None
-        return _live(svc.store.get(keys.rels_pk(ctx, subject), keys.fact_sk(label, unit.id)))
-
-    def history(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[Record]:
-        return fact_history(svc.store, record)
-
-
-@register_forgetter("act")
-class ActionForgetter(Forgetter):
-    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
-        pk = keys.actions_pk(ctx)
-        if unit.occurred_at:
-            found = svc.store.get(pk, f"{unit.occurred_at}#{unit.id}")
-            if found is not None:
-                return _live(found)
-        # An action without an event time is keyed by its creation time: look it up.
-        return _live(next((r for r in paging.scan(svc.store, paging.Source(pk), batch=500)
-                           if r.data.get("id") == unit.id), None))
-
-
-@register_forgetter("instr")
-class InstructionForgetter(Forgetter):
-    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
-        return _live(svc.store.get(keys.instructions_pk(ctx), unit.id))
+_live = live
 
 
 @register_forgetter("turn")
@@ -275,14 +181,8 @@ class ChunkForgetter(Forgetter):
 
 def entity_refs(data: dict[str, Any]) -> list[str]:
     """The entity ids a fact or action record refers to."""
-    kind = data.get("kind")
-    if kind == "attribute":
-        return [data.get("entityId", "")]
-    if kind == "relation":
-        return [data.get("subject", ""), data.get("object", "")]
-    if kind == "action":
-        return [data.get("actor", "")]
-    return []
+    kind = BY_KIND.get(data.get("kind"))  # type: ignore[arg-type]
+    return kind.entities_in(data) if kind is not None else []
 
 
 class OrphanedEntities:
@@ -377,6 +277,10 @@ class ForgetService:
         self.search = search
         self.sessions = sessions
         self._on_removed = on_removed
+
+    def remove(self, records: list[Record], purge: bool) -> set[str]:
+        """Soft-delete (or purge) records, the way every forget rule removes by default."""
+        return remove_records(self.store, records, purge=purge)
 
     def forget(self, ctx: RequestContext, req: ForgetRequest) -> ForgetOutcome:
         if self.search is None:

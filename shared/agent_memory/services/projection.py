@@ -9,9 +9,10 @@ overwrites a newer unit. Superseded or closed facts stay in the index with their
 forgotten records are removed.
 
 Projection builders register per record ``kind`` (``turn``, ``attribute``, ``chunk``...):
-the fact and turn builders with ``@projects`` below, the chunk and thread-turn builders
-(kept next to their own collections in ``document_units`` / ``thread_units``, which do not
-import this module) explicitly at the bottom of this module.
+the turn builder with ``@projects`` below; the fact kinds' builders (declared with their
+kind in ``fact_kinds``) and the chunk and thread-turn builders (kept next to their own
+collections in ``document_units`` / ``thread_units``, which do not import this module)
+explicitly at the bottom of this module.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from agent_memory.ports import (
     WriteOp,
 )
 from agent_memory.services import document_units, thread_units
+from agent_memory.services.fact_kinds import FACT_KINDS, with_entities
 from agent_memory.services.speakers import turn_speaker
 
 log = logging.getLogger("agent_memory.projection")
@@ -129,15 +131,7 @@ def build_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
     return builder(data, version) if builder else []
 
 
-# Entity labels. Every unit carries the ids of the entities it is about (a turn: its speaker;
-# a fact: its entity, subject and object; an action: its actor) as labels, so retrieval can
-# run a leg restricted to one entity *inside* the search (``SearchFilter.labels``) on either
-# index, with no index schema change. Entity ids (``entity:<type>/<name>``) cannot collide
-# with ordinary labels by accident.
-
-def _with_entities(labels: list[str], entity_ids: list[str]) -> list[str]:
-    return sorted({*labels, *(e for e in entity_ids if e)})
-
+# Every unit carries the ids of the entities it is about as labels (``fact_kinds.with_entities``).
 
 @projects("turn")
 def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
@@ -151,7 +145,7 @@ def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
     return [SearchUnit(
         id=data["id"], context_id=data["contextId"], kind="turn", text=data["content"], revision=version,
         partition=data.get("partition", "default"), scopes=data.get("scopes", []),
-        labels=_with_entities(data.get("labels", []), [entity] if entity else []),
+        labels=with_entities(data.get("labels", []), [entity] if entity else []),
         role=role, session_id=data.get("session"), entity_ids=[entity] if entity else [],
         occurred_at=data.get("observedAt"), metadata=metadata,
     )]
@@ -328,59 +322,11 @@ def _outbox_entry(written: Sequence[Record], deleted: Sequence[Record]) -> str |
     return json.dumps({"keys": keys}) if keys else None
 
 
-def _fact_unit(data: dict[str, Any], version: int, kind: str, text: str, entity_ids: list[str],
-               **extra: Any) -> SearchUnit:
-    source = data.get("source") or {}
-    return SearchUnit(
-        id=data["id"], context_id=data["contextId"], kind=kind, text=text, revision=version,
-        partition=data.get("partition", "default"), scopes=data.get("scopes", []),
-        labels=_with_entities(data.get("labels", []), entity_ids),
-        session_id=source.get("sessionId"), entity_ids=entity_ids,
-        source_ids=[source["ref"]] if source.get("ref") else [], **extra,
-    )
-
-
-def _words(key: str) -> str:
-    return key.replace("_", " ")
-
-
-@projects("attribute")
-def _attribute_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
-    name = data.get("entityName") or data.get("entityId", "")
-    text = f"{name} {_words(data['key'])}: {data['value']}"
-    return [_fact_unit(data, version, "attribute", text, [data["entityId"]],
-                       valid_from=data.get("validFrom"), valid_until=data.get("validUntil"),
-                       occurred_at=data.get("validFrom"),
-                       metadata={"entity": data["entityId"], "key": data["key"], "value": data["value"]})]
-
-
-@projects("relation")
-def _relation_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
-    text = f"{data.get('subjectName') or data['subject']} {_words(data['label'])}: {data.get('objectName') or data['object']}"
-    return [_fact_unit(data, version, "relation", text, [data["subject"], data["object"]],
-                       valid_from=data.get("validFrom"), valid_until=data.get("validUntil"),
-                       occurred_at=data.get("validFrom"),
-                       metadata={"subject": data["subject"], "label": data["label"], "object": data["object"]})]
-
-
-@projects("action")
-def _action_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
-    actor = data.get("actorName") or data.get("actor", "")
-    text = data.get("summary") or " ".join(p for p in (actor, data.get("verb"), data.get("object")) if p)
-    return [_fact_unit(data, version, "action", text, [data["actor"]] if data.get("actor") else [],
-                       occurred_at=data.get("occurredAt"),
-                       metadata={"actor": data.get("actor"), "verb": data.get("verb"), "object": data.get("object")})]
-
-
-@projects("instruction")
-def _instruction_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
-    if not data.get("active", True):
-        return []
-    return [_fact_unit(data, version, "instruction", data.get("description", ""), [],
-                       metadata={"label": data.get("label")})]
-
-
-# Builders that live beside their own collections, registered here explicitly, so every path
-# that projects (runtime, projector function, reindex) knows them all.
+# The fact kinds' builders (``fact_kinds.FACT_KINDS``) and those that live beside their own
+# collections, registered here explicitly, so every path that projects (runtime, projector
+# function, reindex) knows them all.
+for _kind in FACT_KINDS:
+    if _kind.project is not None:
+        projects(_kind.kind)(_kind.project)
 projects("chunk")(document_units.chunk_units)
 projects("thread_turn")(thread_units.thread_turn_units)

@@ -16,30 +16,20 @@ from agent_memory import keys, scopes
 from agent_memory.models.memory import Action, Attribute, Entity, Instruction, Relation, Uncertainty
 from agent_memory.ports import Record, RecordStore
 from agent_memory.request_context import RequestContext
+from agent_memory.services.fact_kinds import BY_KIND
 
 
 def memory_record(record: Record) -> Entity | Attribute | Relation | Action | Instruction | Uncertainty:
-    """The typed form of any memory record, by its ``data["kind"]``."""
-    kind = record.data.get("kind")
-    cls = MEMORY_TYPES.get(kind)  # type: ignore[arg-type]
-    if cls is None:
-        raise ValueError(f"not a memory record: {kind!r}")
-    return cls.from_dict(record.data)
-
-
-MEMORY_TYPES: dict[str, type] = {"entity": Entity, "attribute": Attribute, "relation": Relation, "action": Action,
-                                 "instruction": Instruction, "uncertainty": Uncertainty}
+    """The typed form of any memory record, by its ``data["kind"]`` (``fact_kinds``)."""
+    kind = BY_KIND.get(record.data.get("kind"))  # type: ignore[arg-type]
+    if kind is None:
+        raise ValueError(f"not a memory record: {record.data.get('kind')!r}")
+    return kind.record_type.from_dict(record.data)
 
 
 def named_entities(data: dict[str, Any]) -> list[str]:
-    kind = data.get("kind")
-    if kind == "attribute":
-        return [data.get("entityId", "")]
-    if kind == "relation":
-        return [data.get("subject", ""), data.get("object", "")]
-    if kind == "action":
-        return [data["actor"]] if data.get("actor") else []
-    return []
+    kind = BY_KIND.get(data.get("kind"))  # type: ignore[arg-type]
+    return kind.entities_in(data) if kind is not None else []
 
 
 class Readable:
