@@ -245,13 +245,15 @@ class Runtime:
     def documents(self):
         from agent_memory.services.documents import DocumentService
 
-        return DocumentService(self)
+        return DocumentService(self.store, self.settings, ingestion_queue=lambda: self.ingestion_queue,
+                               upload_store=lambda: self.upload_store)
 
     @cached_property
     def ingestion(self):
         from agent_memory.services.ingestion import DocumentIngestion
 
-        return DocumentIngestion(self)
+        return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
+                                 concurrency=self.settings.limits.document_concurrency)
 
     @cached_property
     def upload_store(self):

@@ -39,23 +39,31 @@ worker stops at its next commit. Facts learned from the document stay.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_memory import cursor, keys, timeutil
 from agent_memory import scopes as scope_lib
+from agent_memory.config import Settings
 from agent_memory.errors import Conflict, InvalidRequest, MemoryError_, NotFound, PayloadTooLarge, ServiceBusy
 from agent_memory.ids import new_id
 from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
-from agent_memory.ports import MAX_TRANSACT_OPS, Condition, ConditionFailed, Put, Record
+from agent_memory.ports import (
+    MAX_TRANSACT_OPS,
+    Condition,
+    ConditionFailed,
+    JobQueue,
+    Put,
+    Record,
+    RecordStore,
+    UploadStore,
+)
 from agent_memory.request_context import RequestContext
 from agent_memory.services import chunking
 from agent_memory.services.ingestion import IngestionJob, part_rows, problem_of, remove_all
 from agent_memory.services.memory_repo import scope_sig
-
-if TYPE_CHECKING:
-    from agent_memory.runtime import Runtime
 
 log = logging.getLogger("agent_memory.documents")
 
@@ -95,14 +103,20 @@ def _upload_wire(data: dict[str, Any], deduplicated: bool) -> dict[str, Any]:
 
 
 class DocumentService:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
-        self.store = runtime.store
+    """``ingestion_queue`` and ``upload_store`` are providers: the queue and the bucket client
+    are built on first use (a function that only reads documents never creates them)."""
+
+    def __init__(self, store: RecordStore, settings: Settings, *, ingestion_queue: Callable[[], JobQueue],
+                 upload_store: Callable[[], UploadStore | None]):
+        self.store = store
+        self.settings = settings
+        self._queue = ingestion_queue
+        self._uploads = upload_store
 
     # --- ingest ---------------------------------------------------------------------
 
     def ingest(self, ctx: RequestContext, upload: DocumentUpload) -> IngestResult:
-        cap = self.runtime.settings.limits.document_bytes
+        cap = self.settings.limits.document_bytes
         if len(upload.text.encode("utf-8")) > cap:
             raise PayloadTooLarge(f"document is over the {cap}-byte limit")
         text = chunking.normalise(upload.text)
@@ -146,7 +160,7 @@ class DocumentService:
             parts = part_rows(ctx, doc_id, chunks, lambda: new_id("chunk"))
             for i in range(0, len(parts), WRITE_BATCH):
                 self.store.transact(parts[i:i + WRITE_BATCH])
-            self.runtime.ingestion_queue.send(IngestionJob.for_document(ctx, doc_id))
+            self._queue().send(IngestionJob.for_document(ctx, doc_id))
         except BaseException:
             try:
                 self._discard(ctx, doc_id, hash_key)
@@ -158,18 +172,18 @@ class DocumentService:
     # --- presigned uploads (large documents) ------------------------------------------
 
     def create_upload(self, ctx: RequestContext, req: DocumentUploadTicketRequest) -> dict[str, Any]:
-        uploads = self.runtime.upload_store
+        uploads = self._uploads()
         if uploads is None:
             raise ServiceBusy("presigned uploads need an upload bucket (AGENT_MEMORY_UPLOAD_BUCKET), and this "
                               "deployment has none configured", code="uploads_unavailable", retry_after=3600)
-        cap = self.runtime.settings.limits.document_bytes
+        cap = self.settings.limits.document_bytes
         if req.size > cap:
             raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
         now = timeutil.now_iso()
         doc_id = new_id("doc")
         fmt = req.format or ("markdown" if (req.filename or "").lower().endswith(MARKDOWN_SUFFIXES) else None)
         content_type = "text/markdown" if fmt == "markdown" else "text/plain"
-        ttl = self.runtime.settings.limits.upload_url_ttl_s
+        ttl = self.settings.limits.upload_url_ttl_s
         expires = timeutil.iso(timeutil.now() + timedelta(seconds=ttl))
         key = f"documents/{doc_id}"
         doc = {"kind": "document", "id": doc_id, "contextId": ctx.context_id, "partition": ctx.partition,
@@ -190,7 +204,7 @@ class DocumentService:
         record = self._load(ctx, doc_id)
         if record.data["status"] != "uploading":
             return document_wire(record.data), False
-        self.runtime.ingestion_queue.send(IngestionJob.for_document(ctx, doc_id))
+        self._queue().send(IngestionJob.for_document(ctx, doc_id))
         return document_wire(record.data), True
 
     def claim_upload(self, ctx: RequestContext, record: Record) -> str:
@@ -199,8 +213,8 @@ class DocumentService:
         (``ingesting``, ``failed`` or ``gone``). Idempotent: a redelivery before the claim
         redoes it, after the claim finds ``ingesting``."""
         data = record.data
-        uploads = self.runtime.upload_store
-        cap = self.runtime.settings.limits.document_bytes
+        uploads = self._uploads()
+        cap = self.settings.limits.document_bytes
         try:
             if uploads is None:
                 raise ServiceBusy("the ingestion worker has no upload bucket configured", code="uploads_unavailable")
@@ -319,7 +333,7 @@ class DocumentService:
 
     def list_chunks(self, ctx: RequestContext, doc_id: str, limit: int, page_cursor: str | None) -> dict[str, Any]:
         self._load(ctx, doc_id)
-        secret = self.runtime.settings.cursor_secret()
+        secret = self.settings.cursor_secret()
         collection = f"chunks:{doc_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         pk = keys.chunks_pk(ctx, doc_id)

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory import keys, timeutil
 from agent_memory.errors import PROBLEM_TYPE_BASE, MemoryError_
-from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record
+from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore
 from agent_memory.request_context import RequestContext
 
 if TYPE_CHECKING:
     from agent_memory.models.extraction import ExtractionOutput
-    from agent_memory.runtime import Runtime
+    from agent_memory.services.facts import FactsService
 
 log = logging.getLogger("agent_memory.ingestion")
 
@@ -86,9 +86,16 @@ def problem_of(exc: MemoryError_) -> dict[str, Any]:
 
 
 class DocumentIngestion:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
-        self.store = runtime.store
+    """``claim_upload`` is the first step of a presigned upload (``DocumentService.claim_upload``:
+    read the object, store its parts, claim the document); ``facts`` extracts and writes each
+    chunk's facts; ``concurrency`` bounds the model calls in flight per document."""
+
+    def __init__(self, store: RecordStore, *, claim_upload: Callable[[RequestContext, Record], str],
+                 facts: FactsService, concurrency: int):
+        self.store = store
+        self.claim_upload = claim_upload
+        self.facts = facts
+        self.concurrency = max(1, concurrency)
         self._row_lock = threading.Lock()
 
     def process(self, job: IngestionJob, should_stop: Callable[[], bool] = lambda: False) -> str:
@@ -100,7 +107,7 @@ class DocumentIngestion:
             self._remove_written(ctx, job.document_id)
             return "gone"
         if doc.data["status"] == "uploading":  # a presigned upload: read and claim it first
-            status = self.runtime.documents.claim_upload(ctx, doc)
+            status = self.claim_upload(ctx, doc)
             if status != "ingesting":
                 return status
             doc = self.store.get(keys.documents_pk(ctx), job.document_id)
@@ -113,7 +120,7 @@ class DocumentIngestion:
         committed = {r.sk for r in self._all(keys.chunks_pk(ctx, job.document_id))}
         todo = [p for p in parts if p.sk not in committed]
         state = _Progress(doc, done=len(parts) - len(todo))
-        concurrency = max(1, self.runtime.settings.limits.document_concurrency)
+        concurrency = self.concurrency
         pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="extract")
         pending: dict[Future, Record] = {}
         queue = list(reversed(todo))
@@ -146,7 +153,7 @@ class DocumentIngestion:
     # --- steps ----------------------------------------------------------------------
 
     def _extract(self, ctx: RequestContext, doc: dict[str, Any], part: dict[str, Any]) -> ExtractionOutput:
-        return self.runtime.facts.extract(ctx, part["text"], doc["observedAt"])
+        return self.facts.extract(ctx, part["text"], doc["observedAt"])
 
     def _commit(self, ctx: RequestContext, state: _Progress, part: dict[str, Any],
                 extraction: ExtractionOutput) -> bool:
@@ -156,7 +163,7 @@ class DocumentIngestion:
             return False
         data = doc.data
         if not extraction.is_empty():
-            self.runtime.facts.write_document_facts(ctx, [(part["chunkId"], extraction)], data["scopes"],
+            self.facts.write_document_facts(ctx, [(part["chunkId"], extraction)], data["scopes"],
                                                     data["labels"], data["observedAt"])
         row = {"kind": "chunk", "id": part["chunkId"], "contextId": ctx.context_id, "partition": ctx.partition,
                "documentId": data["id"], "documentTitle": data["title"], "text": part["text"],
