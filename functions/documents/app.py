@@ -5,10 +5,6 @@ Ingest behaviour (chunking, dedupe, extraction, the order of writes) is document
 written with ``ensure_ascii=False`` (escaping non-ASCII text would multiply their size).
 """
 
-import json
-
-from aws_lambda_powertools.event_handler import Response
-
 from agent_memory import http, multipart
 from agent_memory.errors import PayloadTooLarge
 from agent_memory.models.documents import DocumentUpload, DocumentUploadTicketRequest
@@ -63,7 +59,7 @@ def complete_document_upload(context_id: str, document_id: str):
 def list_documents(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().catalogue.list_documents(ctx, http.page_limit(app), http.query_str(app, "cursor"))
-    return Response(status_code=200, content_type="application/json", body=json.dumps(page, ensure_ascii=False))
+    return http.json_response(page, ensure_ascii=False)
 
 
 @app.get(f"{BASE}/<document_id>")
@@ -83,7 +79,7 @@ def delete_document(context_id: str, document_id: str):
 def list_document_chunks(context_id: str, document_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().documents.list_chunks(ctx, document_id, http.page_limit(app), http.query_str(app, "cursor"))
-    return Response(status_code=200, content_type="application/json", body=json.dumps(page, ensure_ascii=False))
+    return http.json_response(page, ensure_ascii=False)
 
 
 @instrumented

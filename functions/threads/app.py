@@ -6,10 +6,7 @@ Turn-bearing responses are written with ``ensure_ascii=False``: escaping every n
 character would triple the size of a 1 MiB turn against Lambda's 6 MB response limit.
 """
 
-import json
 from urllib.parse import unquote
-
-from aws_lambda_powertools.event_handler import Response
 
 from agent_memory import http
 from agent_memory.errors import InvalidRequest
@@ -22,9 +19,8 @@ app = http.make_resolver()
 BASE = "/api/v1/<context_id>/threads/<thread_id>"
 
 
-def _json(body, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(status_code=status, content_type="application/json",
-                    body=json.dumps(body, ensure_ascii=False), headers=headers)
+def _json(body, status: int = 200, headers: dict[str, str] | None = None):
+    return http.json_response(body, status, headers, ensure_ascii=False)
 
 
 def _thread(raw: str) -> str:

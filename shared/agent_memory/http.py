@@ -52,8 +52,12 @@ def error_response(exc: MemoryError_) -> Response:
                             code=exc.code, **exc.extensions)
 
 
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=headers)
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None, *,
+                  ensure_ascii: bool = True) -> Response:
+    """``ensure_ascii=False`` for text-bearing bodies (turns, chunks): escaping every non-ASCII
+    character would multiply their size against Lambda's 6 MB response limit."""
+    return Response(status_code=status, content_type="application/json",
+                    body=json.dumps(body, ensure_ascii=ensure_ascii), headers=headers)
 
 
 def empty_response(status: int = 204) -> Response:

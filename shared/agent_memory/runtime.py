@@ -17,7 +17,7 @@ from agent_memory.config import ModelRef, Settings, load_settings
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agent_memory.ports import Embedder, LanguageModel, RecordStore, SearchIndex
+    from agent_memory.ports import Embedder, LanguageModel, Record, RecordStore, SearchIndex
     from agent_memory.services.facts import FactsService
     from agent_memory.services.idempotency import IdempotencyService
     from agent_memory.services.projection import ProjectionChange
@@ -112,6 +112,13 @@ class Runtime:
 
         if self.search is not None:
             apply(self.search, collapse(changes))
+
+    @staticmethod
+    def stream_record(image: dict) -> Record:
+        """A record from a DynamoDB stream image (the projector's input), decoded by the adapter."""
+        from agent_memory.adapters.dynamodb_store import record_from_image
+
+        return record_from_image(image)
 
     def language_model(self, ref: ModelRef | str) -> LanguageModel:
         """A model by ``provider/model``; instances are cached per name."""
