@@ -300,7 +300,7 @@ class Runtime:
     def threads(self) -> ThreadService:
         from agent_memory.services.threads import ThreadService
 
-        return ThreadService(self.store, self.search, self.settings, self.idempotency)
+        return ThreadService(self.store, self.search, self.settings)
 
 
 def build_embedder(settings: Settings) -> Embedder:

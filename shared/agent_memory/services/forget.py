@@ -250,10 +250,10 @@ class InstructionForgetter(Forgetter):
 @register_forgetter("turn")
 class TurnForgetter(Forgetter):
     def locate(self, rt: Runtime, ctx: RequestContext, unit: SearchUnit) -> Record | None:
-        data = rt.sessions.get_turn(ctx, unit.id)
-        if data is None:
+        turn = rt.sessions.get_turn(ctx, unit.id)
+        if turn is None:
             return None
-        return _live(rt.store.get(keys.turns_pk(ctx, data["session"]), keys.turn_sk(data["seq"])))
+        return _live(rt.store.get(keys.turns_pk(ctx, turn.session), keys.turn_sk(turn.seq)))
 
 
 @register_forgetter("chunk")
