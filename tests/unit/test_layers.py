@@ -81,3 +81,30 @@ def test_the_rule_accepts_the_layers_below():
     assert _allowed("agent_memory.presenters.threads.turn_page")
     assert _allowed("agent_memory.services.ingestion.IngestionJob")
     assert _allowed("json")
+
+
+def test_idempotency_keys_are_applied_in_one_place():
+    """Every keyed route goes through ``http.idempotent`` (docs/architecture.md, Idempotency):
+    only the HTTP layer (and the runtime, which builds the service) uses the idempotency
+    service; no use case applies keys itself."""
+    package = ROOT / "shared" / "agent_memory"
+    users = set()
+    for path in [*package.rglob("*.py"), *HANDLERS]:
+        if path.name == "idempotency.py":
+            continue
+        for _, module in _package_imports(path):
+            if module.startswith("agent_memory.services.idempotency"):
+                users.add(path.relative_to(ROOT).as_posix())
+    assert users == {"shared/agent_memory/runtime.py"}, users
+    assert "get_runtime().idempotency.run(" in (package / "http.py").read_text()
+
+
+def _package_imports(path: Path) -> list[tuple[int, str]]:
+    """Absolute imports of ``path`` (the package uses no relative ones)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return found
