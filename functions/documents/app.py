@@ -5,14 +5,11 @@ Ingest behaviour (chunking, dedupe, extraction, the order of writes) is document
 written with ``ensure_ascii=False`` (escaping non-ASCII text would multiply their size).
 """
 
-import json
-
-from aws_lambda_powertools.event_handler import Response
-
 from agent_memory import http, multipart
 from agent_memory.errors import PayloadTooLarge
 from agent_memory.models.documents import DocumentUpload, DocumentUploadTicketRequest
 from agent_memory.observability import instrumented
+from agent_memory.presenters import documents as documents_wire
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -42,34 +39,34 @@ def _upload(context_id: str) -> DocumentUpload:
 def upload_document(context_id: str):
     ctx = http.context(app, context_id)
     result = get_runtime().documents.ingest(ctx, ctx.scoped(_upload(context_id)))
-    return http.json_response(result.body, 202 if result.created else 200)
+    return http.json_response(*documents_wire.ingested(result))
 
 
 @app.post(f"{BASE}/uploads")
 def create_document_upload(context_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, DocumentUploadTicketRequest)
-    return http.json_response(get_runtime().documents.create_upload(ctx, ctx.scoped(req)), 201)
+    return http.json_response(*documents_wire.upload_ticket(get_runtime().documents.create_upload(ctx, ctx.scoped(req))))
 
 
 @app.post(f"{BASE}/<document_id>/complete")
 def complete_document_upload(context_id: str, document_id: str):
     ctx = http.context(app, context_id)
     document, queued = get_runtime().documents.complete_upload(ctx, document_id)
-    return http.json_response(document, 202 if queued else 200)
+    return http.json_response(*documents_wire.completed(document, queued))
 
 
 @app.get(BASE)
 def list_documents(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().catalogue.list_documents(ctx, http.page_limit(app), http.query_str(app, "cursor"))
-    return Response(status_code=200, content_type="application/json", body=json.dumps(page, ensure_ascii=False))
+    return http.json_response(documents_wire.document_page(page), ensure_ascii=False)
 
 
 @app.get(f"{BASE}/<document_id>")
 def get_document(context_id: str, document_id: str):
     ctx = http.context(app, context_id)
-    return http.json_response(get_runtime().documents.get(ctx, document_id))
+    return http.json_response(documents_wire.document_wire(get_runtime().documents.get(ctx, document_id)))
 
 
 @app.delete(f"{BASE}/<document_id>")
@@ -83,7 +80,7 @@ def delete_document(context_id: str, document_id: str):
 def list_document_chunks(context_id: str, document_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().documents.list_chunks(ctx, document_id, http.page_limit(app), http.query_str(app, "cursor"))
-    return Response(status_code=200, content_type="application/json", body=json.dumps(page, ensure_ascii=False))
+    return http.json_response(documents_wire.chunk_page(page), ensure_ascii=False)
 
 
 @instrumented

@@ -8,7 +8,6 @@ oldest record was (``ProjectionLag``) and how many records failed (``ProjectionF
 import logging
 import time
 
-from agent_memory.adapters.dynamodb_store import record_from_image
 from agent_memory.observability import count, instrumented
 from agent_memory.runtime import get_runtime
 from agent_memory.services.projection import change_for
@@ -27,8 +26,8 @@ def lambda_handler(event, context):
         if created is not None:
             oldest = float(created) if oldest is None else min(oldest, float(created))
         try:
-            new = record_from_image(images["NewImage"]) if "NewImage" in images else None
-            old = record_from_image(images["OldImage"]) if "OldImage" in images else None
+            new = get_runtime().stream_record(images["NewImage"]) if "NewImage" in images else None
+            old = get_runtime().stream_record(images["OldImage"]) if "OldImage" in images else None
             changes.append(change_for(new, old))
             read.append(sequence)
         except Exception:

@@ -3,6 +3,8 @@
 from agent_memory import grants, http
 from agent_memory.models.requests import CreateSessionRequest
 from agent_memory.observability import instrumented
+from agent_memory.presenters import catalogue as catalogue_wire
+from agent_memory.presenters import sessions as sessions_wire
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -19,30 +21,31 @@ def health():
 def list_contexts():
     caller = http.authenticate(app, grants.READ)
     limit = http.page_limit(app)
-    return get_runtime().catalogue.list_contexts(
+    return catalogue_wire.context_page(get_runtime().catalogue.list_contexts(
         bound_contexts=caller.contexts if caller is not None else None,
         bound_partitions=caller.partitions if caller is not None else None,
-        limit=limit, page_cursor=http.query_str(app, "cursor"))
+        limit=limit, page_cursor=http.query_str(app, "cursor")))
 
 
 @app.get("/api/v1/<context_id>/sessions")
 def list_sessions(context_id: str):
     ctx = http.context(app, context_id)
     limit = http.page_limit(app)
-    return get_runtime().catalogue.list_sessions(ctx, limit, http.query_str(app, "cursor"))
+    return sessions_wire.session_page(get_runtime().catalogue.list_sessions(ctx, limit, http.query_str(app, "cursor")))
 
 
 @app.post("/api/v1/<context_id>/sessions")
 def create_session(context_id: str):
     ctx = http.context(app, context_id)
     req = ctx.scoped(http.body(app, CreateSessionRequest, optional=True))
-    return http.json_response(get_runtime().sessions.create(ctx, req.scopes, req.labels), 201)
+    session = get_runtime().sessions.create(ctx, req.scopes, req.labels)
+    return http.json_response(sessions_wire.session_wire(session), 201)
 
 
 @app.post("/api/v1/<context_id>/sessions/<session_id>/close")
 def close_session(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
-    return get_runtime().sessions.close(ctx, session_id)
+    return sessions_wire.session_wire(get_runtime().sessions.close(ctx, session_id))
 
 
 @app.delete("/api/v1/<context_id>/sessions/<session_id>")
@@ -56,7 +59,7 @@ def delete_session(context_id: str, session_id: str):
 def list_session_turns(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
     limit = http.page_limit(app)
-    return get_runtime().sessions.list_turns(ctx, session_id, limit, http.query_str(app, "cursor"))
+    return sessions_wire.turn_page(get_runtime().sessions.list_turns(ctx, session_id, limit, http.query_str(app, "cursor")))
 
 
 @instrumented

@@ -6,15 +6,13 @@ Turn-bearing responses are written with ``ensure_ascii=False``: escaping every n
 character would triple the size of a 1 MiB turn against Lambda's 6 MB response limit.
 """
 
-import json
 from urllib.parse import unquote
-
-from aws_lambda_powertools.event_handler import Response
 
 from agent_memory import http
 from agent_memory.errors import InvalidRequest
 from agent_memory.models.threads import AppendThreadTurnRequest, SetThreadAclRequest, ThreadContextRequest
 from agent_memory.observability import instrumented
+from agent_memory.presenters import threads as threads_wire
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -22,9 +20,8 @@ app = http.make_resolver()
 BASE = "/api/v1/<context_id>/threads/<thread_id>"
 
 
-def _json(body, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(status_code=status, content_type="application/json",
-                    body=json.dumps(body, ensure_ascii=False), headers=headers)
+def _json(body, status: int = 200, headers: dict[str, str] | None = None):
+    return http.json_response(body, status, headers, ensure_ascii=False)
 
 
 def _thread(raw: str) -> str:
@@ -51,50 +48,54 @@ def _append_body_cap() -> int:
 def list_threads(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().catalogue.list_threads(ctx, http.page_limit(app), http.query_str(app, "cursor"))
-    return _json(page)
+    return _json(threads_wire.thread_page(page))
 
 
 @app.post(f"{BASE}/turns")
 def append_turn(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, AppendThreadTurnRequest, max_bytes=_append_body_cap())
-    outcome = get_runtime().threads.append(ctx, _thread(thread_id), req, http.header(app, "Idempotency-Key"))
-    return _json(outcome.body, outcome.status, {"Idempotent-Replayed": "true"} if outcome.replayed else None)
+    threads, tid = get_runtime().threads, _thread(thread_id)
+    threads.check_append(tid, req)  # input errors answer before the key is looked up
+    return http.idempotent(app, ctx, "thread-append", req.fingerprint_payload(tid),
+                           lambda: threads_wire.appended(threads.append(ctx, tid, req)), 201,
+                           body_key=req.idempotency_key, refs=threads_wire.appended_refs, ensure_ascii=False)
 
 
 @app.get(f"{BASE}/turns")
 def list_turns(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
-    return _json(get_runtime().threads.list_turns(
+    return _json(threads_wire.turn_page(get_runtime().threads.list_turns(
         ctx, _thread(thread_id), limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"),
         after_index=_index(http.query_str(app, "after_index"), "after_index"),
-        entity_id=http.query_str(app, "entity_id")))
+        entity_id=http.query_str(app, "entity_id"))))
 
 
 @app.get(f"{BASE}/turns/<turn_index>")
 def get_turn(context_id: str, thread_id: str, turn_index: str):
     ctx = http.context(app, context_id)
-    return _json(get_runtime().threads.get_turn(ctx, _thread(thread_id), _index(turn_index, "turn_index")))
+    turn = get_runtime().threads.get_turn(ctx, _thread(thread_id), _index(turn_index, "turn_index"))
+    return _json(threads_wire.turn_wire(turn))
 
 
 @app.post(f"{BASE}/context")
 def thread_context(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ThreadContextRequest, max_bytes=64 * 1024)
-    return _json(get_runtime().threads.context(ctx, _thread(thread_id), req))
+    return _json(threads_wire.context(get_runtime().threads.context(ctx, _thread(thread_id), req)))
 
 
 @app.get(BASE)
 def get_thread(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
-    return _json(get_runtime().threads.get_thread(ctx, _thread(thread_id)))
+    return _json(threads_wire.thread_wire(get_runtime().threads.get_thread(ctx, _thread(thread_id))))
 
 
 @app.put(f"{BASE}/acl")
 def set_acl(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, SetThreadAclRequest, max_bytes=64 * 1024)
-    return _json(get_runtime().threads.set_acl(ctx, _thread(thread_id), req))
+    return _json(threads_wire.thread_wire(get_runtime().threads.set_acl(ctx, _thread(thread_id), req)))
 
 
 @instrumented

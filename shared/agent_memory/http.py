@@ -52,8 +52,12 @@ def error_response(exc: MemoryError_) -> Response:
                             code=exc.code, **exc.extensions)
 
 
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=headers)
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None, *,
+                  ensure_ascii: bool = True) -> Response:
+    """``ensure_ascii=False`` for text-bearing bodies (turns, chunks): escaping every non-ASCII
+    character would multiply their size against Lambda's 6 MB response limit."""
+    return Response(status_code=status, content_type="application/json",
+                    body=json.dumps(body, ensure_ascii=ensure_ascii), headers=headers)
 
 
 def empty_response(status: int = 204) -> Response:
@@ -344,20 +348,32 @@ def page_limit(app: APIGatewayHttpResolver) -> int:
     return query_int(app, "limit", limits.page_default, maximum=limits.page_max)
 
 
-def idempotent(app: APIGatewayHttpResolver, ctx: RequestContext, operation: str, req: BaseModel,
-               run: Any, status: int = 200) -> Response:
-    """Run a write under the request's ``Idempotency-Key`` (if any): a replay returns the
-    stored response without running ``run`` again."""
+def idempotent(app: APIGatewayHttpResolver, ctx: RequestContext, operation: str, req: BaseModel | dict[str, Any],
+               run: Any, status: int = 200, *, body_key: str | None = None, refs: Any = None,
+               ensure_ascii: bool = True) -> Response:
+    """Run a write under the request's idempotency key (every route that takes one comes
+    through here): a replay returns the stored response (200, ``Idempotent-Replayed: true``)
+    without running ``run`` again; the same key with another body is a 409.
+
+    ``run`` returns the wire body (what is stored for replay); ``req`` is what makes two
+    requests "the same" (a model, dumped, or a payload dict). The key is the
+    ``Idempotency-Key`` header, or ``body_key`` (a body field); when both are given they
+    must agree. ``refs(body)`` lists the record ids the reply mentions, so forget can delete
+    stored replies that would keep forgotten text (default: ids found in the body)."""
     key = header(app, "Idempotency-Key")
-    payload = req.model_dump(mode="json")
+    if key is not None and body_key is not None and key != body_key:
+        raise InvalidRequest("Idempotency-Key header and idempotency_key differ", field="idempotency_key")
+    key = key if key is not None else body_key
+    payload = req.model_dump(mode="json") if isinstance(req, BaseModel) else req
+    mentioned = refs if refs is not None else referenced_ids
 
     def call() -> tuple[dict[str, Any], int, list[str]]:
         body = run()
-        return body, status, referenced_ids(body)
+        return body, status, mentioned(body)
 
     outcome = get_runtime().idempotency.run(ctx, operation, key, payload, call)
     headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
-    return json_response(outcome.body, outcome.status, headers)
+    return json_response(outcome.body, outcome.status, headers, ensure_ascii=ensure_ascii)
 
 
 def referenced_ids(body: Any) -> list[str]:

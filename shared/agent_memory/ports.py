@@ -170,6 +170,13 @@ class RecordStore(Protocol):
         ...
 
 
+@runtime_checkable
+class JobQueue(Protocol):
+    """Where document ingestion jobs go: SQS when deployed, an in-process pool locally."""
+
+    def send(self, job: Any) -> None: ...
+
+
 # ---------------------------------------------------------------------------
 # Embeddings
 # ---------------------------------------------------------------------------

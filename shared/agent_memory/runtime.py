@@ -17,7 +17,7 @@ from agent_memory.config import ModelRef, Settings, load_settings
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agent_memory.ports import Embedder, LanguageModel, RecordStore, SearchIndex
+    from agent_memory.ports import Embedder, LanguageModel, Record, RecordStore, SearchIndex
     from agent_memory.services.facts import FactsService
     from agent_memory.services.idempotency import IdempotencyService
     from agent_memory.services.projection import ProjectionChange
@@ -112,6 +112,13 @@ class Runtime:
 
         if self.search is not None:
             apply(self.search, collapse(changes))
+
+    @staticmethod
+    def stream_record(image: dict) -> Record:
+        """A record from a DynamoDB stream image (the projector's input), decoded by the adapter."""
+        from agent_memory.adapters.dynamodb_store import record_from_image
+
+        return record_from_image(image)
 
     def language_model(self, ref: ModelRef | str) -> LanguageModel:
         """A model by ``provider/model``; instances are cached per name."""
@@ -250,13 +257,15 @@ class Runtime:
     def documents(self):
         from agent_memory.services.documents import DocumentService
 
-        return DocumentService(self)
+        return DocumentService(self.store, self.settings, ingestion_queue=lambda: self.ingestion_queue,
+                               upload_store=lambda: self.upload_store)
 
     @cached_property
     def ingestion(self):
         from agent_memory.services.ingestion import DocumentIngestion
 
-        return DocumentIngestion(self)
+        return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
+                                 concurrency=self.settings.limits.document_concurrency)
 
     @cached_property
     def upload_store(self):
@@ -296,7 +305,7 @@ class Runtime:
     def threads(self) -> ThreadService:
         from agent_memory.services.threads import ThreadService
 
-        return ThreadService(self.store, self.search, self.settings, self.idempotency)
+        return ThreadService(self.store, self.search, self.settings)
 
 
 def build_embedder(settings: Settings) -> Embedder:

@@ -16,6 +16,7 @@ from agent_memory import keys
 from agent_memory.models.documents import DocumentUpload
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.ports import ModelTimeout, Record, SearchFilter
+from agent_memory.presenters.documents import ingested
 from agent_memory.request_context import RequestContext
 from agent_memory.runtime import get_runtime
 
@@ -160,10 +161,10 @@ def test_two_concurrent_uploads_of_the_same_content_make_one_document(runtime, m
         results = list(pool.map(lambda _: runtime.documents.ingest(RC, req), range(2)))
     settle()
     assert sorted(r.created for r in results) == [False, True]
-    assert results[0].body["id"] == results[1].body["id"]
-    assert [r.body["deduplicated"] for r in results if not r.created] == [True]
+    assert results[0].document.id == results[1].document.id
+    assert [ingested(r)[0]["deduplicated"] for r in results if not r.created] == [True]
     assert len(doc_rows()) == 1 and len(hash_rows()) == 1
-    doc_id = results[0].body["id"]
+    doc_id = results[0].document.id
     assert {h.unit.metadata["documentId"] for h in chunk_hits()} == {doc_id}
     assert len(rows(keys.chunks_pk(RC, doc_id))) == 3
 

@@ -140,7 +140,7 @@ def test_a_redelivered_job_continues_where_it_stopped_and_repeats_nothing(fake_r
     monkeypatch.setattr(ingestion, "_commit", lambda *a: commits.append(1) or commit(*a))
     with pytest.raises(IngestionInterrupted):  # out of time after 5 commits: the message is redelivered
         ingestion.process(job, should_stop=lambda: len(commits) >= 5)
-    doc_id = upload.body["id"]
+    doc_id = upload.document.id
     first_chunks = {r.sk: r.data["id"] for r in rows(fake_runtime, keys.chunks_pk(RC, doc_id))}
     first_calls = fake_model.stats.by_path[CHAT]
     assert 5 <= len(first_chunks) < 11
@@ -246,7 +246,7 @@ def test_the_sqs_worker_stops_before_its_time_ends_and_the_redelivery_finishes(t
     try:
         sent: list[IngestionJob] = []
         rt.__dict__["ingestion_queue"] = type("Q", (), {"send": staticmethod(sent.append)})()
-        doc_id = rt.documents.ingest(RC, DocumentUpload(text=policies(5))).body["id"]
+        doc_id = rt.documents.ingest(RC, DocumentUpload(text=policies(5))).document.id
         event = {"Records": [{"messageId": "m1", "body": json.dumps(sent[0].to_message())}]}
         handler = ingestion_handler()
         # Under a minute left: no model call starts, the message is reported for redelivery.

@@ -17,18 +17,18 @@ def test_fifty_parallel_appends_get_dense_unique_indexes(runtime):
     threads = runtime.threads
 
     def append(i: int) -> tuple[int, str]:
-        out = threads.append(ctx, "busy", AppendThreadTurnRequest(text=f"m{i}"))
-        return out.body["turnIndex"], out.body["turnId"]
+        turn = threads.append(ctx, "busy", AppendThreadTurnRequest(text=f"m{i}"))
+        return turn.turn_index, turn.id
 
     with ThreadPoolExecutor(max_workers=N) as pool:
         results = list(pool.map(append, range(N)))
     assert sorted(i for i, _ in results) == list(range(1, N + 1))
     assert len({tid for _, tid in results}) == N
     page = threads.list_turns(ctx, "busy", limit=500, page_cursor=None, after_index=None, entity_id=None)
-    assert [t["turnIndex"] for t in page["items"]] == list(range(1, N + 1))
-    assert sorted(t["text"] for t in page["items"]) == sorted(f"m{i}" for i in range(N))
-    assert {t["turnId"] for t in page["items"]} == {tid for _, tid in results}
-    assert threads.get_thread(ctx, "busy")["turnCount"] == N
+    assert [t.turn.turn_index for t in page.items] == list(range(1, N + 1))
+    assert sorted(t.text for t in page.items) == sorted(f"m{i}" for i in range(N))
+    assert {t.turn.id for t in page.items} == {tid for _, tid in results}
+    assert threads.get_thread(ctx, "busy").turn_count == N
     # every turn reached the search index exactly once
     assert all(runtime.search.get("acme", tid) is not None for _, tid in results)
 

@@ -10,19 +10,28 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from agent_memory import cursor, keys, timeutil
 from agent_memory import scopes as scope_lib
 from agent_memory.config import Settings
+from agent_memory.models.records import Document, Page, Session, Thread
 from agent_memory.ports import Condition, ConditionFailed, Record, RecordStore
 from agent_memory.request_context import RequestContext
 from agent_memory.services import reader_access
-from agent_memory.services.documents import document_wire
-from agent_memory.services.sessions import session_wire
-from agent_memory.services.threads import thread_wire
 
 PARTITIONS_SHOWN = 50  # partitions listed inline with each context
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class ContextEntry:
+    """A context a key may use, with the partitions listed for it."""
+
+    context_id: str
+    partitions: list[str]
 
 
 class CatalogueService:
@@ -53,7 +62,7 @@ class CatalogueService:
     # --- contexts -------------------------------------------------------------------
 
     def list_contexts(self, *, bound_contexts: Sequence[str] | None, bound_partitions: Sequence[str] | None,
-                      limit: int, page_cursor: str | None) -> dict[str, Any]:
+                      limit: int, page_cursor: str | None) -> Page[ContextEntry]:
         """The contexts a key may use: those it is bound to, else every context written to."""
         secret = self.settings.cursor_secret()
         after = cursor.decode(secret, "*", "contexts", page_cursor)
@@ -66,9 +75,8 @@ class CatalogueService:
             page = self.store.query(keys.CONTEXTS_PK, after=after, limit=limit)
             chosen = [r.sk for r in page.records]
             last = _truthful(self.store, keys.CONTEXTS_PK, page.last_key)
-        items = [{"contextId": name, "partitions": self._partitions(name, bound_partitions)} for name in chosen]
-        next_cursor = cursor.encode(secret, "*", "contexts", last)
-        return {"items": items, "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
+        items = [ContextEntry(name, self._partitions(name, bound_partitions)) for name in chosen]
+        return Page(items, cursor.encode(secret, "*", "contexts", last))
 
     def _partitions(self, context_id: str, bound: Sequence[str] | None) -> list[str]:
         if bound is not None:
@@ -79,28 +87,30 @@ class CatalogueService:
 
     # --- one context's collections --------------------------------------------------
 
-    def list_sessions(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> dict[str, Any]:
-        def keep(data: dict[str, Any]) -> bool:
-            return not data.get("deleted") and scope_lib.visible(data.get("scopes") or [], ctx.read_region)
+    def list_sessions(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> Page[Session]:
+        def keep(session: Session) -> bool:
+            return not session.deleted and scope_lib.visible(session.scopes or [], ctx.read_region)
 
-        return self._page(ctx, "sessions", keys.sessions_pk(ctx), keep, session_wire, limit, page_cursor)
+        return self._page(ctx, "sessions", keys.sessions_pk(ctx), Session.from_item, keep, limit, page_cursor)
 
-    def list_threads(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> dict[str, Any]:
-        def keep(data: dict[str, Any]) -> bool:
-            return reader_access.check(data.get("aclReaders"), ctx).allowed
+    def list_threads(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> Page[Thread]:
+        def keep(thread: Thread) -> bool:
+            return reader_access.check(thread.acl_readers, ctx).allowed
 
-        return self._page(ctx, "threads", keys.threads_pk(ctx), keep, thread_wire, limit, page_cursor)
+        return self._page(ctx, "threads", keys.threads_pk(ctx), Thread.from_item, keep, limit, page_cursor)
 
-    def list_documents(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> dict[str, Any]:
-        def keep(data: dict[str, Any]) -> bool:
-            return (data.get("kind") == "document" and not data.get("deleted")
-                    and scope_lib.visible(data.get("scopes") or [], ctx.read_region))
+    def list_documents(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> Page[Document]:
+        def load(item: dict[str, Any]) -> Document | None:
+            # The documents partition holds other rows beside the documents.
+            return Document.from_item(item) if item.get("kind") == Document.KIND else None
 
-        return self._page(ctx, "documents", keys.documents_pk(ctx), keep, document_wire, limit, page_cursor)
+        def keep(doc: Document) -> bool:
+            return not doc.deleted and scope_lib.visible(doc.scopes or [], ctx.read_region)
 
-    def _page(self, ctx: RequestContext, collection: str, pk: str, keep: Callable[[dict[str, Any]], bool],
-              present: Callable[[dict[str, Any]], dict[str, Any]], limit: int,
-              page_cursor: str | None) -> dict[str, Any]:
+        return self._page(ctx, "documents", keys.documents_pk(ctx), load, keep, limit, page_cursor)
+
+    def _page(self, ctx: RequestContext, collection: str, pk: str, load: Callable[[dict[str, Any]], R | None],
+              keep: Callable[[R], bool], limit: int, page_cursor: str | None) -> Page[R]:
         """Newest first is not an order the store keeps; ids are ULIDs, so oldest first.
         Rows the caller may not see are skipped, so a page may be short (as in every list)."""
         secret = self.settings.cursor_secret()
@@ -108,8 +118,8 @@ class CatalogueService:
         page = self.store.query(pk, after=after, limit=limit)
         last = _truthful(self.store, pk, page.last_key)
         next_cursor = cursor.encode(secret, ctx.context_id, f"{collection}:{ctx.partition}", last)
-        return {"items": [present(r.data) for r in page.records if keep(r.data)],
-                "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
+        rows = [load(r.data) for r in page.records]
+        return Page([row for row in rows if row is not None and keep(row)], next_cursor)
 
 
 def _truthful(store: RecordStore, pk: str, last_key: dict[str, str] | None) -> dict[str, str] | None:

@@ -16,24 +16,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_memory.models.records import Chunk
 from agent_memory.ports import SearchUnit
 
 HEADING_SEPARATOR = " > "
 
 
-def context_line(data: dict[str, Any]) -> str:
-    path = data.get("headingPath") or []
-    return HEADING_SEPARATOR.join(path) if path else (data.get("documentTitle") or "")
+def context_line(chunk: Chunk) -> str:
+    path = chunk.heading_path or []
+    return HEADING_SEPARATOR.join(path) if path else (chunk.document_title or "")
 
 
 def chunk_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
-    context = context_line(data)
+    chunk = Chunk.from_item(data)
+    context = context_line(chunk)
     return [SearchUnit(
-        id=data["id"], context_id=data["contextId"], kind="chunk",
-        text=f"{context}\n\n{data['text']}" if context else data["text"], revision=version,
-        partition=data.get("partition", "default"), scopes=data.get("scopes", []), labels=data.get("labels", []),
-        occurred_at=data.get("observedAt"), source_ids=[data["documentId"]],
-        metadata={"documentId": data["documentId"], "documentTitle": data.get("documentTitle"),
-                  "positionPercent": data.get("positionPercent"), "ordinal": data.get("ordinal"),
-                  "headingPath": HEADING_SEPARATOR.join(data.get("headingPath") or [])},
+        id=chunk.id, context_id=chunk.context_id, kind="chunk",
+        text=f"{context}\n\n{chunk.text}" if context else chunk.text, revision=version,
+        partition=chunk.partition, scopes=chunk.scopes, labels=chunk.labels,
+        occurred_at=chunk.observed_at, source_ids=[chunk.document_id],
+        metadata={"documentId": chunk.document_id, "documentTitle": chunk.document_title,
+                  "positionPercent": chunk.position_percent, "ordinal": chunk.ordinal,
+                  "headingPath": HEADING_SEPARATOR.join(chunk.heading_path or [])},
     )]

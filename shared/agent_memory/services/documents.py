@@ -39,23 +39,31 @@ worker stops at its next commit. Facts learned from the document stay.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
 
 from agent_memory import cursor, keys, timeutil
 from agent_memory import scopes as scope_lib
+from agent_memory.config import Settings
 from agent_memory.errors import Conflict, InvalidRequest, MemoryError_, NotFound, PayloadTooLarge, ServiceBusy
 from agent_memory.ids import new_id
 from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
-from agent_memory.ports import MAX_TRANSACT_OPS, Condition, ConditionFailed, Put, Record
+from agent_memory.models.records import Chunk, Document, DocumentHash, Page
+from agent_memory.ports import (
+    MAX_TRANSACT_OPS,
+    Condition,
+    ConditionFailed,
+    JobQueue,
+    Put,
+    Record,
+    RecordStore,
+    UploadStore,
+)
 from agent_memory.request_context import RequestContext
 from agent_memory.services import chunking
 from agent_memory.services.ingestion import IngestionJob, part_rows, problem_of, remove_all
 from agent_memory.services.memory_repo import scope_sig
-
-if TYPE_CHECKING:
-    from agent_memory.runtime import Runtime
 
 log = logging.getLogger("agent_memory.documents")
 
@@ -65,44 +73,44 @@ CLAIM_ATTEMPTS = 3
 TITLE_FROM_TEXT_CHARS = 120
 
 
-@dataclass
+@dataclass(frozen=True)
 class IngestResult:
-    body: dict[str, Any]
+    """An upload's outcome: the document, and whether this upload created it (``False``: the
+    same content was already stored, ``deduplicated``)."""
+
+    document: Document
     created: bool
 
 
-def document_wire(data: dict[str, Any]) -> dict[str, Any]:
-    wire = {"id": data["id"], "title": data["title"], "contentHash": data["contentHash"], "size": data["size"],
-            "chunkCount": data["chunkCount"], "chunksTotal": data["chunkCount"],
-            "chunksDone": data.get("chunksDone", data["chunkCount"]), "status": data["status"],
-            "format": data["format"], "filename": data.get("filename"), "createdAt": data["createdAt"],
-            "observedAt": data["observedAt"], "scopes": data["scopes"], "labels": data["labels"]}
-    if data.get("error"):
-        wire["error"] = data["error"]
-    return wire
+@dataclass(frozen=True)
+class UploadTicket:
+    """A presigned upload: the ``uploading`` document and where (and how) to PUT its bytes."""
+
+    document: Document
+    url: str
+    content_type: str
+    expires_at: str
 
 
-def chunk_wire(data: dict[str, Any]) -> dict[str, Any]:
-    return {"id": data["id"], "documentId": data["documentId"], "documentTitle": data["documentTitle"],
-            "ordinal": data["ordinal"], "offset": data["offset"], "positionPercent": data["positionPercent"],
-            "headingPath": data["headingPath"], "text": data["text"]}
-
-
-def _upload_wire(data: dict[str, Any], deduplicated: bool) -> dict[str, Any]:
-    return {"id": data["id"], "status": data["status"], "contentHash": data["contentHash"],
-            "deduplicated": deduplicated, "title": data["title"], "chunkCount": data["chunkCount"],
-            "chunksTotal": data["chunkCount"]}
+def document_of(record: Record) -> Document:
+    return Document.from_item(record.data)
 
 
 class DocumentService:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
-        self.store = runtime.store
+    """``ingestion_queue`` and ``upload_store`` are providers: the queue and the bucket client
+    are built on first use (a function that only reads documents never creates them)."""
+
+    def __init__(self, store: RecordStore, settings: Settings, *, ingestion_queue: Callable[[], JobQueue],
+                 upload_store: Callable[[], UploadStore | None]):
+        self.store = store
+        self.settings = settings
+        self._queue = ingestion_queue
+        self._uploads = upload_store
 
     # --- ingest ---------------------------------------------------------------------
 
     def ingest(self, ctx: RequestContext, upload: DocumentUpload) -> IngestResult:
-        cap = self.runtime.settings.limits.document_bytes
+        cap = self.settings.limits.document_bytes
         if len(upload.text.encode("utf-8")) > cap:
             raise PayloadTooLarge(f"document is over the {cap}-byte limit")
         text = chunking.normalise(upload.text)
@@ -113,106 +121,99 @@ class DocumentService:
         hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(upload.scopes)}")
         existing = self._live_document(ctx, hash_key)
         if existing is not None:
-            return IngestResult(_upload_wire(existing, True), created=False)
+            return IngestResult(existing, created=False)
 
         chunks = chunking.chunk(text, fmt)
         now = timeutil.now_iso()
-        observed = upload.observed_at or now
-        doc_id = new_id("doc")
-        doc = {"kind": "document", "id": doc_id, "contextId": ctx.context_id, "partition": ctx.partition,
-               "title": upload.title or _default_title(text, fmt, upload.filename), "contentHash": digest,
-               "size": len(text.encode("utf-8")), "chunkCount": len(chunks), "chunksDone": 0,
-               "status": "ingesting", "format": fmt, "filename": upload.filename, "createdAt": now,
-               "updatedAt": now, "observedAt": observed, "scopes": upload.scopes, "labels": upload.labels,
-               "createdBy": ctx.principal}
+        doc = Document(id=new_id("doc"), context_id=ctx.context_id, partition=ctx.partition,
+                       title=upload.title or _default_title(text, fmt, upload.filename), content_hash=digest,
+                       size=len(text.encode("utf-8")), chunk_count=len(chunks), chunks_done=0, status="ingesting",
+                       format=fmt, filename=upload.filename, created_at=now, updated_at=now,
+                       observed_at=upload.observed_at or now, scopes=upload.scopes, labels=upload.labels,
+                       created_by=ctx.principal)
         for _ in range(CLAIM_ATTEMPTS):
             try:
                 self.store.transact([
-                    Put(Record(hash_key[0], hash_key[1], {"kind": "document-hash", "contextId": ctx.context_id,
-                                                          "documentId": doc_id, "contentHash": digest}),
-                        Condition.absent()),
-                    Put(Record(keys.documents_pk(ctx), doc_id, doc), Condition.absent()),
+                    Put(_hash_row(ctx, hash_key, doc.id, digest), Condition.absent()),
+                    Put(Record(keys.documents_pk(ctx), doc.id, doc.to_item()), Condition.absent()),
                 ])
                 break
             except ConditionFailed:
                 existing = self._live_document(ctx, hash_key)
                 if existing is not None:
-                    return IngestResult(_upload_wire(existing, True), created=False)
+                    return IngestResult(existing, created=False)
         else:
             raise Conflict("a document with this content is being written concurrently; retry")
 
         # The chunks' sources are stored, then the job is queued; the worker does the model calls.
         try:
-            parts = part_rows(ctx, doc_id, chunks, lambda: new_id("chunk"))
+            parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
             for i in range(0, len(parts), WRITE_BATCH):
                 self.store.transact(parts[i:i + WRITE_BATCH])
-            self.runtime.ingestion_queue.send(IngestionJob.for_document(ctx, doc_id))
+            self._queue().send(IngestionJob.for_document(ctx, doc.id))
         except BaseException:
             try:
-                self._discard(ctx, doc_id, hash_key)
+                self._discard(ctx, doc.id, hash_key)
             except Exception:  # the claim turns stale and the next upload or DELETE finishes this
-                log.exception("could not remove the partial document %s", doc_id)
+                log.exception("could not remove the partial document %s", doc.id)
             raise
-        return IngestResult(_upload_wire(doc, False), created=True)
+        return IngestResult(doc, created=True)
 
     # --- presigned uploads (large documents) ------------------------------------------
 
-    def create_upload(self, ctx: RequestContext, req: DocumentUploadTicketRequest) -> dict[str, Any]:
-        uploads = self.runtime.upload_store
+    def create_upload(self, ctx: RequestContext, req: DocumentUploadTicketRequest) -> UploadTicket:
+        uploads = self._uploads()
         if uploads is None:
             raise ServiceBusy("presigned uploads need an upload bucket (AGENT_MEMORY_UPLOAD_BUCKET), and this "
                               "deployment has none configured", code="uploads_unavailable", retry_after=3600)
-        cap = self.runtime.settings.limits.document_bytes
+        cap = self.settings.limits.document_bytes
         if req.size > cap:
             raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
         now = timeutil.now_iso()
         doc_id = new_id("doc")
         fmt = req.format or ("markdown" if (req.filename or "").lower().endswith(MARKDOWN_SUFFIXES) else None)
         content_type = "text/markdown" if fmt == "markdown" else "text/plain"
-        ttl = self.runtime.settings.limits.upload_url_ttl_s
+        ttl = self.settings.limits.upload_url_ttl_s
         expires = timeutil.iso(timeutil.now() + timedelta(seconds=ttl))
-        key = f"documents/{doc_id}"
-        doc = {"kind": "document", "id": doc_id, "contextId": ctx.context_id, "partition": ctx.partition,
-               "title": req.title or "", "titleGiven": req.title, "formatGiven": fmt, "contentHash": "",
-               "size": req.size, "chunkCount": 0, "chunksDone": 0, "status": "uploading",
-               "format": fmt or "text", "filename": req.filename, "createdAt": now, "updatedAt": now,
-               "observedAt": req.observed_at or now, "scopes": req.scopes, "labels": req.labels,
-               "createdBy": ctx.principal, "uploadKey": key, "uploadExpiresAt": expires}
-        url = uploads.presign_put(key, req.size, content_type, ttl)
-        self.store.put(Record(keys.documents_pk(ctx), doc_id, doc), Condition.absent())
-        return {"id": doc_id, "status": "uploading", "uploadUrl": url, "method": "PUT",
-                "headers": {"Content-Type": content_type, "Content-Length": str(req.size)},
-                "expiresAt": expires, "size": req.size}
+        doc = Document(id=doc_id, context_id=ctx.context_id, partition=ctx.partition, title=req.title or "",
+                       title_given=req.title, format_given=fmt, content_hash="", size=req.size, chunk_count=0,
+                       chunks_done=0, status="uploading", format=fmt or "text", filename=req.filename,
+                       created_at=now, updated_at=now, observed_at=req.observed_at or now, scopes=req.scopes,
+                       labels=req.labels, created_by=ctx.principal, upload_key=f"documents/{doc_id}",
+                       upload_expires_at=expires)
+        url = uploads.presign_put(f"documents/{doc_id}", req.size, content_type, ttl)
+        self.store.put(Record(keys.documents_pk(ctx), doc_id, doc.to_item()), Condition.absent())
+        return UploadTicket(doc, url, content_type, expires)
 
-    def complete_upload(self, ctx: RequestContext, doc_id: str) -> tuple[dict[str, Any], bool]:
+    def complete_upload(self, ctx: RequestContext, doc_id: str) -> tuple[Document, bool]:
         """Queue the ingestion of an uploaded document; ``(document, queued)``. A document
         already past ``uploading`` answers as it is (a repeated call queues nothing)."""
-        record = self._load(ctx, doc_id)
-        if record.data["status"] != "uploading":
-            return document_wire(record.data), False
-        self.runtime.ingestion_queue.send(IngestionJob.for_document(ctx, doc_id))
-        return document_wire(record.data), True
+        doc = document_of(self._load(ctx, doc_id))
+        if doc.status != "uploading":
+            return doc, False
+        self._queue().send(IngestionJob.for_document(ctx, doc_id))
+        return doc, True
 
     def claim_upload(self, ctx: RequestContext, record: Record) -> str:
         """The worker's first step for an uploaded document: read the object, store its chunks'
         sources, claim it (``ingesting``). Returns the document's status after the step
         (``ingesting``, ``failed`` or ``gone``). Idempotent: a redelivery before the claim
         redoes it, after the claim finds ``ingesting``."""
-        data = record.data
-        uploads = self.runtime.upload_store
-        cap = self.runtime.settings.limits.document_bytes
+        doc = document_of(record)
+        uploads = self._uploads()
+        cap = self.settings.limits.document_bytes
         try:
             if uploads is None:
                 raise ServiceBusy("the ingestion worker has no upload bucket configured", code="uploads_unavailable")
             try:
-                raw = uploads.read(data["uploadKey"], cap)
+                raw = uploads.read(doc.upload_key or "", cap)
             except ValueError as exc:
                 raise PayloadTooLarge(str(exc), limit=cap) from exc
             if raw is None:
                 raise InvalidRequest("nothing was uploaded to the document's upload URL", code="upload_missing")
             try:
-                upload = DocumentUpload(text=raw.decode("utf-8"), title=data.get("titleGiven"),
-                                        format=data.get("formatGiven"), filename=data.get("filename"))
+                upload = DocumentUpload(text=raw.decode("utf-8"), title=doc.title_given,
+                                        format=doc.format_given, filename=doc.filename)
             except (UnicodeDecodeError, ValueError) as exc:
                 raise InvalidRequest("the uploaded document is not UTF-8 text without NUL characters",
                                      field="text") from exc
@@ -223,69 +224,71 @@ class DocumentService:
             return self._fail_upload(record, exc)
         fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
         digest = chunking.content_hash(text)
-        hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(data['scopes'])}")
+        hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
         chunks = chunking.chunk(text, fmt)
         # Sources first (a redelivery before the claim replaces them), then the claim.
-        remove_all(self.store, keys.document_parts_pk(ctx, data["id"]))
-        parts = part_rows(ctx, data["id"], chunks, lambda: new_id("chunk"))
+        remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+        parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
         for i in range(0, len(parts), WRITE_BATCH):
             self.store.transact(parts[i:i + WRITE_BATCH])
-        claimed = {**data, "title": upload.title or _default_title(text, fmt, upload.filename),
-                   "contentHash": digest, "size": len(text.encode("utf-8")), "chunkCount": len(chunks),
-                   "chunksDone": 0, "status": "ingesting", "format": fmt, "updatedAt": timeutil.now_iso()}
+        claimed = replace(doc, title=upload.title or _default_title(text, fmt, upload.filename),
+                          content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks),
+                          chunks_done=0, status="ingesting", format=fmt, updated_at=timeutil.now_iso())
         for _ in range(CLAIM_ATTEMPTS):
             existing = self._live_document(ctx, hash_key)
-            if existing is not None and existing["id"] != data["id"]:
-                remove_all(self.store, keys.document_parts_pk(ctx, data["id"]))
+            if existing is not None and existing.id != doc.id:
+                remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
                 return self._fail_upload(record, Conflict(
-                    f"the same content is already stored as document {existing['id']}",
-                    code="duplicate_document", documentId=existing["id"]))
+                    f"the same content is already stored as document {existing.id}",
+                    code="duplicate_document", documentId=existing.id))
             try:
                 self.store.transact([
-                    Put(Record(hash_key[0], hash_key[1], {"kind": "document-hash", "contextId": ctx.context_id,
-                                                          "documentId": data["id"], "contentHash": digest}),
-                        Condition.absent()),
-                    Put(Record(record.pk, record.sk, claimed, version=record.version + 1),
+                    Put(_hash_row(ctx, hash_key, doc.id, digest), Condition.absent()),
+                    Put(Record(record.pk, record.sk, claimed.to_item(), version=record.version + 1),
                         Condition.version_is(record.version)),
                 ])
                 break
             except ConditionFailed:
                 current = self.store.get(record.pk, record.sk)
-                if current is None or current.data.get("deleted"):
-                    remove_all(self.store, keys.document_parts_pk(ctx, data["id"]))
+                if current is None or document_of(current).deleted:
+                    remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
                     return "gone"
                 if current.version != record.version:
-                    return current.data["status"]  # another delivery claimed it
+                    return document_of(current).status  # another delivery claimed it
         else:
             raise Conflict("a document with this content is being written concurrently; retry")
         try:
-            uploads.delete(data["uploadKey"])  # type: ignore[union-attr]
+            uploads.delete(doc.upload_key or "")  # type: ignore[union-attr]
         except Exception:  # the bucket's lifecycle rule removes it later
-            log.warning("could not delete the uploaded object of %s", data["id"], exc_info=True)
+            log.warning("could not delete the uploaded object of %s", doc.id, exc_info=True)
         return "ingesting"
 
     def _fail_upload(self, record: Record, exc: MemoryError_) -> str:
-        log.warning("uploaded document %s failed: %s", record.data["id"], exc.detail)
-        data = {**record.data, "status": "failed", "error": problem_of(exc), "updatedAt": timeutil.now_iso()}
+        doc = document_of(record)
+        log.warning("uploaded document %s failed: %s", doc.id, exc.detail)
+        failed = replace(doc, status="failed", error=problem_of(exc), updated_at=timeutil.now_iso())
         try:
-            self.store.put(Record(record.pk, record.sk, data, version=record.version + 1),
+            self.store.put(Record(record.pk, record.sk, failed.to_item(), version=record.version + 1),
                            Condition.version_is(record.version))
         except ConditionFailed:
             current = self.store.get(record.pk, record.sk)
-            return "gone" if current is None or current.data.get("deleted") else current.data["status"]
+            if current is None:
+                return "gone"
+            now = document_of(current)
+            return "gone" if now.deleted else now.status
         return "failed"
 
-    def _live_document(self, ctx: RequestContext, hash_key: tuple[str, str]) -> dict[str, Any] | None:
+    def _live_document(self, ctx: RequestContext, hash_key: tuple[str, str]) -> Document | None:
         """The document a content-hash row names, unless that claim was abandoned (its
         document is gone, deleted, or stuck ingesting): then the claim is cleared and None."""
         claim = self.store.get(*hash_key)
         if claim is None:
             return None
-        doc_id = claim.data["documentId"]
+        doc_id = DocumentHash.from_item(claim.data).document_id
         record = self.store.get(keys.documents_pk(ctx), doc_id)
-        if (record is not None and not record.data.get("deleted") and not _stale(record.data)
-                and record.data["status"] != "failed"):
-            return record.data
+        doc = document_of(record) if record is not None else None
+        if doc is not None and not doc.deleted and not _stale(doc) and doc.status != "failed":
+            return doc
         self._discard(ctx, doc_id, hash_key)
         return None
 
@@ -296,7 +299,7 @@ class DocumentService:
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
         if hash_key is not None:
             claim = self.store.get(*hash_key)
-            if claim is not None and claim.data.get("documentId") == doc_id:
+            if claim is not None and DocumentHash.from_item(claim.data).document_id == doc_id:
                 try:
                     self.store.delete(*hash_key, Condition.version_is(claim.version))
                 except ConditionFailed:
@@ -309,17 +312,17 @@ class DocumentService:
         record = self.store.get(keys.documents_pk(ctx), doc_id) if doc_id.startswith("doc_") else None
         # A document outside the caller's read region answers exactly as a missing one (its
         # chunks carry its scopes, so they are covered by this check too).
-        if record is None or record.data.get("deleted") \
-                or not scope_lib.visible(record.data.get("scopes") or [], ctx.read_region):
+        doc = document_of(record) if record is not None else None
+        if doc is None or doc.deleted or not scope_lib.visible(doc.scopes or [], ctx.read_region):
             raise NotFound(f"document {doc_id} does not exist")
         return record
 
-    def get(self, ctx: RequestContext, doc_id: str) -> dict[str, Any]:
-        return document_wire(self._load(ctx, doc_id).data)
+    def get(self, ctx: RequestContext, doc_id: str) -> Document:
+        return document_of(self._load(ctx, doc_id))
 
-    def list_chunks(self, ctx: RequestContext, doc_id: str, limit: int, page_cursor: str | None) -> dict[str, Any]:
+    def list_chunks(self, ctx: RequestContext, doc_id: str, limit: int, page_cursor: str | None) -> Page[Chunk]:
         self._load(ctx, doc_id)
-        secret = self.runtime.settings.cursor_secret()
+        secret = self.settings.cursor_secret()
         collection = f"chunks:{doc_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         pk = keys.chunks_pk(ctx, doc_id)
@@ -327,33 +330,39 @@ class DocumentService:
         if page.last_key is not None and not self.store.query(pk, after=page.last_key, limit=1).records:
             page.last_key = None  # an exactly full last page: no further page to promise
         next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
-        return {"items": [chunk_wire(r.data) for r in page.records if not r.data.get("deleted")],
-                "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
+        chunks = [Chunk.from_item(r.data) for r in page.records]
+        return Page([c for c in chunks if not c.deleted], next_cursor)
 
     # --- delete ---------------------------------------------------------------------
 
     def delete(self, ctx: RequestContext, doc_id: str) -> None:
         record = self.store.get(keys.documents_pk(ctx), doc_id) if doc_id.startswith("doc_") else None
-        if record is None or not scope_lib.visible(record.data.get("scopes") or [], ctx.read_region):
+        doc = document_of(record) if record is not None else None
+        if doc is None or not scope_lib.visible(doc.scopes or [], ctx.read_region):
             raise NotFound(f"document {doc_id} does not exist")  # forget only removes what it can read
-        data = record.data
         # While it ingests too: the worker sees the tombstone before its next commit, stops and
         # removes what it wrote after this; what it wrote before, this removes.
-        if not data.get("deleted"):
-            tombstone = {**data, "deleted": True, "updatedAt": timeutil.now_iso()}
+        if not doc.deleted:
+            tombstone = replace(doc, deleted=True, updated_at=timeutil.now_iso())
             try:
-                self.store.put(Record(record.pk, record.sk, tombstone, version=record.version + 1),
+                self.store.put(Record(record.pk, record.sk, tombstone.to_item(), version=record.version + 1),
                                Condition.version_is(record.version))
             except ConditionFailed as exc:
                 raise Conflict(f"document {doc_id} is being modified concurrently; retry") from exc
-        hash_key = (keys.document_hashes_pk(ctx), f"{data['contentHash']}#{scope_sig(data['scopes'])}")
+        hash_key = (keys.document_hashes_pk(ctx), f"{doc.content_hash}#{scope_sig(doc.scopes)}")
         self._discard(ctx, doc_id, hash_key)
 
 
-def _stale(data: dict[str, Any]) -> bool:
-    if data.get("status") != "ingesting":
+def _hash_row(ctx: RequestContext, hash_key: tuple[str, str], doc_id: str, digest: str) -> Record:
+    """The content-hash row that claims ``digest`` (in these scopes) for a document."""
+    return Record(hash_key[0], hash_key[1],
+                  DocumentHash(context_id=ctx.context_id, document_id=doc_id, content_hash=digest).to_item())
+
+
+def _stale(doc: Document) -> bool:
+    if doc.status != "ingesting":
         return False
-    age = timeutil.now() - timeutil.parse(data.get("updatedAt") or data["createdAt"])
+    age = timeutil.now() - timeutil.parse(doc.updated_at or doc.created_at)
     return age.total_seconds() > STALE_INGEST_S
 
 

@@ -47,6 +47,7 @@ from agent_memory.models.extraction import (
     ExtractionResult,
 )
 from agent_memory.models.memory import Source
+from agent_memory.models.records import Turn
 from agent_memory.models.requests import Triple, WriteFactsBatchRequest, WriteFactsRequest
 from agent_memory.ports import (
     MAX_TRANSACT_OPS,
@@ -282,7 +283,7 @@ class FactsService:
                     session = sessions.load(ctx, session.sk)
                 continue
             self._notify_changes(ctx, planner.results)
-            return [r["id"] for r in rows], list(planner.results)
+            return [r.id for r in rows], list(planner.results)
         raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
 
     def _notify_changes(self, ctx: RequestContext, results: Sequence[ExtractionResult | None]) -> None:
@@ -354,7 +355,7 @@ class _TurnPlanner:
         self.pending, self.scopes, self.labels = pending, scopes, labels
         self.results: list[ExtractionResult | None] = []
 
-    def ops(self, rows: list[dict[str, Any]]) -> list:
+    def ops(self, rows: list[Turn]) -> list:
         ops: list = []
         self.results = []
         for row, p in zip(rows, self.pending, strict=True):
@@ -364,7 +365,7 @@ class _TurnPlanner:
             budget = MAX_TRANSACT_OPS - len(rows) - 1 - len(ops)  # the turns and the session row
             extraction = p.extraction
             while True:
-                plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row["id"],
+                plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row.id,
                                                   self.session_id, self.scopes, self.labels)
                 turn_ops = self.service.repo.plan_ops(self.ctx, plan, loaded)
                 if len(turn_ops) <= budget:
@@ -381,7 +382,7 @@ class _TurnPlanner:
                                           "send fewer turns per request")
                 extraction = smaller
             ops.extend(turn_ops)
-            self.results.append(plan.to_result(row["id"]))
+            self.results.append(plan.to_result(row.id))
         return ops
 
 

@@ -158,10 +158,10 @@ _live = live
 @register_forgetter("turn")
 class TurnForgetter(Forgetter):
     def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
-        data = svc.sessions.get_turn(ctx, unit.id)
-        if data is None:
+        turn = svc.sessions.get_turn(ctx, unit.id)
+        if turn is None:
             return None
-        return _live(svc.store.get(keys.turns_pk(ctx, data["session"]), keys.turn_sk(data["seq"])))
+        return _live(svc.store.get(keys.turns_pk(ctx, turn.session), keys.turn_sk(turn.seq)))
 
 
 @register_forgetter("chunk")

@@ -29,17 +29,18 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agent_memory import keys, timeutil
 from agent_memory.errors import PROBLEM_TYPE_BASE, MemoryError_
-from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record
+from agent_memory.models.records import Chunk, Document, DocumentPart
+from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore
 from agent_memory.request_context import RequestContext
 
 if TYPE_CHECKING:
     from agent_memory.models.extraction import ExtractionOutput
-    from agent_memory.runtime import Runtime
+    from agent_memory.services.facts import FactsService
 
 log = logging.getLogger("agent_memory.ingestion")
 
@@ -86,34 +87,43 @@ def problem_of(exc: MemoryError_) -> dict[str, Any]:
 
 
 class DocumentIngestion:
-    def __init__(self, runtime: Runtime):
-        self.runtime = runtime
-        self.store = runtime.store
+    """``claim_upload`` is the first step of a presigned upload (``DocumentService.claim_upload``:
+    read the object, store its parts, claim the document); ``facts`` extracts and writes each
+    chunk's facts; ``concurrency`` bounds the model calls in flight per document."""
+
+    def __init__(self, store: RecordStore, *, claim_upload: Callable[[RequestContext, Record], str],
+                 facts: FactsService, concurrency: int):
+        self.store = store
+        self.claim_upload = claim_upload
+        self.facts = facts
+        self.concurrency = max(1, concurrency)
         self._row_lock = threading.Lock()
 
     def process(self, job: IngestionJob, should_stop: Callable[[], bool] = lambda: False) -> str:
         """Ingest the job's document; returns its final status (``ready``, ``failed``, or
         ``gone`` when it was deleted). Raises ``IngestionInterrupted`` when ``should_stop``."""
         ctx = job.request_context()
-        doc = self.store.get(keys.documents_pk(ctx), job.document_id)
-        if doc is None or doc.data.get("deleted"):
+        record = self.store.get(keys.documents_pk(ctx), job.document_id)
+        doc = Document.from_item(record.data) if record is not None else None
+        if record is None or doc is None or doc.deleted:
             self._remove_written(ctx, job.document_id)
             return "gone"
-        if doc.data["status"] == "uploading":  # a presigned upload: read and claim it first
-            status = self.runtime.documents.claim_upload(ctx, doc)
+        if doc.status == "uploading":  # a presigned upload: read and claim it first
+            status = self.claim_upload(ctx, record)
             if status != "ingesting":
                 return status
-            doc = self.store.get(keys.documents_pk(ctx), job.document_id)
-            if doc is None or doc.data.get("deleted"):
+            record = self.store.get(keys.documents_pk(ctx), job.document_id)
+            doc = Document.from_item(record.data) if record is not None else None
+            if record is None or doc is None or doc.deleted:
                 self._remove_written(ctx, job.document_id)
                 return "gone"
-        if doc.data["status"] != "ingesting":
-            return doc.data["status"]  # a duplicate delivery of a finished job
+        if doc.status != "ingesting":
+            return doc.status  # a duplicate delivery of a finished job
         parts = self._parts(ctx, job.document_id)
         committed = {r.sk for r in self._all(keys.chunks_pk(ctx, job.document_id))}
         todo = [p for p in parts if p.sk not in committed]
-        state = _Progress(doc, done=len(parts) - len(todo))
-        concurrency = max(1, self.runtime.settings.limits.document_concurrency)
+        state = _Progress(record, done=len(parts) - len(todo))
+        concurrency = self.concurrency
         pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="extract")
         pending: dict[Future, Record] = {}
         queue = list(reversed(todo))
@@ -121,7 +131,7 @@ class DocumentIngestion:
             def refill() -> None:
                 while queue and len(pending) < concurrency and not should_stop():
                     part = queue.pop()
-                    pending[pool.submit(self._extract, ctx, doc.data, part.data)] = part
+                    pending[pool.submit(self._extract, ctx, doc, DocumentPart.from_item(part.data))] = part
 
             refill()
             while pending:
@@ -133,7 +143,7 @@ class DocumentIngestion:
                         extraction = future.result()
                     except MemoryError_ as exc:
                         return self._fail(ctx, state, exc)
-                    if not self._commit(ctx, state, part.data, extraction):
+                    if not self._commit(ctx, state, DocumentPart.from_item(part.data), extraction):
                         self._remove_written(ctx, job.document_id)
                         return "gone"
             if queue:
@@ -145,55 +155,55 @@ class DocumentIngestion:
 
     # --- steps ----------------------------------------------------------------------
 
-    def _extract(self, ctx: RequestContext, doc: dict[str, Any], part: dict[str, Any]) -> ExtractionOutput:
-        return self.runtime.facts.extract(ctx, part["text"], doc["observedAt"])
+    def _extract(self, ctx: RequestContext, doc: Document, part: DocumentPart) -> ExtractionOutput:
+        return self.facts.extract(ctx, part.text, doc.observed_at)
 
-    def _commit(self, ctx: RequestContext, state: _Progress, part: dict[str, Any],
+    def _commit(self, ctx: RequestContext, state: _Progress, part: DocumentPart,
                 extraction: ExtractionOutput) -> bool:
         """Facts, chunk row, progress; False when the document is gone (nothing more to do)."""
-        doc = state.refresh(self.store)
-        if doc is None:
+        if state.refresh(self.store) is None:
             return False
-        data = doc.data
+        doc = state.document
         if not extraction.is_empty():
-            self.runtime.facts.write_document_facts(ctx, [(part["chunkId"], extraction)], data["scopes"],
-                                                    data["labels"], data["observedAt"])
-        row = {"kind": "chunk", "id": part["chunkId"], "contextId": ctx.context_id, "partition": ctx.partition,
-               "documentId": data["id"], "documentTitle": data["title"], "text": part["text"],
-               "ordinal": part["ordinal"], "offset": part["offset"], "positionPercent": part["positionPercent"],
-               "headingPath": part["headingPath"], "scopes": data["scopes"], "labels": data["labels"],
-               "observedAt": data["observedAt"], "createdAt": data["createdAt"], "createdBy": data["createdBy"]}
+            self.facts.write_document_facts(ctx, [(part.chunk_id, extraction)], doc.scopes, doc.labels,
+                                            doc.observed_at)
+        chunk = Chunk(id=part.chunk_id, context_id=ctx.context_id, partition=ctx.partition, document_id=doc.id,
+                      document_title=doc.title, text=part.text, ordinal=part.ordinal, offset=part.offset,
+                      position_percent=part.position_percent, heading_path=part.heading_path,
+                      scopes=doc.scopes, labels=doc.labels, observed_at=doc.observed_at, created_at=doc.created_at,
+                      created_by=doc.created_by)
         try:
-            self.store.put(Record(keys.chunks_pk(ctx, data["id"]), keys.chunk_sk(part["ordinal"]), row),
+            self.store.put(Record(keys.chunks_pk(ctx, doc.id), keys.chunk_sk(part.ordinal), chunk.to_item()),
                            Condition.absent())
         except ConditionFailed:
             pass  # committed by an earlier delivery
         state.done += 1
-        return self._save(ctx, state, {"chunksDone": state.done}) is not None
+        return self._save(state, chunks_done=state.done) is not None
 
     def _finish(self, ctx: RequestContext, state: _Progress, total: int) -> str:
-        if self._save(ctx, state, {"status": "ready", "chunksDone": total}) is None:
-            self._remove_written(ctx, state.record.data["id"])
+        if self._save(state, status="ready", chunks_done=total) is None:
+            self._remove_written(ctx, state.document.id)
             return "gone"
-        self._remove_parts(ctx, state.record.data["id"])
+        self._remove_parts(ctx, state.document.id)
         return "ready"
 
     def _fail(self, ctx: RequestContext, state: _Progress, exc: MemoryError_) -> str:
-        log.warning("document %s failed: %s", state.record.data["id"], exc.detail)
-        if self._save(ctx, state, {"status": "failed", "error": problem_of(exc)}) is None:
-            self._remove_written(ctx, state.record.data["id"])
+        log.warning("document %s failed: %s", state.document.id, exc.detail)
+        if self._save(state, status="failed", error=problem_of(exc)) is None:
+            self._remove_written(ctx, state.document.id)
             return "gone"
-        self._remove_parts(ctx, state.record.data["id"])
+        self._remove_parts(ctx, state.document.id)
         return "failed"
 
-    def _save(self, ctx: RequestContext, state: _Progress, changes: dict[str, Any]) -> Record | None:
-        """Apply ``changes`` to the document row under its version; None when it was deleted."""
+    def _save(self, state: _Progress, **changes: Any) -> Record | None:
+        """Apply ``changes`` (document fields) to the document row under its version; None
+        when it was deleted."""
         with self._row_lock:
             for _ in range(5):
                 record = state.record
-                if record.data.get("deleted"):
+                if state.document.deleted:
                     return None
-                data = {**record.data, **changes, "updatedAt": timeutil.now_iso()}
+                data = replace(state.document, **changes, updated_at=timeutil.now_iso()).to_item()
                 try:
                     self.store.put(Record(record.pk, record.sk, data, version=record.version + 1),
                                    Condition.version_is(record.version))
@@ -237,9 +247,10 @@ def remove_all(store: Any, pk: str) -> None:
 def part_rows(ctx: RequestContext, doc_id: str, chunks: list[Any], new_chunk_id: Callable[[], str]) -> list[Put]:
     """The stored source of each chunk (its text and place), written at upload."""
     return [Put(Record(keys.document_parts_pk(ctx, doc_id), keys.chunk_sk(c.ordinal),
-                       {"kind": "document-part", "chunkId": new_chunk_id(), "documentId": doc_id, "text": c.text,
-                        "ordinal": c.ordinal, "offset": c.offset, "positionPercent": c.position_percent,
-                        "headingPath": list(c.heading_path)}), Condition.absent()) for c in chunks]
+                       DocumentPart(chunk_id=new_chunk_id(), document_id=doc_id, text=c.text, ordinal=c.ordinal,
+                                    offset=c.offset, position_percent=c.position_percent,
+                                    heading_path=list(c.heading_path)).to_item()), Condition.absent())
+            for c in chunks]
 
 
 class _Progress:
@@ -249,9 +260,13 @@ class _Progress:
         self.record = record
         self.done = done
 
+    @property
+    def document(self) -> Document:
+        return Document.from_item(self.record.data)
+
     def refresh(self, store: Any) -> Record | None:
         record = store.get(self.record.pk, self.record.sk)
-        if record is None or record.data.get("deleted"):
+        if record is None or Document.from_item(record.data).deleted:
             return None
         self.record = record
         return record

@@ -10,14 +10,14 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from agent_memory import cursor, deadline, grants, keys, timeutil
 from agent_memory import scopes as scope_lib
 from agent_memory.config import Settings
 from agent_memory.errors import Conflict, NotFound, SessionClosed
 from agent_memory.ids import new_id
+from agent_memory.models.records import Page, Session, Turn
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
 from agent_memory.request_context import RequestContext
 
@@ -33,19 +33,6 @@ class NewTurn:
     speaker: dict[str, str] | None = None  # stored form (services/speakers.py)
 
 
-def session_wire(data: dict[str, Any]) -> dict[str, Any]:
-    return {"id": data["id"], "scopes": data["scopes"], "labels": data.get("labels", []),
-            "createdAt": data["createdAt"], "closedAt": data.get("closedAt")}
-
-
-def turn_wire(data: dict[str, Any]) -> dict[str, Any]:
-    out = {"id": data["id"], "session": data["session"], "role": data["role"], "content": data["content"],
-           "seq": data["seq"], "createdAt": data["createdAt"], "observedAt": data.get("observedAt")}
-    if data.get("speaker"):
-        out["speaker"] = dict(data["speaker"])
-    return out
-
-
 class SessionService:
     def __init__(self, store: RecordStore, settings: Settings,
                  on_turns_removed: list[Callable[[RequestContext, list[str]], None]] | None = None):
@@ -57,38 +44,40 @@ class SessionService:
     # --- sessions -------------------------------------------------------------------
 
     def _new_session_record(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> Record:
-        sid = new_id("sess")
-        data = {"kind": "session", "contextId": ctx.context_id, "id": sid, "scopes": scopes, "labels": labels, "createdAt": timeutil.now_iso(),
-                "createdBy": ctx.principal, "closedAt": None, "turnCount": 0, "partition": ctx.partition}
-        return Record(pk=keys.sessions_pk(ctx), sk=sid, data=data)
+        session = Session(id=new_id("sess"), context_id=ctx.context_id, partition=ctx.partition, scopes=scopes,
+                          labels=labels, created_at=timeutil.now_iso(), created_by=ctx.principal)
+        return Record(pk=keys.sessions_pk(ctx), sk=session.id, data=session.to_item())
 
-    def create(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> dict[str, Any]:
+    def create(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> Session:
         record = self._new_session_record(ctx, scopes, labels)
         self.store.put(record, Condition.absent())
-        return session_wire(record.data)
+        return Session.from_item(record.data)
 
     def load(self, ctx: RequestContext, session_id: str) -> Record:
+        """The session's stored record (its keys and version, for a conditioned write);
+        ``session_of`` reads it."""
         record = self.store.get(keys.sessions_pk(ctx), session_id) if session_id.startswith("sess_") else None
         # A session outside the caller's read region answers exactly as a missing one.
-        if record is None or record.data.get("deleted") \
-                or not scope_lib.visible(record.data.get("scopes") or [], ctx.read_region):
+        session = Session.from_item(record.data) if record is not None else None
+        if session is None or session.deleted or not scope_lib.visible(session.scopes or [], ctx.read_region):
             raise NotFound(f"session {session_id} does not exist")
         return record
 
-    def get(self, ctx: RequestContext, session_id: str) -> dict[str, Any]:
-        return session_wire(self.load(ctx, session_id).data)
+    def get(self, ctx: RequestContext, session_id: str) -> Session:
+        return session_of(self.load(ctx, session_id))
 
-    def close(self, ctx: RequestContext, session_id: str) -> dict[str, Any]:
+    def close(self, ctx: RequestContext, session_id: str) -> Session:
         for _ in range(APPEND_ATTEMPTS):
             record = self.load(ctx, session_id)
+            session = session_of(record)
             # Closing changes the session: only a key that may write its scopes may do it.
-            grants.check_writable(record.data.get("scopes") or [], ctx.write_region, "session")
-            if record.data.get("closedAt"):
-                return session_wire(record.data)
-            record.data["closedAt"] = timeutil.now_iso()
+            grants.check_writable(session.scopes or [], ctx.write_region, "session")
+            if session.closed_at:
+                return session
+            closed = replace(session, closed_at=timeutil.now_iso())
             try:
-                self.store.put(_bumped(record), Condition.version_is(record.version))
-                return session_wire(record.data)
+                self.store.put(_bumped(record, closed), Condition.version_is(record.version))
+                return closed
             except ConditionFailed:
                 continue
         raise Conflict(f"session {session_id} is being modified concurrently; retry")
@@ -97,9 +86,9 @@ class SessionService:
         """Mark the session deleted (reads 404 from here on), then remove its turns."""
         for _ in range(APPEND_ATTEMPTS):
             record = self.load(ctx, session_id)
-            record.data["deleted"] = True
             try:
-                self.store.put(_bumped(record), Condition.version_is(record.version))
+                self.store.put(_bumped(record, replace(session_of(record), deleted=True)),
+                               Condition.version_is(record.version))
                 break
             except ConditionFailed:
                 continue
@@ -111,7 +100,7 @@ class SessionService:
             page = self.store.query(pk, after=after, limit=100)
             if page.records:
                 self.store.transact([Delete(r.pk, r.sk) for r in page.records])
-                ids = [r.data["id"] for r in page.records]
+                ids = [Turn.from_item(r.data).id for r in page.records]
                 for listener in self.on_turns_removed:
                     listener(ctx, ids)
             if page.last_key is None:
@@ -120,7 +109,7 @@ class SessionService:
 
     # --- turns ----------------------------------------------------------------------
 
-    def list_turns(self, ctx: RequestContext, session_id: str, limit: int, page_cursor: str | None) -> dict[str, Any]:
+    def list_turns(self, ctx: RequestContext, session_id: str, limit: int, page_cursor: str | None) -> Page[Turn]:
         self.load(ctx, session_id)
         secret = self.settings.cursor_secret()
         collection = f"turns:{session_id}"
@@ -134,12 +123,13 @@ class SessionService:
             if not probe.records:
                 next_cursor = None
         # Forgotten turns (``deleted``, see services/forget.py) are skipped; a page may be short.
-        return {"turns": [turn_wire(r.data) for r in page.records if not r.data.get("deleted")],
-                "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
+        turns = [Turn.from_item(r.data) for r in page.records]
+        return Page([t for t in turns if not t.deleted], next_cursor)
 
-    def get_turn(self, ctx: RequestContext, turn_id: str) -> dict[str, Any] | None:
+    def get_turn(self, ctx: RequestContext, turn_id: str) -> Turn | None:
         page = self.store.query(keys.turn_ids_gsi(ctx), between=(turn_id, turn_id), index="gsi1", limit=1)
-        return page.records[0].data if page.records and not page.records[0].data.get("deleted") else None
+        turn = Turn.from_item(page.records[0].data) if page.records else None
+        return turn if turn is not None and not turn.deleted else None
 
     def resolve_for_write(self, ctx: RequestContext, session_id: str | None, scopes: list[list[str]],
                           labels: list[str]) -> Record:
@@ -148,14 +138,14 @@ class SessionService:
         if session_id is None:
             return self._new_session_record(ctx, scopes, labels)
         record = self.load(ctx, session_id)
-        if record.data.get("closedAt"):
+        if session_of(record).closed_at:
             raise SessionClosed(f"session {session_id} is closed; its turns are kept but it takes no new writes")
         return record
 
     def append_turns(self, ctx: RequestContext, session: Record, turns: Sequence[NewTurn],
                      scopes: list[list[str]], labels: list[str],
-                     extra_ops: Callable[[list[dict[str, Any]]], list[WriteOp]] | None = None,
-                     ) -> list[dict[str, Any]]:
+                     extra_ops: Callable[[list[Turn]], list[WriteOp]] | None = None,
+                     ) -> list[Turn]:
         """Append turns and commit them together with ``extra_ops(turns)`` in one transaction.
 
         The session counter is bumped under a version condition; on contention the session
@@ -167,25 +157,23 @@ class SessionService:
             deadline.check("the write")  # past the deadline, commit nothing (the caller gets a 503)
             if not is_new:
                 session = self.load(ctx, session.sk)
-                if session.data.get("closedAt"):
+                if session_of(session).closed_at:
                     raise SessionClosed(f"session {session.sk} is closed")
             now = timeutil.now_iso()
-            start = session.data.get("turnCount", 0)
-            rows: list[dict[str, Any]] = []
-            for i, turn in enumerate(turns):
-                rows.append({"kind": "turn", "contextId": ctx.context_id, "id": new_id("turn"), "session": session.sk, "role": turn.role, "content": turn.content,
-                             "seq": start + i + 1, "createdAt": now, "observedAt": turn.observed_at or now,
-                             "infer": turn.infer, "scopes": scopes, "labels": labels, "createdBy": ctx.principal,
-                             "partition": ctx.partition})
-                if turn.speaker:
-                    rows[-1]["speaker"] = dict(turn.speaker)
-            session.data["turnCount"] = start + len(turns)
-            session.data["lastTurnAt"] = now
-            ops: list[WriteOp] = [Put(session, Condition.absent()) if is_new
-                                  else Put(_bumped(session), Condition.version_is(session.version))]
+            current = session_of(session)
+            start = current.turn_count
+            rows = [Turn(id=new_id("turn"), context_id=ctx.context_id, session=session.sk, role=turn.role,
+                         content=turn.content, seq=start + i + 1, created_at=now, observed_at=turn.observed_at or now,
+                         infer=turn.infer, scopes=scopes, labels=labels, created_by=ctx.principal,
+                         partition=ctx.partition, speaker=dict(turn.speaker) if turn.speaker else None)
+                    for i, turn in enumerate(turns)]
+            bumped = replace(current, turn_count=start + len(turns), last_turn_at=now)
+            ops: list[WriteOp] = [Put(Record(session.pk, session.sk, bumped.to_item(), version=session.version),
+                                      Condition.absent()) if is_new
+                                  else Put(_bumped(session, bumped), Condition.version_is(session.version))]
             for row in rows:
-                ops.append(Put(Record(pk=keys.turns_pk(ctx, session.sk), sk=keys.turn_sk(row["seq"]), data=row,
-                                      gsi1pk=keys.turn_ids_gsi(ctx), gsi1sk=row["id"]), Condition.absent()))
+                ops.append(Put(Record(pk=keys.turns_pk(ctx, session.sk), sk=keys.turn_sk(row.seq), data=row.to_item(),
+                                      gsi1pk=keys.turn_ids_gsi(ctx), gsi1sk=row.id), Condition.absent()))
             if extra_ops is not None:
                 ops.extend(extra_ops(rows))
             try:
@@ -206,6 +194,11 @@ def backoff(attempt: int, base_s: float = 0.005, cap_s: float = 0.2) -> None:
     time.sleep(random.uniform(0, min(cap_s, base_s * 2 ** attempt)))
 
 
-def _bumped(record: Record) -> Record:
-    return Record(pk=record.pk, sk=record.sk, data=record.data, version=record.version + 1,
+def session_of(record: Record) -> Session:
+    return Session.from_item(record.data)
+
+
+def _bumped(record: Record, session: Session) -> Record:
+    """``session`` as the next version of ``record``."""
+    return Record(pk=record.pk, sk=record.sk, data=session.to_item(), version=record.version + 1,
                   gsi1pk=record.gsi1pk, gsi1sk=record.gsi1sk, expires_at=record.expires_at)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_memory.models.records import ThreadTurn
 from agent_memory.ports import SearchUnit
 from agent_memory.services.reader_access import effective
 
@@ -33,17 +34,18 @@ def entity_label(entity_id: str) -> str:
 
 
 def thread_turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
-    entity = data.get("entityId")
-    metadata: dict[str, Any] = {"turnIndex": data["turnIndex"], "threadId": data["threadId"]}
-    speaker = (data.get("metadata") or {}).get("speaker")
+    turn = ThreadTurn.from_item(data)
+    entity = turn.entity_id
+    metadata: dict[str, Any] = {"turnIndex": turn.turn_index, "threadId": turn.thread_id}
+    speaker = (turn.metadata or {}).get("speaker")
     if isinstance(speaker, str) and speaker.strip():
         metadata["speaker"] = speaker.strip()
     return [SearchUnit(
-        id=data["id"], context_id=data["contextId"], kind="thread_turn",
-        text=data["text"] if "text" in data else data.get("textHead", ""), revision=version,
-        partition=data.get("partition", "default"), thread_id=data["threadId"],
+        id=turn.id, context_id=turn.context_id, kind="thread_turn",
+        text=turn.text if turn.text is not None else (turn.text_head or ""), revision=version,
+        partition=turn.partition, thread_id=turn.thread_id,
         entity_ids=[entity] if entity else [], labels=[entity_label(entity)] if entity else [],
-        acl_readers=effective(data.get("aclReaders"), data.get("threadAcl")),
-        occurred_at=data.get("createdAt"),
+        acl_readers=effective(turn.acl_readers, turn.thread_acl),
+        occurred_at=turn.created_at,
         metadata=metadata,
     )]

@@ -7,8 +7,9 @@ Appends. ``turn_index`` is dense and gap-free per thread under any concurrency: 
 is one transaction that bumps the thread row under a version condition (or creates it) and
 creates the turn row. A writer that loses the race re-reads and retries with jitter; one
 that keeps losing gets a retriable 503 rather than an index that might collide. Indexes are
-never renumbered. With an idempotency key (``Idempotency-Key`` header or body field) the
-same key and body replay the first reply (200) without writing; another body is a 409.
+never renumbered. An idempotency key (``Idempotency-Key`` header or body field) is applied
+by the HTTP layer (``http.idempotent``): the same key and body replay the first reply (200)
+without writing; another body is a 409.
 
 Reader lists (``services/reader_access.py`` has the three states). The thread's list is the
 default for turns appended without a list of their own; a turn's explicit list (``[]``
@@ -42,14 +43,14 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from agent_memory import cursor, keys, timeutil
 from agent_memory.config import Settings
 from agent_memory.errors import Forbidden, InvalidRequest, NotFound, PayloadTooLarge, ServiceBusy
 from agent_memory.ids import new_id
+from agent_memory.models.records import Page, Thread, ThreadTurn, ThreadTurnPart
 from agent_memory.models.threads import (
     AppendThreadTurnRequest,
     SetThreadAclRequest,
@@ -59,7 +60,6 @@ from agent_memory.models.threads import (
 from agent_memory.ports import Condition, ConditionFailed, Put, Record, RecordStore, SearchFilter, SearchIndex
 from agent_memory.request_context import RequestContext
 from agent_memory.services import reader_access
-from agent_memory.services.idempotency import IdempotencyService
 from agent_memory.services.thread_units import entity_label
 
 APPEND_ATTEMPTS = 64
@@ -71,26 +71,26 @@ RESTAMP_BATCH = 25
 PROJECTION_RETRY_AFTER_S = 1
 
 
-@dataclass
-class AppendOutcome:
-    body: dict[str, Any]
-    status: int
-    replayed: bool
+@dataclass(frozen=True)
+class TurnText:
+    """A turn with its full text (``None``: not inlined in this response, see ``context``)."""
+
+    turn: ThreadTurn
+    text: str | None
 
 
-# --- wire shapes ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class ContextItem(TurnText):
+    origin: str  # "recent" or "semantic"
+    score: float | None = None
 
 
-def thread_wire(data: dict[str, Any]) -> dict[str, Any]:
-    return {"threadId": data["id"], "partition": data["partition"], "turnCount": data["turnCount"],
-            "aclReaders": data.get("aclReaders"), "createdAt": data["createdAt"], "updatedAt": data["updatedAt"]}
+def thread_of(record: Record) -> Thread:
+    return Thread.from_item(record.data)
 
 
-def turn_wire(data: dict[str, Any], text: str | None) -> dict[str, Any]:
-    return {"threadId": data["threadId"], "turnId": data["id"], "turnIndex": data["turnIndex"], "text": text,
-            "entityId": data.get("entityId"), "metadata": data.get("metadata") or {},
-            "aclReaders": data.get("aclReaders"), "createdAt": data["createdAt"],
-            "createdBy": data.get("createdBy"), "textBytes": data["textBytes"]}
+def turn_of(record: Record) -> ThreadTurn:
+    return ThreadTurn.from_item(record.data)
 
 
 def _encoded_len(text: str) -> int:
@@ -111,105 +111,92 @@ def split_text(text: str, max_bytes: int = INLINE_TEXT_BYTES) -> list[str]:
 
 
 class ThreadService:
-    def __init__(self, store: RecordStore, search: SearchIndex | None, settings: Settings,
-                 idempotency: IdempotencyService):
+    def __init__(self, store: RecordStore, search: SearchIndex | None, settings: Settings):
         self.store = store
         self.search = search
         self.settings = settings
-        self.idempotency = idempotency
         self.audit = reader_access.AuditLog(store, settings.limits.audit_ttl_s)
 
     # --- append ---------------------------------------------------------------------
 
-    def append(self, ctx: RequestContext, thread_id: str, req: AppendThreadTurnRequest,
-               header_key: str | None = None) -> AppendOutcome:
+    def check_append(self, thread_id: str, req: AppendThreadTurnRequest) -> None:
+        """The append's input checks (400, 413), done before an idempotency key is looked up."""
         check_thread_id(thread_id)
         req.check()
         size = len(req.text.encode("utf-8"))
         cap = self.settings.limits.thread_turn_bytes
         if size > cap:
             raise PayloadTooLarge(f"text is {size} bytes; the limit for a thread turn is {cap}", field="text")
-        if header_key is not None and req.idempotency_key is not None and header_key != req.idempotency_key:
-            raise InvalidRequest("Idempotency-Key header and idempotency_key differ", field="idempotency_key")
-        key = header_key if header_key is not None else req.idempotency_key
 
-        def run() -> tuple[dict[str, Any], int, list[str]]:
-            body = self._append(ctx, thread_id, req)
-            return body, 201, [body["turnId"]]
-
-        outcome = self.idempotency.run(ctx, "thread-append", key, req.fingerprint_payload(thread_id), run)
-        return AppendOutcome(outcome.body, outcome.status, outcome.replayed)
-
-    def _append(self, ctx: RequestContext, thread_id: str, req: AppendThreadTurnRequest) -> dict[str, Any]:
+    def append(self, ctx: RequestContext, thread_id: str, req: AppendThreadTurnRequest) -> ThreadTurn:
+        """Append one turn (the idempotency key is the HTTP layer's: ``http.idempotent``)."""
+        self.check_append(thread_id, req)
         head, *rest = split_text(req.text)
         for attempt in range(APPEND_ATTEMPTS):
             now = timeutil.now_iso()
             current = self.store.get(keys.threads_pk(ctx), thread_id)
-            if current is not None and not self._visible(ctx, current):
+            if current is not None and not self._visible(ctx, thread_of(current)):
                 # No writer list beyond the readers: a non-reader may not append, and is
                 # told what a reader of a missing thread would be.
                 raise NotFound(f"thread {thread_id} does not exist")
-            thread = current or self._new_thread(ctx, thread_id, now)
-            index = thread.data["turnCount"] + 1
-            turn = {"kind": "thread_turn", "contextId": ctx.context_id, "partition": ctx.partition,
-                    "threadId": thread_id, "id": new_id("tturn"), "turnIndex": index, "entityId": req.entity_id,
-                    "metadata": req.metadata or {}, "aclReaders": req.acl_readers,
-                    "threadAcl": thread.data.get("aclReaders"), "threadAclVersion": thread.data["aclVersion"],
-                    "createdAt": now, "createdBy": ctx.principal, "textBytes": len(req.text.encode("utf-8"))}
-            if rest:
-                turn.update(textHead=head, textParts=len(rest))
-            else:
-                turn["text"] = head
-            bumped = Record(pk=thread.pk, sk=thread.sk, version=thread.version + (1 if current else 0),
-                            data={**thread.data, "turnCount": index, "updatedAt": now})
+            thread = thread_of(current) if current is not None else self._new_thread(ctx, thread_id, now)
+            index = thread.turn_count + 1
+            turn = ThreadTurn(context_id=ctx.context_id, partition=ctx.partition, thread_id=thread_id,
+                              id=new_id("tturn"), turn_index=index, entity_id=req.entity_id,
+                              metadata=req.metadata or {}, acl_readers=req.acl_readers, thread_acl=thread.acl_readers,
+                              thread_acl_version=thread.acl_version, created_at=now, created_by=ctx.principal,
+                              text_bytes=len(req.text.encode("utf-8")),
+                              **({"text_head": head, "text_parts": len(rest)} if rest else {"text": head}))
+            bumped = Record(pk=keys.threads_pk(ctx), sk=thread_id,
+                            version=(current.version + 1) if current else 1,
+                            data=replace(thread, turn_count=index, updated_at=now).to_item())
             ops = [Put(bumped, Condition.version_is(current.version) if current else Condition.absent()),
-                   Put(Record(pk=keys.thread_turns_pk(ctx, thread_id), sk=keys.thread_turn_sk(index), data=turn),
-                       Condition.absent())]
+                   Put(Record(pk=keys.thread_turns_pk(ctx, thread_id), sk=keys.thread_turn_sk(index),
+                              data=turn.to_item()), Condition.absent())]
             for part_no, piece in enumerate(rest, start=1):
                 ops.append(Put(Record(pk=keys.thread_parts_pk(ctx, thread_id),
                                       sk=keys.thread_part_sk(index, part_no),
-                                      data={"kind": "thread_turn_part", "turnId": turn["id"], "text": piece}),
+                                      data=ThreadTurnPart(turn_id=turn.id, text=piece).to_item()),
                                Condition.absent()))
             try:
                 self.store.transact(ops)
             except ConditionFailed:
                 time.sleep(random.uniform(0, min(0.05, 0.001 * 2 ** attempt)))
                 continue
-            return {"threadId": thread_id, "turnIndex": index, "turnId": turn["id"], "entityId": req.entity_id,
-                    "createdAt": now}
+            return turn
         raise ServiceBusy(f"thread {thread_id} is receiving too many concurrent appends; retry",
                           retry_after=1, code="thread_append_contention")
 
-    def _new_thread(self, ctx: RequestContext, thread_id: str, now: str) -> Record:
-        return Record(pk=keys.threads_pk(ctx), sk=thread_id, data={
-            "kind": "thread", "contextId": ctx.context_id, "partition": ctx.partition, "id": thread_id,
-            "turnCount": 0, "aclReaders": None, "aclVersion": 0, "createdAt": now, "updatedAt": now,
-            "createdBy": ctx.principal})
+    @staticmethod
+    def _new_thread(ctx: RequestContext, thread_id: str, now: str) -> Thread:
+        return Thread(context_id=ctx.context_id, partition=ctx.partition, id=thread_id, turn_count=0,
+                      acl_readers=None, acl_version=0, created_at=now, updated_at=now, created_by=ctx.principal)
 
     # --- thread ---------------------------------------------------------------------
 
-    def _thread(self, ctx: RequestContext, thread_id: str) -> Record | None:
-        return self.store.get(keys.threads_pk(ctx), check_thread_id(thread_id))
+    def _thread(self, ctx: RequestContext, thread_id: str) -> Thread | None:
+        record = self.store.get(keys.threads_pk(ctx), check_thread_id(thread_id))
+        return thread_of(record) if record is not None else None
 
     @staticmethod
-    def _visible(ctx: RequestContext, thread: Record) -> bool:
+    def _visible(ctx: RequestContext, thread: Thread) -> bool:
         """Whether the thread's own reader list lets the caller see it at all."""
-        return reader_access.check(thread.data.get("aclReaders"), ctx).allowed
+        return reader_access.check(thread.acl_readers, ctx).allowed
 
-    def _readable_thread(self, ctx: RequestContext, thread_id: str) -> Record | None:
+    def _readable_thread(self, ctx: RequestContext, thread_id: str) -> Thread | None:
         """The thread, or ``None`` when it is missing or the caller may not see it: the two
         answer alike, so a restricted thread's existence does not leak."""
         thread = self._thread(ctx, thread_id)
         return thread if thread is not None and self._visible(ctx, thread) else None
 
-    def get_thread(self, ctx: RequestContext, thread_id: str) -> dict[str, Any]:
+    def get_thread(self, ctx: RequestContext, thread_id: str) -> Thread:
         """Thread metadata; a thread whose own reader list excludes the caller reads as absent."""
         thread = self._thread(ctx, thread_id)
-        if thread is None or not reader_access.check(thread.data.get("aclReaders"), ctx).allowed:
+        if thread is None or not reader_access.check(thread.acl_readers, ctx).allowed:
             raise NotFound(f"thread {thread_id} does not exist")
-        return thread_wire(thread.data)
+        return thread
 
-    def set_acl(self, ctx: RequestContext, thread_id: str, req: SetThreadAclRequest) -> dict[str, Any]:
+    def set_acl(self, ctx: RequestContext, thread_id: str, req: SetThreadAclRequest) -> Thread:
         """Set the thread's default reader list (``None`` clears it); creates the thread if new,
         so a policy can be in place before the first turn."""
         check_thread_id(thread_id)
@@ -217,17 +204,17 @@ class ThreadService:
             raise Forbidden("changing a thread's reader list takes an admin principal")
         for _ in range(APPEND_ATTEMPTS):
             now = timeutil.now_iso()
-            current = self._thread(ctx, thread_id)
-            thread = current or self._new_thread(ctx, thread_id, now)
-            data = {**thread.data, "aclReaders": req.acl_readers, "aclVersion": thread.data["aclVersion"] + 1,
-                    "updatedAt": now}
-            updated = Record(pk=thread.pk, sk=thread.sk, data=data, version=thread.version + (1 if current else 0))
+            current = self.store.get(keys.threads_pk(ctx), thread_id)
+            thread = thread_of(current) if current is not None else self._new_thread(ctx, thread_id, now)
+            updated = replace(thread, acl_readers=req.acl_readers, acl_version=thread.acl_version + 1, updated_at=now)
+            record = Record(pk=keys.threads_pk(ctx), sk=thread_id, data=updated.to_item(),
+                            version=(current.version + 1) if current else 1)
             try:
-                self.store.put(updated, Condition.version_is(current.version) if current else Condition.absent())
+                self.store.put(record, Condition.version_is(current.version) if current else Condition.absent())
             except ConditionFailed:
                 continue
-            self._restamp(ctx, thread_id, data["aclReaders"], data["aclVersion"])
-            return thread_wire(data)
+            self._restamp(ctx, thread_id, updated.acl_readers, updated.acl_version)
+            return updated
         raise ServiceBusy(f"thread {thread_id} is being modified concurrently; retry", retry_after=1)
 
     def _restamp(self, ctx: RequestContext, thread_id: str, readers: list[str] | None, acl_version: int) -> None:
@@ -235,8 +222,7 @@ class ThreadService:
         pk, after = keys.thread_turns_pk(ctx, thread_id), None
         while True:
             page = self.store.query(pk, after=after, limit=100)
-            stale = [r for r in page.records if r.data.get("aclReaders") is None
-                     and r.data.get("threadAclVersion", 0) < acl_version]
+            stale = [r for r in page.records if _inherits_older(turn_of(r), acl_version)]
             for lo in range(0, len(stale), RESTAMP_BATCH):
                 batch = stale[lo:lo + RESTAMP_BATCH]
                 try:
@@ -252,8 +238,7 @@ class ThreadService:
     def _restamp_one(self, record: Record, readers: list[str] | None, acl_version: int) -> None:
         for _ in range(APPEND_ATTEMPTS):
             current = self.store.get(record.pk, record.sk)
-            if current is None or current.data.get("aclReaders") is not None \
-                    or current.data.get("threadAclVersion", 0) >= acl_version:
+            if current is None or not _inherits_older(turn_of(current), acl_version):
                 return
             try:
                 self.store.put(_stamped(current, readers, acl_version), Condition.version_is(current.version))
@@ -264,7 +249,7 @@ class ThreadService:
     # --- reads ----------------------------------------------------------------------
 
     def list_turns(self, ctx: RequestContext, thread_id: str, *, limit: int, page_cursor: str | None,
-                   after_index: int | None, entity_id: str | None) -> dict[str, Any]:
+                   after_index: int | None, entity_id: str | None) -> Page[TurnText]:
         """Readable turns in ``turn_index`` order, paged (by cursor or ``after_index``). A thread
         whose own list excludes the caller, and none of whose turns names the caller, reads as
         missing (404); an explicit turn list still wins over the thread's."""
@@ -280,28 +265,29 @@ class ThreadService:
             raise InvalidRequest("cursor belongs to another thread", field="cursor")
         if after_index is not None:
             after = {"pk": pk, "sk": keys.thread_turn_sk(after_index)}
-        default = thread.data.get("aclReaders")
-        chosen: list[Record] = []
+        default = thread.acl_readers
+        chosen: list[ThreadTurn] = []
         bypassed: list[str] = []
         text_bytes, scanned, last_sk, stopped = 0, 0, None, False
         while not stopped:
             page = self.store.query(pk, after=after, limit=min(limit + 1, 100))
-            for row in page.records:
+            for record in page.records:
+                row = turn_of(record)
                 if len(chosen) >= limit or scanned >= SCAN_BUDGET or (
-                        chosen and text_bytes + row.data["textBytes"] > RESPONSE_TEXT_BYTES):
+                        chosen and text_bytes + row.text_bytes > RESPONSE_TEXT_BYTES):
                     stopped = True
                     break
                 scanned += 1
-                last_sk = row.sk
-                if entity_id is not None and row.data.get("entityId") != entity_id:
+                last_sk = record.sk
+                if entity_id is not None and row.entity_id != entity_id:
                     continue
-                verdict = reader_access.check(reader_access.effective(row.data.get("aclReaders"), default), ctx)
+                verdict = reader_access.check(reader_access.effective(row.acl_readers, default), ctx)
                 if not verdict.allowed:
                     continue
                 if verdict.bypass:
-                    bypassed.append(row.data["id"])
+                    bypassed.append(row.id)
                 chosen.append(row)
-                text_bytes += row.data["textBytes"]
+                text_bytes += row.text_bytes
             if page.last_key is None:
                 break
             after = page.last_key
@@ -313,131 +299,129 @@ class ThreadService:
         self.audit.bypass(ctx, "thread.list_turns", bypassed, threadId=thread_id)
         texts = self._texts(ctx, thread_id, chosen)
         next_cursor = cursor.encode(secret, ctx.context_id, collection, {"pk": pk, "sk": last_sk}) if has_more else None
-        return {"items": [turn_wire(r.data, texts[r.data["id"]]) for r in chosen],
-                "page": {"hasMore": has_more, "nextCursor": next_cursor}}
+        return Page([TurnText(t, texts[t.id]) for t in chosen], next_cursor)
 
-    def get_turn(self, ctx: RequestContext, thread_id: str, turn_index: int) -> dict[str, Any]:
+    def get_turn(self, ctx: RequestContext, thread_id: str, turn_index: int) -> TurnText:
         """One turn with its full text (how the SDK fetches text ``/context`` did not inline)."""
         thread = self._thread(ctx, thread_id)
-        row = None if thread is None else self.store.get(keys.thread_turns_pk(ctx, thread_id),
-                                                         keys.thread_turn_sk(turn_index))
+        record = None if thread is None else self.store.get(keys.thread_turns_pk(ctx, thread_id),
+                                                            keys.thread_turn_sk(turn_index))
+        row = turn_of(record) if record is not None else None
         verdict = reader_access.Verdict(False)
         if thread is not None and row is not None:
-            readers = reader_access.effective(row.data.get("aclReaders"), thread.data.get("aclReaders"))
-            verdict = reader_access.check(readers, ctx)
+            verdict = reader_access.check(reader_access.effective(row.acl_readers, thread.acl_readers), ctx)
         if row is None or not verdict.allowed:  # denied reads as absent: no oracle for content
             raise NotFound(f"turn {turn_index} of thread {thread_id} does not exist")
         if verdict.bypass:
-            self.audit.bypass(ctx, "thread.get_turn", [row.data["id"]], threadId=thread_id)
-        return turn_wire(row.data, self._texts(ctx, thread_id, [row])[row.data["id"]])
+            self.audit.bypass(ctx, "thread.get_turn", [row.id], threadId=thread_id)
+        return TurnText(row, self._texts(ctx, thread_id, [row])[row.id])
 
-    def context(self, ctx: RequestContext, thread_id: str, req: ThreadContextRequest) -> dict[str, Any]:
+    def context(self, ctx: RequestContext, thread_id: str, req: ThreadContextRequest) -> list[ContextItem]:
         req.check()
         thread = self._readable_thread(ctx, thread_id)
         if thread is None:  # missing and unreadable threads answer alike: nothing to recall yet
-            return {"items": []}
+            return []
         pk = keys.thread_turns_pk(ctx, thread_id)
-        window = self.store.query(pk, limit=req.last_n_turns, forward=False).records  # newest first
-        if not window:
-            return {"items": []}
-        default = thread.data.get("aclReaders")
+        records = self.store.query(pk, limit=req.last_n_turns, forward=False).records  # newest first
+        if not records:
+            return []
+        window = [(record, turn_of(record)) for record in records]
+        default = thread.acl_readers
         bypassed: list[str] = []
 
-        def readable(row: Record) -> bool:
-            if req.entity_id is not None and row.data.get("entityId") != req.entity_id:
+        def readable(row: ThreadTurn) -> bool:
+            if req.entity_id is not None and row.entity_id != req.entity_id:
                 return False
-            verdict = reader_access.check(reader_access.effective(row.data.get("aclReaders"), default), ctx)
+            verdict = reader_access.check(reader_access.effective(row.acl_readers, default), ctx)
             if verdict.bypass:
-                bypassed.append(row.data["id"])
+                bypassed.append(row.id)
             return verdict.allowed
 
-        recent = [row for row in (window if req.recent_first else reversed(window)) if readable(row)]
-        start = window[-1].data["turnIndex"]
-        semantic: list[tuple[Record, float]] = []
+        rows = [row for _, row in window]
+        recent = [row for row in (rows if req.recent_first else reversed(rows)) if readable(row)]
+        start = rows[-1].turn_index
+        semantic: list[tuple[ThreadTurn, float]] = []
         if start > 1 and self.search is not None:
-            self._require_projected(ctx, thread_id, window[0])
-            semantic = self._semantic(ctx, thread_id, req, window, start, readable)
+            self._require_projected(ctx, thread_id, *window[0])
+            semantic = self._semantic(ctx, thread_id, req, rows, start, readable)
         self.audit.bypass(ctx, "thread.context", bypassed, threadId=thread_id)
-        return {"items": self._context_items(ctx, thread_id, recent, semantic)}
+        return self._context_items(ctx, thread_id, recent, semantic)
 
-    def _require_projected(self, ctx: RequestContext, thread_id: str, latest: Record) -> None:
-        unit = self.search.get(ctx.context_id, latest.data["id"]) if self.search is not None else None
-        if unit is None or unit.revision < latest.version:
-            raise ServiceBusy(f"turn {latest.data['turnIndex']} of thread {thread_id} is not searchable yet; "
+    def _require_projected(self, ctx: RequestContext, thread_id: str, record: Record, latest: ThreadTurn) -> None:
+        unit = self.search.get(ctx.context_id, latest.id) if self.search is not None else None
+        if unit is None or unit.revision < record.version:
+            raise ServiceBusy(f"turn {latest.turn_index} of thread {thread_id} is not searchable yet; "
                               "retry shortly", retry_after=PROJECTION_RETRY_AFTER_S,
                               code="thread_projection_pending")
 
-    def _semantic(self, ctx: RequestContext, thread_id: str, req: ThreadContextRequest, window: list[Record],
-                  start: int, readable: Any) -> list[tuple[Record, float]]:
+    def _semantic(self, ctx: RequestContext, thread_id: str, req: ThreadContextRequest, window: list[ThreadTurn],
+                  start: int, readable: Callable[[ThreadTurn], bool]) -> list[tuple[ThreadTurn, float]]:
         """Up to five readable turns older than the window, best match first."""
         flt = SearchFilter(
             context_id=ctx.context_id, partition=ctx.partition,
             read_region=list(ctx.read_region) if ctx.read_region is not None else None,
             principals=ctx.principals, admin=ctx.admin, kinds=["thread_turn"], thread_id=thread_id,
             labels=[entity_label(req.entity_id)] if req.entity_id is not None else None,
-            exclude_ids=[row.data["id"] for row in window])
+            exclude_ids=[row.id for row in window])
         hits = [h for h in self.search.search(req.query, flt, k=2 * SEMANTIC_MATCHES)
                 if isinstance(h.unit.metadata.get("turnIndex"), int) and h.unit.metadata["turnIndex"] < start]
         pk = keys.thread_turns_pk(ctx, thread_id)
-        rows = {(r.pk, r.sk): r for r in self.store.batch_get(
+        rows = {(r.pk, r.sk): turn_of(r) for r in self.store.batch_get(
             [(pk, keys.thread_turn_sk(h.unit.metadata["turnIndex"])) for h in hits])}
-        out: list[tuple[Record, float]] = []
+        out: list[tuple[ThreadTurn, float]] = []
         for hit in hits:
             row = rows.get((pk, keys.thread_turn_sk(hit.unit.metadata["turnIndex"])))
             # The store decides: a unit may lag a re-stamped reader list or a removed turn.
-            if row is not None and row.data["id"] == hit.unit.id and readable(row):
+            if row is not None and row.id == hit.unit.id and readable(row):
                 out.append((row, hit.score))
             if len(out) == SEMANTIC_MATCHES:
                 break
         return out
 
-    def _context_items(self, ctx: RequestContext, thread_id: str, recent: list[Record],
-                       semantic: list[tuple[Record, float]]) -> list[dict[str, Any]]:
+    def _context_items(self, ctx: RequestContext, thread_id: str, recent: list[ThreadTurn],
+                       semantic: list[tuple[ThreadTurn, float]]) -> list[ContextItem]:
         seen: set[str] = set()
-        ordered: list[tuple[Record, str, float | None]] = []
+        ordered: list[tuple[ThreadTurn, str, float | None]] = []
         for row, origin, score in [*((r, "recent", None) for r in recent), *((r, "semantic", s) for r, s in semantic)]:
-            if row.data["id"] not in seen:
-                seen.add(row.data["id"])
+            if row.id not in seen:
+                seen.add(row.id)
                 ordered.append((row, origin, score))
-        inline: list[Record] = []
+        inline: list[ThreadTurn] = []
         budget = 0
         for row, _, _ in ordered:  # greedy: a turn too large for what is left does not stop smaller ones
-            if budget + row.data["textBytes"] <= RESPONSE_TEXT_BYTES:
-                budget += row.data["textBytes"]
+            if budget + row.text_bytes <= RESPONSE_TEXT_BYTES:
+                budget += row.text_bytes
                 inline.append(row)
         texts = self._texts(ctx, thread_id, inline)
-        items = []
-        for row, origin, score in ordered:
-            d = row.data
-            item = {"turnId": d["id"], "turnIndex": d["turnIndex"], "text": texts.get(d["id"]),
-                    "metadata": d.get("metadata") or {}, "entityId": d.get("entityId"), "origin": origin,
-                    "createdAt": d["createdAt"], "textBytes": d["textBytes"], "textInline": d["id"] in texts}
-            if score is not None:
-                item["score"] = score
-            items.append(item)
-        return items
+        return [ContextItem(row, texts.get(row.id), origin, score) for row, origin, score in ordered]
 
-    def _texts(self, ctx: RequestContext, thread_id: str, rows: Sequence[Record]) -> dict[str, str]:
+    def _texts(self, ctx: RequestContext, thread_id: str, rows: Sequence[ThreadTurn]) -> dict[str, str]:
         """Full text of each row by turn id, reading part rows for split turns in one batch."""
-        part_keys = [(keys.thread_parts_pk(ctx, thread_id), keys.thread_part_sk(r.data["turnIndex"], n))
-                     for r in rows for n in range(1, r.data.get("textParts", 0) + 1)]
-        parts = {(p.pk, p.sk): p.data["text"] for p in self.store.batch_get(part_keys)} if part_keys else {}
+        part_keys = [(keys.thread_parts_pk(ctx, thread_id), keys.thread_part_sk(r.turn_index, n))
+                     for r in rows for n in range(1, (r.text_parts or 0) + 1)]
+        parts = {(p.pk, p.sk): ThreadTurnPart.from_item(p.data).text
+                 for p in self.store.batch_get(part_keys)} if part_keys else {}
         out: dict[str, str] = {}
         for r in rows:
-            if "text" in r.data:
-                out[r.data["id"]] = r.data["text"]
+            if r.text is not None:
+                out[r.id] = r.text
                 continue
-            pieces = [r.data["textHead"]]
-            for n in range(1, r.data["textParts"] + 1):
-                piece = parts.get((keys.thread_parts_pk(ctx, thread_id), keys.thread_part_sk(r.data["turnIndex"], n)))
+            pieces = [r.text_head or ""]
+            for n in range(1, (r.text_parts or 0) + 1):
+                piece = parts.get((keys.thread_parts_pk(ctx, thread_id), keys.thread_part_sk(r.turn_index, n)))
                 if piece is None:
-                    raise RuntimeError(f"turn {r.data['id']} is missing text part {n}")
+                    raise RuntimeError(f"turn {r.id} is missing text part {n}")
                 pieces.append(piece)
-            out[r.data["id"]] = "".join(pieces)
+            out[r.id] = "".join(pieces)
         return out
 
 
+def _inherits_older(turn: ThreadTurn, acl_version: int) -> bool:
+    """A turn without its own list, stamped with an older thread list than ``acl_version``."""
+    return turn.acl_readers is None and turn.thread_acl_version < acl_version
+
+
 def _stamped(record: Record, readers: list[str] | None, acl_version: int) -> Record:
+    turn = replace(turn_of(record), thread_acl=readers, thread_acl_version=acl_version)
     return Record(pk=record.pk, sk=record.sk, version=record.version + 1, gsi1pk=record.gsi1pk,
-                  gsi1sk=record.gsi1sk, expires_at=record.expires_at,
-                  data={**record.data, "threadAcl": readers, "threadAclVersion": acl_version})
+                  gsi1sk=record.gsi1sk, expires_at=record.expires_at, data=turn.to_item())

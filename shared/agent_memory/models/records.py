@@ -1,0 +1,246 @@
+"""Typed stored records: session, turn, thread, thread turn, document and chunk.
+
+The ``RecordStore`` port stores an item as a dict (``Record.data``); services convert at
+their boundary with ``X.from_item(record.data)`` and ``x.to_item()`` and otherwise use
+attributes, so a misspelt field fails loudly (``AttributeError``, a type checker) instead of
+reading ``None``. Records are frozen: a change is ``dataclasses.replace(x, field=...)``.
+
+Item keys are the camelCase of the attribute names (``created_at`` <-> ``createdAt``); the
+``kind`` key is the class's ``KIND``. Keys an item has and its class does not name are kept
+in ``extra`` and written back unchanged, so an older or newer row survives a round trip.
+Fields marked ``_optional`` are left out of the item while they are ``None`` (or ``False``),
+as the rows were written before these types existed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, Self, TypeVar
+
+T = TypeVar("T")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _optional(default: Any = None) -> Any:
+    """A field written to the item only when it is set (not ``None``/``False``)."""
+    return field(default=default, metadata={"optional": True})
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredItem:
+    """Base of the typed records: ``from_item`` / ``to_item`` for the store's dict shape."""
+
+    KIND: ClassVar[str] = ""
+    # Item keys this class does not name (written back as they were read).
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def _fields(cls) -> list[dataclasses.Field]:
+        return [f for f in dataclasses.fields(cls) if f.name != "extra"]
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> Self:
+        """The record an item holds; a required key the item lacks raises ``KeyError``."""
+        values: dict[str, Any] = {}
+        known = {"kind"}
+        for f in cls._fields():
+            key = _camel(f.name)
+            known.add(key)
+            if key in item:
+                values[f.name] = item[key]
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise KeyError(f"{cls.__name__} item has no {key!r}")
+        return cls(**values, extra={k: v for k, v in item.items() if k not in known})
+
+    def to_item(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"kind": self.KIND}
+        for f in self._fields():
+            value = getattr(self, f.name)
+            if f.metadata.get("optional") and (value is None or value is False):
+                continue
+            item[_camel(f.name)] = value
+        item.update(self.extra)
+        return item
+
+
+@dataclass(frozen=True, kw_only=True)
+class Session(StoredItem):
+    KIND: ClassVar[str] = "session"
+    id: str
+    context_id: str
+    partition: str = "default"
+    scopes: list[list[str]]
+    labels: list[str] = field(default_factory=list)
+    created_at: str
+    created_by: str | None = None
+    closed_at: str | None = None
+    turn_count: int = 0
+    last_turn_at: str | None = _optional()
+    deleted: bool = _optional(False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn(StoredItem):
+    """A raw turn of a session (``seq`` is dense per session)."""
+
+    KIND: ClassVar[str] = "turn"
+    id: str
+    context_id: str
+    session: str
+    role: str
+    content: str
+    seq: int
+    created_at: str
+    observed_at: str | None = None
+    infer: str = "full"
+    scopes: list[list[str]] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    created_by: str | None = None
+    partition: str = "default"
+    speaker: dict[str, str] | None = _optional()
+    deleted: bool = _optional(False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Thread(StoredItem):
+    KIND: ClassVar[str] = "thread"
+    id: str
+    context_id: str
+    partition: str
+    turn_count: int
+    acl_readers: list[str] | None = None
+    acl_version: int = 0
+    created_at: str
+    updated_at: str
+    created_by: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadTurn(StoredItem):
+    """A thread turn. Its text is ``text``, or for a turn larger than one item ``text_head``
+    plus ``text_parts`` part rows. ``thread_acl`` is the thread's list as stamped on the row
+    (for search units of inheriting turns)."""
+
+    KIND: ClassVar[str] = "thread_turn"
+    id: str
+    context_id: str
+    partition: str = "default"
+    thread_id: str
+    turn_index: int
+    entity_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    acl_readers: list[str] | None = None
+    thread_acl: list[str] | None = None
+    thread_acl_version: int = 0
+    # An append always writes these two; the search-unit builder also reads bare rows.
+    created_at: str | None = None
+    created_by: str | None = None
+    text_bytes: int = 0
+    text: str | None = _optional()
+    text_head: str | None = _optional()
+    text_parts: int | None = _optional()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Document(StoredItem):
+    """A document row. ``status``: uploading, ingesting, ready or failed. A presigned upload
+    keeps what the caller declared (``title_given``, ``format_given``) and its object key."""
+
+    KIND: ClassVar[str] = "document"
+    id: str
+    context_id: str
+    partition: str
+    title: str
+    content_hash: str
+    size: int
+    chunk_count: int
+    chunks_done: int | None = _optional()  # rows written before progress was kept lack it
+    status: str
+    format: str
+    filename: str | None = None
+    created_at: str
+    updated_at: str | None = None
+    observed_at: str
+    scopes: list[list[str]]
+    labels: list[str]
+    created_by: str | None = None
+    title_given: str | None = _optional()
+    format_given: str | None = _optional()
+    upload_key: str | None = _optional()
+    upload_expires_at: str | None = _optional()
+    error: dict[str, Any] | None = _optional()
+    deleted: bool = _optional(False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentHash(StoredItem):
+    """The row that claims a content hash (per context, partition and scopes) for a document."""
+
+    KIND: ClassVar[str] = "document-hash"
+    context_id: str
+    document_id: str
+    content_hash: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentPart(StoredItem):
+    """A chunk's stored source, written at upload and removed once the chunk is committed."""
+
+    KIND: ClassVar[str] = "document-part"
+    chunk_id: str
+    document_id: str
+    text: str
+    ordinal: int
+    offset: int
+    position_percent: float
+    heading_path: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadTurnPart(StoredItem):
+    """A piece of a thread turn's text beyond its ``text_head`` (part ``n`` of ``text_parts``)."""
+
+    KIND: ClassVar[str] = "thread_turn_part"
+    turn_id: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chunk(StoredItem):
+    """A committed document chunk (its text and place in the document)."""
+
+    KIND: ClassVar[str] = "chunk"
+    id: str
+    context_id: str
+    partition: str = "default"
+    document_id: str
+    document_title: str | None = None
+    text: str
+    ordinal: int | None = None
+    offset: int | None = None
+    position_percent: float | None = None
+    heading_path: list[str] = field(default_factory=list)
+    scopes: list[list[str]] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    observed_at: str | None = None
+    created_at: str | None = None
+    created_by: str | None = None
+    deleted: bool = _optional(False)
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a cursor-paged list: its items and the cursor of the next page (``None``
+    on the last page)."""
+
+    items: list[T]
+    next_cursor: str | None = None
+
+    @property
+    def has_more(self) -> bool:
+        return self.next_cursor is not None
