@@ -51,7 +51,17 @@ from agent_memory.adapters.ann import AnnGraph
 from agent_memory.adapters.term_index import MAX_ROWS as TERM_INDEX_MAX_ROWS
 from agent_memory.adapters.term_index import TermIndex, Tokenizer
 from agent_memory.lexicon import SEARCH_STOP_WORDS
-from agent_memory.ports import Embedder, EmbedderMismatch, SearchFilter, SearchHit, SearchMode, SearchUnit
+from agent_memory.ports import (
+    NO_SEQ,
+    Embedder,
+    EmbedderMismatch,
+    RowLeg,
+    RowRanking,
+    SearchFilter,
+    SearchHit,
+    SearchMode,
+    SearchUnit,
+)
 
 RRF_K = 60
 EMBED_BATCH = 256
@@ -204,6 +214,15 @@ class _Codes:
             return -1
         return self.codes.get(value, -2)
 
+    def names(self) -> np.ndarray:
+        """Object array: code -> value, where code -1 (the last entry) is ``None``."""
+        cached = getattr(self, "_names", None)
+        if cached is None or cached.size != len(self.codes) + 1:
+            cached = np.empty(len(self.codes) + 1, dtype=object)
+            cached[: len(self.codes)] = list(self.codes)
+            self._names = cached
+        return cached
+
 
 class _Signatures:
     """Distinct values of a structured field (a DNF, a reader list, a label set) -> int code,
@@ -321,9 +340,15 @@ class _ContextView:
         self.scope = np.zeros(cap, dtype=np.int32)
         self.acl = np.zeros(cap, dtype=np.int32)
         self.labels = np.zeros(cap, dtype=np.int32)
+        # Ranking features that live in the payload (``rank_rows``), filled from a row's
+        # decoded unit the first time it is a candidate, and forgotten when it is rewritten.
+        self.f_known = np.zeros(cap, dtype=bool)
+        self.f_seq = np.full(cap, NO_SEQ, dtype=np.int64)
+        self.f_key = np.empty(cap, dtype=object)
+        self.f_occurred = np.empty(cap, dtype=object)
 
     _ARRAYS = ("matrix", "alive", "pks", "kind", "part", "role", "session", "thread", "vf", "vu",
-               "scope", "acl", "labels")
+               "scope", "acl", "labels", "f_known", "f_seq", "f_key", "f_occurred")
 
     def _grow(self, need: int) -> None:
         if need <= self.cap:
@@ -375,6 +400,7 @@ class _ContextView:
             self.scope[i] = self.scope_sigs.code(r.scopes_key)
             self.acl[i] = self.acl_sigs.code(r.acl_key)
             self.labels[i] = self.label_sigs.code(r.labels_key)
+            self.f_known[i] = False
 
     def load(self, rows: Sequence[tuple[Any, ...]], vectors: np.ndarray) -> None:
         """Fill an empty view from stored rows (``_Row`` field order), column at a time: the
@@ -809,6 +835,72 @@ class EmbeddedSearchIndex:
                 )[:k]
             units = self._units(view, [uid for uid, _ in ranked])
         return [SearchHit(units[uid], score) for uid, score in ranked if uid in units]
+
+    def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg]) -> RowRanking:
+        """Each leg ranked exactly as ``search`` ranks that mode, returned as the view's
+        columns over the candidates: no unit is decoded to rank (a row's payload features
+        are decoded once, the first time it is a candidate), ``decode`` reads the kept few."""
+        vectors: dict[str, np.ndarray | None] = {}
+        for leg in legs:
+            if leg.mode == "vector" and leg.query not in vectors:
+                vec = embed_all(self.embedder, [leg.query])[0]
+                vectors[leg.query] = vec if np.any(vec) else None
+            elif leg.mode not in ("vector", "bm25"):
+                raise ValueError(f"unknown row leg mode {leg.mode!r}")
+        with self._lock:
+            view = self._view(flt.context_id)
+            leg_rows: list[np.ndarray] = []
+            now = self._clock()
+            for leg in legs:
+                hits: list[tuple[int, float]] = []
+                if view.n > view.dead and leg.depth > 0:
+                    leg_flt = flt if not leg.labels else dataclasses.replace(
+                        flt, labels=sorted({*(flt.labels or ()), *leg.labels}))
+                    m = view.mask(leg_flt, now)
+                    if m.any():
+                        if leg.mode == "vector":
+                            q = vectors[leg.query]
+                            hits = self._top_vector(view, q, m, leg.depth) if q is not None else []
+                        else:
+                            hits = self._top_bm25(view, leg.query, m, leg.depth)
+                leg_rows.append(np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits)))
+            if not leg_rows:
+                return RowRanking.from_units([])
+            every = np.concatenate(leg_rows)
+            rows, inverse = np.unique(every, return_inverse=True)
+            unknown = rows[~view.f_known[rows]]
+            if unknown.size:
+                ids = view.ids
+                units = self._units(view, [ids[r] for r in unknown.tolist()])
+                for r in unknown.tolist():
+                    unit = units.get(ids[r])  # type: ignore[arg-type]
+                    if unit is None:
+                        continue
+                    seq = unit.metadata.get("seq")
+                    view.f_seq[r] = seq if isinstance(seq, int) and not isinstance(seq, bool) else NO_SEQ
+                    view.f_key[r] = unit.metadata.get("key")
+                    view.f_occurred[r] = unit.occurred_at
+                    view.f_known[r] = True
+            ids = [view.ids[r] for r in rows.tolist()]
+            label_sets = view.label_sigs.values
+            ranking = RowRanking(
+                ids=ids,  # type: ignore[arg-type]
+                legs=list(np.split(inverse.astype(np.int64), np.cumsum([r.size for r in leg_rows])[:-1])),
+                kind=view.kind_codes.names()[view.kind[rows]],
+                role=view.role_codes.names()[view.role[rows]],
+                session_id=view.session_codes.names()[view.session[rows]],
+                seq=view.f_seq[rows].copy(), current=np.isinf(view.vu[rows]),
+                key=view.f_key[rows].copy(), occurred_at=view.f_occurred[rows].copy(),
+                labels=[label_sets[c] for c in view.labels[rows].tolist()],
+                decode=lambda indices: self._decode(flt.context_id, [ids[i] for i in indices]),
+            )
+        return ranking
+
+    def _decode(self, context_id: str, ids: list[str]) -> list[SearchUnit | None]:
+        with self._lock:
+            view = self._view(context_id)
+            units = self._units(view, ids)
+        return [units.get(uid) for uid in ids]
 
     # -- vectors: exact scan, or the ANN graph of a large context --------------
 
