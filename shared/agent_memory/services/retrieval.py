@@ -170,9 +170,44 @@ class _Leg:
     rows: np.ndarray  # candidate indices into the retrieval's ``RowRanking``, best first
 
 
+class _ReadCache:
+    """Decoded tier-1 store reads (entities by key, a partition's fact units), kept while the
+    store's ``generation()`` token is unchanged, so a question about the same people as the
+    last one reads and decodes nothing again. Stores without the token are read every time.
+    Entries carry the token they were read under: one read under an older token never
+    serves a newer one, whichever thread stored it."""
+
+    MAX_ITEMS = 4096
+
+    def __init__(self) -> None:
+        self.items: dict[Any, tuple[Any, Any]] = {}
+
+    @staticmethod
+    def token(store: Any) -> Any:
+        generation = getattr(store, "generation", None)
+        return generation() if callable(generation) else None
+
+    def get(self, token: Any, key: Any) -> Any:
+        if token is None:
+            return None
+        hit = self.items.get(key)
+        return hit[1] if hit is not None and hit[0] == token else None
+
+    def put(self, token: Any, key: Any, value: Any) -> None:
+        if token is None:
+            return
+        if len(self.items) >= self.MAX_ITEMS:
+            self.items.clear()
+        self.items[key] = (token, value)
+
+
+_MISSING = object()  # a cached "no such record"
+
+
 class RetrievalService:
     def __init__(self, runtime: Runtime):
         self.runtime = runtime
+        self._reads = _ReadCache()
 
     def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
                  as_of: str | None = None, session_id: str | None = None, labels: Sequence[str] | None = None,
@@ -295,11 +330,19 @@ class RetrievalService:
         keys_.append((pk, keys.entity_sk(SELF_ENTITY_ID)))
         found: dict[str, Entity] = {}
         store = self.runtime.store
-        for i in range(0, len(keys_), 100):
-            for record in store.batch_get(keys_[i:i + 100]):
-                entity = Entity.from_dict(record.data)
-                if not entity.deleted and scopes.visible(entity.scopes, ctx.read_region):
-                    found[entity.id] = entity
+        token = self._reads.token(store)
+        cached = {key: self._reads.get(token, ("entity", key)) for key in keys_}
+        todo = [key for key in keys_ if cached[key] is None]
+        for i in range(0, len(todo), 100):
+            chunk = todo[i:i + 100]
+            read = {(r.pk, r.sk): Entity.from_dict(r.data) for r in store.batch_get(chunk)}
+            for key in chunk:
+                cached[key] = read.get(key, _MISSING)
+                self._reads.put(token, ("entity", key), cached[key])
+        for key in keys_:
+            entity = cached[key]
+            if entity is not _MISSING and not entity.deleted and scopes.visible(entity.scopes, ctx.read_region):
+                found[entity.id] = entity
         return found
 
     def _entity(self, ctx: RequestContext, eid: str) -> Entity | None:
@@ -318,6 +361,7 @@ class RetrievalService:
         ``bearing_only``, only those that bear on the question: a key it asks about, or a
         content word in common)."""
         store = self.runtime.store
+        token = self._reads.token(store)
         now = timeutil.now_iso()
         any_kind = dataclasses.replace(flt, kinds=None)  # profiles summarise attributes even when not returned
         units: list[tuple[tuple[float, ...], SearchUnit]] = []
@@ -327,13 +371,9 @@ class RetrievalService:
             for kind, pk in (("attribute", keys.attrs_pk(ctx, entity.id)), ("relation", keys.rels_pk(ctx, entity.id))):
                 if kind not in (flt.kinds or ()) and not with_profiles:
                     continue
-                page = store.query(pk, prefix="a#", limit=SEED_ROWS)
-                for record in page.records:
-                    if record.data.get("kind") != kind or record.data.get("deleted"):
-                        continue
-                    for unit in build_units(record.data, record.version):
-                        if unit_visible(unit, any_kind, now):
-                            facts.append((_seed_order(unit, qa), unit))
+                for unit in self._fact_units(store, token, pk, kind):
+                    if unit_visible(unit, any_kind, now):
+                        facts.append((_seed_order(unit, qa), unit))
             facts.sort(key=lambda ou: ou[0])
             wanted = flt.kinds or ()
             units += [(o, u) for o, u in facts if u.kind in wanted and (not bearing_only or o[0] or o[1])]
@@ -341,6 +381,18 @@ class RetrievalService:
                 profiles.append(_profile_unit(ctx, entity.stored, [u for _, u in facts if u.kind == "attribute"]))
         units.sort(key=lambda ou: ou[0])
         return profiles + [u for _, u in units]
+
+    def _fact_units(self, store: Any, token: Any, pk: str, kind: str) -> list[SearchUnit]:
+        """The units of one entity partition's ``kind`` facts (not deleted), as search
+        would index them; decoded once per store generation (``_ReadCache``)."""
+        units = self._reads.get(token, ("facts", pk, kind))
+        if units is None:
+            units = []
+            for record in store.query(pk, prefix="a#", limit=SEED_ROWS).records:
+                if record.data.get("kind") == kind and not record.data.get("deleted"):
+                    units += build_units(record.data, record.version)
+            self._reads.put(token, ("facts", pk, kind), units)
+        return units
 
     # --- search legs -------------------------------------------------------------------
 
