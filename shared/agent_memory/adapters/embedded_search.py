@@ -883,9 +883,11 @@ class EmbeddedSearchIndex:
                     view.f_known[r] = True
             ids = [view.ids[r] for r in rows.tolist()]
             label_sets = view.label_sigs.values
+            inverse = inverse.astype(np.int64)
+            ends = np.cumsum([leg_hits.size for leg_hits in leg_rows]).tolist()
             ranking = RowRanking(
                 ids=ids,  # type: ignore[arg-type]
-                legs=list(np.split(inverse.astype(np.int64), np.cumsum([r.size for r in leg_rows])[:-1])),
+                legs=[inverse[end - size:end] for end, size in zip(ends, (r.size for r in leg_rows), strict=True)],
                 kind=view.kind_codes.names()[view.kind[rows]],
                 role=view.role_codes.names()[view.role[rows]],
                 session_id=view.session_codes.names()[view.session[rows]],

@@ -542,7 +542,9 @@ def _share_with_neighbours(scores: np.ndarray, turns: np.ndarray, ranking: RowRa
     idx = idx[np.fromiter((bool(x) for x in sessions[idx].tolist()), dtype=bool, count=idx.size)]
     if idx.size < 2:
         return scores
-    _, session = np.unique(sessions[idx].astype(str), return_inverse=True)
+    codes: dict[str, int] = {}
+    session = np.fromiter((codes.setdefault(x, len(codes)) for x in sessions[idx].tolist()), dtype=np.int64,
+                          count=idx.size)
     order = np.lexsort((seq[idx], session))
     before, after = idx[order[:-1]], idx[order[1:]]
     adjacent = (session[order[:-1]] == session[order[1:]]) & (seq[after] - seq[before] == 1)
