@@ -362,7 +362,7 @@ class RowRanking:
     - ``legs[j]``: candidate indices of leg ``j``, best first (a candidate at most once per leg).
     - ``kind``, ``role``, ``session_id``, ``key`` (``metadata["key"]``), ``occurred_at``:
       object arrays (``None`` where the unit has none); ``seq``: int64 ``metadata["seq"]``
-      (``NO_SEQ`` when absent); ``current``: bool, ``valid_until is None``; ``labels``: one
+      (``NO_SEQ`` when it is not an integer, or beyond +-2**62); ``current``: bool, ``valid_until is None``; ``labels``: one
       frozenset per candidate.
     - ``decode(indices)``: the full units of those candidates, in that order (``None`` for
       one deleted since the ranking, where the adapter decodes only now).
@@ -406,7 +406,8 @@ class RowRanking:
 
         def seq(u: SearchUnit) -> int:
             value = u.metadata.get("seq")
-            return value if isinstance(value, int) and not isinstance(value, bool) else NO_SEQ
+            plain = isinstance(value, int) and not isinstance(value, bool) and abs(value) < -NO_SEQ
+            return value if plain else NO_SEQ
 
         return cls(
             ids=[u.id for u in units], legs=leg_rows,

@@ -476,6 +476,8 @@ RANK_CORPUS = [
     unit("r5", "Carol plans a trip to Porto", role="user", session_id="s2", labels=["person/carol"],
          metadata={"seq": True}),
     unit("r6", "Lisbon trip budget for the team", kind="chunk", scopes=[["org/other"]]),
+    unit("r7", "Lisbon trip notes", kind="attribute", metadata={"key": {"nested": 1}, "seq": 2.0}),
+    unit("r8", "Lisbon trip photos", session_id="s3", metadata={"seq": 2**63}),
 ]
 
 
@@ -484,7 +486,7 @@ def test_rank_rows_legs_rank_like_search_and_columns_describe_the_units(index: S
 
     index.upsert(RANK_CORPUS)
     f = flt(read_region=["org/acme"])
-    legs = [RowLeg("Lisbon trip", "bm25", 5), RowLeg("Lisbon trip", "vector", 4),
+    legs = [RowLeg("Lisbon trip", "bm25", 10), RowLeg("Lisbon trip", "vector", 4),
             RowLeg("Lisbon trip", "vector", 4, ("person/alice",)), RowLeg("nothing matches zzz", "bm25", 3)]
     ranking = index.rank_rows(f, legs)
     assert len(ranking.legs) == len(legs)
@@ -503,7 +505,9 @@ def test_rank_rows_legs_rank_like_search_and_columns_describe_the_units(index: S
         assert bool(ranking.current[i]) == (u.valid_until is None)
         assert ranking.labels[i] == frozenset(u.labels)
         seq = u.metadata.get("seq")
-        assert ranking.seq[i] == (seq if isinstance(seq, int) and not isinstance(seq, bool) else NO_SEQ)
+        plain = isinstance(seq, int) and not isinstance(seq, bool) and abs(seq) < 2**62
+        assert ranking.seq[i] == (seq if plain else NO_SEQ)
+    assert {"r7", "r8"} <= set(ranking.ids)
     # decode keeps the order asked for; a unit deleted since the ranking decodes as None, or
     # as the copy the search already read (an adapter whose hits arrive decoded)
     picked = [len(ranking.ids) - 1, 0]

@@ -292,6 +292,25 @@ class _Row:
     scopes_key: str
     acl_key: str | None
     labels_key: str
+    features: tuple[int, Any, str | None] | None = None  # (seq, key, occurred_at): ``unit_features``
+
+
+def unit_features(unit: SearchUnit) -> tuple[int, Any, str | None]:
+    """The payload's ranking features (``RowRanking``): integer ``metadata["seq"]`` (else
+    ``NO_SEQ``), ``metadata["key"]``, ``occurred_at``."""
+    seq = unit.metadata.get("seq")
+    plain = isinstance(seq, int) and not isinstance(seq, bool) and abs(seq) < -NO_SEQ
+    return (seq if plain else NO_SEQ,
+            unit.metadata.get("key"), unit.occurred_at)
+
+
+# The same features read by SQLite from a stored payload (a view's load): the JSON type
+# tells an integer seq from true/false or a float, and a key or time that is not text (or
+# absent) is left to be decoded from the unit the first time it is a candidate.
+_FEATURE_COLUMNS = ("pk, json_type(payload, '$.metadata.seq'), json_extract(payload, '$.metadata.seq'), "
+                    "json_type(payload, '$.metadata.key'), json_extract(payload, '$.metadata.key'), "
+                    "json_type(payload, '$.occurred_at'), json_extract(payload, '$.occurred_at')")
+_PLAIN = (None, "null", "text")
 
 
 class _ContextView:
@@ -400,7 +419,9 @@ class _ContextView:
             self.scope[i] = self.scope_sigs.code(r.scopes_key)
             self.acl[i] = self.acl_sigs.code(r.acl_key)
             self.labels[i] = self.label_sigs.code(r.labels_key)
-            self.f_known[i] = False
+            self.f_known[i] = r.features is not None
+            if r.features is not None:
+                self.f_seq[i], self.f_key[i], self.f_occurred[i] = r.features
 
     def load(self, rows: Sequence[tuple[Any, ...]], vectors: np.ndarray) -> None:
         """Fill an empty view from stored rows (``_Row`` field order), column at a time: the
@@ -734,7 +755,9 @@ class EmbeddedSearchIndex:
                 self._db.execute("INSERT OR REPLACE INTO vectors (pk, embedding) VALUES (?, ?)",
                                  (pk, vec.astype("<f4").tobytes()))
                 rows, vecs, texts = applied.setdefault(u.context_id, ([], [], []))
-                rows.append(_row_from_params(pk, params))
+                row = _row_from_params(pk, params)
+                row.features = unit_features(u)
+                rows.append(row)
                 vecs.append(vec)
                 texts.append(u.text)
         with self._lock:
@@ -876,10 +899,7 @@ class EmbeddedSearchIndex:
                     unit = units.get(ids[r])  # type: ignore[arg-type]
                     if unit is None:
                         continue
-                    seq = unit.metadata.get("seq")
-                    view.f_seq[r] = seq if isinstance(seq, int) and not isinstance(seq, bool) else NO_SEQ
-                    view.f_key[r] = unit.metadata.get("key")
-                    view.f_occurred[r] = unit.occurred_at
+                    view.f_seq[r], view.f_key[r], view.f_occurred[r] = unit_features(unit)
                     view.f_known[r] = True
             ids = [view.ids[r] for r in rows.tolist()]
             label_sets = view.label_sigs.values
@@ -1000,6 +1020,14 @@ class EmbeddedSearchIndex:
                 view.terms.set(view.row_of_pk[int(pk)], counts, length)
         else:
             view.terms = None
+        if len(data) <= TERM_INDEX_MAX_ROWS:  # a small context's features are read now, in SQL
+            row_of_pk = view.row_of_pk
+            for pk, seq_type, seq, key_type, key, occ_type, occ in self._db.execute(
+                    f"SELECT {_FEATURE_COLUMNS} FROM units WHERE context_id = ?", (context_id,)):
+                r = row_of_pk.get(int(pk))
+                if r is not None and key_type in _PLAIN and occ_type in _PLAIN:
+                    view.f_seq[r] = seq if seq_type == "integer" and abs(seq) < -NO_SEQ else NO_SEQ
+                    view.f_key[r], view.f_occurred[r], view.f_known[r] = key, occ, True
         return view
 
     def _top_bm25(self, view: _ContextView, query: str, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
