@@ -121,7 +121,10 @@ class TermIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         # FTS5 measures a row's length over all its columns: the text plus its context token.
         average = self.total_length / n + 1.0
-        parts_rows, parts_scores = [], []
+        # Dense over the view's rows: a term's rows are distinct, so each term adds with one
+        # fancy ``+=`` (per row, terms add in query order, as FTS5 sums them).
+        summed = np.zeros(self.length.size)
+        hit = np.zeros(self.length.size, dtype=bool)
         for term in terms:
             post = self.postings.get(term)
             if not post:
@@ -135,13 +138,7 @@ class TermIndex:
                                                np.fromiter(post.values(), dtype=np.float64, count=df))
             rows, tf = arrays
             norm = K1 * (1 - B + B * (self.length[rows] + 1.0) / average)
-            parts_rows.append(rows)
-            parts_scores.append(idf * tf * (K1 + 1) / (tf + norm))
-        if not parts_rows:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        rows = np.concatenate(parts_rows)
-        scores = np.concatenate(parts_scores)
-        unique, inverse = np.unique(rows, return_inverse=True)
-        summed = np.zeros(unique.size)
-        np.add.at(summed, inverse, scores)
-        return unique, -summed
+            summed[rows] += idf * tf * (K1 + 1) / (tf + norm)
+            hit[rows] = True
+        matched = np.flatnonzero(hit)
+        return matched, -summed[matched]

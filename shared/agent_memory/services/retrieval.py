@@ -539,7 +539,7 @@ def _share_with_neighbours(scores: np.ndarray, turns: np.ndarray, ranking: RowRa
     filter did not let through is never added."""
     seq, sessions = ranking.seq, ranking.session_id
     idx = np.flatnonzero(turns & (seq != NO_SEQ))
-    idx = idx[np.fromiter((bool(x) for x in sessions[idx].tolist()), dtype=bool, count=idx.size)]
+    idx = idx[(sessions[idx] != None) & (sessions[idx] != "")]  # noqa: E711 - elementwise
     if idx.size < 2:
         return scores
     codes: dict[str, int] = {}
