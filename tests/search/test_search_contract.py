@@ -482,6 +482,20 @@ RANK_CORPUS = [
 
 
 def test_rank_rows_legs_rank_like_search_and_columns_describe_the_units(index: SearchIndex) -> None:
+    _check_rank_rows(index)
+
+
+def test_rank_rows_of_a_large_context_decodes_features_on_first_sight(backend, make_index, monkeypatch) -> None:
+    """Past the in-memory postings limit a view loads no payload features: they are decoded
+    the first time a row is a candidate (and BM25 runs in FTS5)."""
+    _embedded_only(backend)
+    from agent_memory.adapters import embedded_search
+
+    monkeypatch.setattr(embedded_search, "TERM_INDEX_MAX_ROWS", 0)
+    _check_rank_rows(make_index())
+
+
+def _check_rank_rows(index: SearchIndex) -> None:
     from agent_memory.ports import NO_SEQ, RowLeg
 
     index.upsert(RANK_CORPUS)

@@ -298,19 +298,17 @@ class _Row:
 def unit_features(unit: SearchUnit) -> tuple[int, Any, str | None]:
     """The payload's ranking features (``RowRanking``): integer ``metadata["seq"]`` (else
     ``NO_SEQ``), ``metadata["key"]``, ``occurred_at``."""
-    seq = unit.metadata.get("seq")
+    return _features(unit.metadata.get("seq"), unit.metadata.get("key"), unit.occurred_at)
+
+
+def _features(seq: Any, key: Any, occurred_at: str | None) -> tuple[int, Any, str | None]:
     plain = isinstance(seq, int) and not isinstance(seq, bool) and abs(seq) < -NO_SEQ
-    return (seq if plain else NO_SEQ,
-            unit.metadata.get("key"), unit.occurred_at)
+    return (seq if plain else NO_SEQ), key, occurred_at
 
 
-# The same features read by SQLite from a stored payload (a view's load): the JSON type
-# tells an integer seq from true/false or a float, and a key or time that is not text (or
-# absent) is left to be decoded from the unit the first time it is a candidate.
-_FEATURE_COLUMNS = ("pk, json_type(payload, '$.metadata.seq'), json_extract(payload, '$.metadata.seq'), "
-                    "json_type(payload, '$.metadata.key'), json_extract(payload, '$.metadata.key'), "
-                    "json_type(payload, '$.occurred_at'), json_extract(payload, '$.occurred_at')")
-_PLAIN = (None, "null", "text")
+# The same features cut out of stored payloads by SQLite when a view loads: one JSON array
+# per row (JSON values, so ``json.loads`` gives them the types the decoded unit would have).
+_FEATURE_COLUMNS = "pk, json_extract(payload, '$.metadata.seq', '$.metadata.key', '$.occurred_at')"
 
 
 class _ContextView:
@@ -1022,12 +1020,12 @@ class EmbeddedSearchIndex:
             view.terms = None
         if len(data) <= TERM_INDEX_MAX_ROWS:  # a small context's features are read now, in SQL
             row_of_pk = view.row_of_pk
-            for pk, seq_type, seq, key_type, key, occ_type, occ in self._db.execute(
-                    f"SELECT {_FEATURE_COLUMNS} FROM units WHERE context_id = ?", (context_id,)):
+            for pk, features in self._db.execute(f"SELECT {_FEATURE_COLUMNS} FROM units WHERE context_id = ?",
+                                                 (context_id,)):
                 r = row_of_pk.get(int(pk))
-                if r is not None and key_type in _PLAIN and occ_type in _PLAIN:
-                    view.f_seq[r] = seq if seq_type == "integer" and abs(seq) < -NO_SEQ else NO_SEQ
-                    view.f_key[r], view.f_occurred[r], view.f_known[r] = key, occ, True
+                if r is not None:
+                    view.f_seq[r], view.f_key[r], view.f_occurred[r] = _features(*json.loads(features))
+                    view.f_known[r] = True
         return view
 
     def _top_bm25(self, view: _ContextView, query: str, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
