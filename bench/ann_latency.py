@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agent_memory.adapters import ann
 from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 from agent_memory.ports import SearchFilter, SearchUnit
 
@@ -76,15 +77,19 @@ def run(n: int) -> None:
             index.upsert([SearchUnit(id=f"u{i}", context_id="bench", kind="turn", text=f"v{i}", role="user",
                                      scopes=[["org/acme"]] if i % 5 else [["org/other"]])
                           for i in range(start, min(n, start + BATCH))])
+            if n >= 500_000 and (start + BATCH) % 100_000 == 0:  # a long run says how far it got
+                print(f"  loaded {start + BATCH:,} units, {time.perf_counter() - t0:.0f}s", flush=True)
         load_s = time.perf_counter() - t0
         flt = SearchFilter(context_id="bench", read_region=["org/acme"], principals=["alice"],
                            exclude_ids=[f"u{i}" for i in range(10)])
+        print(f"  index loaded in {time.perf_counter() - t0:.0f}s", flush=True)
         index.search("q0", flt, k=10, mode="vector")  # load the view
         ex_wall, ex_cpu, exact = timed(index, flt)
         index.ann_min_rows = 0
         t0 = time.perf_counter()
         index.search("q0", flt, k=10, mode="vector")  # builds (and saves) the graph
         build_s = time.perf_counter() - t0
+        print(f"  graph built in {build_s:.0f}s", flush=True)
         ann_wall, ann_cpu, approx = timed(index, flt)
         recall = sum(len(a & e) for a, e in zip(approx, exact, strict=True)) / sum(len(e) for e in exact)
         graph = index._graph_path("bench")  # noqa: SLF001 - bench: size on disk
@@ -96,6 +101,15 @@ def run(n: int) -> None:
               f"cpu p50={pct(ex_cpu, 50):6.2f} ms p95={pct(ex_cpu, 95):6.2f} ms")
         print(f"  ANN (HNSW)  wall p50={pct(ann_wall, 50):6.2f} ms p95={pct(ann_wall, 95):6.2f} ms | "
               f"cpu p50={pct(ann_cpu, 50):6.2f} ms p95={pct(ann_cpu, 95):6.2f} ms | recall@10 vs exact {recall:.4f}")
+        # A wider beam's floor (``ann.EF_SEARCH_MIN``) against recall, on the same graph.
+        default_ef = ann.EF_SEARCH_MIN
+        for ef in (2048,):
+            ann.EF_SEARCH_MIN = ef
+            wall, cpu, approx = timed(index, flt)
+            recall = sum(len(a & e) for a, e in zip(approx, exact, strict=True)) / sum(len(e) for e in exact)
+            print(f"  ANN, EF_SEARCH_MIN={ef}: wall p50={pct(wall, 50):6.2f} ms p95={pct(wall, 95):6.2f} ms | "
+                  f"cpu p50={pct(cpu, 50):6.2f} ms p95={pct(cpu, 95):6.2f} ms | recall@10 vs exact {recall:.4f}", flush=True)
+        ann.EF_SEARCH_MIN = default_ef
         index.close()
 
 

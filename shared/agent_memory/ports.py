@@ -7,7 +7,7 @@ Nothing here imports boto3, opensearchpy, openai or sentence-transformers.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -345,6 +345,135 @@ class SearchHit:
 SearchMode = Literal["hybrid", "vector", "bm25"]
 
 
+@dataclass(frozen=True)
+class RowLeg:
+    """One ranked list of a ``SearchIndex.rank_rows`` call: the best ``depth`` units for
+    ``query`` by ``mode`` under the call's filter, further restricted to units carrying every
+    label in ``labels`` (inside the search, like ``SearchFilter.labels``)."""
+
+    query: str
+    mode: Literal["bm25", "vector"]
+    depth: int
+    labels: tuple[str, ...] = ()
+
+
+NO_SEQ = -(2**62)  # ``RowRanking.seq`` of a unit without an integer ``metadata["seq"]``
+
+
+@dataclass
+class RowRanking:
+    """The candidates of a ``rank_rows`` call as columns (entry ``i`` describes candidate
+    ``i``), so a caller ranks them without a ``SearchUnit`` per candidate and decodes only the
+    few it keeps (``decode``).
+
+    - ``legs[j]``: candidate indices of leg ``j``, best first (a candidate at most once per leg).
+    - ``kind``, ``role``, ``session_id``, ``key`` (``metadata["key"]``), ``occurred_at``:
+      object arrays (``None`` where the unit has none); ``seq``: int64 ``metadata["seq"]``
+      (``NO_SEQ`` when it is not an integer, or beyond +-2**62); ``current``: bool, ``valid_until is None``; ``labels``: one
+      frozenset per candidate.
+    - ``decode(indices)``: the full units of those candidates, in that order (``None`` for
+      one deleted since the ranking, where the adapter decodes only now).
+    """
+
+    ids: list[str]
+    legs: list[np.ndarray]
+    kind: np.ndarray
+    role: np.ndarray
+    session_id: np.ndarray
+    seq: np.ndarray
+    current: np.ndarray
+    key: np.ndarray
+    occurred_at: np.ndarray
+    labels: list[frozenset[str]]
+    decode: Callable[[Sequence[int]], list[SearchUnit | None]]
+
+    @classmethod
+    def from_units(cls, legs: Sequence[Sequence[SearchUnit]]) -> RowRanking:
+        """The ranking of legs of already decoded units (adapters whose search returns whole
+        units, and callers adding units of their own); the first copy of a unit id wins."""
+        import numpy as np
+
+        position: dict[str, int] = {}
+        units: list[SearchUnit] = []
+        leg_rows = []
+        for leg in legs:
+            rows = []
+            for unit in leg:
+                i = position.get(unit.id)
+                if i is None:
+                    i = position[unit.id] = len(units)
+                    units.append(unit)
+                rows.append(i)
+            leg_rows.append(np.asarray(list(dict.fromkeys(rows)), dtype=np.int64))
+
+        def column(values: list[Any]) -> np.ndarray:
+            out = np.empty(len(values), dtype=object)
+            out[:] = values
+            return out
+
+        def seq(u: SearchUnit) -> int:
+            value = u.metadata.get("seq")
+            plain = isinstance(value, int) and not isinstance(value, bool) and abs(value) < -NO_SEQ
+            return value if plain else NO_SEQ
+
+        return cls(
+            ids=[u.id for u in units], legs=leg_rows,
+            kind=column([u.kind for u in units]), role=column([u.role for u in units]),
+            session_id=column([u.session_id for u in units]),
+            seq=np.fromiter((seq(u) for u in units), dtype=np.int64, count=len(units)),
+            current=np.fromiter((u.valid_until is None for u in units), dtype=bool, count=len(units)),
+            key=column([u.metadata.get("key") for u in units]),
+            occurred_at=column([u.occurred_at for u in units]),
+            labels=[frozenset(u.labels) for u in units],
+            decode=lambda indices: [units[i] for i in indices],
+        )
+
+    def extended(self, units: Sequence[SearchUnit]) -> tuple[RowRanking, np.ndarray]:
+        """This ranking with ``units`` as candidates too (a unit whose id is already a
+        candidate replaces that candidate's columns and decodes as itself: the first copy of
+        an id wins), and the candidate index of each of ``units`` in order (a repeated id
+        gives a repeated index)."""
+        import numpy as np
+
+        if not units:
+            return self, np.zeros(0, dtype=np.int64)
+        extra = RowRanking.from_units([units])
+        position = {uid: i for i, uid in enumerate(self.ids)}
+        ids = list(self.ids)
+        target = np.empty(len(extra.ids), dtype=np.int64)  # extra candidate j -> candidate index
+        for j, uid in enumerate(extra.ids):
+            i = position.get(uid)
+            if i is None:
+                i = position[uid] = len(ids)
+                ids.append(uid)
+            target[j] = i
+        n = len(ids)
+        cols: dict[str, Any] = {}
+        for name, fill in (("kind", None), ("role", None), ("session_id", None), ("seq", NO_SEQ),
+                           ("current", False), ("key", None), ("occurred_at", None)):
+            old = getattr(self, name)
+            col = np.empty(n, dtype=old.dtype)
+            col[: old.size] = old
+            col[old.size:] = fill
+            col[target] = getattr(extra, name)
+            cols[name] = col
+        labels = list(self.labels) + [frozenset()] * (n - len(self.ids))
+        given: dict[int, SearchUnit] = {}
+        for j, unit in enumerate(extra.decode(range(len(extra.ids)))):
+            labels[int(target[j])] = extra.labels[j]
+            given[int(target[j])] = unit  # type: ignore[assignment]
+        inner = self.decode
+
+        def decode(indices: Sequence[int]) -> list[SearchUnit | None]:
+            rest = [i for i in indices if i not in given]
+            found = dict(zip(rest, inner(rest), strict=True)) if rest else {}
+            return [given[i] if i in given else found[i] for i in indices]
+
+        ranking = RowRanking(ids=ids, legs=self.legs, labels=labels, decode=decode, **cols)
+        first = {uid: j for j, uid in enumerate(extra.ids)}
+        return ranking, target[[first[u.id] for u in units]]
+
+
 @runtime_checkable
 class SearchIndex(Protocol):
     """Text + vector search over ``SearchUnit``s of many contexts.
@@ -360,6 +489,11 @@ class SearchIndex(Protocol):
     def delete_context(self, context_id: str) -> None: ...
 
     def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid") -> list[SearchHit]: ...
+
+    def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg]) -> RowRanking:
+        """Several ranked lists under one filter, as ``search(leg.query, flt + leg.labels,
+        k=leg.depth, mode=leg.mode)`` would rank each, returned as undecoded columns."""
+        ...
 
     def get(self, context_id: str, unit_id: str) -> SearchUnit | None: ...
 

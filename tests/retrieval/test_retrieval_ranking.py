@@ -132,3 +132,31 @@ def test_next_to_search_a_named_entitys_facts_seed_only_when_they_bear_on_the_qu
     assert related.trace["legs"]["structured"] >= 1 and related.hits[0].text == "Emma location: Oslo"
     graph = retrieve(runtime, "What does Emma think about chess openings?", mode="graph", k=5)
     assert any(h.text == "Emma location: Oslo" for h in graph.hits)  # structured-only mode keeps them all
+
+
+def test_tier1_reads_kept_between_queries_follow_every_write(runtime):
+    """Retrieval keeps decoded tier-1 reads while the store's generation holds: a write in
+    this process, or a commit by another connection to the same file, is seen at once."""
+    write(runtime, "My sister Emma lives in Oslo.")
+    for _ in range(2):  # the second question is answered from the kept reads
+        first = retrieve(runtime, "Where does Emma live?", k=3)
+        assert first.hits[0].structured and first.hits[0].text == "Emma location: Oslo"
+    write(runtime, "My sister Emma moved to Bergen.")
+    moved = retrieve(runtime, "Where does Emma live?", k=3)
+    assert moved.hits[0].structured and moved.hits[0].text == "Emma location: Bergen"
+    store = runtime.base_store
+    if not callable(getattr(store, "generation", None)):
+        return  # DynamoDB: read every time, nothing kept
+    from agent_memory import keys
+    from agent_memory.adapters.sqlite_store import SQLiteRecordStore
+
+    other = SQLiteRecordStore(store.path)  # another process's connection to the same file
+    try:
+        page = other.query(keys.attrs_pk(ADMIN, "entity:person/emma"), prefix="a#", limit=50)
+        for record in page.records:
+            record.data["deleted"] = True
+            other.put(record)
+    finally:
+        other.close()
+    gone = retrieve(runtime, "Where does Emma live?", k=3)
+    assert not any(h.structured for h in gone.hits) and gone.tier == 3

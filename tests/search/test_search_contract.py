@@ -458,3 +458,92 @@ def test_embedded_views_survive_eviction_compaction_and_budget(backend, tmp_path
     assert ids(hits)[0] == "a_new" and len(hits) == 3
     assert len(idx.search("alpha common", flt(), k=3, mode="bm25")) == 3
     idx.close()
+
+
+# ---------------------------------------------------------------------------
+# rank_rows: several legs as columns, decoding only what the caller keeps
+# ---------------------------------------------------------------------------
+
+RANK_CORPUS = [
+    unit("r1", "Alice booked a trip to Lisbon in May", role="user", session_id="s1", labels=["person/alice"],
+         occurred_at="2024-05-01T10:00:00.000Z", metadata={"seq": 1, "speaker": "Alice"}),
+    unit("r2", "Bob said the Lisbon trip sounds lovely", role="assistant", session_id="s1",
+         labels=["person/bob"], metadata={"seq": 2}),
+    unit("r3", "Alice location: Lisbon", kind="attribute", labels=["person/alice"],
+         valid_until="2999-01-01T00:00:00.000Z", metadata={"key": "location", "value": "Lisbon"}),
+    unit("r4", "Alice works at Acme in Berlin", kind="attribute", labels=["person/alice"],
+         metadata={"key": "employer"}),
+    unit("r5", "Carol plans a trip to Porto", role="user", session_id="s2", labels=["person/carol"],
+         metadata={"seq": True}),
+    unit("r6", "Lisbon trip budget for the team", kind="chunk", scopes=[["org/other"]]),
+    unit("r7", "Lisbon trip notes", kind="attribute", metadata={"key": {"nested": 1}, "seq": 2.0}),
+    unit("r8", "Lisbon trip photos", session_id="s3", metadata={"seq": 2**63}),
+]
+
+
+def test_rank_rows_legs_rank_like_search_and_columns_describe_the_units(index: SearchIndex) -> None:
+    _check_rank_rows(index)
+
+
+def test_rank_rows_of_a_large_context_decodes_features_on_first_sight(backend, make_index, monkeypatch) -> None:
+    """Past the in-memory postings limit a view loads no payload features: they are decoded
+    the first time a row is a candidate (and BM25 runs in FTS5)."""
+    _embedded_only(backend)
+    from agent_memory.adapters import embedded_search
+
+    monkeypatch.setattr(embedded_search, "TERM_INDEX_MAX_ROWS", 0)
+    _check_rank_rows(make_index())
+
+
+def _check_rank_rows(index: SearchIndex) -> None:
+    from agent_memory.ports import NO_SEQ, RowLeg
+
+    index.upsert(RANK_CORPUS)
+    f = flt(read_region=["org/acme"])
+    legs = [RowLeg("Lisbon trip", "bm25", 10), RowLeg("Lisbon trip", "vector", 4),
+            RowLeg("Lisbon trip", "vector", 4, ("person/alice",)), RowLeg("nothing matches zzz", "bm25", 3)]
+    ranking = index.rank_rows(f, legs)
+    assert len(ranking.legs) == len(legs)
+    for leg, rows in zip(legs, ranking.legs, strict=True):
+        leg_flt = flt(read_region=["org/acme"], labels=list(leg.labels) or None)
+        expected = ids(index.search(leg.query, leg_flt, k=leg.depth, mode=leg.mode))
+        assert [ranking.ids[i] for i in rows.tolist()] == expected
+    assert "r6" not in ranking.ids  # the filter applies inside every leg
+    assert len(set(ranking.ids)) == len(ranking.ids)
+    units = ranking.decode(list(range(len(ranking.ids))))
+    assert [u.id for u in units] == ranking.ids
+    for i, u in enumerate(units):
+        assert u == index.get(CTX, u.id)
+        assert ranking.kind[i] == u.kind and ranking.role[i] == u.role and ranking.session_id[i] == u.session_id
+        assert ranking.key[i] == u.metadata.get("key") and ranking.occurred_at[i] == u.occurred_at
+        assert bool(ranking.current[i]) == (u.valid_until is None)
+        assert ranking.labels[i] == frozenset(u.labels)
+        seq = u.metadata.get("seq")
+        plain = isinstance(seq, int) and not isinstance(seq, bool) and abs(seq) < 2**62
+        assert ranking.seq[i] == (seq if plain else NO_SEQ)
+    assert {"r7", "r8"} <= set(ranking.ids)
+    # decode keeps the order asked for; a unit deleted since the ranking decodes as None, or
+    # as the copy the search already read (an adapter whose hits arrive decoded)
+    picked = [len(ranking.ids) - 1, 0]
+    index.delete(CTX, [ranking.ids[0]])
+    again = ranking.decode(picked)
+    assert again[0] is not None and again[0].id == ranking.ids[-1]
+    assert again[1] is None or again[1].id == ranking.ids[0]
+
+
+def test_rank_rows_columns_follow_rewrites(index: SearchIndex) -> None:
+    from agent_memory.ports import RowLeg
+
+    index.upsert(RANK_CORPUS)
+    leg = [RowLeg("Alice Lisbon", "bm25", 10)]
+    first = index.rank_rows(flt(), leg)
+    assert "r3" in first.ids
+    moved = unit("r3", "Alice location: Lisbon", kind="attribute", labels=["person/alice", "x"], revision=2,
+                 valid_until="2999-01-01T00:00:00.000Z", metadata={"key": "home"})
+    index.upsert([moved])
+    second = index.rank_rows(flt(), leg)
+    i = second.ids.index("r3")
+    assert second.key[i] == "home" and second.labels[i] == frozenset({"person/alice", "x"})
+    assert second.decode([i]) == [moved]
+    assert index.rank_rows(flt(context_id="empty-ctx"), leg).legs[0].size == 0
+    assert index.rank_rows(flt(), []).legs == []

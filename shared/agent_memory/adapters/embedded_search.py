@@ -51,7 +51,17 @@ from agent_memory.adapters.ann import AnnGraph
 from agent_memory.adapters.term_index import MAX_ROWS as TERM_INDEX_MAX_ROWS
 from agent_memory.adapters.term_index import TermIndex, Tokenizer
 from agent_memory.lexicon import SEARCH_STOP_WORDS
-from agent_memory.ports import Embedder, EmbedderMismatch, SearchFilter, SearchHit, SearchMode, SearchUnit
+from agent_memory.ports import (
+    NO_SEQ,
+    Embedder,
+    EmbedderMismatch,
+    RowLeg,
+    RowRanking,
+    SearchFilter,
+    SearchHit,
+    SearchMode,
+    SearchUnit,
+)
 
 RRF_K = 60
 EMBED_BATCH = 256
@@ -204,6 +214,15 @@ class _Codes:
             return -1
         return self.codes.get(value, -2)
 
+    def names(self) -> np.ndarray:
+        """Object array: code -> value, where code -1 (the last entry) is ``None``."""
+        cached = getattr(self, "_names", None)
+        if cached is None or cached.size != len(self.codes) + 1:
+            cached = np.empty(len(self.codes) + 1, dtype=object)
+            cached[: len(self.codes)] = list(self.codes)
+            self._names = cached
+        return cached
+
 
 class _Signatures:
     """Distinct values of a structured field (a DNF, a reader list, a label set) -> int code,
@@ -273,6 +292,23 @@ class _Row:
     scopes_key: str
     acl_key: str | None
     labels_key: str
+    features: tuple[int, Any, str | None] | None = None  # (seq, key, occurred_at): ``unit_features``
+
+
+def unit_features(unit: SearchUnit) -> tuple[int, Any, str | None]:
+    """The payload's ranking features (``RowRanking``): integer ``metadata["seq"]`` (else
+    ``NO_SEQ``), ``metadata["key"]``, ``occurred_at``."""
+    return _features(unit.metadata.get("seq"), unit.metadata.get("key"), unit.occurred_at)
+
+
+def _features(seq: Any, key: Any, occurred_at: str | None) -> tuple[int, Any, str | None]:
+    plain = isinstance(seq, int) and not isinstance(seq, bool) and abs(seq) < -NO_SEQ
+    return (seq if plain else NO_SEQ), key, occurred_at
+
+
+# The same features cut out of stored payloads by SQLite when a view loads: one JSON array
+# per row (JSON values, so ``json.loads`` gives them the types the decoded unit would have).
+_FEATURE_COLUMNS = "pk, json_extract(payload, '$.metadata.seq', '$.metadata.key', '$.occurred_at')"
 
 
 class _ContextView:
@@ -321,9 +357,15 @@ class _ContextView:
         self.scope = np.zeros(cap, dtype=np.int32)
         self.acl = np.zeros(cap, dtype=np.int32)
         self.labels = np.zeros(cap, dtype=np.int32)
+        # Ranking features that live in the payload (``rank_rows``), filled from a row's
+        # decoded unit the first time it is a candidate, and forgotten when it is rewritten.
+        self.f_known = np.zeros(cap, dtype=bool)
+        self.f_seq = np.full(cap, NO_SEQ, dtype=np.int64)
+        self.f_key = np.empty(cap, dtype=object)
+        self.f_occurred = np.empty(cap, dtype=object)
 
     _ARRAYS = ("matrix", "alive", "pks", "kind", "part", "role", "session", "thread", "vf", "vu",
-               "scope", "acl", "labels")
+               "scope", "acl", "labels", "f_known", "f_seq", "f_key", "f_occurred")
 
     def _grow(self, need: int) -> None:
         if need <= self.cap:
@@ -375,6 +417,9 @@ class _ContextView:
             self.scope[i] = self.scope_sigs.code(r.scopes_key)
             self.acl[i] = self.acl_sigs.code(r.acl_key)
             self.labels[i] = self.label_sigs.code(r.labels_key)
+            self.f_known[i] = r.features is not None
+            if r.features is not None:
+                self.f_seq[i], self.f_key[i], self.f_occurred[i] = r.features
 
     def load(self, rows: Sequence[tuple[Any, ...]], vectors: np.ndarray) -> None:
         """Fill an empty view from stored rows (``_Row`` field order), column at a time: the
@@ -708,7 +753,9 @@ class EmbeddedSearchIndex:
                 self._db.execute("INSERT OR REPLACE INTO vectors (pk, embedding) VALUES (?, ?)",
                                  (pk, vec.astype("<f4").tobytes()))
                 rows, vecs, texts = applied.setdefault(u.context_id, ([], [], []))
-                rows.append(_row_from_params(pk, params))
+                row = _row_from_params(pk, params)
+                row.features = unit_features(u)
+                rows.append(row)
                 vecs.append(vec)
                 texts.append(u.text)
         with self._lock:
@@ -810,6 +857,71 @@ class EmbeddedSearchIndex:
             units = self._units(view, [uid for uid, _ in ranked])
         return [SearchHit(units[uid], score) for uid, score in ranked if uid in units]
 
+    def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg]) -> RowRanking:
+        """Each leg ranked exactly as ``search`` ranks that mode, returned as the view's
+        columns over the candidates: no unit is decoded to rank (a row's payload features
+        are decoded once, the first time it is a candidate), ``decode`` reads the kept few."""
+        vectors: dict[str, np.ndarray | None] = {}
+        for leg in legs:
+            if leg.mode == "vector" and leg.query not in vectors:
+                vec = embed_all(self.embedder, [leg.query])[0]
+                vectors[leg.query] = vec if np.any(vec) else None
+            elif leg.mode not in ("vector", "bm25"):
+                raise ValueError(f"unknown row leg mode {leg.mode!r}")
+        with self._lock:
+            view = self._view(flt.context_id)
+            leg_rows: list[np.ndarray] = []
+            now = self._clock()
+            for leg in legs:
+                hits: list[tuple[int, float]] = []
+                if view.n > view.dead and leg.depth > 0:
+                    leg_flt = flt if not leg.labels else dataclasses.replace(
+                        flt, labels=sorted({*(flt.labels or ()), *leg.labels}))
+                    m = view.mask(leg_flt, now)
+                    if m.any():
+                        if leg.mode == "vector":
+                            q = vectors[leg.query]
+                            hits = self._top_vector(view, q, m, leg.depth) if q is not None else []
+                        else:
+                            hits = self._top_bm25(view, leg.query, m, leg.depth)
+                leg_rows.append(np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits)))
+            if not leg_rows:
+                return RowRanking.from_units([])
+            every = np.concatenate(leg_rows)
+            rows, inverse = np.unique(every, return_inverse=True)
+            unknown = rows[~view.f_known[rows]]
+            if unknown.size:
+                ids = view.ids
+                units = self._units(view, [ids[r] for r in unknown.tolist()])
+                for r in unknown.tolist():
+                    unit = units.get(ids[r])  # type: ignore[arg-type]
+                    if unit is None:
+                        continue
+                    view.f_seq[r], view.f_key[r], view.f_occurred[r] = unit_features(unit)
+                    view.f_known[r] = True
+            ids = [view.ids[r] for r in rows.tolist()]
+            label_sets = view.label_sigs.values
+            inverse = inverse.astype(np.int64)
+            ends = np.cumsum([leg_hits.size for leg_hits in leg_rows]).tolist()
+            ranking = RowRanking(
+                ids=ids,  # type: ignore[arg-type]
+                legs=[inverse[end - size:end] for end, size in zip(ends, (r.size for r in leg_rows), strict=True)],
+                kind=view.kind_codes.names()[view.kind[rows]],
+                role=view.role_codes.names()[view.role[rows]],
+                session_id=view.session_codes.names()[view.session[rows]],
+                seq=view.f_seq[rows].copy(), current=np.isinf(view.vu[rows]),
+                key=view.f_key[rows].copy(), occurred_at=view.f_occurred[rows].copy(),
+                labels=[label_sets[c] for c in view.labels[rows].tolist()],
+                decode=lambda indices: self._decode(flt.context_id, [ids[i] for i in indices]),
+            )
+        return ranking
+
+    def _decode(self, context_id: str, ids: list[str]) -> list[SearchUnit | None]:
+        with self._lock:
+            view = self._view(context_id)
+            units = self._units(view, ids)
+        return [units.get(uid) for uid in ids]
+
     # -- vectors: exact scan, or the ANN graph of a large context --------------
 
     def _top_vector(self, view: _ContextView, q: np.ndarray, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
@@ -906,6 +1018,14 @@ class EmbeddedSearchIndex:
                 view.terms.set(view.row_of_pk[int(pk)], counts, length)
         else:
             view.terms = None
+        if len(data) <= TERM_INDEX_MAX_ROWS:  # a small context's features are read now, in SQL
+            row_of_pk = view.row_of_pk
+            for pk, features in self._db.execute(f"SELECT {_FEATURE_COLUMNS} FROM units WHERE context_id = ?",
+                                                 (context_id,)):
+                r = row_of_pk.get(int(pk))
+                if r is not None:
+                    view.f_seq[r], view.f_key[r], view.f_occurred[r] = _features(*json.loads(features))
+                    view.f_known[r] = True
         return view
 
     def _top_bm25(self, view: _ContextView, query: str, m: np.ndarray, depth: int) -> list[tuple[int, float]]:

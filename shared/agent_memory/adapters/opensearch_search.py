@@ -53,6 +53,7 @@ the same ancestor fields (``users/[^/]+/private``), one per such path (``region_
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -78,6 +79,8 @@ from agent_memory.ports import (
     EmbedderMismatch,
     LiveRevisions,
     RecentWrites,
+    RowLeg,
+    RowRanking,
     SearchFilter,
     SearchHit,
     SearchMode,
@@ -703,6 +706,15 @@ class OpenSearchIndex:
                 [[uid for uid, _ in ranked_legs.get(leg, [])] for leg in ("bm25", "vector")]
             )
         return [SearchHit(units[uid], float(score)) for uid, score in ranked[:k]]
+
+    def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg], timeout: float | None = None) -> RowRanking:
+        """The legs through ``search`` (one request each; hits arrive decoded anyway), as columns."""
+        return RowRanking.from_units([
+            [h.unit for h in self.search(
+                leg.query, flt if not leg.labels else dataclasses.replace(
+                    flt, labels=sorted({*(flt.labels or ()), *leg.labels})),
+                k=leg.depth, mode=leg.mode, timeout=timeout)]
+            for leg in legs])
 
     def _recent_hits(self, query: str, vec: np.ndarray, flt: SearchFilter, depth: int) -> list[tuple[SearchUnit, float]]:
         """The noted recent units (``recent``) that ``flt`` admits, nearest first, as

@@ -33,6 +33,7 @@ from agent_memory.adapters import _scope_filter
 from agent_memory.ports import Condition, ConditionFailed, Delete, Page, Put, Record, WriteOp
 
 _BUSY_TIMEOUT_S = 30.0
+_IN_CHUNK = 500  # sort keys per ``IN (...)`` of a batch read (SQLite allows 32,766 parameters)
 _COLUMNS = "pk, sk, gsi1pk, gsi1sk, version, expires_at, data"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -77,6 +78,14 @@ class SQLiteRecordStore:
 
     # -- reads ---------------------------------------------------------------
 
+    def generation(self) -> tuple[int, int]:
+        """A token that changes whenever a record of this file may have changed: this
+        connection's writes (``total_changes``) or a commit by any other connection or
+        process (``PRAGMA data_version``). A reader's decoded copies are current while it
+        holds (``services.retrieval`` keeps tier-1 reads that way)."""
+        with self._lock:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self._conn.total_changes
+
     def get(self, pk: str, sk: str) -> Record | None:
         rules.check_key(pk, sk)
         with self._lock:
@@ -85,11 +94,19 @@ class SQLiteRecordStore:
     def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Record]:
         """Records for ``keys`` in input order; missing keys and repeats are left out."""
         unique = list(dict.fromkeys(keys))
+        by_pk: dict[str, list[str]] = {}
         for pk, sk in unique:
             rules.check_key(pk, sk)
-        with self._lock:
-            found = [_fetch(self._conn, pk, sk) for pk, sk in unique]
-        return [record for record in found if record is not None]
+            by_pk.setdefault(pk, []).append(sk)
+        rows: dict[tuple[str, str], tuple] = {}
+        with self._lock:  # one primary-key lookup per partition (and chunk), not one per key
+            for pk, sks in by_pk.items():
+                for i in range(0, len(sks), _IN_CHUNK):
+                    chunk = sks[i:i + _IN_CHUNK]
+                    sql = f"SELECT {_COLUMNS} FROM records WHERE pk = ? AND sk IN ({','.join('?' * len(chunk))})"
+                    for row in self._conn.execute(sql, (pk, *chunk)):
+                        rows[(row[0], row[1])] = row
+        return [_to_record(rows[key]) for key in unique if key in rows]
 
     def query(
         self,

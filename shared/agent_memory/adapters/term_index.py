@@ -69,6 +69,9 @@ class TermIndex:
         self.row_terms: dict[int, dict[str, int]] = {}
         self.length = np.zeros(64, dtype=np.float64)
         self.total_length = 0
+        # term -> (rows, term frequencies) as arrays, built when a query first needs them and
+        # dropped whenever a row with that term is set or removed
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def __len__(self) -> int:
         return len(self.row_terms)
@@ -82,8 +85,10 @@ class TermIndex:
         self.row_terms[row] = counts
         self.length[row] = length
         self.total_length += length
+        arrays = self._arrays
         for term, tf in counts.items():
             self.postings.setdefault(term, {})[row] = tf
+            arrays.pop(term, None)
 
     def remove(self, row: int) -> None:
         counts = self.row_terms.pop(row, None)
@@ -92,6 +97,7 @@ class TermIndex:
         self.total_length -= int(self.length[row])
         self.length[row] = 0
         for term in counts:
+            self._arrays.pop(term, None)
             post = self.postings.get(term)
             if post is not None:
                 post.pop(row, None)
@@ -115,7 +121,10 @@ class TermIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         # FTS5 measures a row's length over all its columns: the text plus its context token.
         average = self.total_length / n + 1.0
-        parts_rows, parts_scores = [], []
+        # Dense over the view's rows: a term's rows are distinct, so each term adds with one
+        # fancy ``+=`` (per row, terms add in query order, as FTS5 sums them).
+        summed = np.zeros(self.length.size)
+        hit = np.zeros(self.length.size, dtype=bool)
         for term in terms:
             post = self.postings.get(term)
             if not post:
@@ -123,16 +132,13 @@ class TermIndex:
             df = len(post)
             idf = math.log((n - df + 0.5) / (df + 0.5))
             idf = idf if idf > 0 else 1e-6
-            rows = np.fromiter(post.keys(), dtype=np.int64, count=df)
-            tf = np.fromiter(post.values(), dtype=np.float64, count=df)
+            arrays = self._arrays.get(term)
+            if arrays is None:
+                arrays = self._arrays[term] = (np.fromiter(post.keys(), dtype=np.int64, count=df),
+                                               np.fromiter(post.values(), dtype=np.float64, count=df))
+            rows, tf = arrays
             norm = K1 * (1 - B + B * (self.length[rows] + 1.0) / average)
-            parts_rows.append(rows)
-            parts_scores.append(idf * tf * (K1 + 1) / (tf + norm))
-        if not parts_rows:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        rows = np.concatenate(parts_rows)
-        scores = np.concatenate(parts_scores)
-        unique, inverse = np.unique(rows, return_inverse=True)
-        summed = np.zeros(unique.size)
-        np.add.at(summed, inverse, scores)
-        return unique, -summed
+            summed[rows] += idf * tf * (K1 + 1) / (tf + norm)
+            hit[rows] = True
+        matched = np.flatnonzero(hit)
+        return matched, -summed[matched]

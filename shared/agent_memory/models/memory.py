@@ -16,6 +16,7 @@ Every record carries the envelope of docs/decisions.md, "Data": ``context_id``, 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Self
 
@@ -24,6 +25,11 @@ from pydantic.alias_generators import to_camel, to_snake
 SourceKind = Literal["turn", "upsert", "document"]
 
 AUTHORITATIVE_SOURCES = frozenset({"upsert", "document"})
+
+# Stored keys are few and repeat on every read: convert each once (pydantic's converters are
+# regular expressions, and a tier-1 read decodes dozens of records per query).
+_snake = functools.lru_cache(maxsize=4096)(to_snake)
+_camel = functools.lru_cache(maxsize=4096)(to_camel)
 
 
 class _Record:
@@ -39,15 +45,15 @@ class _Record:
                 value = value.to_dict()
             elif isinstance(value, list):
                 value = [list(v) if isinstance(v, list) else v for v in value]
-            out[to_camel(f.name)] = value
+            out[_camel(f.name)] = value
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        names = _field_names(cls)
         kwargs: dict[str, Any] = {}
         for raw_key, value in (data or {}).items():
-            name = to_snake(raw_key)
+            name = _snake(raw_key)
             if name not in names:
                 continue
             nested = cls._nested.get(name)
@@ -55,6 +61,11 @@ class _Record:
                 value = nested.from_dict(value)  # type: ignore[attr-defined]
             kwargs[name] = value
         return cls(**kwargs)
+
+
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
 
 
 @dataclass(kw_only=True)

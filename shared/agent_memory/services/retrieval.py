@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import heapq
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -43,10 +42,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from agent_memory import keys, scopes, timeutil
 from agent_memory.ids import ENTITY_TYPES, entity_id, normalise_entity_name, split_entity_id
 from agent_memory.models.memory import Entity
-from agent_memory.ports import SearchFilter, SearchHit, SearchUnit
+from agent_memory.ports import NO_SEQ, RowLeg, RowRanking, SearchFilter, SearchUnit
 from agent_memory.request_context import RequestContext
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
 from agent_memory.services.projection import build_units
@@ -166,13 +167,48 @@ class NamedEntity:
 class _Leg:
     name: str
     weight: float
-    units: list[SearchUnit]
+    rows: np.ndarray  # candidate indices into the retrieval's ``RowRanking``, best first
+
+
+class _ReadCache:
+    """Decoded tier-1 store reads (entities by key, a partition's fact units), kept while the
+    store's ``generation()`` token is unchanged, so a question about the same people as the
+    last one reads and decodes nothing again. Stores without the token are read every time.
+    Entries carry the token they were read under: one read under an older token never
+    serves a newer one, whichever thread stored it."""
+
+    MAX_ITEMS = 4096
+
+    def __init__(self) -> None:
+        self.items: dict[Any, tuple[Any, Any]] = {}
+
+    @staticmethod
+    def token(store: Any) -> Any:
+        generation = getattr(store, "generation", None)
+        return generation() if callable(generation) else None
+
+    def get(self, token: Any, key: Any) -> Any:
+        if token is None:
+            return None
+        hit = self.items.get(key)
+        return hit[1] if hit is not None and hit[0] == token else None
+
+    def put(self, token: Any, key: Any, value: Any) -> None:
+        if token is None:
+            return
+        if len(self.items) >= self.MAX_ITEMS:
+            self.items.clear()
+        self.items[key] = (token, value)
+
+
+_MISSING = object()  # a cached "no such record"
 
 
 class RetrievalService:
     def __init__(self, store: RecordStore, search: SearchIndex | None):
         self._store = store
         self._search = search
+        self._reads = _ReadCache()
 
     def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
                  as_of: str | None = None, session_id: str | None = None, labels: Sequence[str] | None = None,
@@ -209,23 +245,30 @@ class RetrievalService:
         depth = max(recipe.min_depth, recipe.depth_per_k * k)
         legs: list[_Leg] = []
         seeds: list[SearchUnit] = []
-        if recipe.structured and (flt.kinds or "entity" in kinds):
+        structured = bool(recipe.structured and (flt.kinds or "entity" in kinds))
+        if structured:
             # Next to search results, a named entity's fact is a candidate only when it bears
             # on the question (its key is asked for, or it shares a content word): a person's
             # every fact would otherwise crowd out what answers the question.
             seeds = self._seeds(ctx, [e for e in entities if e.stored is not None], flt, qa,
                                 with_profiles="entity" in kinds, bearing_only=bool(recipe.bm25 or recipe.vector))
-            legs.append(_Leg("structured", recipe.structured, seeds))
+        ranking = RowRanking.from_units([])
         if flt.kinds:
-            legs += self._search_legs(recipe, qa, flt, entities, depth)
-        ranked, candidates = self._fuse(recipe, legs, qa, k)
+            ranking, legs = self._search_legs(recipe, qa, flt, entities, depth)
+        # Candidates are columns (``RowRanking``): only the final k are decoded.
+        ranking, seed_rows = ranking.extended(seeds)
+        if structured:
+            legs.insert(0, _Leg("structured", recipe.structured, seed_rows))
+        ranked, candidates = self._fuse(recipe, ranking, legs, qa, k)
         seed_ids = {u.id for u in seeds}
-        hits = [self._hit(unit, score, unit.id in seed_ids) for unit, score in ranked]
+        units = ranking.decode([i for i, _ in ranked])
+        hits = [self._hit(unit, score, unit.id in seed_ids)
+                for unit, (_, score) in zip(units, ranked, strict=True) if unit is not None]
         tier = 1 if hits and hits[0].structured else 3
         elapsed = (time.perf_counter() - started) * 1000
         trace = {
             "mode": mode, "entities": [e.id for e in entities],
-            "legs": {leg.name: len(leg.units) for leg in legs}, "candidates": candidates,
+            "legs": {leg.name: len(leg.rows) for leg in legs}, "candidates": candidates,
             "vectorQuery": qa.content, "timeWindow": qa.time.to_wire() if qa.time else None,
         }
         return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace)
@@ -288,11 +331,19 @@ class RetrievalService:
         keys_.append((pk, keys.entity_sk(SELF_ENTITY_ID)))
         found: dict[str, Entity] = {}
         store = self._store
-        for i in range(0, len(keys_), 100):
-            for record in store.batch_get(keys_[i:i + 100]):
-                entity = Entity.from_dict(record.data)
-                if not entity.deleted and scopes.visible(entity.scopes, ctx.read_region):
-                    found[entity.id] = entity
+        token = self._reads.token(store)
+        cached = {key: self._reads.get(token, ("entity", key)) for key in keys_}
+        todo = [key for key in keys_ if cached[key] is None]
+        for i in range(0, len(todo), 100):
+            chunk = todo[i:i + 100]
+            read = {(r.pk, r.sk): Entity.from_dict(r.data) for r in store.batch_get(chunk)}
+            for key in chunk:
+                cached[key] = read.get(key, _MISSING)
+                self._reads.put(token, ("entity", key), cached[key])
+        for key in keys_:
+            entity = cached[key]
+            if entity is not _MISSING and not entity.deleted and scopes.visible(entity.scopes, ctx.read_region):
+                found[entity.id] = entity
         return found
 
     def _entity(self, ctx: RequestContext, eid: str) -> Entity | None:
@@ -311,6 +362,7 @@ class RetrievalService:
         ``bearing_only``, only those that bear on the question: a key it asks about, or a
         content word in common)."""
         store = self._store
+        token = self._reads.token(store)
         now = timeutil.now_iso()
         any_kind = dataclasses.replace(flt, kinds=None)  # profiles summarise attributes even when not returned
         units: list[tuple[tuple[float, ...], SearchUnit]] = []
@@ -320,13 +372,9 @@ class RetrievalService:
             for kind, pk in (("attribute", keys.attrs_pk(ctx, entity.id)), ("relation", keys.rels_pk(ctx, entity.id))):
                 if kind not in (flt.kinds or ()) and not with_profiles:
                     continue
-                page = store.query(pk, prefix="a#", limit=SEED_ROWS)
-                for record in page.records:
-                    if record.data.get("kind") != kind or record.data.get("deleted"):
-                        continue
-                    for unit in build_units(record.data, record.version):
-                        if unit_visible(unit, any_kind, now):
-                            facts.append((_seed_order(unit, qa), unit))
+                for unit in self._fact_units(store, token, pk, kind):
+                    if unit_visible(unit, any_kind, now):
+                        facts.append((_seed_order(unit, qa), unit))
             facts.sort(key=lambda ou: ou[0])
             wanted = flt.kinds or ()
             units += [(o, u) for o, u in facts if u.kind in wanted and (not bearing_only or o[0] or o[1])]
@@ -335,88 +383,112 @@ class RetrievalService:
         units.sort(key=lambda ou: ou[0])
         return profiles + [u for _, u in units]
 
+    def _fact_units(self, store: Any, token: Any, pk: str, kind: str) -> list[SearchUnit]:
+        """The units of one entity partition's ``kind`` facts (not deleted), as search
+        would index them; decoded once per store generation (``_ReadCache``)."""
+        units = self._reads.get(token, ("facts", pk, kind))
+        if units is None:
+            units = []
+            for record in store.query(pk, prefix="a#", limit=SEED_ROWS).records:
+                if record.data.get("kind") == kind and not record.data.get("deleted"):
+                    units += build_units(record.data, record.version)
+            self._reads.put(token, ("facts", pk, kind), units)
+        return units
+
     # --- search legs -------------------------------------------------------------------
 
     def _search_legs(self, recipe: SearchRecipe, qa: QueryAnalysis, flt: SearchFilter,
-                     entities: Sequence[NamedEntity], depth: int) -> list[_Leg]:
+                     entities: Sequence[NamedEntity], depth: int) -> tuple[RowRanking, list[_Leg]]:
         index = self._search
         if index is None:
-            return []
-        legs: list[_Leg] = []
+            return RowRanking.from_units([]), []
         picked = entities[:recipe.max_entities]
-        about: dict[str, list[_Leg]] = {e.id: [] for e in picked}
+        # One ``rank_rows`` call runs every leg; its candidates come back as columns.
+        requests: list[RowLeg] = []
+        deep_leg = vector_leg = None
         if recipe.bm25 or (recipe.entity_bm25 and picked):
             deep = depth * recipe.bm25_depth_factor if picked and recipe.entity_bm25 else depth
-            units = _units(index.search(qa.text, flt, k=deep, mode="bm25"))
-            if recipe.bm25:
-                legs.append(_Leg("bm25", recipe.bm25, units[:depth]))
-            if recipe.entity_bm25:
-                # Cut from the deep BM25 list: every unit in it already passed the filter.
-                for e in picked:
-                    mine = [u for u in units if e.id in u.labels][:depth]
-                    about[e.id].append(_Leg(f"bm25:{e.id}", recipe.entity_bm25, mine))
+            deep_leg = len(requests)
+            requests.append(RowLeg(qa.text, "bm25", deep))
         vector_query = qa.content or qa.text
         if recipe.vector:
-            legs.append(_Leg("vector", recipe.vector, _units(index.search(vector_query, flt, k=depth, mode="vector"))))
+            vector_leg = len(requests)
+            requests.append(RowLeg(vector_query, "vector", depth))
+        entity_legs: dict[str, int] = {}
         if recipe.entity_vector:
             for e in picked:
-                restricted = dataclasses.replace(flt, labels=sorted({*(flt.labels or []), e.id}))
-                about[e.id].append(_Leg(f"vector:{e.id}", recipe.entity_vector,
-                                        _units(index.search(vector_query, restricted, k=depth, mode="vector"))))
+                entity_legs[e.id] = len(requests)
+                requests.append(RowLeg(vector_query, "vector", depth, (e.id,)))
+        ranking = index.rank_rows(flt, requests)
+        legs: list[_Leg] = []
+        about: dict[str, list[_Leg]] = {e.id: [] for e in picked}
+        if deep_leg is not None:
+            rows = ranking.legs[deep_leg]
+            if recipe.bm25:
+                legs.append(_Leg("bm25", recipe.bm25, rows[:depth]))
+            if recipe.entity_bm25:
+                # Cut from the deep BM25 list: every unit in it already passed the filter.
+                labels = ranking.labels
+                for e in picked:
+                    mine = np.fromiter((e.id in labels[i] for i in rows.tolist()), dtype=bool, count=rows.size)
+                    about[e.id].append(_Leg(f"bm25:{e.id}", recipe.entity_bm25, rows[mine][:depth]))
+        if vector_leg is not None:
+            legs.append(_Leg("vector", recipe.vector, ranking.legs[vector_leg]))
+        for eid, at in entity_legs.items():
+            about[eid].append(_Leg(f"vector:{eid}", recipe.entity_vector, ranking.legs[at]))
         # Entities share their legs' weight; one with no units at all (a capitalised word
         # that names nobody here) takes no share.
-        present = [eid for eid, entity_legs in about.items() if any(leg.units for leg in entity_legs)]
+        present = [eid for eid, entity_legs_ in about.items() if any(leg.rows.size for leg in entity_legs_)]
         for eid in present:
             for leg in about[eid]:
-                legs.append(_Leg(leg.name, leg.weight / len(present), leg.units))
-        return legs
+                legs.append(_Leg(leg.name, leg.weight / len(present), leg.rows))
+        return ranking, legs
 
     # --- fusion and ranking rules ------------------------------------------------------
 
-    def _fuse(self, recipe: SearchRecipe, legs: Sequence[_Leg], qa: QueryAnalysis,
-              k: int) -> tuple[list[tuple[SearchUnit, float]], int]:
-        """The best ``k`` candidates with their scores, and how many candidates there were."""
-        scores: dict[str, float] = {}
-        units: dict[str, SearchUnit] = {}
-        best: dict[str, int] = {}
+    def _fuse(self, recipe: SearchRecipe, ranking: RowRanking, legs: Sequence[_Leg], qa: QueryAnalysis,
+              k: int) -> tuple[list[tuple[int, float]], int]:
+        """The best ``k`` candidates (indices into ``ranking``) with their scores, and how
+        many candidates there were; the rules run over the ranking's columns."""
+        n = len(ranking.ids)
+        scores = np.zeros(n)
+        best = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        seen = np.zeros(n, dtype=bool)
         rrf_k = recipe.rrf_k
         for leg in legs:
             weight = leg.weight
-            if weight <= 0:
+            if weight <= 0 or not leg.rows.size:
                 continue
-            for rank, unit in enumerate(leg.units, start=1):
-                uid = unit.id
-                if uid in units:
-                    scores[uid] += weight / (rrf_k + rank)
-                    if rank < best[uid]:
-                        best[uid] = rank
-                else:
-                    scores[uid] = weight / (rrf_k + rank)
-                    units[uid] = unit
-                    best[uid] = rank
+            ranks = np.arange(1, leg.rows.size + 1)
+            np.add.at(scores, leg.rows, weight / (rrf_k + ranks))
+            np.minimum.at(best, leg.rows, ranks)
+            seen[leg.rows] = True
+        kind = ranking.kind
+        is_turn = kind == "turn"
         if recipe.neighbour_share:
-            scores = _share_with_neighbours(scores, units, recipe.neighbour_share)
-        window = qa.time if recipe.time_boost else None
+            scores = _share_with_neighbours(scores, seen & is_turn, ranking, recipe.neighbour_share)
+        factor = np.ones(n)
+        factor[is_turn & (ranking.role == "assistant")] *= recipe.assistant_factor
+        factor[((kind == "attribute") | (kind == "relation")) & ranking.current] *= recipe.current_fact_factor
         key_hints = qa.key_hints
-        for uid, unit in units.items():
-            factor = 1.0
-            kind = unit.kind
-            if kind == "turn":
-                if unit.role == "assistant":
-                    factor *= recipe.assistant_factor
-            elif kind in FACT_KINDS:
-                if unit.valid_until is None:
-                    factor *= recipe.current_fact_factor
-                if kind == "attribute" and unit.metadata.get("key") in key_hints:
-                    factor *= recipe.key_hint_factor
-            if window is not None and unit.occurred_at:
-                when = _parse(unit.occurred_at)
+        if key_hints:
+            hinted = np.fromiter((key in key_hints for key in ranking.key.tolist()), dtype=bool, count=n)
+            factor[(kind == "attribute") & hinted] *= recipe.key_hint_factor
+        window = qa.time if recipe.time_boost else None
+        if window is not None:
+            occurred = ranking.occurred_at
+            for i in np.flatnonzero(seen).tolist():
+                when = _parse(occurred[i]) if occurred[i] else None
                 if when is not None and window.contains(when, recipe.time_slack_days):
-                    factor *= 1.0 + recipe.time_boost
-            if factor != 1.0:
-                scores[uid] *= factor
-        order = heapq.nsmallest(k, scores, key=lambda uid: (-scores[uid], best[uid], uid))
-        return [(units[uid], scores[uid]) for uid in order], len(scores)
+                    factor[i] *= 1.0 + recipe.time_boost
+        scores = scores * factor
+        cand = np.flatnonzero(seen)
+        if cand.size > k:  # every candidate tied with the k-th score stays for the tie-break
+            kth = np.partition(scores[cand], cand.size - k)[cand.size - k]
+            cand = cand[scores[cand] >= kth]
+        ids = ranking.ids
+        order = sorted(cand.tolist(), key=lambda i: (-scores[i], best[i], ids[i]))[:k]
+        return [(i, float(scores[i])) for i in order], int(np.count_nonzero(seen))
 
     def _hit(self, unit: SearchUnit, score: float, structured: bool) -> Hit:
         text = unit.text
@@ -462,25 +534,25 @@ def unit_visible(unit: SearchUnit, flt: SearchFilter, now_iso: str) -> bool:
     return True
 
 
-def _units(hits: Sequence[SearchHit]) -> list[SearchUnit]:
-    return [h.unit for h in hits]
-
-
-def _share_with_neighbours(scores: dict[str, float], units: dict[str, SearchUnit], share: float) -> dict[str, float]:
-    """Each candidate turn passes ``share`` of its score to the candidate turns right before
-    and after it in its session. Only candidates take part: a neighbour the filter did not
-    let through is never added."""
-    position: dict[tuple[str, int], str] = {}
-    for uid, unit in units.items():
-        seq = unit.metadata.get("seq") if unit.kind == "turn" else None
-        if isinstance(seq, int) and unit.session_id:
-            position[(unit.session_id, seq)] = uid
-    out = dict(scores)
-    for (session, seq), uid in position.items():
-        for adjacent in (seq - 1, seq + 1):
-            other = position.get((session, adjacent))
-            if other is not None:
-                out[other] += share * scores[uid]
+def _share_with_neighbours(scores: np.ndarray, turns: np.ndarray, ranking: RowRanking, share: float) -> np.ndarray:
+    """Each candidate turn (``turns``) passes ``share`` of its score to the candidate turns
+    right before and after it in its session. Only candidates take part: a neighbour the
+    filter did not let through is never added."""
+    seq, sessions = ranking.seq, ranking.session_id
+    idx = np.flatnonzero(turns & (seq != NO_SEQ))
+    idx = idx[(sessions[idx] != None) & (sessions[idx] != "")]  # noqa: E711 - elementwise
+    if idx.size < 2:
+        return scores
+    codes: dict[str, int] = {}
+    session = np.fromiter((codes.setdefault(x, len(codes)) for x in sessions[idx].tolist()), dtype=np.int64,
+                          count=idx.size)
+    order = np.lexsort((seq[idx], session))
+    before, after = idx[order[:-1]], idx[order[1:]]
+    adjacent = (session[order[:-1]] == session[order[1:]]) & (seq[after] - seq[before] == 1)
+    before, after = before[adjacent], after[adjacent]
+    out = scores.copy()
+    np.add.at(out, after, share * scores[before])
+    np.add.at(out, before, share * scores[after])
     return out
 
 
