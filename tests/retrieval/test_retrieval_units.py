@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent_memory.ports import SearchUnit
 from agent_memory.services.context_format import format_context, sanitise
 from agent_memory.services.projection import build_units
 from agent_memory.services.query_analysis import analyse
-from agent_memory.services.retrieval import Hit
+from agent_memory.services.retrieval import Hit, _share_with_neighbours
 
 SELF = "entity:person/user"
 
@@ -78,6 +79,18 @@ def test_names_self_reference_and_statement_form():
     assert both.names == ["Priya", "Tunde"]
 
 
+@pytest.mark.parametrize(("question", "statement"), [
+    ("Which harbour did Priya sail to?", "harbour Priya sail to"),
+    ("What kind of boats has Tunde repaired?", "boats Tunde repaired"),
+    ("What types of knots does Dana know?", "knots Dana know"),
+    ("Whose kayak was lost?", "kayak lost"),
+    ("What did Priya repair?", "Priya repair"),  # no noun asked for: scaffolding only
+    ("What is Tunde's job?", "Tunde's job"),
+])
+def test_the_noun_a_question_asks_for_stays_in_its_statement(question, statement):
+    assert analyse(question, anchor=ANCHOR).statement == statement
+
+
 def test_time_phrases_become_windows():
     day = analyse("Was Tunde at the regatta on April 12, 2022?", anchor=ANCHOR).time
     assert day.contains(datetime(2022, 4, 12, 18, tzinfo=UTC))
@@ -91,6 +104,25 @@ def test_time_phrases_become_windows():
     last_week = analyse("What did I cook last week?", anchor=ANCHOR).time
     assert last_week.contains(datetime(2024, 1, 10, tzinfo=UTC))
     assert analyse("What is Tunde repairing now?", anchor=ANCHOR).time is None
+
+
+# --- ranking rules ------------------------------------------------------------------------
+
+
+def _turn_unit(uid: str, session: str, seq: int) -> SearchUnit:
+    return SearchUnit(id=uid, context_id="c", kind="turn", text=uid, session_id=session, metadata={"seq": seq})
+
+
+def test_a_turn_shares_its_score_with_nearby_turns_of_its_session_decaying_with_distance():
+    units = {u.id: u for u in (_turn_unit("hit", "s1", 10), _turn_unit("next", "s1", 11),
+                               _turn_unit("three_on", "s1", 13), _turn_unit("far", "s1", 20),
+                               _turn_unit("other_session", "s2", 11))}
+    scores = {"hit": 1.0, "next": 0.0, "three_on": 0.0, "far": 0.0, "other_session": 0.0}
+    out = _share_with_neighbours(scores, units, 0.3, window=4, decay=0.5)
+    assert out["next"] == pytest.approx(0.3) and out["three_on"] == pytest.approx(0.3 * 0.25)
+    assert out["far"] == 0.0 and out["other_session"] == 0.0 and out["hit"] == 1.0
+    # Shares come from the scores before sharing (no chains), and the default is the adjacent turn only.
+    assert _share_with_neighbours(scores, units, 0.3)["three_on"] == 0.0
 
 
 # --- formatter ----------------------------------------------------------------------------

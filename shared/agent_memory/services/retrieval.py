@@ -21,7 +21,8 @@ How a query is answered (each step is a reason, measured on LoCoMo in ``bench/lo
    that person said or what is known about them, and restricting inside the search finds
    them even when the query's words are common.
 4. **Fusion**: weighted reciprocal rank over the legs, then ranking rules: adjacent turns of
-   the same session share part of each other's score (answers follow questions);
+   the same session share part of each other's score (answers follow questions), decaying
+   over a few positions (a conversation stays on a topic for several turns);
    units from inside the query's time window are boosted; assistant turns rank below user
    statements and documents; current facts rank above turns.
 
@@ -89,6 +90,8 @@ class SearchRecipe:
     bm25_depth_factor: int = 4
     rrf_k: int = 60
     neighbour_share: float = 0.3  # of a turn's score given to the adjacent turns of its session
+    neighbour_window: int = 4  # ... and to turns up to this many positions away,
+    neighbour_decay: float = 0.7  # ... x neighbour_decay per position beyond the first
     time_boost: float = 1.0  # units said inside the query's time window: x (1 + time_boost)
     time_slack_days: float = 14.0  # ... or up to this long after it
     assistant_factor: float = 0.5  # assistant turns: x assistant_factor
@@ -100,7 +103,11 @@ RECIPES: dict[str, SearchRecipe] = {
     # Facts no longer outrank turns in hybrid: with speakers as data a person's extracted
     # facts are many, and the boost cost recall on LoCoMo's tuning split (0.523 -> 0.550 @5
     # without it), confirmed on validation (0.530 -> 0.555); bench/locomo.py --ablate.
-    "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0),
+    # Second pass (issue 18), each tuned on LoCoMo's tuning split and confirmed on validation
+    # with both embedders: turns up to 4 positions away share a decaying part of a hit's
+    # score (neighbour_window/decay), and a steeper rank curve (rrf_k 30 instead of 60) gives
+    # the top of each leg more weight against its tail.
+    "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30),
     "bm25": SearchRecipe("bm25", vector=0.0, entity_vector=0.0, bm25=1.0),
     "vector": SearchRecipe("vector", bm25=0.0, entity_bm25=0.0, vector=1.0),
     "graph": SearchRecipe("graph", bm25=0.0, vector=0.0, entity_bm25=0.0, entity_vector=0.0),
@@ -394,7 +401,8 @@ class RetrievalService:
                     units[uid] = unit
                     best[uid] = rank
         if recipe.neighbour_share:
-            scores = _share_with_neighbours(scores, units, recipe.neighbour_share)
+            scores = _share_with_neighbours(scores, units, recipe.neighbour_share, recipe.neighbour_window,
+                                            recipe.neighbour_decay)
         window = qa.time if recipe.time_boost else None
         key_hints = qa.key_hints
         for uid, unit in units.items():
@@ -465,21 +473,28 @@ def _units(hits: Sequence[SearchHit]) -> list[SearchUnit]:
     return [h.unit for h in hits]
 
 
-def _share_with_neighbours(scores: dict[str, float], units: dict[str, SearchUnit], share: float) -> dict[str, float]:
+def _share_with_neighbours(scores: dict[str, float], units: dict[str, SearchUnit], share: float,
+                          window: int = 1, decay: float = 1.0) -> dict[str, float]:
     """Each candidate turn passes ``share`` of its score to the candidate turns right before
-    and after it in its session. Only candidates take part: a neighbour the filter did not
-    let through is never added."""
+    and after it in its session, and ``share * decay ** (d - 1)`` to those ``d`` positions
+    away, up to ``window``: a conversation stays on a topic for a few turns, so a turn near
+    strong hits is more likely to bear on the question than an isolated one with the same
+    score. Only candidates take part: a neighbour the filter did not let through is never
+    added."""
     position: dict[tuple[str, int], str] = {}
     for uid, unit in units.items():
         seq = unit.metadata.get("seq") if unit.kind == "turn" else None
         if isinstance(seq, int) and unit.session_id:
             position[(unit.session_id, seq)] = uid
     out = dict(scores)
+    passed = [share * decay ** (d - 1) for d in range(1, max(1, window) + 1)]
     for (session, seq), uid in position.items():
-        for adjacent in (seq - 1, seq + 1):
-            other = position.get((session, adjacent))
-            if other is not None:
-                out[other] += share * scores[uid]
+        score = scores[uid]
+        for d, part in enumerate(passed, start=1):
+            for adjacent in (seq - d, seq + d):
+                other = position.get((session, adjacent))
+                if other is not None:
+                    out[other] += part * score
     return out
 
 
