@@ -40,8 +40,9 @@ also helps the validation set.
 
 **Ablations** (``--ablate``): the product row again with one stage off at a time: the
 ``speaker`` field (turns written without it), extraction (``infer: none``, so no facts), the
-entity legs, the time boost, the neighbour share and tier-1 structured reads; recall per
-split. Recipe stages reuse one ingest; the speaker and facts rows ingest again.
+entity legs, the time boost, the neighbour share (and its window: adjacent turns only), the
+session prior, the fusion's ``rrf_k`` at its earlier 60, and tier-1 structured reads; recall
+per split. Recipe stages reuse one ingest; the speaker and facts rows ingest again.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ ABLATIONS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
     "entity legs off": ({}, {"entity_bm25": 0.0, "entity_vector": 0.0}),
     "time boost off": ({}, {"time_boost": 0.0}),
     "neighbour share off": ({}, {"neighbour_share": 0.0}),
+    "neighbours: adjacent only": ({}, {"neighbour_window": 1, "neighbour_decay": 1.0}),
+    "session prior off": ({}, {"session_prior": 0.0}),
+    "rrf k 60 (was)": ({}, {"rrf_k": 60}),
     "structured reads off": ({}, {"structured": 0.0}),
 }
 
@@ -481,9 +485,9 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
 def ablation_table(results: dict[str, Any]) -> str:
     lines = [f"LoCoMo product recall with one stage off at a time (embedder {results['embedder']}); "
              f"tuning {'/'.join(results['splits']['tuning'])}, validation {'/'.join(results['splits']['validation'])}",
-             f"{'':<24}" + "".join(f"{s + ' @' + str(k):>15}" for s in ("tuning", "validation") for k in KS)]
+             f"{'':<28}" + "".join(f"{s + ' @' + str(k):>15}" for s in ("tuning", "validation") for k in KS)]
     for name, by in results["recall"].items():
-        lines.append(f"{name:<24}" + "".join(f"{by[s][f'@{k}'] or 0:>15.4f}" for s in ("tuning", "validation")
+        lines.append(f"{name:<28}" + "".join(f"{by[s][f'@{k}'] or 0:>15.4f}" for s in ("tuning", "validation")
                                              for k in KS))
     return "\n".join(lines)
 

@@ -11,7 +11,7 @@ from agent_memory.ports import SearchUnit
 from agent_memory.services.context_format import format_context, sanitise
 from agent_memory.services.projection import build_units
 from agent_memory.services.query_analysis import analyse
-from agent_memory.services.retrieval import Hit, _share_with_neighbours
+from agent_memory.services.retrieval import Hit, _session_prior, _share_with_neighbours
 
 SELF = "entity:person/user"
 
@@ -123,6 +123,17 @@ def test_a_turn_shares_its_score_with_nearby_turns_of_its_session_decaying_with_
     assert out["far"] == 0.0 and out["other_session"] == 0.0 and out["hit"] == 1.0
     # Shares come from the scores before sharing (no chains), and the default is the adjacent turn only.
     assert _share_with_neighbours(scores, units, 0.3)["three_on"] == 0.0
+
+
+def test_units_of_a_session_holding_a_strong_hit_outrank_equal_scores_elsewhere():
+    units = {u.id: u for u in (_turn_unit("strong", "harbour", 1), _turn_unit("quiet", "harbour", 9),
+                               _turn_unit("alone", "market", 3))}
+    units["note"] = SearchUnit(id="note", context_id="c", kind="chunk", text="note")  # no session
+    scores = {"strong": 1.0, "quiet": 0.2, "alone": 0.2, "note": 0.2}
+    out = _session_prior(scores, units, 1.0)
+    assert out["strong"] == pytest.approx(2.0) and out["quiet"] == pytest.approx(0.4)
+    assert out["alone"] == pytest.approx(0.2 * 1.2) and out["note"] == 0.2
+    assert out["quiet"] > out["alone"] > out["note"]
 
 
 # --- formatter ----------------------------------------------------------------------------

@@ -24,7 +24,8 @@ How a query is answered (each step is a reason, measured on LoCoMo in ``bench/lo
    the same session share part of each other's score (answers follow questions), decaying
    over a few positions (a conversation stays on a topic for several turns);
    units from inside the query's time window are boosted; assistant turns rank below user
-   statements and documents; current facts rank above turns.
+   statements and documents; current facts rank above turns; units of a session that holds
+   a strong hit rank above equally scored ones from other sessions.
 
 The weights and depths of each ``mode`` are data (``RECIPES``), not constants in code.
 Visibility (context, partition, read region, reader lists, validity / ``as_of``, labels,
@@ -92,6 +93,7 @@ class SearchRecipe:
     neighbour_share: float = 0.3  # of a turn's score given to the adjacent turns of its session
     neighbour_window: int = 4  # ... and to turns up to this many positions away,
     neighbour_decay: float = 0.7  # ... x neighbour_decay per position beyond the first
+    session_prior: float = 0.0  # x (1 + session_prior * best score of the unit's session / best score)
     time_boost: float = 1.0  # units said inside the query's time window: x (1 + time_boost)
     time_slack_days: float = 14.0  # ... or up to this long after it
     assistant_factor: float = 0.5  # assistant turns: x assistant_factor
@@ -105,9 +107,10 @@ RECIPES: dict[str, SearchRecipe] = {
     # without it), confirmed on validation (0.530 -> 0.555); bench/locomo.py --ablate.
     # Second pass (issue 18), each tuned on LoCoMo's tuning split and confirmed on validation
     # with both embedders: turns up to 4 positions away share a decaying part of a hit's
-    # score (neighbour_window/decay), and a steeper rank curve (rrf_k 30 instead of 60) gives
-    # the top of each leg more weight against its tail.
-    "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30),
+    # score (neighbour_window/decay), a steeper rank curve (rrf_k 30 instead of 60) gives the
+    # top of each leg more weight against its tail, and units of a session holding a strong
+    # hit rank above equally scored ones elsewhere (session_prior).
+    "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0),
     "bm25": SearchRecipe("bm25", vector=0.0, entity_vector=0.0, bm25=1.0),
     "vector": SearchRecipe("vector", bm25=0.0, entity_bm25=0.0, vector=1.0),
     "graph": SearchRecipe("graph", bm25=0.0, vector=0.0, entity_bm25=0.0, entity_vector=0.0),
@@ -422,6 +425,8 @@ class RetrievalService:
                     factor *= 1.0 + recipe.time_boost
             if factor != 1.0:
                 scores[uid] *= factor
+        if recipe.session_prior:
+            scores = _session_prior(scores, units, recipe.session_prior)
         order = heapq.nsmallest(k, scores, key=lambda uid: (-scores[uid], best[uid], uid))
         return [(units[uid], scores[uid]) for uid in order], len(scores)
 
@@ -496,6 +501,23 @@ def _share_with_neighbours(scores: dict[str, float], units: dict[str, SearchUnit
                 if other is not None:
                     out[other] += part * score
     return out
+
+
+def _session_prior(scores: dict[str, float], units: dict[str, SearchUnit], weight: float) -> dict[str, float]:
+    """Each unit's score x ``1 + weight * b / top``, where ``b`` is the best score in the
+    unit's session and ``top`` the best overall: a session that holds a strong hit is about
+    what the question asks, so its other units outrank equally scored ones from sessions
+    that do not. Units without a session keep their score."""
+    best: dict[str, float] = {}
+    for uid, score in scores.items():
+        session = units[uid].session_id
+        if session and score > best.get(session, 0.0):
+            best[session] = score
+    top = max(best.values(), default=0.0)
+    if top <= 0:
+        return scores
+    return {uid: score * (1.0 + weight * best.get(units[uid].session_id or "", 0.0) / top)
+            for uid, score in scores.items()}
 
 
 def _seed_order(unit: SearchUnit, qa: QueryAnalysis) -> tuple[float, ...]:
