@@ -40,8 +40,9 @@ also helps the validation set.
 
 **Ablations** (``--ablate``): the product row again with one stage off at a time: the
 ``speaker`` field (turns written without it), extraction (``infer: none``, so no facts), the
-entity legs, the time boost, the neighbour share and tier-1 structured reads; recall per
-split. Recipe stages reuse one ingest; the speaker and facts rows ingest again.
+entity legs, the time boost, the neighbour share (and its window: adjacent turns only), the
+session prior, the fusion's ``rrf_k`` at its earlier 60, and tier-1 structured reads; recall
+per split. Recipe stages reuse one ingest; the speaker and facts rows ingest again.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ ABLATIONS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
     "entity legs off": ({}, {"entity_bm25": 0.0, "entity_vector": 0.0}),
     "time boost off": ({}, {"time_boost": 0.0}),
     "neighbour share off": ({}, {"neighbour_share": 0.0}),
+    "neighbours: adjacent only": ({}, {"neighbour_window": 1, "neighbour_decay": 1.0}),
+    "session prior off": ({}, {"session_prior": 0.0}),
+    "rrf k 60 (was)": ({}, {"rrf_k": 60}),
     "structured reads off": ({}, {"structured": 0.0}),
 }
 
@@ -290,7 +294,26 @@ def make_runtime(data_dir: Path, embedder: str) -> Any:
         torch.set_num_threads(1)
     env = {"AGENT_MEMORY_DATA_DIR": str(data_dir), "AGENT_MEMORY_STORE": "sqlite", "AGENT_MEMORY_SEARCH": "embedded",
            "AGENT_MEMORY_CURSOR_SECRET": "locomo-bench", "AGENT_MEMORY_MODELS_EMBEDDING": EMBEDDERS[embedder]}
-    return Runtime(load_settings(env=env, config_path=None))
+    runtime = Runtime(load_settings(env=env, config_path=None))
+    if embedder != "hashing":
+        _cache_embeddings(runtime)
+    return runtime
+
+
+def _cache_embeddings(runtime: Any) -> None:
+    """Re-runs pay only for texts never embedded before (bench/embedding_cache.py)."""
+    import importlib.util
+
+    from agent_memory.adapters.query_cache import QueryCachingEmbedder
+    from agent_memory.runtime import build_embedder
+
+    spec = importlib.util.spec_from_file_location("bench_embedding_cache", Path(__file__).with_name("embedding_cache.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = module.cache_path()
+    if path is not None:  # before anything reads runtime.embedder (a cached property)
+        runtime.__dict__["embedder"] = QueryCachingEmbedder(
+            module.DiskCachingEmbedder(build_embedder(runtime.settings), path))
 
 
 def ingest(runtime: Any, ctx: Any, conv: Conversation, *, speaker: bool = True,
@@ -326,10 +349,36 @@ def product_ranking(runtime: Any, ctx: Any, question: str, mapping: dict[str, st
 METHODS = ("bm25", "dense", "bm25+dense rrf", "product")
 
 
+def _data_dir(keep: Path | None, embedder: str, variant: str) -> Any:
+    """A fresh temporary data directory, or ``keep/<embedder>-<variant>`` kept between runs."""
+    import contextlib
+
+    if keep is None:
+        return tempfile.TemporaryDirectory(prefix=f"locomo-{variant}-")
+    path = Path(keep) / f"{embedder}-{variant}"
+    path.mkdir(parents=True, exist_ok=True)
+    return contextlib.nullcontext(str(path))
+
+
+def kept_ingest(runtime: Any, ctx: Any, conv: Conversation, keep: Path | None, **options: Any) -> dict[str, str]:
+    """``ingest``, or with ``keep`` the turn id -> dia_id map of an earlier run's ingest into the
+    same kept data directory (``--keep``: ranking experiments reuse one ingest; delete the
+    directory after changing the write path)."""
+    if keep is None:
+        return ingest(runtime, ctx, conv, **options)
+    saved = keep / f"mapping-{conv.name}.json"
+    if saved.exists():
+        return json.loads(saved.read_text(encoding="utf-8"))
+    mapping = ingest(runtime, ctx, conv, **options)
+    saved.write_text(json.dumps(mapping), encoding="utf-8")
+    return mapping
+
+
 def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
-        progress: Callable[[str], None] = print, step: Callable[[int, int], None] | None = None
-        ) -> dict[str, Any]:
-    """``progress`` gets a line per conversation; ``step(done, total)`` counts them."""
+        progress: Callable[[str], None] = print, step: Callable[[int, int], None] | None = None,
+        keep: Path | None = None) -> dict[str, Any]:
+    """``progress`` gets a line per conversation; ``step(done, total)`` counts them; ``keep``
+    keeps the ingest between runs (``kept_ingest``)."""
     from agent_memory.request_context import RequestContext
 
     conversations = load_dir(directory, limit)
@@ -339,13 +388,13 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
     by_category: dict[str, dict[int, list[float]]] = {m: {c: [] for c in CATEGORIES} for m in METHODS}
     latencies: list[float] = []
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
+    with _data_dir(keep, embedder, "product") as tmp:
         runtime = make_runtime(Path(tmp), embedder)
         embedder_name = runtime.embedder.name
         for done, conv in enumerate(conversations, 1):
             ctx = RequestContext(context_id=f"locomo-{conv.name}", principal="bench", admin=True)
             t0 = time.perf_counter()
-            mapping = ingest(runtime, ctx, conv)
+            mapping = kept_ingest(runtime, ctx, conv, Path(tmp) if keep else None)
             ingest_s = time.perf_counter() - t0
             baselines = Baselines(conv, runtime.embedder)
             for q in conv.questions:
@@ -384,8 +433,8 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
 
 
 def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
-           progress: Callable[[str], None] = print, step: Callable[[int, int], None] | None = None
-           ) -> dict[str, Any]:
+           progress: Callable[[str], None] = print, step: Callable[[int, int], None] | None = None,
+           keep: Path | None = None) -> dict[str, Any]:
     """Product recall@k per split with each stage off in turn (``ABLATIONS``);
     ``step(done, total)`` counts (ingest variant, conversation) pairs."""
     import dataclasses
@@ -404,11 +453,12 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
     done = 0
     try:
         for options, names in ingests.items():
-            with tempfile.TemporaryDirectory(prefix="locomo-ablate-") as tmp:
+            variant = "-".join(f"{k}-{v}" for k, v in options) or "product"
+            with _data_dir(keep, embedder, variant) as tmp:
                 runtime = make_runtime(Path(tmp), embedder)
                 for conv in conversations:
                     ctx = RequestContext(context_id=f"locomo-{conv.name}", principal="bench", admin=True)
-                    mapping = ingest(runtime, ctx, conv, **dict(options))
+                    mapping = kept_ingest(runtime, ctx, conv, Path(tmp) if keep else None, **dict(options))
                     for name in names:
                         retrieval.RECIPES["hybrid"] = dataclasses.replace(base, **ABLATIONS[name][1])
                         for q in conv.questions:
@@ -435,9 +485,9 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
 def ablation_table(results: dict[str, Any]) -> str:
     lines = [f"LoCoMo product recall with one stage off at a time (embedder {results['embedder']}); "
              f"tuning {'/'.join(results['splits']['tuning'])}, validation {'/'.join(results['splits']['validation'])}",
-             f"{'':<24}" + "".join(f"{s + ' @' + str(k):>15}" for s in ("tuning", "validation") for k in KS)]
+             f"{'':<28}" + "".join(f"{s + ' @' + str(k):>15}" for s in ("tuning", "validation") for k in KS)]
     for name, by in results["recall"].items():
-        lines.append(f"{name:<24}" + "".join(f"{by[s][f'@{k}'] or 0:>15.4f}" for s in ("tuning", "validation")
+        lines.append(f"{name:<28}" + "".join(f"{by[s][f'@{k}'] or 0:>15.4f}" for s in ("tuning", "validation")
                                              for k in KS))
     return "\n".join(lines)
 
@@ -474,6 +524,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--ablate", action="store_true",
                         help="print the product's recall per split with each ranking stage off in turn")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep the ingested data here and reuse it on the next run (ranking experiments; "
+                             "delete it after changing the write path)")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -485,6 +538,7 @@ def run_command(args: argparse.Namespace) -> int:
     if getattr(args, "ablate", False):
         with ProgressBar("locomo ablation", unit="runs") as bar:
             results = ablate(args.directory, embedder=args.embedder, limit=args.limit, progress=bar.note,
+                             keep=getattr(args, "keep", None),
                              step=lambda done, total: bar.update(completed=done, total=total))
         out = args.out or (Path(__file__).resolve().parent / "results" /
                            f"locomo-ablate-{args.embedder}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")
@@ -495,6 +549,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     with ProgressBar("locomo", unit="conversations") as bar:
         results = run(args.directory, embedder=args.embedder, limit=args.limit, progress=bar.note,
+                      keep=getattr(args, "keep", None),
                       step=lambda done, total: bar.update(completed=done, total=total))
     out = args.out or (Path(__file__).resolve().parent / "results" /
                        f"locomo-{args.embedder}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")

@@ -132,3 +132,38 @@ def test_the_bench_command_shows_progress_lines_off_a_terminal(data_dir, tmp_pat
     lines = err.splitlines()
     assert lines[0].startswith("  1: 5 turns ingested") and "\x1b[" not in err
     assert lines[-1] == "locomo: 1/1 conversations (100%) done"
+
+
+def test_a_kept_ingest_is_reused_and_gives_the_same_figures(locomo, data_dir, tmp_path):
+    keep = tmp_path / "keep"
+    first = locomo.run(data_dir, embedder="hashing", progress=lambda line: None, keep=keep)
+    mapping = keep / "hashing-product" / "mapping-1.json"
+    assert mapping.exists()
+    second = locomo.run(data_dir, embedder="hashing", progress=lambda line: None, keep=keep)
+    assert second["recall"] == first["recall"]
+
+
+def test_the_embedding_cache_returns_what_the_embedder_gave_and_embeds_each_text_once(tmp_path):
+    from agent_memory.adapters.embedders import HashingEmbedder
+
+    spec = importlib.util.spec_from_file_location("bench_embedding_cache_under_test",
+                                                  REPO / "bench" / "embedding_cache.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    inner = HashingEmbedder(dimension=32)
+    calls: list[list[str]] = []
+
+    class Counting:
+        name, dimension = inner.name, inner.dimension
+
+        def embed(self, texts):
+            calls.append(list(texts))
+            return inner.embed(texts)
+
+    path = tmp_path / "cache.sqlite"
+    texts = ["the kayak is blue", "a harbour at dawn", "the kayak is blue"]
+    got = module.DiskCachingEmbedder(Counting(), path).embed(texts)
+    assert (got == inner.embed(texts)).all() and calls == [["the kayak is blue", "a harbour at dawn"]]
+    again = module.DiskCachingEmbedder(Counting(), path)  # a later run, same file
+    assert (again.embed(["a harbour at dawn", "new words"]) == inner.embed(["a harbour at dawn", "new words"])).all()
+    assert calls[-1] == ["new words"] and again.hits == 1 and again.misses == 1

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
+from agent_memory.ports import RowRanking, SearchUnit
 from agent_memory.presenters.retrieval import sources
 from agent_memory.services.context_format import format_context, sanitise
 from agent_memory.services.projection import build_units
 from agent_memory.services.query_analysis import analyse
-from agent_memory.services.retrieval import Hit
+from agent_memory.services.retrieval import Hit, _session_prior, _share_with_neighbours
 
 SELF = "entity:person/user"
 
@@ -79,6 +81,18 @@ def test_names_self_reference_and_statement_form():
     assert both.names == ["Priya", "Tunde"]
 
 
+@pytest.mark.parametrize(("question", "statement"), [
+    ("Which harbour did Priya sail to?", "harbour Priya sail to"),
+    ("What kind of boats has Tunde repaired?", "boats Tunde repaired"),
+    ("What types of knots does Dana know?", "knots Dana know"),
+    ("Whose kayak was lost?", "kayak lost"),
+    ("What did Priya repair?", "Priya repair"),  # no noun asked for: scaffolding only
+    ("What is Tunde's job?", "Tunde's job"),
+])
+def test_the_noun_a_question_asks_for_stays_in_its_statement(question, statement):
+    assert analyse(question, anchor=ANCHOR).statement == statement
+
+
 def test_time_phrases_become_windows():
     day = analyse("Was Tunde at the regatta on April 12, 2022?", anchor=ANCHOR).time
     assert day.contains(datetime(2022, 4, 12, 18, tzinfo=UTC))
@@ -92,6 +106,47 @@ def test_time_phrases_become_windows():
     last_week = analyse("What did I cook last week?", anchor=ANCHOR).time
     assert last_week.contains(datetime(2024, 1, 10, tzinfo=UTC))
     assert analyse("What is Tunde repairing now?", anchor=ANCHOR).time is None
+
+
+# --- ranking rules ------------------------------------------------------------------------
+
+
+def _turn_unit(uid: str, session: str, seq: int) -> SearchUnit:
+    return SearchUnit(id=uid, context_id="c", kind="turn", text=uid, session_id=session, metadata={"seq": seq})
+
+
+def _rows(units: list[SearchUnit], scores: dict[str, float]) -> tuple[RowRanking, np.ndarray]:
+    ranking = RowRanking.from_units([units])
+    return ranking, np.array([scores[uid] for uid in ranking.ids])
+
+
+def _by_id(ranking: RowRanking, out: np.ndarray) -> dict[str, float]:
+    return dict(zip(ranking.ids, out.tolist(), strict=True))
+
+
+def test_a_turn_shares_its_score_with_nearby_turns_of_its_session_decaying_with_distance():
+    units = [_turn_unit("hit", "s1", 10), _turn_unit("next", "s1", 11), _turn_unit("three_on", "s1", 13),
+             _turn_unit("far", "s1", 20), _turn_unit("other_session", "s2", 11)]
+    ranking, scores = _rows(units, {"hit": 1.0, "next": 0.0, "three_on": 0.0, "far": 0.0, "other_session": 0.0})
+    turns = np.ones(len(units), dtype=bool)
+    out = _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3, window=4, decay=0.5))
+    assert out["next"] == pytest.approx(0.3) and out["three_on"] == pytest.approx(0.3 * 0.25)
+    assert out["far"] == 0.0 and out["other_session"] == 0.0 and out["hit"] == 1.0
+    # Shares come from the scores before sharing (no chains), and the default is the adjacent turn only.
+    assert _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3))["three_on"] == 0.0
+    # A turn that is not a candidate neither gives nor takes a share.
+    turns[ranking.ids.index("next")] = False
+    assert _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3))["next"] == 0.0
+
+
+def test_units_of_a_session_holding_a_strong_hit_outrank_equal_scores_elsewhere():
+    units = [_turn_unit("strong", "harbour", 1), _turn_unit("quiet", "harbour", 9), _turn_unit("alone", "market", 3),
+             SearchUnit(id="note", context_id="c", kind="chunk", text="note")]  # no session
+    ranking, scores = _rows(units, {"strong": 1.0, "quiet": 0.2, "alone": 0.2, "note": 0.2})
+    out = _by_id(ranking, _session_prior(scores, np.ones(len(units), dtype=bool), ranking, 1.0))
+    assert out["strong"] == pytest.approx(2.0) and out["quiet"] == pytest.approx(0.4)
+    assert out["alone"] == pytest.approx(0.2 * 1.2) and out["note"] == 0.2
+    assert out["quiet"] > out["alone"] > out["note"]
 
 
 # --- formatter ----------------------------------------------------------------------------

@@ -21,9 +21,11 @@ How a query is answered (each step is a reason, measured on LoCoMo in ``bench/lo
    that person said or what is known about them, and restricting inside the search finds
    them even when the query's words are common.
 4. **Fusion**: weighted reciprocal rank over the legs, then ranking rules: adjacent turns of
-   the same session share part of each other's score (answers follow questions);
+   the same session share part of each other's score (answers follow questions), decaying
+   over a few positions (a conversation stays on a topic for several turns);
    units from inside the query's time window are boosted; assistant turns rank below user
-   statements and documents; current facts rank above turns.
+   statements and documents; current facts rank above turns; units of a session that holds
+   a strong hit rank above equally scored ones from other sessions.
 
 The weights and depths of each ``mode`` are data (``RECIPES``), not constants in code.
 Visibility (context, partition, read region, reader lists, validity / ``as_of``, labels,
@@ -90,6 +92,9 @@ class SearchRecipe:
     bm25_depth_factor: int = 4
     rrf_k: int = 60
     neighbour_share: float = 0.3  # of a turn's score given to the adjacent turns of its session
+    neighbour_window: int = 4  # ... and to turns up to this many positions away,
+    neighbour_decay: float = 0.7  # ... x neighbour_decay per position beyond the first
+    session_prior: float = 0.0  # x (1 + session_prior * best score of the unit's session / best score)
     time_boost: float = 1.0  # units said inside the query's time window: x (1 + time_boost)
     time_slack_days: float = 14.0  # ... or up to this long after it
     assistant_factor: float = 0.5  # assistant turns: x assistant_factor
@@ -101,7 +106,12 @@ RECIPES: dict[str, SearchRecipe] = {
     # Facts no longer outrank turns in hybrid: with speakers as data a person's extracted
     # facts are many, and the boost cost recall on LoCoMo's tuning split (0.523 -> 0.550 @5
     # without it), confirmed on validation (0.530 -> 0.555); bench/locomo.py --ablate.
-    "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0),
+    # Second pass (issue 18), each tuned on LoCoMo's tuning split and confirmed on validation
+    # with both embedders: turns up to 4 positions away share a decaying part of a hit's
+    # score (neighbour_window/decay), a steeper rank curve (rrf_k 30 instead of 60) gives the
+    # top of each leg more weight against its tail, and units of a session holding a strong
+    # hit rank above equally scored ones elsewhere (session_prior).
+    "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0),
     "bm25": SearchRecipe("bm25", vector=0.0, entity_vector=0.0, bm25=1.0),
     "vector": SearchRecipe("vector", bm25=0.0, entity_bm25=0.0, vector=1.0),
     "graph": SearchRecipe("graph", bm25=0.0, vector=0.0, entity_bm25=0.0, entity_vector=0.0),
@@ -466,7 +476,8 @@ class RetrievalService:
         kind = ranking.kind
         is_turn = kind == "turn"
         if recipe.neighbour_share:
-            scores = _share_with_neighbours(scores, seen & is_turn, ranking, recipe.neighbour_share)
+            scores = _share_with_neighbours(scores, seen & is_turn, ranking, recipe.neighbour_share,
+                                            recipe.neighbour_window, recipe.neighbour_decay)
         factor = np.ones(n)
         factor[is_turn & (ranking.role == "assistant")] *= recipe.assistant_factor
         factor[((kind == "attribute") | (kind == "relation")) & ranking.current] *= recipe.current_fact_factor
@@ -482,6 +493,8 @@ class RetrievalService:
                 if when is not None and window.contains(when, recipe.time_slack_days):
                     factor[i] *= 1.0 + recipe.time_boost
         scores = scores * factor
+        if recipe.session_prior:
+            scores = _session_prior(scores, seen, ranking, recipe.session_prior)
         cand = np.flatnonzero(seen)
         if cand.size > k:  # every candidate tied with the k-th score stays for the tie-break
             kth = np.partition(scores[cand], cand.size - k)[cand.size - k]
@@ -534,25 +547,60 @@ def unit_visible(unit: SearchUnit, flt: SearchFilter, now_iso: str) -> bool:
     return True
 
 
-def _share_with_neighbours(scores: np.ndarray, turns: np.ndarray, ranking: RowRanking, share: float) -> np.ndarray:
+def _session_codes(sessions: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    codes: dict[str, int] = {}
+    return np.fromiter((codes.setdefault(x, len(codes)) for x in sessions[idx].tolist()), dtype=np.int64,
+                       count=idx.size)
+
+
+def _share_with_neighbours(scores: np.ndarray, turns: np.ndarray, ranking: RowRanking, share: float,
+                           window: int = 1, decay: float = 1.0) -> np.ndarray:
     """Each candidate turn (``turns``) passes ``share`` of its score to the candidate turns
-    right before and after it in its session. Only candidates take part: a neighbour the
-    filter did not let through is never added."""
+    right before and after it in its session, and ``share * decay ** (d - 1)`` to those ``d``
+    positions away, up to ``window``: a conversation stays on a topic for a few turns, so a
+    turn near strong hits is more likely to bear on the question than an isolated one with
+    the same score. Only candidates take part: a neighbour the filter did not let through is
+    never added."""
     seq, sessions = ranking.seq, ranking.session_id
     idx = np.flatnonzero(turns & (seq != NO_SEQ))
     idx = idx[(sessions[idx] != None) & (sessions[idx] != "")]  # noqa: E711 - elementwise
     if idx.size < 2:
         return scores
-    codes: dict[str, int] = {}
-    session = np.fromiter((codes.setdefault(x, len(codes)) for x in sessions[idx].tolist()), dtype=np.int64,
-                          count=idx.size)
-    order = np.lexsort((seq[idx], session))
-    before, after = idx[order[:-1]], idx[order[1:]]
-    adjacent = (session[order[:-1]] == session[order[1:]]) & (seq[after] - seq[before] == 1)
-    before, after = before[adjacent], after[adjacent]
+    session = _session_codes(sessions, idx)
+    stride = int(seq[idx].max()) + window + 2
+    position = session * stride + seq[idx].astype(np.int64)
+    order = np.argsort(position, kind="stable")
+    sorted_pos, sorted_idx = position[order], idx[order]
     out = scores.copy()
-    np.add.at(out, after, share * scores[before])
-    np.add.at(out, before, share * scores[after])
+    for d in range(1, max(1, window) + 1):
+        part = share * decay ** (d - 1)
+        at = np.searchsorted(sorted_pos, position + d)
+        found = at < sorted_pos.size
+        found[found] = sorted_pos[at[found]] == position[found] + d
+        before, after = idx[found], sorted_idx[at[found]]
+        np.add.at(out, after, part * scores[before])
+        np.add.at(out, before, part * scores[after])
+    return out
+
+
+def _session_prior(scores: np.ndarray, seen: np.ndarray, ranking: RowRanking, weight: float) -> np.ndarray:
+    """Each candidate's score x ``1 + weight * b / top``, where ``b`` is the best score in the
+    unit's session and ``top`` the best overall: a session that holds a strong hit is about
+    what the question asks, so its other units outrank equally scored ones from sessions
+    that do not. Units without a session keep their score."""
+    sessions = ranking.session_id
+    idx = np.flatnonzero(seen)
+    idx = idx[(sessions[idx] != None) & (sessions[idx] != "")]  # noqa: E711 - elementwise
+    if not idx.size:
+        return scores
+    session = _session_codes(sessions, idx)
+    best = np.zeros(int(session.max()) + 1)
+    np.maximum.at(best, session, scores[idx])
+    top = best.max()
+    if top <= 0:
+        return scores
+    out = scores.copy()
+    out[idx] = scores[idx] * (1.0 + weight * best[session] / top)
     return out
 
 
