@@ -81,6 +81,7 @@ def test_reconciliation_plans_and_summarises_every_kind_from_the_registry():
     for kind in FACT_KINDS:  # each record kind is planned exactly one way
         if kind.kind != "entity":
             assert (kind.plan is not None) != kind.slotted, kind.kind
+            assert (kind.store_key is not None) != kind.slotted, kind.kind  # slotted rows: memory_repo
     assert list(ReconcilePlan().created) == [k.kind for k in FACT_KINDS if k.kind != "entity"]
     out = ExtractionOutput(
         attributes=[ExtractedAttribute(entity="Ann", key="city", value="Oslo")],

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 UnitBuilder = Callable[[dict[str, Any], int], list[SearchUnit]]
 PlanStep = Callable[[list[Any], "PlanInputs"], list[Any]]
 Summariser = Callable[[Any], Any]
+StoreKey = Callable[[RequestContext, Any], tuple[str, str]]
 
 
 # --- forget rules -----------------------------------------------------------------------------
@@ -362,6 +363,9 @@ class FactKind:
     summarise: Summariser | None = None  # created record -> its summary in ExtractionResultJson
     plan: PlanStep | None = None         # extracted claims -> new records (reconcile)
     slotted: bool = False                # planned by reconcile's slot planner (supersession)
+    # Where a created record is stored (pk, sk), written create-only by ``memory_repo``; None:
+    # entities and the slotted kinds, whose rows the repository writes with their slot heads.
+    store_key: StoreKey | None = None
 
     def names_in(self, claim: Any) -> list[str]:
         """The entity names an extracted claim of this kind refers to."""
@@ -382,13 +386,16 @@ FACT_KINDS: tuple[FactKind, ...] = (
              summarise=_relation_summary, slotted=True),
     FactKind("action", "actions", "act", Action, ExtractedAction, claim_names=("actor",),
              record_entities=("actor",), project=_action_units, forgetter=ActionForgetter(),
-             summarise=_action_summary, plan=_plan_actions),
+             summarise=_action_summary, plan=_plan_actions,
+             store_key=lambda ctx, a: (keys.actions_pk(ctx), f"{a.occurred_at or a.created_at}#{a.id}")),
     FactKind("instruction", "instructions", "instr", Instruction, ExtractedInstruction,
              project=_instruction_units, forgetter=InstructionForgetter(),
-             summarise=_instruction_summary, plan=_plan_instructions),
+             summarise=_instruction_summary, plan=_plan_instructions,
+             store_key=lambda ctx, i: (keys.instructions_pk(ctx), i.id)),
     # An uncertainty's entity is the claim it doubts, not a reference that keeps the entity.
     FactKind("uncertainty", "uncertainties", "unc", Uncertainty, ExtractedUncertainty,
-             summarise=_uncertainty_summary, plan=_plan_uncertainties),
+             summarise=_uncertainty_summary, plan=_plan_uncertainties,
+             store_key=lambda ctx, u: (keys.uncertainties_pk(ctx), u.id)),
 )
 
 BY_KIND: dict[str, FactKind] = {k.kind: k for k in FACT_KINDS}
