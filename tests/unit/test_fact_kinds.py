@@ -71,3 +71,24 @@ def test_the_write_path_splits_claims_of_every_kind_but_entities():
         actions=[ExtractedAction(actor="Cid", verb="ran")])
     assert facts._mentioned_names(out) == ["Ann", "Ann", "Bea", "Cid"]  # noqa: SLF001
     assert facts._claim_names(out.relations[0]) == ["Ann", "Bea"]  # noqa: SLF001
+
+
+def test_reconciliation_plans_and_summarises_every_kind_from_the_registry():
+    from agent_memory.models.memory import Source
+    from agent_memory.services.reconcile import ReconcilePlan, reconcile
+
+    assert all(k.summarise is not None for k in FACT_KINDS)
+    for kind in FACT_KINDS:  # each record kind is planned exactly one way
+        if kind.kind != "entity":
+            assert (kind.plan is not None) != kind.slotted, kind.kind
+            assert (kind.store_key is not None) != kind.slotted, kind.kind  # slotted rows: memory_repo
+    assert list(ReconcilePlan().created) == [k.kind for k in FACT_KINDS if k.kind != "entity"]
+    out = ExtractionOutput(
+        attributes=[ExtractedAttribute(entity="Ann", key="city", value="Oslo")],
+        relations=[ExtractedRelation(subject="Ann", label="sister", object="Bea")],
+        actions=[ExtractedAction(actor="Cid", verb="ran")])
+    plan = reconcile(out, source=Source(kind="turn"), context_id="c")
+    # the entities every claim names (the registry's claim_names), in registry order
+    assert [t.entity.name for t in plan.entities] == ["Ann", "Bea", "Cid"]
+    result = plan.to_result("turn_1")
+    assert [len(getattr(result, k.field)) for k in FACT_KINDS] == [3, 1, 1, 1, 0, 0]

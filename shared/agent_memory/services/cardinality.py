@@ -188,3 +188,15 @@ def label_category(label: str, model_hint: str | None = None) -> Category:
 
 def initial_importance(cat: str) -> float:
     return INITIAL_IMPORTANCE.get(cat, INITIAL_IMPORTANCE[DEFAULT_CATEGORY])
+
+
+def known_category(value: str) -> Category:
+    """``value`` if it is a memory category, else the default one."""
+    return value if value in INITIAL_IMPORTANCE else DEFAULT_CATEGORY  # type: ignore[return-value]
+
+
+def normalise_value(value: str) -> str:
+    """Comparison form: case-folded, whitespace collapsed, leading article and trailing
+    punctuation dropped ("The Netherlands." == "netherlands")."""
+    text = re.sub(r"\s+", " ", (value or "").strip().casefold()).strip(" .,!;:\"'")
+    return re.sub(r"^(?:a|an|the) ", "", text)

@@ -47,7 +47,7 @@ from agent_memory.models.extraction import (
     ExtractionResult,
 )
 from agent_memory.models.memory import Source
-from agent_memory.models.records import Turn
+from agent_memory.models.records import Session, Turn
 from agent_memory.models.requests import Triple, WriteFactsBatchRequest, WriteFactsRequest
 from agent_memory.ports import (
     MAX_TRANSACT_OPS,
@@ -55,7 +55,6 @@ from agent_memory.ports import (
     LanguageModel,
     ModelOutputInvalid,
     ModelTimeout,
-    Record,
 )
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.request_context import RequestContext
@@ -145,10 +144,10 @@ class FactsService:
             extraction = self.extract(ctx, req.text, observed, speaker=speaker)
         pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind, speaker=speaker)
         if req.infer == "preview":
-            result = self._reconcile_only(ctx, pending, session.sk, req.scopes, req.labels)
+            result = self._reconcile_only(ctx, pending, session.id, req.scopes, req.labels)
             return WriteOutcome("preview", req.session_id, None, result)
         turn_ids, results = self.commit_turns(ctx, session, [pending], req.scopes, req.labels)
-        return WriteOutcome(req.infer, session.sk, turn_ids[0], results[0])
+        return WriteOutcome(req.infer, session.id, turn_ids[0], results[0])
 
     def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> BatchWriteOutcome:
         for m in req.messages:
@@ -175,7 +174,7 @@ class FactsService:
             pending = [PendingTurn(m.role, m.content, m.ts, req.infer, by_index.get(i), speaker=speakers[i])
                        for i, m in enumerate(req.messages)]
         if req.infer == "preview":
-            results = [self._reconcile_only(ctx, p, session.sk, req.scopes, req.labels) for p in pending]
+            results = [self._reconcile_only(ctx, p, session.id, req.scopes, req.labels) for p in pending]
             return BatchWriteOutcome(req.session_id, [], results)
         # Every model call is done before the first write. Each turn then commits in its own
         # transaction, so a later turn reconciles against what the earlier ones stored.
@@ -185,7 +184,7 @@ class FactsService:
             ids, res = self.commit_turns(ctx, session, [p], req.scopes, req.labels)
             turn_ids += ids
             results += res
-        return BatchWriteOutcome(session.sk, turn_ids, results)
+        return BatchWriteOutcome(session.id, turn_ids, results)
 
     # --- extraction ---------------------------------------------------------------------
 
@@ -266,21 +265,19 @@ class FactsService:
         plan, _ = self._plan(ctx, pending, "turn_preview", session_id, scopes, labels)
         return plan.to_result("turn_preview")
 
-    def commit_turns(self, ctx: RequestContext, session: Record, pending: Sequence[PendingTurn],
+    def commit_turns(self, ctx: RequestContext, session: Session, pending: Sequence[PendingTurn],
                 scopes: list[list[str]], labels: list[str]) -> tuple[list[str], list[ExtractionResult | None]]:
         """Append the turns and apply each turn's plan in one transaction; on a lost race,
         reload and re-plan (extraction output is reused, never re-requested)."""
         sessions = self._sessions
         for attempt in range(RECONCILE_ATTEMPTS):
-            planner = _TurnPlanner(self, ctx, session.sk, pending, scopes, labels)
+            planner = _TurnPlanner(self, ctx, session.id, pending, scopes, labels)
             try:
                 rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker)
                                                             for p in pending], scopes, labels,
                                              extra_ops=planner.ops)
             except ConditionFailed:
-                backoff(attempt)
-                if self._store.get(session.pk, session.sk) is not None:
-                    session = sessions.load(ctx, session.sk)
+                backoff(attempt)  # append_turns re-reads the stored session on each attempt
                 continue
             self._notify_changes(ctx, planner.results)
             return [r.id for r in rows], list(planner.results)

@@ -20,6 +20,7 @@ from agent_memory.ports import Condition, Put, Record, RecordStore, WriteOp
 from agent_memory.request_context import RequestContext
 from agent_memory.services import cardinality as card
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID
+from agent_memory.services.fact_kinds import BY_KIND, RECORD_KINDS
 from agent_memory.services.reconcile import ReconcilePlan, normalise_value
 
 Fact = Attribute | Relation
@@ -166,16 +167,12 @@ class MemoryRepository:
             final[row.id] = row
             ops.append(Put(self._fact_record(ctx, row, 1, names), Condition.absent()))
         ops.extend(self._head_ops(ctx, plan, loaded, final))
-        for action in plan.actions:
-            ops.append(Put(self._plain_record(ctx, keys.actions_pk(ctx),
-                                              f"{action.occurred_at or action.created_at}#{action.id}",
-                                              "action", action.to_dict(), names), Condition.absent()))
-        for instruction in plan.instructions:
-            ops.append(Put(self._plain_record(ctx, keys.instructions_pk(ctx), instruction.id, "instruction",
-                                              instruction.to_dict(), names), Condition.absent()))
-        for uncertainty in plan.uncertainties:
-            ops.append(Put(self._plain_record(ctx, keys.uncertainties_pk(ctx), uncertainty.id, "uncertainty",
-                                              uncertainty.to_dict(), names), Condition.absent()))
+        for kind in RECORD_KINDS:  # the other kinds' records, where their registry entry keys them
+            if kind.store_key is not None:
+                for created in plan.created[kind.kind]:
+                    pk, sk = kind.store_key(ctx, created)
+                    ops.append(Put(self._plain_record(ctx, pk, sk, kind.kind, created.to_dict(), names),
+                                   Condition.absent()))
         return ops
 
     def _self_rename(self, ctx: RequestContext, plan: ReconcilePlan, loaded: Loaded) -> Put | None:
@@ -259,7 +256,5 @@ class MemoryRepository:
 
 
 def fact_from_record(record: Record) -> Fact | Action | Instruction | Uncertainty | Entity | None:
-    kind = record.data.get("kind")
-    cls = {"attribute": Attribute, "relation": Relation, "action": Action, "instruction": Instruction,
-           "uncertainty": Uncertainty, "entity": Entity}.get(kind)
-    return cls.from_dict(record.data) if cls else None
+    kind = BY_KIND.get(record.data.get("kind", ""))
+    return kind.record_type.from_dict(record.data) if kind else None

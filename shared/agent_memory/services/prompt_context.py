@@ -49,8 +49,8 @@ class ContextService:
     def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> ContextResult:
         from agent_memory.services.chat.window import session_window
 
-        session = self._sessions.load(ctx, session_id)
-        if not scopes.visible(session.data.get("scopes") or [], ctx.read_region):
+        session = self._sessions.get(ctx, session_id)
+        if not scopes.visible(session.scopes or [], ctx.read_region):
             raise NotFound(f"session {session_id} does not exist")
         window = session_window(self._store, ctx, session_id)
         result = self._retrieval.retrieve(ctx, query, k=k, exclude_ids=[t.id for t in window])

@@ -50,12 +50,18 @@ Rules (docs/decisions.md, "Cardinality", "Time"):
   (``manager``, ``spouse`` single; ``sister``, ``friend``, ``colleague`` multi); their
   values, and the values of their corrections, are object entity ids. A relation stated
   with a ``valid_until`` closes the matching current row then (or is stored closed).
+
+The kinds come from the registry (``services/fact_kinds.py``): the slot planner below plans
+the ``slotted`` kinds (attributes, relations); every other kind's claims become records
+through its entry's ``plan`` step, in registry order; entities are touched last, for every
+name the claims mention (each kind's ``claim_names``). The plan keeps the created records
+by kind (``ReconcilePlan.created``) and ``to_result`` summarises them with each entry's
+``summarise``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -63,17 +69,7 @@ from typing import Literal
 
 from agent_memory import timeutil
 from agent_memory.ids import key_fits, new_id, split_entity_id
-from agent_memory.models.extraction import (
-    ActionSummary,
-    AttributeSummary,
-    CorrectionSummary,
-    EntitySummary,
-    ExtractionOutput,
-    ExtractionResult,
-    InstructionSummary,
-    RelationSummary,
-    UncertaintySummary,
-)
+from agent_memory.models.extraction import CorrectionSummary, ExtractionOutput, ExtractionResult
 from agent_memory.models.memory import (
     Action,
     Attribute,
@@ -83,20 +79,17 @@ from agent_memory.models.memory import (
     Source,
     Uncertainty,
 )
-from agent_memory.scopes import Dnf, normalise_dnf
+from agent_memory.scopes import normalise_dnf
 from agent_memory.services import cardinality as card
+from agent_memory.services.cardinality import normalise_value
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID, EntityResolver
+from agent_memory.services.fact_kinds import FACT_KINDS, RECORD_KINDS, PlanInputs, ReconcileSettings
+from agent_memory.services.fact_kinds import Write as _Write
 from agent_memory.services.temporal import resolve_event_time
 
 Fact = Attribute | Relation
 Kind = Literal["attribute", "relation"]
 MAX_STATED_AT = 64  # restatements kept per row (the latest); older ones only coarsen a late split
-
-
-@dataclass(frozen=True)
-class ReconcileSettings:
-    confidence_floor: float = 0.5
-    reinforce_step: float = 0.1
 
 
 @dataclass
@@ -134,17 +127,34 @@ class Reinforcement:
 @dataclass
 class ReconcilePlan:
     entities: list[EntityTouch] = field(default_factory=list)
-    inserts: list[Attribute] = field(default_factory=list)
-    relation_inserts: list[Relation] = field(default_factory=list)
+    # The records the write creates, by kind (every kind of ``RECORD_KINDS``, registry order).
+    created: dict[str, list] = field(default_factory=lambda: {k.kind: [] for k in RECORD_KINDS})
     supersessions: list[Supersession] = field(default_factory=list)
     closes: list[Close] = field(default_factory=list)
     reinforcements: list[Reinforcement] = field(default_factory=list)
-    actions: list[Action] = field(default_factory=list)
-    instructions: list[Instruction] = field(default_factory=list)
-    uncertainties: list[Uncertainty] = field(default_factory=list)
     corrections: list[CorrectionSummary] = field(default_factory=list)
     # Existing rows whose window or chain links moved (an out-of-order value placed among them).
     adjustments: list[Fact] = field(default_factory=list)
+
+    @property
+    def inserts(self) -> list[Attribute]:
+        return self.created["attribute"]
+
+    @property
+    def relation_inserts(self) -> list[Relation]:
+        return self.created["relation"]
+
+    @property
+    def actions(self) -> list[Action]:
+        return self.created["action"]
+
+    @property
+    def instructions(self) -> list[Instruction]:
+        return self.created["instruction"]
+
+    @property
+    def uncertainties(self) -> list[Uncertainty]:
+        return self.created["uncertainty"]
 
     def updated_rows(self) -> list[Fact]:
         """Every existing row the plan changes, once each, in its final state."""
@@ -156,27 +166,11 @@ class ReconcilePlan:
         return list(rows.values())
 
     def to_result(self, turn_id: str) -> ExtractionResult:
-        """The write's ``ExtractionResultJson`` (``.to_wire()`` for the camelCase dict)."""
-        return ExtractionResult(
-            turn_id=turn_id,
-            entities=[EntitySummary(id=t.entity.id, name=t.entity.name, entity_type=t.entity.entity_type,
-                                    memory_category=_category(t.entity.category), is_new=t.is_new)
-                      for t in self.entities],
-            attributes=[AttributeSummary(id=a.id, entity_id=a.entity_id, key=a.key, value=a.value,
-                                         memory_category=_category(a.category)) for a in self.inserts],
-            relations=[RelationSummary(subject=r.subject, label=r.label, object=r.object,
-                                       memory_category=_category(r.category)) for r in self.relation_inserts],
-            actions=[ActionSummary(actor=a.actor, verb=a.verb, object=a.object, occurred_at=a.occurred_at,
-                                   summary=a.summary, memory_category=_category(a.category)) for a in self.actions],
-            instructions=[InstructionSummary(id=i.id, label=i.label, description=i.description)
-                          for i in self.instructions],
-            uncertainties=[UncertaintySummary(about=u.about, reason=u.reason) for u in self.uncertainties],
-            corrections=list(self.corrections),
-        )
-
-
-def _category(value: str) -> card.Category:
-    return value if value in card.INITIAL_IMPORTANCE else card.DEFAULT_CATEGORY  # type: ignore[return-value]
+        """The write's ``ExtractionResultJson`` (``.to_wire()`` for the camelCase dict): each
+        kind's records summarised by its registry entry."""
+        lists = {k.field: [k.summarise(r) for r in (self.entities if k.kind == "entity" else self.created[k.kind])]
+                 for k in FACT_KINDS if k.summarise is not None}
+        return ExtractionResult(turn_id=turn_id, **lists, corrections=list(self.corrections))
 
 
 # ---------------------------------------------------------------------------
@@ -201,13 +195,6 @@ class _Claim:
     @property
     def slot(self) -> tuple[Kind, str, str]:
         return (self.kind, self.entity_id, self.key)
-
-
-def normalise_value(value: str) -> str:
-    """Comparison form: case-folded, whitespace collapsed, leading article and trailing
-    punctuation dropped ("The Netherlands." == "netherlands")."""
-    text = re.sub(r"\s+", " ", (value or "").strip().casefold()).strip(" .,!;:\"'")
-    return re.sub(r"^(?:a|an|the) ", "", text)
 
 
 def _same(a: str, b: str) -> bool:
@@ -255,26 +242,6 @@ def _register_entities(extraction: ExtractionOutput, resolver: EntityResolver) -
 # ---------------------------------------------------------------------------
 
 
-@dataclass
-class _Write:
-    """The write's provenance and clock, shared by every row the plan creates."""
-
-    source: Source
-    scopes: Dnf
-    labels: list[str]
-    context_id: str
-    created_by: str | None
-    observed: datetime
-    now: str
-    settings: ReconcileSettings
-
-    def event_time(self, phrase: str | None) -> datetime:
-        return resolve_event_time(phrase, self.observed) or self.observed
-
-    def timed(self, phrase: str | None) -> bool:
-        return resolve_event_time(phrase, self.observed) is not None
-
-
 class _Planner:
     def __init__(self, write: _Write, resolver: EntityResolver, current: Iterable[Fact]):
         self.w = write
@@ -319,10 +286,9 @@ class _Planner:
         if claim.kind == "attribute":
             row: Fact = Attribute(id=new_id("attr"), entity_id=claim.entity_id, key=claim.key, value=claim.value,
                                   **common)
-            self.plan.inserts.append(row)
         else:
             row = Relation(id=new_id("rel"), subject=claim.entity_id, label=claim.key, object=claim.value, **common)
-            self.plan.relation_inserts.append(row)
+        self.plan.created[claim.kind].append(row)
         return row
 
     def uncertainty(self, claim: _Claim, reason: str) -> None:
@@ -376,7 +342,7 @@ class _Planner:
 
     def adjust(self, claim: _Claim, row: Fact, **changes: object) -> Fact:
         """Rewrite a row of the slot (its window or links moved)."""
-        created = next((r for r in (*self.plan.inserts, *self.plan.relation_inserts) if r.id == row.id), None)
+        created = next((r for r in self.plan.created[claim.kind] if r.id == row.id), None)
         if created is not None:  # made by this plan: its insert carries the change
             for name, value in changes.items():
                 setattr(created, name, value)
@@ -448,7 +414,7 @@ class _Planner:
         tail = dataclasses.replace(row, id=new_id("attr" if claim.kind == "attribute" else "rel"),
                                    valid_from=restated[0], stated_at=restated[1:], supersedes=row.id,
                                    created_at=self.w.now, reinforced=0)
-        (self.plan.inserts if claim.kind == "attribute" else self.plan.relation_inserts).append(tail)  # type: ignore[arg-type]
+        self.plan.created[claim.kind].append(tail)
         self.rows[claim.slot].append(tail)
         if row.superseded_by:
             successor = next((r for r in self.rows[claim.slot] if r.id == row.superseded_by), None)
@@ -589,39 +555,6 @@ def _claims(extraction: ExtractionOutput, resolver: EntityResolver, write: _Writ
     return out
 
 
-def _actions(extraction: ExtractionOutput, resolver: EntityResolver, write: _Write) -> list[Action]:
-    actions = []
-    for a in extraction.actions:
-        actor = resolver.resolve(a.actor, a.actor_type)
-        if not actor or not a.verb.strip():
-            continue
-        cat = _category(a.category or "context")
-        summary = a.summary.strip() or " ".join(p for p in (resolver.names.get(actor, ""), a.verb, a.object or "") if p)
-        actions.append(Action(
-            id=new_id("act"), context_id=write.context_id, actor=actor, verb=a.verb.strip(),
-            object=(a.object or "").strip() or None, occurred_at=timeutil.iso(write.event_time(a.occurred_at)),
-            summary=summary, category=cat, importance=card.initial_importance(cat),
-            source=dataclasses.replace(write.source), scopes=[list(c) for c in write.scopes],
-            labels=list(write.labels), created_at=write.now, created_by=write.created_by))
-    return actions
-
-
-def _instructions(extraction: ExtractionOutput, current: Sequence[Instruction], write: _Write) -> list[Instruction]:
-    seen = {normalise_value(i.description) for i in current if i.active and not i.deleted}
-    out = []
-    for ins in extraction.instructions:
-        description = ins.description.strip()
-        if not description or normalise_value(description) in seen:
-            continue
-        seen.add(normalise_value(description))
-        label = card.snake_case(ins.label) or "instruction"
-        out.append(Instruction(
-            id=new_id("instr"), context_id=write.context_id, label=label, description=description,
-            source=dataclasses.replace(write.source), scopes=[list(c) for c in write.scopes],
-            labels=list(write.labels), created_at=write.now, created_by=write.created_by))
-    return out
-
-
 def _entities(extraction: ExtractionOutput, resolver: EntityResolver, plan: ReconcilePlan,
               write: _Write) -> list[EntityTouch]:
     mentioned: dict[str, str | None] = {}  # id -> model category
@@ -629,10 +562,10 @@ def _entities(extraction: ExtractionOutput, resolver: EntityResolver, plan: Reco
         eid = resolver.resolve(e.name, e.type)
         if eid:
             mentioned.setdefault(eid, e.category)
-    refs = [(a.entity, a.entity_type) for a in extraction.attributes]
-    refs += [(r.subject, r.subject_type) for r in extraction.relations]
-    refs += [(r.object, r.object_type) for r in extraction.relations]
-    refs += [(a.actor, a.actor_type) for a in extraction.actions]
+    # Then every entity a claim names, kind by kind and field by field (the registry's
+    # ``claim_names``: attributes' entity, relations' subject then object, actions' actor).
+    refs = [(getattr(claim, name), getattr(claim, f"{name}_type")) for kind in FACT_KINDS
+            for name in kind.claim_names for claim in getattr(extraction, kind.field)]
     for name, etype in refs:
         eid = resolver.resolve(name, etype)
         if eid:
@@ -645,7 +578,7 @@ def _entities(extraction: ExtractionOutput, resolver: EntityResolver, plan: Reco
         if existing is not None:
             touches.append(EntityTouch(dataclasses.replace(existing, name=name, updated_at=write.now), False))
             continue
-        cat = "identity" if eid == SELF_ENTITY_ID else _category(model_category or card.DEFAULT_CATEGORY)
+        cat = "identity" if eid == SELF_ENTITY_ID else card.known_category(model_category or card.DEFAULT_CATEGORY)
         touches.append(EntityTouch(Entity(
             id=eid, context_id=write.context_id, name=name, entity_type=split_entity_id(eid)[0], category=cat,
             importance=card.initial_importance(cat), scopes=[list(c) for c in write.scopes],
@@ -688,13 +621,10 @@ def reconcile(
     for claim in collapse(_claims(extraction, resolver, write)):
         planner.apply(claim)
     plan = planner.plan
-    plan.actions = _actions(extraction, resolver, write)
-    plan.instructions = _instructions(extraction, current_instructions, write)
-    for u in extraction.uncertainties:
-        if u.about.strip():
-            plan.uncertainties.append(Uncertainty(
-                id=new_id("unc"), context_id=context_id, about=u.about.strip(), reason=u.reason.strip(),
-                source=dataclasses.replace(source), scopes=[list(c) for c in write.scopes],
-                labels=list(write.labels), created_at=write.now, created_by=created_by))
+    # The other kinds' own steps, in registry order (after the slot planner's uncertainties).
+    inputs = PlanInputs(write, resolver, {"instruction": current_instructions})
+    for kind in RECORD_KINDS:
+        if kind.plan is not None:
+            plan.created[kind.kind].extend(kind.plan(getattr(extraction, kind.field), inputs))
     plan.entities = _entities(extraction, resolver, plan, write)
     return plan

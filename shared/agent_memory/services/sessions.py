@@ -43,19 +43,20 @@ class SessionService:
 
     # --- sessions -------------------------------------------------------------------
 
-    def _new_session_record(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> Record:
-        session = Session(id=new_id("sess"), context_id=ctx.context_id, partition=ctx.partition, scopes=scopes,
-                          labels=labels, created_at=timeutil.now_iso(), created_by=ctx.principal)
-        return Record(pk=keys.sessions_pk(ctx), sk=session.id, data=session.to_item())
+    # The stored record (its keys and version, for a conditioned write) stays inside this
+    # service: callers get the typed ``Session``, and every change here re-reads the record.
+
+    def _new_session(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> Session:
+        return Session(id=new_id("sess"), context_id=ctx.context_id, partition=ctx.partition, scopes=scopes,
+                       labels=labels, created_at=timeutil.now_iso(), created_by=ctx.principal)
 
     def create(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> Session:
-        record = self._new_session_record(ctx, scopes, labels)
-        self.store.put(record, Condition.absent())
-        return Session.from_item(record.data)
+        session = self._new_session(ctx, scopes, labels)
+        self.store.put(Record(pk=keys.sessions_pk(ctx), sk=session.id, data=session.to_item()), Condition.absent())
+        return session
 
-    def load(self, ctx: RequestContext, session_id: str) -> Record:
-        """The session's stored record (its keys and version, for a conditioned write);
-        ``session_of`` reads it."""
+    def _load(self, ctx: RequestContext, session_id: str) -> Record:
+        """The session's stored record, for a conditioned write (``session_of`` reads it)."""
         record = self.store.get(keys.sessions_pk(ctx), session_id) if session_id.startswith("sess_") else None
         # A session outside the caller's read region answers exactly as a missing one.
         session = Session.from_item(record.data) if record is not None else None
@@ -64,11 +65,12 @@ class SessionService:
         return record
 
     def get(self, ctx: RequestContext, session_id: str) -> Session:
-        return session_of(self.load(ctx, session_id))
+        """The session, if it exists and the caller may read it (else ``NotFound``)."""
+        return session_of(self._load(ctx, session_id))
 
     def close(self, ctx: RequestContext, session_id: str) -> Session:
         for _ in range(APPEND_ATTEMPTS):
-            record = self.load(ctx, session_id)
+            record = self._load(ctx, session_id)
             session = session_of(record)
             # Closing changes the session: only a key that may write its scopes may do it.
             grants.check_writable(session.scopes or [], ctx.write_region, "session")
@@ -85,7 +87,7 @@ class SessionService:
     def delete(self, ctx: RequestContext, session_id: str) -> None:
         """Mark the session deleted (reads 404 from here on), then remove its turns."""
         for _ in range(APPEND_ATTEMPTS):
-            record = self.load(ctx, session_id)
+            record = self._load(ctx, session_id)
             try:
                 self.store.put(_bumped(record, replace(session_of(record), deleted=True)),
                                Condition.version_is(record.version))
@@ -110,7 +112,7 @@ class SessionService:
     # --- turns ----------------------------------------------------------------------
 
     def list_turns(self, ctx: RequestContext, session_id: str, limit: int, page_cursor: str | None) -> Page[Turn]:
-        self.load(ctx, session_id)
+        self._load(ctx, session_id)
         secret = self.settings.cursor_secret()
         collection = f"turns:{session_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
@@ -132,17 +134,17 @@ class SessionService:
         return turn if turn is not None and not turn.deleted else None
 
     def resolve_for_write(self, ctx: RequestContext, session_id: str | None, scopes: list[list[str]],
-                          labels: list[str]) -> Record:
+                          labels: list[str]) -> Session:
         """The session a write lands in: the given one (must exist and be open) or a new one
         (not yet stored: ``append_turns`` creates it in the same transaction as its turns)."""
         if session_id is None:
-            return self._new_session_record(ctx, scopes, labels)
-        record = self.load(ctx, session_id)
-        if session_of(record).closed_at:
+            return self._new_session(ctx, scopes, labels)
+        session = self.get(ctx, session_id)
+        if session.closed_at:
             raise SessionClosed(f"session {session_id} is closed; its turns are kept but it takes no new writes")
-        return record
+        return session
 
-    def append_turns(self, ctx: RequestContext, session: Record, turns: Sequence[NewTurn],
+    def append_turns(self, ctx: RequestContext, session: Session, turns: Sequence[NewTurn],
                      scopes: list[list[str]], labels: list[str],
                      extra_ops: Callable[[list[Turn]], list[WriteOp]] | None = None,
                      ) -> list[Turn]:
@@ -152,27 +154,28 @@ class SessionService:
         is re-read and the append retried, so turn seq stays dense. A new session (version 1,
         not stored yet) is created in the same transaction.
         """
-        is_new = self.store.get(session.pk, session.sk) is None
+        record = Record(pk=keys.sessions_pk(ctx), sk=session.id, data=session.to_item())
+        is_new = self.store.get(record.pk, record.sk) is None
         for attempt in range(APPEND_ATTEMPTS):
             deadline.check("the write")  # past the deadline, commit nothing (the caller gets a 503)
             if not is_new:
-                session = self.load(ctx, session.sk)
-                if session_of(session).closed_at:
-                    raise SessionClosed(f"session {session.sk} is closed")
+                record = self._load(ctx, session.id)
+                if session_of(record).closed_at:
+                    raise SessionClosed(f"session {session.id} is closed")
             now = timeutil.now_iso()
-            current = session_of(session)
+            current = session_of(record)
             start = current.turn_count
-            rows = [Turn(id=new_id("turn"), context_id=ctx.context_id, session=session.sk, role=turn.role,
+            rows = [Turn(id=new_id("turn"), context_id=ctx.context_id, session=session.id, role=turn.role,
                          content=turn.content, seq=start + i + 1, created_at=now, observed_at=turn.observed_at or now,
                          infer=turn.infer, scopes=scopes, labels=labels, created_by=ctx.principal,
                          partition=ctx.partition, speaker=dict(turn.speaker) if turn.speaker else None)
                     for i, turn in enumerate(turns)]
             bumped = replace(current, turn_count=start + len(turns), last_turn_at=now)
-            ops: list[WriteOp] = [Put(Record(session.pk, session.sk, bumped.to_item(), version=session.version),
+            ops: list[WriteOp] = [Put(Record(record.pk, record.sk, bumped.to_item(), version=record.version),
                                       Condition.absent()) if is_new
-                                  else Put(_bumped(session, bumped), Condition.version_is(session.version))]
+                                  else Put(_bumped(record, bumped), Condition.version_is(record.version))]
             for row in rows:
-                ops.append(Put(Record(pk=keys.turns_pk(ctx, session.sk), sk=keys.turn_sk(row.seq), data=row.to_item(),
+                ops.append(Put(Record(pk=keys.turns_pk(ctx, session.id), sk=keys.turn_sk(row.seq), data=row.to_item(),
                                       gsi1pk=keys.turn_ids_gsi(ctx), gsi1sk=row.id), Condition.absent()))
             if extra_ops is not None:
                 ops.extend(extra_ops(rows))
@@ -186,7 +189,7 @@ class SessionService:
                     raise Conflict("session id collision; retry") from exc
                 backoff(attempt)
                 continue
-        raise Conflict(f"session {session.sk} is receiving too many concurrent writes; retry")
+        raise Conflict(f"session {session.id} is receiving too many concurrent writes; retry")
 
 
 def backoff(attempt: int, base_s: float = 0.005, cap_s: float = 0.2) -> None:

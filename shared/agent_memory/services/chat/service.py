@@ -29,8 +29,9 @@ from agent_memory.errors import (
     UpstreamModelTimeout,
 )
 from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
+from agent_memory.models.records import Session
 from agent_memory.models.requests import ChatRequest
-from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Record
+from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout
 from agent_memory.request_context import RequestContext
 from agent_memory.services.chat.citations import MarkerStream, resolve_markers
 from agent_memory.services.chat.prompt import build_messages
@@ -59,7 +60,7 @@ class PreparedTurn:
 
     ctx: RequestContext
     req: ChatRequest
-    session: Record
+    session: Session
     is_new_session: bool
     window: list[WindowTurn]
     hits: list[Any]
@@ -189,8 +190,8 @@ class ChatService:
         is_new = req.session_id is None
         if not is_new:
             # The turns take the session's scopes: they must lie inside the write region too.
-            grants.check_writable(session.data.get("scopes") or [], ctx.write_region, "session")
-        window = [] if is_new else session_window(self._store, ctx, session.sk)
+            grants.check_writable(session.scopes or [], ctx.write_region, "session")
+        window = [] if is_new else session_window(self._store, ctx, session.id)
 
         reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
         started = time.perf_counter()
@@ -201,7 +202,7 @@ class ChatService:
         sources = memory.markers
         trace_id = self._traces.new_id()
         self._traces.put(ctx, trace_id, "retrieval", {
-            "query": req.message, "sessionId": None if is_new else session.sk, "tier": result.tier,
+            "query": req.message, "sessionId": None if is_new else session.id, "tier": result.tier,
             "excluded": [t.id for t in window], "latencyMs": round(retrieval_ms, 2),
             "hits": [{"marker": m, "id": h.id, "kind": h.kind, "score": round(float(h.score), 6)}
                      for m, h in sources.items()]})
@@ -283,7 +284,7 @@ class ChatService:
         speaker = self_speaker(self._facts.repo.speaker_name(ctx))
         pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
                    PendingTurn("assistant", reply, now, "none", None)]
-        turn_ids, results = self._facts.commit_turns(ctx, turn.session, pending, turn.session.data.get("scopes", []),
+        turn_ids, results = self._facts.commit_turns(ctx, turn.session, pending, turn.session.scopes,
                                                   req.labels)
         memory_updates = results[0]
         elapsed = (time.perf_counter() - turn.started) * 1000
@@ -300,7 +301,7 @@ class ChatService:
                 entities.add(SELF_ENTITY_ID)  # a user's own statement is about the user
             self.cache.store_reply(ctx.narrowed(req.scopes), turn.model_name, req.message, turn.query_vector,
                                    {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited])
-        return ChatReply(reply=reply, session_id=turn.session.sk, trace_id=turn.trace_id, citations=citations,
+        return ChatReply(reply=reply, session_id=turn.session.id, trace_id=turn.trace_id, citations=citations,
                          memory_updates=memory_updates)
 
     @staticmethod

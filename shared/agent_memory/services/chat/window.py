@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_memory import keys
+from agent_memory.models.records import Turn
 from agent_memory.ports import RecordStore
 from agent_memory.request_context import RequestContext
 
@@ -47,6 +48,6 @@ def transcript_window(turns: Sequence[WindowTurn], *, max_messages: int = WINDOW
 def session_window(store: RecordStore, ctx: RequestContext, session_id: str) -> list[WindowTurn]:
     """The window of a stored session (forgotten turns are left out)."""
     page = store.query(keys.turns_pk(ctx, session_id), limit=WINDOW_FETCH, forward=False)
-    turns = [WindowTurn(r.data["id"], r.data["role"], r.data["content"]) for r in reversed(page.records)
-             if not r.data.get("deleted")]
+    stored = [Turn.from_item(r.data) for r in reversed(page.records)]
+    turns = [WindowTurn(t.id, t.role, t.content) for t in stored if not t.deleted]
     return transcript_window(turns)
