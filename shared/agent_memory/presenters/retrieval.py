@@ -6,12 +6,26 @@ from __future__ import annotations
 from typing import Any
 
 from agent_memory.services.prompt_context import ContextResult
-from agent_memory.services.retrieval import RetrievalResult
+from agent_memory.services.retrieval import Hit, RetrievalResult
+
+
+def hit(h: Hit) -> dict[str, Any]:
+    """A ``/query`` hit: ``{id, text, source, score, occurredAt, role, ...}``."""
+    out: dict[str, Any] = {"id": h.id, "text": h.text, "source": h.kind, "score": round(h.score, 6),
+                           "occurredAt": h.occurred_at, "role": h.role}
+    if h.session_id:
+        out["sessionId"] = h.session_id
+    if h.source_ids:
+        out["sourceIds"] = list(h.source_ids)
+    if h.kind == "chunk":
+        for key in ("documentId", "documentTitle", "positionPercent"):
+            out[key] = h.metadata.get(key)
+    return out
 
 
 def query(result: RetrievalResult) -> dict[str, Any]:
-    # The hit shape stays beside the ranking while retrieval's data path is reworked.
-    return result.to_wire()
+    return {"tier": result.tier, "hits": [hit(h) for h in result.hits], "queryMs": round(result.query_ms, 2),
+            "trace": result.trace}
 
 
 def sources(markers: dict[str, Any]) -> list[dict[str, Any]]:

@@ -120,17 +120,12 @@ def collection_name(ctx: RequestContext, name: str, **filters: Any) -> str:
 
 @dataclass
 class Paged:
-    """One page of a collection, ready for the wire: ``{items, page}``."""
+    """One page of a collection (``presenters.memory.page`` puts it on the wire)."""
 
     items: list[dict[str, Any]]
     next_cursor: str | None
     total: int | None = None
 
-    def to_wire(self, items_key: str = "items") -> dict[str, Any]:
-        page: dict[str, Any] = {"hasMore": self.next_cursor is not None, "nextCursor": self.next_cursor}
-        if self.total is not None:
-            page["totalSize"] = self.total
-        return {items_key: self.items, "page": page}
 
 
 def paged(store: RecordStore, secret: bytes, ctx: RequestContext, collection: str, src: Source, *,

@@ -136,18 +136,6 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)
     structured: bool = False  # found by a tier-1 structured read
 
-    def to_wire(self) -> dict[str, Any]:
-        """The /query hit: ``{id, text, source, score, occurredAt, role, ...}``."""
-        out: dict[str, Any] = {"id": self.id, "text": self.text, "source": self.kind,
-                               "score": round(self.score, 6), "occurredAt": self.occurred_at, "role": self.role}
-        if self.session_id:
-            out["sessionId"] = self.session_id
-        if self.source_ids:
-            out["sourceIds"] = list(self.source_ids)
-        if self.kind == "chunk":
-            for key in ("documentId", "documentTitle", "positionPercent"):
-                out[key] = self.metadata.get(key)
-        return out
 
 
 @dataclass
@@ -161,9 +149,6 @@ class RetrievalResult:
     query_ms: float
     trace: dict[str, Any] = field(default_factory=dict)
 
-    def to_wire(self) -> dict[str, Any]:
-        return {"tier": self.tier, "hits": [h.to_wire() for h in self.hits], "queryMs": round(self.query_ms, 2),
-                "trace": self.trace}
 
 
 @dataclass
