@@ -92,7 +92,8 @@ class SearchRecipe:
     rrf_k: int = 60
     neighbour_share: float = 0.3  # of a turn's score given to the adjacent turns of its session
     neighbour_window: int = 4  # ... and to turns up to this many positions away,
-    neighbour_decay: float = 0.7  # ... x neighbour_decay per position beyond the first
+    neighbour_decay: float = 0.7  # ... x neighbour_decay per position beyond the first,
+    neighbour_strong: float = 0.5  # ... from turns scoring at least this x the best score only
     session_prior: float = 0.0  # x (1 + session_prior * best score of the unit's session / best score)
     time_boost: float = 1.0  # units said inside the query's time window: x (1 + time_boost)
     time_slack_days: float = 14.0  # ... or up to this long after it
@@ -405,7 +406,7 @@ class RetrievalService:
                     best[uid] = rank
         if recipe.neighbour_share:
             scores = _share_with_neighbours(scores, units, recipe.neighbour_share, recipe.neighbour_window,
-                                            recipe.neighbour_decay)
+                                            recipe.neighbour_decay, recipe.neighbour_strong)
         window = qa.time if recipe.time_boost else None
         key_hints = qa.key_hints
         for uid, unit in units.items():
@@ -479,13 +480,15 @@ def _units(hits: Sequence[SearchHit]) -> list[SearchUnit]:
 
 
 def _share_with_neighbours(scores: dict[str, float], units: dict[str, SearchUnit], share: float,
-                          window: int = 1, decay: float = 1.0) -> dict[str, float]:
+                          window: int = 1, decay: float = 1.0, strong: float = 0.0) -> dict[str, float]:
     """Each candidate turn passes ``share`` of its score to the candidate turns right before
-    and after it in its session, and ``share * decay ** (d - 1)`` to those ``d`` positions
-    away, up to ``window``: a conversation stays on a topic for a few turns, so a turn near
-    strong hits is more likely to bear on the question than an isolated one with the same
-    score. Only candidates take part: a neighbour the filter did not let through is never
-    added."""
+    and after it in its session; a strong one (at least ``strong`` x the best score) also
+    passes ``share * decay ** (d - 1)`` to those ``d`` positions away, up to ``window``: a
+    conversation stays on a topic for a few turns, so a turn near strong hits is more likely
+    to bear on the question than an isolated one with the same score. Only strong turns
+    reach further, or a run of weak matches in one short session would add up and outrank
+    a strong document chunk or fact. Only candidates take part: a neighbour the filter did
+    not let through is never added."""
     position: dict[tuple[str, int], str] = {}
     for uid, unit in units.items():
         seq = unit.metadata.get("seq") if unit.kind == "turn" else None
@@ -493,9 +496,10 @@ def _share_with_neighbours(scores: dict[str, float], units: dict[str, SearchUnit
             position[(unit.session_id, seq)] = uid
     out = dict(scores)
     passed = [share * decay ** (d - 1) for d in range(1, max(1, window) + 1)]
+    floor = strong * max(scores.values(), default=0.0)
     for (session, seq), uid in position.items():
         score = scores[uid]
-        for d, part in enumerate(passed, start=1):
+        for d, part in enumerate(passed if score >= floor else passed[:1], start=1):
             for adjacent in (seq - d, seq + d):
                 other = position.get((session, adjacent))
                 if other is not None:
@@ -507,16 +511,17 @@ def _session_prior(scores: dict[str, float], units: dict[str, SearchUnit], weigh
     """Each unit's score x ``1 + weight * b / top``, where ``b`` is the best score in the
     unit's session and ``top`` the best overall: a session that holds a strong hit is about
     what the question asks, so its other units outrank equally scored ones from sessions
-    that do not. Units without a session keep their score."""
+    that do not. A unit without a session (a document chunk) is its own session: ``b`` is its
+    own score, so the rule never ranks it below turns it outscored."""
     best: dict[str, float] = {}
     for uid, score in scores.items():
         session = units[uid].session_id
         if session and score > best.get(session, 0.0):
             best[session] = score
-    top = max(best.values(), default=0.0)
+    top = max(scores.values(), default=0.0)
     if top <= 0:
         return scores
-    return {uid: score * (1.0 + weight * best.get(units[uid].session_id or "", 0.0) / top)
+    return {uid: score * (1.0 + weight * (best[units[uid].session_id] if units[uid].session_id else score) / top)
             for uid, score in scores.items()}
 
 
