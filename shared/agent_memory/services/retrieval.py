@@ -107,8 +107,8 @@ RECIPES: dict[str, SearchRecipe] = {
     # facts are many, and the boost cost recall on LoCoMo's tuning split (0.523 -> 0.550 @5
     # without it), confirmed on validation (0.530 -> 0.555); bench/locomo.py --ablate.
     # Second pass (issue 18), each tuned on LoCoMo's tuning split and confirmed on validation
-    # with both embedders: turns up to 4 positions away share a decaying part of a hit's
-    # score (neighbour_window/decay), a steeper rank curve (rrf_k 30 instead of 60) gives the
+    # with both embedders: turns up to 4 positions away share a decaying part of a strong
+    # hit's score (neighbour_window/decay/strong), a steeper rank curve (rrf_k 30 instead of 60) gives the
     # top of each leg more weight against its tail, and units of a session holding a strong
     # hit rank above equally scored ones elsewhere (session_prior).
     "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0),
