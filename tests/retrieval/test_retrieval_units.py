@@ -139,14 +139,29 @@ def test_a_turn_shares_its_score_with_nearby_turns_of_its_session_decaying_with_
     assert _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3))["next"] == 0.0
 
 
+def test_only_strong_turns_share_beyond_the_adjacent_one():
+    units = [_turn_unit("weak", "s1", 10), _turn_unit("next", "s1", 11), _turn_unit("two_on", "s1", 12),
+             SearchUnit(id="chunk", context_id="c", kind="chunk", text="chunk")]
+    ranking, scores = _rows(units, {"chunk": 1.0, "weak": 0.4, "next": 0.0, "two_on": 0.0})
+    turns = ranking.kind == "turn"
+    out = _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3, window=4, decay=0.5, strong=0.5))
+    assert out["next"] == pytest.approx(0.3 * 0.4) and out["two_on"] == 0.0  # weak: adjacent only
+    out = _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3, window=4, decay=0.5, strong=0.3))
+    assert out["two_on"] == pytest.approx(0.3 * 0.5 * 0.4) and out["chunk"] == 1.0
+
+
 def test_units_of_a_session_holding_a_strong_hit_outrank_equal_scores_elsewhere():
     units = [_turn_unit("strong", "harbour", 1), _turn_unit("quiet", "harbour", 9), _turn_unit("alone", "market", 3),
              SearchUnit(id="note", context_id="c", kind="chunk", text="note")]  # no session
     ranking, scores = _rows(units, {"strong": 1.0, "quiet": 0.2, "alone": 0.2, "note": 0.2})
     out = _by_id(ranking, _session_prior(scores, np.ones(len(units), dtype=bool), ranking, 1.0))
     assert out["strong"] == pytest.approx(2.0) and out["quiet"] == pytest.approx(0.4)
-    assert out["alone"] == pytest.approx(0.2 * 1.2) and out["note"] == 0.2
-    assert out["quiet"] > out["alone"] > out["note"]
+    assert out["alone"] == pytest.approx(0.2 * 1.2) and out["note"] == pytest.approx(0.2 * 1.2)
+    assert out["quiet"] > out["alone"]
+    # A unit without a session is its own: a strong chunk is never ranked below the turns it outscored.
+    ranking, scores = _rows(units, {"strong": 0.5, "quiet": 0.45, "alone": 0.2, "note": 1.0})
+    out = _by_id(ranking, _session_prior(scores, np.ones(len(units), dtype=bool), ranking, 1.0))
+    assert out["note"] == pytest.approx(2.0) and out["note"] > out["strong"] > out["quiet"]
 
 
 # --- formatter ----------------------------------------------------------------------------

@@ -93,7 +93,8 @@ class SearchRecipe:
     rrf_k: int = 60
     neighbour_share: float = 0.3  # of a turn's score given to the adjacent turns of its session
     neighbour_window: int = 4  # ... and to turns up to this many positions away,
-    neighbour_decay: float = 0.7  # ... x neighbour_decay per position beyond the first
+    neighbour_decay: float = 0.7  # ... x neighbour_decay per position beyond the first,
+    neighbour_strong: float = 0.5  # ... from turns scoring at least this x the best score only
     session_prior: float = 0.0  # x (1 + session_prior * best score of the unit's session / best score)
     time_boost: float = 1.0  # units said inside the query's time window: x (1 + time_boost)
     time_slack_days: float = 14.0  # ... or up to this long after it
@@ -107,8 +108,8 @@ RECIPES: dict[str, SearchRecipe] = {
     # facts are many, and the boost cost recall on LoCoMo's tuning split (0.523 -> 0.550 @5
     # without it), confirmed on validation (0.530 -> 0.555); bench/locomo.py --ablate.
     # Second pass (issue 18), each tuned on LoCoMo's tuning split and confirmed on validation
-    # with both embedders: turns up to 4 positions away share a decaying part of a hit's
-    # score (neighbour_window/decay), a steeper rank curve (rrf_k 30 instead of 60) gives the
+    # with both embedders: turns up to 4 positions away share a decaying part of a strong
+    # hit's score (neighbour_window/decay/strong), a steeper rank curve (rrf_k 30 instead of 60) gives the
     # top of each leg more weight against its tail, and units of a session holding a strong
     # hit rank above equally scored ones elsewhere (session_prior).
     "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0),
@@ -462,7 +463,8 @@ class RetrievalService:
         is_turn = kind == "turn"
         if recipe.neighbour_share:
             scores = _share_with_neighbours(scores, seen & is_turn, ranking, recipe.neighbour_share,
-                                            recipe.neighbour_window, recipe.neighbour_decay)
+                                            recipe.neighbour_window, recipe.neighbour_decay,
+                                            recipe.neighbour_strong)
         factor = np.ones(n)
         factor[is_turn & (ranking.role == "assistant")] *= recipe.assistant_factor
         factor[((kind == "attribute") | (kind == "relation")) & ranking.current] *= recipe.current_fact_factor
@@ -539,13 +541,15 @@ def _session_codes(sessions: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def _share_with_neighbours(scores: np.ndarray, turns: np.ndarray, ranking: RowRanking, share: float,
-                           window: int = 1, decay: float = 1.0) -> np.ndarray:
+                           window: int = 1, decay: float = 1.0, strong: float = 0.0) -> np.ndarray:
     """Each candidate turn (``turns``) passes ``share`` of its score to the candidate turns
-    right before and after it in its session, and ``share * decay ** (d - 1)`` to those ``d``
-    positions away, up to ``window``: a conversation stays on a topic for a few turns, so a
-    turn near strong hits is more likely to bear on the question than an isolated one with
-    the same score. Only candidates take part: a neighbour the filter did not let through is
-    never added."""
+    right before and after it in its session; a strong one (at least ``strong`` x the best
+    score) also passes ``share * decay ** (d - 1)`` to those ``d`` positions away, up to
+    ``window``: a conversation stays on a topic for a few turns, so a turn near strong hits
+    is more likely to bear on the question than an isolated one with the same score. Only
+    strong turns reach further, or a run of weak matches in one short session would add up
+    and outrank a strong document chunk or fact. Only candidates take part: a neighbour the
+    filter did not let through is never added."""
     seq, sessions = ranking.seq, ranking.session_id
     idx = np.flatnonzero(turns & (seq != NO_SEQ))
     idx = idx[(sessions[idx] != None) & (sessions[idx] != "")]  # noqa: E711 - elementwise
@@ -556,6 +560,7 @@ def _share_with_neighbours(scores: np.ndarray, turns: np.ndarray, ranking: RowRa
     position = session * stride + seq[idx].astype(np.int64)
     order = np.argsort(position, kind="stable")
     sorted_pos, sorted_idx = position[order], idx[order]
+    floor = strong * float(scores.max(initial=0.0))
     out = scores.copy()
     for d in range(1, max(1, window) + 1):
         part = share * decay ** (d - 1)
@@ -563,8 +568,12 @@ def _share_with_neighbours(scores: np.ndarray, turns: np.ndarray, ranking: RowRa
         found = at < sorted_pos.size
         found[found] = sorted_pos[at[found]] == position[found] + d
         before, after = idx[found], sorted_idx[at[found]]
-        np.add.at(out, after, part * scores[before])
-        np.add.at(out, before, part * scores[after])
+        give_after, give_before = scores[before], scores[after]
+        if d > 1:  # beyond the adjacent turn only strong turns share
+            give_after = np.where(give_after >= floor, give_after, 0.0)
+            give_before = np.where(give_before >= floor, give_before, 0.0)
+        np.add.at(out, after, part * give_after)
+        np.add.at(out, before, part * give_before)
     return out
 
 
@@ -572,20 +581,25 @@ def _session_prior(scores: np.ndarray, seen: np.ndarray, ranking: RowRanking, we
     """Each candidate's score x ``1 + weight * b / top``, where ``b`` is the best score in the
     unit's session and ``top`` the best overall: a session that holds a strong hit is about
     what the question asks, so its other units outrank equally scored ones from sessions
-    that do not. Units without a session keep their score."""
-    sessions = ranking.session_id
-    idx = np.flatnonzero(seen)
-    idx = idx[(sessions[idx] != None) & (sessions[idx] != "")]  # noqa: E711 - elementwise
-    if not idx.size:
+    that do not. A unit without a session (a document chunk) is its own session: ``b`` is its
+    own score, so the rule never ranks it below turns it outscored."""
+    cand = np.flatnonzero(seen)
+    if not cand.size:
         return scores
-    session = _session_codes(sessions, idx)
-    best = np.zeros(int(session.max()) + 1)
-    np.maximum.at(best, session, scores[idx])
-    top = best.max()
+    top = float(scores[cand].max())
     if top <= 0:
         return scores
+    sessions = ranking.session_id
+    has = (sessions[cand] != None) & (sessions[cand] != "")  # noqa: E711 - elementwise
+    b = scores[cand].copy()
+    idx = cand[has]
+    if idx.size:
+        session = _session_codes(sessions, idx)
+        best = np.zeros(int(session.max()) + 1)
+        np.maximum.at(best, session, scores[idx])
+        b[has] = best[session]
     out = scores.copy()
-    out[idx] = scores[idx] * (1.0 + weight * best[session] / top)
+    out[cand] = scores[cand] * (1.0 + weight * b / top)
     return out
 
 
