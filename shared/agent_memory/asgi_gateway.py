@@ -20,7 +20,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agent_memory.local_server import LocalGateway, _problem
+from agent_memory.gateway import LocalGateway, _problem
 
 log = logging.getLogger("agent_memory.local_server")
 

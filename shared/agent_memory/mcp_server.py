@@ -361,7 +361,7 @@ def http_app(memory: AsyncAgentMemory, host: str, path: str = "/mcp") -> Any:
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from agent_memory.cli import is_loopback
+    from agent_memory.netaddr import is_loopback
 
     security = None
     if is_loopback(host):
@@ -417,7 +417,7 @@ def run_command(args: argparse.Namespace) -> int:
         print("agent-memory: the MCP server needs the mcp extra: pip install 'agent-memory[mcp]'", file=sys.stderr)
         return 2
     if args.transport == "http":
-        from agent_memory.cli import is_loopback
+        from agent_memory.netaddr import is_loopback
 
         if not is_loopback(args.host) and not args.allow_remote:
             print(f"agent-memory: refusing to serve MCP on {args.host}: every caller would act with this "

@@ -108,3 +108,16 @@ def _package_imports(path: Path) -> list[tuple[int, str]]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
     return found
+
+
+def test_the_package_has_no_import_cycles():
+    """No module reaches itself through imports, lazy and ``TYPE_CHECKING`` ones included
+    (grimp, which import-linter runs on, sees them all): a cycle is registration by import
+    order or a layer leaning on the one above it."""
+    import grimp
+
+    graph = grimp.build_graph("agent_memory", cache_dir=None)
+    cycles = [(module, other) for module in sorted(graph.modules)
+              for other in graph.find_modules_directly_imported_by(module)
+              if other != module and graph.chain_exists(importer=other, imported=module)]
+    assert cycles == []

@@ -8,6 +8,7 @@ import os
 import sys
 
 from agent_memory.cli._settings import settings_for
+from agent_memory.netaddr import is_loopback
 
 
 def add_parser(sub) -> None:
@@ -58,17 +59,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.server_close()
     return 0
-
-
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a name that may resolve anywhere
 
 
 def open_mode_refusal(host: str, runtime) -> str | None:
