@@ -91,7 +91,7 @@ def test_outbox_replays_a_committed_write_whose_index_write_never_ran(tmp_path):
     from agent_memory.ports import Record
 
     turn = {"kind": "turn", "id": "turn_1", "contextId": "crashes", "role": "user", "content": "the otter moved to Oslo",
-            "session": "sess_1", "seq": 1}
+            "session": "sess_1", "seq": 1, "createdAt": "2026-01-05T09:00:00Z"}
     ProjectingRecordStore(records, Crashed(index)).put(Record(pk="c#crashes#default#turns", sk="turn_1", data=turn))
     assert index.search("otter", SearchFilter(context_id="crashes"), k=5) == []
     assert len(records.outbox_entries()) == 1

@@ -20,7 +20,7 @@ SELF = "entity:person/user"
 
 def turn(content: str, role: str = "user", **extra) -> dict:
     return {"kind": "turn", "id": "turn_1", "contextId": "c", "content": content, "role": role, "seq": 4,
-            "session": "sess_1", "observedAt": "2023-05-08T13:56:00.000Z", "labels": ["team"], **extra}
+            "session": "sess_1", "createdAt": "2023-05-08T14:00:00.000Z", "observedAt": "2023-05-08T13:56:00.000Z", "labels": ["team"], **extra}
 
 
 # --- units --------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory import faults
+from agent_memory.models.records import Turn
 from agent_memory.ports import (
     BatchWritableIndex,
     Delete,
@@ -137,17 +138,16 @@ def build_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
 def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
     """A turn's text is what was said, as written. It is about its speaker, a field of the
     write (``services/speakers.py``); a user turn without one is about the context's user."""
-    role = data.get("role")
-    speaker, entity = turn_speaker(data)
-    metadata: dict[str, Any] = {"seq": data.get("seq")}
+    turn = Turn.from_item(data)
+    speaker, entity = turn_speaker(turn)
+    metadata: dict[str, Any] = {"seq": turn.seq}
     if speaker:
         metadata["speaker"] = speaker
     return [SearchUnit(
-        id=data["id"], context_id=data["contextId"], kind="turn", text=data["content"], revision=version,
-        partition=data.get("partition", "default"), scopes=data.get("scopes", []),
-        labels=with_entities(data.get("labels", []), [entity] if entity else []),
-        role=role, session_id=data.get("session"), entity_ids=[entity] if entity else [],
-        occurred_at=data.get("observedAt"), metadata=metadata,
+        id=turn.id, context_id=turn.context_id, kind="turn", text=turn.content, revision=version,
+        partition=turn.partition, scopes=turn.scopes, labels=with_entities(turn.labels, [entity] if entity else []),
+        role=turn.role, session_id=turn.session, entity_ids=[entity] if entity else [],
+        occurred_at=turn.observed_at, metadata=metadata,
     )]
 
 

@@ -7,10 +7,9 @@ A user turn written without a speaker is the context's own user (the self entity
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_memory.ids import entity_id
 from agent_memory.models.extraction import ExtractionOutput
+from agent_memory.models.records import Turn
 from agent_memory.models.speaker import Speaker
 from agent_memory.services.extraction.speaker import SELF_ENTITY_ID, SELF_NAME, is_self
 
@@ -37,13 +36,13 @@ def self_speaker(name: str | None) -> dict[str, str]:
     return {"name": (name or "").strip() or SELF_NAME, "entityId": SELF_ENTITY_ID}
 
 
-def turn_speaker(data: dict[str, Any]) -> tuple[str | None, str | None]:
+def turn_speaker(turn: Turn) -> tuple[str | None, str | None]:
     """``(name, entity id)`` of a stored turn: its ``speaker`` field; a user turn without
     one is the self entity (no name); other roles without one have neither."""
-    stored = data.get("speaker")
+    stored = turn.speaker
     if isinstance(stored, dict) and stored.get("entityId"):
         return stored.get("name"), stored["entityId"]
-    return (None, SELF_ENTITY_ID) if data.get("role") == "user" else (None, None)
+    return (None, SELF_ENTITY_ID) if turn.role == "user" else (None, None)
 
 
 def is_other_speaker(speaker: dict[str, str] | None) -> bool:
