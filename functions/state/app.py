@@ -5,7 +5,7 @@ Shapes and rules: ``agent_memory.services.state`` and ``agent_memory.services.pr
 
 from agent_memory import http
 from agent_memory.observability import instrumented
-from agent_memory.presenters import memory
+from agent_memory.presenters import memory, paging
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -33,7 +33,8 @@ def get_audit(context_id: str):
     # Admin only (``agent_memory.grants.required_verb``): admin bypasses and delegated calls.
     ctx = http.context(app, context_id)
     rt = get_runtime()
-    return rt.audit.page(ctx, rt.settings.cursor_secret(), http.page_limit(app), http.query_str(app, "cursor"))
+    return paging.audit_page(rt.audit.page(ctx, rt.settings.cursor_secret(), http.page_limit(app),
+                                           http.query_str(app, "cursor")))
 
 
 @instrumented

@@ -22,6 +22,7 @@ from typing import Any
 
 from agent_memory import cursor, keys, timeutil
 from agent_memory.ids import new_id
+from agent_memory.models.records import Page
 from agent_memory.ports import Condition, Record, RecordStore
 from agent_memory.request_context import RequestContext
 
@@ -81,7 +82,7 @@ class AuditLog:
         self.store.put(Record(pk=keys.audit_pk(ctx), sk=f"{at}#{audit_id}", data=data, expires_at=expires),
                        Condition.absent())
 
-    def page(self, ctx: RequestContext, secret: bytes, limit: int, page_cursor: str | None) -> dict[str, Any]:
+    def page(self, ctx: RequestContext, secret: bytes, limit: int, page_cursor: str | None) -> Page[dict[str, Any]]:
         """``GET /audit``: newest first, expired records left out, paged by cursor."""
         collection = f"audit:{ctx.partition}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
@@ -89,7 +90,7 @@ class AuditLog:
         page = self.store.query(keys.audit_pk(ctx), after=after, limit=limit, forward=False)
         items = [r.data for r in page.records if r.expires_at is None or r.expires_at > now]
         next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
-        return {"items": items, "page": {"hasMore": next_cursor is not None, "nextCursor": next_cursor}}
+        return Page(items, next_cursor)
 
     def list(self, ctx: RequestContext, limit: int = 100) -> list[dict[str, Any]]:
         """Newest first, expired records left out."""
