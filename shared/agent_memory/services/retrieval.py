@@ -100,6 +100,7 @@ class SearchRecipe:
     time_slack_days: float = 14.0  # ... or up to this long after it
     assistant_factor: float = 0.5  # assistant turns: x assistant_factor
     current_fact_factor: float = 1.5  # current attributes / relations: x current_fact_factor
+    fact_factor: float = 1.0  # attributes / relations but the best tier-1 one: x fact_factor
     key_hint_factor: float = 1.5  # facts whose key the question asks about ("where" -> location)
 
 
@@ -111,8 +112,11 @@ RECIPES: dict[str, SearchRecipe] = {
     # with both embedders: turns up to 4 positions away share a decaying part of a strong
     # hit's score (neighbour_window/decay/strong), a steeper rank curve (rrf_k 30 instead of 60) gives the
     # top of each leg more weight against its tail, and units of a session holding a strong
-    # hit rank above equally scored ones elsewhere (session_prior).
-    "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0),
+    # hit rank above equally scored ones elsewhere (session_prior), and an attribute or
+    # relation weighs x0.7 against turns: its source turn is what answers,
+    # and extracted facts bring in fewer evidence turns per slot than turns do (fact_factor;
+    # the best tier-1 fact keeps its full score: it is what tier 1 answers with).
+    "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0, fact_factor=0.7),
     "bm25": SearchRecipe("bm25", vector=0.0, entity_vector=0.0, bm25=1.0),
     "vector": SearchRecipe("vector", bm25=0.0, entity_bm25=0.0, vector=1.0),
     "graph": SearchRecipe("graph", bm25=0.0, vector=0.0, entity_bm25=0.0, entity_vector=0.0),
@@ -468,6 +472,13 @@ class RetrievalService:
         factor = np.ones(n)
         factor[is_turn & (ranking.role == "assistant")] *= recipe.assistant_factor
         factor[((kind == "attribute") | (kind == "relation")) & ranking.current] *= recipe.current_fact_factor
+        if recipe.fact_factor != 1.0:
+            # Every attribute / relation but the tier-1 read's best one (what tier 1 answers with).
+            facts = (kind == "attribute") | (kind == "relation")
+            for leg in legs:
+                if leg.name == "structured":
+                    facts[leg.rows[:1]] = False
+            factor[facts] *= recipe.fact_factor
         key_hints = qa.key_hints
         if key_hints:
             hinted = np.fromiter((key in key_hints for key in ranking.key.tolist()), dtype=bool, count=n)
