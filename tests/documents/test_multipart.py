@@ -84,3 +84,11 @@ def test_form_field_errors_name_the_field(parts, field_name):
     with pytest.raises(InvalidRequest) as err:
         DocumentUpload.form_fields(parse_form(CT, form(*parts)))
     assert err.value.extensions["field"] == field_name
+
+
+@pytest.mark.parametrize("part", [file(b"", "empty.txt", "text/plain"), field("text", "")])
+def test_an_empty_document_part_is_a_400_that_says_so(part):
+    parts = parse_form(CT, form(part))
+    with pytest.raises(InvalidRequest, match="the document is empty") as exc:
+        DocumentUpload.form_fields(parts)
+    assert exc.value.extensions["field"] in ("file", "text")

@@ -22,8 +22,9 @@ import pytest
 
 from tests.conftest import REPO
 
-SEED = 20261201
-MAX_TIME_S = 60  # bounded: about 3,000 generated cases on 2 cores
+# A longer hunt with another seed: AGENT_MEMORY_FUZZ_SEED=7 AGENT_MEMORY_FUZZ_MAX_TIME=600 pytest tests/fuzz
+SEED = int(os.environ.get("AGENT_MEMORY_FUZZ_SEED", "20261201"))
+MAX_TIME_S = int(os.environ.get("AGENT_MEMORY_FUZZ_MAX_TIME", "60"))  # bounded: about 3,000 cases on 2 cores
 
 
 @pytest.fixture

@@ -65,7 +65,10 @@ class DocumentUpload(ScopedRequest):
         upload = parts.get("file") or parts.get("text")
         if upload is None:
             raise InvalidRequest("a file part (or text field) is required", field="file")
-        data["text"] = upload.text("file" if "file" in parts else "text")
+        part_name = "file" if "file" in parts else "text"
+        data["text"] = upload.text(part_name)
+        if not data["text"]:
+            raise InvalidRequest(f"the document is empty (the {part_name} part has no content)", field=part_name)
         if upload.filename:
             data["filename"] = upload.filename
         for name in ("title", "filename", "format", "observedAt", "observed_at"):
