@@ -41,7 +41,8 @@ also helps the validation set.
 **Ablations** (``--ablate``): the product row again with one stage off at a time: the
 ``speaker`` field (turns written without it), extraction (``infer: none``, so no facts), the
 entity legs, the time boost, the neighbour share (and its window: adjacent turns only), the
-session prior, the fusion's ``rrf_k`` at its earlier 60, and tier-1 structured reads; recall
+session prior, the fusion's ``rrf_k`` at its earlier 60, the legs' own scores (ranks only), and
+tier-1 structured reads; recall
 per split. Recipe stages reuse one ingest; the speaker and facts rows ingest again.
 """
 
@@ -75,6 +76,7 @@ ABLATIONS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
     "neighbours: adjacent only": ({}, {"neighbour_window": 1, "neighbour_decay": 1.0}),
     "session prior off": ({}, {"session_prior": 0.0}),
     "rrf k 60 (was)": ({}, {"rrf_k": 60}),
+    "leg scores off (ranks only)": ({}, {"score_share": 0.0, "key_hint_factor": 1.5}),
     "structured reads off": ({}, {"structured": 0.0}),
 }
 

@@ -373,6 +373,9 @@ class RowRanking:
       frozenset per candidate.
     - ``decode(indices)``: the full units of those candidates, in that order (``None`` for
       one deleted since the ranking, where the adapter decodes only now).
+    - ``leg_scores[j]``: the score of each of ``legs[j]``'s candidates in that leg (cosine,
+      BM25, ...; higher is better, comparable only within the leg), or ``None`` when the
+      adapter has no scores (fusion then uses ranks alone).
     """
 
     ids: list[str]
@@ -386,25 +389,30 @@ class RowRanking:
     occurred_at: np.ndarray
     labels: list[frozenset[str]]
     decode: Callable[[Sequence[int]], list[SearchUnit | None]]
+    leg_scores: list[np.ndarray] | None = None
 
     @classmethod
-    def from_units(cls, legs: Sequence[Sequence[SearchUnit]]) -> RowRanking:
+    def from_units(cls, legs: Sequence[Sequence[SearchUnit]],
+                   scores: Sequence[Sequence[float]] | None = None) -> RowRanking:
         """The ranking of legs of already decoded units (adapters whose search returns whole
-        units, and callers adding units of their own); the first copy of a unit id wins."""
+        units, and callers adding units of their own); the first copy of a unit id wins.
+        ``scores`` (one per unit of each leg) become ``leg_scores``."""
         import numpy as np
 
         position: dict[str, int] = {}
         units: list[SearchUnit] = []
         leg_rows = []
-        for leg in legs:
-            rows = []
-            for unit in leg:
+        leg_scores = []
+        for j, leg in enumerate(legs):
+            rows: dict[int, float] = {}
+            for n, unit in enumerate(leg):
                 i = position.get(unit.id)
                 if i is None:
                     i = position[unit.id] = len(units)
                     units.append(unit)
-                rows.append(i)
-            leg_rows.append(np.asarray(list(dict.fromkeys(rows)), dtype=np.int64))
+                rows.setdefault(i, float(scores[j][n]) if scores is not None else 0.0)
+            leg_rows.append(np.asarray(list(rows), dtype=np.int64))
+            leg_scores.append(np.asarray(list(rows.values()), dtype=np.float64))
 
         def column(values: list[Any]) -> np.ndarray:
             out = np.empty(len(values), dtype=object)
@@ -426,6 +434,7 @@ class RowRanking:
             occurred_at=column([u.occurred_at for u in units]),
             labels=[frozenset(u.labels) for u in units],
             decode=lambda indices: [units[i] for i in indices],
+            leg_scores=leg_scores if scores is not None else None,
         )
 
     def extended(self, units: Sequence[SearchUnit]) -> tuple[RowRanking, np.ndarray]:
@@ -469,7 +478,7 @@ class RowRanking:
             found = dict(zip(rest, inner(rest), strict=True)) if rest else {}
             return [given[i] if i in given else found[i] for i in indices]
 
-        ranking = RowRanking(ids=ids, legs=self.legs, labels=labels, decode=decode, **cols)
+        ranking = RowRanking(ids=ids, legs=self.legs, labels=labels, decode=decode, leg_scores=self.leg_scores, **cols)
         first = {uid: j for j, uid in enumerate(extra.ids)}
         return ranking, target[[first[u.id] for u in units]]
 

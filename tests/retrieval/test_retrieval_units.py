@@ -3,6 +3,7 @@ context formatter's sanitisation."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 import numpy as np
@@ -13,7 +14,14 @@ from agent_memory.presenters.retrieval import sources
 from agent_memory.services.context_format import format_context, sanitise
 from agent_memory.services.projection import build_units
 from agent_memory.services.query_analysis import analyse
-from agent_memory.services.retrieval import Hit, _session_prior, _share_with_neighbours
+from agent_memory.services.retrieval import (
+    RECIPES,
+    Hit,
+    RetrievalService,
+    _Leg,
+    _session_prior,
+    _share_with_neighbours,
+)
 
 SELF = "entity:person/user"
 
@@ -164,6 +172,34 @@ def test_units_of_a_session_holding_a_strong_hit_outrank_equal_scores_elsewhere(
     assert out["note"] == pytest.approx(2.0) and out["note"] > out["strong"] > out["quiet"]
 
 
+def test_a_clear_winner_in_a_leg_outranks_a_near_tie_that_ranks_alike():
+    """Two legs each rank one unit first and the other second, so by ranks alone they tie.
+    The leg whose first place is a clear winner (0.9 against 0.2) decides over the leg whose
+    first place is a near tie (0.50 against 0.49); a score counts as a share of its leg's best."""
+    units = [_turn_unit("clear", "s1", 1), _turn_unit("close", "s2", 1), _turn_unit("tail", "s3", 1)]
+    by_id = {u.id: u for u in units}
+    ranking = RowRanking.from_units([[by_id[x] for x in ("clear", "close", "tail")],
+                                     [by_id[x] for x in ("close", "clear", "tail")]],
+                                    scores=[[0.9, 0.2, 0.1], [0.50, 0.49, 0.1]])
+    assert [s.tolist() for s in ranking.leg_scores] == [[0.9, 0.2, 0.1], [0.50, 0.49, 0.1]]
+    legs = [_Leg("bm25", 1.0, ranking.legs[0], ranking.leg_scores[0]),
+            _Leg("vector", 1.0, ranking.legs[1], ranking.leg_scores[1])]
+    qa = analyse("anything")
+    recipe = dataclasses.replace(RECIPES["hybrid"], neighbour_share=0.0, session_prior=0.0, time_boost=0.0)
+    assert recipe.score_share > 0
+    service = RetrievalService(store=None, search=None)  # _fuse reads neither
+    ranked, _ = service._fuse(recipe, ranking, legs, qa, 3)
+    assert [ranking.ids[i] for i, _ in ranked] == ["clear", "close", "tail"]
+    # each score as a share of its leg's best: clear 0.9/0.9 + 0.49/0.50, close 0.2/0.9 + 0.50/0.50
+    gap = recipe.score_share / (recipe.rrf_k + 1) * ((1 + 0.49 / 0.50) - (0.2 / 0.9 + 1))
+    assert ranked[0][1] - ranked[1][1] == pytest.approx(gap)
+    # ranks alone (score_share 0, or an adapter without scores): an exact tie
+    for variant, legs_ in ((dataclasses.replace(recipe, score_share=0.0), legs),
+                           (recipe, [dataclasses.replace(leg, scores=None) for leg in legs])):
+        ranked, _ = service._fuse(variant, ranking, legs_, qa, 3)
+        assert ranked[0][1] == pytest.approx(ranked[1][1])
+
+
 # --- formatter ----------------------------------------------------------------------------
 
 
@@ -213,3 +249,13 @@ def test_a_thread_turn_carries_the_speaker_its_metadata_names_and_never_one_from
     assert unit.metadata["speaker"] == "agent" and unit.text == "Okafor: the router is fixed."
     [bare] = build_units({**row, "metadata": {}}, 1)
     assert "speaker" not in bare.metadata
+
+
+def test_leg_scores_count_as_a_share_of_the_legs_best():
+    from agent_memory.services.retrieval import _share_of_best
+
+    assert _share_of_best(np.array([2.0, 1.0, 0.5])).tolist() == [1.0, 0.5, 0.25]
+    # two candidates keep their real gap (min-max would make any gap 1 against 0)
+    assert _share_of_best(np.array([0.50, 0.49])).tolist() == pytest.approx([1.0, 0.98])
+    assert _share_of_best(np.array([0.4, -0.2])).tolist() == [1.0, 0.0]  # a negative cosine earns nothing
+    assert _share_of_best(np.array([-0.1, -0.3])).tolist() == [0.0, 0.0]

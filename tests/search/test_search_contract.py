@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import pytest
 
 from agent_memory.ports import EmbedderMismatch, SearchFilter, SearchIndex, SearchUnit
@@ -504,10 +505,15 @@ def _check_rank_rows(index: SearchIndex) -> None:
             RowLeg("Lisbon trip", "vector", 4, ("person/alice",)), RowLeg("nothing matches zzz", "bm25", 3)]
     ranking = index.rank_rows(f, legs)
     assert len(ranking.legs) == len(legs)
-    for leg, rows in zip(legs, ranking.legs, strict=True):
+    assert ranking.leg_scores is not None and len(ranking.leg_scores) == len(legs)
+    for leg, rows, scores in zip(legs, ranking.legs, ranking.leg_scores, strict=True):
         leg_flt = flt(read_region=["org/acme"], labels=list(leg.labels) or None)
         expected = ids(index.search(leg.query, leg_flt, k=leg.depth, mode=leg.mode))
         assert [ranking.ids[i] for i in rows.tolist()] == expected
+        # each candidate's score in the leg: higher is better, so never rising along the leg
+        assert scores.shape == rows.shape and np.all(np.isfinite(scores)) and np.all(np.diff(scores) <= 1e-9)
+        if leg.mode == "vector" and rows.size:
+            assert -1.0 - 1e-6 <= scores.min() and scores.max() <= 1.0 + 1e-6  # cosines
     assert "r6" not in ranking.ids  # the filter applies inside every leg
     assert len(set(ranking.ids)) == len(ranking.ids)
     units = ranking.decode(list(range(len(ranking.ids))))

@@ -871,6 +871,7 @@ class EmbeddedSearchIndex:
         with self._lock:
             view = self._view(flt.context_id)
             leg_rows: list[np.ndarray] = []
+            leg_scores: list[np.ndarray] = []
             now = self._clock()
             for leg in legs:
                 hits: list[tuple[int, float]] = []
@@ -885,6 +886,12 @@ class EmbeddedSearchIndex:
                         else:
                             hits = self._top_bm25(view, leg.query, m, leg.depth)
                 leg_rows.append(np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits)))
+                # Higher is better: cosines as they are, BM25 (FTS5's sign: lower is better)
+                # negated. Non-increasing along the leg: a tail filled by a wider BM25 query
+                # (``_top_bm25``) scores on another scale and must not outscore the ranked head.
+                sign = 1.0 if leg.mode == "vector" else -1.0
+                leg_scores.append(np.minimum.accumulate(
+                    np.fromiter((sign * x for _, x in hits), dtype=np.float64, count=len(hits))))
             if not leg_rows:
                 return RowRanking.from_units([])
             every = np.concatenate(leg_rows)
@@ -913,6 +920,7 @@ class EmbeddedSearchIndex:
                 key=view.f_key[rows].copy(), occurred_at=view.f_occurred[rows].copy(),
                 labels=[label_sets[c] for c in view.labels[rows].tolist()],
                 decode=lambda indices: self._decode(flt.context_id, [ids[i] for i in indices]),
+                leg_scores=leg_scores,
             )
         return ranking
 

@@ -708,13 +708,13 @@ class OpenSearchIndex:
         return [SearchHit(units[uid], float(score)) for uid, score in ranked[:k]]
 
     def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg], timeout: float | None = None) -> RowRanking:
-        """The legs through ``search`` (one request each; hits arrive decoded anyway), as columns."""
-        return RowRanking.from_units([
-            [h.unit for h in self.search(
-                leg.query, flt if not leg.labels else dataclasses.replace(
-                    flt, labels=sorted({*(flt.labels or ()), *leg.labels})),
-                k=leg.depth, mode=leg.mode, timeout=timeout)]
-            for leg in legs])
+        """The legs through ``search`` (one request each; hits arrive decoded anyway), as columns
+        with the hits' scores (cosine; saturated BM25, monotone in the raw score)."""
+        ranked = [self.search(leg.query, flt if not leg.labels else dataclasses.replace(
+                      flt, labels=sorted({*(flt.labels or ()), *leg.labels})),
+                  k=leg.depth, mode=leg.mode, timeout=timeout) for leg in legs]
+        return RowRanking.from_units([[h.unit for h in hits] for hits in ranked],
+                                     scores=[[h.score for h in hits] for hits in ranked])
 
     def _recent_hits(self, query: str, vec: np.ndarray, flt: SearchFilter, depth: int) -> list[tuple[SearchUnit, float]]:
         """The noted recent units (``recent``) that ``flt`` admits, nearest first, as
