@@ -92,3 +92,15 @@ def test_an_empty_document_part_is_a_400_that_says_so(part):
     with pytest.raises(InvalidRequest, match="the document is empty") as exc:
         DocumentUpload.form_fields(parts)
     assert exc.value.extensions["field"] in ("file", "text")
+
+
+@pytest.mark.parametrize("raw,scopes,labels", [
+    ("0", "0", ["0"]),  # parses as a JSON number, but a form field is text: one path / one label
+    ("true", "true", ["true"]),
+    ('"org/acme"', "org/acme", ["org/acme"]),  # a JSON string is that one path / label
+    ('["org/acme"]', ["org/acme"], ["org/acme"]),
+])
+def test_scopes_and_labels_form_fields_are_json_or_one_bare_value(raw, scopes, labels):
+    fields = DocumentUpload.form_fields(parse_form(CT, form(field("text", "body"), field("scopes", raw),
+                                                            field("labels", raw))))
+    assert fields["scopes"] == scopes and fields["labels"] == labels

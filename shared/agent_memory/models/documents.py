@@ -80,12 +80,16 @@ class DocumentUpload(ScopedRequest):
             if name in parts:
                 raw = parts[name].text()
                 try:
-                    data[name] = safe_json.loads(raw)
+                    value = safe_json.loads(raw)
                 except safe_json.JsonLimitExceeded as exc:
                     raise InvalidRequest(f"{name}: {exc}", field=name, limit=exc.limit) from exc
                 except json.JSONDecodeError:
-                    # a bare scope path or label is accepted as itself
-                    data[name] = raw if name == "scopes" else [raw]
+                    value = raw
+                # A bare scope path or label is accepted as itself, and so is one that happens
+                # to parse as a JSON number, boolean or null (a scope path "0" is no number).
+                if not isinstance(value, list | str):
+                    value = raw
+                data[name] = value if name == "scopes" or isinstance(value, list) else [value]
         return data
 
 
