@@ -889,9 +889,8 @@ class EmbeddedSearchIndex:
                 # Higher is better: cosines as they are, BM25 (FTS5's sign: lower is better)
                 # negated. Non-increasing along the leg: a tail filled by a wider BM25 query
                 # (``_top_bm25``) scores on another scale and must not outscore the ranked head.
-                sign = 1.0 if leg.mode == "vector" else -1.0
-                leg_scores.append(np.minimum.accumulate(
-                    np.fromiter((sign * x for _, x in hits), dtype=np.float64, count=len(hits))))
+                raw = np.fromiter((x for _, x in hits), dtype=np.float64, count=len(hits))
+                leg_scores.append(np.minimum.accumulate(raw if leg.mode == "vector" else -raw))
             if not leg_rows:
                 return RowRanking.from_units([])
             every = np.concatenate(leg_rows)

@@ -269,6 +269,8 @@ class RetrievalService:
         # Candidates are columns (``RowRanking``): only the final k are decoded.
         ranking, seed_rows = ranking.extended(seeds)
         if structured:
+            # A fact read for two named entities (a relation between them) counts once.
+            seed_rows = np.asarray(list(dict.fromkeys(seed_rows.tolist())), dtype=np.int64)
             # A tier-1 read is an exact match of what the query names and asks: every seed
             # takes the full score share of its leg, like a search leg's clear winner.
             legs.insert(0, _Leg("structured", recipe.structured, seed_rows, np.ones(seed_rows.size)))
@@ -479,11 +481,15 @@ class RetrievalService:
             weight = leg.weight
             if weight <= 0 or not leg.rows.size:
                 continue
-            ranks = np.arange(1, leg.rows.size + 1)
-            np.add.at(scores, leg.rows, weight / (rrf_k + ranks))
+            # A candidate is in a leg at most once (``RowRanking``), so plain fancy indexing
+            # adds correctly and costs a fraction of ``np.add.at``.
+            rows = leg.rows
+            ranks = np.arange(1, rows.size + 1)
+            gained = weight / (rrf_k + ranks)
             if recipe.score_share and leg.scores is not None:
-                np.add.at(scores, leg.rows, recipe.score_share * weight / (rrf_k + 1) * _share_of_best(leg.scores))
-            np.minimum.at(best, leg.rows, ranks)
+                gained += recipe.score_share * weight / (rrf_k + 1) * _share_of_best(leg.scores)
+            scores[rows] += gained
+            best[rows] = np.minimum(best[rows], ranks)
             seen[leg.rows] = True
         kind = ranking.kind
         is_turn = kind == "turn"
