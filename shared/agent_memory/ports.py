@@ -402,9 +402,9 @@ class RowRanking:
         position: dict[str, int] = {}
         units: list[SearchUnit] = []
         leg_rows = []
-        leg_scores = []
+        leg_scores = [] if scores is not None else None
         for j, leg in enumerate(legs):
-            rows: dict[int, float] = {}
+            rows: dict[int, float] = {}  # candidate -> its score at its first place in the leg
             for n, unit in enumerate(leg):
                 i = position.get(unit.id)
                 if i is None:
@@ -412,7 +412,8 @@ class RowRanking:
                     units.append(unit)
                 rows.setdefault(i, float(scores[j][n]) if scores is not None else 0.0)
             leg_rows.append(np.asarray(list(rows), dtype=np.int64))
-            leg_scores.append(np.asarray(list(rows.values()), dtype=np.float64))
+            if leg_scores is not None:
+                leg_scores.append(np.asarray(list(rows.values()), dtype=np.float64))
 
         def column(values: list[Any]) -> np.ndarray:
             out = np.empty(len(values), dtype=object)
@@ -434,7 +435,7 @@ class RowRanking:
             occurred_at=column([u.occurred_at for u in units]),
             labels=[frozenset(u.labels) for u in units],
             decode=lambda indices: [units[i] for i in indices],
-            leg_scores=leg_scores if scores is not None else None,
+            leg_scores=leg_scores,
         )
 
     def extended(self, units: Sequence[SearchUnit]) -> tuple[RowRanking, np.ndarray]:

@@ -22,9 +22,8 @@ How a query is answered (each step is a reason, measured on LoCoMo in ``bench/lo
    them even when the query's words are common.
 4. **Fusion**: weighted reciprocal rank over the legs plus each leg's own score (a share of
    its best), then ranking rules: adjacent turns of the same session share part of each
-   other's score (answers follow questions), decaying
-   over a few positions (a conversation stays on a topic for several turns);
-   units from inside the query's time window are boosted; assistant turns rank below user
+   other's score (answers follow questions), decaying over a few positions (a conversation
+   stays on a topic for several turns); units from inside the query's time window are boosted; assistant turns rank below user
    statements and documents; current facts rank above turns; units of a session that holds
    a strong hit rank above equally scored ones from other sessions.
 
