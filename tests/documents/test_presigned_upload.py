@@ -5,6 +5,7 @@ real HTTP PUT to the presigned URL (in-process moto does not intercept httpx).""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -237,3 +238,13 @@ def test_the_sdk_uploads_a_large_document_over_http_to_a_presigned_url(tmp_path:
             set_runtime(None)
     finally:
         moto.stop()
+
+
+@pytest.mark.parametrize("title", ["   ", "a\x00b", "bad \ud800 title"])
+def test_an_upload_ticket_checks_its_title_as_an_upload_does(api, title):
+    """Blank, NUL or a lone surrogate: 400 naming ``title``, and no document row written."""
+    escaped = json.dumps(title)  # "\u0000", "\ud800": JSON escapes a client may send
+    r = api.post(f"{DOCS}/uploads", raw=b'{"size": 10, "title": %s}' % escaped.encode())
+    assert r.status == 400, r.text
+    assert r.json()["field"] == "title", r.text
+    assert not get_runtime().store.query(keys.documents_pk(RC), limit=10).records

@@ -24,6 +24,27 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 _FORM_FIELDS = {"file", "text", "title", "filename", "scopes", "labels", "observedAt", "observed_at", "format"}
 
 
+def document_text(value: str | None) -> str | None:
+    """A document's text (or title) as stored: valid Unicode without NUL characters."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("is not valid Unicode (lone surrogate)") from exc
+    if "\x00" in value:
+        raise ValueError("contains NUL characters: only text and markdown documents are accepted")
+    return value
+
+
+def document_title(value: str | None) -> str | None:
+    """A title: ``document_text``'s rules, not blank, stripped (uploads and upload tickets alike)."""
+    value = document_text(value)
+    if value is not None and not value.strip():
+        raise ValueError("must not be blank")
+    return value.strip() if value is not None else None
+
+
 class DocumentUpload(ScopedRequest):
     text: str = Field(min_length=1)
     title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
@@ -32,26 +53,8 @@ class DocumentUpload(ScopedRequest):
     filename: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
 
     _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
-
-    @field_validator("text", "title")
-    @classmethod
-    def _unicode(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValueError("is not valid Unicode (lone surrogate)") from exc
-        if "\x00" in value:
-            raise ValueError("contains NUL characters: only text and markdown documents are accepted")
-        return value
-
-    @field_validator("title")
-    @classmethod
-    def _title(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("must not be blank")
-        return value.strip() if value is not None else None
+    _text = field_validator("text")(classmethod(lambda cls, v: document_text(v)))
+    _title = field_validator("title")(classmethod(lambda cls, v: document_title(v)))
 
     @classmethod
     def form_fields(cls, parts: dict[str, FormPart]) -> dict[str, Any]:
@@ -107,10 +110,4 @@ class DocumentUploadTicketRequest(ScopedRequest):
     filename: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
 
     _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
-
-    @field_validator("title")
-    @classmethod
-    def _title(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("must not be blank")
-        return value.strip() if value is not None else None
+    _title = field_validator("title")(classmethod(lambda cls, v: document_title(v)))
