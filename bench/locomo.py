@@ -3,7 +3,8 @@ and their RRF, computed in the same run with the same embedder (not a test).
 
 Usage::
 
-    python bench/locomo.py ../shared/bench/locomo [--embedder hashing|minilm] [--out results.json]
+    python bench/locomo.py ../shared/bench/locomo [--embedder hashing|minilm] [--reranker none|minilm]
+                           [--out results.json]
     agent-memory bench locomo ../shared/bench/locomo --embedder minilm
 
 Data: LoCoMo (Maharana et al., "Evaluating Very Long-Term Conversational Memory of LLM
@@ -42,7 +43,7 @@ also helps the validation set.
 ``speaker`` field (turns written without it), extraction (``infer: none``, so no facts), the
 entity legs, the time boost, the neighbour share (and its window: adjacent turns only), the
 session prior, the fusion's ``rrf_k`` at its earlier 60, the legs' own scores (ranks only), and
-tier-1 structured reads; recall
+tier-1 structured reads, and the reranker (with ``--reranker``); recall
 per split. Recipe stages reuse one ingest; the speaker and facts rows ingest again.
 """
 
@@ -78,6 +79,7 @@ ABLATIONS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
     "rrf k 60 (was)": ({}, {"rrf_k": 60}),
     "leg scores off (ranks only)": ({}, {"score_share": 0.0, "key_hint_factor": 1.5}),
     "structured reads off": ({}, {"structured": 0.0}),
+    "reranker off": ({}, {"rerank": 0.0}),
 }
 
 
@@ -282,20 +284,23 @@ class Baselines:
 
 
 EMBEDDERS = {"hashing": "hashing/v1", "minilm": "local/all-MiniLM-L6-v2"}
+# models.reranker: none, or late interaction over MiniLM's token vectors (adapters/rerankers.py)
+RERANKERS = {"none": "none", "minilm": "local/all-MiniLM-L6-v2"}
 
 
-def make_runtime(data_dir: Path, embedder: str) -> Any:
+def make_runtime(data_dir: Path, embedder: str, reranker: str = "none") -> Any:
     from agent_memory.config import load_settings
     from agent_memory.runtime import Runtime
 
-    if embedder == "minilm":
+    if "minilm" in (embedder, reranker):
         # On a small shared machine, torch's intra-op threads fight each other: one thread
         # embeds a query in ~15 ms, two busy ones take ~150 ms.
         import torch
 
         torch.set_num_threads(1)
     env = {"AGENT_MEMORY_DATA_DIR": str(data_dir), "AGENT_MEMORY_STORE": "sqlite", "AGENT_MEMORY_SEARCH": "embedded",
-           "AGENT_MEMORY_CURSOR_SECRET": "locomo-bench", "AGENT_MEMORY_MODELS_EMBEDDING": EMBEDDERS[embedder]}
+           "AGENT_MEMORY_CURSOR_SECRET": "locomo-bench", "AGENT_MEMORY_MODELS_EMBEDDING": EMBEDDERS[embedder],
+           "AGENT_MEMORY_MODELS_RERANKER": RERANKERS[reranker]}
     runtime = Runtime(load_settings(env=env, config_path=None))
     if embedder != "hashing":
         _cache_embeddings(runtime)
@@ -378,7 +383,7 @@ def kept_ingest(runtime: Any, ctx: Any, conv: Conversation, keep: Path | None, *
 
 def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
         progress: Callable[[str], None] = print, step: Callable[[int, int], None] | None = None,
-        keep: Path | None = None) -> dict[str, Any]:
+        keep: Path | None = None, reranker: str = "none") -> dict[str, Any]:
     """``progress`` gets a line per conversation; ``step(done, total)`` counts them; ``keep``
     keeps the ingest between runs (``kept_ingest``)."""
     from agent_memory.request_context import RequestContext
@@ -391,7 +396,7 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
     latencies: list[float] = []
     started = time.perf_counter()
     with _data_dir(keep, embedder, "product") as tmp:
-        runtime = make_runtime(Path(tmp), embedder)
+        runtime = make_runtime(Path(tmp), embedder, reranker)
         embedder_name = runtime.embedder.name
         for done, conv in enumerate(conversations, 1):
             ctx = RequestContext(context_id=f"locomo-{conv.name}", principal="bench", admin=True)
@@ -415,7 +420,7 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
                 step(done, len(conversations))
     results = {
         "dataset": str(directory), "conversations": [c.name for c in conversations],
-        "questions": len(sums["product"][10]), "embedder": embedder_name,
+        "questions": len(sums["product"][10]), "embedder": embedder_name, "reranker": RERANKERS[reranker],
         "recall": {m: {f"@{k}": round(float(np.mean(v)), 4) if v else None for k, v in sums[m].items()}
                    for m in METHODS},
         "recall_by_split": {s: {m: {f"@{k}": round(float(np.mean(v)), 4) if v else None for k, v in per.items()}
@@ -436,7 +441,7 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
 
 def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
            progress: Callable[[str], None] = print, step: Callable[[int, int], None] | None = None,
-           keep: Path | None = None) -> dict[str, Any]:
+           keep: Path | None = None, reranker: str = "none") -> dict[str, Any]:
     """Product recall@k per split with each stage off in turn (``ABLATIONS``);
     ``step(done, total)`` counts (ingest variant, conversation) pairs."""
     import dataclasses
@@ -457,7 +462,7 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
         for options, names in ingests.items():
             variant = "-".join(f"{k}-{v}" for k, v in options) or "product"
             with _data_dir(keep, embedder, variant) as tmp:
-                runtime = make_runtime(Path(tmp), embedder)
+                runtime = make_runtime(Path(tmp), embedder, reranker)
                 for conv in conversations:
                     ctx = RequestContext(context_id=f"locomo-{conv.name}", principal="bench", admin=True)
                     mapping = kept_ingest(runtime, ctx, conv, Path(tmp) if keep else None, **dict(options))
@@ -476,7 +481,7 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
                         step(done, len(ingests) * len(conversations))
     finally:
         retrieval.RECIPES["hybrid"] = base
-    return {"embedder": EMBEDDERS[embedder], "conversations": [c.name for c in conversations],
+    return {"embedder": EMBEDDERS[embedder], "reranker": RERANKERS[reranker], "conversations": [c.name for c in conversations],
             "splits": {s: list(v) for s, v in SPLITS.items()},
             "recall": {name: {s: {f"@{k}": round(float(np.mean(v)), 4) if v else None for k, v in per.items()}
                               for s, per in by.items()} for name, by in scores.items()},
@@ -485,7 +490,8 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
 
 
 def ablation_table(results: dict[str, Any]) -> str:
-    lines = [f"LoCoMo product recall with one stage off at a time (embedder {results['embedder']}); "
+    lines = [f"LoCoMo product recall with one stage off at a time (embedder {results['embedder']}, "
+             f"reranker {results.get('reranker', 'none')}); "
              f"tuning {'/'.join(results['splits']['tuning'])}, validation {'/'.join(results['splits']['validation'])}",
              f"{'':<28}" + "".join(f"{s + ' @' + str(k):>15}" for s in ("tuning", "validation") for k in KS)]
     for name, by in results["recall"].items():
@@ -496,7 +502,8 @@ def ablation_table(results: dict[str, Any]) -> str:
 
 def table(results: dict[str, Any]) -> str:
     lines = [f"LoCoMo evidence recall ({results['questions']} questions, categories 1-4, "
-             f"{len(results['conversations'])} conversations, embedder {results['embedder']})",
+             f"{len(results['conversations'])} conversations, embedder {results['embedder']}, "
+             f"reranker {results.get('reranker', 'none')})",
              f"{'method':<18}" + "".join(f"{'@' + str(k):>9}" for k in KS)]
     for method in METHODS:
         row = results["recall"][method]
@@ -522,6 +529,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", type=Path, help="directory of LoCoMo conversation files (*.json)")
     parser.add_argument("--embedder", choices=sorted(EMBEDDERS), default="hashing")
+    parser.add_argument("--reranker", choices=sorted(RERANKERS), default="none",
+                        help="models.reranker for the product (minilm: late interaction over its token vectors)")
     parser.add_argument("--out", type=Path, default=None, help="JSON results (default: bench/results/...)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--ablate", action="store_true",
@@ -540,7 +549,7 @@ def run_command(args: argparse.Namespace) -> int:
     if getattr(args, "ablate", False):
         with ProgressBar("locomo ablation", unit="runs") as bar:
             results = ablate(args.directory, embedder=args.embedder, limit=args.limit, progress=bar.note,
-                             keep=getattr(args, "keep", None),
+                             keep=getattr(args, "keep", None), reranker=getattr(args, "reranker", "none"),
                              step=lambda done, total: bar.update(completed=done, total=total))
         out = args.out or (Path(__file__).resolve().parent / "results" /
                            f"locomo-ablate-{args.embedder}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")
@@ -551,7 +560,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
     with ProgressBar("locomo", unit="conversations") as bar:
         results = run(args.directory, embedder=args.embedder, limit=args.limit, progress=bar.note,
-                      keep=getattr(args, "keep", None),
+                      keep=getattr(args, "keep", None), reranker=getattr(args, "reranker", "none"),
                       step=lambda done, total: bar.update(completed=done, total=total))
     out = args.out or (Path(__file__).resolve().parent / "results" /
                        f"locomo-{args.embedder}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json")

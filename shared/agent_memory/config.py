@@ -21,6 +21,7 @@ from agent_memory.errors import ConfigurationError
 
 LANGUAGE_PROVIDERS = {"offline", "openai", "bedrock"}
 EMBEDDING_PROVIDERS = {"hashing", "openai", "bedrock", "local"}
+RERANKER_PROVIDERS = {"local"}  # local/<model>: late interaction over the model's token vectors
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,8 @@ class ModelsConfig:
     embedding: ModelRef
     allowed: tuple[str, ...] = ()
     embedding_dimensions: int | None = None
+    # A second look at retrieval's best candidates (ports.Reranker); None (``none``) = off
+    reranker: ModelRef | None = None
     openai_base_url: str | None = None
     request_timeout_s: float = 30.0
 
@@ -179,6 +182,7 @@ class Settings:
         m = self.models
         return (f"store={self.store} search={self.search} extraction={m.extraction} "
                 f"response={m.response} embedding={m.embedding}"
+                + (f" reranker={m.reranker}" if m.reranker else "")
                 + (" (offline models: deterministic, no network)" if m.response.provider == "offline" else ""))
 
 
@@ -251,9 +255,13 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
     for name in allowed_raw:
         ModelRef.parse(name, providers=LANGUAGE_PROVIDERS, setting="models.allowed")
     dims = pick("AGENT_MEMORY_EMBEDDING_DIMENSIONS", file_models.get("embedding_dimensions"))
+    reranker_raw = str(pick("AGENT_MEMORY_MODELS_RERANKER", file_models.get("reranker"), "none")).strip()
+    reranker = None if reranker_raw.lower() in ("none", "off", "") else ModelRef.parse(
+        reranker_raw, providers=RERANKER_PROVIDERS, setting="models.reranker")
     models = ModelsConfig(
         extraction=extraction, response=response, embedding=embedding, allowed=tuple(allowed_raw),
         embedding_dimensions=_int(dims, "models.embedding_dimensions") if dims else None,
+        reranker=reranker,
         openai_base_url=pick("OPENAI_BASE_URL", file_models.get("openai_base_url")),
         request_timeout_s=_float(pick("AGENT_MEMORY_MODEL_TIMEOUT_S", file_models.get("timeout_s"), 30.0),
                                  "models.timeout_s"),

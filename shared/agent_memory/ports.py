@@ -216,6 +216,21 @@ class Embedder(Protocol):
         ...
 
 
+class Reranker(Protocol):
+    """Scores a retrieval's best candidates against the query once more, with a model that
+    reads the query and each text together (more than one vector per text can say).
+
+    ``name`` identifies provider and model (``local/all-MiniLM-L6-v2``). Any exception means
+    "no opinion": retrieval keeps its fused order (``services/retrieval.py``).
+    """
+
+    name: str
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        """Return one relevance score per text (float64, higher is better; a scale of its own)."""
+        ...
+
+
 # ---------------------------------------------------------------------------
 # Language models
 # ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from agent_memory.config import ModelRef, Settings, load_settings
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agent_memory.ports import Embedder, LanguageModel, Record, RecordStore, SearchIndex
+    from agent_memory.ports import Embedder, LanguageModel, Record, RecordStore, Reranker, SearchIndex
     from agent_memory.services.facts import FactsService
     from agent_memory.services.idempotency import IdempotencyService
     from agent_memory.services.projection import ProjectionChange
@@ -293,7 +293,17 @@ class Runtime:
     def retrieval(self):
         from agent_memory.services.retrieval import RetrievalService
 
-        return RetrievalService(self.store, self.search)
+        return RetrievalService(self.store, self.search, self.reranker)
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        """``models.reranker`` (off by default): late interaction over a local model's tokens."""
+        ref = self.settings.models.reranker
+        if ref is None:
+            return None
+        from agent_memory.adapters.rerankers import LateInteractionReranker
+
+        return LateInteractionReranker(ref.model)
 
     @cached_property
     def prompt_context(self):

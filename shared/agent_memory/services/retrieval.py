@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -56,7 +57,9 @@ from agent_memory.services.projection import build_units
 from agent_memory.services.query_analysis import STOPWORDS, QueryAnalysis, analyse
 
 if TYPE_CHECKING:
-    from agent_memory.ports import RecordStore, SearchIndex
+    from agent_memory.ports import RecordStore, Reranker, SearchIndex
+
+_log = logging.getLogger(__name__)
 
 #: Hit kinds a query returns unless ``include`` says otherwise. ``entity`` hits (a profile
 #: line per named entity) come only when asked for or in ``graph`` mode; thread turns are
@@ -106,6 +109,11 @@ class SearchRecipe:
     current_fact_factor: float = 1.5  # current attributes / relations: x current_fact_factor
     fact_factor: float = 1.0  # attributes / relations but the best tier-1 one: x fact_factor
     key_hint_factor: float = 1.5  # facts whose key the question asks about ("where" -> location)
+    # With a reranker configured (``models.reranker``): the best ``rerank_depth`` fused
+    # candidates are scored again, and each one's final score is
+    # (1 - rerank) x its fused score / the best + rerank x its reranker score, min-max scaled.
+    rerank: float = 0.0
+    rerank_depth: int = 50
 
 
 RECIPES: dict[str, SearchRecipe] = {
@@ -124,8 +132,11 @@ RECIPES: dict[str, SearchRecipe] = {
     # MiniLM 0.788 -> 0.802, hashing 0.709 -> 0.723; validation 0.702 -> 0.713 and 0.661 ->
     # 0.669). A turn that says what a fact records now wins every leg clearly, so a fact whose
     # key the question asks for weighs x2.5 (was 1.5) to stay the tier-1 answer.
+    # Fourth pass: a reranker, when one is configured (models.reranker), rescores the best 50
+    # (late interaction over MiniLM's token vectors, rerank 0.5; with the MiniLM embedder
+    # tuning @10 0.802 -> 0.821, validation 0.713 -> 0.751). Without one nothing changes.
     "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0, fact_factor=0.7,
-                           score_share=2.0, key_hint_factor=2.5),
+                           score_share=2.0, key_hint_factor=2.5, rerank=0.5),
     "bm25": SearchRecipe("bm25", vector=0.0, entity_vector=0.0, bm25=1.0),
     "vector": SearchRecipe("vector", bm25=0.0, entity_bm25=0.0, vector=1.0),
     "graph": SearchRecipe("graph", bm25=0.0, vector=0.0, entity_bm25=0.0, entity_vector=0.0),
@@ -215,9 +226,10 @@ _MISSING = object()  # a cached "no such record"
 
 
 class RetrievalService:
-    def __init__(self, store: RecordStore, search: SearchIndex | None):
+    def __init__(self, store: RecordStore, search: SearchIndex | None, reranker: Reranker | None = None):
         self._store = store
         self._search = search
+        self._reranker = reranker
         self._reads = _ReadCache()
 
     def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
@@ -273,19 +285,47 @@ class RetrievalService:
             # A tier-1 read is an exact match of what the query names and asks: every seed
             # takes the full score share of its leg, like a search leg's clear winner.
             legs.insert(0, _Leg("structured", recipe.structured, seed_rows, np.ones(seed_rows.size)))
-        ranked, candidates = self._fuse(recipe, ranking, legs, qa, k)
+        rerank = self._reranker is not None and recipe.rerank > 0
+        ranked, candidates = self._fuse(recipe, ranking, legs, qa, max(k, recipe.rerank_depth) if rerank else k)
         seed_ids = {u.id for u in seeds}
         units = ranking.decode([i for i, _ in ranked])
         hits = [self._hit(unit, score, unit.id in seed_ids)
                 for unit, (_, score) in zip(units, ranked, strict=True) if unit is not None]
-        tier = 1 if hits and hits[0].structured else 3
-        elapsed = (time.perf_counter() - started) * 1000
         trace = {
             "mode": mode, "entities": [e.id for e in entities],
             "legs": {leg.name: len(leg.rows) for leg in legs}, "candidates": candidates,
             "vectorQuery": qa.content, "timeWindow": qa.time.to_wire() if qa.time else None,
         }
+        if rerank:
+            hits, trace["rerank"] = self._rerank(recipe, query, hits)
+        hits = hits[:k]
+        tier = 1 if hits and hits[0].structured else 3
+        elapsed = (time.perf_counter() - started) * 1000
         return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace)
+
+    def _rerank(self, recipe: SearchRecipe, query: str, hits: list[Hit]) -> tuple[list[Hit], dict[str, Any]]:
+        """The fused hits rescored with the reranker (``SearchRecipe.rerank``), best first. A
+        reranker that fails leaves the fused order: it is a refinement, never a dependency."""
+        reranker = self._reranker
+        started = time.perf_counter()
+        if reranker is None or len(hits) < 2:
+            return hits, {"model": getattr(reranker, "name", None), "candidates": len(hits)}
+        try:
+            judged = np.asarray(reranker.score(query, [h.text for h in hits]), dtype=np.float64)
+            if judged.shape != (len(hits),) or not np.isfinite(judged).all():
+                raise ValueError(f"expected {len(hits)} finite scores, got shape {judged.shape}")
+        except Exception as exc:  # noqa: BLE001 - any reranker failure keeps the fused order
+            _log.warning("reranker %s failed, fused order kept: %s", reranker.name, exc)
+            return hits, {"model": reranker.name, "candidates": len(hits), "failed": type(exc).__name__}
+        fused = np.array([h.score for h in hits])
+        top = float(fused.max())
+        low, high = float(judged.min()), float(judged.max())
+        scaled = (judged - low) / (high - low) if high > low else np.zeros_like(judged)
+        blended = (1.0 - recipe.rerank) * (fused / top if top > 0 else fused) + recipe.rerank * scaled
+        order = sorted(range(len(hits)), key=lambda i: (-blended[i], i))  # ties keep the fused order
+        out = [dataclasses.replace(hits[i], score=float(blended[i])) for i in order]
+        return out, {"model": reranker.name, "candidates": len(hits),
+                     "ms": round((time.perf_counter() - started) * 1000, 3)}
 
     # --- entities ----------------------------------------------------------------------
 

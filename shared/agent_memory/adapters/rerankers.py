@@ -1,0 +1,131 @@
+"""Rerankers (``ports.Reranker``): a second look at a retrieval's best candidates.
+
+``LateInteractionReranker`` scores with a local sentence-transformers model's *token*
+vectors instead of one vector per text (late interaction, as ColBERT does): every content
+word of the query finds its best match among a candidate's tokens, and the candidate's score
+is the average of those matches. One vector per turn blurs a long turn's several topics and
+weighs the question's scaffolding like its subject; token matching keeps "pottery" and
+"class" separate. Query words that match nearly every candidate (the person the question
+names, a common verb) carry little evidence, so each query token is weighed by its rarity
+among the candidates (an IDF computed over the candidate set: no corpus statistics needed,
+the same on either search index).
+
+The model is the embedder's (``adapters.embedders.load_local_model``, loaded once per
+process). It needs the ``semantic`` extra (torch), so it is a local or container option,
+not one for the Lambda layer. Measured on LoCoMo in ``bench/locomo.py --reranker``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from agent_memory.lexicon import QUERY_STOP_WORDS
+
+#: A candidate "has" a query token when its best match is at least this similar; the share of
+#: candidates that have it sets the token's weight, ``idf ** IDF_POWER`` (``late_interaction_scores``;
+#: both chosen on LoCoMo's tuning split, where 0.7-0.9 and powers 1-2 measured within 0.005).
+MATCH_SIMILARITY = 0.8
+IDF_POWER = 1.5
+_SPECIAL = frozenset({"[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>"})
+_PUNCTUATION = re.compile(r"^\W+$")
+
+
+def late_interaction_scores(query: np.ndarray, candidates: Sequence[np.ndarray]) -> np.ndarray:
+    """MaxSim of each candidate against the query's token vectors, weighed by rarity.
+
+    ``query`` is ``(q, d)`` and each candidate ``(n_i, d)``, rows unit-norm. For query token
+    ``t``, ``S[c, t]`` is its best cosine in candidate ``c``; the token's weight is
+    ``log((N + 1) / (df_t + 1)) ** IDF_POWER`` with ``df_t`` the candidates matching it at
+    least ``MATCH_SIMILARITY`` (uniform when every token is everywhere), normalised to sum 1.
+    Returns ``S @ w`` (float64, one score per candidate; 0 for a candidate with no tokens)."""
+    n = len(candidates)
+    if n == 0 or query.size == 0:
+        return np.zeros(n)
+    best = np.zeros((n, query.shape[0]))
+    for i, tokens in enumerate(candidates):
+        if tokens.size:
+            best[i] = (query @ tokens.T.astype(np.float32)).max(axis=1)
+    df = (best >= MATCH_SIMILARITY).sum(axis=0)
+    weights = np.log((n + 1) / (df + 1)) ** IDF_POWER
+    total = float(weights.sum())
+    weights = weights / total if total > 0 else np.full(query.shape[0], 1.0 / query.shape[0])
+    return best @ weights
+
+
+def _keep(pieces: Sequence[str], *, drop_stop_words: bool) -> np.ndarray:
+    """Which tokens take part: no special or punctuation tokens; for the query, no stop words."""
+    keep = np.ones(len(pieces), dtype=bool)
+    for i, piece in enumerate(pieces):
+        word = piece[2:] if piece.startswith("##") else piece.lstrip("\u2581\u0120")
+        if piece in _SPECIAL or not word or _PUNCTUATION.match(word) or \
+                (drop_stop_words and word.lower() in QUERY_STOP_WORDS):
+            keep[i] = False
+    return keep
+
+
+class LateInteractionReranker:
+    """``ports.Reranker`` over a local sentence-transformers model's token vectors.
+
+    ``model`` names the local model as the embedder setting does (``all-MiniLM-L6-v2``, from
+    the bundled package, or a local directory). Candidate token vectors are kept in a small
+    LRU (float16, ``cache_texts`` texts): a conversation's strong turns come back question
+    after question."""
+
+    def __init__(self, model: str = "all-MiniLM-L6-v2", *, device: str | None = None, batch_size: int = 64,
+                 cache_texts: int = 4096, loaded: Any = None):
+        if loaded is None:
+            from agent_memory.adapters.embedders import load_local_model
+
+            loaded, short = load_local_model(model, device)
+        else:
+            short = model.rsplit("/", 1)[-1]
+        self._model = loaded
+        self.name = f"local/{short}"
+        self.batch_size = batch_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_texts = cache_texts
+        self._lock = threading.Lock()
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros(0)
+        q = self._tokens([query], drop_stop_words=True)[0]
+        if not q.size:  # a query of stop words only: every token counts
+            q = self._tokens([query], drop_stop_words=False)[0]
+        with self._lock:
+            cached = {t: self._cache[t] for t in dict.fromkeys(texts) if t in self._cache}
+            for t in cached:
+                self._cache.move_to_end(t)
+        missing = [t for t in dict.fromkeys(texts) if t not in cached]
+        if missing:
+            fresh = dict(zip(missing, self._tokens(missing, drop_stop_words=False), strict=True))
+            with self._lock:
+                for t, tokens in fresh.items():
+                    self._cache[t] = tokens
+                while len(self._cache) > self._cache_texts:
+                    self._cache.popitem(last=False)
+            cached.update(fresh)
+        return late_interaction_scores(q.astype(np.float32), [cached[t] for t in texts])
+
+    def _tokens(self, texts: list[str], *, drop_stop_words: bool) -> list[np.ndarray]:
+        """Each text's kept token vectors, unit-norm, float16."""
+        outputs = self._model.encode(texts, output_value="token_embeddings", batch_size=self.batch_size,
+                                     show_progress_bar=False)
+        tokenizer = self._model.tokenizer
+        limit = getattr(self._model, "max_seq_length", None) or 512
+        out = []
+        for text, vectors in zip(texts, outputs, strict=True):
+            matrix = np.asarray(vectors.detach().cpu().numpy() if hasattr(vectors, "detach") else vectors,
+                                dtype=np.float32)
+            ids = tokenizer(text, truncation=True, max_length=limit)["input_ids"]
+            pieces = tokenizer.convert_ids_to_tokens(ids)[: matrix.shape[0]]
+            matrix = matrix[: len(pieces)][_keep(pieces, drop_stop_words=drop_stop_words)]
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            out.append((matrix / np.clip(norms, 1e-6, None)).astype(np.float16))
+        return out

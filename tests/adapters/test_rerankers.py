@@ -1,0 +1,104 @@
+"""The late-interaction reranker: its scoring (MaxSim weighed by rarity among the
+candidates) on made-up vectors, and its wiring around a stand-in sentence-transformers model
+(the real model needs torch, which the test suite does not install)."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from agent_memory.adapters.rerankers import LateInteractionReranker, _keep, late_interaction_scores
+from agent_memory.config import load_settings
+from agent_memory.errors import ConfigurationError
+
+E = np.eye(4, dtype=np.float32)  # four orthogonal "token meanings"
+
+
+def test_a_candidate_holding_the_rare_query_word_outranks_one_holding_the_common_one():
+    # query tokens: 0 (the person's name: in every candidate) and 1 (what is asked: rare)
+    query = E[[0, 1]]
+    name_only = E[[0, 2]]
+    asked = E[[0, 1]]
+    others = [E[[0, 3]], E[[0, 2, 3]]]
+    scores = late_interaction_scores(query, [name_only, asked, *others])
+    assert int(np.argmax(scores)) == 1
+    # the name matches everywhere, so it carries no weight: name-only candidates score 0
+    assert scores[0] == pytest.approx(0.0) and scores[1] == pytest.approx(1.0)
+
+
+def test_when_every_query_word_is_everywhere_they_weigh_the_same():
+    query = E[[0, 1]]
+    scores = late_interaction_scores(query, [E[[0, 1]], E[[0, 1, 2]]])
+    assert scores == pytest.approx([1.0, 1.0])
+    rarer = late_interaction_scores(query, [E[[0, 1]], E[[0, 1]], E[[0, 3]]])
+    assert rarer[0] == rarer[1] == pytest.approx(1.0) and rarer[2] == pytest.approx(0.0)
+
+
+def test_partial_matches_count_by_their_similarity_and_empty_inputs_score_nothing():
+    near = np.array([[0.6, 0.8, 0, 0]], dtype=np.float32)  # cosine 0.6 with token 0
+    scores = late_interaction_scores(E[[0]], [near, E[[0]], E[[2]]])
+    assert scores[1] > scores[0] > scores[2]
+    assert late_interaction_scores(E[[0]], []).shape == (0,)
+    assert late_interaction_scores(E[[0]], [np.zeros((0, 4), dtype=np.float16)]) == pytest.approx([0.0])
+
+
+def test_query_tokens_drop_scaffolding_candidate_tokens_only_punctuation():
+    pieces = ["[CLS]", "what", "did", "priya", "repair", "##ed", "?", "[SEP]"]
+    assert _keep(pieces, drop_stop_words=True).tolist() == [False, False, False, True, True, True, False, False]
+    assert _keep(pieces, drop_stop_words=False).tolist() == [False, True, True, True, True, True, False, False]
+
+
+class StandInModel:
+    """What the reranker uses of a SentenceTransformer: ``encode`` with token outputs and its
+    ``tokenizer``; a word is one token with a fixed vector of its own."""
+
+    max_seq_length = 16
+
+    def __init__(self):
+        self.encoded: list[str] = []
+        self.tokenizer = self
+        self._pieces: list[str] = []
+
+    @staticmethod
+    def words(text):
+        return ["[CLS]", *text.lower().replace("?", " ?").split(), "[SEP]"]
+
+    def __call__(self, text, truncation, max_length):
+        self._pieces = self.words(text)[:max_length]
+        return {"input_ids": list(range(len(self._pieces)))}
+
+    def convert_ids_to_tokens(self, ids):
+        return self._pieces[: len(ids)]
+
+    def encode(self, texts, output_value, batch_size, show_progress_bar):
+        assert output_value == "token_embeddings"
+        self.encoded += texts
+        return [np.stack([np.random.default_rng(zlib.crc32(w.encode())).normal(size=64) for w in self.words(t)])
+                .astype(np.float32) for t in texts]
+
+
+def test_the_reranker_scores_with_the_models_token_vectors_and_keeps_them():
+    model = StandInModel()
+    reranker = LateInteractionReranker("all-MiniLM-L6-v2", loaded=model, cache_texts=2)
+    assert reranker.name == "local/all-MiniLM-L6-v2"
+    texts = ["priya can repair boats", "dana went sailing", "priya likes tea"]
+    scores = reranker.score("What did Priya repair?", texts)
+    assert scores.shape == (3,) and int(np.argmax(scores)) == 0
+    assert model.encoded == ["What did Priya repair?", *texts]
+    model.encoded.clear()
+    reranker.score("What did Priya repair?", texts[1:])  # the last two are kept (cache_texts=2)
+    assert model.encoded == ["What did Priya repair?"]
+    assert reranker.score("anything", []).shape == (0,)
+
+
+def test_models_reranker_setting():
+    assert load_settings(env={}, config_path=None).models.reranker is None
+    assert load_settings(env={"AGENT_MEMORY_MODELS_RERANKER": "none"}, config_path=None).models.reranker is None
+    ref = load_settings(env={"AGENT_MEMORY_MODELS_RERANKER": "local/all-MiniLM-L6-v2"}, config_path=None).models.reranker
+    assert str(ref) == "local/all-MiniLM-L6-v2"
+    assert "reranker=local/all-MiniLM-L6-v2" in load_settings(
+        env={"AGENT_MEMORY_MODELS_RERANKER": "local/all-MiniLM-L6-v2"}, config_path=None).describe()
+    with pytest.raises(ConfigurationError, match="models.reranker"):
+        load_settings(env={"AGENT_MEMORY_MODELS_RERANKER": "cohere/rerank-v3"}, config_path=None)

@@ -1,0 +1,115 @@
+"""The reranking stage of RetrievalService (``models.reranker``), with a stand-in reranker:
+it rescores the fused pool, never changes what may be read, and a failing reranker leaves the
+fused order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from agent_memory.models.requests import WriteFactsRequest
+from agent_memory.request_context import RequestContext
+from agent_memory.services.retrieval import RECIPES, RetrievalService
+
+ADMIN = RequestContext(context_id="acme", principal="tester", admin=True)
+NOTES = [
+    "The harbour ferry leaves at nine on weekdays.",
+    "Our team lunch is on Friday at the harbour cafe.",
+    "The harbour office keeps the spare ferry tickets.",
+    "I keep my ferry pass in the blue wallet.",
+    "The harbour is closed for repairs in winter.",
+    "Sam sold the old ferry to a museum.",
+]
+
+
+class WordReranker:
+    """Prefers texts holding ``word``; records what it was asked."""
+
+    name = "test/word"
+
+    def __init__(self, word: str):
+        self.word, self.calls = word, []
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append((query, list(texts)))
+        return np.array([1.0 if self.word in t else 0.0 for t in texts])
+
+
+class BrokenReranker:
+    name = "test/broken"
+
+    def __init__(self, result=None):
+        self.result = result
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        if self.result is None:
+            raise RuntimeError("model crashed")
+        return self.result
+
+
+@pytest.fixture
+def written(runtime):
+    for text in NOTES:
+        runtime.facts.write(ADMIN, WriteFactsRequest(text=text, infer="none"))
+    return runtime
+
+
+def service(runtime, reranker) -> RetrievalService:
+    return RetrievalService(runtime.store, runtime.search, reranker)
+
+
+def test_without_a_reranker_nothing_changes(written):
+    plain = written.retrieval.retrieve(ADMIN, "harbour ferry", k=4)
+    assert written.reranker is None and "rerank" not in plain.trace
+    again = service(written, None).retrieve(ADMIN, "harbour ferry", k=4)
+    assert [(h.id, h.score) for h in again.hits] == [(h.id, h.score) for h in plain.hits]
+
+
+def test_the_reranker_rescores_the_fused_pool_and_k_holds(written):
+    plain = written.retrieval.retrieve(ADMIN, "harbour ferry", k=len(NOTES))
+    assert not any("wallet" in h.text for h in plain.hits[:1])
+    reranker = WordReranker("wallet")
+    result = service(written, reranker).retrieve(ADMIN, "harbour ferry", k=2)
+    assert len(result.hits) == 2 and "wallet" in result.hits[0].text
+    query, pool = reranker.calls[0]
+    assert query == "harbour ferry"
+    # the whole fused pool (up to rerank_depth), in fused order, as the hits' texts
+    assert pool == [h.text for h in plain.hits][: RECIPES["hybrid"].rerank_depth]
+    assert result.trace["rerank"]["model"] == "test/word" and result.trace["rerank"]["candidates"] == len(pool)
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True) and scores[0] <= 1.0
+
+
+def test_the_blend_keeps_the_fused_order_where_the_reranker_is_indifferent(written):
+    plain = written.retrieval.retrieve(ADMIN, "harbour ferry", k=5)
+    flat = service(written, WordReranker("no such word")).retrieve(ADMIN, "harbour ferry", k=5)
+    assert [h.id for h in flat.hits] == [h.id for h in plain.hits]
+
+
+@pytest.mark.parametrize("reranker", [BrokenReranker(), BrokenReranker(np.array([1.0])),
+                                      BrokenReranker(np.array([np.nan] * 6))], ids=["raises", "short", "nan"])
+def test_a_failing_reranker_keeps_the_fused_order(written, reranker):
+    plain = written.retrieval.retrieve(ADMIN, "harbour ferry", k=4)
+    result = service(written, reranker).retrieve(ADMIN, "harbour ferry", k=4)
+    assert [h.id for h in result.hits] == [h.id for h in plain.hits]
+    assert result.trace["rerank"]["failed"]
+
+
+def test_the_reranker_sees_only_what_the_caller_may_read(written):
+    secret = [["org/acme/finance"]]
+    written.facts.write(ADMIN, WriteFactsRequest(text="The harbour ferry budget is in the wallet.",
+                                                 scopes=secret, infer="none"))
+    reader = RequestContext(context_id="acme", principal="reader", read_region=("org/acme/public",))
+    reranker = WordReranker("wallet")
+    result = service(written, reranker).retrieve(reader, "harbour ferry budget", k=3)
+    assert all("budget" not in text for _, pool in reranker.calls for text in pool)
+    assert all("budget" not in h.text for h in result.hits)
+
+
+def test_graph_mode_and_the_single_legs_are_not_reranked(written):
+    reranker = WordReranker("wallet")
+    for mode in ("bm25", "vector", "graph"):
+        service(written, reranker).retrieve(ADMIN, "harbour ferry", k=3, mode=mode)
+    assert reranker.calls == []
