@@ -4,6 +4,7 @@ candidates) on made-up vectors, and its wiring around a stand-in sentence-transf
 
 from __future__ import annotations
 
+import importlib.util
 import zlib
 
 import numpy as np
@@ -102,3 +103,18 @@ def test_models_reranker_setting():
         env={"AGENT_MEMORY_MODELS_RERANKER": "local/all-MiniLM-L6-v2"}, config_path=None).describe()
     with pytest.raises(ConfigurationError, match="models.reranker"):
         load_settings(env={"AGENT_MEMORY_MODELS_RERANKER": "cohere/rerank-v3"}, config_path=None)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is not None,
+                    reason="sentence-transformers is installed; the missing-extra path cannot be shown")
+def test_serve_with_a_reranker_but_without_the_semantic_extra_stops_at_startup(tmp_path, monkeypatch, capsys):
+    from agent_memory.cli import main
+    from agent_memory.runtime import get_runtime, set_runtime
+
+    monkeypatch.setenv("AGENT_MEMORY_MODELS_RERANKER", "local/all-MiniLM-L6-v2")
+    try:
+        assert main(["serve", "--data-dir", str(tmp_path), "--port", "0"]) == 2
+    finally:
+        get_runtime().close()
+        set_runtime(None)
+    assert "semantic" in capsys.readouterr().err

@@ -113,3 +113,17 @@ def test_graph_mode_and_the_single_legs_are_not_reranked(written):
     for mode in ("bm25", "vector", "graph"):
         service(written, reranker).retrieve(ADMIN, "harbour ferry", k=3, mode=mode)
     assert reranker.calls == []
+
+
+def test_post_query_with_a_reranker_answers_the_reranked_hits_and_says_so(any_api, runtime):
+    from openapi_schemas import assert_matches
+
+    runtime.__dict__["reranker"] = WordReranker("wallet")  # as models.reranker would build it
+    runtime.__dict__.pop("retrieval", None)
+    for text in NOTES:
+        assert any_api.post("/api/v1/acme/facts", {"text": text, "infer": "none"}).status == 200
+    r = any_api.post("/api/v1/acme/query", {"query": "harbour ferry", "k": 2})
+    assert r.status == 200, r.text
+    body = assert_matches("POST", "/api/v1/acme/query", r)
+    assert "wallet" in body["hits"][0]["text"] and len(body["hits"]) == 2
+    assert body["trace"]["rerank"]["model"] == "test/word"

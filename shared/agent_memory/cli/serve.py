@@ -36,13 +36,18 @@ def run(args: argparse.Namespace) -> int:
         from agent_memory.adapters.dynamodb_table import ensure_table
 
         ensure_table(settings)
+    from agent_memory.errors import ConfigurationError
     from agent_memory.ports import EmbedderMismatch
 
     try:
         _ = runtime.search  # open the index now: an embedder mismatch is a startup error
         _ = runtime.store  # and replay the projection outbox an earlier crash left
+        _ = runtime.reranker  # a configured reranker loads now: a missing extra stops startup
     except EmbedderMismatch as exc:
         print(f"agent-memory: {exc}; run `agent-memory reindex --fresh --context ...`", file=sys.stderr)
+        return 2
+    except ConfigurationError as exc:
+        print(f"agent-memory: {exc}", file=sys.stderr)
         return 2
     refusal = open_mode_refusal(args.host, runtime)
     if refusal:
