@@ -127,3 +127,14 @@ def test_post_query_with_a_reranker_answers_the_reranked_hits_and_says_so(any_ap
     body = assert_matches("POST", "/api/v1/acme/query", r)
     assert "wallet" in body["hits"][0]["text"] and len(body["hits"]) == 2
     assert body["trace"]["rerank"]["model"] == "test/word"
+
+
+def test_a_tier1_answer_stays_first_whatever_the_reranker_prefers(runtime):
+    runtime.facts.write(ADMIN, WriteFactsRequest(text="I live in London.", observed_at="2026-03-10T10:00:00Z"))
+    runtime.facts.write(ADMIN, WriteFactsRequest(text="I moved to Berlin last month.",
+                                                 observed_at="2026-05-20T10:00:00Z"))
+    reranker = WordReranker("London")  # the superseded value's turn matches the words best
+    result = service(runtime, reranker).retrieve(ADMIN, "Where do I live?", k=5)
+    assert result.tier == 1 and result.hits[0].text == "User location: Berlin"
+    assert result.hits[1].text == "I live in London."  # the rest is reranked
+    assert all("User location" not in text for _, pool in reranker.calls for text in pool)

@@ -4,8 +4,8 @@
 vectors instead of one vector per text (late interaction, as ColBERT does): every content
 word of the query finds its best match among a candidate's tokens, and the candidate's score
 is the average of those matches. One vector per turn blurs a long turn's several topics and
-weighs the question's scaffolding like its subject; token matching keeps "pottery" and
-"class" separate. Query words that match nearly every candidate (the person the question
+weighs the question's scaffolding like its subject; token matching keeps "boat" and
+"repairs" separate. Query words that match nearly every candidate (the person the question
 names, a common verb) carry little evidence, so each query token is weighed by its rarity
 among the candidates (an IDF computed over the candidate set: no corpus statistics needed,
 the same on either search index).

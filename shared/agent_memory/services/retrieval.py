@@ -297,7 +297,11 @@ class RetrievalService:
             "vectorQuery": qa.content, "timeWindow": qa.time.to_wire() if qa.time else None,
         }
         if rerank:
-            hits, trace["rerank"] = self._rerank(recipe, query, hits)
+            # A tier-1 answer (the current fact of what the query names and asks) stays first:
+            # a turn that says an older value can match the question's words better.
+            pinned = hits[:1] if hits and hits[0].structured else []
+            rest, trace["rerank"] = self._rerank(recipe, query, hits[len(pinned):])
+            hits = pinned + rest
         hits = hits[:k]
         tier = 1 if hits and hits[0].structured else 3
         elapsed = (time.perf_counter() - started) * 1000
