@@ -133,8 +133,9 @@ RECIPES: dict[str, SearchRecipe] = {
     # 0.669). A turn that says what a fact records now wins every leg clearly, so a fact whose
     # key the question asks for weighs x2.5 (was 1.5) to stay the tier-1 answer.
     # Fourth pass: a reranker, when one is configured (models.reranker), rescores the best 50
-    # (late interaction over MiniLM's token vectors, rerank 0.5; with the MiniLM embedder
-    # tuning @10 0.802 -> 0.821, validation 0.713 -> 0.751). Without one nothing changes.
+    # (late interaction over MiniLM's token vectors, rerank 0.5, a tier-1 answer kept first;
+    # with the MiniLM embedder tuning @10 0.802 -> 0.820, validation 0.713 -> 0.748). Without
+    # one nothing changes.
     "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0, fact_factor=0.7,
                            score_share=2.0, key_hint_factor=2.5, rerank=0.5),
     "bm25": SearchRecipe("bm25", vector=0.0, entity_vector=0.0, bm25=1.0),
