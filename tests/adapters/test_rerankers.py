@@ -60,18 +60,16 @@ class StandInModel:
     def __init__(self):
         self.encoded: list[str] = []
         self.tokenizer = self
-        self._pieces: list[str] = []
 
     @staticmethod
     def words(text):
         return ["[CLS]", *text.lower().replace("?", " ?").split(), "[SEP]"]
 
-    def __call__(self, text, truncation, max_length):
-        self._pieces = self.words(text)[:max_length]
-        return {"input_ids": list(range(len(self._pieces)))}
+    def __call__(self, texts, truncation, max_length):  # a batch, as a fast tokenizer takes it
+        return {"input_ids": [self.words(t)[:max_length] for t in texts]}  # a piece is its own id
 
     def convert_ids_to_tokens(self, ids):
-        return self._pieces[: len(ids)]
+        return list(ids)
 
     def encode(self, texts, output_value, batch_size, show_progress_bar):
         assert output_value == "token_embeddings"

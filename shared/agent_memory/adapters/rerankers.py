@@ -119,11 +119,12 @@ class LateInteractionReranker:
                                      show_progress_bar=False)
         tokenizer = self._model.tokenizer
         limit = getattr(self._model, "max_seq_length", None) or 512
+        # the pieces behind the vectors, for the keep rules: one batch call, the same truncation
+        batch_ids = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
         out = []
-        for text, vectors in zip(texts, outputs, strict=True):
+        for ids, vectors in zip(batch_ids, outputs, strict=True):
             matrix = np.asarray(vectors.detach().cpu().numpy() if hasattr(vectors, "detach") else vectors,
                                 dtype=np.float32)
-            ids = tokenizer(text, truncation=True, max_length=limit)["input_ids"]
             pieces = tokenizer.convert_ids_to_tokens(ids)[: matrix.shape[0]]
             matrix = matrix[: len(pieces)][_keep(pieces, drop_stop_words=drop_stop_words)]
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)

@@ -313,8 +313,8 @@ class RetrievalService:
         reranker that fails leaves the fused order: it is a refinement, never a dependency."""
         reranker = self._reranker
         started = time.perf_counter()
-        if reranker is None or len(hits) < 2:
-            return hits, {"model": getattr(reranker, "name", None), "candidates": len(hits)}
+        if len(hits) < 2:
+            return hits, {"model": reranker.name, "candidates": len(hits)}
         try:
             judged = np.asarray(reranker.score(query, [h.text for h in hits]), dtype=np.float64)
             if judged.shape != (len(hits),) or not np.isfinite(judged).all():
