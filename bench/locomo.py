@@ -80,6 +80,7 @@ ABLATIONS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
     "leg scores off (ranks only)": ({}, {"score_share": 0.0, "key_hint_factor": 1.5}),
     "structured reads off": ({}, {"structured": 0.0}),
     "reranker off": ({}, {"rerank": 0.0}),
+    "reply share off": ({}, {"reply_share": 0.0}),
 }
 
 

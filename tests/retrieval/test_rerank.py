@@ -4,6 +4,7 @@ fused order."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.request_context import RequestContext
-from agent_memory.services.retrieval import RECIPES, RetrievalService
+from agent_memory.services.retrieval import RECIPES, Hit, RetrievalService, _share_with_replies
 
 ADMIN = RequestContext(context_id="acme", principal="tester", admin=True)
 NOTES = [
@@ -138,3 +139,54 @@ def test_a_tier1_answer_stays_first_whatever_the_reranker_prefers(runtime):
     assert result.tier == 1 and result.hits[0].text == "User location: Berlin"
     assert result.hits[1].text == "I live in London."  # the rest is reranked
     assert all("User location" not in text for _, pool in reranker.calls for text in pool)
+
+
+def test_after_reranking_a_question_passes_part_of_its_score_to_its_reply(runtime):
+    """The reranker favours the turn that asks what the query asks; its reply answers."""
+    from agent_memory.models.requests import WriteFactsBatchRequest
+
+    turns = ["Which trail did you hike with the dog?", "The ridge trail above the lake, we loved it.",
+             "Did the dog like the trail?", "Mostly the lake part, he swam the whole time.",
+             "The trail map is pinned in the hallway."]
+    runtime.facts.write_batch(ADMIN, WriteFactsBatchRequest(
+        messages=[{"role": "user", "content": t} for t in turns], infer="none"))
+    runtime.facts.write(ADMIN, WriteFactsRequest(text="What time does the trail shop open?", infer="none"))
+
+    class AskingReranker(WordReranker):
+        def score(self, query, texts):
+            self.calls.append((query, list(texts)))
+            return np.array([1.0 if "?" in t else (0.6 if "map" in t else 0.0) for t in texts])
+
+    def ranked(share: float) -> list[str]:
+        RECIPES["hybrid"] = dataclasses.replace(base, reply_share=share)
+        try:
+            return [h.text for h in service(runtime, AskingReranker("?")).retrieve(ADMIN, "trail dog", k=6).hits]
+        finally:
+            RECIPES["hybrid"] = base
+
+    base = RECIPES["hybrid"]
+    assert base.reply_share > 0  # on by default in hybrid
+    without, with_replies = ranked(0.0), ranked(base.reply_share)
+    reply = "The ridge trail above the lake, we loved it."
+    assert without.index(reply) > without.index("The trail map is pinned in the hallway.")
+    assert with_replies.index(reply) < with_replies.index("The trail map is pinned in the hallway.")
+    # the question in its own write (another session) has no reply to lift; the map turn
+    # follows no question and keeps its place relative to unrelated turns
+    assert with_replies.index("Mostly the lake part, he swam the whole time.") < \
+        with_replies.index("The trail map is pinned in the hallway.")
+
+
+def test_reply_share_reaches_only_the_next_turn_of_the_same_session_and_does_not_compound():
+    def turn(seq, text, session="s1", kind="turn"):
+        return Hit(id=f"{session}-{seq}", kind=kind, text=text, score=0.0, session_id=session,
+                   metadata={"seq": seq})
+
+    hits = [turn(1, "Where did you go?"), turn(2, "Why there?"), turn(3, "For the lake."),
+            turn(2, "A reply in another session.", session="s2"), turn(5, "A note?", kind="action"),
+            turn(6, "Not a reply to the note."), turn(7, "Is the lake cold?"), turn(9, "Two turns later.")]
+    scores = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    out = _share_with_replies(hits, scores, 0.4)
+    # the first question lifts its reply (itself a question, which passes on its own score, 0);
+    # another session's seq 2, a non-turn's next seq, and a turn two positions on gain nothing
+    assert out.tolist() == [1.0, 0.4, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]
+    assert scores.tolist() == [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]  # the input is left as it was
