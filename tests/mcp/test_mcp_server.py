@@ -226,13 +226,12 @@ def test_http_refuses_a_non_loopback_address_without_allow_remote(capsys) -> Non
     assert code == 2 and "refusing to serve MCP on 0.0.0.0" in capsys.readouterr().err
 
 
-def test_the_readme_registration_snippet_and_tool_table():
+def test_the_documented_registration_snippet_and_tool_table():
     from pathlib import Path
 
     from agent_memory import cli
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## MCP server", 1)[1].split("\n## ", 1)[0]
+    section = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
     snippet = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
     entry = snippet["mcpServers"]["agent-memory"]
     assert entry["command"] == "agent-memory"

@@ -1,4 +1,5 @@
-"""The README's SDK quick start runs as printed (the URL pointed at the test server)."""
+"""The SDK examples run as printed (the URL pointed at the test server): the README tour's
+snippet and the fuller example of docs/sdk.md."""
 
 from __future__ import annotations
 
@@ -6,19 +7,32 @@ import asyncio
 import re
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def quickstart() -> str:
-    section = README.read_text(encoding="utf-8").split("## Python SDK", 1)[1]
+def python_block(path: Path, heading: str) -> str:
+    section = path.read_text(encoding="utf-8").split(heading, 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def test_readme_quickstart_runs(env_server, model, capsys):
-    code = quickstart()
-    assert len(code.strip().splitlines()) <= 20
+def run(code: str, env_server: str, name: str) -> dict:
     namespace: dict = {}
-    exec(compile(code.replace("http://127.0.0.1:8080", env_server), "README.md", "exec"), namespace)
+    exec(compile(code.replace("http://127.0.0.1:8080", env_server), name, "exec"), namespace)
+    return namespace
+
+
+def test_readme_tour_snippet_runs(env_server, model, capsys):
+    code = python_block(ROOT / "README.md", "### From Python")
+    assert len(code.strip().splitlines()) <= 15
+    run(code, env_server, "README.md")
+    out = capsys.readouterr().out
+    assert "[S1]" in out or "Berlin" in out
+
+
+def test_sdk_page_example_runs(env_server, model, capsys):
+    code = python_block(ROOT / "docs" / "sdk.md", "## Example")
+    assert len(code.strip().splitlines()) <= 20
+    namespace = run(code, env_server, "docs/sdk.md")
     asyncio.run(namespace["main"]())
     out = capsys.readouterr().out
     assert "[S1]" in out or "Berlin" in out
