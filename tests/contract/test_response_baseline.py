@@ -16,6 +16,7 @@ import json
 import os
 import re
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ _TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{
 _DURATION = re.compile(r'("(?:[a-zA-Z]*(?:Ms|_ms|Seconds|_seconds))"\s*:\s*)-?\d+(?:\.\d+)?')
 _CURSOR = re.compile(r'("(?:nextCursor|next_cursor|cursor)"\s*:\s*)"[^"]*"')
 _REQUEST_ID = re.compile(r'("(?:requestId|request_id)"\s*:\s*)"[^"]*"')
+# A write without observedAt is dated today, and a context block's fence nonce is drawn
+# from the block's text: both follow the day the scenario runs on.
+_FENCE = re.compile(r"<<<MEMORY [0-9a-f]{8}")
 
 
 class Masker:
@@ -39,6 +43,10 @@ class Masker:
 
     def __init__(self) -> None:
         self.seen: dict[str, str] = {}
+        today = datetime.now(UTC).date()
+        # the scenario may cross midnight: yesterday and today are both "the day it runs"
+        days = "|".join(str(today + timedelta(days=n)) for n in (-1, 0, 1))
+        self._today = re.compile(rf"\b(?:{days})\b")
 
     def _token(self, kind: str, value: str) -> str:
         if value not in self.seen:
@@ -50,8 +58,10 @@ class Masker:
         text = _REQUEST_ID.sub(lambda m: m.group(1) + '"<request-id>"', text)
         text = _DURATION.sub(lambda m: m.group(1) + "<duration>", text)
         text = _ID.sub(lambda m: self._token(m.group(0).split("_")[0], m.group(0)), text)
+        text = _FENCE.sub("<<<MEMORY <fence>", text)
         # clock times are masked without numbering: two records may or may not share a tick
-        return _TIME.sub(lambda m: m.group(0) if m.group(0) in FIXED_TIMES else "<time>", text)
+        text = _TIME.sub(lambda m: m.group(0) if m.group(0) in FIXED_TIMES else "<time>", text)
+        return self._today.sub("<today>", text)
 
 
 def _scenario(api: Any) -> list[dict[str, Any]]:
