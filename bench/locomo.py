@@ -387,7 +387,7 @@ def run(directory: Path, *, embedder: str = "hashing", limit: int | None = None,
         keep: Path | None = None, reranker: str = "none") -> dict[str, Any]:
     """``progress`` gets a line per conversation; ``step(done, total)`` counts them; ``keep``
     keeps the ingest between runs (``kept_ingest``)."""
-    from agent_memory.request_context import RequestContext
+    from agent_memory.access.request_context import RequestContext
 
     conversations = load_dir(directory, limit)
     sums: dict[str, dict[int, list[float]]] = {m: {k: [] for k in KS} for m in METHODS}
@@ -447,8 +447,8 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
     ``step(done, total)`` counts (ingest variant, conversation) pairs."""
     import dataclasses
 
-    from agent_memory.request_context import RequestContext
-    from agent_memory.services import retrieval
+    from agent_memory.access.request_context import RequestContext
+    from agent_memory.services.retrieval import service as retrieval
 
     conversations = load_dir(directory, limit)
     scores: dict[str, dict[str, dict[int, list[float]]]] = {
@@ -544,7 +544,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace) -> int:
     import logging
 
-    from agent_memory.progress import ProgressBar
+    from agent_memory.interfaces.progress import ProgressBar
 
     logging.getLogger("agent_memory").setLevel(logging.WARNING)
     if getattr(args, "ablate", False):

@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import logging
 
+    from agent_memory.access.request_context import RequestContext
     from agent_memory.models.requests import WriteFactsBatchRequest
-    from agent_memory.request_context import RequestContext
 
     logging.getLogger("agent_memory").setLevel(logging.WARNING)
     conversations = locomo.load_dir(args.directory, args.limit)

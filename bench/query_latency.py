@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
+from agent_memory.access.request_context import RequestContext
 from agent_memory.config import load_settings
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import SearchUnit
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime
 
 QUERIES = 300

@@ -46,7 +46,7 @@ def check(ok: bool, what: str) -> None:
 @contextlib.contextmanager
 def local_server(store: str, data_dir: Path) -> Iterator[str]:
     from agent_memory.config import load_settings
-    from agent_memory.local_server import make_server
+    from agent_memory.http.local_server import make_server
     from agent_memory.runtime import Runtime, set_runtime
 
     env = {"AGENT_MEMORY_DATA_DIR": str(data_dir), "AGENT_MEMORY_STORE": store, "AWS_REGION": "us-east-1",

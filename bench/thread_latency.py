@@ -26,9 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent_memory.access.request_context import RequestContext
 from agent_memory.config import load_settings
 from agent_memory.models.threads import AppendThreadTurnRequest, ThreadContextRequest
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime
 
 WORDS = ("account password reset link lock sign-in browser cookies cache mobile app outage invoice billing "

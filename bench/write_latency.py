@@ -43,7 +43,7 @@ def pct(values: list[float], q: float) -> float:
 
 def run(n_facts: int, writes: int, store: str) -> dict:
     from agent_memory.config import load_settings
-    from agent_memory.local_server import LocalGateway
+    from agent_memory.http.local_server import LocalGateway
     from agent_memory.runtime import Runtime, set_runtime
 
     data = Path(tempfile.mkdtemp(prefix="am-bench-"))

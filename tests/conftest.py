@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from agent_memory.config import Settings, load_settings
-from agent_memory.local_server import LocalGateway, make_server
+from agent_memory.http.local_server import LocalGateway, make_server
 from agent_memory.runtime import Runtime, set_runtime
 
 REPO = Path(__file__).resolve().parents[1]

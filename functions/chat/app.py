@@ -7,7 +7,7 @@ README, Streaming)."""
 
 import threading
 
-from agent_memory import http
+from agent_memory.http import api as http
 from agent_memory.models.requests import ChatRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import chat as present

@@ -1,12 +1,13 @@
 """Documents area: upload (JSON or multipart/form-data), read, page chunks, delete.
 
 Ingest behaviour (chunking, dedupe, extraction, the order of writes) is documented in
-``agent_memory.services.documents``; this module only parses and answers. Chunk pages are
+``agent_memory.services.documents.service``; this module only parses and answers. Chunk pages are
 written with ``ensure_ascii=False`` (escaping non-ASCII text would multiply their size).
 """
 
-from agent_memory import http, multipart
-from agent_memory.errors import PayloadTooLarge
+from agent_memory.http import api as http
+from agent_memory.http import multipart
+from agent_memory.kernel.errors import PayloadTooLarge
 from agent_memory.models.documents import DocumentUpload, DocumentUploadTicketRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import documents as documents_wire
@@ -31,7 +32,7 @@ def _upload(context_id: str) -> DocumentUpload:
     content_type = http.header(app, "content-type")
     if multipart.is_multipart(content_type):
         parts = multipart.parse_form(content_type, body)
-        return http.validate(DocumentUpload, DocumentUpload.form_fields(parts))
+        return http.validate(DocumentUpload, multipart.document_upload_fields(parts))
     return http.body(app, DocumentUpload)
 
 

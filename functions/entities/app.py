@@ -1,13 +1,13 @@
 """Entities area: entities (list, read, asOf, soft delete), attribute history, and the paged
 collections (attributes, relations, actions, instructions, uncertainty) with uncertainty
-resolution. Behaviour: ``agent_memory.services.entities`` and ``.collections``."""
+resolution. Behaviour: ``agent_memory.services.facts.entities`` and ``.collections``."""
 
-from agent_memory import http
+from agent_memory.http import api as http
 from agent_memory.models.reads import ResolveUncertaintyRequest
 from agent_memory.observability import instrumented
-from agent_memory.presenters import memory
+from agent_memory.presenters import facts
 from agent_memory.runtime import get_runtime
-from agent_memory.services.entities import entity_ref, parse_entity_param
+from agent_memory.services.facts.entities import entity_ref, parse_entity_param
 
 app = http.make_resolver()
 
@@ -24,7 +24,7 @@ def _count() -> bool:
 @app.get(f"{BASE}/entities")
 def list_entities(context_id: str):
     ctx = http.context(app, context_id)
-    return memory.page(get_runtime().entities.list(ctx, http.query_str(app, "type"), http.page_limit(app),
+    return facts.page(get_runtime().entities.list(ctx, http.query_str(app, "type"), http.page_limit(app),
                                                    http.query_str(app, "cursor"), _count()))
 
 
@@ -32,7 +32,7 @@ def list_entities(context_id: str):
 def get_entity(context_id: str, type: str, name: str):
     ctx = http.context(app, context_id)
     limit = http.query_int(app, "limit", DETAIL_LIMIT_DEFAULT, maximum=DETAIL_LIMIT_MAX)
-    return memory.entity_view(get_runtime().entities.get(ctx, entity_ref(type, name), http.query_instant(app, "asOf"),
+    return facts.entity_view(get_runtime().entities.get(ctx, entity_ref(type, name), http.query_instant(app, "asOf"),
                                                          limit))
 
 
@@ -46,14 +46,14 @@ def delete_entity(context_id: str, type: str, name: str):
 @app.get(f"{ENTITY}/history")
 def entity_history(context_id: str, type: str, name: str):
     ctx = http.context(app, context_id)
-    return memory.page(get_runtime().entities.history_all(ctx, entity_ref(type, name), http.page_limit(app),
+    return facts.page(get_runtime().entities.history_all(ctx, entity_ref(type, name), http.page_limit(app),
                                                           http.query_str(app, "cursor"), _count()), "history")
 
 
 @app.get(f"{ENTITY}/history/<key>")
 def attribute_history(context_id: str, type: str, name: str, key: str):
     ctx = http.context(app, context_id)
-    return memory.history(get_runtime().entities.history(ctx, entity_ref(type, name), key))
+    return facts.history(get_runtime().entities.history(ctx, entity_ref(type, name), key))
 
 
 @app.get(f"{BASE}/attributes")
@@ -62,7 +62,7 @@ def list_attributes(context_id: str):
     page = get_runtime().collections.attributes(
         ctx, entity=parse_entity_param(http.query_str(app, "entity"), "entity"), key=http.query_str(app, "key"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
-    return memory.page(page)
+    return facts.page(page)
 
 
 @app.get(f"{BASE}/relations")
@@ -72,7 +72,7 @@ def list_relations(context_id: str):
         ctx, src=parse_entity_param(http.query_str(app, "src"), "src"),
         dst=parse_entity_param(http.query_str(app, "dst"), "dst"), label=http.query_str(app, "label"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
-    return memory.page(page)
+    return facts.page(page)
 
 
 @app.get(f"{BASE}/actions")
@@ -82,7 +82,7 @@ def list_actions(context_id: str):
         ctx, actor=parse_entity_param(http.query_str(app, "actor"), "actor"), verb=http.query_str(app, "verb"),
         since=http.query_instant(app, "since"), until=http.query_instant(app, "until"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
-    return memory.page(page)
+    return facts.page(page)
 
 
 @app.get(f"{BASE}/instructions")
@@ -90,7 +90,7 @@ def list_instructions(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().collections.instructions(ctx, limit=http.page_limit(app),
                                                   page_cursor=http.query_str(app, "cursor"), with_total=_count())
-    return memory.page(page)
+    return facts.page(page)
 
 
 @app.get(f"{BASE}/uncertainty")
@@ -100,14 +100,14 @@ def list_uncertainty(context_id: str):
         ctx, entity=parse_entity_param(http.query_str(app, "entity"), "entity"),
         resolved=http.query_bool(app, "resolved"), limit=http.page_limit(app),
         page_cursor=http.query_str(app, "cursor"), with_total=_count())
-    return memory.page(page)
+    return facts.page(page)
 
 
 @app.post(f"{BASE}/uncertainty/<uncertainty_id>/resolve")
 def resolve_uncertainty(context_id: str, uncertainty_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ResolveUncertaintyRequest)
-    return memory.resolved_uncertainty(get_runtime().collections.resolve(ctx, uncertainty_id, req))
+    return facts.resolved_uncertainty(get_runtime().collections.resolve(ctx, uncertainty_id, req))
 
 
 @instrumented

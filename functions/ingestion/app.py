@@ -10,7 +10,7 @@ import logging
 
 from agent_memory.observability import count, instrumented
 from agent_memory.runtime import get_runtime
-from agent_memory.services.ingestion import IngestionJob
+from agent_memory.services.documents.ingestion import IngestionJob
 
 log = logging.getLogger("agent_memory.ingestion")
 

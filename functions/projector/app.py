@@ -10,7 +10,7 @@ import time
 
 from agent_memory.observability import count, instrumented
 from agent_memory.runtime import get_runtime
-from agent_memory.services.projection import change_for
+from agent_memory.services.operations.projection import change_for
 
 log = logging.getLogger("agent_memory.projector")
 

@@ -1,8 +1,8 @@
 """Recall area: POST /query (ranked hits), /context and /sessions/{id}/context (formatted,
-delimited prompt context). Ranking lives in ``agent_memory.services.retrieval``; formatting
-in ``agent_memory.services.context_format``."""
+delimited prompt context). Ranking lives in ``agent_memory.services.retrieval.service``; formatting
+in ``agent_memory.services.retrieval.context_format``."""
 
-from agent_memory import http
+from agent_memory.http import api as http
 from agent_memory.models.retrieval import ContextRequest, QueryRequest, SessionContextRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import retrieval

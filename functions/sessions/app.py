@@ -1,6 +1,7 @@
 """Sessions area: health, sessions, a session's raw turns."""
 
-from agent_memory import grants, http
+from agent_memory.access import grants
+from agent_memory.http import api as http
 from agent_memory.models.requests import CreateSessionRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import catalogue as catalogue_wire

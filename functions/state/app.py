@@ -1,11 +1,11 @@
 """State area: GET /state (a bounded snapshot of current memory), GET /profile, and the
 admin's GET /audit (admin bypasses and delegated calls, newest first).
 
-Shapes and rules: ``agent_memory.services.state`` and ``agent_memory.services.profile``."""
+Shapes and rules: ``agent_memory.services.facts.state`` and ``agent_memory.services.facts.profile``."""
 
-from agent_memory import http
+from agent_memory.http import api as http
 from agent_memory.observability import instrumented
-from agent_memory.presenters import memory, paging
+from agent_memory.presenters import facts, paging
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -18,19 +18,19 @@ STATE_LIMIT_MAX = 500
 def get_state(context_id: str):
     ctx = http.context(app, context_id)
     limit = http.query_int(app, "limit", STATE_LIMIT_DEFAULT, maximum=STATE_LIMIT_MAX)
-    return memory.state(get_runtime().state.state(ctx, limit))
+    return facts.state(get_runtime().state.state(ctx, limit))
 
 
 @app.get("/api/v1/<context_id>/profile")
 def get_profile(context_id: str):
     ctx = http.context(app, context_id)
     limit = http.query_int(app, "limit", STATE_LIMIT_DEFAULT, maximum=STATE_LIMIT_MAX)
-    return memory.profile(get_runtime().state.profile(ctx, limit))
+    return facts.profile(get_runtime().state.profile(ctx, limit))
 
 
 @app.get("/api/v1/<context_id>/audit")
 def get_audit(context_id: str):
-    # Admin only (``agent_memory.grants.required_verb``): admin bypasses and delegated calls.
+    # Admin only (``agent_memory.access.grants.required_verb``): admin bypasses and delegated calls.
     ctx = http.context(app, context_id)
     rt = get_runtime()
     return paging.audit_page(rt.audit.page(ctx, rt.settings.cursor_secret(), http.page_limit(app),

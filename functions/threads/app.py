@@ -1,15 +1,15 @@
 """Threads area: ordered conversation turns, their reader lists, and prompt context.
 
 Behaviour (indexes, reader lists, entity filtering, projection lag, size budgets) is
-documented in ``agent_memory.services.threads``; this module only parses and answers.
+documented in ``agent_memory.services.conversation.threads``; this module only parses and answers.
 Turn-bearing responses are written with ``ensure_ascii=False``: escaping every non-ASCII
 character would triple the size of a 1 MiB turn against Lambda's 6 MB response limit.
 """
 
 from urllib.parse import unquote
 
-from agent_memory import http
-from agent_memory.errors import InvalidRequest
+from agent_memory.http import api as http
+from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.models.threads import AppendThreadTurnRequest, SetThreadAclRequest, ThreadContextRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import threads as threads_wire

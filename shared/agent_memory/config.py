@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from agent_memory.errors import ConfigurationError
+from agent_memory.kernel.errors import ConfigurationError
 
 LANGUAGE_PROVIDERS = {"offline", "openai", "bedrock"}
 EMBEDDING_PROVIDERS = {"hashing", "openai", "bedrock", "local"}
@@ -71,14 +71,14 @@ class Limits:
     page_max: int = 500
     inflight_cap: int = 64
     # Every request's time budget (seconds): locally this setting, in Lambda also the
-    # invocation's remaining time less ``deadline_margin_s`` (see agent_memory.deadline).
+    # invocation's remaining time less ``deadline_margin_s`` (see agent_memory.kernel.deadline).
     request_deadline_s: float = 29.0
     deadline_margin_s: float = 0.5
     cache_similarity: float = 0.95
     extraction_confidence_floor: float = 0.5
     idempotency_ttl_s: int = 24 * 3600
     audit_ttl_s: int = 90 * 24 * 3600  # audit records (admin bypasses, delegated calls) expire after this
-    # Concurrent extraction model calls per document being ingested (services/ingestion.py).
+    # Concurrent extraction model calls per document being ingested (services/documents/ingestion.py).
     document_concurrency: int = 8
     # The largest request body a synchronous route takes (POST /documents answers 413 above
     # it and names the presigned upload route). Lambda's synchronous payload limit is 6 MB
@@ -105,7 +105,7 @@ class StaticPrincipal:
     principal: str
     groups: tuple[str, ...] = ()
     admin: bool = False
-    # Grants (agent_memory.grants). The defaults are today's single-user behaviour: any
+    # Grants (agent_memory.access.grants). The defaults are today's single-user behaviour: any
     # context and partition, unrestricted regions, read/write/forget.
     contexts: tuple[str, ...] | None = None  # None: every context
     partitions: tuple[str, ...] | None = None  # None: every partition
@@ -367,7 +367,7 @@ def parse_principals(env_json: str | None, file_value: Any) -> tuple[StaticPrinc
             raise ConfigurationError(f"{where}.admin: expected true or false")
         if any(p.key_sha256 == digest for p in out):
             raise ConfigurationError(f"{where}: the same API key is listed twice")
-        from agent_memory.grants import parse_grant_fields
+        from agent_memory.access.grants import parse_grant_fields
 
         try:
             grant = parse_grant_fields(entry)

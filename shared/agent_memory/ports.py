@@ -128,7 +128,7 @@ class RecordStore(Protocol):
       from ``after`` (a ``Page.last_key``); ``index="gsi1"`` queries the secondary order and
       only returns items that have both gsi1 attributes.
     - ``read_region`` (scope paths, ``*`` for one segment; ``None``: unrestricted) returns
-      only records whose ``data["scopes"]`` that region may read (``agent_memory.scopes``
+      only records whose ``data["scopes"]`` that region may read (``agent_memory.access.scopes``
       ``visible``), filtered inside the query: SQLite in its SQL, DynamoDB with a
       ``FilterExpression`` that reads on until the page is full or a read budget is spent.
       A short page then carries ``last_key`` (resume there); ``last_key`` is still ``None``
@@ -221,7 +221,7 @@ class Reranker(Protocol):
     reads the query and each text together (more than one vector per text can say).
 
     ``name`` identifies provider and model (``local/all-MiniLM-L6-v2``). Any exception means
-    "no opinion": retrieval keeps its fused order (``services/retrieval.py``).
+    "no opinion": retrieval keeps its fused order (``services/retrieval/service.py``).
     """
 
     name: str

@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from agent_memory.ports import Embedder, LanguageModel, Record, RecordStore, Reranker, SearchIndex
-    from agent_memory.services.facts import FactsService
-    from agent_memory.services.idempotency import IdempotencyService
-    from agent_memory.services.projection import ProjectionChange
-    from agent_memory.services.sessions import SessionService
-    from agent_memory.services.threads import ThreadService
+    from agent_memory.services.conversation.sessions import SessionService
+    from agent_memory.services.conversation.threads import ThreadService
+    from agent_memory.services.facts.idempotency import IdempotencyService
+    from agent_memory.services.facts.write import FactsService
+    from agent_memory.services.operations.projection import ProjectionChange
 
 log = logging.getLogger("agent_memory")
 
@@ -58,13 +58,13 @@ class Runtime:
         base = self.base_store
         if self.search is None or self.settings.projection == "stream":
             return base
-        from agent_memory.services.projection import ProjectingRecordStore
+        from agent_memory.services.operations.projection import ProjectingRecordStore
 
         return ProjectingRecordStore(base, self.projector)
 
     @cached_property
     def projector(self):
-        from agent_memory.services.projection import Projector
+        from agent_memory.services.operations.projection import Projector
 
         return Projector(self.search, background=self.settings.projection == "background")
 
@@ -94,7 +94,7 @@ class Runtime:
         if s.search == "opensearch":
             from agent_memory.adapters.opensearch_search import OpenSearchIndex
             from agent_memory.adapters.recent_units import RecentUnits
-            from agent_memory.services.live_revisions import StoreRevisions
+            from agent_memory.services.retrieval.live_revisions import StoreRevisions
 
             # The index shows writes only after a refresh: hits are checked against the store,
             # and what was written within the interval stays findable (a forget right after).
@@ -108,7 +108,7 @@ class Runtime:
     def project(self, changes: Sequence[ProjectionChange]) -> None:
         """Apply a stream batch's record changes to the search index as one write (the
         projector function's job): per unit only the newest state is written."""
-        from agent_memory.services.projection import apply, collapse
+        from agent_memory.services.operations.projection import apply, collapse
 
         if self.search is not None:
             apply(self.search, collapse(changes))
@@ -140,13 +140,13 @@ class Runtime:
 
     @cached_property
     def api_keys(self):
-        from agent_memory.api_keys import ApiKeyStore
+        from agent_memory.access.api_keys import ApiKeyStore
 
         return ApiKeyStore(self.base_store)
 
     @cached_property
     def authenticator(self):
-        from agent_memory.access import Authenticator
+        from agent_memory.access.authentication import Authenticator
 
         arn = self.settings.bootstrap_key_secret_arn
         bootstrap = None
@@ -161,7 +161,7 @@ class Runtime:
 
     @cached_property
     def sessions(self) -> SessionService:
-        from agent_memory.services.sessions import SessionService
+        from agent_memory.services.conversation.sessions import SessionService
 
         # Deleted turns: search units go with the rows (projection); the rest via forget hooks.
         return SessionService(self.store, self.settings,
@@ -178,56 +178,56 @@ class Runtime:
 
     @cached_property
     def catalogue(self):
-        from agent_memory.services.catalogue import CatalogueService
+        from agent_memory.services.operations.catalogue import CatalogueService
 
         return CatalogueService(self.store, self.settings)
 
     @cached_property
     def state(self):
-        from agent_memory.services.state import StateService
+        from agent_memory.services.facts.state import StateService
 
         return StateService(self.store)
 
     @cached_property
     def entities(self):
-        from agent_memory.services.entities import EntityService
+        from agent_memory.services.facts.entities import EntityService
 
         return EntityService(self.store, self.settings, self.forget)
 
     @cached_property
     def collections(self):
-        from agent_memory.services.collections import CollectionService
+        from agent_memory.services.facts.collections import CollectionService
 
         # The write path is resolved on first use (listing collections does not load it).
         return CollectionService(self.store, self.settings, lambda ctx, req: self.facts.write(ctx, req))
 
     @cached_property
     def forget(self):
-        from agent_memory.services.forget import ForgetService
+        from agent_memory.services.facts.forget import ForgetService
 
         return ForgetService(self.store, self.search, self.sessions, self.notify_forgotten)
 
     @cached_property
     def idempotency(self) -> IdempotencyService:
-        from agent_memory.services.idempotency import IdempotencyService
+        from agent_memory.services.facts.idempotency import IdempotencyService
 
         return IdempotencyService(self.store, self.settings.limits.idempotency_ttl_s)
 
     @cached_property
     def audit(self):
-        from agent_memory.services.reader_access import AuditLog
+        from agent_memory.services.conversation.reader_access import AuditLog
 
         return AuditLog(self.store, ttl_s=self.settings.limits.audit_ttl_s)
 
     @cached_property
     def traces(self):
-        from agent_memory.services.traces import TraceStore
+        from agent_memory.services.operations.traces import TraceStore
 
         return TraceStore(self.store)
 
     @cached_property
     def chat(self):
-        from agent_memory.services.chat.service import ChatService
+        from agent_memory.services.conversation.chat.service import ChatService
 
         # The embedder loads on the first cache lookup, not when the service is built.
         return ChatService(self.store, self.settings, self.sessions, self.retrieval, self.facts, self.traces,
@@ -236,33 +236,33 @@ class Runtime:
 
     @cached_property
     def inflight(self):
-        from agent_memory.load_shedding import InflightLimiter
+        from agent_memory.http.load_shedding import InflightLimiter
 
         return InflightLimiter(self.settings.limits.inflight_cap)
 
     @cached_property
     def response_cache(self):
-        from agent_memory.services.chat.cache import ResponseCache
+        from agent_memory.services.conversation.chat.cache import ResponseCache
 
         return ResponseCache(self.store, threshold=self.settings.limits.cache_similarity)
 
     @cached_property
     def facts(self) -> FactsService:
-        from agent_memory.services.facts import FactsService
+        from agent_memory.services.facts.write import FactsService
 
         return FactsService(self.store, self.sessions, self.settings, self.language_model,
                             self.fact_change_listeners)
 
     @cached_property
     def documents(self):
-        from agent_memory.services.documents import DocumentService
+        from agent_memory.services.documents.service import DocumentService
 
         return DocumentService(self.store, self.settings, ingestion_queue=lambda: self.ingestion_queue,
                                upload_store=lambda: self.upload_store)
 
     @cached_property
     def ingestion(self):
-        from agent_memory.services.ingestion import DocumentIngestion
+        from agent_memory.services.documents.ingestion import DocumentIngestion
 
         return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
                                  concurrency=self.settings.limits.document_concurrency)
@@ -285,13 +285,13 @@ class Runtime:
 
             return SqsIngestionQueue(self.settings.ingestion_queue_url, region=self.settings.aws_region)
         from agent_memory.adapters.ingestion_queues import InProcessIngestionQueue
-        from agent_memory.services.ingestion import IngestionInterrupted
+        from agent_memory.services.documents.ingestion import IngestionInterrupted
 
         return InProcessIngestionQueue(lambda job: self.ingestion.process(job), IngestionInterrupted)
 
     @cached_property
     def retrieval(self):
-        from agent_memory.services.retrieval import RetrievalService
+        from agent_memory.services.retrieval.service import RetrievalService
 
         return RetrievalService(self.store, self.search, self.reranker)
 
@@ -307,13 +307,13 @@ class Runtime:
 
     @cached_property
     def prompt_context(self):
-        from agent_memory.services.prompt_context import ContextService
+        from agent_memory.services.retrieval.prompt_context import ContextService
 
         return ContextService(self.store, self.sessions, self.retrieval)
 
     @cached_property
     def threads(self) -> ThreadService:
-        from agent_memory.services.threads import ThreadService
+        from agent_memory.services.conversation.threads import ThreadService
 
         return ThreadService(self.store, self.search, self.settings)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import grants
-from agent_memory import scopes as s
-from agent_memory.api_keys import ApiKeyStore, digest
-from agent_memory.errors import Forbidden
+from agent_memory.access import grants
+from agent_memory.access import scopes as s
+from agent_memory.access.api_keys import ApiKeyStore, digest
+from agent_memory.kernel.errors import Forbidden
 
 
 def test_wildcards_cover_one_segment():

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory import scopes as scope_lib
+from agent_memory.access import scopes as scope_lib
 from agent_memory.config import parse_principals
 from agent_memory.runtime import Runtime, get_runtime, set_runtime
 

@@ -24,7 +24,7 @@ from agent_memory.adapters.embedders import (
     load_local_model,
     normalize_rows,
 )
-from agent_memory.errors import ConfigurationError
+from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.ports import Embedder, ModelError, ModelTimeout
 
 EMBEDDINGS_PATH = "/v1/embeddings"

@@ -22,7 +22,7 @@ from agent_memory.adapters.language_models import (
     inline_refs,
     strict_json_schema,
 )
-from agent_memory.errors import ConfigurationError
+from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.ports import ChatMessage, LanguageModel, ModelError, ModelOutputInvalid, ModelTimeout
 
 CHAT_PATH = "/v1/chat/completions"

@@ -12,7 +12,7 @@ import pytest
 
 from agent_memory.adapters.rerankers import LateInteractionReranker, _keep, late_interaction_scores
 from agent_memory.config import load_settings
-from agent_memory.errors import ConfigurationError
+from agent_memory.kernel.errors import ConfigurationError
 
 E = np.eye(4, dtype=np.float32)  # four orthogonal "token meanings"
 
@@ -106,7 +106,7 @@ def test_models_reranker_setting():
 @pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is not None,
                     reason="sentence-transformers is installed; the missing-extra path cannot be shown")
 def test_serve_with_a_reranker_but_without_the_semantic_extra_stops_at_startup(tmp_path, monkeypatch, capsys):
-    from agent_memory.cli import main
+    from agent_memory.interfaces.cli import main
     from agent_memory.runtime import get_runtime, set_runtime
 
     monkeypatch.setenv("AGENT_MEMORY_MODELS_RERANKER", "local/all-MiniLM-L6-v2")

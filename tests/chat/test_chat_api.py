@@ -123,8 +123,8 @@ def test_suppress_markers(api, model):
 def test_assistant_replies_are_cited_with_role_assistant(api, model):
     sid = chat(api, "Tell me a fact.")["sessionId"]
     rt = get_runtime()
-    from agent_memory.request_context import RequestContext
-    from agent_memory.services.sessions import NewTurn
+    from agent_memory.access.request_context import RequestContext
+    from agent_memory.services.conversation.sessions import NewTurn
 
     ctx = RequestContext(context_id="acme", principal="p", admin=True)
     session = rt.sessions.resolve_for_write(ctx, sid, [], [])

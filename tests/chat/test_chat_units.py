@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent_memory.services.chat.citations import MarkerStream, resolve_markers
-from agent_memory.services.chat.prompt import build_messages
-from agent_memory.services.chat.window import WindowTurn, transcript_window
+from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
+from agent_memory.services.conversation.chat.prompt import build_messages
+from agent_memory.services.conversation.chat.window import WindowTurn, transcript_window
 
 
 def turns(*contents: str, role_cycle=("user", "assistant")) -> list[WindowTurn]:

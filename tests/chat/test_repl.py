@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.client import AgentMemory
-from agent_memory.repl import run_repl
+from agent_memory.interfaces.terminal_chat import run_repl
 
 
 @pytest.fixture

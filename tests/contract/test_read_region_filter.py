@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import scopes as scope_lib
+from agent_memory.access import scopes as scope_lib
 from agent_memory.ports import Record
 from agent_memory.services import paging
 

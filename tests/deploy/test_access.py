@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory import cli
-from agent_memory.access import BOOTSTRAP_PRINCIPAL, Authenticator
-from agent_memory.api_keys import KEYS_PK, ApiKeyStore, digest
+from agent_memory.access.api_keys import KEYS_PK, ApiKeyStore, digest
+from agent_memory.access.authentication import BOOTSTRAP_PRINCIPAL, Authenticator
 from agent_memory.config import load_settings
-from agent_memory.errors import Unauthorized
-from agent_memory.local_server import LocalGateway
+from agent_memory.http.local_server import LocalGateway
+from agent_memory.interfaces import cli
+from agent_memory.kernel.errors import Unauthorized
 from agent_memory.runtime import Runtime, set_runtime
 
 REPO = Path(__file__).resolve().parents[2]

@@ -31,7 +31,7 @@ import pytest
 import route_scenario
 
 from agent_memory.cfn_template import load_template
-from agent_memory.local_server import LocalGateway, build_event
+from agent_memory.http.local_server import LocalGateway, build_event
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / ".aws-sam" / "build"

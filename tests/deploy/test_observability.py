@@ -12,7 +12,7 @@ import pytest
 
 from agent_memory import observability
 from agent_memory.config import load_settings
-from agent_memory.local_server import LocalGateway
+from agent_memory.http.local_server import LocalGateway
 from agent_memory.runtime import Runtime, set_runtime
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,11 +1,11 @@
-"""Chunking rules (services/chunking.py): sections and heading paths, paragraph merging,
+"""Chunking rules (services/documents/chunking.py): sections and heading paths, paragraph merging,
 sentence-boundary splitting, offsets that slice the normalised text, positionPercent."""
 
 from __future__ import annotations
 
 import re
 
-from agent_memory.services.chunking import (
+from agent_memory.services.documents.chunking import (
     MAX_CHARS,
     chunk,
     content_hash,

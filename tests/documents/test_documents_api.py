@@ -12,12 +12,12 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from agent_memory import keys
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import storage_keys as keys
 from agent_memory.models.documents import DocumentUpload
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.ports import ModelTimeout, Record, SearchFilter
 from agent_memory.presenters.documents import ingested
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import get_runtime
 
 CTX = "/api/v1/acme"
@@ -146,7 +146,7 @@ def test_same_content_twice_is_deduplicated_without_model_calls(api, model):
 
 
 def test_two_concurrent_uploads_of_the_same_content_make_one_document(runtime, monkeypatch):
-    from agent_memory.services import chunking
+    from agent_memory.services.documents import chunking
 
     barrier = threading.Barrier(2)
     chunk = chunking.chunk

@@ -1,4 +1,4 @@
-"""Asynchronous document ingestion (``services/ingestion.py``): extraction runs in parallel
+"""Asynchronous document ingestion (``services/documents/ingestion.py``): extraction runs in parallel
 against the slow fake model (observed from its side), chunks are searchable as they commit,
 a redelivered job is idempotent, a delete while ingesting stops the work and leaves nothing,
 a failing model ends ``failed`` with a problem, and the SQS worker function (moto SQS)
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory import keys
+from agent_memory.access.request_context import RequestContext
 from agent_memory.config import load_settings
+from agent_memory.kernel import storage_keys as keys
 from agent_memory.models.documents import DocumentUpload
 from agent_memory.ports import Record, SearchFilter
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime, set_runtime
-from agent_memory.services.ingestion import IngestionInterrupted, IngestionJob
+from agent_memory.services.documents.ingestion import IngestionInterrupted, IngestionJob
 from agent_memory.testing.fake_openai import Behaviour, FakeOpenAIServer
 from tests.conftest import TEST_SECRET, InProcessApi
 

@@ -1,12 +1,12 @@
-"""multipart/form-data parsing (agent_memory.multipart) and its mapping onto DocumentUpload."""
+"""multipart/form-data parsing (agent_memory.http.multipart) and its mapping onto DocumentUpload."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_memory.errors import InvalidRequest
+from agent_memory.http.multipart import document_upload_fields, is_multipart, parse_form
+from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.models.documents import DocumentUpload
-from agent_memory.multipart import is_multipart, parse_form
 
 B = "----agent-memory-boundary"
 CT = f"multipart/form-data; boundary={B}"
@@ -66,12 +66,12 @@ def test_form_maps_onto_the_upload_model():
     parts = parse_form(CT, form(file(b"# Guide\n\ntext", "guide.md", "application/octet-stream"),
                                 field("scopes", '["team/a"]'), field("labels", '["hr", "policy"]'),
                                 field("observedAt", "2026-01-02T03:04:05Z")))
-    upload = DocumentUpload.model_validate(DocumentUpload.form_fields(parts))
+    upload = DocumentUpload.model_validate(document_upload_fields(parts))
     assert upload.text == "# Guide\n\ntext" and upload.format == "markdown" and upload.filename == "guide.md"
     assert upload.scopes == [["team/a"]] and upload.labels == ["hr", "policy"]
     assert upload.observed_at == "2026-01-02T03:04:05.000Z"
     bare = parse_form(CT, form(field("text", "plain"), field("scopes", "team/b"), field("labels", "hr")))
-    upload = DocumentUpload.model_validate(DocumentUpload.form_fields(bare))
+    upload = DocumentUpload.model_validate(document_upload_fields(bare))
     assert upload.scopes == [["team/b"]] and upload.labels == ["hr"] and upload.format is None
 
 
@@ -82,7 +82,7 @@ def test_form_maps_onto_the_upload_model():
 ])
 def test_form_field_errors_name_the_field(parts, field_name):
     with pytest.raises(InvalidRequest) as err:
-        DocumentUpload.form_fields(parse_form(CT, form(*parts)))
+        document_upload_fields(parse_form(CT, form(*parts)))
     assert err.value.extensions["field"] == field_name
 
 
@@ -90,7 +90,7 @@ def test_form_field_errors_name_the_field(parts, field_name):
 def test_an_empty_document_part_is_a_400_that_says_so(part):
     parts = parse_form(CT, form(part))
     with pytest.raises(InvalidRequest, match="the document is empty") as exc:
-        DocumentUpload.form_fields(parts)
+        document_upload_fields(parts)
     assert exc.value.extensions["field"] in ("file", "text")
 
 
@@ -101,6 +101,6 @@ def test_an_empty_document_part_is_a_400_that_says_so(part):
     ('["org/acme"]', ["org/acme"], ["org/acme"]),
 ])
 def test_scopes_and_labels_form_fields_are_json_or_one_bare_value(raw, scopes, labels):
-    fields = DocumentUpload.form_fields(parse_form(CT, form(field("text", "body"), field("scopes", raw),
+    fields = document_upload_fields(parse_form(CT, form(field("text", "body"), field("scopes", raw),
                                                             field("labels", raw))))
     assert fields["scopes"] == scopes and fields["labels"] == labels

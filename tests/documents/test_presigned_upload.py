@@ -15,9 +15,9 @@ from pathlib import Path
 import boto3
 import pytest
 
-from agent_memory import keys
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import storage_keys as keys
 from agent_memory.ports import SearchFilter
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime, get_runtime, set_runtime
 from tests.conftest import InProcessApi, make_settings, serialise_moto
 
@@ -110,7 +110,7 @@ def test_uploading_content_already_stored_fails_naming_the_document(api):
 
 
 def test_a_redelivered_upload_job_ingests_once(api, s3_runtime: Runtime):
-    from agent_memory.services.ingestion import IngestionJob
+    from agent_memory.services.documents.ingestion import IngestionJob
 
     t = ticket(api, len(TEXT.encode()))
     put(t["id"], TEXT.encode())
@@ -122,7 +122,7 @@ def test_a_redelivered_upload_job_ingests_once(api, s3_runtime: Runtime):
 
 
 def test_deleting_an_uploading_document_leaves_nothing(api, s3_runtime: Runtime):
-    from agent_memory.services.ingestion import IngestionJob
+    from agent_memory.services.documents.ingestion import IngestionJob
 
     t = ticket(api, len(TEXT.encode()))
     put(t["id"], TEXT.encode())
@@ -181,7 +181,7 @@ def test_the_async_sdk_uploads_through_a_presigned_url_too(tmp_path: Path, moto_
     import asyncio
 
     from agent_memory.client import AsyncAgentMemory
-    from agent_memory.local_server import make_server
+    from agent_memory.http.local_server import make_server
 
     rt = Runtime(replace(make_settings(tmp_path), upload_bucket=BUCKET))
     set_runtime(rt)
@@ -208,7 +208,7 @@ def test_the_sdk_uploads_a_large_document_over_http_to_a_presigned_url(tmp_path:
     from moto.server import ThreadedMotoServer
 
     from agent_memory.client import AgentMemory
-    from agent_memory.local_server import make_server
+    from agent_memory.http.local_server import make_server
 
     port = _free_port()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port)

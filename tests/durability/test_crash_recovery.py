@@ -26,7 +26,7 @@ from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 from agent_memory.adapters.embedders import HashingEmbedder
 from agent_memory.adapters.sqlite_store import SQLiteRecordStore
 from agent_memory.ports import SearchFilter
-from agent_memory.services.projection import ProjectingRecordStore, Projector
+from agent_memory.services.operations.projection import ProjectingRecordStore, Projector
 from tests.conftest import REPO
 
 CTX = "/api/v1/crashes"
@@ -43,7 +43,7 @@ class Service:
 
     def start(self) -> Service:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agent_memory.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir)],
+            [sys.executable, "-m", "agent_memory.interfaces.cli", "serve", "--port", "0", "--data-dir", str(self.data_dir)],
             cwd=REPO, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         started = time.monotonic()
         for line in self.proc.stderr:  # the startup log line names the port

@@ -9,8 +9,9 @@ import stat
 
 import pytest
 
-from agent_memory import safe_json, timeutil
 from agent_memory.config import load_settings
+from agent_memory.http import safe_json
+from agent_memory.kernel import timeutil
 from agent_memory.runtime import get_runtime
 
 CTX = "/api/v1/acme"

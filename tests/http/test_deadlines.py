@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agent_memory import deadline
 from agent_memory.config import load_settings
-from agent_memory.http import request_budget_s
+from agent_memory.http.api import request_budget_s
+from agent_memory.kernel import deadline
 from agent_memory.runtime import Runtime, set_runtime
 from agent_memory.testing.fake_openai import Behaviour, FakeOpenAIServer
 from tests.conftest import REPO, TEST_SECRET, InProcessApi
@@ -57,7 +57,7 @@ def fake_runtime(tmp_path: Path, fake_model: FakeOpenAIServer) -> Iterator[Runti
 
 @pytest.fixture
 def http_api(fake_runtime: Runtime) -> Iterator[httpx.Client]:
-    from agent_memory.local_server import make_server
+    from agent_memory.http.local_server import make_server
 
     srv = make_server("127.0.0.1", 0, REPO)
     threading.Thread(target=srv.serve_forever, daemon=True).start()

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory import keys
+from agent_memory.access.request_context import RequestContext
 from agent_memory.config import load_settings
-from agent_memory.request_context import RequestContext
+from agent_memory.kernel import storage_keys as keys
 from agent_memory.runtime import Runtime, set_runtime
 from agent_memory.testing.fake_openai import Behaviour, FakeOpenAIServer
 from tests.conftest import TEST_SECRET, InProcessApi

@@ -8,15 +8,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from agent_memory import keys
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import storage_keys as keys
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.ports import ModelOutputInvalid, ModelTimeout, SearchFilter
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import get_runtime
 
 CTX = "/api/v1/acme"
 USER = "entity:person/user"
-# The context and partition the requests above write to; storage keys come from keys.py.
+# The context and partition the requests above write to; storage keys come from kernel/storage_keys.py.
 STORE_CTX = RequestContext(context_id="acme", principal="p")
 
 
@@ -310,7 +310,7 @@ def test_a_turn_naming_more_entities_than_one_transaction_holds_completes(api):
 
 def test_halving_drops_the_entities_only_the_left_out_claims_name():
     from agent_memory.models.extraction import ExtractedEntity, ExtractedRelation, ExtractionOutput
-    from agent_memory.services.facts import _halve, _halves
+    from agent_memory.services.facts.write import _halve, _halves
 
     full = ExtractionOutput(
         entities=[ExtractedEntity(name=f"N{i}") for i in range(40)] + [ExtractedEntity(name="Loner")],

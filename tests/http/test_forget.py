@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from openapi_schemas import assert_matches
 
-from agent_memory import keys
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import storage_keys as keys
 from agent_memory.ports import SearchFilter
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import get_runtime
-from agent_memory.services.forget import FORGETTERS
+from agent_memory.services.facts.forget import FORGETTERS
 
 CTX = "/api/v1/acme"
 USER = "entity:person/user"
@@ -160,7 +160,7 @@ def test_chunks_plug_in_through_the_registry(any_api, monkeypatch):
     """A ``chunk_`` hit without a registered forgetter loses its search unit; with one, the
     forgetter's records are removed too."""
     from agent_memory.ports import Record, SearchUnit
-    from agent_memory.services.forget import Forgetter
+    from agent_memory.services.facts.forget import Forgetter
 
     rt = get_runtime()
     monkeypatch.delitem(FORGETTERS, "chunk", raising=False)

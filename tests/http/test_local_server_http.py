@@ -2,7 +2,7 @@
 
 Half-sent bodies, a burst of simultaneous connections, chunked request bodies, HEAD and
 OPTIONS, bodies over the cap and malformed framing. Each runs against a real server on
-loopback (uvicorn + ``agent_memory.asgi_gateway``)."""
+loopback (uvicorn + ``agent_memory.http.asgi``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from agent_memory.local_server import make_server
+from agent_memory.http.local_server import make_server
 from tests.conftest import REPO
 
 CTX = "/api/v1/ctx-http"

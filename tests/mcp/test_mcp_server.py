@@ -24,7 +24,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import McpError  # noqa: E402
 
-from agent_memory.mcp_server import TOOLS  # noqa: E402
+from agent_memory.interfaces.mcp_server import TOOLS  # noqa: E402
 from agent_memory.models.retrieval import K_MAX, QueryRequest  # noqa: E402
 
 EXPECTED_TOOLS = {"remember", "recall", "get_context", "chat", "state", "entity", "history", "forget",
@@ -38,7 +38,7 @@ def _env(server: str) -> dict[str, str]:
 
 def run_stdio(server: str, body: Callable[[ClientSession], Awaitable[None]], *args: str) -> None:
     params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "agent_memory.cli", "mcp", "--context", "acme", *args],
+                                   args=["-m", "agent_memory.interfaces.cli", "mcp", "--context", "acme", *args],
                                    env=_env(server))
 
     async def main() -> None:
@@ -59,7 +59,7 @@ def _free_port() -> int:
 def http_mcp(server: str) -> Iterator[str]:
     """`agent-memory mcp --transport http` as a process; its endpoint URL once it accepts."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agent_memory.cli", "mcp", "--context", "acme",
+    proc = subprocess.Popen([sys.executable, "-m", "agent_memory.interfaces.cli", "mcp", "--context", "acme",
                              "--transport", "http", "--port", str(port)], env=_env(server))
     url = f"http://127.0.0.1:{port}/mcp"
     try:
@@ -220,7 +220,7 @@ def test_the_api_key_is_the_api_s_auth(server: str, runtime) -> None:
 
 
 def test_http_refuses_a_non_loopback_address_without_allow_remote(capsys) -> None:
-    from agent_memory import cli
+    from agent_memory.interfaces import cli
 
     code = cli.main(["mcp", "--context", "acme", "--transport", "http", "--host", "0.0.0.0"])
     assert code == 2 and "refusing to serve MCP on 0.0.0.0" in capsys.readouterr().err
@@ -229,7 +229,7 @@ def test_http_refuses_a_non_loopback_address_without_allow_remote(capsys) -> Non
 def test_the_documented_registration_snippet_and_tool_table():
     from pathlib import Path
 
-    from agent_memory import cli
+    from agent_memory.interfaces import cli
 
     section = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
     snippet = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])

@@ -109,7 +109,7 @@ def test_the_splits_are_fixed_disjoint_and_cover_the_seven_conversations(locomo)
 
 
 def test_ablation_runs_every_stage_off_and_restores_the_recipe(locomo, tmp_path):
-    from agent_memory.services import retrieval
+    from agent_memory.services.retrieval import service as retrieval
 
     d = tmp_path / "locomo"
     d.mkdir()
@@ -123,7 +123,7 @@ def test_ablation_runs_every_stage_off_and_restores_the_recipe(locomo, tmp_path)
 
 
 def test_the_bench_command_shows_progress_lines_off_a_terminal(data_dir, tmp_path, capsys):
-    from agent_memory import cli
+    from agent_memory.interfaces import cli
 
     out_file = tmp_path / "results.json"
     assert cli.main(["bench", "locomo", str(data_dir), "--out", str(out_file)]) == 0

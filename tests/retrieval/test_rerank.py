@@ -10,9 +10,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from agent_memory.access.request_context import RequestContext
 from agent_memory.models.requests import WriteFactsRequest
-from agent_memory.request_context import RequestContext
-from agent_memory.services.retrieval import RECIPES, Hit, RetrievalService, _share_with_replies
+from agent_memory.services.retrieval.service import RECIPES, Hit, RetrievalService, _share_with_replies
 
 ADMIN = RequestContext(context_id="acme", principal="tester", admin=True)
 NOTES = [

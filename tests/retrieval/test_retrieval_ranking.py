@@ -3,9 +3,9 @@ ranking rules, exclusions, and access rules applied inside the search."""
 
 from __future__ import annotations
 
-from agent_memory import timeutil
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import timeutil
 from agent_memory.models.requests import WriteFactsRequest
-from agent_memory.request_context import RequestContext
 
 ADMIN = RequestContext(context_id="acme", principal="tester", admin=True)
 USER = "entity:person/user"
@@ -147,8 +147,8 @@ def test_tier1_reads_kept_between_queries_follow_every_write(runtime):
     store = runtime.base_store
     if not callable(getattr(store, "generation", None)):
         return  # DynamoDB: read every time, nothing kept
-    from agent_memory import keys
     from agent_memory.adapters.sqlite_store import SQLiteRecordStore
+    from agent_memory.kernel import storage_keys as keys
 
     other = SQLiteRecordStore(store.path)  # another process's connection to the same file
     try:

@@ -11,10 +11,10 @@ import pytest
 
 from agent_memory.ports import RowRanking, SearchUnit
 from agent_memory.presenters.retrieval import sources
-from agent_memory.services.context_format import format_context, sanitise
-from agent_memory.services.projection import build_units
-from agent_memory.services.query_analysis import analyse
-from agent_memory.services.retrieval import (
+from agent_memory.services.operations.projection import build_units
+from agent_memory.services.retrieval.context_format import format_context, sanitise
+from agent_memory.services.retrieval.query_analysis import analyse
+from agent_memory.services.retrieval.service import (
     RECIPES,
     Hit,
     RetrievalService,
@@ -252,7 +252,7 @@ def test_a_thread_turn_carries_the_speaker_its_metadata_names_and_never_one_from
 
 
 def test_leg_scores_count_as_a_share_of_the_legs_best():
-    from agent_memory.services.retrieval import _share_of_best
+    from agent_memory.services.retrieval.service import _share_of_best
 
     assert _share_of_best(np.array([2.0, 1.0, 0.5])).tolist() == [1.0, 0.5, 0.25]
     # two candidates keep their real gap (min-max would make any gap 1 against 0)

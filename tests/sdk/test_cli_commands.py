@@ -8,7 +8,7 @@ import builtins
 import json
 import logging
 
-from agent_memory import cli
+from agent_memory.interfaces import cli
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

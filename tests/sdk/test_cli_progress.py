@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from agent_memory import cli
+from agent_memory.interfaces import cli
 
 
 class FakeTty(io.StringIO):
@@ -76,7 +76,7 @@ def test_reindex_prints_progress_lines_when_not_a_terminal(tmp_path, monkeypatch
     env = {"AGENT_MEMORY_DATA_DIR": str(data), "PATH": "", "HOME": str(tmp_path)}
     write = ("from agent_memory.runtime import get_runtime;"
              "from agent_memory.models.requests import WriteFactsRequest as W;"
-             "from agent_memory.request_context import RequestContext as R;"
+             "from agent_memory.access.request_context import RequestContext as R;"
              "get_runtime().facts.write(R(context_id='acme', principal='p', admin=True), W(text='I live in Oslo.'))")
     subprocess.run([sys.executable, "-c", write], env=env, check=True, cwd=tmp_path)
     monkeypatch.setenv("AGENT_MEMORY_DATA_DIR", str(data))

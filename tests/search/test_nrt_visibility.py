@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from nrt_double import NrtCluster
 
+from agent_memory.access.request_context import RequestContext
 from agent_memory.adapters.opensearch_search import OpenSearchIndex
 from agent_memory.adapters.recent_units import RecentUnits
 from agent_memory.config import load_settings
@@ -21,9 +22,8 @@ from agent_memory.models.reads import ForgetRequest
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.models.threads import AppendThreadTurnRequest, SetThreadAclRequest
 from agent_memory.ports import SearchFilter
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime
-from agent_memory.services.live_revisions import StoreRevisions
+from agent_memory.services.retrieval.live_revisions import StoreRevisions
 
 INDEX = "tenant1-memory"
 ADMIN = RequestContext(context_id="acme", principal="p", admin=True)

@@ -2,7 +2,7 @@
 tests pin the exact bodies (mapping for both engines, hybrid query with every filter inside
 the knn clause, bm25-only, bulk upsert with external_gte versioning, deletes). A small
 evaluator of the query-DSL subset we emit then checks the filter semantics (DNF scopes,
-reader lists, validity) against the reference rules in ``agent_memory.scopes`` on the
+reader lists, validity) against the reference rules in ``agent_memory.access.scopes`` on the
 documents the adapter writes. The same contract suite as the embedded index runs against a
 real cluster only when AGENT_MEMORY_OPENSEARCH_URL is set.
 """
@@ -19,7 +19,7 @@ import pytest
 from opensearchpy.exceptions import NotFoundError
 from query_dsl import matches
 
-from agent_memory import scopes as scope_rules
+from agent_memory.access import scopes as scope_rules
 from agent_memory.adapters.opensearch_search import (
     OpenSearchBulkError,
     OpenSearchIndex,

@@ -4,7 +4,7 @@ changed under them (both stores)."""
 from __future__ import annotations
 
 from agent_memory.ports import Record
-from agent_memory.services.forget import remove_records
+from agent_memory.services.facts.forget import remove_records
 
 PK = "c#acme#default#test-records"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import keys
+from agent_memory.access.request_context import RequestContext
 from agent_memory.adapters.sqlite_store import SQLiteRecordStore
-from agent_memory.errors import Conflict
-from agent_memory.request_context import RequestContext
-from agent_memory.services.idempotency import MAX_STORED_REPLY_BYTES, IdempotencyService, caller_tag
+from agent_memory.kernel import storage_keys as keys
+from agent_memory.kernel.errors import Conflict
+from agent_memory.services.facts.idempotency import MAX_STORED_REPLY_BYTES, IdempotencyService, caller_tag
 
 CTX = RequestContext(context_id="ctx", principal="p")
 

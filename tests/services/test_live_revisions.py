@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from agent_memory.adapters.sqlite_store import SQLiteRecordStore
 from agent_memory.ports import Record, SearchUnit
-from agent_memory.services.live_revisions import StoreRevisions
-from agent_memory.services.projection import change_for
+from agent_memory.services.operations.projection import change_for
+from agent_memory.services.retrieval.live_revisions import StoreRevisions
 
 PK = "c#acme#default#thread-turns#t1"
 

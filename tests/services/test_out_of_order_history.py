@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory import timeutil
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import timeutil
 from agent_memory.models.requests import WriteFactsRequest
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime
 
 # Each example writes to a fresh entity, so the function-scoped runtime is safe to share.

@@ -9,11 +9,11 @@ from pathlib import Path
 import boto3
 import pytest
 
+from agent_memory.access.request_context import RequestContext
 from agent_memory.config import load_settings
-from agent_memory.local_server import LambdaContext
+from agent_memory.http.local_server import LambdaContext
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import SearchFilter
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime, set_runtime
 
 REPO = Path(__file__).resolve().parents[2]

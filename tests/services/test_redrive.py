@@ -9,13 +9,13 @@ import json
 import boto3
 import pytest
 
+from agent_memory.access.request_context import RequestContext
 from agent_memory.adapters.stream_dead_letters import StreamDeadLetters
 from agent_memory.config import load_settings
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import SearchFilter
-from agent_memory.request_context import RequestContext
 from agent_memory.runtime import Runtime, set_runtime
-from agent_memory.services.redrive import redrive
+from agent_memory.services.operations.redrive import redrive
 
 STREAMS_ENDPOINT = "https://streams.dynamodb.us-east-1.amazonaws.com"
 ACME = RequestContext(context_id="acme", principal="p", admin=True)
@@ -128,7 +128,7 @@ def test_without_named_contexts_every_context_in_the_table_is_reindexed(aws):
 
 
 def test_the_redrive_command(aws, monkeypatch, capsys, tmp_path):
-    from agent_memory.cli import main
+    from agent_memory.interfaces.cli import main
 
     rt, queue = aws
     rt.facts.write(ACME, WriteFactsRequest(text="I keep bees in the garden.", infer="none"))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from agent_memory.access.request_context import RequestContext
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import SearchFilter
-from agent_memory.request_context import RequestContext
-from agent_memory.services.reindex import reindex_context
+from agent_memory.services.operations.reindex import reindex_context
 
 
 def _units(runtime, query="London Berlin sushi"):
@@ -39,11 +39,11 @@ def test_reindex_cli_after_embedder_change(tmp_path):
     env = {"AGENT_MEMORY_DATA_DIR": str(data), "PATH": "", "HOME": str(tmp_path)}
     write = ("from agent_memory.runtime import get_runtime;"
              "from agent_memory.models.requests import WriteFactsRequest as W;"
-             "from agent_memory.request_context import RequestContext as R;"
+             "from agent_memory.access.request_context import RequestContext as R;"
              "get_runtime().facts.write(R(context_id='acme', principal='p', admin=True), W(text='I live in Oslo.'))")
     subprocess.run([sys.executable, "-c", write], env=env, check=True, cwd=tmp_path)
     changed = {**env, "AGENT_MEMORY_EMBEDDING_DIMENSIONS": "128"}
-    run = [sys.executable, "-m", "agent_memory.cli", "reindex", "--context", "acme"]
+    run = [sys.executable, "-m", "agent_memory.interfaces.cli", "reindex", "--context", "acme"]
     refused = subprocess.run(run, env=changed, capture_output=True, text=True, cwd=tmp_path)
     assert refused.returncode != 0 and "embedder" in (refused.stderr + refused.stdout).lower()
     ok = subprocess.run([*run, "--fresh"], env=changed, capture_output=True, text=True, cwd=tmp_path)

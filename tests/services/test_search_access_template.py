@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from agent_memory.cfn_template import load_template
-from agent_memory.services import projection
+from agent_memory.services.operations import projection
 
 REPO = Path(__file__).resolve().parents[2]
 

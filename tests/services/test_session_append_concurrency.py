@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from agent_memory.request_context import RequestContext
-from agent_memory.services.sessions import NewTurn
+from agent_memory.access.request_context import RequestContext
+from agent_memory.services.conversation.sessions import NewTurn
 
 
 def test_twenty_concurrent_appends_are_dense(runtime):

@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from agent_memory.access.request_context import RequestContext
 from agent_memory.models.threads import AppendThreadTurnRequest
-from agent_memory.request_context import RequestContext
 
 N = 50
 

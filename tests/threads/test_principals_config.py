@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from agent_memory.access.request_context import resolve
 from agent_memory.config import ConfigurationError, StaticPrincipal, load_settings, parse_principals
-from agent_memory.errors import Unauthorized
-from agent_memory.request_context import resolve
+from agent_memory.kernel.errors import Unauthorized
 
 KEY = "k-0123456789abcdef"
 

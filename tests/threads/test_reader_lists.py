@@ -4,8 +4,8 @@ returned by list, single-turn read, context or semantic search; 401 and 403."""
 
 from __future__ import annotations
 
-from agent_memory import keys
-from agent_memory.request_context import RequestContext
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import storage_keys as keys
 from agent_memory.runtime import get_runtime
 
 T = "/threads/care-log"

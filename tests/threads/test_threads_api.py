@@ -19,8 +19,8 @@ def turn_texts(api, path=T, **params):
 
 def stored_turn_count(thread_id="ticket-8492", partition="default") -> int:
     """Turn rows actually in the store, read behind the API's back."""
-    from agent_memory import keys
-    from agent_memory.request_context import RequestContext
+    from agent_memory.access.request_context import RequestContext
+    from agent_memory.kernel import storage_keys as keys
 
     ctx = RequestContext(context_id="acme", principal="t", partition=partition, admin=True)
     return len(get_runtime().store.query(keys.thread_turns_pk(ctx, thread_id), limit=1000).records)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agent_memory.services import cardinality as card
+from agent_memory.services.facts import cardinality as card
 
 
 @pytest.mark.parametrize(("raw", "key"), [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.config import load_settings
-from agent_memory.errors import ConfigurationError
+from agent_memory.kernel.errors import ConfigurationError
 
 
 def test_defaults_are_offline_without_keys(tmp_path):

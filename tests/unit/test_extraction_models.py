@@ -13,7 +13,7 @@ from agent_memory.models.extraction import (
     RelationSummary,
     UncertaintySummary,
 )
-from agent_memory.models.memory import Action, Attribute, Entity, Instruction, Relation, Source, Uncertainty
+from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Source, Uncertainty
 
 
 def test_every_extraction_field_is_defaulted():

@@ -1,4 +1,4 @@
-"""The fact-kind registry (``services/fact_kinds.py``) is the one list of kinds: the models
+"""The fact-kind registry (``services/facts/fact_kinds.py``) is the one list of kinds: the models
 that cannot import it follow it, and everything that handles kinds takes them from it."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from agent_memory.models.extraction import (
     ExtractionResult,
 )
 from agent_memory.ports import Record
-from agent_memory.presenters.memory import RECORD_WIRE
-from agent_memory.services import facts, forget, projection, readable
-from agent_memory.services.fact_kinds import BY_KIND, CLAIM_FIELDS, FACT_KINDS
+from agent_memory.presenters.facts import RECORD_WIRE
+from agent_memory.services.facts import forget, readable
+from agent_memory.services.facts import write as facts
+from agent_memory.services.facts.fact_kinds import BY_KIND, CLAIM_FIELDS, FACT_KINDS
+from agent_memory.services.operations import projection
 
 
 def _list_item(annotation: typing.Any) -> type:
@@ -74,8 +76,8 @@ def test_the_write_path_splits_claims_of_every_kind_but_entities():
 
 
 def test_reconciliation_plans_and_summarises_every_kind_from_the_registry():
-    from agent_memory.models.memory import Source
-    from agent_memory.services.reconcile import ReconcilePlan, reconcile
+    from agent_memory.models.facts import Source
+    from agent_memory.services.facts.reconcile import ReconcilePlan, reconcile
 
     assert all(k.summarise is not None for k in FACT_KINDS)
     for kind in FACT_KINDS:  # each record kind is planned exactly one way

@@ -21,16 +21,16 @@ HANDLERS = sorted((ROOT / "functions").glob("*/app.py"))
 
 # agent_memory modules a handler may import (a module or anything below it).
 ALLOWED = (
-    "agent_memory.http",
+    "agent_memory.http.api",
     "agent_memory.presenters",
     "agent_memory.runtime",
     "agent_memory.services",
     "agent_memory.models",
     # request-level helpers: domain errors, metrics, grants (verbs), multipart form parsing
-    "agent_memory.errors",
+    "agent_memory.kernel.errors",
     "agent_memory.observability",
-    "agent_memory.grants",
-    "agent_memory.multipart",
+    "agent_memory.access.grants",
+    "agent_memory.http.multipart",
 )
 
 
@@ -51,7 +51,7 @@ def _allowed(module: str) -> bool:
     top = module.split(".")[0]
     if top == "agent_memory":
         parts = module.split(".")
-        # ``from agent_memory import http`` names agent_memory.http; check every prefix.
+        # ``from agent_memory import http`` names agent_memory.http.api; check every prefix.
         return any(".".join(parts[:n]) == allowed or ".".join(parts[:n]).startswith(allowed + ".")
                    for n in range(2, len(parts) + 1) for allowed in ALLOWED)
     return top in sys.stdlib_module_names
@@ -77,9 +77,9 @@ def test_the_rule_refuses_adapters_sdks_and_the_framework(module: str):
 
 
 def test_the_rule_accepts_the_layers_below():
-    assert _allowed("agent_memory.http")
+    assert _allowed("agent_memory.http.api")
     assert _allowed("agent_memory.presenters.threads.turn_page")
-    assert _allowed("agent_memory.services.ingestion.IngestionJob")
+    assert _allowed("agent_memory.services.documents.ingestion.IngestionJob")
     assert _allowed("json")
 
 
@@ -93,10 +93,10 @@ def test_idempotency_keys_are_applied_in_one_place():
         if path.name == "idempotency.py":
             continue
         for _, module in _package_imports(path):
-            if module.startswith("agent_memory.services.idempotency"):
+            if module.startswith("agent_memory.services.facts.idempotency"):
                 users.add(path.relative_to(ROOT).as_posix())
     assert users == {"shared/agent_memory/runtime.py"}, users
-    assert "get_runtime().idempotency.run(" in (package / "http.py").read_text()
+    assert "get_runtime().idempotency.run(" in (package / "http/api.py").read_text()
 
 
 def _package_imports(path: Path) -> list[tuple[int, str]]:

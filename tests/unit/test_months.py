@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_memory.services import months, temporal
-from agent_memory.services.query_analysis import analyse
+from agent_memory.services.facts import months, temporal
+from agent_memory.services.retrieval.query_analysis import analyse
 
 
 def at(*parts: int) -> datetime:

@@ -1,10 +1,10 @@
-"""The profile sorting rules (agent_memory/services/profile.py)."""
+"""The profile sorting rules (agent_memory/services/facts/profile.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_memory.services.profile import attribute_section, relation_section
+from agent_memory.services.facts.profile import attribute_section, relation_section
 
 
 @pytest.mark.parametrize("key,section", [

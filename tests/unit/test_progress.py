@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from agent_memory import progress as progress_mod
-from agent_memory.progress import Phases, ProgressBar
+from agent_memory.interfaces import progress as progress_mod
+from agent_memory.interfaces.progress import Phases, ProgressBar
 
 
 class FakeTty(io.StringIO):

@@ -2,9 +2,9 @@
 
 from datetime import UTC, datetime, timedelta
 
-from agent_memory import timeutil
 from agent_memory.adapters.offline import offline_extract
-from agent_memory.ids import new_id
+from agent_memory.kernel import timeutil
+from agent_memory.kernel.ids import new_id
 from agent_memory.models.extraction import (
     ExtractedAction,
     ExtractedAttribute,
@@ -14,10 +14,10 @@ from agent_memory.models.extraction import (
     ExtractedUncertainty,
     ExtractionOutput,
 )
-from agent_memory.models.memory import Attribute, Entity, Instruction, Relation, Source
-from agent_memory.services.extraction import SELF_ENTITY_ID
-from agent_memory.services.extraction.speaker import EntityResolver
-from agent_memory.services.reconcile import ReconcileSettings, normalise_value, reconcile, slots
+from agent_memory.models.facts import Attribute, Entity, Instruction, Relation, Source
+from agent_memory.services.facts.extraction import SELF_ENTITY_ID
+from agent_memory.services.facts.extraction.speaker import EntityResolver
+from agent_memory.services.facts.reconcile import ReconcileSettings, normalise_value, reconcile, slots
 
 T0 = datetime(2026, 5, 12, 16, 24, tzinfo=UTC)
 T0S = "2026-05-12T16:24:00.000Z"

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_memory.services.temporal import (
+from agent_memory.services.facts.temporal import (
     leading_time_phrase,
     resolve_event_time,
     split_time_phrase,

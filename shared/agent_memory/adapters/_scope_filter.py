@@ -1,7 +1,7 @@
 """The read-region filter both RecordStore adapters apply *inside* their queries.
 
 ``RecordStore.query(read_region=...)`` returns only records whose ``data["scopes"]`` (DNF,
-``agent_memory.scopes``) a caller with that region may read. A record without scopes is
+``agent_memory.access.scopes``) a caller with that region may read. A record without scopes is
 visible to every region. The filter runs in the store, so a page is filled from visible
 records instead of being cut down afterwards (the services still check each record: an
 exact second check, never the only one).
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from agent_memory import scopes as scope_lib
+from agent_memory.access import scopes as scope_lib
 
 Item = dict[str, dict[str, Any]]
 

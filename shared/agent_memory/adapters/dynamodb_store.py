@@ -3,12 +3,12 @@
 Key design
 ----------
 The adapter is generic: it stores ``Record``s and never interprets keys. The domain
-chooses concrete keys, all built in ``agent_memory.keys``, following these conventions.
+chooses concrete keys, all built in ``agent_memory.kernel.storage_keys``, following these conventions.
 
 ``pk`` (partition key)
     One partition per context, partition and collection: ``c#<context>#<partition>#<collection>``,
     with the parent id appended when a collection belongs to a parent record (the full table
-    of collections is in ``agent_memory.keys``). Nothing is ever read across a context or a
+    of collections is in ``agent_memory.kernel.storage_keys``). Nothing is ever read across a context or a
     partition, and every page we serve comes from one DynamoDB partition::
 
         c#acme#default#sessions                         sessions of context "acme"

@@ -44,12 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from agent_memory import scopes as scope_rules
-from agent_memory import timeutil
+from agent_memory.access import scopes as scope_rules
 from agent_memory.adapters import ann
 from agent_memory.adapters.ann import AnnGraph
 from agent_memory.adapters.term_index import MAX_ROWS as TERM_INDEX_MAX_ROWS
 from agent_memory.adapters.term_index import TermIndex, Tokenizer
+from agent_memory.kernel import timeutil
 from agent_memory.lexicon import SEARCH_STOP_WORDS
 from agent_memory.ports import (
     NO_SEQ,

@@ -31,7 +31,7 @@ from agent_memory.adapters.language_models import (
     call_with_retries,
     model_call_timeout,
 )
-from agent_memory.errors import ConfigurationError
+from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.lexicon import EMBEDDING_STOP_WORDS
 from agent_memory.ports import ModelError
 

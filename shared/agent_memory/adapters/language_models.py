@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, stop_any, wait_random_exponential
 
-from agent_memory import deadline
-from agent_memory.errors import ConfigurationError
+from agent_memory.kernel import deadline
+from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.lexicon import ANSWER_WORD_HINTS, OVERLAP_STOP_WORDS
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelOutputInvalid, ModelTimeout
 

@@ -29,7 +29,7 @@ Why this shape:
 - ``opensearchpy`` and ``boto3`` are imported lazily so the domain package (and the
   embedded mode) never pays for them.
 
-Scope visibility as an index filter (DNF; see ``agent_memory.scopes``). A unit is visible
+Scope visibility as an index filter (DNF; see ``agent_memory.access.scopes``). A unit is visible
 to a region when it is unscoped or some clause has *every* path covered, where a region path
 covers itself and its descendants. Each document stores:
 
@@ -65,7 +65,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from agent_memory import timeutil
+from agent_memory.access.scopes import WILDCARD, ancestors
 from agent_memory.adapters.embedded_search import (
     candidate_depth,
     embed_all,
@@ -74,6 +74,7 @@ from agent_memory.adapters.embedded_search import (
     unit_from_dict,
     unit_to_dict,
 )
+from agent_memory.kernel import timeutil
 from agent_memory.ports import (
     Embedder,
     EmbedderMismatch,
@@ -86,7 +87,6 @@ from agent_memory.ports import (
     SearchMode,
     SearchUnit,
 )
-from agent_memory.scopes import WILDCARD, ancestors
 
 log = logging.getLogger("agent_memory.opensearch")
 
@@ -588,7 +588,7 @@ class OpenSearchIndex:
 
     def _timeout(self, timeout: float | None) -> dict[str, float]:
         """Per-call ``request_timeout``: the caller's, else the index default (none: the client's)."""
-        from agent_memory import deadline
+        from agent_memory.kernel import deadline
 
         t = timeout if timeout is not None else self.timeout
         if deadline.remaining() is not None:  # inside a request: fit its deadline

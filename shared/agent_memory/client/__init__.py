@@ -17,6 +17,7 @@ or model library (the light install, ``pip install agent-memory``).
 from agent_memory.client._common import MemoryItem, ThreadTurnRef
 from agent_memory.client.aio import AsyncAgentMemory, AsyncSession
 from agent_memory.client.client import MemoryClient
+from agent_memory.client.entity_memory import Memory, Thread
 from agent_memory.client.errors import (
     AgentMemoryError,
     ApiError,
@@ -30,7 +31,6 @@ from agent_memory.client.errors import (
     ServerError,
     ValidationError,
 )
-from agent_memory.client.memory import Memory, Thread
 from agent_memory.client.streaming import AsyncChatStream, ChatStream
 from agent_memory.client.sync import AgentMemory, Session
 

@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agent_memory import scopes as scope_lib
-from agent_memory import timeutil
-from agent_memory.errors import InvalidRequest
+from agent_memory.access import scopes as scope_lib
+from agent_memory.kernel import timeutil
+from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.models.speaker import Speaker
 
 Role = Literal["user", "assistant", "system", "tool"]

@@ -4,7 +4,7 @@
 optionally, the entity id the speaker is (``entity:person/ann-lee``). A plain string is
 shorthand for ``{"name": ...}``. Without an entity id the speaker is the person of that name
 (``entity:person/<name>``), or the context's own user when the name is one of the self aliases
-("User", "me"...): ``services/speakers.py`` resolves it. Retrieval labels the turn with that entity, so "what did Ann say" finds
+("User", "me"...): ``services/facts/speakers.py`` resolves it. Retrieval labels the turn with that entity, so "what did Ann say" finds
 Ann's turns inside the search, and the turn's indexed text stays what was said.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agent_memory.ids import ENTITY_TYPES, normalise_entity_name
+from agent_memory.kernel.ids import ENTITY_TYPES, normalise_entity_name
 
 MAX_SPEAKER_NAME_CHARS = 128
 

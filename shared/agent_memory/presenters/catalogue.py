@@ -7,7 +7,7 @@ from typing import Any
 
 from agent_memory.models.records import Page
 from agent_memory.presenters.paging import page_wire
-from agent_memory.services.catalogue import ContextEntry
+from agent_memory.services.operations.catalogue import ContextEntry
 
 
 def context_page(page: Page[ContextEntry]) -> dict[str, Any]:

@@ -8,8 +8,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from agent_memory.presenters.memory import extraction
-from agent_memory.services.chat.service import ChatDelta, ChatDone, ChatFailed, ChatReply, Citation
+from agent_memory.presenters.facts import extraction
+from agent_memory.services.conversation.chat.service import (
+    ChatDelta,
+    ChatDone,
+    ChatFailed,
+    ChatReply,
+    Citation,
+)
 
 
 def citation(c: Citation) -> dict[str, Any]:

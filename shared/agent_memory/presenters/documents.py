@@ -6,7 +6,7 @@ from typing import Any
 
 from agent_memory.models.records import Chunk, Document, Page
 from agent_memory.presenters.paging import page_wire
-from agent_memory.services.documents import IngestResult, UploadTicket
+from agent_memory.services.documents.service import IngestResult, UploadTicket
 
 
 def document_wire(doc: Document) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory.services.prompt_context import ContextResult
-from agent_memory.services.retrieval import Hit, RetrievalResult
+from agent_memory.services.retrieval.prompt_context import ContextResult
+from agent_memory.services.retrieval.service import Hit, RetrievalResult
 
 
 def hit(h: Hit) -> dict[str, Any]:

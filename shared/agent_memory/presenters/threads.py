@@ -6,7 +6,7 @@ from typing import Any
 
 from agent_memory.models.records import Page, Thread, ThreadTurn
 from agent_memory.presenters.paging import page_wire
-from agent_memory.services.threads import ContextItem, TurnText
+from agent_memory.services.conversation.threads import ContextItem, TurnText
 
 
 def thread_wire(thread: Thread) -> dict[str, Any]:

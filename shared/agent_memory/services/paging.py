@@ -16,7 +16,7 @@ gsi1 current-facts index) read in sort-key order. Pages are cut by *key*, never 
 - the caller's read region is applied by the store inside its query (``read_region``),
   not after it: a narrow region still gets full pages.
 
-Cursors (``agent_memory.cursor``) are signed over the context and a *collection name* that
+Cursors (``agent_memory.kernel.cursor``) are signed over the context and a *collection name* that
 includes the partition and every filter, so a cursor replayed with other filters, in another
 context or partition, is a 400 rather than a key outside the queried range.
 """
@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agent_memory import cursor
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import cursor
 from agent_memory.ports import Record, RecordStore
-from agent_memory.request_context import RequestContext
 
 BatchFilter = Callable[[list[Record]], list[Record]]
 MAX_SCAN = 5000

@@ -279,7 +279,7 @@ class FakeOpenAIServer:
         import uvicorn
 
         self.app = FakeOpenAIApp(behaviour)
-        # proto IPPROTO_TCP so asyncio turns Nagle off (see agent_memory.local_server.LocalServer)
+        # proto IPPROTO_TCP so asyncio turns Nagle off (see agent_memory.http.local_server.LocalServer)
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))

@@ -4,7 +4,7 @@ It is how tests, CI and keyless local runs extract facts, so it handles a fixed,
 documented set of statements and nothing else (docs/decisions.md, "Models"). It fills the same
 ``ExtractionOutput`` a real model fills, under the same conventions as the prompt.
 
-Speaker mapping (``services/extraction/speaker.py``): "I/me/my" is the entity named ``User`` (the self entity
+Speaker mapping (``services/facts/extraction/speaker.py``): "I/me/my" is the entity named ``User`` (the self entity
 ``entity:person/user``). Statements about a person named like the speaker ("Alice works at
 Acme" with ``speaker_name="Alice"``) keep the name; reconciliation maps it to the self entity.
 
@@ -109,9 +109,9 @@ from agent_memory.models.extraction import (
     ExtractedRelation,
     ExtractionOutput,
 )
-from agent_memory.services import cardinality as card
-from agent_memory.services.extraction.speaker import SELF_NAME, self_display_name
-from agent_memory.services.temporal import leading_time_phrase, trailing_time_phrase
+from agent_memory.services.facts import cardinality as card
+from agent_memory.services.facts.extraction.speaker import SELF_NAME, self_display_name
+from agent_memory.services.facts.temporal import leading_time_phrase, trailing_time_phrase
 
 PLAIN_CONFIDENCE = 0.9
 HEDGED_CONFIDENCE = 0.4

@@ -1,5 +1,5 @@
 """What the offline extractor reads from an extraction call: the structured payload of the
-user message (``services/extraction/prompt.py`` ends it with one fenced JSON block,
+user message (``services/facts/extraction/prompt.py`` ends it with one fenced JSON block,
 ```` ```json turn-data ````, holding ``turn``, ``speakerName``, ``knownEntities`` and
 ``observedAt``). The fake reads that payload, the same input a real model is given; nothing
 travels beside the prompt.
@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from agent_memory.services.extraction.prompt import FENCE_INFO
+from agent_memory.services.facts.extraction.prompt import FENCE_INFO
 
 _BLOCK = re.compile(r"```" + re.escape(FENCE_INFO) + r"\n(?P<body>[^`]*)\n```", re.DOTALL)
 

@@ -1,0 +1,154 @@
+"""What a key may do: contexts and partitions it is bound to, verbs, read and write regions.
+
+A key (static config, ``agent-memory keys create`` or the tenant's key store) carries:
+
+- ``contexts`` / ``partitions``: the ones it may use (``None``: any). Anything else is 403 on
+  every verb: the only 403 a read can get.
+- ``verbs``: ``memory:read``, ``memory:write``, ``memory:forget``, ``delegate``, ``admin``
+  (``None``: read, write and forget; an admin key holds every verb).
+- ``read_region`` / ``write_region``: scope paths (``*`` for one segment) it may read and
+  write (``None``: unrestricted). Reads narrow to the read region and never 403; a write
+  naming a scope outside the write region is 403 and writes nothing.
+- ``default_write_scope``: the scope a write that names none gets.
+
+Delegation (``X-Spectron-On-Behalf-Of``, depth 1, needs ``delegate``): the effective regions
+are the intersection of the caller's and the target's, so it never widens either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agent_memory.access import scopes as scope_lib
+from agent_memory.kernel.errors import Forbidden
+
+READ, WRITE, FORGET, DELEGATE, ADMIN = "memory:read", "memory:write", "memory:forget", "delegate", "admin"
+VERBS = (READ, WRITE, FORGET, DELEGATE, ADMIN)
+DEFAULT_VERBS = (READ, WRITE, FORGET)
+ON_BEHALF_OF_HEADER = "x-spectron-on-behalf-of"
+
+# POST routes that only read (the request body is a query, not something to store).
+_READ_POSTS = ("/query", "/context")
+
+
+def parse_grant_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The grant fields of a key entry (config or stored item), validated; absent = default."""
+    out: dict[str, Any] = {}
+    for name in ("contexts", "partitions"):
+        value = entry.get(name)
+        if value is not None:
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise ValueError(f"{name}: expected a list of names")
+            out[name] = tuple(sorted({v.strip() for v in value}))
+    for name in ("read_region", "write_region"):
+        try:
+            region = scope_lib.normalise_region(entry.get(name))
+        except scope_lib.InvalidScope as exc:
+            raise ValueError(f"{name}: {exc}") from exc
+        if region is not None:
+            out[name] = region
+    default_scope = entry.get("default_write_scope")
+    if default_scope is not None:
+        try:
+            out["default_write_scope"] = scope_lib.normalise_path(default_scope)
+        except scope_lib.InvalidScope as exc:
+            raise ValueError(f"default_write_scope: {exc}") from exc
+        if scope_lib.WILDCARD in out["default_write_scope"].split("/"):
+            raise ValueError("default_write_scope: a scope written to cannot hold a wildcard")
+    verbs = entry.get("verbs")
+    if verbs is not None:
+        if not isinstance(verbs, (list, tuple)) or not all(v in VERBS for v in verbs):
+            raise ValueError(f"verbs: expected a list of {', '.join(VERBS)}")
+        out["verbs"] = tuple(sorted(set(verbs)))
+    return out
+
+
+def grant_data(principal: Any) -> dict[str, Any]:
+    """The grant fields of a key, as stored (only those that differ from the default)."""
+    data: dict[str, Any] = {}
+    for name in ("contexts", "partitions", "read_region", "write_region", "verbs"):
+        value = getattr(principal, name)
+        if value is not None:
+            data[name] = list(value)
+    if principal.default_write_scope is not None:
+        data["default_write_scope"] = principal.default_write_scope
+    return data
+
+
+def verbs_of(principal: Any) -> frozenset[str]:
+    if principal.admin:
+        return frozenset(VERBS)
+    verbs = frozenset(principal.verbs if principal.verbs is not None else DEFAULT_VERBS)
+    return verbs | {DELEGATE} if ADMIN in verbs else verbs
+
+
+def is_admin(principal: Any) -> bool:
+    return bool(principal.admin) or ADMIN in (principal.verbs or ())
+
+
+def required_verb(method: str, path: str) -> str:
+    """The verb a route needs: reads (GET and query-shaped POSTs), forget (DELETE, /forget),
+    admin (reader-list changes), write (everything else)."""
+    method = method.upper()
+    path = path.rstrip("/")
+    if path.endswith("/audit"):
+        return ADMIN
+    if method in ("GET", "HEAD"):
+        return READ
+    if method == "DELETE" or path.endswith("/forget"):
+        return FORGET
+    if method == "PUT" and path.endswith("/acl"):
+        return ADMIN
+    if method == "POST" and path.endswith(_READ_POSTS):
+        return READ
+    return WRITE
+
+
+def check_binding(principal: Any, context_id: str, partition: str) -> None:
+    if principal.contexts is not None and context_id not in principal.contexts:
+        raise Forbidden(f"this key is not bound to context {context_id!r}", code="context_not_bound")
+    if principal.partitions is not None and partition not in principal.partitions:
+        raise Forbidden(f"this key is not bound to partition {partition!r}", code="partition_not_bound")
+
+
+def check_verb(principal: Any, verb: str, *, label: str | None = None) -> None:
+    if verb not in verbs_of(principal):
+        who = label or principal.principal
+        raise Forbidden(f"{who} does not hold {verb!r}", code="verb_not_granted", verb=verb)
+
+
+def write_scopes(scopes: Sequence[Sequence[str]], write_region: Sequence[str] | None,
+                 default_write_scope: str | None) -> list[list[str]]:
+    """The scopes a write stores: the request's, or the default write scope when it names
+    none; 403 (naming the offending scope) when any path lies outside the write region."""
+    chosen = [list(c) for c in scopes]
+    if not chosen and default_write_scope is not None:
+        chosen = [[default_write_scope]]
+    if not chosen and write_region and not any(scope_lib.WILDCARD in p.split("/") for p in write_region):
+        # No default scope: the write is tagged with the write region itself (any of its paths).
+        chosen = [[p] for p in write_region]
+    if not chosen and write_region is not None:
+        # An unscoped record is visible to every reader of the context: only an unrestricted
+        # writer may create one.
+        raise Forbidden("this key may only write inside its write region; name scopes "
+                        f"({', '.join(write_region) or 'none'})", code="scope_outside_write_region")
+    outside = scope_lib.writable(chosen, write_region)
+    if outside:
+        raise Forbidden(f"scope {outside[0]!r} is outside this key's write region",
+                        code="scope_outside_write_region", scope=outside[0])
+    return chosen
+
+
+def check_writable(scopes: Sequence[Sequence[str]], write_region: Sequence[str] | None, what: str) -> None:
+    """403 unless a record stored with ``scopes`` (an existing session's, an uncertainty's)
+    lies inside ``write_region``; an unscoped one only for a key without a write region."""
+    if write_region is None:
+        return
+    outside = scope_lib.writable(scopes, write_region)
+    if outside:
+        raise Forbidden(f"scope {outside[0]!r} of this {what} is outside this key's write region",
+                        code="scope_outside_write_region", scope=outside[0])
+    if not scopes:
+        raise Forbidden(f"this {what} is unscoped; only a key without a write region may change it",
+                        code="scope_outside_write_region")

@@ -1,0 +1,418 @@
+"""HTTP glue shared by every function's ``app.py``: one resolver factory that maps domain
+errors to problem documents once, and helpers that parse a request (context, body, query)
+so handlers stay thin: parse, authorise, call one service, return."""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from pydantic import BaseModel, ValidationError
+
+from agent_memory import observability
+from agent_memory.access import grants
+from agent_memory.access.request_context import RequestContext, resolve
+from agent_memory.http import safe_json
+from agent_memory.kernel import deadline
+from agent_memory.kernel.errors import (
+    PROBLEM_TYPE_BASE,
+    InvalidRequest,
+    MemoryError_,
+    NotFound,
+    PayloadTooLarge,
+    UpstreamModelError,
+    UpstreamModelTimeout,
+)
+from agent_memory.ports import ModelError, ModelTimeout
+from agent_memory.runtime import get_runtime
+
+log = logging.getLogger("agent_memory.http.api")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def problem_body(status: int, title: str, detail: str, slug: str, **extensions: Any) -> dict[str, Any]:
+    body = {"type": PROBLEM_TYPE_BASE + slug, "title": title, "status": status, "detail": detail}
+    body.update({k: v for k, v in extensions.items() if v is not None})
+    return body
+
+
+def problem_response(status: int, title: str, detail: str, slug: str, headers: dict[str, str] | None = None,
+                     **extensions: Any) -> Response:
+    return Response(status_code=status, content_type="application/problem+json",
+                    body=json.dumps(problem_body(status, title, detail, slug, **extensions)), headers=headers)
+
+
+def error_response(exc: MemoryError_) -> Response:
+    return problem_response(exc.status, exc.title, exc.detail, exc.type_slug, headers=exc.headers or None,
+                            code=exc.code, **exc.extensions)
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None, *,
+                  ensure_ascii: bool = True) -> Response:
+    """``ensure_ascii=False`` for text-bearing bodies (turns, chunks): escaping every non-ASCII
+    character would multiply their size against Lambda's 6 MB response limit."""
+    return Response(status_code=status, content_type="application/json",
+                    body=json.dumps(body, ensure_ascii=ensure_ascii), headers=headers)
+
+
+def empty_response(status: int = 204) -> Response:
+    return Response(status_code=status, content_type="application/json", body="")
+
+
+_request_state = threading.local()
+
+
+class ThreadSafeHttpResolver(APIGatewayHttpResolver):
+    """``APIGatewayHttpResolver`` whose per-request state is per thread.
+
+    Powertools keeps the event being resolved in a class attribute
+    (``BaseRouter.current_event``) and route state in ``self.context``. A Lambda instance
+    resolves one request at a time, but the local server (and any threaded host) resolves
+    several at once, where one request would read another's headers and body. Here both
+    live in thread-local storage, so concurrent requests stay apart without a lock.
+    """
+
+    def _state(self) -> dict[str, Any]:
+        per_resolver = getattr(_request_state, "by_resolver", None)
+        if per_resolver is None:
+            per_resolver = _request_state.by_resolver = {}
+        return per_resolver.setdefault(id(self), {"context": {}})
+
+    @property  # type: ignore[override]
+    def current_event(self):
+        return self._state().get("event")
+
+    @property  # type: ignore[override]
+    def lambda_context(self):
+        return self._state().get("lambda_context")
+
+    @property  # type: ignore[override]
+    def context(self) -> dict:
+        return self._state()["context"]
+
+    @context.setter
+    def context(self, value: dict) -> None:
+        self._state()["context"] = value
+
+    def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        state = self._state()
+        state["event"] = self._to_proxy_event(event)
+        state["lambda_context"] = context
+        state["context"] = {}
+        started = time.perf_counter()
+        try:
+            response = super().resolve(event, context)
+            observability.request_done(str(event.get("routeKey") or "unknown"), response.get("statusCode", 0),
+                                       (time.perf_counter() - started) * 1000)
+            return response
+        finally:
+            state.pop("event", None)
+            state.pop("lambda_context", None)
+
+
+def request_budget_s(lambda_context: Any) -> float:
+    """A request's time budget: ``limits.request_deadline_s``, and in Lambda no more than the
+    invocation's remaining time less ``limits.deadline_margin_s`` (time to answer in)."""
+    limits = get_runtime().settings.limits
+    budget = limits.request_deadline_s
+    remaining_ms = getattr(lambda_context, "get_remaining_time_in_millis", None)
+    if callable(remaining_ms):
+        budget = min(budget, remaining_ms() / 1000 - limits.deadline_margin_s)
+    return max(0.0, budget)
+
+
+class _SlotLease:
+    """One request's in-flight slot; a streamed response takes it over (``stream_in_request``)."""
+
+    def __init__(self, limiter: Any):
+        self.limiter = limiter
+        self.handed_over = False
+
+
+_lease: contextvars.ContextVar[_SlotLease | None] = contextvars.ContextVar("agent_memory_slot", default=None)
+
+
+def _within_budget(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
+    """Every route: one in-flight slot of the instance-wide cap (503 + Retry-After past it),
+    held until the response is done (``finally``), and the request deadline around it all."""
+    limiter = get_runtime().inflight
+    limiter.acquire()
+    lease = _SlotLease(limiter)
+    token = _lease.set(lease)
+    try:
+        with deadline.within(request_budget_s(app.lambda_context)):
+            return next_middleware(app)
+    finally:
+        _lease.reset(token)
+        if not lease.handed_over:
+            limiter.release()
+
+
+def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
+    """A streamed response's frames, produced after the handler has returned: they keep the
+    request's in-flight slot (released when the stream ends or is closed) and run under its
+    deadline (each frame is produced in a copy of the handler's context)."""
+    lease = _lease.get()
+    if lease is not None:
+        lease.handed_over = True
+    context = contextvars.copy_context()
+
+    def frames_in_context() -> Iterator[str]:
+        try:
+            while True:
+                try:
+                    frame = context.run(next, frames)
+                except StopIteration:
+                    return
+                yield frame
+        finally:
+            close = getattr(frames, "close", None)
+            if close is not None:
+                context.run(close)
+            if lease is not None:
+                lease.limiter.release()
+
+    return frames_in_context()
+
+
+def make_resolver() -> APIGatewayHttpResolver:
+    app = ThreadSafeHttpResolver()
+    app.use(middlewares=[_within_budget])
+
+    @app.exception_handler(MemoryError_)
+    def _domain_error(exc: MemoryError_) -> Response:
+        return error_response(exc)
+
+    @app.exception_handler(ModelTimeout)
+    def _model_timeout(exc: ModelTimeout) -> Response:
+        # A model or embeddings call that no service translated (retrieval embeds the query).
+        return error_response(UpstreamModelTimeout(f"model call timed out: {exc}"))
+
+    @app.exception_handler(ModelError)
+    def _model_error(exc: ModelError) -> Response:
+        return error_response(UpstreamModelError(f"model call failed: {exc}"))
+
+    @app.not_found
+    def _not_found(_: Exception) -> Response:
+        path = app.current_event.raw_path if app.current_event else "?"
+        return error_response(NotFound(f"no route for {app.current_event.request_context.http.method} {path}"))
+
+    @app.exception_handler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        log.exception("unhandled error")
+        return problem_response(500, "Internal error", "an unexpected error occurred", "internal")
+
+    return app
+
+
+# --- request parsing ----------------------------------------------------------------
+
+
+def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
+    event = app.current_event
+    settings = get_runtime().settings
+    method, path = event.request_context.http.method, event.raw_path or ""
+    ctx = resolve(context_id, dict(event.headers or {}),
+                  default_principal=settings.default_principal,
+                  request_id=event.request_context.request_id, authenticator=get_runtime().authenticator,
+                  verb=grants.required_verb(method, path))
+    observability.request_keys(context_id=ctx.context_id, principal=ctx.principal)
+    if ctx.delegated_by is not None:
+        get_runtime().audit.delegated(ctx, f"{method} {path}")
+    if grants.required_verb(method, path) == grants.WRITE:
+        get_runtime().catalogue.note(ctx)  # the context and partition pickers list it from here on
+    return ctx
+
+
+def authenticate(app: APIGatewayHttpResolver, verb: str | None = None) -> Any:
+    """Check the caller of a route that names no context (health, the context list): a
+    deployed stack answers nothing to anonymous callers. Returns the caller's key (its
+    grants), or ``None`` in single-user local mode (no keys: full access); with ``verb``,
+    a key that does not hold it gets 403."""
+    authenticator = get_runtime().authenticator
+    if not authenticator.keys_required():
+        return None
+    headers = {k.lower(): v for k, v in (app.current_event.headers or {}).items()}
+    caller = authenticator.authenticate(headers.get("authorization"))
+    observability.request_keys(principal=caller.principal)
+    if verb is not None:
+        grants.check_verb(caller, verb)
+    return caller
+
+
+def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:
+    event = app.current_event
+    if event.body is None:
+        data = b""
+    elif event.is_base64_encoded:
+        # Not Powertools' ``decoded_body``: it decodes the bytes as UTF-8 again, and a binary
+        # body (a multipart upload of a file in another encoding) must stay bytes.
+        try:
+            data = base64.b64decode(event.body)
+        except ValueError as exc:
+            raise InvalidRequest("body is not valid base64", field="body") from exc
+    else:
+        data = event.body.encode("utf-8")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise PayloadTooLarge(f"request body is {len(data)} bytes; the limit is {max_bytes}")
+    return data
+
+
+def json_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> dict[str, Any]:
+    data = raw_body(app, max_bytes)
+    if not data.strip():
+        raise InvalidRequest("request body is required", field="body")
+    try:
+        parsed = safe_json.loads(data)
+    except safe_json.JsonLimitExceeded as exc:
+        raise InvalidRequest(f"request body: {exc}", field=exc.path or "body", limit=exc.limit) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidRequest(f"malformed JSON: {exc}", field="body") from exc
+    if not isinstance(parsed, dict):
+        raise InvalidRequest("request body must be a JSON object", field="body")
+    return parsed
+
+
+def validate(model: type[M], data: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "body"
+        raise InvalidRequest(f"{field}: {first['msg']}", field=field) from exc
+
+
+def body(app: APIGatewayHttpResolver, model: type[M], max_bytes: int | None = None,
+         optional: bool = False) -> M:
+    if optional and not raw_body(app).strip():
+        return validate(model, {})
+    return validate(model, json_body(app, max_bytes))
+
+
+def query_int(app: APIGatewayHttpResolver, name: str, default: int, *, minimum: int = 1,
+              maximum: int | None = None) -> int:
+    raw = app.current_event.get_query_string_value(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)  # an empty value (``limit=``) is not an integer: 400, not the default
+    except ValueError as exc:
+        raise InvalidRequest(f"{name} must be an integer", field=name) from exc
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+        raise InvalidRequest(f"{name} must be {bound}", field=name)
+    return value
+
+
+def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
+    value = app.current_event.get_query_string_value(name)
+    return value if value not in (None, "") else None
+
+
+def query_bool(app: APIGatewayHttpResolver, name: str) -> bool | None:
+    """``true``/``false`` (also 1/0); absent is ``None``; anything else (empty too) is a 400."""
+    raw = app.current_event.get_query_string_value(name)
+    if raw is None:
+        return None
+    value = {"true": True, "1": True, "false": False, "0": False}.get(raw.strip().lower())
+    if value is None:
+        raise InvalidRequest(f"{name} must be true or false", field=name)
+    return value
+
+
+def query_instant(app: APIGatewayHttpResolver, name: str) -> str | None:
+    """An RFC 3339 query parameter, normalised to UTC millisecond form (400 when invalid)."""
+    from agent_memory.kernel import timeutil
+
+    raw = app.current_event.get_query_string_value(name)
+    if raw is None:
+        return None
+    try:
+        return timeutil.normalise(raw.replace(" ", "+"))  # a raw '+' in a query string reads as a space
+    except ValueError as exc:
+        raise InvalidRequest(f"{name} must be an RFC 3339 timestamp in the years "
+                             f"{timeutil.MIN_YEAR:04d}-{timeutil.MAX_YEAR} (UTC)", field=name) from exc
+
+
+def header(app: APIGatewayHttpResolver, name: str) -> str | None:
+    return app.current_event.headers.get(name)
+
+
+def page_limit(app: APIGatewayHttpResolver) -> int:
+    limits = get_runtime().settings.limits
+    return query_int(app, "limit", limits.page_default, maximum=limits.page_max)
+
+
+def idempotent(app: APIGatewayHttpResolver, ctx: RequestContext, operation: str, req: BaseModel | dict[str, Any],
+               run: Any, status: int = 200, *, body_key: str | None = None, refs: Any = None,
+               ensure_ascii: bool = True) -> Response:
+    """Run a write under the request's idempotency key (every route that takes one comes
+    through here): a replay returns the stored response (200, ``Idempotent-Replayed: true``)
+    without running ``run`` again; the same key with another body is a 409.
+
+    ``run`` returns the wire body (what is stored for replay); ``req`` is what makes two
+    requests "the same" (a model, dumped, or a payload dict). The key is the
+    ``Idempotency-Key`` header, or ``body_key`` (a body field); when both are given they
+    must agree. ``refs(body)`` lists the record ids the reply mentions, so forget can delete
+    stored replies that would keep forgotten text (default: ids found in the body)."""
+    key = header(app, "Idempotency-Key")
+    if key is not None and body_key is not None and key != body_key:
+        raise InvalidRequest("Idempotency-Key header and idempotency_key differ", field="idempotency_key")
+    key = key if key is not None else body_key
+    payload = req.model_dump(mode="json") if isinstance(req, BaseModel) else req
+    mentioned = refs if refs is not None else referenced_ids
+
+    def call() -> tuple[dict[str, Any], int, list[str]]:
+        body = run()
+        return body, status, mentioned(body)
+
+    outcome = get_runtime().idempotency.run(ctx, operation, key, payload, call)
+    headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
+    return json_response(outcome.body, outcome.status, headers, ensure_ascii=ensure_ascii)
+
+
+def referenced_ids(body: Any) -> list[str]:
+    """Record ids a response mentions (``turn_…``, ``attr_…``), for forget to find stored replies."""
+    found: list[str] = []
+    if isinstance(body, dict):
+        for value in body.values():
+            found += referenced_ids(value)
+    elif isinstance(body, list):
+        for value in body:
+            found += referenced_ids(value)
+    elif isinstance(body, str) and "_" in body and body.split("_", 1)[0] in {
+            "turn", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "sess", "tturn"}:
+        found.append(body)
+    return found
+
+
+def sse_stream(events: Iterable[tuple[str, Any]]) -> Iterator[str]:
+    """Server-sent events (docs/decisions.md, "SSE"): one frame per ``(event, data)``, then
+    ``data: [DONE]``. An ``error`` event's data is a domain error, framed as its problem document."""
+    for event, data in events:
+        if isinstance(data, MemoryError_):
+            data = problem_body(data.status, data.title, data.detail, data.type_slug, code=data.code,
+                                **data.extensions)
+        yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def sse_response() -> Response:
+    return Response(status_code=200, content_type="text/event-stream",
+                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}, body="")
+
+
+def attach_stream(response: dict[str, Any], frames: Any, *, streaming: bool) -> dict[str, Any]:
+    """Give an SSE response its frames: as an iterator when the host streams (the local
+    server), else joined into the body (API Gateway buffers the whole response anyway)."""
+    if streaming:
+        return {**response, "body": "", "stream": frames}
+    return {**response, "body": "".join(frames)}

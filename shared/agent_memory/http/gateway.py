@@ -1,0 +1,190 @@
+"""The API Gateway stand-in: routes from template.yaml and openapi.yaml, each request turned
+into an HTTP API payload 2.0 event for its function's ``lambda_handler``, called in-process.
+The local server (``local_server``, over uvicorn via ``asgi_gateway``) and the in-process test
+client both drive it."""
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import logging
+import re
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from agent_memory.cfn_template import function_routes, load_openapi, load_template, repo_root
+from agent_memory.interfaces import inspector
+
+log = logging.getLogger("agent_memory.http.local_server")
+
+MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway HTTP API payload limit
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # template path with {params}
+    pattern: re.Pattern[str]
+    handler: str  # functions/<area>/app.lambda_handler
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+def _compile(path: str) -> re.Pattern[str]:
+    regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(path))
+    return re.compile(f"^{regex}$")
+
+
+def load_routes(root: Path | None = None) -> list[Route]:
+    """Routes wired in template.yaml; each must exist in openapi.yaml (tests check both ways)."""
+    root = root or repo_root()
+    wired = function_routes(load_template(root / "template.yaml"))
+    spec = load_openapi(root / "openapi.yaml")
+    routes = []
+    for (method, path), handler in wired.items():
+        if method.lower() not in (spec.get("paths", {}).get(path) or {}):
+            raise RuntimeError(f"template.yaml wires {method} {path} but openapi.yaml does not define it")
+        routes.append(Route(method, path, _compile(path), handler))
+    # Literal segments win over parameters, as in API Gateway: sort by fewest params first.
+    routes.sort(key=lambda r: (r.path.count("{"), -len(r.path)))
+    return routes
+
+
+class HandlerRegistry:
+    """Imports each function module once (by file path, like Lambda's task root)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._handlers: dict[str, Callable[[dict, Any], dict]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, handler: str) -> Callable[[dict, Any], dict]:
+        with self._lock:
+            if handler not in self._handlers:
+                module_path, _, func = handler.rpartition(".")
+                module_name = module_path.replace("/", ".")
+                spec = importlib.util.spec_from_file_location(module_name, self.root / f"{module_path}.py")
+                if spec is None or spec.loader is None:
+                    raise RuntimeError(f"cannot load handler {handler}")
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[module_name] = module
+                spec.loader.exec_module(module)
+                self._handlers[handler] = getattr(module, func)
+            return self._handlers[handler]
+
+
+class LambdaContext:
+    """The attributes Powertools and our handlers read from a Lambda context."""
+
+    def __init__(self, function_name: str, timeout_s: float = 29.0):
+        self.function_name = function_name
+        self._ends_at = time.monotonic() + timeout_s
+        self.function_version = "$LATEST"
+        self.invoked_function_arn = f"arn:aws:lambda:local:000000000000:function:{function_name}"
+        self.memory_limit_in_mb = 512
+        self.aws_request_id = str(uuid.uuid4())
+        self.log_group_name = f"/aws/lambda/{function_name}"
+        self.log_stream_name = "local"
+
+    # The local server can write a response incrementally (SSE); Lambda behind API
+    # Gateway cannot, so handlers check this before handing back an iterator.
+    supports_streaming = True
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Like Lambda's: what is left of the function timeout (locally the request deadline
+        setting plus its margin, so the resolver's budget is the setting itself)."""
+        return max(0, int((self._ends_at - time.monotonic()) * 1000))
+
+
+def build_event(route: Route, method: str, raw_path: str, raw_query: str, headers: dict[str, str],
+                body: bytes, path_params: dict[str, str], source_ip: str) -> dict[str, Any]:
+    query: dict[str, str] = {}
+    for k, v in parse_qsl(raw_query, keep_blank_values=True):
+        query[k] = f"{query[k]},{v}" if k in query else v  # API Gateway v2 joins repeats with commas
+    try:
+        text = body.decode("utf-8")
+        is_b64 = False
+    except UnicodeDecodeError:
+        text = base64.b64encode(body).decode()
+        is_b64 = True
+    now = time.time()
+    return {
+        "version": "2.0",
+        "routeKey": route.route_key,
+        "rawPath": raw_path,
+        "rawQueryString": raw_query,
+        "headers": {k.lower(): v for k, v in headers.items()},
+        "queryStringParameters": query or None,
+        "pathParameters": path_params or None,
+        "requestContext": {
+            "accountId": "000000000000", "apiId": "local", "domainName": "localhost", "domainPrefix": "localhost",
+            "http": {"method": method, "path": raw_path, "protocol": "HTTP/1.1", "sourceIp": source_ip,
+                     "userAgent": headers.get("user-agent", "")},
+            "requestId": uuid.uuid4().hex, "routeKey": route.route_key, "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)), "timeEpoch": int(now * 1000),
+        },
+        "body": text if body else None,
+        "isBase64Encoded": is_b64,
+    }
+
+
+class LocalGateway:
+    """Routes a request to its function and returns the Lambda response dict."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = root or repo_root()
+        self.routes = load_routes(self.root)
+        self.handlers = HandlerRegistry(self.root)
+
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        for route in self.routes:
+            if route.method != method:
+                continue
+            m = route.pattern.match(path)
+            if m:
+                return route, m.groupdict()
+        return None
+
+    def methods_for(self, path: str) -> list[str]:
+        """The methods routed for ``path`` (for OPTIONS and 405-free HEAD)."""
+        return sorted({r.method for r in self.routes if r.pattern.match(path)})
+
+    def invoke(self, method: str, target: str, headers: dict[str, str], body: bytes,
+               source_ip: str = "127.0.0.1") -> dict[str, Any]:
+        parts = urlsplit(target)
+        if inspector.is_inspector_path(parts.path):  # the inspector page, same origin as the API
+            return inspector.static_response(method, parts.path)
+        found = self.match(method, parts.path)
+        if found is None:
+            return _problem(404, "Not found", f"no route for {method} {parts.path}")
+        route, params = found
+        event = build_event(route, method, parts.path, parts.query, headers, body, params, source_ip)
+        del body  # the event holds the body now; one copy per request, not two
+        handler = self.handlers.get(route.handler)
+        return handler(event, LambdaContext(route.handler.split("/")[1], _function_timeout_s()))
+
+
+def _function_timeout_s() -> float:
+    """The local stand-in for a function's timeout: the request deadline plus its margin."""
+    from agent_memory.runtime import get_runtime
+
+    limits = get_runtime().settings.limits
+    return limits.request_deadline_s + limits.deadline_margin_s
+
+
+def _problem(status: int, title: str, detail: str, slug: str | None = None,
+             headers: dict[str, str] | None = None) -> dict[str, Any]:
+    from agent_memory.http.api import problem_body
+
+    slug = slug or ("not-found" if status == 404 else "invalid-request")
+    return {"statusCode": status, "headers": {"Content-Type": "application/problem+json", **(headers or {})},
+            "body": json.dumps(problem_body(status, title, detail, slug)), "isBase64Encoded": False}

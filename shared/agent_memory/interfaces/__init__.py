@@ -1,0 +1,1 @@
+"""What people use: the command line, the terminal chat, the MCP server and the memory inspector."""

@@ -1,0 +1,78 @@
+"""``agent-memory keys create|list|revoke``: the API keys stored in the record store (a local
+data dir, or the tenant table with --table and the operator's AWS credentials)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from agent_memory.interfaces.cli._settings import settings_for
+
+
+def add_parser(sub) -> None:
+    keys = sub.add_parser("keys", help="create, list and revoke API keys (stored as digests)")
+    keys_sub = keys.add_subparsers(dest="keys", required=True)
+    create = keys_sub.add_parser("create", help="create a key; it is printed once")
+    create.add_argument("--principal", required=True)
+    create.add_argument("--group", action="append", help="group membership (repeatable)")
+    create.add_argument("--admin", action="store_true")
+    create.add_argument("--label", default=None, help="a note for `keys list`")
+    create.add_argument("--context", action="append", dest="contexts",
+                        help="a context the key may use (repeatable; default: any)")
+    create.add_argument("--partition", action="append", dest="partitions",
+                        help="a partition the key may use (repeatable; default: any)")
+    create.add_argument("--read", action="append", dest="read_region",
+                        help="a scope path of the read region, '*' for one segment (repeatable; default: all)")
+    create.add_argument("--write", action="append", dest="write_region",
+                        help="a scope path of the write region (repeatable; default: all)")
+    create.add_argument("--default-scope", default=None, dest="default_write_scope",
+                        help="the scope a write that names none is given")
+    create.add_argument("--verb", action="append", dest="verbs",
+                        help="memory:read, memory:write, memory:forget, delegate or admin "
+                             "(repeatable; default: read, write, forget)")
+    keys_sub.add_parser("list", help="list keys (never the keys themselves)")
+    revoke = keys_sub.add_parser("revoke", help="delete a key by its id")
+    revoke.add_argument("key_id")
+    for p in keys_sub.choices.values():
+        p.add_argument("--data-dir", default=None, help="local store (AGENT_MEMORY_DATA_DIR)")
+        p.add_argument("--table", default=None, help="the tenant's DynamoDB table (stack output TableName)")
+    keys.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent_memory.config import GRANT_FIELDS
+    from agent_memory.runtime import Runtime
+
+    if args.table:
+        os.environ["AGENT_MEMORY_STORE"] = "dynamodb"
+        os.environ["AGENT_MEMORY_TABLE"] = args.table
+    settings = settings_for(args)
+    if settings is None:
+        return 2
+    keys = Runtime(settings).api_keys
+    if args.keys == "create":
+        grant = {name: getattr(args, name) for name in GRANT_FIELDS if getattr(args, name) is not None}
+        try:
+            raw, stored = keys.create(args.principal, groups=args.group or (), admin=args.admin, label=args.label,
+                                      **grant)
+        except ValueError as exc:
+            print(f"agent-memory: {exc}", file=sys.stderr)
+            return 2
+        print(f"key id: {stored.key_id}\nprincipal: {stored.principal}\nadmin: {str(stored.admin).lower()}")
+        for name, value in stored.grant.items():
+            print(f"{name}: {','.join(value) if isinstance(value, tuple) else value}")
+        print(f"key (shown once, store it now): {raw}")
+        return 0
+    if args.keys == "list":
+        for k in keys.list():
+            groups = ",".join(k.groups) or "-"
+            grant = "".join(f"  {name}={','.join(v) if isinstance(v, tuple) else v}" for name, v in k.grant.items())
+            print(f"{k.key_id}  {k.principal}  groups={groups}  admin={str(k.admin).lower()}  "
+                  f"created={k.created_at}" + (f"  label={k.label}" if k.label else "") + grant)
+        return 0
+    if keys.revoke(args.key_id):
+        print(f"revoked {args.key_id}")
+        return 0
+    print(f"agent-memory: no key {args.key_id}", file=sys.stderr)
+    return 1

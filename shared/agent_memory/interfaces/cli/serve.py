@@ -1,0 +1,76 @@
+"""``agent-memory serve``: the local service (the deployed API, in-process)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from agent_memory.interfaces.cli._settings import settings_for
+from agent_memory.interfaces.netaddr import is_loopback
+
+
+def add_parser(sub) -> None:
+    serve = sub.add_parser("serve", help="run the local service (the deployed API, in-process)")
+    serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8080")))
+    serve.add_argument("--data-dir", default=None, help="embedded storage directory (AGENT_MEMORY_DATA_DIR)")
+    serve.add_argument("--store", choices=["sqlite", "dynamodb"], default=None)
+    serve.add_argument("--create-table", action="store_true",
+                       help="with --store dynamodb: create the table from template.yaml if missing")
+    serve.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from agent_memory.http.local_server import make_server
+    from agent_memory.runtime import Runtime, set_runtime
+
+    settings = settings_for(args)
+    if settings is None:
+        return 2
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    runtime = Runtime(settings)
+    set_runtime(runtime)
+    if settings.store == "dynamodb" and args.create_table:
+        from agent_memory.adapters.dynamodb_table import ensure_table
+
+        ensure_table(settings)
+    from agent_memory.kernel.errors import ConfigurationError
+    from agent_memory.ports import EmbedderMismatch
+
+    try:
+        _ = runtime.search  # open the index now: an embedder mismatch is a startup error
+        _ = runtime.store  # and replay the projection outbox an earlier crash left
+        _ = runtime.reranker  # a configured reranker loads now: a missing extra stops startup
+    except EmbedderMismatch as exc:
+        print(f"agent-memory: {exc}; run `agent-memory reindex --fresh --context ...`", file=sys.stderr)
+        return 2
+    except ConfigurationError as exc:
+        print(f"agent-memory: {exc}", file=sys.stderr)
+        return 2
+    refusal = open_mode_refusal(args.host, runtime)
+    if refusal:
+        print(f"agent-memory: {refusal}", file=sys.stderr)
+        return 2
+    server = make_server(args.host, args.port)
+    logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s)",
+                                           args.host, server.server_port, settings.describe(), settings.data_dir)
+    logging.getLogger("agent_memory").info("memory inspector: http://%s:%d/inspector/", args.host, server.server_port)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def open_mode_refusal(host: str, runtime) -> str | None:
+    """Why serving on ``host`` must not start: without keys every caller is an admin, which
+    is only acceptable when nobody but this machine can connect."""
+    if is_loopback(host) or runtime.authenticator.keys_required():
+        return None
+    return (f"refusing to serve on {host} without API keys: every caller would be an admin. "
+            "Create one with `agent-memory keys create --principal <name> --admin --data-dir <dir>` "
+            "(or configure principals), or bind a loopback address (--host 127.0.0.1)")

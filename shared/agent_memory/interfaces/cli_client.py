@@ -1,0 +1,195 @@
+"""The ``agent-memory`` commands that talk to a running service, all through the SDK:
+``chat`` (the terminal loop) and the operator commands ``remember``, ``recall``, ``state``
+and ``history``. Each prints human-readable text, or the response JSON with ``--json``.
+An error response prints its problem and exits 1; a service that cannot be reached exits 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from agent_memory.client import AgentMemory, AgentMemoryError, ApiError
+from agent_memory.models import wire
+
+
+def add_commands(sub: Any) -> None:
+    chat = _command(sub, "chat", "chat in the terminal with a running service", _chat)
+    chat.add_argument("--session", default=None, help="resume a session")
+
+    remember = _command(sub, "remember", "store a statement and print what it extracted", _remember)
+    remember.add_argument("text")
+    remember.add_argument("--session", default=None, help="append to this session")
+
+    recall = _command(sub, "recall", "ranked memory for a query", _recall)
+    recall.add_argument("query")
+    recall.add_argument("-k", type=int, default=None, help="number of hits (default 10)")
+    recall.add_argument("--as-of", default=None, help="facts valid at this RFC 3339 instant")
+
+    state = _command(sub, "state", "the current memory snapshot, by category", _state)
+    state.add_argument("--limit", type=int, default=None, help="rows per table (default 100)")
+
+    history = _command(sub, "history", "one attribute's supersession chain", _history)
+    history.add_argument("entity", help="type/name, e.g. person/user")
+    history.add_argument("key", help="attribute key, e.g. location")
+
+    documents = sub.add_parser("documents", help="documents of a context")
+    documents_sub = documents.add_subparsers(dest="documents", required=True)
+    upload = _command(documents_sub, "upload", "upload a document and wait until it is ingested", _upload)
+    upload.add_argument("file", help="a text or markdown file")
+    upload.add_argument("--title", default=None, help="default: the file name")
+    upload.add_argument("--format", choices=["text", "markdown"], default=None, help="default: by extension")
+    upload.add_argument("--label", action="append", dest="labels", help="a label (repeatable)")
+    upload.add_argument("--no-wait", action="store_true", help="return once the upload is accepted")
+    upload.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for ingestion")
+
+
+def _command(sub: Any, name: str, help: str, run: Callable[[AgentMemory, argparse.Namespace], int]
+             ) -> argparse.ArgumentParser:
+    cmd = sub.add_parser(name, help=help)
+    cmd.add_argument("--context", required=True)
+    cmd.add_argument("--url", default=None, help="service URL (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
+    cmd.add_argument("--api-key", default=None, help="bearer key (AGENT_MEMORY_API_KEY)")
+    cmd.add_argument("--partition", default=None)
+    cmd.add_argument("--on-behalf-of", default=None, dest="on_behalf_of",
+                     help="act for this principal (X-Spectron-On-Behalf-Of; the key needs 'delegate')")
+    cmd.add_argument("--json", action="store_true", help="print the response JSON")
+    cmd.set_defaults(func=lambda args: _run(args, run))
+    return cmd
+
+
+def _run(args: argparse.Namespace, run: Callable[[AgentMemory, argparse.Namespace], int]) -> int:
+    try:
+        with AgentMemory(args.context, base_url=args.url, api_key=args.api_key, partition=args.partition,
+                         on_behalf_of=args.on_behalf_of, timeout=120) as memory:
+            return run(memory, args)
+    except ApiError as exc:
+        print(f"agent-memory: {exc.status} {exc.title}: {exc.detail}", file=sys.stderr)
+        return 1
+    except AgentMemoryError as exc:
+        url = args.url or os.environ.get("AGENT_MEMORY_URL") or "http://127.0.0.1:8080"
+        print(f"agent-memory: cannot reach {url}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _print_json(model: Any) -> None:
+    data = model.to_wire() if isinstance(model, wire.WireModel) else [m.to_wire() for m in model]
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _chat(memory: AgentMemory, args: argparse.Namespace) -> int:
+    from agent_memory.interfaces.terminal_chat import run_repl
+
+    run_repl(memory, args.session)
+    return 0
+
+
+def _remember(memory: AgentMemory, args: argparse.Namespace) -> int:
+    result = memory.remember(args.text, session_id=args.session)
+    if args.json:
+        _print_json(result)
+        return 0
+    print(f"stored turn {result.turn_id} in session {result.session_id}")
+    extraction = result.extraction
+    if extraction is None:
+        return 0
+    for a in extraction.attributes:
+        print(f"  + {a.entity_id} {a.key} = {a.value}")
+    for r in extraction.relations:
+        print(f"  + {r.subject} {r.label} {r.object}")
+    for act in extraction.actions:
+        print(f"  + {act.actor} {act.verb}: {act.summary}")
+    for i in extraction.instructions:
+        print(f"  + instruction {i.label}: {i.description}")
+    for c in extraction.corrections:
+        print(f"  ~ {c.entity_id} {c.key}: {c.old_value} -> {c.new_value or '(no longer true)'}")
+    for u in extraction.uncertainties:
+        print(f"  ? {u.about} ({u.reason})")
+    return 0
+
+
+def _recall(memory: AgentMemory, args: argparse.Namespace) -> int:
+    result = memory.recall(args.query, k=args.k, as_of=args.as_of)
+    if args.json:
+        _print_json(result)
+        return 0
+    if not result.hits:
+        print("(nothing found)")
+    for n, hit in enumerate(result.hits, 1):
+        when = f" {hit.occurred_at}" if hit.occurred_at else ""
+        print(f"{n:>2}. [{hit.source}{when}] {hit.text}  ({hit.score:.3f})")
+    return 0
+
+
+def _state(memory: AgentMemory, args: argparse.Namespace) -> int:
+    state = memory.state(limit=args.limit)
+    if args.json:
+        _print_json(state)
+        return 0
+    for name in ("identity", "knowledge", "context"):
+        category: wire.StateCategory = getattr(state, name)
+        rows = [f"  {a.entity} {a.key} = {a.value}" for a in category.attributes]
+        rows += [f"  {r.subject} {r.label} {r.object}" for r in category.relations]
+        rows += [f"  {a.actor} {a.verb}: {a.summary}" for a in category.actions]
+        print(f"{name}:" if rows else f"{name}: (empty)")
+        for row in rows:
+            print(row)
+    if state.instructions:
+        print("instructions:")
+        for i in state.instructions:
+            print(f"  {i.label}: {i.description}")
+    if state.unknowns:
+        print("unknowns:")
+        for u in state.unknowns:
+            print(f"  {u.about} ({u.reason})")
+    truncated = [name for name, cut in state.truncated.model_dump().items() if cut]
+    if truncated:
+        print(f"(truncated: {', '.join(truncated)}; raise --limit)")
+    return 0
+
+
+def _upload(memory: AgentMemory, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from agent_memory.interfaces.progress import ProgressBar
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"agent-memory: {path}: no such file", file=sys.stderr)
+        return 2
+    accepted = memory.documents.upload(path, args.title, format=args.format, labels=args.labels)
+    document: Any = accepted
+    if accepted.status == "ingesting" and not args.no_wait:
+        with ProgressBar(f"ingest {path.name}", accepted.chunks_total, unit="chunks") as bar:
+            document = memory.documents.wait_ready(
+                accepted.id, timeout=args.timeout,
+                on_progress=lambda d: bar.update(completed=d.chunks_done, total=d.chunks_total or None))
+    if args.json:
+        _print_json(document)
+        return 0
+    chunks = getattr(document, "chunk_count", None)
+    print(f"document {document.id}: {document.status}" + (f", {chunks} chunks" if chunks is not None else "")
+          + (" (already stored)" if accepted.deduplicated else ""))
+    error = getattr(document, "error", None)
+    if error is not None:
+        print(f"agent-memory: ingestion failed: {error.detail}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _history(memory: AgentMemory, args: argparse.Namespace) -> int:
+    type_, _, name = args.entity.removeprefix("entity:").partition("/")
+    if not name:
+        print("agent-memory: entity must be type/name, e.g. person/user", file=sys.stderr)
+        return 2
+    chain = memory.entities.history(type_, name, args.key)
+    if args.json:
+        _print_json(chain)
+        return 0
+    for a in chain:
+        until = a.valid_until or "now"
+        print(f"{a.valid_from or '(start)'} .. {until}: {a.value}")
+    return 0

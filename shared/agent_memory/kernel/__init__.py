@@ -1,0 +1,1 @@
+"""The shared kernel every layer uses: ids, errors, time, storage keys, cursors and deadlines."""

@@ -1,0 +1,186 @@
+"""Record-store key conventions, in one place.
+
+Every key starts with the context and the partition, so nothing is ever read across a
+context or a partition. ``pk`` names a collection, ``sk`` gives the order it pages by:
+
+=========================  ===========================================  =====================
+collection                 pk                                           sk
+=========================  ===========================================  =====================
+sessions                   ``c#<ctx>#<part>#sessions``                  ``<session id>``
+turns of a session         ``c#<ctx>#<part>#turns#<session id>``        ``<seq, 12 digits>``
+idempotency records        ``c#<ctx>#<part>#idem``                      ``<scope>#<caller>#<key>``
+=========================  ===========================================  =====================
+
+Secondary order (gsi1): a turn by id (``gsi1pk = c#<ctx>#<part>#turn-ids``, ``gsi1sk = <turn id>``).
+Later collections (facts, threads, documents, traces) add their rows here.
+"""
+
+from __future__ import annotations
+
+from agent_memory.access.request_context import RequestContext
+
+
+def base(ctx: RequestContext) -> str:
+    return f"c#{ctx.context_id}#{ctx.partition}"
+
+
+def sessions_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#sessions"
+
+
+def turns_pk(ctx: RequestContext, session_id: str) -> str:
+    return f"{base(ctx)}#turns#{session_id}"
+
+
+def turn_sk(seq: int) -> str:
+    return f"{seq:012d}"
+
+
+def turn_ids_gsi(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#turn-ids"
+
+
+def idempotency_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#idem"
+
+
+# --- memory graph -----------------------------------------------------------------------
+#
+# entities           c#<ctx>#<part>#entities          <type>/<name>
+# attributes         c#<ctx>#<part>#attrs#<entity>    a#<key>#<attr id>          (history, oldest first)
+#   head rows        c#<ctx>#<part>#attrs#<entity>    h#<key>#<scope sig>[#<value>]  (current pointer)
+# relations          c#<ctx>#<part>#rels#<subject>    a#<label>#<rel id>
+#   head rows        c#<ctx>#<part>#rels#<subject>    h#<label>#<scope sig>[#<object>]
+# actions            c#<ctx>#<part>#actions           <occurred at>#<act id>
+# instructions       c#<ctx>#<part>#instructions      <instr id>
+# uncertainties      c#<ctx>#<part>#uncertainties     <unc id>
+#
+# Head rows serialise writers of one single-valued (entity, key, scope): superseding the
+# current value and inserting the new one is one transaction conditioned on the head's
+# version, so concurrent corrections leave exactly one current value and an unbroken chain.
+# For multi-valued keys the head is per value, which makes "same value again" race-free.
+#
+# gsi1 holds CURRENT facts only (the attribute is removed when a fact is superseded, closed
+# or deleted): gsi1pk c#<ctx>#<part>#current#attribute|relation, gsi1sk <category>#<entity>#<key>#<id>.
+# /state and the collections page through it.
+
+def entities_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#entities"
+
+
+def entity_sk(entity_id: str) -> str:
+    return entity_id.removeprefix("entity:")
+
+
+def attrs_pk(ctx: RequestContext, entity_id: str) -> str:
+    return f"{base(ctx)}#attrs#{entity_id}"
+
+
+def rels_pk(ctx: RequestContext, subject: str) -> str:
+    return f"{base(ctx)}#rels#{subject}"
+
+
+def fact_sk(key: str, fact_id: str) -> str:
+    return f"a#{key}#{fact_id}"
+
+
+def head_sk(key: str, scope_sig: str, value: str | None = None) -> str:
+    return f"h#{key}#{scope_sig}" + (f"#{value}" if value is not None else "")
+
+
+def current_gsi(ctx: RequestContext, kind: str) -> str:
+    return f"{base(ctx)}#current#{kind}"
+
+
+def actions_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#actions"
+
+
+def instructions_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#instructions"
+
+
+def uncertainties_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#uncertainties"
+
+
+# --- threads ----------------------------------------------------------------------------
+#
+# thread rows        c#<ctx>#<part>#threads                  <thread id>     (counter + reader list)
+# thread turns       c#<ctx>#<part>#thread-turns#<thread id>  <turn index, 12 digits>
+# turn text parts    c#<ctx>#<part>#thread-parts#<thread id>  <turn index>#<part, 3 digits>
+# audit records      c#<ctx>#<part>#audit                    <at>#<audit id>  (admin bypasses)
+#
+# A thread row is the turn counter: an append bumps it under a version condition in the same
+# transaction as the new turn row, so turn indexes are dense and never shared. Turn text over
+# what one item holds is split into part rows written in that transaction too.
+
+def threads_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#threads"
+
+
+def thread_turns_pk(ctx: RequestContext, thread_id: str) -> str:
+    return f"{base(ctx)}#thread-turns#{thread_id}"
+
+
+def thread_turn_sk(turn_index: int) -> str:
+    return f"{turn_index:012d}"
+
+
+def thread_parts_pk(ctx: RequestContext, thread_id: str) -> str:
+    return f"{base(ctx)}#thread-parts#{thread_id}"
+
+
+def thread_part_sk(turn_index: int, part: int) -> str:
+    return f"{turn_index:012d}#{part:03d}"
+
+
+def audit_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#audit"
+
+
+# --- documents --------------------------------------------------------------------------
+#
+# document rows      c#<ctx>#<part>#docs                  <doc id>
+# chunk rows         c#<ctx>#<part>#chunks#<doc id>       <ordinal, 6 digits>
+# content hashes     c#<ctx>#<part>#doc-hashes            <sha256>#<scope sig>   (-> document id)
+#
+# A document's text lives only in its chunk rows (a 5 MiB document cannot be one item). The
+# content-hash row is created with the document row, conditioned on absence, so concurrent
+# uploads of the same content in the same scopes resolve to one document.
+
+def documents_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#docs"
+
+
+def chunks_pk(ctx: RequestContext, document_id: str) -> str:
+    return f"{base(ctx)}#chunks#{document_id}"
+
+
+def chunk_sk(ordinal: int) -> str:
+    return f"{ordinal:06d}"
+
+
+def document_parts_pk(ctx: RequestContext, document_id: str) -> str:
+    """The stored source of a document's chunks, awaiting extraction (one row per chunk)."""
+    return f"{base(ctx)}#doc-parts#{document_id}"
+
+
+def document_hashes_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#doc-hashes"
+
+
+# --- catalogue --------------------------------------------------------------------------
+#
+# contexts           contexts                        <context id>      (one row per context written to)
+# partitions         contexts#<ctx>#partitions       <partition>       (one row per partition written to)
+#
+# The pickers of the inspector page through these (``GET /api/v1/contexts``); a write notes
+# its context and partition once per process (services/operations/catalogue.py). Neither starts with
+# ``c#<ctx>#``, so what scans or deletes a context's rows by that prefix never sees them.
+
+CONTEXTS_PK = "contexts"
+
+
+def partitions_pk(context_id: str) -> str:
+    return f"contexts#{context_id}#partitions"

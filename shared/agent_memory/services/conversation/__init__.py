@@ -1,0 +1,1 @@
+"""Conversation: chat, sessions and threads."""

@@ -1,0 +1,325 @@
+"""ChatService: one /chat turn.
+
+1. Load the session's transcript window (``window``).
+2. Retrieve context, skipping turns already in the window; write the retrieval trace.
+3. Tier 2: with an empty window and no ``bypassCache``, reuse a cached reply for a
+   near-identical question in the same scope (0 response calls).
+4. Tier 3: one response-model call, with the user turn's extraction running concurrently.
+5. On success only: store the user turn (``infer: full``, its extraction committed now)
+   and the reply (``infer: none``) in one transaction, write the response trace, seed the
+   cache. On failure: nothing but the retrieval trace is written (502, or 504 on timeout).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.access import grants
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import deadline, timeutil
+from agent_memory.kernel.errors import (
+    InvalidRequest,
+    MemoryError_,
+    PayloadTooLarge,
+    UpstreamModelError,
+    UpstreamModelTimeout,
+)
+from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
+from agent_memory.models.records import Session
+from agent_memory.models.requests import ChatRequest
+from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout
+from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
+from agent_memory.services.conversation.chat.prompt import build_messages
+from agent_memory.services.conversation.chat.window import WindowTurn, session_window
+from agent_memory.services.facts.extraction.speaker import SELF_ENTITY_ID
+from agent_memory.services.facts.speakers import self_speaker
+from agent_memory.services.facts.write import PendingTurn
+
+if TYPE_CHECKING:
+    from agent_memory.config import Settings
+    from agent_memory.ports import LanguageModel, RecordStore
+    from agent_memory.services.conversation.chat.cache import ResponseCache
+    from agent_memory.services.conversation.sessions import SessionService
+    from agent_memory.services.facts.write import FactsService
+    from agent_memory.services.operations.traces import TraceStore
+    from agent_memory.services.retrieval.service import RetrievalService
+
+log = logging.getLogger("agent_memory.chat")
+
+RETRIEVAL_K = 8
+
+
+@dataclass
+class PreparedTurn:
+    """Everything decided before the response call."""
+
+    ctx: RequestContext
+    req: ChatRequest
+    session: Session
+    is_new_session: bool
+    window: list[WindowTurn]
+    hits: list[Any]
+    sources: dict[str, Any]
+    messages: list[ChatMessage]
+    trace_id: str
+    tier: int
+    retrieval_ms: float
+    model_name: str
+    query_vector: Any = None
+    cached: dict[str, Any] | None = None
+    extraction: Future | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+
+@dataclass
+class Citation:
+    """One memory the reply cites (``[S1]``), with the hit's snippet and score."""
+
+    marker: str
+    id: str
+    kind: str
+    snippet: str
+    score: float
+    document_title: str | None = None
+    position_percent: Any = None
+    occurred_at: str | None = None
+    role: str | None = None
+
+    def to_stored(self) -> dict[str, Any]:
+        """The response cache's stored form."""
+        return {"marker": self.marker, "id": self.id, "kind": self.kind, "snippet": self.snippet,
+                "score": self.score, "documentTitle": self.document_title,
+                "positionPercent": self.position_percent, "occurredAt": self.occurred_at, "role": self.role}
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any]) -> Citation:
+        return cls(marker=data["marker"], id=data["id"], kind=data["kind"], snippet=data["snippet"],
+                   score=data["score"], document_title=data.get("documentTitle"),
+                   position_percent=data.get("positionPercent"), occurred_at=data.get("occurredAt"),
+                   role=data.get("role"))
+
+
+@dataclass
+class ChatReply:
+    """One answered turn: the reply, its citations and what the user turn taught memory."""
+
+    reply: str
+    session_id: str
+    trace_id: str
+    citations: list[Citation]
+    memory_updates: ExtractionResult | None
+
+
+@dataclass
+class ChatDelta:
+    """A piece of the streamed reply (markers already resolved or held back)."""
+
+    text: str
+
+
+@dataclass
+class ChatDone:
+    reply: ChatReply
+
+
+@dataclass
+class ChatFailed:
+    """The model call failed after streaming began: nothing but the retrieval trace was written."""
+
+    error: MemoryError_
+
+
+ChatEvent = ChatDelta | ChatDone | ChatFailed
+
+
+class ChatService:
+    """One chat turn. ``embed(texts)`` embeds the question for the response cache (built on
+    first use); ``language_model`` resolves a model by name; ``count(metric)`` adds to an
+    invocation metric."""
+
+    def __init__(self, store: RecordStore, settings: Settings, sessions: SessionService,
+                 retrieval: RetrievalService, facts: FactsService, traces: TraceStore, cache: ResponseCache,
+                 language_model: Callable[[str], LanguageModel], embed: Callable[[Sequence[str]], Any],
+                 count: Callable[[str], None] = lambda metric: None):
+        self._store = store
+        self._settings = settings
+        self._sessions = sessions
+        self._retrieval = retrieval
+        self._facts = facts
+        self._traces = traces
+        self.cache = cache
+        self._language_model = language_model
+        self._embed = embed
+        self._count = count
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="chat-extract")
+
+    # --- public -----------------------------------------------------------------------
+
+    def chat(self, ctx: RequestContext, req: ChatRequest) -> ChatReply:
+        turn = self._prepare(ctx, req)
+        if turn.cached is not None:
+            return self._finish(turn, turn.cached["reply"], _cached_citations(turn.cached), None, from_cache=True)
+        completion = self._complete(turn)
+        resolved = resolve_markers(completion.text, turn.sources, suppress=bool(req.suppress_markers))
+        citations = [self._citation(m, turn.sources[m]) for m in resolved.cited]
+        return self._finish(turn, resolved.reply, citations, completion)
+
+    def chat_stream(self, ctx: RequestContext, req: ChatRequest) -> Iterator[ChatEvent]:
+        """The reply as events. Validation and retrieval happen before the first event (so
+        bad input is still a plain 4xx); model failures after that are a ``ChatFailed``."""
+        turn = self._prepare(ctx, req)
+        return self._stream_events(turn)
+
+    # --- steps --------------------------------------------------------------------------
+
+    def _prepare(self, ctx: RequestContext, req: ChatRequest) -> PreparedTurn:
+        settings = self._settings
+        limits = settings.limits
+        if len(req.message.encode("utf-8")) > limits.chat_message_bytes:
+            raise PayloadTooLarge(f"message is over the {limits.chat_message_bytes}-byte limit")
+        model_name = req.model or str(settings.models.response)
+        if req.model and not settings.models.is_allowed(req.model):
+            raise InvalidRequest(f"model {req.model!r} is not in models.allowed", field="model")
+        scopes = ctx.write_scopes(req.scopes)
+        session = self._sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
+        is_new = req.session_id is None
+        if not is_new:
+            # The turns take the session's scopes: they must lie inside the write region too.
+            grants.check_writable(session.scopes or [], ctx.write_region, "session")
+        window = [] if is_new else session_window(self._store, ctx, session.id)
+
+        reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
+        started = time.perf_counter()
+        result = self._retrieval.retrieve(reader, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window])
+        retrieval_ms = (time.perf_counter() - started) * 1000
+        hits = list(result.hits)
+        messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
+        sources = memory.markers
+        trace_id = self._traces.new_id()
+        self._traces.put(ctx, trace_id, "retrieval", {
+            "query": req.message, "sessionId": None if is_new else session.id, "tier": result.tier,
+            "excluded": [t.id for t in window], "latencyMs": round(retrieval_ms, 2),
+            "hits": [{"marker": m, "id": h.id, "kind": h.kind, "score": round(float(h.score), 6)}
+                     for m, h in sources.items()]})
+        turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
+                            sources=sources, messages=messages, trace_id=trace_id, tier=3,
+                            retrieval_ms=retrieval_ms, model_name=model_name)
+        if not window and not req.bypass_cache:
+            turn.query_vector = self._embed([req.message])[0]
+            hit = self.cache.lookup(reader, model_name, turn.query_vector)
+            if hit is not None:
+                turn.cached, turn.tier = hit.response, 2
+                self._count("CacheHits")
+        # The user turn's extraction runs while the model answers; it is committed only
+        # after the reply succeeds (or discarded).
+        turn.extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
+                                                     timeutil.now_iso())
+        return turn
+
+    def _instructions(self, ctx: RequestContext) -> list[str]:
+        return [i.description for i in self._facts.repo.instructions(ctx, limit=20)]
+
+    def _complete(self, turn: PreparedTurn) -> Completion:
+        model = self._language_model(turn.model_name)
+        try:
+            return model.complete(turn.messages)
+        except ModelTimeout as exc:
+            self._discard(turn)
+            raise UpstreamModelTimeout(f"response model timed out: {exc}") from exc
+        except ModelError as exc:
+            self._discard(turn)
+            raise UpstreamModelError(f"response model failed: {exc}") from exc
+
+    def _discard(self, turn: PreparedTurn) -> None:
+        if turn.extraction is not None:
+            turn.extraction.cancel()
+
+    def _stream_events(self, turn: PreparedTurn) -> Iterator[ChatEvent]:
+        req = turn.req
+        if turn.cached is not None:
+            yield ChatDelta(turn.cached["reply"])
+            yield ChatDone(self._finish(turn, turn.cached["reply"], _cached_citations(turn.cached), None,
+                                        from_cache=True))
+            return
+        model = self._language_model(turn.model_name)
+        markers = MarkerStream(turn.sources, suppress=bool(req.suppress_markers))
+        pieces: list[str] = []
+        try:
+            for delta in model.stream(turn.messages):
+                pieces.append(delta)
+                for ready in markers.feed(delta):
+                    yield ChatDelta(ready)
+            for ready in markers.close():
+                yield ChatDelta(ready)
+            text = "".join(pieces)
+            resolved = resolve_markers(text, turn.sources, suppress=bool(req.suppress_markers))
+            citations = [self._citation(m, turn.sources[m]) for m in resolved.cited]
+            completion = Completion(text=text, model=turn.model_name,
+                                    prompt_tokens=sum(len(m.content) for m in turn.messages) // 4,
+                                    completion_tokens=len(text) // 4)
+            reply = self._finish(turn, resolved.reply, citations, completion)
+        except (ModelError, UpstreamModelError, UpstreamModelTimeout) as exc:
+            self._discard(turn)
+            timed_out = isinstance(exc, ModelTimeout | UpstreamModelTimeout)
+            yield ChatFailed((UpstreamModelTimeout if timed_out else UpstreamModelError)(str(exc)))
+            return
+        yield ChatDone(reply)
+
+    def _finish(self, turn: PreparedTurn, reply: str, citations: list[Citation],
+                completion: Completion | None, *, from_cache: bool = False) -> ChatReply:
+        ctx, req = turn.ctx, turn.req
+        try:
+            extraction: ExtractionOutput = turn.extraction.result(timeout=deadline.remaining())
+        except (UpstreamModelError, UpstreamModelTimeout):
+            raise  # the reply cannot be stored without its user turn's extraction
+        except FutureTimeout as exc:  # the extraction's own call timeout fits the deadline; belt and braces
+            raise UpstreamModelTimeout("the extraction model did not answer before the request deadline") from exc
+        now = timeutil.now_iso()
+        # The user turn's speaker is the context's own user; the assistant's role says who it is.
+        speaker = self_speaker(self._facts.repo.speaker_name(ctx))
+        pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
+                   PendingTurn("assistant", reply, now, "none", None)]
+        turn_ids, results = self._facts.commit_turns(ctx, turn.session, pending, turn.session.scopes,
+                                                  req.labels)
+        memory_updates = results[0]
+        elapsed = (time.perf_counter() - turn.started) * 1000
+        self._traces.put(ctx, turn.trace_id, "response", {
+            "tier": turn.tier, "model": None if from_cache else turn.model_name,
+            "promptTokens": completion.prompt_tokens if completion else 0,
+            "completionTokens": completion.completion_tokens if completion else 0,
+            "hitsUsed": [c.id for c in citations], "latencyMs": round(elapsed, 2),
+            "turnIds": turn_ids, "cached": from_cache})
+        if not from_cache and not turn.window and not req.bypass_cache and turn.query_vector is not None:
+            cited = [turn.sources[c.marker.strip("[]")] for c in citations]
+            entities = {e for h in cited for e in cited_entities(h)}
+            if any(h.kind == "turn" and (h.role or "user") == "user" for h in cited):
+                entities.add(SELF_ENTITY_ID)  # a user's own statement is about the user
+            self.cache.store_reply(ctx.narrowed(req.scopes), turn.model_name, req.message, turn.query_vector,
+                                   {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited])
+        return ChatReply(reply=reply, session_id=turn.session.id, trace_id=turn.trace_id, citations=citations,
+                         memory_updates=memory_updates)
+
+    @staticmethod
+    def _citation(marker: str, hit: Any) -> Citation:
+        meta = getattr(hit, "metadata", None) or {}
+        return Citation(marker=f"[{marker}]", id=hit.id, kind=hit.kind, snippet=hit.text[:280],
+                        score=round(float(hit.score), 6), document_title=meta.get("documentTitle"),
+                        position_percent=meta.get("positionPercent"), occurred_at=getattr(hit, "occurred_at", None),
+                        role=getattr(hit, "role", None) if hit.kind == "turn" else None)
+
+
+def _cached_citations(cached: dict[str, Any]) -> list[Citation]:
+    return [Citation.from_stored(c) for c in cached["citations"]]
+
+
+def cited_entities(hit: Any) -> list[str]:
+    """Entities a cited fact is about (a later change to their facts invalidates the reply)."""
+    meta = getattr(hit, "metadata", None) or {}
+    return [v for k in ("entity", "subject", "object", "actor") if isinstance(v := meta.get(k), str)
+            and v.startswith("entity:")]

@@ -1,0 +1,100 @@
+"""Reader lists and the audit trail of admin bypasses.
+
+A reader list has three distinct states, and the difference matters:
+
+- ``None`` (omitted): no list; every caller of the tenant may read (within scope);
+- a non-empty list: only callers whose principal, or one of whose ``group:`` memberships,
+  is listed (``RequestContext.principals``);
+- ``[]`` (explicit empty list): quarantine; nobody but an admin.
+
+Admins read everything, but a read that succeeds *only* because the caller is an admin is a
+bypass, and every bypass is written to the audit log (a record in the store: who, what,
+when) before the content is returned. If the audit write fails the read fails: content is
+never handed out unaudited.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import cursor, timeutil
+from agent_memory.kernel import storage_keys as keys
+from agent_memory.kernel.ids import new_id
+from agent_memory.models.records import Page
+from agent_memory.ports import Condition, Record, RecordStore
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    bypass: bool = False  # allowed only because the caller is an admin
+
+
+def check(readers: Sequence[str] | None, ctx: RequestContext) -> Verdict:
+    if readers is None:
+        return Verdict(True)
+    if set(ctx.principals).intersection(readers):
+        return Verdict(True)
+    return Verdict(True, bypass=True) if ctx.admin else Verdict(False)
+
+
+def effective(own: Sequence[str] | None, default: Sequence[str] | None) -> list[str] | None:
+    """An explicit list of the item's own wins; without one, the container's default applies."""
+    chosen = own if own is not None else default
+    return None if chosen is None else list(chosen)
+
+
+class AuditLog:
+    """Append-only audit records: ``c#<ctx>#<part>#audit`` / ``<at>#<audit id>`` (time order)."""
+
+    def __init__(self, store: RecordStore, ttl_s: int | None = None):
+        self.store = store
+        self.ttl_s = ttl_s
+
+    def bypass(self, ctx: RequestContext, action: str, record_ids: Sequence[str], **subject: Any) -> None:
+        """Record that ``ctx``'s admin principal read ``record_ids`` past their reader lists."""
+        if not record_ids:
+            return
+        at = timeutil.now_iso()
+        audit_id = new_id("audit")
+        data = {"kind": "audit", "id": audit_id, "at": at, "contextId": ctx.context_id,
+                "partition": ctx.partition, "principal": ctx.principal, "groups": list(ctx.groups),
+                "action": action, "reason": "admin-bypass", "recordIds": list(record_ids),
+                "requestId": ctx.request_id, **subject}
+        if ctx.delegated_by is not None:
+            data["onBehalfOf"], data["principal"] = ctx.principal, ctx.delegated_by
+        self._write(ctx, at, audit_id, data)
+
+    def delegated(self, ctx: RequestContext, route: str) -> None:
+        """Record a call made by ``ctx.delegated_by`` on behalf of ``ctx.principal``."""
+        at = timeutil.now_iso()
+        audit_id = new_id("audit")
+        self._write(ctx, at, audit_id, {
+            "kind": "audit", "id": audit_id, "at": at, "contextId": ctx.context_id, "partition": ctx.partition,
+            "principal": ctx.delegated_by, "onBehalfOf": ctx.principal, "action": route, "reason": "delegation",
+            "requestId": ctx.request_id})
+
+    def _write(self, ctx: RequestContext, at: str, audit_id: str, data: dict[str, Any]) -> None:
+        expires = int(time.time()) + self.ttl_s if self.ttl_s else None
+        self.store.put(Record(pk=keys.audit_pk(ctx), sk=f"{at}#{audit_id}", data=data, expires_at=expires),
+                       Condition.absent())
+
+    def page(self, ctx: RequestContext, secret: bytes, limit: int, page_cursor: str | None) -> Page[dict[str, Any]]:
+        """``GET /audit``: newest first, expired records left out, paged by cursor."""
+        collection = f"audit:{ctx.partition}"
+        after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
+        now = int(time.time())
+        page = self.store.query(keys.audit_pk(ctx), after=after, limit=limit, forward=False)
+        items = [r.data for r in page.records if r.expires_at is None or r.expires_at > now]
+        next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
+        return Page(items, next_cursor)
+
+    def list(self, ctx: RequestContext, limit: int = 100) -> list[dict[str, Any]]:
+        """Newest first, expired records left out."""
+        now = int(time.time())
+        return [r.data for r in self.store.query(keys.audit_pk(ctx), limit=limit, forward=False).records
+                if r.expires_at is None or r.expires_at > now]

@@ -1,0 +1,209 @@
+"""Sessions and their raw turns.
+
+A session row carries a turn counter; appending turns is one transaction that bumps the
+counter under a version condition and creates the turn rows, so sequence numbers are dense
+and two concurrent appends never share one. Closing keeps the turns; deleting removes them.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from agent_memory.access import grants
+from agent_memory.access import scopes as scope_lib
+from agent_memory.access.request_context import RequestContext
+from agent_memory.config import Settings
+from agent_memory.kernel import cursor, deadline, timeutil
+from agent_memory.kernel import storage_keys as keys
+from agent_memory.kernel.errors import Conflict, NotFound, SessionClosed
+from agent_memory.kernel.ids import new_id
+from agent_memory.models.records import Page, Session, Turn
+from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
+
+APPEND_ATTEMPTS = 40
+
+
+@dataclass
+class NewTurn:
+    role: str
+    content: str
+    observed_at: str | None = None
+    infer: str = "full"
+    speaker: dict[str, str] | None = None  # stored form (services/facts/speakers.py)
+
+
+class SessionService:
+    def __init__(self, store: RecordStore, settings: Settings,
+                 on_turns_removed: list[Callable[[RequestContext, list[str]], None]] | None = None):
+        self.store = store
+        self.settings = settings
+        # Derived copies (search units, caches) subscribe here to follow deletions.
+        self.on_turns_removed = on_turns_removed if on_turns_removed is not None else []
+
+    # --- sessions -------------------------------------------------------------------
+
+    # The stored record (its keys and version, for a conditioned write) stays inside this
+    # service: callers get the typed ``Session``, and every change here re-reads the record.
+
+    def _new_session(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> Session:
+        return Session(id=new_id("sess"), context_id=ctx.context_id, partition=ctx.partition, scopes=scopes,
+                       labels=labels, created_at=timeutil.now_iso(), created_by=ctx.principal)
+
+    def create(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> Session:
+        session = self._new_session(ctx, scopes, labels)
+        self.store.put(Record(pk=keys.sessions_pk(ctx), sk=session.id, data=session.to_item()), Condition.absent())
+        return session
+
+    def _load(self, ctx: RequestContext, session_id: str) -> Record:
+        """The session's stored record, for a conditioned write (``session_of`` reads it)."""
+        record = self.store.get(keys.sessions_pk(ctx), session_id) if session_id.startswith("sess_") else None
+        # A session outside the caller's read region answers exactly as a missing one.
+        session = Session.from_item(record.data) if record is not None else None
+        if session is None or session.deleted or not scope_lib.visible(session.scopes or [], ctx.read_region):
+            raise NotFound(f"session {session_id} does not exist")
+        return record
+
+    def get(self, ctx: RequestContext, session_id: str) -> Session:
+        """The session, if it exists and the caller may read it (else ``NotFound``)."""
+        return session_of(self._load(ctx, session_id))
+
+    def close(self, ctx: RequestContext, session_id: str) -> Session:
+        for _ in range(APPEND_ATTEMPTS):
+            record = self._load(ctx, session_id)
+            session = session_of(record)
+            # Closing changes the session: only a key that may write its scopes may do it.
+            grants.check_writable(session.scopes or [], ctx.write_region, "session")
+            if session.closed_at:
+                return session
+            closed = replace(session, closed_at=timeutil.now_iso())
+            try:
+                self.store.put(_bumped(record, closed), Condition.version_is(record.version))
+                return closed
+            except ConditionFailed:
+                continue
+        raise Conflict(f"session {session_id} is being modified concurrently; retry")
+
+    def delete(self, ctx: RequestContext, session_id: str) -> None:
+        """Mark the session deleted (reads 404 from here on), then remove its turns."""
+        for _ in range(APPEND_ATTEMPTS):
+            record = self._load(ctx, session_id)
+            try:
+                self.store.put(_bumped(record, replace(session_of(record), deleted=True)),
+                               Condition.version_is(record.version))
+                break
+            except ConditionFailed:
+                continue
+        else:
+            raise Conflict(f"session {session_id} is being modified concurrently; retry")
+        pk = keys.turns_pk(ctx, session_id)
+        after = None
+        while True:
+            page = self.store.query(pk, after=after, limit=100)
+            if page.records:
+                self.store.transact([Delete(r.pk, r.sk) for r in page.records])
+                ids = [Turn.from_item(r.data).id for r in page.records]
+                for listener in self.on_turns_removed:
+                    listener(ctx, ids)
+            if page.last_key is None:
+                break
+            after = page.last_key
+
+    # --- turns ----------------------------------------------------------------------
+
+    def list_turns(self, ctx: RequestContext, session_id: str, limit: int, page_cursor: str | None) -> Page[Turn]:
+        self._load(ctx, session_id)
+        secret = self.settings.cursor_secret()
+        collection = f"turns:{session_id}"
+        after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
+        page = self.store.query(keys.turns_pk(ctx, session_id), after=after, limit=limit)
+        next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
+        if next_cursor and page.records:
+            # DynamoDB may return a last key on an exactly-full final page; look ahead so
+            # hasMore is truthful.
+            probe = self.store.query(keys.turns_pk(ctx, session_id), after=page.last_key, limit=1)
+            if not probe.records:
+                next_cursor = None
+        # Forgotten turns (``deleted``, see services/facts/forget.py) are skipped; a page may be short.
+        turns = [Turn.from_item(r.data) for r in page.records]
+        return Page([t for t in turns if not t.deleted], next_cursor)
+
+    def get_turn(self, ctx: RequestContext, turn_id: str) -> Turn | None:
+        page = self.store.query(keys.turn_ids_gsi(ctx), between=(turn_id, turn_id), index="gsi1", limit=1)
+        turn = Turn.from_item(page.records[0].data) if page.records else None
+        return turn if turn is not None and not turn.deleted else None
+
+    def resolve_for_write(self, ctx: RequestContext, session_id: str | None, scopes: list[list[str]],
+                          labels: list[str]) -> Session:
+        """The session a write lands in: the given one (must exist and be open) or a new one
+        (not yet stored: ``append_turns`` creates it in the same transaction as its turns)."""
+        if session_id is None:
+            return self._new_session(ctx, scopes, labels)
+        session = self.get(ctx, session_id)
+        if session.closed_at:
+            raise SessionClosed(f"session {session_id} is closed; its turns are kept but it takes no new writes")
+        return session
+
+    def append_turns(self, ctx: RequestContext, session: Session, turns: Sequence[NewTurn],
+                     scopes: list[list[str]], labels: list[str],
+                     extra_ops: Callable[[list[Turn]], list[WriteOp]] | None = None,
+                     ) -> list[Turn]:
+        """Append turns and commit them together with ``extra_ops(turns)`` in one transaction.
+
+        The session counter is bumped under a version condition; on contention the session
+        is re-read and the append retried, so turn seq stays dense. A new session (version 1,
+        not stored yet) is created in the same transaction.
+        """
+        record = Record(pk=keys.sessions_pk(ctx), sk=session.id, data=session.to_item())
+        is_new = self.store.get(record.pk, record.sk) is None
+        for attempt in range(APPEND_ATTEMPTS):
+            deadline.check("the write")  # past the deadline, commit nothing (the caller gets a 503)
+            if not is_new:
+                record = self._load(ctx, session.id)
+                if session_of(record).closed_at:
+                    raise SessionClosed(f"session {session.id} is closed")
+            now = timeutil.now_iso()
+            current = session_of(record)
+            start = current.turn_count
+            rows = [Turn(id=new_id("turn"), context_id=ctx.context_id, session=session.id, role=turn.role,
+                         content=turn.content, seq=start + i + 1, created_at=now, observed_at=turn.observed_at or now,
+                         infer=turn.infer, scopes=scopes, labels=labels, created_by=ctx.principal,
+                         partition=ctx.partition, speaker=dict(turn.speaker) if turn.speaker else None)
+                    for i, turn in enumerate(turns)]
+            bumped = replace(current, turn_count=start + len(turns), last_turn_at=now)
+            ops: list[WriteOp] = [Put(Record(record.pk, record.sk, bumped.to_item(), version=record.version),
+                                      Condition.absent()) if is_new
+                                  else Put(_bumped(record, bumped), Condition.version_is(record.version))]
+            for row in rows:
+                ops.append(Put(Record(pk=keys.turns_pk(ctx, session.id), sk=keys.turn_sk(row.seq), data=row.to_item(),
+                                      gsi1pk=keys.turn_ids_gsi(ctx), gsi1sk=row.id), Condition.absent()))
+            if extra_ops is not None:
+                ops.extend(extra_ops(rows))
+            try:
+                self.store.transact(ops)
+                return rows
+            except ConditionFailed as exc:
+                if exc.index is not None and exc.index > len(rows):
+                    raise  # a condition of the caller's own ops: not ours to retry
+                if is_new:
+                    raise Conflict("session id collision; retry") from exc
+                backoff(attempt)
+                continue
+        raise Conflict(f"session {session.id} is receiving too many concurrent writes; retry")
+
+
+def backoff(attempt: int, base_s: float = 0.005, cap_s: float = 0.2) -> None:
+    """Full-jitter exponential backoff between optimistic-concurrency retries."""
+    time.sleep(random.uniform(0, min(cap_s, base_s * 2 ** attempt)))
+
+
+def session_of(record: Record) -> Session:
+    return Session.from_item(record.data)
+
+
+def _bumped(record: Record, session: Session) -> Record:
+    """``session`` as the next version of ``record``."""
+    return Record(pk=record.pk, sk=record.sk, data=session.to_item(), version=record.version + 1,
+                  gsi1pk=record.gsi1pk, gsi1sk=record.gsi1sk, expires_at=record.expires_at)

@@ -1,0 +1,1 @@
+"""Documents and ingestion: upload, chunking, the ingestion worker and chunk search units."""

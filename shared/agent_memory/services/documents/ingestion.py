@@ -1,0 +1,273 @@
+"""The document ingestion worker: turns a claimed document's stored parts into chunks and facts.
+
+``POST /documents`` (``services/documents/service.py``) claims the document (``status: "ingesting"``),
+stores its chunk sources as part rows (``keys.document_parts_pk``) and sends an
+``IngestionJob`` to the ingestion queue: in-process locally (``adapters/ingestion_queues``),
+SQS plus the ``ingestion`` function on AWS. ``process`` then:
+
+- runs the extraction model calls of the parts with bounded parallelism
+  (``limits.document_concurrency``, default 8 calls in flight per document);
+- commits each chunk as its call returns: its facts first, then its chunk row (conditioned
+  on absence), then ``chunksDone`` on the document row. A part whose chunk row exists was
+  committed by an earlier delivery and is skipped, so a redelivered job re-does only the
+  chunks it had not finished (idempotent; at worst one chunk's facts are reconciled twice,
+  which stores nothing new);
+- checks the document row before each commit: a document deleted meanwhile stops the work
+  and what was written for it is removed (the post-commit check closes the race with a
+  DELETE that ran between the check and the write);
+- ends ``ready`` (parts removed), or ``failed`` with a problem document when a model call
+  failed; committed chunks of a failed document stay searchable until it is deleted or the
+  same content is uploaded again.
+
+A job that runs out of time (``should_stop``) raises ``IngestionInterrupted``: the queue
+delivers it again later and it continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import storage_keys as keys
+from agent_memory.kernel import timeutil
+from agent_memory.kernel.errors import PROBLEM_TYPE_BASE, MemoryError_
+from agent_memory.models.records import Chunk, Document, DocumentPart
+from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore
+
+if TYPE_CHECKING:
+    from agent_memory.models.extraction import ExtractionOutput
+    from agent_memory.services.facts.write import FactsService
+
+log = logging.getLogger("agent_memory.ingestion")
+
+PAGE = 100
+
+
+class IngestionInterrupted(Exception):
+    """The job stopped before finishing (out of time); deliver it again to continue."""
+
+
+@dataclass(frozen=True)
+class IngestionJob:
+    """What the queue carries: the document and the identity of the caller who uploaded it."""
+
+    context_id: str
+    partition: str
+    principal: str
+    document_id: str
+    groups: tuple[str, ...] = ()
+    admin: bool = False
+
+    @classmethod
+    def for_document(cls, ctx: RequestContext, document_id: str) -> IngestionJob:
+        return cls(ctx.context_id, ctx.partition, ctx.principal, document_id, tuple(ctx.groups), ctx.admin)
+
+    def to_message(self) -> dict[str, Any]:
+        return {**asdict(self), "groups": list(self.groups)}
+
+    @classmethod
+    def from_message(cls, data: dict[str, Any]) -> IngestionJob:
+        return cls(str(data["context_id"]), str(data["partition"]), str(data["principal"]),
+                   str(data["document_id"]), tuple(data.get("groups") or ()), bool(data.get("admin")))
+
+    def request_context(self) -> RequestContext:
+        return RequestContext(context_id=self.context_id, principal=self.principal, partition=self.partition,
+                              groups=self.groups, admin=self.admin)
+
+
+def problem_of(exc: MemoryError_) -> dict[str, Any]:
+    """The problem document a failed ingestion keeps on its document row."""
+    body = {"type": PROBLEM_TYPE_BASE + exc.type_slug, "title": exc.title, "status": exc.status,
+            "detail": exc.detail}
+    return {**body, "code": exc.code} if exc.code else body
+
+
+class DocumentIngestion:
+    """``claim_upload`` is the first step of a presigned upload (``DocumentService.claim_upload``:
+    read the object, store its parts, claim the document); ``facts`` extracts and writes each
+    chunk's facts; ``concurrency`` bounds the model calls in flight per document."""
+
+    def __init__(self, store: RecordStore, *, claim_upload: Callable[[RequestContext, Record], str],
+                 facts: FactsService, concurrency: int):
+        self.store = store
+        self.claim_upload = claim_upload
+        self.facts = facts
+        self.concurrency = max(1, concurrency)
+        self._row_lock = threading.Lock()
+
+    def process(self, job: IngestionJob, should_stop: Callable[[], bool] = lambda: False) -> str:
+        """Ingest the job's document; returns its final status (``ready``, ``failed``, or
+        ``gone`` when it was deleted). Raises ``IngestionInterrupted`` when ``should_stop``."""
+        ctx = job.request_context()
+        record = self.store.get(keys.documents_pk(ctx), job.document_id)
+        doc = Document.from_item(record.data) if record is not None else None
+        if record is None or doc is None or doc.deleted:
+            self._remove_written(ctx, job.document_id)
+            return "gone"
+        if doc.status == "uploading":  # a presigned upload: read and claim it first
+            status = self.claim_upload(ctx, record)
+            if status != "ingesting":
+                return status
+            record = self.store.get(keys.documents_pk(ctx), job.document_id)
+            doc = Document.from_item(record.data) if record is not None else None
+            if record is None or doc is None or doc.deleted:
+                self._remove_written(ctx, job.document_id)
+                return "gone"
+        if doc.status != "ingesting":
+            return doc.status  # a duplicate delivery of a finished job
+        parts = self._parts(ctx, job.document_id)
+        committed = {r.sk for r in self._all(keys.chunks_pk(ctx, job.document_id))}
+        todo = [p for p in parts if p.sk not in committed]
+        state = _Progress(record, done=len(parts) - len(todo))
+        concurrency = self.concurrency
+        pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="extract")
+        pending: dict[Future, Record] = {}
+        queue = list(reversed(todo))
+        try:
+            def refill() -> None:
+                while queue and len(pending) < concurrency and not should_stop():
+                    part = queue.pop()
+                    pending[pool.submit(self._extract, ctx, doc, DocumentPart.from_item(part.data))] = part
+
+            refill()
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                done = [(future, pending.pop(future)) for future in finished]
+                refill()  # the next calls start before these commit: the model stays busy
+                for future, part in done:
+                    try:
+                        extraction = future.result()
+                    except MemoryError_ as exc:
+                        return self._fail(ctx, state, exc)
+                    if not self._commit(ctx, state, DocumentPart.from_item(part.data), extraction):
+                        self._remove_written(ctx, job.document_id)
+                        return "gone"
+            if queue:
+                raise IngestionInterrupted(f"document {job.document_id}: out of time, "
+                                           f"{state.done}/{len(parts)} chunks done")
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return self._finish(ctx, state, len(parts))
+
+    # --- steps ----------------------------------------------------------------------
+
+    def _extract(self, ctx: RequestContext, doc: Document, part: DocumentPart) -> ExtractionOutput:
+        return self.facts.extract(ctx, part.text, doc.observed_at)
+
+    def _commit(self, ctx: RequestContext, state: _Progress, part: DocumentPart,
+                extraction: ExtractionOutput) -> bool:
+        """Facts, chunk row, progress; False when the document is gone (nothing more to do)."""
+        if state.refresh(self.store) is None:
+            return False
+        doc = state.document
+        if not extraction.is_empty():
+            self.facts.write_document_facts(ctx, [(part.chunk_id, extraction)], doc.scopes, doc.labels,
+                                            doc.observed_at)
+        chunk = Chunk(id=part.chunk_id, context_id=ctx.context_id, partition=ctx.partition, document_id=doc.id,
+                      document_title=doc.title, text=part.text, ordinal=part.ordinal, offset=part.offset,
+                      position_percent=part.position_percent, heading_path=part.heading_path,
+                      scopes=doc.scopes, labels=doc.labels, observed_at=doc.observed_at, created_at=doc.created_at,
+                      created_by=doc.created_by)
+        try:
+            self.store.put(Record(keys.chunks_pk(ctx, doc.id), keys.chunk_sk(part.ordinal), chunk.to_item()),
+                           Condition.absent())
+        except ConditionFailed:
+            pass  # committed by an earlier delivery
+        state.done += 1
+        return self._save(state, chunks_done=state.done) is not None
+
+    def _finish(self, ctx: RequestContext, state: _Progress, total: int) -> str:
+        if self._save(state, status="ready", chunks_done=total) is None:
+            self._remove_written(ctx, state.document.id)
+            return "gone"
+        self._remove_parts(ctx, state.document.id)
+        return "ready"
+
+    def _fail(self, ctx: RequestContext, state: _Progress, exc: MemoryError_) -> str:
+        log.warning("document %s failed: %s", state.document.id, exc.detail)
+        if self._save(state, status="failed", error=problem_of(exc)) is None:
+            self._remove_written(ctx, state.document.id)
+            return "gone"
+        self._remove_parts(ctx, state.document.id)
+        return "failed"
+
+    def _save(self, state: _Progress, **changes: Any) -> Record | None:
+        """Apply ``changes`` (document fields) to the document row under its version; None
+        when it was deleted."""
+        with self._row_lock:
+            for _ in range(5):
+                record = state.record
+                if state.document.deleted:
+                    return None
+                data = replace(state.document, **changes, updated_at=timeutil.now_iso()).to_item()
+                try:
+                    self.store.put(Record(record.pk, record.sk, data, version=record.version + 1),
+                                   Condition.version_is(record.version))
+                    state.record = Record(record.pk, record.sk, data, version=record.version + 1)
+                    return state.record
+                except ConditionFailed:
+                    if state.refresh(self.store) is None:
+                        return None
+            raise IngestionInterrupted("the document row kept changing under the worker")
+
+    def _parts(self, ctx: RequestContext, doc_id: str) -> list[Record]:
+        return self._all(keys.document_parts_pk(ctx, doc_id))
+
+    def _all(self, pk: str) -> list[Record]:
+        out: list[Record] = []
+        after = None
+        while True:
+            page = self.store.query(pk, after=after, limit=PAGE)
+            out += page.records
+            if page.last_key is None or not page.records:
+                return out
+            after = page.last_key
+
+    def _remove_parts(self, ctx: RequestContext, doc_id: str) -> None:
+        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+
+    def _remove_written(self, ctx: RequestContext, doc_id: str) -> None:
+        """A deleted document: nothing of it may stay (its chunks, parts)."""
+        remove_all(self.store, keys.chunks_pk(ctx, doc_id))
+        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+
+
+def remove_all(store: Any, pk: str) -> None:
+    while True:
+        page = store.query(pk, limit=PAGE)
+        if not page.records:
+            return
+        store.transact([Delete(r.pk, r.sk) for r in page.records])
+
+
+def part_rows(ctx: RequestContext, doc_id: str, chunks: list[Any], new_chunk_id: Callable[[], str]) -> list[Put]:
+    """The stored source of each chunk (its text and place), written at upload."""
+    return [Put(Record(keys.document_parts_pk(ctx, doc_id), keys.chunk_sk(c.ordinal),
+                       DocumentPart(chunk_id=new_chunk_id(), document_id=doc_id, text=c.text, ordinal=c.ordinal,
+                                    offset=c.offset, position_percent=c.position_percent,
+                                    heading_path=list(c.heading_path)).to_item()), Condition.absent())
+            for c in chunks]
+
+
+class _Progress:
+    """The worker's view of the document row and how many chunks are committed."""
+
+    def __init__(self, record: Record, done: int):
+        self.record = record
+        self.done = done
+
+    @property
+    def document(self) -> Document:
+        return Document.from_item(self.record.data)
+
+    def refresh(self, store: Any) -> Record | None:
+        record = store.get(self.record.pk, self.record.sk)
+        if record is None or Document.from_item(record.data).deleted:
+            return None
+        self.record = record
+        return record

@@ -1,0 +1,388 @@
+"""Documents: ingest a text or markdown document as chunks and authoritative facts; read,
+page and delete it. Key layout: ``agent_memory.kernel.storage_keys`` ("documents"); chunking rules:
+``services/documents/chunking.py``; how a chunk is searched: ``services/documents/units.py``.
+
+Upload (``ingest``), in this order, so that a failure at any step before the claim writes nothing:
+
+1. size cap (413), normalise, hash (``contentHash`` = sha256 of the normalised text), chunk;
+2. dedupe: a content-hash row (per context, partition and scopes) already names a live
+   document (not failed) -> that document, ``deduplicated: true``;
+3. claim: the content-hash row and the document row (``status: "ingesting"``, ``chunksDone: 0``)
+   in ONE transaction, both conditioned on absence. Of two concurrent uploads of the same
+   content exactly one claim commits; the other answers with the winner's id;
+4. the chunks' sources as part rows (transactions of at most ``MAX_TRANSACT_OPS``), then one job on the
+   ingestion queue; the caller gets 202 at once.
+
+The worker (``services/documents/ingestion.py``) makes the model calls, commits chunk by chunk (chunks
+become searchable as they commit; ``chunksDone`` counts them) and ends ``ready`` or ``failed``.
+When a step after the claim fails, the upload removes what it wrote and the error propagates.
+A claim whose ingest died (``STALE_INGEST_S`` without finishing) or that failed is discarded by
+the next upload of the same content or by a DELETE.
+
+Large documents (over ``limits.sync_body_bytes``, which keeps a synchronous request below
+Lambda's 6 MB payload limit; the sync route answers 413 naming this route) go through a
+presigned upload (``create_upload``): the document row is written ``status: "uploading"``
+and the caller gets a URL to PUT exactly the declared number of bytes to (S3,
+``ports.UploadStore``). ``complete_upload`` (``POST /documents/{id}/complete``) queues the
+job; the worker (``claim_upload``) reads the object and does steps 1-4 itself: cap, normalise,
+hash, chunk, part rows, then the claim (content-hash row and ``ingesting`` in one
+transaction). Content already stored as another live document fails the upload with a 409
+problem naming that document (``code: duplicate_document``). The object is deleted once its
+parts are stored; the bucket's lifecycle rule removes what an abandoned upload left.
+
+Delete marks the document row deleted (reads 404 from then on), removes its chunks (their
+search units go with them through projection) and parts, then the row and its content-hash
+row, so the same content can be uploaded again. It works while the document ingests: the
+worker stops at its next commit. Facts learned from the document stay.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+
+from agent_memory.access import scopes as scope_lib
+from agent_memory.access.request_context import RequestContext
+from agent_memory.config import Settings
+from agent_memory.kernel import cursor, timeutil
+from agent_memory.kernel import storage_keys as keys
+from agent_memory.kernel.errors import (
+    Conflict,
+    InvalidRequest,
+    MemoryError_,
+    NotFound,
+    PayloadTooLarge,
+    ServiceBusy,
+)
+from agent_memory.kernel.ids import new_id
+from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
+from agent_memory.models.records import Chunk, Document, DocumentHash, Page
+from agent_memory.ports import (
+    MAX_TRANSACT_OPS,
+    Condition,
+    ConditionFailed,
+    JobQueue,
+    Put,
+    Record,
+    RecordStore,
+    UploadStore,
+)
+from agent_memory.services.documents import chunking
+from agent_memory.services.documents.ingestion import IngestionJob, part_rows, problem_of, remove_all
+from agent_memory.services.facts.repository import scope_sig
+
+log = logging.getLogger("agent_memory.documents")
+
+STALE_INGEST_S = 15 * 60
+WRITE_BATCH = MAX_TRANSACT_OPS
+CLAIM_ATTEMPTS = 3
+TITLE_FROM_TEXT_CHARS = 120
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """An upload's outcome: the document, and whether this upload created it (``False``: the
+    same content was already stored, ``deduplicated``)."""
+
+    document: Document
+    created: bool
+
+
+@dataclass(frozen=True)
+class UploadTicket:
+    """A presigned upload: the ``uploading`` document and where (and how) to PUT its bytes."""
+
+    document: Document
+    url: str
+    content_type: str
+    expires_at: str
+
+
+def document_of(record: Record) -> Document:
+    return Document.from_item(record.data)
+
+
+class DocumentService:
+    """``ingestion_queue`` and ``upload_store`` are providers: the queue and the bucket client
+    are built on first use (a function that only reads documents never creates them)."""
+
+    def __init__(self, store: RecordStore, settings: Settings, *, ingestion_queue: Callable[[], JobQueue],
+                 upload_store: Callable[[], UploadStore | None]):
+        self.store = store
+        self.settings = settings
+        self._queue = ingestion_queue
+        self._uploads = upload_store
+
+    # --- ingest ---------------------------------------------------------------------
+
+    def ingest(self, ctx: RequestContext, upload: DocumentUpload) -> IngestResult:
+        cap = self.settings.limits.document_bytes
+        if len(upload.text.encode("utf-8")) > cap:
+            raise PayloadTooLarge(f"document is over the {cap}-byte limit")
+        text = chunking.normalise(upload.text)
+        if not text:
+            raise InvalidRequest("text: the document is empty", field="text")
+        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        digest = chunking.content_hash(text)
+        hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(upload.scopes)}")
+        existing = self._live_document(ctx, hash_key)
+        if existing is not None:
+            return IngestResult(existing, created=False)
+
+        chunks = chunking.chunk(text, fmt)
+        now = timeutil.now_iso()
+        doc = Document(id=new_id("doc"), context_id=ctx.context_id, partition=ctx.partition,
+                       title=upload.title or _default_title(text, fmt, upload.filename), content_hash=digest,
+                       size=len(text.encode("utf-8")), chunk_count=len(chunks), chunks_done=0, status="ingesting",
+                       format=fmt, filename=upload.filename, created_at=now, updated_at=now,
+                       observed_at=upload.observed_at or now, scopes=upload.scopes, labels=upload.labels,
+                       created_by=ctx.principal)
+        for _ in range(CLAIM_ATTEMPTS):
+            try:
+                self.store.transact([
+                    Put(_hash_row(ctx, hash_key, doc.id, digest), Condition.absent()),
+                    Put(Record(keys.documents_pk(ctx), doc.id, doc.to_item()), Condition.absent()),
+                ])
+                break
+            except ConditionFailed:
+                existing = self._live_document(ctx, hash_key)
+                if existing is not None:
+                    return IngestResult(existing, created=False)
+        else:
+            raise Conflict("a document with this content is being written concurrently; retry")
+
+        # The chunks' sources are stored, then the job is queued; the worker does the model calls.
+        try:
+            parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
+            for i in range(0, len(parts), WRITE_BATCH):
+                self.store.transact(parts[i:i + WRITE_BATCH])
+            self._queue().send(IngestionJob.for_document(ctx, doc.id))
+        except BaseException:
+            try:
+                self._discard(ctx, doc.id, hash_key)
+            except Exception:  # the claim turns stale and the next upload or DELETE finishes this
+                log.exception("could not remove the partial document %s", doc.id)
+            raise
+        return IngestResult(doc, created=True)
+
+    # --- presigned uploads (large documents) ------------------------------------------
+
+    def create_upload(self, ctx: RequestContext, req: DocumentUploadTicketRequest) -> UploadTicket:
+        uploads = self._uploads()
+        if uploads is None:
+            raise ServiceBusy("presigned uploads need an upload bucket (AGENT_MEMORY_UPLOAD_BUCKET), and this "
+                              "deployment has none configured", code="uploads_unavailable", retry_after=3600)
+        cap = self.settings.limits.document_bytes
+        if req.size > cap:
+            raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
+        now = timeutil.now_iso()
+        doc_id = new_id("doc")
+        fmt = req.format or ("markdown" if (req.filename or "").lower().endswith(MARKDOWN_SUFFIXES) else None)
+        content_type = "text/markdown" if fmt == "markdown" else "text/plain"
+        ttl = self.settings.limits.upload_url_ttl_s
+        expires = timeutil.iso(timeutil.now() + timedelta(seconds=ttl))
+        doc = Document(id=doc_id, context_id=ctx.context_id, partition=ctx.partition, title=req.title or "",
+                       title_given=req.title, format_given=fmt, content_hash="", size=req.size, chunk_count=0,
+                       chunks_done=0, status="uploading", format=fmt or "text", filename=req.filename,
+                       created_at=now, updated_at=now, observed_at=req.observed_at or now, scopes=req.scopes,
+                       labels=req.labels, created_by=ctx.principal, upload_key=f"documents/{doc_id}",
+                       upload_expires_at=expires)
+        url = uploads.presign_put(f"documents/{doc_id}", req.size, content_type, ttl)
+        self.store.put(Record(keys.documents_pk(ctx), doc_id, doc.to_item()), Condition.absent())
+        return UploadTicket(doc, url, content_type, expires)
+
+    def complete_upload(self, ctx: RequestContext, doc_id: str) -> tuple[Document, bool]:
+        """Queue the ingestion of an uploaded document; ``(document, queued)``. A document
+        already past ``uploading`` answers as it is (a repeated call queues nothing)."""
+        doc = document_of(self._load(ctx, doc_id))
+        if doc.status != "uploading":
+            return doc, False
+        self._queue().send(IngestionJob.for_document(ctx, doc_id))
+        return doc, True
+
+    def claim_upload(self, ctx: RequestContext, record: Record) -> str:
+        """The worker's first step for an uploaded document: read the object, store its chunks'
+        sources, claim it (``ingesting``). Returns the document's status after the step
+        (``ingesting``, ``failed`` or ``gone``). Idempotent: a redelivery before the claim
+        redoes it, after the claim finds ``ingesting``."""
+        doc = document_of(record)
+        uploads = self._uploads()
+        cap = self.settings.limits.document_bytes
+        try:
+            if uploads is None:
+                raise ServiceBusy("the ingestion worker has no upload bucket configured", code="uploads_unavailable")
+            try:
+                raw = uploads.read(doc.upload_key or "", cap)
+            except ValueError as exc:
+                raise PayloadTooLarge(str(exc), limit=cap) from exc
+            if raw is None:
+                raise InvalidRequest("nothing was uploaded to the document's upload URL", code="upload_missing")
+            try:
+                upload = DocumentUpload(text=raw.decode("utf-8"), title=doc.title_given,
+                                        format=doc.format_given, filename=doc.filename)
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise InvalidRequest("the uploaded document is not UTF-8 text without NUL characters",
+                                     field="text") from exc
+            text = chunking.normalise(upload.text)
+            if not text:
+                raise InvalidRequest("text: the document is empty", field="text")
+        except MemoryError_ as exc:
+            return self._fail_upload(record, exc)
+        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        digest = chunking.content_hash(text)
+        hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
+        chunks = chunking.chunk(text, fmt)
+        # Sources first (a redelivery before the claim replaces them), then the claim.
+        remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+        parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
+        for i in range(0, len(parts), WRITE_BATCH):
+            self.store.transact(parts[i:i + WRITE_BATCH])
+        claimed = replace(doc, title=upload.title or _default_title(text, fmt, upload.filename),
+                          content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks),
+                          chunks_done=0, status="ingesting", format=fmt, updated_at=timeutil.now_iso())
+        for _ in range(CLAIM_ATTEMPTS):
+            existing = self._live_document(ctx, hash_key)
+            if existing is not None and existing.id != doc.id:
+                remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+                return self._fail_upload(record, Conflict(
+                    f"the same content is already stored as document {existing.id}",
+                    code="duplicate_document", documentId=existing.id))
+            try:
+                self.store.transact([
+                    Put(_hash_row(ctx, hash_key, doc.id, digest), Condition.absent()),
+                    Put(Record(record.pk, record.sk, claimed.to_item(), version=record.version + 1),
+                        Condition.version_is(record.version)),
+                ])
+                break
+            except ConditionFailed:
+                current = self.store.get(record.pk, record.sk)
+                if current is None or document_of(current).deleted:
+                    remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+                    return "gone"
+                if current.version != record.version:
+                    return document_of(current).status  # another delivery claimed it
+        else:
+            raise Conflict("a document with this content is being written concurrently; retry")
+        try:
+            uploads.delete(doc.upload_key or "")  # type: ignore[union-attr]
+        except Exception:  # the bucket's lifecycle rule removes it later
+            log.warning("could not delete the uploaded object of %s", doc.id, exc_info=True)
+        return "ingesting"
+
+    def _fail_upload(self, record: Record, exc: MemoryError_) -> str:
+        doc = document_of(record)
+        log.warning("uploaded document %s failed: %s", doc.id, exc.detail)
+        failed = replace(doc, status="failed", error=problem_of(exc), updated_at=timeutil.now_iso())
+        try:
+            self.store.put(Record(record.pk, record.sk, failed.to_item(), version=record.version + 1),
+                           Condition.version_is(record.version))
+        except ConditionFailed:
+            current = self.store.get(record.pk, record.sk)
+            if current is None:
+                return "gone"
+            now = document_of(current)
+            return "gone" if now.deleted else now.status
+        return "failed"
+
+    def _live_document(self, ctx: RequestContext, hash_key: tuple[str, str]) -> Document | None:
+        """The document a content-hash row names, unless that claim was abandoned (its
+        document is gone, deleted, or stuck ingesting): then the claim is cleared and None."""
+        claim = self.store.get(*hash_key)
+        if claim is None:
+            return None
+        doc_id = DocumentHash.from_item(claim.data).document_id
+        record = self.store.get(keys.documents_pk(ctx), doc_id)
+        doc = document_of(record) if record is not None else None
+        if doc is not None and not doc.deleted and not _stale(doc) and doc.status != "failed":
+            return doc
+        self._discard(ctx, doc_id, hash_key)
+        return None
+
+    def _discard(self, ctx: RequestContext, doc_id: str, hash_key: tuple[str, str] | None) -> None:
+        """Remove a document's chunks and stored parts, then its row and (if it still names it)
+        its hash row."""
+        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+        remove_all(self.store, keys.chunks_pk(ctx, doc_id))
+        if hash_key is not None:
+            claim = self.store.get(*hash_key)
+            if claim is not None and DocumentHash.from_item(claim.data).document_id == doc_id:
+                try:
+                    self.store.delete(*hash_key, Condition.version_is(claim.version))
+                except ConditionFailed:
+                    pass  # another upload took the claim over meanwhile
+        self.store.delete(keys.documents_pk(ctx), doc_id)
+
+    # --- reads ----------------------------------------------------------------------
+
+    def _load(self, ctx: RequestContext, doc_id: str) -> Record:
+        record = self.store.get(keys.documents_pk(ctx), doc_id) if doc_id.startswith("doc_") else None
+        # A document outside the caller's read region answers exactly as a missing one (its
+        # chunks carry its scopes, so they are covered by this check too).
+        doc = document_of(record) if record is not None else None
+        if doc is None or doc.deleted or not scope_lib.visible(doc.scopes or [], ctx.read_region):
+            raise NotFound(f"document {doc_id} does not exist")
+        return record
+
+    def get(self, ctx: RequestContext, doc_id: str) -> Document:
+        return document_of(self._load(ctx, doc_id))
+
+    def list_chunks(self, ctx: RequestContext, doc_id: str, limit: int, page_cursor: str | None) -> Page[Chunk]:
+        self._load(ctx, doc_id)
+        secret = self.settings.cursor_secret()
+        collection = f"chunks:{doc_id}"
+        after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
+        pk = keys.chunks_pk(ctx, doc_id)
+        page = self.store.query(pk, after=after, limit=limit)
+        if page.last_key is not None and not self.store.query(pk, after=page.last_key, limit=1).records:
+            page.last_key = None  # an exactly full last page: no further page to promise
+        next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
+        chunks = [Chunk.from_item(r.data) for r in page.records]
+        return Page([c for c in chunks if not c.deleted], next_cursor)
+
+    # --- delete ---------------------------------------------------------------------
+
+    def delete(self, ctx: RequestContext, doc_id: str) -> None:
+        record = self.store.get(keys.documents_pk(ctx), doc_id) if doc_id.startswith("doc_") else None
+        doc = document_of(record) if record is not None else None
+        if doc is None or not scope_lib.visible(doc.scopes or [], ctx.read_region):
+            raise NotFound(f"document {doc_id} does not exist")  # forget only removes what it can read
+        # While it ingests too: the worker sees the tombstone before its next commit, stops and
+        # removes what it wrote after this; what it wrote before, this removes.
+        if not doc.deleted:
+            tombstone = replace(doc, deleted=True, updated_at=timeutil.now_iso())
+            try:
+                self.store.put(Record(record.pk, record.sk, tombstone.to_item(), version=record.version + 1),
+                               Condition.version_is(record.version))
+            except ConditionFailed as exc:
+                raise Conflict(f"document {doc_id} is being modified concurrently; retry") from exc
+        hash_key = (keys.document_hashes_pk(ctx), f"{doc.content_hash}#{scope_sig(doc.scopes)}")
+        self._discard(ctx, doc_id, hash_key)
+
+
+def _hash_row(ctx: RequestContext, hash_key: tuple[str, str], doc_id: str, digest: str) -> Record:
+    """The content-hash row that claims ``digest`` (in these scopes) for a document."""
+    return Record(hash_key[0], hash_key[1],
+                  DocumentHash(context_id=ctx.context_id, document_id=doc_id, content_hash=digest).to_item())
+
+
+def _stale(doc: Document) -> bool:
+    if doc.status != "ingesting":
+        return False
+    age = timeutil.now() - timeutil.parse(doc.updated_at or doc.created_at)
+    return age.total_seconds() > STALE_INGEST_S
+
+
+def _default_title(text: str, fmt: str, filename: str | None) -> str:
+    """No title given: the first markdown heading, else the file name without its extension,
+    else the start of the first line."""
+    heading = chunking.first_heading(text) if fmt == "markdown" else None
+    if heading:
+        return heading[:TITLE_FROM_TEXT_CHARS]
+    if filename:
+        stem = filename.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
+        stem = stem.rsplit(".", 1)[0] if "." in stem.strip(".") else stem
+        if stem.strip():
+            return stem.strip()
+    return text.split("\n", 1)[0].strip()[:TITLE_FROM_TEXT_CHARS]

@@ -1,0 +1,341 @@
+"""``POST /forget``: a semantic soft delete of the memory closest to a query.
+
+``{query, limit (default 5, max 20), minScore, dryRun, purge}`` ->
+``{deleted, items: [{id, kind, text, score}], entities: [{id, name}]}``.
+
+1. **Find.** One vector search of the caller's visible, *current* memory (the read region
+   and reader lists apply; kinds ``attribute``, ``relation``, ``action``, ``instruction``,
+   ``turn``, ``chunk``), ``limit`` nearest units. ``score`` is the cosine similarity of the
+   query and the unit text (both search backends report it in vector mode), so ``minScore``
+   is a similarity threshold in [-1, 1] (default 0.25); hits below it are left alone. A unit whose record
+   is already gone is a stale projection: it is removed from the index and not listed.
+   What projection has not indexed yet (stream lag) cannot be found.
+2. **Locate.** Each hit's id prefix picks a ``Forgetter`` from a registry (``attr``,
+   ``rel``, ``act``, ``instr``, ``turn``, ``chunk``, each declared below with
+   ``register_forgetter``), which finds the stored record behind the unit.
+3. **Remove** (unless ``dryRun``, which lists and deletes nothing). Soft delete: each record
+   is rewritten with ``deleted: true`` in conditioned transactions (on the version read;
+   a lost race re-reads and retries), facts drop out of the gsi1 current index. Every read
+   skips deleted records (/state, /profile, entity reads, ``asOf``, history, collections,
+   session turns) and projection removes their search units. A forgotten turn also loses
+   its text (its row stays, so session sequence numbers stay dense). ``purge: true`` hard-deletes
+   instead, together with the forgotten fact's superseded history (``Forgetter.history``:
+   for a single-valued key every row of the slot in the same scope, for a multi-valued
+   key the rows of the same value, plus anything linked by supersedes/supersededBy).
+4. **Entities left with nothing.** An entity the removed records name that has no facts,
+   actions, turns or chunks left is removed with them (``OrphanedEntities``); ``entities``
+   lists them (with ``dryRun``: those that would go).
+5. **Derived copies.** The search units are also deleted directly (retrieval forgets at
+   once, whatever the projection lag); stored idempotency replies that mention a removed
+   id are deleted, and every ``runtime.on_forget`` hook gets ``(ctx, removed ids)`` (the
+   response cache subscribes there). Session delete calls the same hooks for its turns.
+
+Soft-deleted rows stay in the store (an audit trail an operator can inspect); forgotten
+rows never come back through the API, and a later statement of the same fact is stored
+as a new fact.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.access import scopes as scope_lib
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import storage_keys as keys
+from agent_memory.kernel import timeutil
+from agent_memory.kernel.errors import Conflict, ServiceBusy
+from agent_memory.ports import (
+    Condition,
+    ConditionFailed,
+    Delete,
+    Put,
+    Record,
+    RecordStore,
+    SearchFilter,
+    SearchUnit,
+)
+from agent_memory.services import paging
+from agent_memory.services.conversation.sessions import backoff
+from agent_memory.services.facts.fact_kinds import (
+    BY_KIND,
+    FACT_KINDS,
+    Forgetter,
+    live,
+)
+
+if TYPE_CHECKING:
+    from agent_memory.models.reads import ForgetRequest
+    from agent_memory.ports import SearchIndex
+    from agent_memory.services.conversation.sessions import SessionService
+
+log = logging.getLogger("agent_memory.forget")
+
+TRANSACT_CHUNK = 25  # records per transaction: well inside MAX_TRANSACT_OPS (ports) and DynamoDB's 4 MB
+WRITE_ATTEMPTS = 8
+
+
+# --- removing records (shared by forget and entity delete) ---------------------------
+
+
+def tombstone(record: Record, at: str) -> Record:
+    """The soft-deleted version of ``record``: ``deleted: true``, out of the current-facts
+    index. A turn keeps its row (session seq stays dense) and turn-id index entry, but not
+    its text: raw text must not depend on every transcript reader checking ``deleted``."""
+    data = {**record.data, "deleted": True, "deletedAt": at}
+    keep_index = data.get("kind") == "turn"
+    if keep_index:
+        data["content"] = ""
+    if data.get("kind") == "chunk":
+        data["text"] = ""
+    return Record(pk=record.pk, sk=record.sk, data=data, version=record.version + 1,
+                  gsi1pk=record.gsi1pk if keep_index else None, gsi1sk=record.gsi1sk if keep_index else None,
+                  expires_at=record.expires_at)
+
+
+def remove_records(store: RecordStore, records: Iterable[Record], *, purge: bool) -> set[str]:
+    """Soft-delete (or, with ``purge``, delete) ``records`` in conditioned transactions.
+
+    Each write is conditioned on the version that was read; when a transaction loses a race
+    its records are re-read and the write retried. Returns the ids of the removed records.
+    """
+    unique: dict[tuple[str, str], Record] = {}
+    for r in records:
+        unique[(r.pk, r.sk)] = r
+    pending = list(unique.values())
+    removed: set[str] = set()
+    at = timeutil.now_iso()
+    for attempt in range(WRITE_ATTEMPTS):
+        failed: list[Record] = []
+        for start in range(0, len(pending), TRANSACT_CHUNK):
+            chunk = pending[start:start + TRANSACT_CHUNK]
+            ops: list[Any] = []
+            for r in chunk:
+                if purge:
+                    ops.append(Delete(r.pk, r.sk, Condition.version_is(r.version)))
+                elif not r.data.get("deleted"):
+                    ops.append(Put(tombstone(r, at), Condition.version_is(r.version)))
+            try:
+                if ops:
+                    store.transact(ops)
+                removed.update(r.data.get("id") or r.sk for r in chunk)
+            except ConditionFailed:
+                failed += chunk
+        if not failed:
+            return removed
+        backoff(attempt)
+        pending = [fresh for r in failed if (fresh := store.get(r.pk, r.sk)) is not None]
+        removed.update((r.data.get("id") or r.sk) for r in failed
+                       if all(f.pk != r.pk or f.sk != r.sk for f in pending))
+        if not pending:
+            return removed
+    raise Conflict("the records to delete keep changing concurrently; retry")
+
+
+# --- forgetters: how each kind of search unit maps back to stored records -------------
+
+
+FORGETTERS: dict[str, Forgetter] = {k.id_prefix: k.forgetter for k in FACT_KINDS
+                                    if k.id_prefix and k.forgetter is not None}
+FORGET_KINDS = [k.kind for k in FACT_KINDS if k.forgetter is not None] + ["turn", "chunk"]
+
+
+def register_forgetter(prefix: str) -> Callable[[type[Forgetter]], type[Forgetter]]:
+    """Class decorator for search units that are not fact kinds (those are declared in
+    ``fact_kinds``): ``@register_forgetter("chunk") class ChunkForgetter(Forgetter): ...``."""
+
+    def register(cls: type[Forgetter]) -> type[Forgetter]:
+        FORGETTERS[prefix] = cls()
+        return cls
+
+    return register
+
+
+_live = live
+
+
+@register_forgetter("turn")
+class TurnForgetter(Forgetter):
+    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        turn = svc.sessions.get_turn(ctx, unit.id)
+        if turn is None:
+            return None
+        return _live(svc.store.get(keys.turns_pk(ctx, turn.session), keys.turn_sk(turn.seq)))
+
+
+@register_forgetter("chunk")
+class ChunkForgetter(Forgetter):
+    """A forgotten chunk is marked deleted (its text emptied like a turn's); the document
+    keeps its other chunks. Its unit carries the document id and ordinal that key it."""
+
+    def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
+        meta = unit.metadata or {}
+        if "documentId" not in meta or meta.get("ordinal") is None:
+            return None
+        return _live(svc.store.get(keys.chunks_pk(ctx, meta["documentId"]), keys.chunk_sk(int(meta["ordinal"]))))
+
+
+# --- entities left with nothing ---------------------------------------------------------
+
+
+def entity_refs(data: dict[str, Any]) -> list[str]:
+    """The entity ids a fact or action record refers to."""
+    kind = BY_KIND.get(data.get("kind"))  # type: ignore[arg-type]
+    return kind.entities_in(data) if kind is not None else []
+
+
+class OrphanedEntities:
+    """Entities a forget leaves with no facts, actions, turns or chunks (docs/decisions.md, "Forget").
+
+    Candidates are the entities the removed records refer to, plus those an attribute value
+    names ("I live in Oslo" stores Oslo as a value and as an entity). A candidate stays
+    while the store still holds a live fact about it (its own attributes and relations,
+    history included, a current relation pointing at it, an action it did) outside the
+    records being removed, or the search index a turn or chunk labelled with it. The
+    speaker's own entity always stays.
+    """
+
+    def __init__(self, svc: ForgetService, ctx: RequestContext):
+        self.svc, self.ctx = svc, ctx
+
+    def find(self, removing: Sequence[Record]) -> list[Record]:
+        from agent_memory.services.facts.extraction.speaker import SELF_ENTITY_ID
+        from agent_memory.services.facts.repository import MemoryRepository
+
+        gone = {r.data.get("id") for r in removing}
+        candidates = {eid for r in removing for eid in entity_refs(r.data) if eid}
+        values = [r.data["value"] for r in removing if r.data.get("kind") == "attribute" and r.data.get("value")]
+        candidates |= set(MemoryRepository(self.svc.store).entities_by_name(self.ctx, values))
+        candidates.discard(SELF_ENTITY_ID)
+        left = {eid for eid in candidates if not self._own_facts(eid, gone)}
+        left -= self._referenced_elsewhere(left, gone)
+        left = {eid for eid in left if not self._in_turns_or_chunks(eid)}
+        records = [self.svc.store.get(keys.entities_pk(self.ctx), keys.entity_sk(eid)) for eid in sorted(left)]
+        return [r for r in records if _live(r) is not None]
+
+    def _live_rows(self, src: paging.Source, gone: set[str]) -> Iterable[Record]:
+        return (r for r in paging.scan(self.svc.store, src, batch=500)
+                if not r.data.get("deleted") and r.data.get("id") not in gone and r.data.get("kind"))
+
+    def _own_facts(self, eid: str, gone: set[str]) -> bool:
+        return any(True for pk in (keys.attrs_pk(self.ctx, eid), keys.rels_pk(self.ctx, eid))
+                   for _ in self._live_rows(paging.Source(pk, prefix="a#"), gone))
+
+    def _referenced_elsewhere(self, eids: set[str], gone: set[str]) -> set[str]:
+        if not eids:
+            return set()
+        found: set[str] = set()
+        inbound = paging.Source(keys.current_gsi(self.ctx, "relation"), index="gsi1")
+        found |= {r.data.get("object") for r in self._live_rows(inbound, gone)} & eids
+        found |= {r.data.get("actor") for r in self._live_rows(paging.Source(keys.actions_pk(self.ctx)), gone)} & eids
+        return found
+
+    def _in_turns_or_chunks(self, eid: str) -> bool:
+        search = self.svc.search
+        if search is None:
+            return True  # cannot tell: keep it
+        flt = SearchFilter(context_id=self.ctx.context_id, partition=self.ctx.partition, admin=True,
+                           kinds=["turn", "chunk", "thread_turn"], labels=[eid])
+        return bool(search.search(eid.split("/", 1)[-1], flt, k=1, mode="vector"))
+
+
+# --- the service -------------------------------------------------------------------------
+
+
+@dataclass
+class ForgottenItem:
+    id: str
+    kind: str
+    text: str
+    score: float
+
+
+@dataclass
+class OrphanedEntity:
+    id: str
+    name: str
+
+
+@dataclass
+class ForgetOutcome:
+    """What a forget removed (or, with ``dryRun``, would remove; then ``deleted`` is 0)."""
+
+    deleted: int
+    items: list[ForgottenItem]
+    entities: list[OrphanedEntity]
+
+
+class ForgetService:
+    """Semantic forget and the clean-up after any removal. Forgetters read ``store``,
+    ``search`` and ``sessions`` from it; ``on_removed(ctx, ids)`` removes derived copies of
+    removed records (stored idempotency replies, the response cache)."""
+
+    def __init__(self, store: RecordStore, search: SearchIndex | None, sessions: SessionService,
+                 on_removed: Callable[[RequestContext, set[str]], None]):
+        self.store = store
+        self.search = search
+        self.sessions = sessions
+        self._on_removed = on_removed
+
+    def remove(self, records: list[Record], purge: bool) -> set[str]:
+        """Soft-delete (or purge) records, the way every forget rule removes by default."""
+        return remove_records(self.store, records, purge=purge)
+
+    def forget(self, ctx: RequestContext, req: ForgetRequest) -> ForgetOutcome:
+        if self.search is None:
+            raise ServiceBusy("forget needs the search index, and this deployment has none configured",
+                              code="search_unavailable", retry_after=3600)
+        # Forget removes only what the caller can both read and write: the search looks in
+        # the intersection of the two regions, and every scope of a hit must be writable.
+        region = scope_lib.intersect_regions(ctx.read_region, ctx.write_region)
+        flt = SearchFilter(context_id=ctx.context_id, partition=ctx.partition,
+                           read_region=list(region) if region is not None else None,
+                           principals=ctx.principals, admin=ctx.admin, kinds=list(FORGET_KINDS))
+        hits = self.search.search(req.query, flt, k=req.limit, mode="vector")
+        items: list[ForgottenItem] = []
+        targets: list[tuple[Forgetter | None, Record | None, str]] = []
+        stale: list[str] = []
+        for hit in hits:
+            if hit.score < req.min_score or scope_lib.writable(hit.unit.scopes, ctx.write_region) \
+                    or (ctx.write_region is not None and not hit.unit.scopes):
+                continue
+            unit = hit.unit
+            forgetter = FORGETTERS.get(unit.id.split("_", 1)[0])
+            record = forgetter.locate(self, ctx, unit) if forgetter is not None else None
+            if forgetter is not None and record is None:
+                stale.append(unit.id)
+                continue
+            if forgetter is None:
+                log.warning("forget: no forgetter for %s; removing its search unit only", unit.id)
+            items.append(ForgottenItem(unit.id, unit.kind, unit.text, round(hit.score, 6)))
+            targets.append((forgetter, record, unit.id))
+        plans = [(forgetter, record, unit_id,
+                  ([record, *forgetter.history(self, ctx, record)] if req.purge else [record])
+                  if forgetter is not None and record is not None else [])
+                 for forgetter, record, unit_id in targets]
+        going = [row for *_, rows in plans for row in rows]
+        orphans = OrphanedEntities(self, ctx).find(going)
+        entities = [OrphanedEntity(o.data["id"], o.data.get("name") or o.data["id"]) for o in orphans]
+        if req.dry_run:
+            return ForgetOutcome(0, items, entities)
+        removed: set[str] = set(stale)
+        for forgetter, _, unit_id, rows in plans:
+            removed.add(unit_id)
+            if forgetter is not None and rows:
+                removed |= forgetter.remove(self, ctx, rows, req.purge)
+        if orphans:
+            removed |= remove_records(self.store, orphans, purge=req.purge)
+        self.after_removal(ctx, removed)
+        return ForgetOutcome(len(items), items, entities)
+
+    def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str]) -> None:
+        """Derived copies: search units now (whatever the projection lag), idempotency
+        replies and subscribers (``on_removed``)."""
+        ids = set(ids)
+        if not ids:
+            return
+        if self.search is not None:
+            self.search.delete(ctx.context_id, sorted(ids))
+        self._on_removed(ctx, ids)

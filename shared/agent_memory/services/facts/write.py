@@ -1,0 +1,518 @@
+"""The write path: POST /facts and /facts/batch.
+
+One write = store the turn, extract what it states (one model call, or the caller's
+``triples``), reconcile that against current memory, and commit the turn and every fact
+change in ONE transaction. Nothing is written when extraction fails (502, or 504 on a
+model timeout) or the input is invalid. A transaction that loses a race (another write
+changed the same slot) is re-reconciled against the fresh state and retried, without a
+second model call.
+
+Modes: ``full`` (model extraction), ``triples`` (caller-supplied facts, authoritative,
+no model call), ``preview`` (extract and reconcile, write nothing, report what would
+change), ``none`` (store the turn only).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import deadline, timeutil
+from agent_memory.kernel.errors import (
+    Conflict,
+    PayloadTooLarge,
+    Unprocessable,
+    UpstreamModelError,
+    UpstreamModelTimeout,
+)
+from agent_memory.kernel.ids import (
+    MAX_ENTITY_NAME_BYTES,
+    MAX_KEY_BYTES,
+    entity_name_fits,
+    key_fits,
+    normalise_entity_name,
+)
+from agent_memory.models.extraction import (
+    ExtractedAction,
+    ExtractedAttribute,
+    ExtractedEntity,
+    ExtractedRelation,
+    ExtractedUncertainty,
+    ExtractionOutput,
+    ExtractionResult,
+)
+from agent_memory.models.facts import Source
+from agent_memory.models.records import Session, Turn
+from agent_memory.models.requests import Triple, WriteFactsBatchRequest, WriteFactsRequest
+from agent_memory.ports import (
+    MAX_TRANSACT_OPS,
+    ConditionFailed,
+    LanguageModel,
+    ModelOutputInvalid,
+    ModelTimeout,
+)
+from agent_memory.ports import ModelError as PortModelError
+from agent_memory.services.conversation.sessions import NewTurn, backoff
+from agent_memory.services.facts import reconcile as rec
+from agent_memory.services.facts.extraction.prompt import build_extraction_prompt
+from agent_memory.services.facts.extraction.speaker import EntityResolver
+from agent_memory.services.facts.fact_kinds import BY_EXTRACTED, CLAIM_FIELDS
+from agent_memory.services.facts.repository import MemoryRepository
+from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record
+
+if TYPE_CHECKING:
+    from agent_memory.config import Settings
+    from agent_memory.ports import RecordStore
+    from agent_memory.services.conversation.sessions import SessionService
+
+log = logging.getLogger("agent_memory.facts")
+
+RECONCILE_ATTEMPTS = 12
+TRIPLES_PER_WRITE = 16  # worst case 5 operations each (two entities, row, head, old row)
+TRUNCATED_ABOUT = "facts left out of this turn"
+
+
+@dataclass
+class PendingTurn:
+    """One turn of a write, with what its extraction produced (before reconciliation)."""
+
+    role: str
+    text: str
+    observed_at: str | None
+    infer: str
+    extraction: ExtractionOutput | None
+    source_kind: str = "turn"
+    speaker: dict[str, str] | None = None  # stored form (services/facts/speakers.py)
+
+
+@dataclass
+class WriteOutcome:
+    """One ``POST /facts``: the turn stored (``None`` in preview) and what its facts changed."""
+
+    mode: str
+    session_id: str | None
+    turn_id: str | None
+    extraction: ExtractionResult | None
+
+
+@dataclass
+class BatchWriteOutcome:
+    """One ``POST /facts/batch``: the turns stored (none in preview), each one's changes."""
+
+    session_id: str | None
+    turn_ids: list[str]
+    extractions: list[ExtractionResult | None]
+
+
+class FactsService:
+    """The write path. ``language_model`` resolves a model by name (instances are cached by
+    the caller); ``fact_change_listeners`` are called ``(ctx, entity ids)`` after a write
+    changed those entities' facts (the list is read at call time, so it may grow later)."""
+
+    def __init__(self, store: RecordStore, sessions: SessionService, settings: Settings,
+                 language_model: Callable[[str], LanguageModel],
+                 fact_change_listeners: Sequence[Callable[[RequestContext, set[str]], None]] = ()):
+        self._store = store
+        self._sessions = sessions
+        self._settings = settings
+        self._language_model = language_model
+        self._listeners = fact_change_listeners
+        self.repo = MemoryRepository(store)
+
+    # --- public operations ------------------------------------------------------------
+
+    def write(self, ctx: RequestContext, req: WriteFactsRequest) -> WriteOutcome:
+        self._check_size(req.text)
+        observed = req.observed_at
+        extraction: ExtractionOutput | None = None
+        source_kind = "turn"
+        if req.infer == "triples":
+            extraction = triples_to_extraction(req.triples or [])
+            source_kind = "upsert"
+        elif req.triples:
+            raise Unprocessable("triples are only accepted with infer: triples", field="triples")
+        sessions = self._sessions
+        session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        speaker = speaker_record(req.speaker)
+        if req.infer in ("full", "preview"):
+            extraction = self.extract(ctx, req.text, observed, speaker=speaker)
+        pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind, speaker=speaker)
+        if req.infer == "preview":
+            result = self._reconcile_only(ctx, pending, session.id, req.scopes, req.labels)
+            return WriteOutcome("preview", req.session_id, None, result)
+        turn_ids, results = self.commit_turns(ctx, session, [pending], req.scopes, req.labels)
+        return WriteOutcome(req.infer, session.id, turn_ids[0], results[0])
+
+    def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> BatchWriteOutcome:
+        for m in req.messages:
+            self._check_size(m.content)
+        if req.infer == "triples":
+            raise Unprocessable("infer: triples is not available for batches; use POST /facts", field="infer")
+        sessions = self._sessions
+        session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        extract = req.infer in ("full", "preview")
+        pending: list[PendingTurn] = []
+        if extract and req.extract == "whole_conversation":
+            transcript = "\n".join(f"{m.role}: {m.content}" for m in req.messages)
+            whole = self.extract(ctx, transcript, req.messages[-1].ts)
+            pending = [PendingTurn(m.role, m.content, m.ts, req.infer, None, speaker=speaker_record(m.speaker))
+                       for m in req.messages]
+            # The single extraction is attributed to the last turn (the one that completes it).
+            pending[-1].extraction = whole
+        else:
+            speakers = [speaker_record(m.speaker) for m in req.messages]
+            wanted = [i for i, m in enumerate(req.messages) if extract and m.role == "user"]
+            extractions = self._extract_many(ctx, [(req.messages[i].content, req.messages[i].ts, speakers[i])
+                                                   for i in wanted])
+            by_index = dict(zip(wanted, extractions, strict=True))
+            pending = [PendingTurn(m.role, m.content, m.ts, req.infer, by_index.get(i), speaker=speakers[i])
+                       for i, m in enumerate(req.messages)]
+        if req.infer == "preview":
+            results = [self._reconcile_only(ctx, p, session.id, req.scopes, req.labels) for p in pending]
+            return BatchWriteOutcome(req.session_id, [], results)
+        # Every model call is done before the first write. Each turn then commits in its own
+        # transaction, so a later turn reconciles against what the earlier ones stored.
+        turn_ids: list[str] = []
+        results: list[ExtractionResult | None] = []
+        for p in pending:
+            ids, res = self.commit_turns(ctx, session, [p], req.scopes, req.labels)
+            turn_ids += ids
+            results += res
+        return BatchWriteOutcome(session.id, turn_ids, results)
+
+    # --- extraction ---------------------------------------------------------------------
+
+    def _extract_many(self, ctx: RequestContext, items: Sequence[tuple[str, str | None, dict[str, str] | None]]
+                      ) -> list[ExtractionOutput]:
+        """One extraction call per item, ``limits.document_concurrency`` at once, all under the
+        request's deadline. The first failure cancels the calls not yet started and is raised
+        (nothing has been written yet)."""
+        if len(items) <= 1:
+            return [self.extract(ctx, text, ts, speaker=speaker) for text, ts, speaker in items]
+        workers = min(len(items), max(1, self._settings.limits.document_concurrency))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="batch-extract") as pool:
+            futures = [deadline.submit_in_context(pool, self._extract_one, ctx, text, ts, speaker)
+                       for text, ts, speaker in items]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+
+    def _extract_one(self, ctx: RequestContext, text: str, ts: str | None,
+                     speaker: dict[str, str] | None) -> ExtractionOutput:
+        return self.extract(ctx, text, ts, speaker=speaker)
+
+    def extract(self, ctx: RequestContext, text: str, observed_at: str | None,
+                speaker: dict[str, str] | None = None) -> ExtractionOutput:
+        """One extraction model call (one retry on invalid output). Writes nothing. In a turn
+        said by someone other than the context's user (``speaker``), "I" is that speaker."""
+        model: LanguageModel = self._language_model(str(self._settings.models.extraction))
+        other = speaker["name"] if is_other_speaker(speaker) else None
+        system, user = build_extraction_prompt(
+            text, speaker_name=other or self.repo.speaker_name(ctx), known_entities=self.repo.entity_names(ctx),
+            observed_at=observed_at or timeutil.now_iso())
+        for attempt in (1, 2):
+            try:
+                output = model.structured(system=system, user=user, schema=ExtractionOutput)
+                return attribute_to_speaker(output, other) if other else output
+            except ModelOutputInvalid as exc:
+                if attempt == 2:
+                    raise UpstreamModelError(f"extraction model returned invalid output twice: {exc}") from exc
+                log.warning("extraction output invalid, retrying once: %s", exc)
+            except ModelTimeout as exc:
+                raise UpstreamModelTimeout(f"extraction model timed out: {exc}") from exc
+            except PortModelError as exc:
+                raise UpstreamModelError(f"extraction model failed: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    # --- reconciliation and commit -------------------------------------------------------
+
+    def _plan(self, ctx: RequestContext, pending: PendingTurn, turn_id: str, session_id: str,
+              scopes: list[list[str]], labels: list[str]) -> tuple[rec.ReconcilePlan, Any]:
+        extraction = pending.extraction or ExtractionOutput()
+        speaker = self.repo.speaker_name(ctx)
+        names = _mentioned_names(extraction)
+        loaded = self.repo.load_entities(ctx, names)
+        resolver = EntityResolver(loaded.entities.values(), speaker_name=speaker)
+        slots = rec.slots(extraction, resolver)
+        loaded = self.repo.load_for_write(ctx, slots.attributes, slots.relations, names, loaded)
+        observed = timeutil.parse(pending.observed_at) if pending.observed_at else None
+        plan = rec.reconcile(
+            extraction,
+            source=Source(kind=pending.source_kind, ref=turn_id, session_id=session_id),
+            current_attributes=loaded.attributes, current_relations=loaded.relations,
+            current_instructions=self.repo.instructions(ctx) if extraction.instructions else (),
+            existing_entities=loaded.entities.values(),
+            resolver=resolver,
+            speaker_name=speaker, scopes=scopes, labels=labels, context_id=ctx.context_id,
+            created_by=ctx.principal, observed_at=observed,
+            settings=rec.ReconcileSettings(confidence_floor=self._settings.limits.extraction_confidence_floor),
+        )
+        return plan, loaded
+
+    def _reconcile_only(self, ctx: RequestContext, pending: PendingTurn, session_id: str,
+                        scopes: list[list[str]], labels: list[str]) -> ExtractionResult | None:
+        if pending.extraction is None:
+            return None
+        plan, _ = self._plan(ctx, pending, "turn_preview", session_id, scopes, labels)
+        return plan.to_result("turn_preview")
+
+    def commit_turns(self, ctx: RequestContext, session: Session, pending: Sequence[PendingTurn],
+                scopes: list[list[str]], labels: list[str]) -> tuple[list[str], list[ExtractionResult | None]]:
+        """Append the turns and apply each turn's plan in one transaction; on a lost race,
+        reload and re-plan (extraction output is reused, never re-requested)."""
+        sessions = self._sessions
+        for attempt in range(RECONCILE_ATTEMPTS):
+            planner = _TurnPlanner(self, ctx, session.id, pending, scopes, labels)
+            try:
+                rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker)
+                                                            for p in pending], scopes, labels,
+                                             extra_ops=planner.ops)
+            except ConditionFailed:
+                backoff(attempt)  # append_turns re-reads the stored session on each attempt
+                continue
+            self._notify_changes(ctx, planner.results)
+            return [r.id for r in rows], list(planner.results)
+        raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
+
+    def _notify_changes(self, ctx: RequestContext, results: Sequence[ExtractionResult | None]) -> None:
+        """Tell subscribers (the response cache) which entities' facts this write changed."""
+        changed: set[str] = set()
+        for result in results:
+            if result is None:
+                continue
+            changed.update(a.entity_id for a in result.attributes)
+            changed.update(c.entity_id for c in result.corrections)
+            for r in result.relations:
+                changed.update((r.subject, r.object))
+        if changed:
+            for listener in list(self._listeners):
+                listener(ctx, changed)
+
+    def write_document_facts(self, ctx: RequestContext, extractions: Sequence[tuple[str, ExtractionOutput]],
+                             scopes: list[list[str]], labels: list[str],
+                             observed_at: str | None) -> list[ExtractionResult]:
+        """Commit facts extracted from document chunks as authoritative ``document`` facts
+        (``Source(kind="document", ref=<chunk id>)``): a later conversational turn cannot
+        supersede them, its contradiction becomes an uncertainty (``reconcile``).
+
+        The caller made every model call before its first write; here each chunk's facts are
+        reconciled and committed in their own transaction, so a later chunk sees what earlier
+        ones stored, and a lost race re-plans against fresh state without re-extracting. A
+        chunk whose plan would pass ``MAX_TRANSACT_OPS`` (ports) is committed in halves.
+        """
+        results: list[ExtractionResult] = []
+        for chunk_id, extraction in extractions:
+            pending = PendingTurn("system", "", observed_at, "full", extraction, source_kind="document")
+            results += self._commit_plan(ctx, pending, chunk_id, scopes, labels)
+        self._notify_changes(ctx, results)
+        return results
+
+    def _commit_plan(self, ctx: RequestContext, pending: PendingTurn, ref: str, scopes: list[list[str]],
+                     labels: list[str]) -> list[ExtractionResult]:
+        for attempt in range(RECONCILE_ATTEMPTS):
+            plan, loaded = self._plan(ctx, pending, ref, None, scopes, labels)
+            ops = self.repo.plan_ops(ctx, plan, loaded)
+            halves = _halves(pending.extraction) if len(ops) > MAX_TRANSACT_OPS else None
+            if len(ops) > MAX_TRANSACT_OPS and halves is None:
+                raise PayloadTooLarge("one fact of this chunk needs more than one transaction")
+            if halves is not None:
+                return [r for half in halves
+                        for r in self._commit_plan(ctx, replace(pending, extraction=half), ref, scopes, labels)]
+            try:
+                if ops:
+                    self._store.transact(ops)
+            except ConditionFailed:
+                backoff(attempt)
+                continue
+            return [plan.to_result(ref)]
+        raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
+
+    def _check_size(self, text: str) -> None:
+        cap = self._settings.limits.facts_text_bytes
+        if len(text.encode("utf-8")) > cap:
+            raise PayloadTooLarge(f"text is over the {cap}-byte limit")
+
+
+class _TurnPlanner:
+    """Builds the fact operations for freshly numbered turns (called inside the append
+    transaction attempt, so every retry re-plans against current state)."""
+
+    def __init__(self, service: FactsService, ctx: RequestContext, session_id: str,
+                 pending: Sequence[PendingTurn], scopes: list[list[str]], labels: list[str]):
+        self.service, self.ctx, self.session_id = service, ctx, session_id
+        self.pending, self.scopes, self.labels = pending, scopes, labels
+        self.results: list[ExtractionResult | None] = []
+
+    def ops(self, rows: list[Turn]) -> list:
+        ops: list = []
+        self.results = []
+        for row, p in zip(rows, self.pending, strict=True):
+            if p.extraction is None:
+                self.results.append(None)
+                continue
+            budget = MAX_TRANSACT_OPS - len(rows) - 1 - len(ops)  # the turns and the session row
+            extraction = p.extraction
+            while True:
+                plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row.id,
+                                                  self.session_id, self.scopes, self.labels)
+                turn_ops = self.service.repo.plan_ops(self.ctx, plan, loaded)
+                if len(turn_ops) <= budget:
+                    break
+                if p.source_kind != "turn":
+                    raise PayloadTooLarge("these facts need more than one transaction; send fewer triples "
+                                          "per request")
+                # A model extracted more than one atomic write can hold: keep the first half
+                # of its claims (statement order) and the entities they name, and say what
+                # was left out. Each halving strictly shrinks the extraction, so this ends.
+                smaller = _halve(extraction, p.extraction)
+                if _size(smaller) >= _size(extraction):
+                    raise PayloadTooLarge("this turn needs more than one transaction even without its facts; "
+                                          "send fewer turns per request")
+                extraction = smaller
+            ops.extend(turn_ops)
+            self.results.append(plan.to_result(row.id))
+        return ops
+
+
+CLAIM_KINDS = CLAIM_FIELDS
+
+
+def _claim_names(claim: Any) -> list[str]:
+    """The entity names one claim refers to (its entities must be written with it)."""
+    return BY_EXTRACTED[type(claim)].names_in(claim)
+
+
+def _with_entities(claims: list[tuple[str, Any]], free: list[ExtractedEntity],
+                   entities: list[ExtractedEntity]) -> ExtractionOutput:
+    """An extraction of ``claims``, the entities they name, and the unreferenced ``free`` ones."""
+    named = {normalise_entity_name(n) for _, claim in claims for n in _claim_names(claim)}
+    out = ExtractionOutput(entities=[e for e in entities if normalise_entity_name(e.name) in named] + free)
+    for kind, item in claims:
+        getattr(out, kind).append(item)
+    return out
+
+
+def _free_entities(extraction: ExtractionOutput) -> list[ExtractedEntity]:
+    """Entities no claim names (they still cost one insert each)."""
+    named = {normalise_entity_name(n) for kind in CLAIM_KINDS for claim in getattr(extraction, kind)
+             for n in _claim_names(claim)}
+    return [e for e in extraction.entities if normalise_entity_name(e.name) not in named]
+
+
+def _size(extraction: ExtractionOutput) -> int:
+    return len(extraction.entities) + sum(len(getattr(extraction, kind)) for kind in CLAIM_KINDS)
+
+
+def _halve(current: ExtractionOutput, original: ExtractionOutput) -> ExtractionOutput:
+    """The first half of ``current``'s claims with only the entities they name (entities
+    no claim names are halved too), plus an uncertainty saying what was left out."""
+    def half(items: list) -> list:
+        return items[: len(items) // 2]
+
+    claims = [(kind, item) for kind in CLAIM_KINDS if kind != "uncertainties"
+              for item in half(getattr(current, kind))]
+    claims += [("uncertainties", u) for u in current.uncertainties if u.about != TRUNCATED_ABOUT][:3]
+    kept = _with_entities(claims, half(_free_entities(current)), current.entities)
+    kept.uncertainties.append(ExtractedUncertainty(
+        about=TRUNCATED_ABOUT,
+        reason=f"this turn stated more facts than one write holds; kept {len(kept.attributes)} of "
+               f"{len(original.attributes)} attributes and {len(kept.relations)} of {len(original.relations)} "
+               "relations"))
+    return kept
+
+
+def _halves(extraction: ExtractionOutput | None) -> tuple[ExtractionOutput, ExtractionOutput] | None:
+    """An extraction in two halves, each with only the entities its claims name (unnamed
+    entities are shared out too), or None when it cannot be split further."""
+    if extraction is None:
+        return None
+    claims = [(kind, item) for kind in CLAIM_KINDS for item in getattr(extraction, kind)]
+    free = _free_entities(extraction)
+    if len(claims) + len(free) < 2:
+        return None
+    middle, free_middle = len(claims) // 2, len(free) // 2
+    return (_with_entities(claims[:middle], free[:free_middle], extraction.entities),
+            _with_entities(claims[middle:], free[free_middle:], extraction.entities))
+
+
+def _mentioned_names(extraction: ExtractionOutput) -> list[str]:
+    names = [e.name for e in extraction.entities]
+    names += [n for kind in CLAIM_KINDS for claim in getattr(extraction, kind) for n in _claim_names(claim)]
+    return [n for n in names if n]
+
+
+def triples_to_extraction(raw: list[dict[str, Any]]) -> ExtractionOutput:
+    """Caller-supplied facts (``infer: triples``) as an extraction; 422 names a bad index."""
+    out = ExtractionOutput()
+    for i, item in enumerate(raw):
+        where = f"triples[{i}]"
+        try:
+            triple = Triple.model_validate(item)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise Unprocessable(f"{where}.{field}: {first['msg']}", field=f"{where}.{field}") from exc
+        etype, name = _entity_ref(triple.entity, f"{where}.entity")
+        if triple.key is not None and not key_fits(triple.key.strip()):
+            raise Unprocessable(f"{where}.key: at most {MAX_KEY_BYTES} bytes", field=f"{where}.key")
+        given = [k for k in ("value", "target", "verb") if getattr(triple, k) not in (None, "")]
+        if len(given) > 1:
+            raise Unprocessable(f"{where}: at most one of value, target or verb", field=where)
+        if triple.confidence is not None and not 0 <= triple.confidence <= 1:
+            raise Unprocessable(f"{where}.confidence: must be between 0 and 1", field=f"{where}.confidence")
+        times = {}
+        for key in ("occurred_at", "valid_from", "valid_until"):
+            value = getattr(triple, key)
+            if value is not None:
+                try:
+                    times[key] = timeutil.normalise(value)
+                except ValueError as exc:
+                    raise Unprocessable(f"{where}.{key}: must be RFC 3339", field=f"{where}.{key}") from exc
+        category = triple.memory_category
+        out.entities.append(ExtractedEntity(name=name, type=etype, category=category))
+        if "value" in given:
+            if not (triple.key or "").strip():
+                raise Unprocessable(f"{where}.key: required with value", field=f"{where}.key")
+            if not isinstance(triple.value, str | int | float | bool):
+                raise Unprocessable(f"{where}.value: must be a string, number or boolean", field=f"{where}.value")
+            out.attributes.append(ExtractedAttribute(
+                entity=name, entity_type=etype, key=triple.key, value=str(triple.value), category=category,
+                confidence=triple.confidence if triple.confidence is not None else 1.0,
+                valid_from=times.get("valid_from")))
+        elif "target" in given:
+            if not (triple.key or "").strip():
+                raise Unprocessable(f"{where}.key: the relation label is required with target", field=f"{where}.key")
+            ttype, tname = _entity_ref(triple.target, f"{where}.target")
+            out.entities.append(ExtractedEntity(name=tname, type=ttype, category=category))
+            out.relations.append(ExtractedRelation(
+                subject=name, subject_type=etype, label=triple.key, object=tname, object_type=ttype,
+                category=category, valid_from=times.get("valid_from"), valid_until=times.get("valid_until")))
+        elif "verb" in given:
+            out.actions.append(ExtractedAction(
+                actor=name, actor_type=etype, verb=triple.verb, object=triple.object,
+                occurred_at=times.get("occurred_at"), summary=triple.summary or
+                " ".join(p for p in (name, triple.verb, triple.object or "") if p), category=category))
+    return out
+
+
+def _entity_ref(ref: Any, where: str) -> tuple[str, str]:
+    if not isinstance(ref, dict):
+        raise Unprocessable(f"{where}: must be an object with type and name", field=where)
+    name, etype = ref.get("name"), ref.get("type")
+    if not isinstance(name, str) or not name.strip():
+        raise Unprocessable(f"{where}.name: required", field=f"{where}.name")
+    if not isinstance(etype, str) or not etype.strip():
+        raise Unprocessable(f"{where}.type: required", field=f"{where}.type")
+    if not entity_name_fits(name):
+        raise Unprocessable(f"{where}.name: at most {MAX_ENTITY_NAME_BYTES} bytes once normalised",
+                            field=f"{where}.name")
+    return etype, name.strip()

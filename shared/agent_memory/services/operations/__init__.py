@@ -1,0 +1,1 @@
+"""Operations: search projection, redrive, reindex, the catalogue and traces."""

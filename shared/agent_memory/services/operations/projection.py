@@ -1,0 +1,333 @@
+"""Search projection: which stored records become search units, and how.
+
+``units_for`` is a pure mapping from a stored record to the units it projects to. It is
+called by the ``projector`` Lambda on each DynamoDB stream record and, locally, by
+``ProjectingRecordStore`` after each committed write (the embedded stand-in for streams).
+A record's ``version`` is the unit's ``revision``, so a stale stream record never
+overwrites a newer unit. Superseded or closed facts stay in the index with their
+``valid_until`` (``asOf`` reads find them; "current" searches exclude them); deleted and
+forgotten records are removed.
+
+Projection builders register per record ``kind`` (``turn``, ``attribute``, ``chunk``...):
+the turn builder with ``@projects`` below; the fact kinds' builders (declared with their
+kind in ``fact_kinds``) and the chunk and thread-turn builders (kept next to their own
+collections in ``document_units`` / ``thread_units``, which do not import this module)
+explicitly at the bottom of this module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_memory import faults
+from agent_memory.models.records import Turn
+from agent_memory.ports import (
+    BatchWritableIndex,
+    Delete,
+    Put,
+    Record,
+    RecordStore,
+    SearchIndex,
+    SearchUnit,
+    WriteOp,
+)
+from agent_memory.services.conversation import thread_units
+from agent_memory.services.documents import units as document_units
+from agent_memory.services.facts.fact_kinds import FACT_KINDS, with_entities
+from agent_memory.services.facts.speakers import turn_speaker
+
+log = logging.getLogger("agent_memory.projection")
+
+UnitBuilder = Callable[[dict[str, Any], int], list[SearchUnit]]
+_BUILDERS: dict[str, UnitBuilder] = {}
+
+
+def projects(kind: str) -> Callable[[UnitBuilder], UnitBuilder]:
+    def register(fn: UnitBuilder) -> UnitBuilder:
+        _BUILDERS[kind] = fn
+        return fn
+
+    return register
+
+
+def is_projected(data: dict[str, Any] | None) -> bool:
+    return bool(data) and data.get("kind") in _BUILDERS
+
+
+@dataclass
+class ProjectionChange:
+    upserts: list[SearchUnit] = field(default_factory=list)
+    deletes: dict[str, list[str]] = field(default_factory=dict)  # context -> unit ids
+
+    def delete(self, context_id: str, unit_id: str) -> None:
+        self.deletes.setdefault(context_id, []).append(unit_id)
+
+    def __bool__(self) -> bool:
+        return bool(self.upserts or self.deletes)
+
+
+def change_for(new: Record | None, old: Record | None) -> ProjectionChange:
+    """The index change for one stored record going from ``old`` to ``new`` (None = absent).
+    Upserted units carry the record's key, so readers can check them against the store."""
+    change = ProjectionChange()
+    if new is not None and is_projected(new.data) and not new.data.get("deleted") \
+            and new.data.get("active", True):
+        for unit in _BUILDERS[new.data["kind"]](new.data, new.version):
+            unit.record_key = [new.pk, new.sk]
+            change.upserts.append(unit)
+        return change
+    gone = new if new is not None else old
+    if gone is not None and is_projected(gone.data):
+        for unit in _BUILDERS[gone.data["kind"]](gone.data, gone.version):
+            change.delete(unit.context_id, unit.id)
+    return change
+
+
+def collapse(changes: Sequence[ProjectionChange]) -> ProjectionChange:
+    """One change equivalent to applying ``changes`` in order: per (context, unit) only the
+    last operation survives. A stream batch holds each item's records in commit order, so
+    the last one is the newest revision (a re-created record restarts its version, so order,
+    not version, decides), and the batch becomes one index write."""
+    last: dict[tuple[str, str], SearchUnit | None] = {}
+    for change in changes:
+        for unit in change.upserts:
+            last.pop((unit.context_id, unit.id), None)
+            last[(unit.context_id, unit.id)] = unit
+        for context_id, ids in change.deletes.items():
+            for unit_id in ids:
+                last.pop((context_id, unit_id), None)
+                last[(context_id, unit_id)] = None
+    out = ProjectionChange()
+    for (context_id, unit_id), unit in last.items():
+        if unit is None:
+            out.delete(context_id, unit_id)
+        else:
+            out.upserts.append(unit)
+    return out
+
+
+def apply(index: SearchIndex, change: ProjectionChange) -> None:
+    """Apply ``change``: in one request when the index takes batched writes."""
+    if not change:
+        return
+    if isinstance(index, BatchWritableIndex):
+        index.write(change.upserts, change.deletes)
+        return
+    if change.upserts:
+        index.upsert(change.upserts)
+    for context_id, ids in change.deletes.items():
+        index.delete(context_id, ids)
+
+
+def build_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    """The units a stored record's ``data`` projects to (``[]`` for kinds not projected).
+    Retrieval renders facts it reads from the store with this, so a fact found by a
+    structured read and the same fact found by search look the same."""
+    builder = _BUILDERS.get((data or {}).get("kind"))
+    return builder(data, version) if builder else []
+
+
+# Every unit carries the ids of the entities it is about as labels (``fact_kinds.with_entities``).
+
+@projects("turn")
+def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
+    """A turn's text is what was said, as written. It is about its speaker, a field of the
+    write (``services/facts/speakers.py``); a user turn without one is about the context's user."""
+    turn = Turn.from_item(data)
+    speaker, entity = turn_speaker(turn)
+    metadata: dict[str, Any] = {"seq": turn.seq}
+    if speaker:
+        metadata["speaker"] = speaker
+    return [SearchUnit(
+        id=turn.id, context_id=turn.context_id, kind="turn", text=turn.content, revision=version,
+        partition=turn.partition, scopes=turn.scopes, labels=with_entities(turn.labels, [entity] if entity else []),
+        role=turn.role, session_id=turn.session, entity_ids=[entity] if entity else [],
+        occurred_at=turn.observed_at, metadata=metadata,
+    )]
+
+
+class Projector:
+    """Applies projection changes to a search index, inline or on a background thread.
+
+    ``pause()``/``resume()`` hold projection back (tests of projection lag); ``drain()``
+    waits until everything queued so far is applied. ``on_applied`` (per change) runs once
+    the index has the change: the projecting store clears its outbox entry there.
+    """
+
+    def __init__(self, index: SearchIndex, *, background: bool = False):
+        self.index = index
+        self.background = background
+        self._queue: queue.Queue[tuple[ProjectionChange, Callable[[], None] | None]] = queue.Queue()
+        self._resumed = threading.Event()
+        self._resumed.set()
+        self._worker: threading.Thread | None = None
+        if background:
+            self._worker = threading.Thread(target=self._run, name="projector", daemon=True)
+            self._worker.start()
+
+    def submit(self, change: ProjectionChange, on_applied: Callable[[], None] | None = None) -> None:
+        if not change:
+            if on_applied is not None:
+                on_applied()
+            return
+        if self.background or not self._resumed.is_set():
+            self._queue.put((change, on_applied))
+        else:
+            _apply_then(self.index, change, on_applied)
+
+    def pause(self) -> None:
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        self._resumed.set()
+        if not self.background:
+            self.drain()
+
+    def drain(self) -> None:
+        if self.background:
+            self._queue.join()
+            return
+        while not self._queue.empty():
+            _apply_then(self.index, *self._queue.get())
+            self._queue.task_done()
+
+    def _run(self) -> None:
+        while True:
+            change, on_applied = self._queue.get()
+            self._resumed.wait()
+            try:
+                _apply_then(self.index, change, on_applied)
+            except Exception:  # keep the worker alive; the outbox (or a reindex) repairs what failed
+                log.exception("projection failed")
+            finally:
+                self._queue.task_done()
+
+
+def _apply_then(index: SearchIndex, change: ProjectionChange, on_applied: Callable[[], None] | None) -> None:
+    apply(index, change)
+    if on_applied is not None:
+        on_applied()
+
+
+class ProjectingRecordStore:
+    """A RecordStore that hands every committed change of a projected record to a
+    ``Projector``: the embedded equivalent of DynamoDB Streams -> projector Lambda.
+
+    Over a store with a projection outbox (SQLite), a write that changes the index commits
+    an outbox entry in the same transaction: the keys it wrote, and for deleted records the
+    units to remove. The entry is cleared once the index has the change. A crash between
+    the commit and the index write leaves the entry, and the next start replays it
+    (``replay_outbox``) from the records' current state, so no committed record stays
+    unsearchable. Without an outbox (DynamoDB here) a crash in that window needs a reindex.
+    """
+
+    def __init__(self, inner: RecordStore, projector: Projector):
+        self.inner = inner
+        self.projector = projector
+        self._outbox = inner if callable(getattr(inner, "apply_with_outbox", None)) else None
+        if self._outbox is not None:
+            replayed = self.replay_outbox()
+            if replayed:
+                log.warning("replayed %d projection outbox entries left by an earlier crash", replayed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def get(self, pk: str, sk: str) -> Record | None:
+        return self.inner.get(pk, sk)
+
+    def batch_get(self, keys: Sequence[tuple[str, str]]) -> list[Record]:
+        return self.inner.batch_get(keys)
+
+    def query(self, pk: str, **kw: Any):
+        return self.inner.query(pk, **kw)
+
+    def put(self, record: Record, condition=None) -> None:
+        change = change_for(record, None)
+        entry = _outbox_entry([record], [])
+        if self._outbox is None or entry is None:
+            self.inner.put(record, condition)
+            self.projector.submit(change)
+            return
+        self._commit_with_outbox([Put(record, condition)], entry, change, single=True)
+
+    def delete(self, pk: str, sk: str, condition=None) -> None:
+        old = self.inner.get(pk, sk)
+        change = change_for(None, old)
+        entry = _outbox_entry([], [old] if old is not None else [])
+        if self._outbox is None or entry is None:
+            self.inner.delete(pk, sk, condition)
+            self.projector.submit(change)
+            return
+        self._commit_with_outbox([Delete(pk, sk, condition)], entry, change, single=True)
+
+    def transact(self, ops: Sequence[WriteOp]) -> None:
+        deleted_keys = [(op.pk, op.sk) for op in ops if isinstance(op, Delete)]
+        olds = self.inner.batch_get(deleted_keys) if deleted_keys else []
+        change = ProjectionChange()
+        for op in ops:
+            if isinstance(op, Put):
+                part = change_for(op.record, None)
+                change.upserts.extend(part.upserts)
+                for ctx, ids in part.deletes.items():
+                    change.deletes.setdefault(ctx, []).extend(ids)
+        for old in olds:
+            for ctx, ids in change_for(None, old).deletes.items():
+                change.deletes.setdefault(ctx, []).extend(ids)
+        entry = _outbox_entry([op.record for op in ops if isinstance(op, Put)], olds)
+        if self._outbox is None or entry is None:
+            self.inner.transact(ops)
+            self.projector.submit(change)
+            return
+        self._commit_with_outbox(ops, entry, change, single=False)
+
+    def _commit_with_outbox(self, ops: Sequence[WriteOp], entry: str, change: ProjectionChange, *,
+                            single: bool) -> None:
+        outbox = self._outbox
+        row = outbox.apply_with_outbox(ops, entry, single=single)
+        faults.point("projection-after-commit")
+        self.projector.submit(change, on_applied=lambda: outbox.clear_outbox([row]))
+
+    def replay_outbox(self) -> int:
+        """Apply what committed writes left in the outbox: each written key is projected
+        from its current record (so a later write is never undone), and a deleted one that
+        is still absent has its recorded units removed. Returns the entries replayed."""
+        if self._outbox is None:
+            return 0
+        index, replayed = self.projector.index, 0
+        while rows := self._outbox.outbox_entries():
+            for row_id, text in rows:
+                for pk, sk, deletes in json.loads(text)["keys"]:
+                    current = self.inner.get(pk, sk)
+                    if current is not None:
+                        apply(index, change_for(current, None))
+                    elif deletes:
+                        apply(index, ProjectionChange(deletes=deletes))
+                self._outbox.clear_outbox([row_id])
+                replayed += 1
+        return replayed
+
+
+def _outbox_entry(written: Sequence[Record], deleted: Sequence[Record]) -> str | None:
+    """The outbox entry for a write, or ``None`` when it changes nothing in the index."""
+    keys: list[list[Any]] = [[r.pk, r.sk, None] for r in written if is_projected(r.data)]
+    for old in deleted:
+        if is_projected(old.data):
+            keys.append([old.pk, old.sk, change_for(None, old).deletes])
+    return json.dumps({"keys": keys}) if keys else None
+
+
+# The fact kinds' builders (``fact_kinds.FACT_KINDS``) and those that live beside their own
+# collections, registered here explicitly, so every path that projects (runtime, projector
+# function, reindex) knows them all.
+for _kind in FACT_KINDS:
+    if _kind.project is not None:
+        projects(_kind.kind)(_kind.project)
+projects("chunk")(document_units.chunk_units)
+projects("thread_turn")(thread_units.thread_turn_units)

@@ -1,0 +1,69 @@
+"""Retrieval and response traces, read back with GET /traces/{id}.
+
+A chat call writes its retrieval trace first (always: what was asked, what retrieval
+returned) and its response trace only on success (tier, hits used, model, token counts,
+latency). Both share the returned ``traceId``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agent_memory.access import scopes as scope_lib
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import storage_keys as keys
+from agent_memory.kernel import timeutil
+from agent_memory.kernel.errors import NotFound
+from agent_memory.kernel.ids import new_id
+from agent_memory.ports import Record, RecordStore
+
+TRACE_TTL_S = 30 * 24 * 3600
+
+
+def traces_pk(ctx: RequestContext) -> str:
+    return f"{keys.base(ctx)}#traces"
+
+
+def readable(ctx: RequestContext, data: dict[str, Any]) -> bool:
+    """A trace shows what one caller's retrieval saw: it is readable by the principal it was
+    made for, when the reader's region covers the region it was made with (so a delegated
+    or narrower reader never sees hits from outside its own region), and by an admin.
+    Anyone else gets the same 404 as for a missing trace."""
+    if ctx.admin:
+        return True
+    if data.get("principal", ctx.principal) != ctx.principal:
+        return False
+    made_with = data.get("readRegion", ctx.read_region)
+    if ctx.read_region is None:
+        return True
+    if made_with is None:
+        return False
+    return all(scope_lib.path_covered(p, ctx.read_region) for p in made_with)
+
+
+class TraceStore:
+    def __init__(self, store: RecordStore):
+        self.store = store
+
+    def new_id(self) -> str:
+        return new_id("trace")
+
+    def put(self, ctx: RequestContext, trace_id: str, part: str, data: dict[str, Any]) -> None:
+        record = Record(pk=traces_pk(ctx), sk=f"{trace_id}#{part}", expires_at=int(time.time()) + TRACE_TTL_S,
+                        data={"kind": "trace", "part": part, "traceId": trace_id, "createdAt": timeutil.now_iso(),
+                              "principal": ctx.principal,
+                              "readRegion": None if ctx.read_region is None else sorted(ctx.read_region),
+                              **data})
+        self.store.put(record)
+
+    def get(self, ctx: RequestContext, trace_id: str) -> dict[str, Any]:
+        records = self.store.query(traces_pk(ctx), prefix=f"{trace_id}#", limit=10).records if trace_id else []
+        if not records or not all(readable(ctx, r.data) for r in records):
+            raise NotFound(f"trace {trace_id} does not exist")
+        out: dict[str, Any] = {"id": trace_id, "retrieval": None, "response": None}
+        for record in records:
+            body = {k: v for k, v in record.data.items()
+                    if k not in ("kind", "part", "traceId", "principal", "readRegion")}
+            out[record.data["part"]] = body
+        return out

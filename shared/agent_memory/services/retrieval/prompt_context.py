@@ -1,0 +1,59 @@
+"""Formatted context for a caller's own model call: ``POST /context`` and
+``POST /sessions/{id}/context`` ("caller drives the loop" in the chat spec).
+
+``session_context`` returns what chat would inject for that session: the session's
+transcript window (the chat window rules, ``services/conversation/chat/window.py``) rendered as
+``# Conversation so far``, and retrieval that skips the turns already in that window
+(older turns of the same session stay eligible).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.access import scopes
+from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel.errors import NotFound
+from agent_memory.services.retrieval.context_format import format_context
+
+if TYPE_CHECKING:
+    from agent_memory.ports import RecordStore
+    from agent_memory.services.conversation.sessions import SessionService
+    from agent_memory.services.retrieval.service import RetrievalService
+
+
+@dataclass
+class ContextResult:
+    """Formatted context: the text, what each marker (``S1``...) stands for, and for a
+    session the window turns retrieval skipped (``excluded``)."""
+
+    text: str
+    tier: int
+    query_ms: float
+    markers: dict[str, Any]
+    excluded: list[str] | None = None
+
+
+class ContextService:
+    def __init__(self, store: RecordStore, sessions: SessionService, retrieval: RetrievalService):
+        self._store = store
+        self._sessions = sessions
+        self._retrieval = retrieval
+
+    def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None) -> ContextResult:
+        result = self._retrieval.retrieve(ctx, query, k=k, subject=subject)
+        formatted = format_context(result.hits)
+        return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers)
+
+    def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> ContextResult:
+        from agent_memory.services.conversation.chat.window import session_window
+
+        session = self._sessions.get(ctx, session_id)
+        if not scopes.visible(session.scopes or [], ctx.read_region):
+            raise NotFound(f"session {session_id} does not exist")
+        window = session_window(self._store, ctx, session_id)
+        result = self._retrieval.retrieve(ctx, query, k=k, exclude_ids=[t.id for t in window])
+        formatted = format_context(result.hits, transcript=[(t.role, t.content) for t in window])
+        return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers,
+                             excluded=[t.id for t in window])
