@@ -1,5 +1,5 @@
 """The extraction prompt and its round trip through the offline model handler (which reads
-the prompt's JSON payload, adapters/offline/prompt_input.py)."""
+the prompt's JSON payload, rules/turn_data.py)."""
 
 from datetime import UTC, datetime
 
@@ -7,8 +7,8 @@ import pytest
 
 from agent_memory.adapters.language_models import OfflineLanguageModel
 from agent_memory.adapters.offline import extraction_handler, offline_extract, register_offline_extractor
-from agent_memory.adapters.offline.prompt_input import read_turn
 from agent_memory.models.extraction import ExtractionOutput
+from agent_memory.rules.turn_data import read_turn
 from agent_memory.services.facts.extraction import build_extraction_prompt
 
 OBSERVED = datetime(2026, 5, 12, 16, 24, tzinfo=UTC)

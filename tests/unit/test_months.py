@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_memory.services.facts import months, temporal
+from agent_memory.rules import event_time, months
 from agent_memory.services.retrieval.query_analysis import analyse
 
 
@@ -34,7 +34,7 @@ def test_most_recent_day_of_a_month():
 @pytest.mark.parametrize("phrase", ["in July", "in March", "on 5 May", "May 20th", "in December", "last July"])
 @pytest.mark.parametrize("anchor", [at(2024, 3, 10, 12), at(2024, 7, 15), at(2025, 1, 2)])
 def test_the_read_side_window_starts_where_the_write_side_resolves_the_phrase(phrase, anchor):
-    written = temporal.resolve_event_time(phrase, anchor)
+    written = event_time.resolve_event_time(phrase, anchor)
     window = analyse(f"What happened {phrase}?", anchor=anchor).time
     assert written is not None and window is not None
     assert window.start == written.replace(hour=0, minute=0, second=0, microsecond=0)

@@ -15,8 +15,7 @@ from agent_memory.models.extraction import (
     ExtractionOutput,
 )
 from agent_memory.models.facts import Attribute, Entity, Instruction, Relation, Source
-from agent_memory.services.facts.extraction import SELF_ENTITY_ID
-from agent_memory.services.facts.extraction.speaker import EntityResolver
+from agent_memory.rules.speaker import SELF_ENTITY_ID, EntityResolver
 from agent_memory.services.facts.reconcile import ReconcileSettings, normalise_value, reconcile, slots
 
 T0 = datetime(2026, 5, 12, 16, 24, tzinfo=UTC)

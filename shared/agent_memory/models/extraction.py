@@ -4,7 +4,7 @@
 friendly to strict JSON-schema modes: plain objects, no unions other than ``Optional``,
 enums as ``Literal``, every field defaulted so a sparse answer still validates. Entities
 are named, not identified: the model sees names, reconciliation turns them into ids. Time
-phrases stay verbatim ("last month"); ``services.temporal`` resolves them against the
+phrases stay verbatim ("last month"); ``rules.event_time`` resolves them against the
 turn's ``observed_at``. Lenient ``before`` validators absorb the usual model slips
 (``null`` for a string, ``"Identity"`` for ``identity``, ``""`` for a missing time phrase) without changing the
 schema.

@@ -4,7 +4,8 @@ keyless local runs). ``register_offline_extractor`` teaches an ``OfflineLanguage
 
 - ``extractor``: the patterns (the table in its docstring).
 - ``words``: its word lists (data).
-- ``prompt_input``: reads the turn from the extraction prompt's JSON payload.
+
+The turn comes from the extraction prompt's JSON payload (``agent_memory.rules.turn_data``).
 """
 
 from agent_memory.adapters.offline.extractor import (

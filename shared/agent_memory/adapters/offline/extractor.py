@@ -4,7 +4,7 @@ It is how tests, CI and keyless local runs extract facts, so it handles a fixed,
 documented set of statements and nothing else (docs/decisions.md, "Models"). It fills the same
 ``ExtractionOutput`` a real model fills, under the same conventions as the prompt.
 
-Speaker mapping (``services/facts/extraction/speaker.py``): "I/me/my" is the entity named ``User`` (the self entity
+Speaker mapping (``rules/speaker.py``): "I/me/my" is the entity named ``User`` (the self entity
 ``entity:person/user``). Statements about a person named like the speaker ("Alice works at
 Acme" with ``speaker_name="Alice"``) keep the name; reconciliation maps it to the self entity.
 
@@ -15,7 +15,7 @@ could/would/will/should/have/has/am) yield nothing. Leading fillers ("Actually,"
 "By the way,", "Remember that") are dropped; hedges ("I think", "maybe", "probably") lower
 ``confidence`` to 0.4, under the default floor, so they become uncertainties. A clause with
 one subject and several predicates ("I live in Paris and work at Acme", "Emma lives in Oslo
-and works at Equinor") is split before known verbs. Time phrases (see ``temporal``: "last
+and works at Equinor") is split before known verbs. Time phrases (see ``rules/event_time.py``: "last
 month", "in 2023", "for 3 years") become ``valid_from`` / ``occurred_at``: one leading a
 clause applies to all its predicates, one ending a predicate to that predicate; when a
 pattern only matches with the phrase kept ("My birthday is on 5 May") it is the value.
@@ -82,7 +82,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_memory.adapters.offline.prompt_input import read_turn
 from agent_memory.adapters.offline.words import (
     ADVERBS,
     DEMONYMS,
@@ -109,9 +108,10 @@ from agent_memory.models.extraction import (
     ExtractedRelation,
     ExtractionOutput,
 )
-from agent_memory.services.facts import cardinality as card
-from agent_memory.services.facts.extraction.speaker import SELF_NAME, self_display_name
-from agent_memory.services.facts.temporal import leading_time_phrase, trailing_time_phrase
+from agent_memory.rules import vocabulary as vocab
+from agent_memory.rules.event_time import leading_time_phrase, trailing_time_phrase
+from agent_memory.rules.speaker import SELF_NAME, self_display_name
+from agent_memory.rules.turn_data import read_turn
 
 PLAIN_CONFIDENCE = 0.9
 HEDGED_CONFIDENCE = 0.4
@@ -134,7 +134,7 @@ _TRAILING_NOISE = re.compile(
 
 
 def _kin_alternation() -> str:
-    words = set(card.LABELS) | {k for k in card.LABEL_SYNONYMS if not re.search(r"_(?:to|with|of)$", k)}
+    words = set(vocab.LABELS) | {k for k in vocab.LABEL_SYNONYMS if not re.search(r"_(?:to|with|of)$", k)}
     words |= {"best_friend", "co_worker", "line_manager", "direct_report"}
     parts = sorted((w.replace("_", "[ -]") for w in words), key=len, reverse=True)
     return "(?:" + "|".join(parts) + ")"
@@ -171,14 +171,14 @@ class _Builder:
 
     def attr(self, subject: str, key: str, value: str, *, negated: bool = False, when: str | None = None,
              split: bool = False) -> None:
-        key = card.normalise_key(key)
-        values = _split_list(value) if split or card.cardinality(key) == "multi" else [_clean(value)]
+        key = vocab.normalise_key(key)
+        values = _split_list(value) if split or vocab.cardinality(key) == "multi" else [_clean(value)]
         stype = self.type_of(subject)
         subject = self.entity(subject, stype)
         for v in values:
             if v:
                 self.out.attributes.append(ExtractedAttribute(
-                    entity=subject, entity_type=stype, key=key, value=v, cardinality=card.cardinality(key),
+                    entity=subject, entity_type=stype, key=key, value=v, cardinality=vocab.cardinality(key),
                     negated=negated, confidence=self.confidence, valid_from=when))
 
     def rel(self, subject: str, label: str, obj: str, *, negated: bool = False, when: str | None = None) -> None:
@@ -189,7 +189,7 @@ class _Builder:
                 continue
             target = self.entity(name, "person")
             self.out.relations.append(ExtractedRelation(
-                subject=subject, subject_type=stype, label=card.normalise_label(label), object=target,
+                subject=subject, subject_type=stype, label=vocab.normalise_label(label), object=target,
                 object_type="person", negated=negated, valid_from=when))
 
     def org(self, name: str) -> str:
@@ -516,10 +516,10 @@ def _my_key(b, s, m, when):
 
 
 def _key_words(words: str) -> str:
-    key = card.normalise_key(words)
-    if key.startswith("favourite_") or key in card.KEYS:
+    key = vocab.normalise_key(words)
+    if key.startswith("favourite_") or key in vocab.KEYS:
         return key
-    return card.normalise_key(re.sub(r"^(?:current|new|main)\s+", "", words.lower()))
+    return vocab.normalise_key(re.sub(r"^(?:current|new|main)\s+", "", words.lower()))
 
 
 @pattern(r"I(?:'ve)? (?P<verb>[a-z]+) (?P<obj>.+)|I(?:'ve)? (?P<verb2>[a-z]+)")

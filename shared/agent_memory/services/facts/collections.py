@@ -45,8 +45,8 @@ from agent_memory.models.facts import Attribute, Relation, Uncertainty
 from agent_memory.models.reads import ResolveUncertaintyRequest
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import Condition, ConditionFailed, Record
+from agent_memory.rules import vocabulary as vocab
 from agent_memory.services import paging
-from agent_memory.services.facts import cardinality as card
 from agent_memory.services.facts.readable import Readable, memory_record
 from agent_memory.services.facts.reconcile import normalise_value
 
@@ -93,7 +93,7 @@ class CollectionService:
 
     def attributes(self, ctx: RequestContext, *, entity: str | None, key: str | None, limit: int,
                    page_cursor: str | None, with_total: bool = False) -> paging.Paged:
-        slot = card.normalise_key(key) if key else None
+        slot = vocab.normalise_key(key) if key else None
         if entity:
             src = paging.Source(keys.attrs_pk(ctx, entity), prefix=f"a#{slot}#" if slot else "a#")
         else:
@@ -104,7 +104,7 @@ class CollectionService:
 
     def relations(self, ctx: RequestContext, *, src: str | None, dst: str | None, label: str | None, limit: int,
                   page_cursor: str | None, with_total: bool = False) -> paging.Paged:
-        lab = card.normalise_label(label) if label else None
+        lab = vocab.normalise_label(label) if label else None
         if src:
             source = paging.Source(keys.rels_pk(ctx, src), prefix=f"a#{lab}#" if lab else "a#")
         else:
@@ -178,7 +178,7 @@ class CollectionService:
                         ) -> Attribute | Relation | None:
         etype, name = split_entity_id(unc.entity_id or "")
         triple: dict[str, Any] = {"entity": {"type": etype, "name": name}, "key": unc.key}
-        relation = (unc.proposed_value or "").startswith("entity:") or unc.key in card.LABELS
+        relation = (unc.proposed_value or "").startswith("entity:") or unc.key in vocab.LABELS
         if relation:
             target = _target(req.accepted_value, unc.proposed_value)
             triple["target"] = {"type": target[0], "name": target[1]}

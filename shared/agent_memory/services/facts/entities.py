@@ -39,8 +39,8 @@ from agent_memory.kernel.ids import (
 )
 from agent_memory.models.facts import Attribute, Entity, Relation
 from agent_memory.ports import Condition, ConditionFailed, Record
+from agent_memory.rules import vocabulary as vocab
 from agent_memory.services import paging
-from agent_memory.services.facts import cardinality as card
 from agent_memory.services.facts.forget import remove_records, tombstone
 from agent_memory.services.facts.readable import Readable
 
@@ -148,7 +148,7 @@ class EntityService:
 
     def history(self, ctx: RequestContext, entity_id: str, key: str) -> list[Attribute]:
         self.load(ctx, entity_id)
-        slot = card.normalise_key(key)
+        slot = vocab.normalise_key(key)
         if not slot:
             raise InvalidRequest("key is empty", field="key")
         if not key_fits(slot):

@@ -46,11 +46,11 @@ from agent_memory.models.extraction import (
 )
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Source, Uncertainty
 from agent_memory.ports import Record, RecordStore, SearchUnit
+from agent_memory.rules import vocabulary as vocab
+from agent_memory.rules.event_time import resolve_event_time
+from agent_memory.rules.speaker import EntityResolver
+from agent_memory.rules.vocabulary import normalise_value
 from agent_memory.services import paging
-from agent_memory.services.facts import cardinality as card
-from agent_memory.services.facts.cardinality import normalise_value
-from agent_memory.services.facts.extraction.speaker import EntityResolver
-from agent_memory.services.facts.temporal import resolve_event_time
 
 if TYPE_CHECKING:
     from agent_memory.services.conversation.sessions import SessionService
@@ -105,10 +105,10 @@ def fact_history(store: RecordStore, record: Record) -> list[Record]:
     data = record.data
     if data.get("kind") == "attribute":
         fact: Attribute | Relation = Attribute.from_dict(data)
-        slot, value, multi = fact.key, fact.value, card.cardinality(fact.key) == "multi"
+        slot, value, multi = fact.key, fact.value, vocab.cardinality(fact.key) == "multi"
     else:
         fact = Relation.from_dict(data)
-        slot, value, multi = fact.label, fact.object, card.label_cardinality(fact.label) == "multi"
+        slot, value, multi = fact.label, fact.object, vocab.label_cardinality(fact.label) == "multi"
     rows = _slot_records(store, record.pk, slot)
     by_id = {r.data.get("id"): r for r in rows}
     chosen: dict[str, Record] = {}
@@ -287,12 +287,12 @@ def _plan_actions(claims: list[ExtractedAction], inputs: PlanInputs) -> list[Act
         actor = resolver.resolve(a.actor, a.actor_type)
         if not actor or not a.verb.strip():
             continue
-        cat = card.known_category(a.category or "context")
+        cat = vocab.known_category(a.category or "context")
         summary = a.summary.strip() or " ".join(p for p in (resolver.names.get(actor, ""), a.verb, a.object or "") if p)
         actions.append(Action(
             id=new_id("act"), context_id=write.context_id, actor=actor, verb=a.verb.strip(),
             object=(a.object or "").strip() or None, occurred_at=timeutil.iso(write.event_time(a.occurred_at)),
-            summary=summary, category=cat, importance=card.initial_importance(cat), **write.provenance()))
+            summary=summary, category=cat, importance=vocab.initial_importance(cat), **write.provenance()))
     return actions
 
 
@@ -305,7 +305,7 @@ def _plan_instructions(claims: list[ExtractedInstruction], inputs: PlanInputs) -
         if not description or normalise_value(description) in seen:
             continue
         seen.add(normalise_value(description))
-        label = card.snake_case(ins.label) or "instruction"
+        label = vocab.snake_case(ins.label) or "instruction"
         out.append(Instruction(id=new_id("instr"), context_id=inputs.write.context_id, label=label,
                                description=description, **inputs.write.provenance()))
     return out
@@ -320,22 +320,22 @@ def _plan_uncertainties(claims: list[ExtractedUncertainty], inputs: PlanInputs) 
 def _entity_summary(touch: Any) -> EntitySummary:  # a reconcile.EntityTouch
     e = touch.entity
     return EntitySummary(id=e.id, name=e.name, entity_type=e.entity_type,
-                         memory_category=card.known_category(e.category), is_new=touch.is_new)
+                         memory_category=vocab.known_category(e.category), is_new=touch.is_new)
 
 
 def _attribute_summary(a: Attribute) -> AttributeSummary:
     return AttributeSummary(id=a.id, entity_id=a.entity_id, key=a.key, value=a.value,
-                            memory_category=card.known_category(a.category))
+                            memory_category=vocab.known_category(a.category))
 
 
 def _relation_summary(r: Relation) -> RelationSummary:
     return RelationSummary(subject=r.subject, label=r.label, object=r.object,
-                           memory_category=card.known_category(r.category))
+                           memory_category=vocab.known_category(r.category))
 
 
 def _action_summary(a: Action) -> ActionSummary:
     return ActionSummary(actor=a.actor, verb=a.verb, object=a.object, occurred_at=a.occurred_at,
-                         summary=a.summary, memory_category=card.known_category(a.category))
+                         summary=a.summary, memory_category=vocab.known_category(a.category))
 
 
 def _instruction_summary(i: Instruction) -> InstructionSummary:

@@ -14,7 +14,7 @@ Rules (decided here, tested in tests/unit/test_profile_rules.py):
    object entity (``user -sister-> emma`` is ``{key: sister, value: Emma}``). Actions and
    uncertainties are not part of the profile.
 2. ``selfFacts``: every current fact whose subject is the self entity
-   ``entity:person/user`` (``services/facts/extraction/speaker.py``), whatever its key. Nothing
+   ``entity:person/user`` (``rules/speaker.py``), whatever its key. Nothing
    about another entity is ever listed there, even a fact stated by the user ("My sister
    Emma lives in Oslo" puts ``sister: Emma`` in selfFacts and ``location: Oslo`` only
    under Emma). Relations *to* the user from another entity are about that entity.
@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from agent_memory.services.facts import cardinality as card
+from agent_memory.rules import vocabulary as vocab
 
 Section = Literal["static", "dynamic", "preferences"]
 
@@ -64,17 +64,17 @@ FAMILY_LABELS = frozenset({"mother", "father", "spouse", "sister", "brother", "s
 
 def attribute_section(key: str, category: str | None = None) -> Section:
     """Where an attribute of ``key`` (memory category ``category``) is listed (rule 3)."""
-    k = card.normalise_key(key)
+    k = vocab.normalise_key(key)
     if k in PREFERENCE_KEYS or k.startswith(("favourite_", "prefers_")) or k.endswith("_preference"):
         return "preferences"
     if k in STATIC_KEYS:
         return "static"
     if k in DYNAMIC_KEYS:
         return "dynamic"
-    return "static" if (category or card.category(k)) == "identity" else "dynamic"
+    return "static" if (category or vocab.category(k)) == "identity" else "dynamic"
 
 
 def relation_section(label: str) -> Section:
     """Family relations are static; every other relation may change (rule 3)."""
-    lab = card.normalise_label(label)
+    lab = vocab.normalise_label(label)
     return "static" if lab in FAMILY_LABELS or lab.startswith("grand") else "dynamic"

@@ -9,7 +9,7 @@ so two concurrent corrections leave exactly one current value.
 Rules (docs/decisions.md, "Cardinality", "Time"):
 
 - A *slot* is (entity, key) for attributes and (subject, label) for relations; keys and
-  labels are normalised by ``cardinality``. Only rows in the same scope compete: scope
+  labels are normalised by ``rules.vocabulary``. Only rows in the same scope compete: scope
   equality is canonical DNF equality, so values in different scopes coexist.
 - ``validFrom`` = the statement's event-time phrase resolved against ``observed_at``, else
   ``observed_at``, else now.
@@ -80,12 +80,12 @@ from agent_memory.models.facts import (
     Source,
     Uncertainty,
 )
-from agent_memory.services.facts import cardinality as card
-from agent_memory.services.facts.cardinality import normalise_value
-from agent_memory.services.facts.extraction.speaker import SELF_ENTITY_ID, EntityResolver
+from agent_memory.rules import vocabulary as vocab
+from agent_memory.rules.event_time import resolve_event_time
+from agent_memory.rules.speaker import SELF_ENTITY_ID, EntityResolver
+from agent_memory.rules.vocabulary import normalise_value
 from agent_memory.services.facts.fact_kinds import FACT_KINDS, RECORD_KINDS, PlanInputs, ReconcileSettings
 from agent_memory.services.facts.fact_kinds import Write as _Write
-from agent_memory.services.facts.temporal import resolve_event_time
 
 Fact = Attribute | Relation
 Kind = Literal["attribute", "relation"]
@@ -184,7 +184,7 @@ class _Claim:
     entity_id: str
     key: str
     value: str  # attribute value, or the relation's object entity id
-    cardinality: card.Cardinality
+    cardinality: vocab.Cardinality
     negated: bool
     category: str
     confidence: float
@@ -221,13 +221,13 @@ def slots(extraction: ExtractionOutput, resolver: EntityResolver) -> Slots:
     attrs, rels, ents = set(), set(), set()
     for a in extraction.attributes:
         eid = resolver.resolve(a.entity, a.entity_type)
-        if eid and a.key.strip() and key_fits(card.normalise_key(a.key)):
-            attrs.add((eid, card.normalise_key(a.key)))
+        if eid and a.key.strip() and key_fits(vocab.normalise_key(a.key)):
+            attrs.add((eid, vocab.normalise_key(a.key)))
             ents.add(eid)
     for r in extraction.relations:
         subject, obj = resolver.resolve(r.subject, r.subject_type), resolver.resolve(r.object, r.object_type)
-        if subject and obj and r.label.strip() and key_fits(card.normalise_label(r.label)):
-            rels.add((subject, card.normalise_label(r.label)))
+        if subject and obj and r.label.strip() and key_fits(vocab.normalise_label(r.label)):
+            rels.add((subject, vocab.normalise_label(r.label)))
             ents.update((subject, obj))
     return Slots(frozenset(attrs), frozenset(rels), frozenset(ents))
 
@@ -251,9 +251,9 @@ class _Planner:
         for row in current:
             kind: Kind = "attribute" if isinstance(row, Attribute) else "relation"
             if isinstance(row, Attribute):
-                slot = (kind, row.entity_id, card.normalise_key(row.key))
+                slot = (kind, row.entity_id, vocab.normalise_key(row.key))
             else:
-                slot = (kind, row.subject, card.normalise_label(row.label))
+                slot = (kind, row.subject, vocab.normalise_label(row.label))
             self.rows.setdefault(slot, []).append(row)
 
     # -- lookups ------------------------------------------------------------------
@@ -277,7 +277,7 @@ class _Planner:
     def new_row(self, claim: _Claim) -> Fact:
         w = self.w
         common = dict(
-            context_id=w.context_id, category=claim.category, importance=card.initial_importance(claim.category),
+            context_id=w.context_id, category=claim.category, importance=vocab.initial_importance(claim.category),
             confidence=claim.confidence, valid_from=timeutil.iso(claim.valid_from),
             valid_until=timeutil.iso(claim.valid_until) if claim.valid_until else None,
             source=dataclasses.replace(w.source), scopes=[list(c) for c in w.scopes], labels=list(w.labels),
@@ -537,20 +537,20 @@ def _borrow_time(claims: list[_Claim], index: int) -> _Claim:
 def _claims(extraction: ExtractionOutput, resolver: EntityResolver, write: _Write) -> list[_Claim]:
     out: list[_Claim] = []
     for a in extraction.attributes:
-        eid, key, value = resolver.resolve(a.entity, a.entity_type), card.normalise_key(a.key), a.value.strip()
+        eid, key, value = resolver.resolve(a.entity, a.entity_type), vocab.normalise_key(a.key), a.value.strip()
         if not eid or not key or not key_fits(key) or (not value and not a.negated):
             continue
-        cat = card.category(key, a.category)
-        out.append(_Claim("attribute", eid, key, value, card.cardinality(key, a.cardinality), a.negated, cat,
+        cat = vocab.category(key, a.category)
+        out.append(_Claim("attribute", eid, key, value, vocab.cardinality(key, a.cardinality), a.negated, cat,
                           a.confidence, write.event_time(a.valid_from), timed=write.timed(a.valid_from)))
     for r in extraction.relations:
         subject, obj = resolver.resolve(r.subject, r.subject_type), resolver.resolve(r.object, r.object_type)
-        label = card.normalise_label(r.label)
+        label = vocab.normalise_label(r.label)
         if not subject or not obj or not label or not key_fits(label):
             continue
         until = resolve_event_time(r.valid_until, write.observed) if r.valid_until else None
-        out.append(_Claim("relation", subject, label, obj, card.label_cardinality(label), r.negated,
-                          card.label_category(label, r.category), 1.0, write.event_time(r.valid_from), until,
+        out.append(_Claim("relation", subject, label, obj, vocab.label_cardinality(label), r.negated,
+                          vocab.label_category(label, r.category), 1.0, write.event_time(r.valid_from), until,
                           timed=write.timed(r.valid_from)))
     return out
 
@@ -578,10 +578,10 @@ def _entities(extraction: ExtractionOutput, resolver: EntityResolver, plan: Reco
         if existing is not None:
             touches.append(EntityTouch(dataclasses.replace(existing, name=name, updated_at=write.now), False))
             continue
-        cat = "identity" if eid == SELF_ENTITY_ID else card.known_category(model_category or card.DEFAULT_CATEGORY)
+        cat = "identity" if eid == SELF_ENTITY_ID else vocab.known_category(model_category or vocab.DEFAULT_CATEGORY)
         touches.append(EntityTouch(Entity(
             id=eid, context_id=write.context_id, name=name, entity_type=split_entity_id(eid)[0], category=cat,
-            importance=card.initial_importance(cat), scopes=[list(c) for c in write.scopes],
+            importance=vocab.initial_importance(cat), scopes=[list(c) for c in write.scopes],
             labels=list(write.labels), created_at=write.now, updated_at=write.now, created_by=write.created_by),
             True))
     return touches

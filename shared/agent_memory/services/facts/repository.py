@@ -18,8 +18,8 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_name_fits, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Uncertainty
 from agent_memory.ports import Condition, Put, Record, RecordStore, WriteOp
-from agent_memory.services.facts import cardinality as card
-from agent_memory.services.facts.extraction.speaker import SELF_ENTITY_ID
+from agent_memory.rules import vocabulary as vocab
+from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.facts.fact_kinds import BY_KIND, RECORD_KINDS
 from agent_memory.services.facts.reconcile import ReconcilePlan, normalise_value
 
@@ -219,10 +219,10 @@ class MemoryRepository:
     def _head_key(self, ctx: RequestContext, fact: Fact) -> tuple[str, str]:
         if isinstance(fact, Attribute):
             pk, key, value, multi = (keys.attrs_pk(ctx, fact.entity_id), fact.key, fact.value,
-                                     card.cardinality(fact.key) == "multi")
+                                     vocab.cardinality(fact.key) == "multi")
         else:
             pk, key, value, multi = (keys.rels_pk(ctx, fact.subject), fact.label, fact.object,
-                                     card.label_cardinality(fact.label) == "multi")
+                                     vocab.label_cardinality(fact.label) == "multi")
         return pk, keys.head_sk(key, scope_sig(fact.scopes), value_sig(value) if multi else None)
 
     # --- record shapes --------------------------------------------------------------

@@ -11,7 +11,7 @@ from agent_memory.kernel.ids import entity_id
 from agent_memory.models.extraction import ExtractionOutput
 from agent_memory.models.records import Turn
 from agent_memory.models.speaker import Speaker
-from agent_memory.services.facts.extraction.speaker import SELF_ENTITY_ID, SELF_NAME, is_self
+from agent_memory.rules.speaker import SELF_ENTITY_ID, SELF_NAME, is_self
 
 
 def speaker_entity_id(speaker: Speaker) -> str:

@@ -58,10 +58,10 @@ from agent_memory.ports import (
     ModelTimeout,
 )
 from agent_memory.ports import ModelError as PortModelError
+from agent_memory.rules.speaker import EntityResolver
 from agent_memory.services.conversation.sessions import NewTurn, backoff
 from agent_memory.services.facts import reconcile as rec
 from agent_memory.services.facts.extraction.prompt import build_extraction_prompt
-from agent_memory.services.facts.extraction.speaker import EntityResolver
 from agent_memory.services.facts.fact_kinds import BY_EXTRACTED, CLAIM_FIELDS
 from agent_memory.services.facts.repository import MemoryRepository
 from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record

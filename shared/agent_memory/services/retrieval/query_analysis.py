@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from agent_memory import lexicon
-from agent_memory.services.facts import temporal
+from agent_memory.rules import event_time
 
 _QUESTION_LEAD = re.compile(
     r"^\s*(?:(?:what|which|who|whom|whose|when|where|why|how)(?:\s+(?:kind|type|sort|much|many|long|often|old"
@@ -54,7 +54,7 @@ _WORD = re.compile(r"[A-Za-z0-9][\w'\-]*")
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
 
 # Capitalised words that are not names: question words, pronouns, auxiliaries, calendar words.
-_NOT_NAMES = lexicon.NOT_NAME_WORDS | frozenset(temporal.MONTHS) | frozenset(temporal.WEEKDAYS)
+_NOT_NAMES = lexicon.NOT_NAME_WORDS | frozenset(event_time.MONTHS) | frozenset(event_time.WEEKDAYS)
 STOPWORDS = lexicon.QUERY_STOP_WORDS
 
 KEY_HINTS = lexicon.KEY_HINTS  # question words -> attribute keys (orders tier-1 facts)
@@ -157,10 +157,10 @@ def to_statement(text: str) -> str:
     return s or text.strip()
 
 
-_PHRASE = re.compile(r"(?<![\w-])(?P<t>" + temporal.PHRASE + r")(?![\w-])", re.IGNORECASE)
+_PHRASE = re.compile(r"(?<![\w-])(?P<t>" + event_time.PHRASE + r")(?![\w-])", re.IGNORECASE)
 _PRESENT = frozenset({"now", "right now", "just now", "today", "tonight", "this morning", "this afternoon",
                       "this evening", "earlier today"})
-_MONTH_WORD = re.compile(r"\b(?:" + "|".join(sorted(temporal.MONTHS, key=len, reverse=True)) + r")\b")
+_MONTH_WORD = re.compile(r"\b(?:" + "|".join(sorted(event_time.MONTHS, key=len, reverse=True)) + r")\b")
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _DAY_NUMBER = re.compile(r"\b\d{1,2}(?:st|nd|rd|th)?\b(?!\d)")
 _UNIT = re.compile(r"\b(minute|hour|day|week|weekend|fortnight|month|year)s?\b")
@@ -176,7 +176,7 @@ def time_hint(text: str, anchor: datetime) -> TimeHint | None:
             continue
         month = _MONTH_WORD.search(core)
         has_year = bool(_YEAR.search(core))
-        start = temporal.resolve_event_time(phrase, anchor)
+        start = event_time.resolve_event_time(phrase, anchor)
         if start is None:
             continue
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", core) or (month and _DAY_NUMBER.search(_YEAR.sub("", core))):
@@ -184,10 +184,10 @@ def time_hint(text: str, anchor: datetime) -> TimeHint | None:
             return TimeHint(phrase=phrase, start=start, end=start + timedelta(days=1))
         if month:
             start = start.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-            return TimeHint(phrase=phrase, start=start, end=temporal.add_months(start, 1))
+            return TimeHint(phrase=phrase, start=start, end=event_time.add_months(start, 1))
         if has_year and not _UNIT.search(core):
             start = start.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
-            return TimeHint(phrase=phrase, start=start, end=temporal.add_months(start, 12))
+            return TimeHint(phrase=phrase, start=start, end=event_time.add_months(start, 12))
         unit = _UNIT.search(core)
         span = {"minute": 1, "hour": 1, "day": 1, "week": 7, "weekend": 7, "fortnight": 14, "month": 31,
                 "year": 366}.get(unit.group(1) if unit else "day", 1)

@@ -57,7 +57,7 @@ from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_id, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Entity
 from agent_memory.ports import NO_SEQ, RowLeg, RowRanking, SearchFilter, SearchUnit
-from agent_memory.services.facts.extraction.speaker import SELF_ENTITY_ID
+from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse
 

@@ -34,10 +34,10 @@ from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
 from agent_memory.models.records import Session
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout
+from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
 from agent_memory.services.conversation.chat.prompt import build_messages
 from agent_memory.services.conversation.chat.window import WindowTurn, session_window
-from agent_memory.services.facts.extraction.speaker import SELF_ENTITY_ID
 from agent_memory.services.facts.speakers import self_speaker
 from agent_memory.services.facts.write import PendingTurn
 

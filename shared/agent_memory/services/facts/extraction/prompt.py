@@ -2,36 +2,28 @@
 
 ``build_extraction_prompt`` returns ``(system, user)``. The system message carries the
 rules (speaker mapping, reuse of known entity names, key vocabulary and cardinality,
-negation, categories, verbatim time phrases). The user message ends with one fenced block
-
-    ```json turn-data
-    {"observedAt": ..., "speakerName": ..., "knownEntities": [...], "turn": ...}
-    ```
-
-which is the only place the turn text appears, so the turn is data, never instructions.
-Backticks inside the JSON are written as ``\\u0060``, so the turn text can never close the
-fence early. (The offline provider reads this payload: ``adapters/offline/prompt_input.py``.)
+negation, categories, verbatim time phrases). The user message ends with the turn-data
+block (``rules/turn_data.py``), the only place the turn text appears, so the turn is data,
+never instructions; the offline provider reads that block back.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import ENTITY_TYPES
-from agent_memory.services.facts import cardinality as card
-from agent_memory.services.facts.extraction.speaker import SELF_NAME
-
-FENCE_INFO = "json turn-data"
+from agent_memory.rules import vocabulary as vocab
+from agent_memory.rules.speaker import SELF_NAME
+from agent_memory.rules.turn_data import TurnInput, turn_data_block
 
 
 def _keys(cardinality: str) -> str:
-    return ", ".join(k for k, spec in card.KEYS.items() if spec.cardinality == cardinality)
+    return ", ".join(k for k, spec in vocab.KEYS.items() if spec.cardinality == cardinality)
 
 
 def _labels(cardinality: str) -> str:
-    return ", ".join(k for k, c in card.LABELS.items() if c == cardinality)
+    return ", ".join(k for k, c in vocab.LABELS.items() if c == cardinality)
 
 
 def system_prompt() -> str:
@@ -89,10 +81,6 @@ Uncertainties
 Questions and requests for information state no facts: return empty lists."""
 
 
-def _encode(payload: dict) -> str:
-    return json.dumps(payload, ensure_ascii=False, indent=1).replace("`", "\\u0060")
-
-
 def build_extraction_prompt(
     text: str,
     *,
@@ -102,17 +90,13 @@ def build_extraction_prompt(
 ) -> tuple[str, str]:
     """``(system, user)`` messages for one extraction call."""
     observed = timeutil.iso(observed_at) if isinstance(observed_at, datetime) else observed_at
-    payload = {
-        "observedAt": observed,
-        "speakerName": speaker_name,
-        "knownEntities": list(known_entities),
-        "turn": text,
-    }
+    turn = TurnInput(text=text, speaker_name=speaker_name, known_entities=list(known_entities),
+                     observed_at=observed)
     user = (
         "Extract memory from the user's turn in the data block below. "
         f"The user entity is \"{SELF_NAME}\""
         + (f" (their name is {speaker_name})" if speaker_name else " (their name is not known yet)")
         + ". Reuse known entity names exactly.\n\n"
-        f"```{FENCE_INFO}\n{_encode(payload)}\n```"
+        + turn_data_block(turn)
     )
     return system_prompt(), user

@@ -29,7 +29,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from agent_memory.kernel import timeutil
-from agent_memory.services.facts.months import MONTHS, most_recent
+from agent_memory.rules.months import MONTHS, most_recent
 
 WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6}
 NUMBERS = {

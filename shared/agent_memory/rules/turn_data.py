@@ -1,8 +1,16 @@
-"""What the offline extractor reads from an extraction call: the structured payload of the
-user message (``services/facts/extraction/prompt.py`` ends it with one fenced JSON block,
-```` ```json turn-data ````, holding ``turn``, ``speakerName``, ``knownEntities`` and
-``observedAt``). The fake reads that payload, the same input a real model is given; nothing
-travels beside the prompt.
+"""The extraction prompt's data block: the one place a turn's text travels to a model.
+
+The prompt's user message (``services/facts/extraction/prompt.py``) ends with one fenced
+block
+
+    ```json turn-data
+    {"observedAt": ..., "speakerName": ..., "knownEntities": [...], "turn": ...}
+    ```
+
+so the turn is data, never instructions. Backticks inside the JSON are written as
+``\\u0060``, so the turn text can never close the fence early. The offline provider reads
+this payload back (``read_turn``), the same input a real model is given; nothing travels
+beside the prompt.
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from agent_memory.services.facts.extraction.prompt import FENCE_INFO
+FENCE_INFO = "json turn-data"
 
 _BLOCK = re.compile(r"```" + re.escape(FENCE_INFO) + r"\n(?P<body>[^`]*)\n```", re.DOTALL)
 
@@ -24,9 +32,21 @@ class TurnInput:
     observed_at: str | None = None
 
 
+def turn_data_block(turn: TurnInput) -> str:
+    """The fenced block carrying ``turn``."""
+    payload = {
+        "observedAt": turn.observed_at,
+        "speakerName": turn.speaker_name,
+        "knownEntities": list(turn.known_entities),
+        "turn": turn.text,
+    }
+    body = json.dumps(payload, ensure_ascii=False, indent=1).replace("`", "\\u0060")
+    return f"```{FENCE_INFO}\n{body}\n```"
+
+
 def read_turn(user: str) -> TurnInput:
     """The turn-data payload of ``user``. Raises ``ValueError`` when it carries none (or an
-    invalid one). Backticks inside the JSON are escaped by the prompt, so the block's end is
+    invalid one). Backticks inside the JSON are escaped by the writer, so the block's end is
     its closing fence."""
     matches = list(_BLOCK.finditer(user or ""))
     if not matches:

@@ -1,10 +1,10 @@
-"""Event-time phrases resolved against the moment they were said (services.temporal)."""
+"""Event-time phrases resolved against the moment they were said (rules.event_time)."""
 
 from datetime import UTC, datetime
 
 import pytest
 
-from agent_memory.services.facts.temporal import (
+from agent_memory.rules.event_time import (
     leading_time_phrase,
     resolve_event_time,
     split_time_phrase,
