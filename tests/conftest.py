@@ -1,9 +1,11 @@
 """Shared fixtures: a runtime per record store (SQLite on disk, DynamoDB under moto with
-the table built from template.yaml), in-process API Gateway v2 invocation, and the local
-server on loopback."""
+the table built from template.yaml), with the static API keys a test declares
+(``principals_setting``), in-process API Gateway v2 invocation, and the local server on
+loopback."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Iterator
@@ -14,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_memory.config import Settings, load_settings
+from agent_memory.config import Settings, load_settings, parse_principals
 from agent_memory.http.local_server import LocalGateway, make_server
 from agent_memory.runtime import Runtime, set_runtime
 
@@ -92,8 +94,19 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def runtime(store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+def principals_setting() -> list[dict[str, Any]] | None:
+    """The static API keys (``principals`` entries) ``runtime`` is configured with. ``None``: no
+    keys, every caller is the local admin; a test module or directory that calls as other
+    principals overrides this fixture with its entries."""
+    return None
+
+
+@pytest.fixture
+def runtime(store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+            principals_setting: list[dict[str, Any]] | None) -> Iterator[Runtime]:
     settings = make_settings(tmp_path, store_kind)
+    if principals_setting is not None:
+        settings = dataclasses.replace(settings, principals=parse_principals(None, principals_setting))
     if store_kind == "dynamodb":
         import boto3
         from moto import mock_aws

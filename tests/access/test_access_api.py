@@ -4,14 +4,12 @@ delegation (the intersection), idempotency per principal, restricted threads, th
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from agent_memory.config import parse_principals
-from agent_memory.runtime import Runtime, set_runtime
+from agent_memory.runtime import Runtime
+from tests.support.callers import As
 
 KEYS = {
     "admin": "key-admin-0000000000",
@@ -32,40 +30,16 @@ PRINCIPALS = [
      "read_region": ["org/acme/user/*", "org/acme/shared"], "write_region": ["org/acme/support"]},
     {"key": KEYS["carol"], "principal": "carol", "contexts": ["acme"], "partitions": ["p1"]},
 ]
-CTX = "/api/v1/acme"
 
 
 @pytest.fixture
-def runtime(runtime: Runtime) -> Iterator[Runtime]:
-    rt = Runtime(dataclasses.replace(runtime.settings, principals=parse_principals(None, PRINCIPALS)))
-    set_runtime(rt)
-    yield rt
-    set_runtime(runtime)
-
-
-class As:
-    def __init__(self, api: Any, who: str, partition: str | None = None, on_behalf_of: str | None = None,
-                 context: str = CTX):
-        self.api, self.context = api, context
-        self.headers = {"authorization": f"Bearer {KEYS[who]}"}
-        if partition:
-            self.headers["x-memory-partition"] = partition
-        if on_behalf_of:
-            self.headers["x-spectron-on-behalf-of"] = on_behalf_of
-
-    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None):
-        return self.api.request(method, self.context + path, body, headers={**self.headers, **(headers or {})})
-
-    def get(self, path: str):
-        return self.request("GET", path)
-
-    def post(self, path: str, body: Any = None, **kw: Any):
-        return self.request("POST", path, body, **kw)
+def principals_setting() -> list[dict[str, Any]]:
+    return PRINCIPALS
 
 
 @pytest.fixture
 def as_(api: Any):
-    return lambda who, **kw: As(api, who, **kw)
+    return lambda who, **kw: As(api, KEYS[who], **kw)
 
 
 def values(caller: As) -> set[str]:

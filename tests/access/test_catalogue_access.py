@@ -3,13 +3,9 @@ region, reader lists, bound contexts and partitions), on both stores."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
+from typing import Any
 
 import pytest
-
-from agent_memory.config import parse_principals
-from agent_memory.runtime import Runtime, set_runtime
 
 CTX = "/api/v1/acme"
 
@@ -42,11 +38,8 @@ PRINCIPALS = [
 
 
 @pytest.fixture
-def runtime(runtime: Runtime) -> Iterator[Runtime]:
-    rt = Runtime(dataclasses.replace(runtime.settings, principals=parse_principals(None, PRINCIPALS)))
-    set_runtime(rt)
-    yield rt
-    set_runtime(runtime)
+def principals_setting() -> list[dict[str, Any]]:
+    return PRINCIPALS
 
 
 def as_(who: str, **extra: str) -> dict[str, str]:

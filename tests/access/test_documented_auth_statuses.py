@@ -5,16 +5,12 @@ key lacking the operation's verb (403, documented)."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
-
-from agent_memory.config import parse_principals
-from agent_memory.runtime import Runtime, set_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = yaml.safe_load((ROOT / "openapi.yaml").read_text())
@@ -41,13 +37,9 @@ def store_kind(request) -> str:  # the statuses do not depend on the record stor
 
 
 @pytest.fixture
-def runtime(runtime: Runtime) -> Iterator[Runtime]:
-    principals = [{"key": KEYS["bound-elsewhere"], "principal": "elsewhere", "contexts": ["other"]},
-                  {"key": KEYS["no-verbs"], "principal": "noverbs", "verbs": []}]
-    rt = Runtime(dataclasses.replace(runtime.settings, principals=parse_principals(None, principals)))
-    set_runtime(rt)
-    yield rt
-    set_runtime(runtime)
+def principals_setting() -> list[dict[str, Any]]:
+    return [{"key": KEYS["bound-elsewhere"], "principal": "elsewhere", "contexts": ["other"]},
+            {"key": KEYS["no-verbs"], "principal": "noverbs", "verbs": []}]
 
 
 def test_documented_401s_and_403s_are_what_the_handlers_answer(api) -> None:

@@ -11,19 +11,16 @@ seed and one that rotates daily (printed, so a failure can be replayed with PROB
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from agent_memory.access import scopes as scope_lib
-from agent_memory.config import parse_principals
-from agent_memory.runtime import Runtime, get_runtime, set_runtime
+from agent_memory.runtime import get_runtime
 
 PATHS = ["org/acme/user/u0", "org/acme/user/u1", "org/acme/user/u2", "org/acme/team/t0", "org/acme/shared"]
 REGION_CHOICES = PATHS + ["org/acme/user/*", "org/acme/*", "org/acme/team"]
@@ -66,16 +63,15 @@ def make_principals(rng: random.Random) -> list[Principal]:
 
 
 @pytest.fixture(params=SEEDS, ids=["fixed-seed", "rotating-seed"])
-def probe(request, runtime: Runtime) -> Iterator[tuple[random.Random, list[Principal]]]:
+def probe(request) -> tuple[random.Random, list[Principal]]:
     rng = random.Random(request.param)
     print(f"leak probe seed {request.param}")
-    principals = make_principals(rng)
-    rt = Runtime(dataclasses.replace(runtime.settings,
-                                     principals=parse_principals(None, [p.config() for p in principals] + [
-                                         {"key": ADMIN_KEY, "principal": "probe-admin", "admin": True}])))
-    set_runtime(rt)
-    yield rng, principals
-    set_runtime(runtime)
+    return rng, make_principals(rng)
+
+
+@pytest.fixture
+def principals_setting(probe: tuple[random.Random, list[Principal]]) -> list[dict[str, Any]]:
+    return [p.config() for p in probe[1]] + [{"key": ADMIN_KEY, "principal": "probe-admin", "admin": True}]
 
 
 def effective(caller: Principal, target: Principal | None) -> tuple[list[str] | None, list[str] | None, Principal]:

@@ -1,20 +1,17 @@
 """Thread tests run with static API keys configured, so callers can be non-admin principals.
 
-``runtime`` here wraps the root fixture (same store parametrisation: SQLite and DynamoDB
-under moto) and only adds the ``principals`` setting; ``server``, ``client`` and
-``any_api`` from the root conftest pick this runtime up.
+``principals_setting`` here gives the root ``runtime`` (same store parametrisation: SQLite
+and DynamoDB under moto) these keys; ``server``, ``client`` and ``any_api`` from the root
+conftest pick that runtime up.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from agent_memory.config import parse_principals
-from agent_memory.runtime import Runtime, set_runtime
+from tests.support.callers import As
 
 KEYS = {
     "admin": "key-admin-0000000000",  # ops-admin, admin
@@ -30,45 +27,18 @@ PRINCIPALS = [
     {"key": KEYS["alice"], "principal": "alice", "groups": ["support"]},
     {"key": KEYS["bob"], "principal": "bob"},
 ]
-CTX = "/api/v1/acme"
 
 
 @pytest.fixture
-def runtime(runtime: Runtime) -> Iterator[Runtime]:
-    rt = Runtime(dataclasses.replace(runtime.settings, principals=parse_principals(None, PRINCIPALS)))
-    set_runtime(rt)
-    yield rt
-    set_runtime(runtime)
-
-
-class As:
-    """An API (in-process or HTTP) seen as one caller, optionally in one partition."""
-
-    def __init__(self, api: Any, who: str | None = "admin", partition: str | None = None):
-        self.api = api
-        self.headers = {}
-        if who is not None:
-            self.headers["authorization"] = f"Bearer {KEYS[who]}"
-        if partition is not None:
-            self.headers["x-memory-partition"] = partition
-
-    def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, **kw: Any):
-        return self.api.request(method, CTX + path, body, headers={**self.headers, **(headers or {})}, **kw)
-
-    def get(self, path: str, **kw: Any):
-        return self.request("GET", path, **kw)
-
-    def post(self, path: str, body: Any = None, **kw: Any):
-        return self.request("POST", path, body, **kw)
-
-    def put(self, path: str, body: Any = None, **kw: Any):
-        return self.request("PUT", path, body, **kw)
+def principals_setting() -> list[dict[str, Any]]:
+    return PRINCIPALS
 
 
 @pytest.fixture
 def as_(any_api: Any):
     """``as_("alice")`` -> the API as alice (both transports, both stores)."""
-    return lambda who="admin", partition=None: As(any_api, who, partition)
+    return lambda who="admin", partition=None: As(any_api, KEYS[who] if who is not None else None,
+                                                  partition=partition)
 
 
 @pytest.fixture
