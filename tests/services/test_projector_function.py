@@ -6,15 +6,11 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import boto3
-import pytest
-
 from agent_memory.access.request_context import RequestContext
-from agent_memory.config import load_settings
 from agent_memory.http.local_server import LambdaContext
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import SearchFilter
-from agent_memory.runtime import Runtime, set_runtime
+from tests.support.streams import REGION, stream_shards
 
 REPO = Path(__file__).resolve().parents[2]
 STREAM_FIELDS = ("Keys", "NewImage", "OldImage", "SequenceNumber", "StreamViewType")
@@ -29,37 +25,11 @@ def projector_handler():
 
 def stream_event(table: str) -> dict:
     """Every record on the table's stream, shaped as Lambda's DynamoDB event source sends them."""
-    ddb = boto3.client("dynamodb", region_name="us-east-1")
-    # An explicit endpoint: newer botocore routes ARN calls to an endpoint moto does not match.
-    streams = boto3.client("dynamodbstreams", region_name="us-east-1",
-                           endpoint_url="https://streams.dynamodb.us-east-1.amazonaws.com")
-    arn = ddb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
-    records = []
-    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
-                                              ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-        for r in streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]:
-            records.append({"eventID": r["eventID"], "eventName": r["eventName"], "eventSource": "aws:dynamodb",
-                            "awsRegion": "us-east-1", "eventSourceARN": arn,
-                            "dynamodb": {k: v for k, v in r["dynamodb"].items() if k in STREAM_FIELDS}})
-    return {"Records": records}
-
-
-@pytest.fixture
-def stream_runtime(tmp_path):
-    from moto import mock_aws
-
-    from agent_memory.adapters.dynamodb_table import create_table_from_template
-
-    settings = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_STORE": "dynamodb",
-                                  "AGENT_MEMORY_PROJECTION": "stream", "AGENT_MEMORY_CURSOR_SECRET": "test",
-                                  "AWS_REGION": "us-east-1", "AGENT_MEMORY_TABLE": "agent-memory-test"})
-    with mock_aws():
-        create_table_from_template(boto3.client("dynamodb", region_name="us-east-1"), settings.table_name)
-        runtime = Runtime(settings)
-        set_runtime(runtime)
-        yield runtime
-    set_runtime(None)
+    arn, shards = stream_shards(table)
+    return {"Records": [{"eventID": r["eventID"], "eventName": r["eventName"], "eventSource": "aws:dynamodb",
+                         "awsRegion": REGION, "eventSourceARN": arn,
+                         "dynamodb": {k: v for k, v in r["dynamodb"].items() if k in STREAM_FIELDS}}
+                        for _, records in shards for r in records]}
 
 
 def test_stream_records_reach_the_index_through_the_projector(stream_runtime):

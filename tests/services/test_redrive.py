@@ -11,42 +11,27 @@ import pytest
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.adapters.stream_dead_letters import StreamDeadLetters
-from agent_memory.config import load_settings
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import SearchFilter
-from agent_memory.runtime import Runtime, set_runtime
 from agent_memory.services.operations.redrive import redrive
+from tests.support.streams import STREAMS_ENDPOINT, stream_shards
 
-STREAMS_ENDPOINT = "https://streams.dynamodb.us-east-1.amazonaws.com"
 ACME = RequestContext(context_id="acme", principal="p", admin=True)
 TURNS = SearchFilter(context_id="acme", kinds=["turn"])
 
 
 @pytest.fixture
-def aws(tmp_path):
-    from moto import mock_aws
-
-    from agent_memory.adapters.dynamodb_table import create_table_from_template
-
-    settings = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_STORE": "dynamodb",
-                                  "AGENT_MEMORY_PROJECTION": "stream", "AGENT_MEMORY_CURSOR_SECRET": "test",
-                                  "AWS_REGION": "us-east-1", "AGENT_MEMORY_TABLE": "agent-memory-test"})
-    with mock_aws():
-        create_table_from_template(boto3.client("dynamodb", region_name="us-east-1"), settings.table_name)
-        runtime = Runtime(settings)
-        set_runtime(runtime)
-        queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="projector-dlq")["QueueUrl"]
-        yield runtime, queue
-    set_runtime(None)
+def aws(stream_runtime):
+    """The stream runtime and the projector's dead-letter queue (moto SQS)."""
+    queue = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="projector-dlq")["QueueUrl"]
+    return stream_runtime, queue
 
 
 def stream_shard(table: str) -> tuple[str, str, list[str]]:
-    arn = boto3.client("dynamodb", region_name="us-east-1").describe_table(TableName=table)["Table"]["LatestStreamArn"]
-    streams = boto3.client("dynamodbstreams", region_name="us-east-1", endpoint_url=STREAMS_ENDPOINT)
-    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
-    it = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-    seqs = [r["dynamodb"]["SequenceNumber"] for r in streams.get_records(ShardIterator=it)["Records"]]
-    return arn, shard, seqs
+    """The stream ARN, its first shard and the sequence numbers on it."""
+    arn, shards = stream_shards(table)
+    shard, records = shards[0]
+    return arn, shard, [r["dynamodb"]["SequenceNumber"] for r in records]
 
 
 def dead_letter(queue: str, arn: str, shard: str, start: str, end: str) -> None:
@@ -59,6 +44,16 @@ def dead_letter(queue: str, arn: str, shard: str, start: str, end: str) -> None:
 
 def source(queue: str) -> StreamDeadLetters:
     return StreamDeadLetters(queue, region="us-east-1", streams_endpoint=STREAMS_ENDPOINT)
+
+
+class TrimmedStream:
+    """A stream past its 24 hours (moto keeps stream records forever): the batch is gone."""
+
+    def get_shard_iterator(self, **kw):
+        from botocore.exceptions import ClientError
+
+        raise ClientError({"Error": {"Code": "TrimmedDataAccessException", "Message": "trimmed"}},
+                          "GetShardIterator")
 
 
 def queue_depth(queue: str) -> int:
@@ -88,14 +83,6 @@ def test_a_batch_the_stream_no_longer_holds_reindexes_the_named_contexts(aws):
     arn, shard, seqs = stream_shard(rt.settings.table_name)
     dead_letter(queue, arn, shard, seqs[0], seqs[-1])
 
-    # moto keeps stream records forever; past 24 hours the real stream answers this:
-    from botocore.exceptions import ClientError
-
-    class TrimmedStream:
-        def get_shard_iterator(self, **kw):
-            raise ClientError({"Error": {"Code": "TrimmedDataAccessException", "Message": "trimmed"}},
-                              "GetShardIterator")
-
     letters = StreamDeadLetters(queue, region="us-east-1", streams=TrimmedStream())
     told: list[tuple[str, int]] = []
     stats = redrive(letters, rt.base_store, rt.search, contexts=["acme"],
@@ -114,13 +101,6 @@ def test_without_named_contexts_every_context_in_the_table_is_reindexed(aws):
                    WriteFactsRequest(text="I keep goats.", infer="none"))
     arn, shard, seqs = stream_shard(rt.settings.table_name)
     dead_letter(queue, arn, shard, seqs[0], seqs[-1])
-
-    class TrimmedStream:
-        def get_shard_iterator(self, **kw):
-            from botocore.exceptions import ClientError
-
-            raise ClientError({"Error": {"Code": "TrimmedDataAccessException", "Message": "trimmed"}},
-                              "GetShardIterator")
 
     stats = redrive(StreamDeadLetters(queue, region="us-east-1", streams=TrimmedStream()), rt.base_store, rt.search)
     assert sorted(stats.reindexed_contexts) == ["acme", "globex"]
