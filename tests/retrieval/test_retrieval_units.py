@@ -11,6 +11,7 @@ import pytest
 
 from agent_memory.ports import RowRanking, SearchUnit
 from agent_memory.presenters.retrieval import sources
+from agent_memory.ranking.rows import ranking_from_units
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.context_format import format_context, sanitise
 from agent_memory.services.retrieval.query_analysis import analyse
@@ -124,7 +125,7 @@ def _turn_unit(uid: str, session: str, seq: int) -> SearchUnit:
 
 
 def _rows(units: list[SearchUnit], scores: dict[str, float]) -> tuple[RowRanking, np.ndarray]:
-    ranking = RowRanking.from_units([units])
+    ranking = ranking_from_units([units])
     return ranking, np.array([scores[uid] for uid in ranking.ids])
 
 
@@ -178,7 +179,7 @@ def test_a_clear_winner_in_a_leg_outranks_a_near_tie_that_ranks_alike():
     first place is a near tie (0.50 against 0.49); a score counts as a share of its leg's best."""
     units = [_turn_unit("clear", "s1", 1), _turn_unit("close", "s2", 1), _turn_unit("tail", "s3", 1)]
     by_id = {u.id: u for u in units}
-    ranking = RowRanking.from_units([[by_id[x] for x in ("clear", "close", "tail")],
+    ranking = ranking_from_units([[by_id[x] for x in ("clear", "close", "tail")],
                                      [by_id[x] for x in ("close", "clear", "tail")]],
                                     scores=[[0.9, 0.2, 0.1], [0.50, 0.49, 0.1]])
     assert [s.tolist() for s in ranking.leg_scores] == [[0.9, 0.2, 0.1], [0.50, 0.49, 0.1]]

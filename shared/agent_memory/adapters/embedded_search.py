@@ -62,6 +62,9 @@ from agent_memory.ports import (
     SearchMode,
     SearchUnit,
 )
+from agent_memory.ranking.encoding import features as ranking_features
+from agent_memory.ranking.encoding import unit_features
+from agent_memory.ranking.rows import ranking_from_units
 
 RRF_K = 60
 EMBED_BATCH = 256
@@ -142,13 +145,6 @@ def context_token(context_id: str) -> str:
     token so the porter stemmer leaves it alone; context ids themselves may hold any text."""
     digest = hashlib.blake2b(context_id.encode("utf-8"), digest_size=8).digest()
     return f"ctx{int.from_bytes(digest, 'big'):020d}"
-
-
-def saturate(score: float) -> float:
-    """Map a non-negative BM25 score to ``s / (1 + s)``: positive, higher is better, below 1,
-    so BM25 scores from either backend live on one bounded scale."""
-    s = max(0.0, float(score))
-    return s / (1.0 + s)
 
 
 def unit_to_dict(unit: SearchUnit) -> dict[str, Any]:
@@ -293,17 +289,6 @@ class _Row:
     acl_key: str | None
     labels_key: str
     features: tuple[int, Any, str | None] | None = None  # (seq, key, occurred_at): ``unit_features``
-
-
-def unit_features(unit: SearchUnit) -> tuple[int, Any, str | None]:
-    """The payload's ranking features (``RowRanking``): integer ``metadata["seq"]`` (else
-    ``NO_SEQ``), ``metadata["key"]``, ``occurred_at``."""
-    return _features(unit.metadata.get("seq"), unit.metadata.get("key"), unit.occurred_at)
-
-
-def _features(seq: Any, key: Any, occurred_at: str | None) -> tuple[int, Any, str | None]:
-    plain = isinstance(seq, int) and not isinstance(seq, bool) and abs(seq) < -NO_SEQ
-    return (seq if plain else NO_SEQ), key, occurred_at
 
 
 # The same features cut out of stored payloads by SQLite when a view loads: one JSON array
@@ -892,7 +877,7 @@ class EmbeddedSearchIndex:
                 raw = np.fromiter((x for _, x in hits), dtype=np.float64, count=len(hits))
                 leg_scores.append(np.minimum.accumulate(raw if leg.mode == "vector" else -raw))
             if not leg_rows:
-                return RowRanking.from_units([])
+                return ranking_from_units([])
             every = np.concatenate(leg_rows)
             rows, inverse = np.unique(every, return_inverse=True)
             unknown = rows[~view.f_known[rows]]
@@ -1031,7 +1016,7 @@ class EmbeddedSearchIndex:
                                                  (context_id,)):
                 r = row_of_pk.get(int(pk))
                 if r is not None:
-                    view.f_seq[r], view.f_key[r], view.f_occurred[r] = _features(*json.loads(features))
+                    view.f_seq[r], view.f_key[r], view.f_occurred[r] = ranking_features(*json.loads(features))
                     view.f_known[r] = True
         return view
 

@@ -70,7 +70,6 @@ from agent_memory.adapters.embedded_search import (
     candidate_depth,
     embed_all,
     reciprocal_rank_fusion,
-    saturate,
     unit_from_dict,
     unit_to_dict,
 )
@@ -87,6 +86,8 @@ from agent_memory.ports import (
     SearchMode,
     SearchUnit,
 )
+from agent_memory.ranking.encoding import saturate
+from agent_memory.ranking.rows import ranking_from_units
 
 log = logging.getLogger("agent_memory.opensearch")
 
@@ -713,7 +714,7 @@ class OpenSearchIndex:
         ranked = [self.search(leg.query, flt if not leg.labels else dataclasses.replace(
                       flt, labels=sorted({*(flt.labels or ()), *leg.labels})),
                   k=leg.depth, mode=leg.mode, timeout=timeout) for leg in legs]
-        return RowRanking.from_units([[h.unit for h in hits] for hits in ranked],
+        return ranking_from_units([[h.unit for h in hits] for hits in ranked],
                                      scores=[[h.score for h in hits] for hits in ranked])
 
     def _recent_hits(self, query: str, vec: np.ndarray, flt: SearchFilter, depth: int) -> list[tuple[SearchUnit, float]]:

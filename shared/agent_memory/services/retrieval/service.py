@@ -57,6 +57,7 @@ from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_id, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Entity
 from agent_memory.ports import NO_SEQ, RowLeg, RowRanking, SearchFilter, SearchUnit
+from agent_memory.ranking.rows import ranking_from_units, ranking_with_units
 from agent_memory.services.facts.extraction.speaker import SELF_ENTITY_ID
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse
@@ -288,11 +289,11 @@ class RetrievalService:
             # every fact would otherwise crowd out what answers the question.
             seeds = self._seeds(ctx, [e for e in entities if e.stored is not None], flt, qa,
                                 with_profiles="entity" in kinds, bearing_only=bool(recipe.bm25 or recipe.vector))
-        ranking = RowRanking.from_units([])
+        ranking = ranking_from_units([])
         if flt.kinds:
             ranking, legs = self._search_legs(recipe, qa, flt, entities, depth)
         # Candidates are columns (``RowRanking``): only the final k are decoded.
-        ranking, seed_rows = ranking.extended(seeds)
+        ranking, seed_rows = ranking_with_units(ranking, seeds)
         if structured:
             # A fact read for two named entities (a relation between them) counts once.
             seed_rows = np.asarray(list(dict.fromkeys(seed_rows.tolist())), dtype=np.int64)
@@ -475,7 +476,7 @@ class RetrievalService:
                      entities: Sequence[NamedEntity], depth: int) -> tuple[RowRanking, list[_Leg]]:
         index = self._search
         if index is None:
-            return RowRanking.from_units([]), []
+            return ranking_from_units([]), []
         picked = entities[:recipe.max_entities]
         # One ``rank_rows`` call runs every leg; its candidates come back as columns.
         requests: list[RowLeg] = []
