@@ -221,7 +221,7 @@ class Reranker(Protocol):
     reads the query and each text together (more than one vector per text can say).
 
     ``name`` identifies provider and model (``local/all-MiniLM-L6-v2``). Any exception means
-    "no opinion": retrieval keeps its fused order (``services/retrieval/service.py``).
+    "no opinion": retrieval keeps its fused order (``agent_memory.ranking.rerank``).
     """
 
     name: str

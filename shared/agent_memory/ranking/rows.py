@@ -36,7 +36,8 @@ def ranking_from_units(legs: Sequence[Sequence[SearchUnit]],
         ids=[u.id for u in units], legs=leg_rows,
         kind=_column([u.kind for u in units]), role=_column([u.role for u in units]),
         session_id=_column([u.session_id for u in units]),
-        seq=np.fromiter((ranking_seq(u.metadata.get("seq")) for u in units), dtype=np.int64, count=len(units)),
+        seq=np.fromiter((ranking_seq(u.metadata.get("seq")) for u in units), dtype=np.int64,
+                        count=len(units)),
         current=np.fromiter((u.valid_until is None for u in units), dtype=bool, count=len(units)),
         key=_column([u.metadata.get("key") for u in units]),
         occurred_at=_column([u.occurred_at for u in units]),
@@ -85,7 +86,8 @@ def ranking_with_units(ranking: RowRanking, units: Sequence[SearchUnit]) -> tupl
         found = dict(zip(rest, inner(rest), strict=True)) if rest else {}
         return [given[i] if i in given else found[i] for i in indices]
 
-    out = RowRanking(ids=ids, legs=ranking.legs, labels=labels, decode=decode, leg_scores=ranking.leg_scores, **cols)
+    out = RowRanking(ids=ids, legs=ranking.legs, labels=labels, decode=decode, leg_scores=ranking.leg_scores,
+                     **cols)
     first = {uid: j for j, uid in enumerate(extra.ids)}
     return out, target[[first[u.id] for u in units]]
 
