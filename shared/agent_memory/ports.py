@@ -357,7 +357,7 @@ class SearchHit:
     score: float
 
 
-SearchMode = Literal["hybrid", "vector", "bm25"]
+SearchMode = Literal["vector", "bm25"]  # one leg: fusing legs is ranking's (``agent_memory.ranking``)
 
 
 @dataclass(frozen=True)
@@ -367,7 +367,7 @@ class RowLeg:
     label in ``labels`` (inside the search, like ``SearchFilter.labels``)."""
 
     query: str
-    mode: Literal["bm25", "vector"]
+    mode: SearchMode
     depth: int
     labels: tuple[str, ...] = ()
 
@@ -424,7 +424,11 @@ class SearchIndex(Protocol):
 
     def delete_context(self, context_id: str) -> None: ...
 
-    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid") -> list[SearchHit]: ...
+    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode) -> list[SearchHit]:
+        """One ranked leg: the best ``k`` units for ``query`` by ``mode`` under ``flt``, best first,
+        scored by cosine (``vector``) or BM25 saturated to ``s / (1 + s)`` (``bm25``). An index
+        answers legs; fusing them is ranking's (``agent_memory.ranking.search``)."""
+        ...
 
     def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg]) -> RowRanking:
         """Several ranked lists under one filter, as ``search(leg.query, flt + leg.labels,
