@@ -10,11 +10,14 @@
   (``rank``, ``QueryFacts``).
 - ``rerank``: the best fused candidates blended with a ``ports.Reranker``'s scores, a tier-1
   answer pinned first (``rerank``).
+- ``search``: a recipe's BM25 and vector legs from a ``SearchIndex`` (which answers single
+  legs), fused and ranked (``search``): what callers without tier-1 reads rank by (threads).
 - ``rows``: ``RowRanking`` columns built from decoded units (``ranking_from_units``,
   ``ranking_with_units``).
 - ``encoding``: the values a unit contributes to ranking columns (``unit_features``,
   ``saturate`` for BM25 scores, ``instant`` for timestamps).
 
-Nothing here imports an adapter or a service (``.importlinter``): callers pass plain values in.
-The package root imports nothing, so naming a module here costs only that module.
+Nothing here imports an adapter or a service (``.importlinter``): callers pass what they know
+of the query as plain values. The package root imports nothing, so importing ``recipes`` loads
+no numpy.
 """
