@@ -448,7 +448,7 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
     import dataclasses
 
     from agent_memory.access.request_context import RequestContext
-    from agent_memory.services.retrieval import service as retrieval
+    from agent_memory.ranking import recipes
 
     conversations = load_dir(directory, limit)
     scores: dict[str, dict[str, dict[int, list[float]]]] = {
@@ -456,7 +456,7 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
     ingests: dict[tuple, list[str]] = {}
     for name, (options, _) in ABLATIONS.items():
         ingests.setdefault(tuple(sorted(options.items())), []).append(name)
-    base = retrieval.RECIPES["hybrid"]
+    base = recipes.RECIPES["hybrid"]
     started = time.perf_counter()
     done = 0
     try:
@@ -468,20 +468,20 @@ def ablate(directory: Path, *, embedder: str = "hashing", limit: int | None = No
                     ctx = RequestContext(context_id=f"locomo-{conv.name}", principal="bench", admin=True)
                     mapping = kept_ingest(runtime, ctx, conv, Path(tmp) if keep else None, **dict(options))
                     for name in names:
-                        retrieval.RECIPES["hybrid"] = dataclasses.replace(base, **ABLATIONS[name][1])
+                        recipes.RECIPES["hybrid"] = dataclasses.replace(base, **ABLATIONS[name][1])
                         for q in conv.questions:
                             ranked, _ = product_ranking(runtime, ctx, q.question, mapping)
                             for split in (split_of(conv.name), "all"):
                                 for k in KS:
                                     if split:
                                         scores[name][split][k].append(recall_at(ranked, q.evidence, k))
-                        retrieval.RECIPES["hybrid"] = base
+                        recipes.RECIPES["hybrid"] = base
                     progress(f"  {conv.name}: {', '.join(names)}")
                     done += 1
                     if step is not None:
                         step(done, len(ingests) * len(conversations))
     finally:
-        retrieval.RECIPES["hybrid"] = base
+        recipes.RECIPES["hybrid"] = base
     return {"embedder": EMBEDDERS[embedder], "reranker": RERANKERS[reranker], "conversations": [c.name for c in conversations],
             "splits": {s: list(v) for s, v in SPLITS.items()},
             "recall": {name: {s: {f"@{k}": round(float(np.mean(v)), 4) if v else None for k, v in per.items()}

@@ -1,6 +1,6 @@
 """Recall area: POST /query (ranked hits), /context and /sessions/{id}/context (formatted,
-delimited prompt context). Ranking lives in ``agent_memory.services.retrieval.service``; formatting
-in ``agent_memory.services.retrieval.context_format``."""
+delimited prompt context). Retrieval lives in ``agent_memory.services.retrieval.service``, which
+ranks through ``agent_memory.ranking``; formatting in ``agent_memory.services.retrieval.context_format``."""
 
 from agent_memory.http import api as http
 from agent_memory.models.retrieval import ContextRequest, QueryRequest, SessionContextRequest

@@ -221,7 +221,7 @@ class Reranker(Protocol):
     reads the query and each text together (more than one vector per text can say).
 
     ``name`` identifies provider and model (``local/all-MiniLM-L6-v2``). Any exception means
-    "no opinion": retrieval keeps its fused order (``services/retrieval/service.py``).
+    "no opinion": retrieval keeps its fused order (``agent_memory.ranking.rerank``).
     """
 
     name: str
@@ -357,7 +357,7 @@ class SearchHit:
     score: float
 
 
-SearchMode = Literal["hybrid", "vector", "bm25"]
+SearchMode = Literal["vector", "bm25"]  # one leg: fusing legs is ranking's (``agent_memory.ranking``)
 
 
 @dataclass(frozen=True)
@@ -367,7 +367,7 @@ class RowLeg:
     label in ``labels`` (inside the search, like ``SearchFilter.labels``)."""
 
     query: str
-    mode: Literal["bm25", "vector"]
+    mode: SearchMode
     depth: int
     labels: tuple[str, ...] = ()
 
@@ -391,6 +391,9 @@ class RowRanking:
     - ``leg_scores[j]``: the score of each of ``legs[j]``'s candidates in that leg (cosine,
       BM25, ...; higher is better, comparable only within the leg), or ``None`` when the
       adapter has no scores (fusion then uses ranks alone).
+
+    Built from decoded units by ``agent_memory.ranking.rows`` (``ranking_from_units``,
+    ``ranking_with_units``).
     """
 
     ids: list[str]
@@ -405,98 +408,6 @@ class RowRanking:
     labels: list[frozenset[str]]
     decode: Callable[[Sequence[int]], list[SearchUnit | None]]
     leg_scores: list[np.ndarray] | None = None
-
-    @classmethod
-    def from_units(cls, legs: Sequence[Sequence[SearchUnit]],
-                   scores: Sequence[Sequence[float]] | None = None) -> RowRanking:
-        """The ranking of legs of already decoded units (adapters whose search returns whole
-        units, and callers adding units of their own); the first copy of a unit id wins.
-        ``scores`` (one per unit of each leg) become ``leg_scores``."""
-        import numpy as np
-
-        position: dict[str, int] = {}
-        units: list[SearchUnit] = []
-        leg_rows = []
-        leg_scores = [] if scores is not None else None
-        for j, leg in enumerate(legs):
-            rows: dict[int, float] = {}  # candidate -> its score at its first place in the leg
-            for n, unit in enumerate(leg):
-                i = position.get(unit.id)
-                if i is None:
-                    i = position[unit.id] = len(units)
-                    units.append(unit)
-                rows.setdefault(i, float(scores[j][n]) if scores is not None else 0.0)
-            leg_rows.append(np.asarray(list(rows), dtype=np.int64))
-            if leg_scores is not None:
-                leg_scores.append(np.asarray(list(rows.values()), dtype=np.float64))
-
-        def column(values: list[Any]) -> np.ndarray:
-            out = np.empty(len(values), dtype=object)
-            out[:] = values
-            return out
-
-        def seq(u: SearchUnit) -> int:
-            value = u.metadata.get("seq")
-            plain = isinstance(value, int) and not isinstance(value, bool) and abs(value) < -NO_SEQ
-            return value if plain else NO_SEQ
-
-        return cls(
-            ids=[u.id for u in units], legs=leg_rows,
-            kind=column([u.kind for u in units]), role=column([u.role for u in units]),
-            session_id=column([u.session_id for u in units]),
-            seq=np.fromiter((seq(u) for u in units), dtype=np.int64, count=len(units)),
-            current=np.fromiter((u.valid_until is None for u in units), dtype=bool, count=len(units)),
-            key=column([u.metadata.get("key") for u in units]),
-            occurred_at=column([u.occurred_at for u in units]),
-            labels=[frozenset(u.labels) for u in units],
-            decode=lambda indices: [units[i] for i in indices],
-            leg_scores=leg_scores,
-        )
-
-    def extended(self, units: Sequence[SearchUnit]) -> tuple[RowRanking, np.ndarray]:
-        """This ranking with ``units`` as candidates too (a unit whose id is already a
-        candidate replaces that candidate's columns and decodes as itself: the first copy of
-        an id wins), and the candidate index of each of ``units`` in order (a repeated id
-        gives a repeated index)."""
-        import numpy as np
-
-        if not units:
-            return self, np.zeros(0, dtype=np.int64)
-        extra = RowRanking.from_units([units])
-        position = {uid: i for i, uid in enumerate(self.ids)}
-        ids = list(self.ids)
-        target = np.empty(len(extra.ids), dtype=np.int64)  # extra candidate j -> candidate index
-        for j, uid in enumerate(extra.ids):
-            i = position.get(uid)
-            if i is None:
-                i = position[uid] = len(ids)
-                ids.append(uid)
-            target[j] = i
-        n = len(ids)
-        cols: dict[str, Any] = {}
-        for name, fill in (("kind", None), ("role", None), ("session_id", None), ("seq", NO_SEQ),
-                           ("current", False), ("key", None), ("occurred_at", None)):
-            old = getattr(self, name)
-            col = np.empty(n, dtype=old.dtype)
-            col[: old.size] = old
-            col[old.size:] = fill
-            col[target] = getattr(extra, name)
-            cols[name] = col
-        labels = list(self.labels) + [frozenset()] * (n - len(self.ids))
-        given: dict[int, SearchUnit] = {}
-        for j, unit in enumerate(extra.decode(range(len(extra.ids)))):
-            labels[int(target[j])] = extra.labels[j]
-            given[int(target[j])] = unit  # type: ignore[assignment]
-        inner = self.decode
-
-        def decode(indices: Sequence[int]) -> list[SearchUnit | None]:
-            rest = [i for i in indices if i not in given]
-            found = dict(zip(rest, inner(rest), strict=True)) if rest else {}
-            return [given[i] if i in given else found[i] for i in indices]
-
-        ranking = RowRanking(ids=ids, legs=self.legs, labels=labels, decode=decode, leg_scores=self.leg_scores, **cols)
-        first = {uid: j for j, uid in enumerate(extra.ids)}
-        return ranking, target[[first[u.id] for u in units]]
 
 
 @runtime_checkable
@@ -513,7 +424,11 @@ class SearchIndex(Protocol):
 
     def delete_context(self, context_id: str) -> None: ...
 
-    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid") -> list[SearchHit]: ...
+    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode) -> list[SearchHit]:
+        """One ranked leg: the best ``k`` units for ``query`` by ``mode`` under ``flt``, best first,
+        scored by cosine (``vector``) or BM25 saturated to ``s / (1 + s)`` (``bm25``). An index
+        answers legs; fusing them is ranking's (``agent_memory.ranking.search``)."""
+        ...
 
     def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg]) -> RowRanking:
         """Several ranked lists under one filter, as ``search(leg.query, flt + leg.labels,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fused_search import fused_search
 
 from agent_memory.adapters.embedders import BedrockTitanEmbedder, HashingEmbedder, OpenAIEmbedder
 from agent_memory.adapters.long_text import MAX_PIECE_BYTES, LongTextEmbedder, split_bytes
@@ -118,7 +119,7 @@ def test_a_300k_thread_turn_and_a_60k_fact_are_searchable_through_the_openai_emb
         fact = api.post("/api/v1/acme/facts", {"text": long_text(60_000, tail="quokkafish harbour"), "infer": "none"})
         assert fact.status == 200, fact.text
         for words in ("zebracorn lighthouse", "quokkafish harbour"):
-            hits = rt.search.search(words, SearchFilter(context_id="acme"), k=5)
+            hits = fused_search(rt.search, words, SearchFilter(context_id="acme"), k=5)
             assert hits and words.split()[0] in hits[0].unit.text, words
     finally:
         set_runtime(None)
@@ -138,7 +139,7 @@ def test_a_300k_fact_is_searchable_where_the_fact_cap_admits_it(tmp_path: Path, 
         assert len(text) >= 300_000
         fact = InProcessApi().post("/api/v1/acme/facts", {"text": text, "infer": "none"})
         assert fact.status == 200, fact.text
-        hits = rt.search.search("quokkafish harbour", SearchFilter(context_id="acme"), k=5)
+        hits = fused_search(rt.search, "quokkafish harbour", SearchFilter(context_id="acme"), k=5)
         assert hits and "quokkafish" in hits[0].unit.text and len(hits[0].unit.text) >= 300_000
     finally:
         set_runtime(None)

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import httpx
 import pytest
+from fused_search import fused_search
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
@@ -63,7 +64,7 @@ def hash_rows() -> list[Record]:
 
 
 def chunk_hits(query: str = "expense receipts travel handbook", k: int = 50) -> list:
-    return get_runtime().search.search(query, SearchFilter(context_id="acme", kinds=["chunk"]), k=k)
+    return fused_search(get_runtime().search, query, SearchFilter(context_id="acme", kinds=["chunk"]), k=k)
 
 
 def written_nothing() -> bool:
@@ -356,7 +357,7 @@ def test_forget_removes_a_chunk_from_listing_search_and_retrieval(api):
     assert [i["kind"] for i in r.json()["items"]] == ["chunk"] and r.json()["deleted"] == 1
     chunks = api.get(f"{CTX}/documents/{doc_id}/chunks").json()["items"]
     assert all("Zanzibar" not in c["text"] for c in chunks) and len(chunks) == 1
-    hits = get_runtime().search.search("Zanzibar spare keys", SearchFilter(context_id="acme", kinds=["chunk"]), k=5)
+    hits = fused_search(get_runtime().search, "Zanzibar spare keys", SearchFilter(context_id="acme", kinds=["chunk"]), k=5)
     assert all("Zanzibar" not in h.unit.text for h in hits)
     q = api.post(f"{CTX}/query", {"query": "Where are the spare keys?"}).json()
     assert all("Zanzibar" not in h["text"] for h in q["hits"])

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fused_search import fused_search
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.config import load_settings
@@ -67,7 +68,7 @@ def rows(rt: Runtime, pk: str) -> list[Record]:
 
 
 def chunk_hits(rt: Runtime, query: str) -> list:
-    return rt.search.search(query, SearchFilter(context_id="acme", kinds=["chunk"]), k=50)
+    return fused_search(rt.search, query, SearchFilter(context_id="acme", kinds=["chunk"]), k=50)
 
 
 class Gate:

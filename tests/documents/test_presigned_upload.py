@@ -14,6 +14,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+from fused_search import fused_search
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
@@ -81,7 +82,7 @@ def test_a_presigned_upload_is_ingested_by_the_worker_and_the_object_removed(api
     assert again.status == 200 and again.json()["status"] == "ready"
     listed = boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket=BUCKET)
     assert listed.get("KeyCount", 0) == 0, "the worker leaves the uploaded object behind"
-    hits = get_runtime().search.search("trains", SearchFilter(context_id="acme", kinds=["chunk"], admin=True))
+    hits = fused_search(get_runtime().search, "trains", SearchFilter(context_id="acme", kinds=["chunk"], admin=True))
     assert any("trains" in h.unit.text for h in hits)
 
 

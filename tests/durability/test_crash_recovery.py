@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fused_search import fused_search
 
 from agent_memory import faults
 from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
@@ -93,11 +94,11 @@ def test_outbox_replays_a_committed_write_whose_index_write_never_ran(tmp_path):
     turn = {"kind": "turn", "id": "turn_1", "contextId": "crashes", "role": "user", "content": "the otter moved to Oslo",
             "session": "sess_1", "seq": 1, "createdAt": "2026-01-05T09:00:00Z"}
     ProjectingRecordStore(records, Crashed(index)).put(Record(pk="c#crashes#default#turns", sk="turn_1", data=turn))
-    assert index.search("otter", SearchFilter(context_id="crashes"), k=5) == []
+    assert fused_search(index, "otter", SearchFilter(context_id="crashes"), k=5) == []
     assert len(records.outbox_entries()) == 1
 
     ProjectingRecordStore(records, Projector(index))  # the restart
-    assert [h.unit.id for h in index.search("otter", SearchFilter(context_id="crashes"), k=5)] == ["turn_1"]
+    assert [h.unit.id for h in fused_search(index, "otter", SearchFilter(context_id="crashes"), k=5)] == ["turn_1"]
     assert records.outbox_entries() == []
 
 

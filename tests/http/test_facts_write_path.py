@@ -7,6 +7,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from fused_search import fused_search
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
@@ -226,13 +227,13 @@ def test_written_fact_becomes_searchable_and_superseded_leaves_current_index(api
     rt = get_runtime()
     api.post(f"{CTX}/facts", {"text": "I live in London.", "observed_at": "2026-03-01T00:00:00Z"})
     flt = SearchFilter(context_id="acme", kinds=["attribute"])
-    hits = rt.search.search("location London", flt, k=5)
+    hits = fused_search(rt.search, "location London", flt, k=5)
     assert [h.unit.text for h in hits] == ["User location: London"]
     api.post(f"{CTX}/facts", {"text": "I moved to Berlin.", "observed_at": "2026-05-01T00:00:00Z"})
-    texts = [h.unit.text for h in rt.search.search("location London", flt, k=5)]
+    texts = [h.unit.text for h in fused_search(rt.search, "location London", flt, k=5)]
     assert texts == ["User location: Berlin"]
     past = SearchFilter(context_id="acme", kinds=["attribute"], as_of="2026-04-01T00:00:00Z")
-    assert [h.unit.text for h in rt.search.search("location", past, k=5)] == ["User location: London"]
+    assert [h.unit.text for h in fused_search(rt.search, "location", past, k=5)] == ["User location: London"]
 
 
 def test_twenty_concurrent_corrections_leave_one_current_value_and_an_unbroken_chain(runtime):

@@ -5,6 +5,7 @@ Both stores, in-process and over the local server; responses validated against o
 from __future__ import annotations
 
 import pytest
+from fused_search import fused_search
 from openapi_schemas import assert_matches
 
 from agent_memory.access.request_context import RequestContext
@@ -38,7 +39,7 @@ def get(api, path: str) -> dict:
 
 def search_ids(query: str, as_of: str | None = None) -> set[str]:
     flt = SearchFilter(context_id="acme", as_of=as_of)
-    return {h.unit.id for h in get_runtime().search.search(query, flt, k=50)}
+    return {h.unit.id for h in fused_search(get_runtime().search, query, flt, k=50)}
 
 
 def state_values(api) -> set[str]:

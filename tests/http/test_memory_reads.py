@@ -4,6 +4,7 @@ response is validated against its schema in openapi.yaml."""
 
 from __future__ import annotations
 
+from fused_search import fused_search
 from openapi_schemas import assert_matches
 
 from agent_memory.ports import SearchFilter
@@ -32,7 +33,7 @@ def values(attrs: list[dict], key: str, entity: str = USER) -> list[str]:
 
 def search_texts(query: str, kinds=None) -> list[str]:
     rt = get_runtime()
-    return [h.unit.text for h in rt.search.search(query, SearchFilter(context_id="acme", kinds=kinds), k=20)]
+    return [h.unit.text for h in fused_search(rt.search, query, SearchFilter(context_id="acme", kinds=kinds), k=20)]
 
 
 def seed(api) -> None:

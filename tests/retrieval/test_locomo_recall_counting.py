@@ -109,14 +109,14 @@ def test_the_splits_are_fixed_disjoint_and_cover_the_seven_conversations(locomo)
 
 
 def test_ablation_runs_every_stage_off_and_restores_the_recipe(locomo, tmp_path):
-    from agent_memory.services.retrieval import service as retrieval
+    from agent_memory.ranking import recipes
 
     d = tmp_path / "locomo"
     d.mkdir()
     (d / "41.json").write_text(json.dumps(CONVERSATION))  # a tuning-split name
-    before = retrieval.RECIPES["hybrid"]
+    before = recipes.RECIPES["hybrid"]
     results = locomo.ablate(d, embedder="hashing", progress=lambda line: None)
-    assert retrieval.RECIPES["hybrid"] is before
+    assert recipes.RECIPES["hybrid"] is before
     assert set(results["recall"]) == set(locomo.ABLATIONS)
     assert all(by["tuning"]["@5"] is not None and by["validation"]["@5"] is None for by in results["recall"].values())
     assert "entity legs off" in locomo.ablation_table(results)

@@ -12,7 +12,8 @@ import pytest
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.models.requests import WriteFactsRequest
-from agent_memory.services.retrieval.service import RECIPES, Hit, RetrievalService, _share_with_replies
+from agent_memory.ranking.recipes import RECIPES
+from agent_memory.services.retrieval.service import RetrievalService
 
 ADMIN = RequestContext(context_id="acme", principal="tester", admin=True)
 NOTES = [
@@ -174,19 +175,3 @@ def test_after_reranking_a_question_passes_part_of_its_score_to_its_reply(runtim
     # follows no question and keeps its place relative to unrelated turns
     assert with_replies.index("Mostly the lake part, he swam the whole time.") < \
         with_replies.index("The trail map is pinned in the hallway.")
-
-
-def test_reply_share_reaches_only_the_next_turn_of_the_same_session_and_does_not_compound():
-    def turn(seq, text, session="s1", kind="turn"):
-        return Hit(id=f"{session}-{seq}", kind=kind, text=text, score=0.0, session_id=session,
-                   metadata={"seq": seq})
-
-    hits = [turn(1, "Where did you go?"), turn(2, "Why there?"), turn(3, "For the lake."),
-            turn(2, "A reply in another session.", session="s2"), turn(5, "A note?", kind="action"),
-            turn(6, "Not a reply to the note."), turn(7, "Is the lake cold?"), turn(9, "Two turns later.")]
-    scores = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0])
-    out = _share_with_replies(hits, scores, 0.4)
-    # the first question lifts its reply (itself a question, which passes on its own score, 0);
-    # another session's seq 2, a non-turn's next seq, and a turn two positions on gain nothing
-    assert out.tolist() == [1.0, 0.4, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]
-    assert scores.tolist() == [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]  # the input is left as it was

@@ -3,25 +3,15 @@ context formatter's sanitisation."""
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import UTC, datetime
 
-import numpy as np
 import pytest
 
-from agent_memory.ports import RowRanking, SearchUnit
 from agent_memory.presenters.retrieval import sources
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.context_format import format_context, sanitise
 from agent_memory.services.retrieval.query_analysis import analyse
-from agent_memory.services.retrieval.service import (
-    RECIPES,
-    Hit,
-    RetrievalService,
-    _Leg,
-    _session_prior,
-    _share_with_neighbours,
-)
+from agent_memory.services.retrieval.service import Hit
 
 SELF = "entity:person/user"
 
@@ -116,90 +106,6 @@ def test_time_phrases_become_windows():
     assert analyse("What is Tunde repairing now?", anchor=ANCHOR).time is None
 
 
-# --- ranking rules ------------------------------------------------------------------------
-
-
-def _turn_unit(uid: str, session: str, seq: int) -> SearchUnit:
-    return SearchUnit(id=uid, context_id="c", kind="turn", text=uid, session_id=session, metadata={"seq": seq})
-
-
-def _rows(units: list[SearchUnit], scores: dict[str, float]) -> tuple[RowRanking, np.ndarray]:
-    ranking = RowRanking.from_units([units])
-    return ranking, np.array([scores[uid] for uid in ranking.ids])
-
-
-def _by_id(ranking: RowRanking, out: np.ndarray) -> dict[str, float]:
-    return dict(zip(ranking.ids, out.tolist(), strict=True))
-
-
-def test_a_turn_shares_its_score_with_nearby_turns_of_its_session_decaying_with_distance():
-    units = [_turn_unit("hit", "s1", 10), _turn_unit("next", "s1", 11), _turn_unit("three_on", "s1", 13),
-             _turn_unit("far", "s1", 20), _turn_unit("other_session", "s2", 11)]
-    ranking, scores = _rows(units, {"hit": 1.0, "next": 0.0, "three_on": 0.0, "far": 0.0, "other_session": 0.0})
-    turns = np.ones(len(units), dtype=bool)
-    out = _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3, window=4, decay=0.5))
-    assert out["next"] == pytest.approx(0.3) and out["three_on"] == pytest.approx(0.3 * 0.25)
-    assert out["far"] == 0.0 and out["other_session"] == 0.0 and out["hit"] == 1.0
-    # Shares come from the scores before sharing (no chains), and the default is the adjacent turn only.
-    assert _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3))["three_on"] == 0.0
-    # A turn that is not a candidate neither gives nor takes a share.
-    turns[ranking.ids.index("next")] = False
-    assert _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3))["next"] == 0.0
-
-
-def test_only_strong_turns_share_beyond_the_adjacent_one():
-    units = [_turn_unit("weak", "s1", 10), _turn_unit("next", "s1", 11), _turn_unit("two_on", "s1", 12),
-             SearchUnit(id="chunk", context_id="c", kind="chunk", text="chunk")]
-    ranking, scores = _rows(units, {"chunk": 1.0, "weak": 0.4, "next": 0.0, "two_on": 0.0})
-    turns = ranking.kind == "turn"
-    out = _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3, window=4, decay=0.5, strong=0.5))
-    assert out["next"] == pytest.approx(0.3 * 0.4) and out["two_on"] == 0.0  # weak: adjacent only
-    out = _by_id(ranking, _share_with_neighbours(scores, turns, ranking, 0.3, window=4, decay=0.5, strong=0.3))
-    assert out["two_on"] == pytest.approx(0.3 * 0.5 * 0.4) and out["chunk"] == 1.0
-
-
-def test_units_of_a_session_holding_a_strong_hit_outrank_equal_scores_elsewhere():
-    units = [_turn_unit("strong", "harbour", 1), _turn_unit("quiet", "harbour", 9), _turn_unit("alone", "market", 3),
-             SearchUnit(id="note", context_id="c", kind="chunk", text="note")]  # no session
-    ranking, scores = _rows(units, {"strong": 1.0, "quiet": 0.2, "alone": 0.2, "note": 0.2})
-    out = _by_id(ranking, _session_prior(scores, np.ones(len(units), dtype=bool), ranking, 1.0))
-    assert out["strong"] == pytest.approx(2.0) and out["quiet"] == pytest.approx(0.4)
-    assert out["alone"] == pytest.approx(0.2 * 1.2) and out["note"] == pytest.approx(0.2 * 1.2)
-    assert out["quiet"] > out["alone"]
-    # A unit without a session is its own: a strong chunk is never ranked below the turns it outscored.
-    ranking, scores = _rows(units, {"strong": 0.5, "quiet": 0.45, "alone": 0.2, "note": 1.0})
-    out = _by_id(ranking, _session_prior(scores, np.ones(len(units), dtype=bool), ranking, 1.0))
-    assert out["note"] == pytest.approx(2.0) and out["note"] > out["strong"] > out["quiet"]
-
-
-def test_a_clear_winner_in_a_leg_outranks_a_near_tie_that_ranks_alike():
-    """Two legs each rank one unit first and the other second, so by ranks alone they tie.
-    The leg whose first place is a clear winner (0.9 against 0.2) decides over the leg whose
-    first place is a near tie (0.50 against 0.49); a score counts as a share of its leg's best."""
-    units = [_turn_unit("clear", "s1", 1), _turn_unit("close", "s2", 1), _turn_unit("tail", "s3", 1)]
-    by_id = {u.id: u for u in units}
-    ranking = RowRanking.from_units([[by_id[x] for x in ("clear", "close", "tail")],
-                                     [by_id[x] for x in ("close", "clear", "tail")]],
-                                    scores=[[0.9, 0.2, 0.1], [0.50, 0.49, 0.1]])
-    assert [s.tolist() for s in ranking.leg_scores] == [[0.9, 0.2, 0.1], [0.50, 0.49, 0.1]]
-    legs = [_Leg("bm25", 1.0, ranking.legs[0], ranking.leg_scores[0]),
-            _Leg("vector", 1.0, ranking.legs[1], ranking.leg_scores[1])]
-    qa = analyse("anything")
-    recipe = dataclasses.replace(RECIPES["hybrid"], neighbour_share=0.0, session_prior=0.0, time_boost=0.0)
-    assert recipe.score_share > 0
-    service = RetrievalService(store=None, search=None)  # _fuse reads neither
-    ranked, _ = service._fuse(recipe, ranking, legs, qa, 3)
-    assert [ranking.ids[i] for i, _ in ranked] == ["clear", "close", "tail"]
-    # each score as a share of its leg's best: clear 0.9/0.9 + 0.49/0.50, close 0.2/0.9 + 0.50/0.50
-    gap = recipe.score_share / (recipe.rrf_k + 1) * ((1 + 0.49 / 0.50) - (0.2 / 0.9 + 1))
-    assert ranked[0][1] - ranked[1][1] == pytest.approx(gap)
-    # ranks alone (score_share 0, or an adapter without scores): an exact tie
-    for variant, legs_ in ((dataclasses.replace(recipe, score_share=0.0), legs),
-                           (recipe, [dataclasses.replace(leg, scores=None) for leg in legs])):
-        ranked, _ = service._fuse(variant, ranking, legs_, qa, 3)
-        assert ranked[0][1] == pytest.approx(ranked[1][1])
-
-
 # --- formatter ----------------------------------------------------------------------------
 
 
@@ -249,13 +155,3 @@ def test_a_thread_turn_carries_the_speaker_its_metadata_names_and_never_one_from
     assert unit.metadata["speaker"] == "agent" and unit.text == "Okafor: the router is fixed."
     [bare] = build_units({**row, "metadata": {}}, 1)
     assert "speaker" not in bare.metadata
-
-
-def test_leg_scores_count_as_a_share_of_the_legs_best():
-    from agent_memory.services.retrieval.service import _share_of_best
-
-    assert _share_of_best(np.array([2.0, 1.0, 0.5])).tolist() == [1.0, 0.5, 0.25]
-    # two candidates keep their real gap (min-max would make any gap 1 against 0)
-    assert _share_of_best(np.array([0.50, 0.49])).tolist() == pytest.approx([1.0, 0.98])
-    assert _share_of_best(np.array([0.4, -0.2])).tolist() == [1.0, 0.0]  # a negative cosine earns nothing
-    assert _share_of_best(np.array([-0.1, -0.3])).tolist() == [0.0, 0.0]

@@ -66,7 +66,7 @@ def test_writes_reach_postings_decoded_units_and_masks(tmp_path, embedder):
     assert hit.unit.text == "a quiet harbour"  # not the decoded copy of the old revision
     index.delete("c", ["b"])
     assert index.search("violin", flt, k=5, mode="bm25") == []
-    assert "b" not in {h.unit.id for h in index.search("violin", flt, k=5, mode="hybrid")}
+    assert "b" not in {h.unit.id for h in index.search("violin", flt, k=5, mode="vector")}
     assert [h.unit.id for h in index.search("violin harbour", flt, k=5, mode="vector")] == ["a"]
     index.close()
 

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from fused_search import fused_search
 from nrt_double import NrtCluster
 
 from agent_memory.access.request_context import RequestContext
@@ -45,7 +46,7 @@ class Service:
         return Counter(d["unit_id"] for d in self.cluster.documents(INDEX))
 
     def search(self, query: str, flt: SearchFilter, k: int = 10) -> list[str]:
-        hits = self.rt.search.search(query, flt, k=k)
+        hits = fused_search(self.rt.search, query, flt, k=k)
         ids = [h.unit.id for h in hits]
         assert not [i for i, n in Counter(ids).items() if n > 1], "duplicate units"
         return [h.unit.text for h in hits]

@@ -1,6 +1,6 @@
 """OpenSearchIndex without a cluster: a recording fake client captures every request and the
-tests pin the exact bodies (mapping for both engines, hybrid query with every filter inside
-the knn clause, bm25-only, bulk upsert with external_gte versioning, deletes). A small
+tests pin the exact bodies (mapping for both engines, the legs of a fused search in one
+``_msearch`` with every filter inside the knn clause, bm25-only, bulk upsert with external_gte versioning, deletes). A small
 evaluator of the query-DSL subset we emit then checks the filter semantics (DNF scopes,
 reader lists, validity) against the reference rules in ``agent_memory.access.scopes`` on the
 documents the adapter writes. The same contract suite as the embedded index runs against a
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fused_search import fused_search
 from opensearchpy.exceptions import NotFoundError
 from query_dsl import matches
 
@@ -269,7 +270,7 @@ def _units(n: int) -> list[SearchUnit]:
     return [SearchUnit(id=f"u{i}", context_id="ctx-1", kind="turn", text=f"text {i}") for i in range(n)]
 
 
-def test_hybrid_query_with_every_filter_puts_the_filter_inside_knn(embedder) -> None:
+def test_fused_legs_go_in_one_msearch_with_every_filter_inside_knn(embedder) -> None:
     u = _units(4)
     responses = {"msearch": {"responses": [
         {"hits": {"hits": [hit(u[0], 7.0), hit(u[1], 5.0), hit(u[2], 1.0)]}},
@@ -277,7 +278,7 @@ def test_hybrid_query_with_every_filter_puts_the_filter_inside_knn(embedder) -> 
     ]}}
     idx, client = make(embedder, RecordingClient(meta={"embedder_name": "test/bow", "embedder_dimension": 64},
                                                  responses=responses))
-    hits = idx.search("where does alice work", EVERY_FILTER, k=3, mode="hybrid")
+    hits = fused_search(idx, "where does alice work", EVERY_FILTER, k=3)
     vector = [float(x) for x in embedder.embed(["where does alice work"])[0]]
     assert client.requests("msearch") == [{
         "index": "memory-tenant1",
@@ -295,6 +296,35 @@ def test_hybrid_query_with_every_filter_puts_the_filter_inside_knn(embedder) -> 
     assert [h.unit.id for h in hits] == ["u1", "u0", "u3"]
     assert hits[0].score == pytest.approx(1 / 62 + 1 / 61)
     assert hits[0].unit == u[1]
+
+
+def test_every_leg_of_rank_rows_goes_in_one_round_trip(embedder) -> None:
+    """A retrieval's legs (BM25, vectors, an entity's vectors) cost one request, not one each:
+    one ``_msearch`` on a domain, concurrent ``_search`` requests on Serverless."""
+    from agent_memory.ports import RowLeg
+
+    u = _units(3)
+    legs = [RowLeg("alice trip", "bm25", 7), RowLeg("alice trip", "vector", 5),
+            RowLeg("trip", "vector", 4, ("person/alice",))]
+    answers = [{"hits": {"hits": [hit(u[0], 3.0)]}}, {"hits": {"hits": [hit(u[1], 0.9), hit(u[0], 0.6)]}},
+               {"hits": {"hits": [hit(u[2], 0.8)]}}]
+    idx, client = make(embedder)
+    client.responses["msearch"] = {"responses": answers}
+    ranking = idx.rank_rows(SearchFilter(context_id="ctx-1"), legs)
+    [request] = client.requests("msearch")
+    bodies = request["body"][1::2]
+    assert request["body"][0::2] == [{}, {}, {}] and not client.requests("search")
+    assert [b["size"] for b in bodies] == [7, 5, 4]
+    labelled = bodies[2]["query"]["knn"]["embedding"]["filter"]["bool"]["filter"]
+    assert {"term": {"labels": "person/alice"}} in labelled
+    assert [[ranking.ids[i] for i in rows] for rows in ranking.legs] == [["u0"], ["u1", "u0"], ["u2"]]
+    assert ranking.leg_scores[0].tolist() == [0.75] and ranking.leg_scores[1].tolist() == pytest.approx([0.8, 0.2])
+    # Serverless: the same legs as three concurrent _search requests
+    idx, client = make(embedder, service="aoss")
+    client.responses["search"] = lambda kw: answers[[b["size"] for b in bodies].index(kw["body"]["size"])]
+    again = idx.rank_rows(SearchFilter(context_id="ctx-1"), legs)
+    assert len(client.requests("search")) == 3 and not client.requests("msearch")
+    assert again.ids == ranking.ids
 
 
 def test_bm25_only_query(embedder) -> None:
@@ -326,7 +356,7 @@ def test_vector_only_query_reports_cosine(embedder) -> None:
 
 def test_empty_text_query_skips_both_legs(embedder) -> None:
     idx, client = make(embedder)
-    assert idx.search("  ", SearchFilter(context_id="ctx-1"), k=3, mode="hybrid") == []
+    assert fused_search(idx, "  ", SearchFilter(context_id="ctx-1"), k=3) == []
     assert not client.requests("search") and not client.requests("msearch")
 
 
@@ -496,7 +526,7 @@ def test_readers_keep_the_highest_revision_of_duplicate_copies(embedder) -> None
     bm25 = {"hits": {"hits": [hit(old, 4.0), hit(other, 3.0), hit(new, 2.0)]}}
     knn = {"hits": {"hits": [hit(new, 0.9), hit(old, 0.8)]}}
     client.responses["search"] = lambda kw: knn if "knn" in kw["body"]["query"] else bm25
-    hits = idx.search("text", SearchFilter(context_id="ctx-1"), k=5)
+    hits = fused_search(idx, "text", SearchFilter(context_id="ctx-1"), k=5)
     assert [(h.unit.id, h.unit.revision) for h in hits] == [("u1", 2), ("u0", 1)]
     # Serverless: the legs as two _search requests (no _msearch)
     assert len(client.requests("search")) == 2 and not client.requests("msearch")
@@ -572,7 +602,7 @@ def test_hits_that_are_not_live_are_dropped_before_ranking_in_one_batch(embedder
         {"hits": {"hits": [hit(stale, 9.0), hit(u1, 5.0)]}},
         {"hits": {"hits": [hit(u1, 0.9), hit(u2, 0.8)]}},
     ]}
-    hits = idx.search("text", SearchFilter(context_id="ctx-1"), k=5)
+    hits = fused_search(idx, "text", SearchFilter(context_id="ctx-1"), k=5)
     assert [h.unit.id for h in hits] == ["u1", "u2"]
     assert hits[0].score == pytest.approx(2 / 61)  # first in both legs once the stale copy is gone
     assert live.batches == [[("u0", 1), ("u1", 1), ("u1", 1), ("u2", 1)]]

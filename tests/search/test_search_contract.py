@@ -1,6 +1,8 @@
 """SearchIndex contract: one suite, every adapter (embedded always; OpenSearch when
 AGENT_MEMORY_OPENSEARCH_URL is set). Filters must apply inside the search, so a caller
-always gets ``k`` visible hits when ``k`` visible matches exist."""
+always gets ``k`` visible hits when ``k`` visible matches exist. An index answers single legs
+(``bm25``, ``vector``); ``hybrid`` here is both legs fused by ``agent_memory.ranking.search``
+(``fused_search``), the way a thread's semantic matches rank."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import threading
 
 import numpy as np
 import pytest
+from fused_search import fused_search
 
-from agent_memory.ports import EmbedderMismatch, SearchFilter, SearchIndex, SearchUnit
+from agent_memory.ports import EmbedderMismatch, SearchFilter, SearchHit, SearchIndex, SearchUnit
 
 MODES = ["bm25", "vector", "hybrid"]
 CTX = "ctx-a"
@@ -30,8 +33,13 @@ def ids(hits) -> list[str]:
     return [h.unit.id for h in hits]
 
 
+def search(index: SearchIndex, query: str, f: SearchFilter, *, k: int, mode: str) -> list[SearchHit]:
+    """One leg of ``index``, or (``hybrid``) both legs fused."""
+    return fused_search(index, query, f, k) if mode == "hybrid" else index.search(query, f, k=k, mode=mode)
+
+
 def found(index: SearchIndex, query: str, mode: str, k: int = 10, **kw) -> set[str]:
-    return set(ids(index.search(query, flt(**kw), k=k, mode=mode)))
+    return set(ids(search(index, query, flt(**kw), k=k, mode=mode)))
 
 
 # ---------------------------------------------------------------------------
@@ -64,7 +72,7 @@ CORPUS = [
 @pytest.mark.parametrize("mode", MODES)
 def test_each_mode_finds_the_obvious_match(index: SearchIndex, mode: str) -> None:
     index.upsert([unit(uid, text) for uid, text in CORPUS])
-    hits = index.search("spicy thai curry", flt(), k=3, mode=mode)
+    hits = search(index, "spicy thai curry", flt(), k=3, mode=mode)
     assert hits and hits[0].unit.id == "u_food"
     assert hits[0].unit.text == "Carol prefers spicy Thai curry for dinner"
     assert all(h.score > 0 for h in hits[:1])
@@ -77,8 +85,8 @@ def test_scores_are_on_the_documented_scales(index: SearchIndex) -> None:
     assert vec.unit.id == "u_pet" and vec.score == pytest.approx(1.0, abs=1e-3)  # cosine
     bm = index.search(text, flt(), k=1, mode="bm25")[0]
     assert 0 < bm.score < 1  # saturated bm25, higher is better
-    hy = index.search(text, flt(), k=1, mode="hybrid")[0]
-    assert hy.score == pytest.approx(2 / 61)  # rank 1 in both legs of RRF(k=60)
+    hy = search(index, text, flt(), k=1, mode="hybrid")[0]
+    assert hy.score == pytest.approx(2 / 61)  # rank 1 in both legs of RRF(k=60), fused by ranking
 
 
 def test_bm25_query_text_is_never_parsed_as_fts_syntax(index: SearchIndex) -> None:
@@ -87,8 +95,8 @@ def test_bm25_query_text_is_never_parsed_as_fts_syntax(index: SearchIndex) -> No
         index.search(q, flt(), k=5, mode="bm25")  # must not raise
     assert ids(index.search('"tennis" -OR- ((Sunday', flt(), k=1, mode="bm25")) == ["u_sport"]
     for mode in MODES:
-        assert index.search("   ", flt(), k=5, mode=mode) == []
-        assert index.search("?!", flt(), k=5, mode=mode) == []
+        assert search(index, "   ", flt(), k=5, mode=mode) == []
+        assert search(index, "?!", flt(), k=5, mode=mode) == []
 
 
 def test_embedded_index_persists_across_reopen(backend: str, make_index) -> None:
@@ -96,11 +104,11 @@ def test_embedded_index_persists_across_reopen(backend: str, make_index) -> None
         pytest.skip("reopen semantics are specific to the embedded file")
     first = make_index()
     first.upsert([unit(uid, text) for uid, text in CORPUS])
-    first.search("tennis", flt(), k=1)  # load the in-memory view before closing
+    search(first, "tennis", flt(), k=1, mode="hybrid")  # load the in-memory view before closing
     first.close()
     again = make_index()
     for mode in MODES:
-        assert ids(again.search("tennis Sunday", flt(), k=1, mode=mode)) == ["u_sport"]
+        assert ids(search(again, "tennis Sunday", flt(), k=1, mode=mode)) == ["u_sport"]
     again.upsert([unit("u_new", "Frank collects vintage stamps")])
     again.close()
     third = make_index()
@@ -306,7 +314,7 @@ def test_words_first_searched_then_written_are_found(index: SearchIndex, mode: s
     index.upsert([unit(uid, text) for uid, text in CORPUS])
     assert "u_new" not in found(index, "zanzibar expedition", mode)
     index.upsert([unit("u_new", "planning a zanzibar expedition")])
-    assert ids(index.search("zanzibar expedition", flt(), k=1, mode=mode)) == ["u_new"]
+    assert ids(search(index, "zanzibar expedition", flt(), k=1, mode=mode)) == ["u_new"]
 
 
 def test_batch_with_duplicate_ids_keeps_highest_revision(index: SearchIndex) -> None:
@@ -316,7 +324,7 @@ def test_batch_with_duplicate_ids_keeps_highest_revision(index: SearchIndex) -> 
 
 def test_delete_and_delete_context(index: SearchIndex) -> None:
     index.upsert([unit("a", TEXT), unit("b", TEXT), unit("c", TEXT, context_id="ctx-b")])
-    index.search(TEXT, flt(), k=5)  # make sure in-memory views (if any) are loaded first
+    search(index, TEXT, flt(), k=5, mode="hybrid")  # make sure in-memory views (if any) are loaded first
     index.delete(CTX, ["a", "missing"])
     assert index.get(CTX, "a") is None
     for mode in MODES:
@@ -337,7 +345,7 @@ def test_embedder_mismatch_raises(make_index, embedder) -> None:
     for other in (kind(name="test/other", dimension=embedder.dimension), kind(name=embedder.name, dimension=32)):
         with pytest.raises(EmbedderMismatch) as err:
             idx = make_index(other)
-            idx.search(TEXT, flt(), k=1)
+            search(idx, TEXT, flt(), k=1, mode="hybrid")
         message = str(err.value)
         assert embedder.name in message and other.name in message
         assert str(other.dimension) in message
@@ -376,7 +384,7 @@ def _wall_of_invisible_matches(n_each: int = 10) -> tuple[list[SearchUnit], list
 def test_invisible_best_matches_never_starve_visible_hits(index: SearchIndex, mode: str) -> None:
     units, excluded = _wall_of_invisible_matches(10)
     index.upsert(units)
-    hits = index.search(QUERY, flt(read_region=["org/public"], exclude_ids=excluded), k=5, mode=mode)
+    hits = search(index, QUERY, flt(read_region=["org/public"], exclude_ids=excluded), k=5, mode=mode)
     assert len(hits) == 5
     assert all(h.unit.id.startswith("weak_") for h in hits)
 
@@ -385,7 +393,7 @@ def test_invisible_best_matches_never_starve_visible_hits(index: SearchIndex, mo
 def test_hundreds_of_invisible_best_matches_still_yield_k_visible(index: SearchIndex, mode: str) -> None:
     units, excluded = _wall_of_invisible_matches(100)  # 400 invisible perfect matches
     index.upsert(units)
-    hits = index.search(QUERY, flt(read_region=["org/public"], exclude_ids=excluded), k=5, mode=mode)
+    hits = search(index, QUERY, flt(read_region=["org/public"], exclude_ids=excluded), k=5, mode=mode)
     assert len(hits) == 5
     assert all(h.unit.id.startswith("weak_") for h in hits)
 
@@ -409,7 +417,7 @@ def test_concurrent_upserts_and_searches(index: SearchIndex) -> None:
     def reader() -> None:
         try:
             for i in range(30):
-                index.search("shared topic", flt(), k=5, mode=MODES[i % 3])
+                search(index, "shared topic", flt(), k=5, mode=MODES[i % 3])
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
@@ -443,13 +451,13 @@ def test_embedded_views_survive_eviction_compaction_and_budget(backend, tmp_path
     idx = EmbeddedSearchIndex(tmp_path / "lru.sqlite", embedder, max_cached_contexts=1)
     idx.upsert([unit(f"a{i}", f"alpha common words {i}") for i in range(1500)])
     idx.upsert([unit("b0", "beta rare marmalade", context_id="ctx-b")])
-    assert ids(idx.search("marmalade", flt(context_id="ctx-b"), k=3)) == ["b0"]  # evicts ctx-a's view
+    assert ids(search(idx, "marmalade", flt(context_id="ctx-b"), k=3, mode="hybrid")) == ["b0"]  # evicts ctx-a's view
     idx.upsert([unit("a_new", "alpha freshly added kumquat")])  # written while ctx-a is not cached
     assert ids(idx.search("kumquat", flt(), k=1, mode="bm25")) == ["a_new"]
 
     idx.delete(CTX, [f"a{i}" for i in range(1400)])  # tombstones pass the threshold: compaction
     assert found(idx, "alpha common words", "vector", k=500) == {f"a{i}" for i in range(1400, 1500)} | {"a_new"}
-    assert len(idx.search("alpha common words 1450", flt(), k=5, mode="hybrid")) == 5
+    assert len(search(idx, "alpha common words 1450", flt(), k=5, mode="hybrid")) == 5
 
     monkeypatch.setattr(embedded_search, "BM25_MATCH_BUDGET", 10)
     idx._writes_since_df = 10**9  # force a fresh document-frequency snapshot

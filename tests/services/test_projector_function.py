@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from fused_search import fused_search
+
 from agent_memory.access.request_context import RequestContext
 from agent_memory.http.local_server import LambdaContext
 from agent_memory.models.requests import WriteFactsRequest
@@ -38,22 +40,22 @@ def test_stream_records_reach_the_index_through_the_projector(stream_runtime):
     rt.facts.write(ctx, WriteFactsRequest(text="I live in London.", observed_at="2026-03-01T00:00:00Z"))
     rt.facts.write(ctx, WriteFactsRequest(text="I moved to Berlin.", observed_at="2026-05-01T00:00:00Z"))
     facts = SearchFilter(context_id="acme", kinds=["attribute"])
-    assert rt.search.search("location", facts, k=5) == []  # stream mode: nothing projected inline
+    assert fused_search(rt.search, "location", facts, k=5) == []  # stream mode: nothing projected inline
 
     event = stream_event(rt.settings.table_name)
     assert len(event["Records"]) >= 6
     response = projector_handler()(event, LambdaContext("projector"))
     assert response == {"batchItemFailures": []}
 
-    assert [h.unit.text for h in rt.search.search("location", facts, k=5)] == ["User location: Berlin"]
+    assert [h.unit.text for h in fused_search(rt.search, "location", facts, k=5)] == ["User location: Berlin"]
     past = SearchFilter(context_id="acme", kinds=["attribute"], as_of="2026-04-01T00:00:00Z")
-    assert [h.unit.text for h in rt.search.search("location", past, k=5)] == ["User location: London"]
-    turns = rt.search.search("moved Berlin", SearchFilter(context_id="acme", kinds=["turn"]), k=5)
+    assert [h.unit.text for h in fused_search(rt.search, "location", past, k=5)] == ["User location: London"]
+    turns = fused_search(rt.search, "moved Berlin", SearchFilter(context_id="acme", kinds=["turn"]), k=5)
     assert "I moved to Berlin." in [h.unit.text for h in turns]
 
     # Replaying the same batch (Lambda retries) changes nothing: projection is idempotent.
     assert projector_handler()(event, LambdaContext("projector")) == {"batchItemFailures": []}
-    assert [h.unit.text for h in rt.search.search("location", facts, k=5)] == ["User location: Berlin"]
+    assert [h.unit.text for h in fused_search(rt.search, "location", facts, k=5)] == ["User location: Berlin"]
 
 
 def test_a_record_that_cannot_be_projected_is_reported_alone(stream_runtime):
@@ -69,5 +71,5 @@ def test_a_record_that_cannot_be_projected_is_reported_alone(stream_runtime):
     response = projector_handler()({"Records": [*event["Records"], broken]}, LambdaContext("projector"))
     # Lambda retries (then dead-letters) only the failed record, named by its sequence number.
     assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == ["999999999999999999999"]
-    turns = rt.search.search("Oslo", SearchFilter(context_id="acme", kinds=["turn"]), k=5)
+    turns = fused_search(rt.search, "Oslo", SearchFilter(context_id="acme", kinds=["turn"]), k=5)
     assert [h.unit.text for h in turns] == ["I live in Oslo."]

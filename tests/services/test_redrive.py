@@ -8,6 +8,7 @@ import json
 
 import boto3
 import pytest
+from fused_search import fused_search
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.adapters.stream_dead_letters import StreamDeadLetters
@@ -65,13 +66,13 @@ def queue_depth(queue: str) -> int:
 def test_a_dead_lettered_batch_is_reread_from_the_stream_and_projected(aws):
     rt, queue = aws
     rt.facts.write(ACME, WriteFactsRequest(text="I keep bees in the garden.", infer="none"))
-    assert rt.search.search("bees", TURNS, k=5) == []  # the projector's batch failed
+    assert fused_search(rt.search, "bees", TURNS, k=5) == []  # the projector's batch failed
     arn, shard, seqs = stream_shard(rt.settings.table_name)
     dead_letter(queue, arn, shard, seqs[0], seqs[-1])
 
     stats = redrive(source(queue), rt.base_store, rt.search)
     assert stats.letters == 1 and stats.replayed_records == len(seqs) and stats.reindexed_contexts == []
-    assert [h.unit.text for h in rt.search.search("bees", TURNS, k=5)] == ["I keep bees in the garden."]
+    assert [h.unit.text for h in fused_search(rt.search, "bees", TURNS, k=5)] == ["I keep bees in the garden."]
     assert queue_depth(queue) == 0
 
 
@@ -89,8 +90,8 @@ def test_a_batch_the_stream_no_longer_holds_reindexes_the_named_contexts(aws):
                     progress=lambda phase, n: told.append((phase, n)))
     assert stats.reindexed_contexts == ["acme"]
     assert told[0] == ("dead letters", 1) and {phase for phase, _ in told[1:]} == {"reindex acme"}
-    assert rt.search.search("goats", SearchFilter(context_id="globex", kinds=["turn"]), k=5) == []
-    assert [h.unit.text for h in rt.search.search("bees", TURNS, k=5)] == ["I keep bees in the garden."]
+    assert fused_search(rt.search, "goats", SearchFilter(context_id="globex", kinds=["turn"]), k=5) == []
+    assert [h.unit.text for h in fused_search(rt.search, "bees", TURNS, k=5)] == ["I keep bees in the garden."]
     assert queue_depth(queue) == 0
 
 
@@ -104,7 +105,7 @@ def test_without_named_contexts_every_context_in_the_table_is_reindexed(aws):
 
     stats = redrive(StreamDeadLetters(queue, region="us-east-1", streams=TrimmedStream()), rt.base_store, rt.search)
     assert sorted(stats.reindexed_contexts) == ["acme", "globex"]
-    assert rt.search.search("goats", SearchFilter(context_id="globex", kinds=["turn"]), k=5)
+    assert fused_search(rt.search, "goats", SearchFilter(context_id="globex", kinds=["turn"]), k=5)
 
 
 def test_the_redrive_command(aws, monkeypatch, capsys, tmp_path):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from fused_search import fused_search
+
 from agent_memory.access.request_context import RequestContext
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import SearchFilter
@@ -12,7 +14,7 @@ from agent_memory.services.operations.reindex import reindex_context
 
 
 def _units(runtime, query="London Berlin sushi"):
-    hits = runtime.search.search(query, SearchFilter(context_id="acme", as_of="2026-04-01T00:00:00Z"), k=50)
+    hits = fused_search(runtime.search, query, SearchFilter(context_id="acme", as_of="2026-04-01T00:00:00Z"), k=50)
     return sorted((h.unit.id, h.unit.kind, h.unit.text, h.unit.valid_until) for h in hits)
 
 
@@ -31,7 +33,7 @@ def test_reindex_rebuilds_exactly_what_projection_built(runtime):
     assert stats.units >= len(projected)
     assert _units(runtime) == projected
     # the other context was not touched
-    assert runtime.search.search("Paris", SearchFilter(context_id="other"), k=5)
+    assert fused_search(runtime.search, "Paris", SearchFilter(context_id="other"), k=5)
 
 
 def test_reindex_cli_after_embedder_change(tmp_path):

@@ -1,7 +1,7 @@
 """Embedded search index: SQLite (FTS5 for BM25) + one in-memory float32 matrix per context.
 
-Why this shape: the single-machine mode needs hybrid search with the same semantics as the
-OpenSearch projection, persistent across restarts, without a server. SQLite holds the truth
+Why this shape: the single-machine mode needs BM25 and vector legs with the same semantics as
+the OpenSearch projection (ranked and fused by ``agent_memory.ranking``), persistent across restarts, without a server. SQLite holds the truth
 (``units`` rows, an external-content FTS5 table kept in sync by triggers, and ``vectors``
 blobs); searches run against a per-context in-memory view that is loaded lazily on the first
 search of a context and kept in sync by every upsert/delete:
@@ -47,6 +47,7 @@ import numpy as np
 from agent_memory.access import scopes as scope_rules
 from agent_memory.adapters import ann
 from agent_memory.adapters.ann import AnnGraph
+from agent_memory.adapters.search_units import embed_all, unit_from_dict, unit_to_dict
 from agent_memory.adapters.term_index import MAX_ROWS as TERM_INDEX_MAX_ROWS
 from agent_memory.adapters.term_index import TermIndex, Tokenizer
 from agent_memory.kernel import timeutil
@@ -62,9 +63,10 @@ from agent_memory.ports import (
     SearchMode,
     SearchUnit,
 )
+from agent_memory.ranking.encoding import features as ranking_features
+from agent_memory.ranking.encoding import saturate, unit_features
+from agent_memory.ranking.rows import ranking_from_units
 
-RRF_K = 60
-EMBED_BATCH = 256
 _SQL_IN_CHUNK = 500
 # Words that carry no retrieval signal; dropped from the BM25 query (when other words remain)
 # because OR-ing them in makes FTS5 score nearly every row of a large index.
@@ -86,27 +88,8 @@ UNIT_CACHE = 200_000  # decoded units kept per context view
 
 
 # ---------------------------------------------------------------------------
-# Helpers shared with the OpenSearch adapter
+# Query text, FTS expressions and stored forms
 # ---------------------------------------------------------------------------
-
-
-def candidate_depth(k: int) -> int:
-    """How many candidates each leg of a hybrid query takes: generous, so fusion has room."""
-    return max(50, 5 * k)
-
-
-def reciprocal_rank_fusion(legs: Iterable[Sequence[str]], k: int = RRF_K) -> list[tuple[str, float]]:
-    """Fuse ranked id lists: ``score(id) = sum(1 / (k + rank))`` with 1-based ranks.
-
-    Ties are broken by the best single-leg rank, then by id, so results are deterministic.
-    """
-    scores: dict[str, float] = {}
-    best: dict[str, int] = {}
-    for leg in legs:
-        for rank, uid in enumerate(leg, start=1):
-            scores[uid] = scores.get(uid, 0.0) + 1.0 / (k + rank)
-            best[uid] = min(best.get(uid, rank), rank)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], best[kv[0]], kv[0]))
 
 
 def query_terms(query: str) -> list[str]:
@@ -144,46 +127,10 @@ def context_token(context_id: str) -> str:
     return f"ctx{int.from_bytes(digest, 'big'):020d}"
 
 
-def saturate(score: float) -> float:
-    """Map a non-negative BM25 score to ``s / (1 + s)``: positive, higher is better, below 1,
-    so BM25 scores from either backend live on one bounded scale."""
-    s = max(0.0, float(score))
-    return s / (1.0 + s)
-
-
-def unit_to_dict(unit: SearchUnit) -> dict[str, Any]:
-    return dataclasses.asdict(unit)
-
-
-_UNIT_FIELDS = frozenset(f.name for f in dataclasses.fields(SearchUnit))
-
-
-def unit_from_dict(data: dict[str, Any]) -> SearchUnit:
-    """Rebuild a ``SearchUnit`` from its stored dict, ignoring unknown keys (forward compatible)."""
-    return SearchUnit(**{k: v for k, v in data.items() if k in _UNIT_FIELDS})
-
-
 def scopes_key(scopes: Sequence[Sequence[str]]) -> str:
     """Canonical JSON of a DNF (clauses sorted, paths sorted, duplicates removed)."""
     clauses = sorted({tuple(sorted(set(c))) for c in scopes})
     return json.dumps([list(c) for c in clauses], separators=(",", ":"))
-
-
-def embed_all(embedder: Embedder, texts: Sequence[str], batch: int = EMBED_BATCH) -> np.ndarray:
-    """Embed ``texts`` in chunks of ``batch`` and check the embedder honours its contract."""
-    dim = int(embedder.dimension)
-    if not texts:
-        return np.zeros((0, dim), dtype=np.float32)
-    parts = []
-    for start in range(0, len(texts), batch):
-        chunk = list(texts[start : start + batch])
-        out = np.asarray(embedder.embed(chunk), dtype=np.float32)
-        if out.shape != (len(chunk), dim):
-            raise EmbedderMismatch(
-                f"embedder {embedder.name!r} returned shape {out.shape}, expected ({len(chunk)}, {dim})"
-            )
-        parts.append(out)
-    return np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0])
 
 
 def _epoch(value: str | None) -> float | None:
@@ -293,17 +240,6 @@ class _Row:
     acl_key: str | None
     labels_key: str
     features: tuple[int, Any, str | None] | None = None  # (seq, key, occurred_at): ``unit_features``
-
-
-def unit_features(unit: SearchUnit) -> tuple[int, Any, str | None]:
-    """The payload's ranking features (``RowRanking``): integer ``metadata["seq"]`` (else
-    ``NO_SEQ``), ``metadata["key"]``, ``occurred_at``."""
-    return _features(unit.metadata.get("seq"), unit.metadata.get("key"), unit.occurred_at)
-
-
-def _features(seq: Any, key: Any, occurred_at: str | None) -> tuple[int, Any, str | None]:
-    plain = isinstance(seq, int) and not isinstance(seq, bool) and abs(seq) < -NO_SEQ
-    return (seq if plain else NO_SEQ), key, occurred_at
 
 
 # The same features cut out of stored payloads by SQLite when a view loads: one JSON array
@@ -826,13 +762,13 @@ class EmbeddedSearchIndex:
             ).fetchone()
         return None if row is None else unit_from_dict(json.loads(row[0]))
 
-    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid") -> list[SearchHit]:
-        if mode not in ("hybrid", "vector", "bm25"):
+    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode) -> list[SearchHit]:
+        """One leg (``SearchIndex.search``): cosines for ``vector``, saturated BM25 for ``bm25``."""
+        if mode not in ("vector", "bm25"):
             raise ValueError(f"unknown search mode {mode!r}")
         if k <= 0:
             return []
-        depth = candidate_depth(k) if mode == "hybrid" else k
-        qvec = embed_all(self.embedder, [query])[0] if mode != "bm25" else None
+        qvec = embed_all(self.embedder, [query])[0] if mode == "vector" else None
         if qvec is not None and not np.any(qvec):
             qvec = None  # no words, no direction: ranking by a zero vector would be arbitrary
         with self._lock:
@@ -842,18 +778,12 @@ class EmbeddedSearchIndex:
             m = view.mask(flt, self._clock())
             if not m.any():
                 return []
-            vec_hits = self._top_vector(view, qvec, m, depth) if qvec is not None else []
-            bm_hits = self._top_bm25(view, query, m, depth) if mode != "vector" else []
             ids = view.ids
             if mode == "vector":
-                ranked = [(ids[r], s) for r, s in vec_hits[:k]]
-            elif mode == "bm25":
-                # FTS5 bm25 is negative; saturate(-s) = s / (1 + s) for s = max(0, -raw)
-                ranked = [(ids[r], -s / (1.0 - s) if s < 0 else 0.0) for r, s in bm_hits[:k]]
-            else:
-                ranked = reciprocal_rank_fusion(
-                    [[ids[r] for r, _ in bm_hits], [ids[r] for r, _ in vec_hits]]
-                )[:k]
+                hits = self._top_vector(view, qvec, m, k) if qvec is not None else []
+                ranked = [(ids[r], s) for r, s in hits]
+            else:  # FTS5's bm25 is negative, lower is better
+                ranked = [(ids[r], saturate(-s)) for r, s in self._top_bm25(view, query, m, k)]
             units = self._units(view, [uid for uid, _ in ranked])
         return [SearchHit(units[uid], score) for uid, score in ranked if uid in units]
 
@@ -892,7 +822,7 @@ class EmbeddedSearchIndex:
                 raw = np.fromiter((x for _, x in hits), dtype=np.float64, count=len(hits))
                 leg_scores.append(np.minimum.accumulate(raw if leg.mode == "vector" else -raw))
             if not leg_rows:
-                return RowRanking.from_units([])
+                return ranking_from_units([])
             every = np.concatenate(leg_rows)
             rows, inverse = np.unique(every, return_inverse=True)
             unknown = rows[~view.f_known[rows]]
@@ -1031,7 +961,7 @@ class EmbeddedSearchIndex:
                                                  (context_id,)):
                 r = row_of_pk.get(int(pk))
                 if r is not None:
-                    view.f_seq[r], view.f_key[r], view.f_occurred[r] = _features(*json.loads(features))
+                    view.f_seq[r], view.f_key[r], view.f_occurred[r] = ranking_features(*json.loads(features))
                     view.f_known[r] = True
         return view
 

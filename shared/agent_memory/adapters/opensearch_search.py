@@ -1,4 +1,4 @@
-"""OpenSearch search index: one k-NN index per tenant stack, hybrid BM25 + vector queries.
+"""OpenSearch search index: one k-NN index per tenant stack, BM25 and vector legs.
 
 Why this shape:
 
@@ -6,8 +6,9 @@ Why this shape:
   filtering (``"knn": {"embedding": {"vector", "k", "filter"}}``): the engine restricts the
   graph search to documents matching the filter, so ``k`` visible hits come back whenever
   ``k`` exist, unlike a post-filter that cuts after top-k. The BM25 leg carries the same
-  bool filter. The two ranked lists are fused client-side by reciprocal rank (k=60), the
-  same fusion as the embedded index, so both backends rank alike.
+  bool filter. The index answers ranked legs; fusing them is ``agent_memory.ranking``'s, the
+  same for both backends, so they rank alike. The legs of one ``rank_rows`` call go in one
+  round trip (``_msearch`` on a domain, concurrent ``_search`` requests on Serverless).
 - Projections are idempotent and order-tolerant. On a managed domain (``service="es"``) or a
   self-managed cluster, bulk writes use ``_id`` = (context, unit) and ``version_type:
   external_gte`` with the unit's ``revision`` as the version, so a stale stream record is
@@ -66,14 +67,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from agent_memory.access.scopes import WILDCARD, ancestors
-from agent_memory.adapters.embedded_search import (
-    candidate_depth,
-    embed_all,
-    reciprocal_rank_fusion,
-    saturate,
-    unit_from_dict,
-    unit_to_dict,
-)
+from agent_memory.adapters.search_units import embed_all, unit_from_dict, unit_to_dict
 from agent_memory.kernel import timeutil
 from agent_memory.ports import (
     Embedder,
@@ -87,6 +81,8 @@ from agent_memory.ports import (
     SearchMode,
     SearchUnit,
 )
+from agent_memory.ranking.encoding import saturate
+from agent_memory.ranking.rows import ranking_from_units
 
 log = logging.getLogger("agent_memory.opensearch")
 
@@ -642,79 +638,110 @@ class OpenSearchIndex:
         units = self._live([(unit_from_dict(resp["_source"]["payload"]), resp.get("_id"))], timeout)
         return units[0] if units else None
 
-    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode = "hybrid",
+    def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode,
                timeout: float | None = None) -> list[SearchHit]:
-        if mode not in ("hybrid", "vector", "bm25"):
+        """One leg (``SearchIndex.search``): cosines for ``vector``, saturated BM25 for ``bm25``."""
+        if mode not in ("vector", "bm25"):
             raise ValueError(f"unknown search mode {mode!r}")
         if k <= 0:
             return []
+        [hits] = self._legs(flt, [RowLeg(query, mode, k)], timeout)
+        return [SearchHit(unit, score) for unit, score in hits]
+
+    def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg], timeout: float | None = None) -> RowRanking:
+        """The legs in one round trip (``_legs``; hits arrive decoded anyway), as columns with
+        the hits' scores (cosine; saturated BM25, monotone in the raw score)."""
+        ranked = self._legs(flt, legs, timeout)
+        return ranking_from_units([[unit for unit, _ in hits] for hits in ranked],
+                                  scores=[[score for _, score in hits] for hits in ranked])
+
+    def _legs(self, flt: SearchFilter, legs: Sequence[RowLeg],
+              timeout: float | None) -> list[list[tuple[SearchUnit, float]]]:
+        """Each leg's hits as ``(unit, score)``, best first, a unit at most once per leg: the
+        cosine for a vector leg, saturated BM25 for a text one. Every leg's request goes in one
+        round trip (``_send``), and their hits are checked live in one batch before ranking."""
+        for leg in legs:
+            if leg.mode not in ("vector", "bm25"):
+                raise ValueError(f"unknown row leg mode {leg.mode!r}")
+        if not legs:
+            return []
         self.ensure_index(timeout=timeout)
-        depth = candidate_depth(k) if mode == "hybrid" else k
         now_iso = timeutil.iso(datetime.fromtimestamp(self._clock(), UTC))
-        flt_body = build_filter(flt, now_iso)
-        bm25_body = self.bm25_request(query, flt_body, depth) if mode != "vector" and query.strip() else None
-        knn_body = None
-        if mode != "bm25":
-            vec = embed_all(self.embedder, [query])[0]
-            if np.any(vec):
-                knn_body = self.knn_request(vec, flt_body, depth)
-        opts = self._timeout(timeout)
-        legs: dict[str, list[dict[str, Any]]] = {}
-        if bm25_body is not None and knn_body is not None and self.service == "aoss":
-            legs["bm25"], legs["vector"] = self._search_both(bm25_body, knn_body, opts)
-        elif bm25_body is not None and knn_body is not None:
-            resp = self.client.msearch(index=self.index_name, body=[{}, bm25_body, {}, knn_body], **opts)
-            responses = resp["responses"]
-            for r in responses:
-                if "error" in r:
-                    raise RuntimeError(f"OpenSearch search failed: {r['error']}")
-            legs["bm25"], legs["vector"] = (r["hits"]["hits"] for r in responses)
-        elif bm25_body is not None:
-            legs["bm25"] = self.client.search(index=self.index_name, body=bm25_body, **opts)["hits"]["hits"]
-        elif knn_body is not None:
-            legs["vector"] = self.client.search(index=self.index_name, body=knn_body, **opts)["hits"]["hits"]
+        vectors: dict[str, np.ndarray] = {}
+        filters: list[SearchFilter] = []
+        bodies: list[dict[str, Any] | None] = []
+        for leg in legs:
+            leg_flt = flt if not leg.labels else dataclasses.replace(
+                flt, labels=sorted({*(flt.labels or ()), *leg.labels}))
+            body = None
+            if leg.depth > 0 and leg.mode == "bm25" and leg.query.strip():
+                body = self.bm25_request(leg.query, build_filter(leg_flt, now_iso), leg.depth)
+            elif leg.depth > 0 and leg.mode == "vector":
+                if leg.query not in vectors:
+                    vectors[leg.query] = embed_all(self.embedder, [leg.query])[0]
+                if np.any(vectors[leg.query]):  # no words, no direction: nothing to rank by
+                    body = self.knn_request(vectors[leg.query], build_filter(leg_flt, now_iso), leg.depth)
+            filters.append(leg_flt)
+            bodies.append(body)
+        answers = iter(self._send([b for b in bodies if b is not None], self._timeout(timeout)))
         # Before ranking: drop copies that are not the current revision of a live record (the
         # index may lag the store), then keep each unit's first, best-ranked position per leg.
-        parsed = {leg: [(unit_from_dict(h["_source"]["payload"]), float(h["_score"]), h.get("_id")) for h in hits]
-                  for leg, hits in legs.items()}
-        if knn_body is not None and self.recent is not None:
-            # Units written within the refresh interval join the vector leg (same filter rules).
-            fresh = [(u, (1.0 + cos) / 2.0, None) for u, cos in self._recent_hits(query, vec, flt, depth)]
-            if fresh:
-                parsed["vector"] = sorted(parsed.get("vector", []) + fresh, key=lambda h: -h[1])
-        verdicts = iter(self._verdicts([(u, d) for hits in parsed.values() for u, _, d in hits], timeout))
+        parsed: list[list[tuple[SearchUnit, float, str | None]]] = []
+        for leg, leg_flt, body in zip(legs, filters, bodies, strict=True):
+            hits = next(answers) if body is not None else []
+            found = [(unit_from_dict(h["_source"]["payload"]), float(h["_score"]), h.get("_id")) for h in hits]
+            if leg.mode == "vector" and body is not None and self.recent is not None:
+                # Units written within the refresh interval join the vector leg (same filter rules).
+                fresh = [(u, (1.0 + cos) / 2.0, None)
+                         for u, cos in self._recent_hits(leg.query, vectors[leg.query], leg_flt, leg.depth)]
+                if fresh:
+                    found = sorted(found + fresh, key=lambda h: -h[1])
+            parsed.append(found)
+        verdicts = iter(self._verdicts([(u, d) for found in parsed for u, _, d in found], timeout))
         units: dict[str, SearchUnit] = {}
-        ranked_legs: dict[str, list[tuple[str, float]]] = {}
-        for leg, hits in parsed.items():
+        ranked_legs: list[list[tuple[str, float]]] = []
+        for found in parsed:
             seen: set[str] = set()
-            ranked_legs[leg] = []
-            for u, score, _ in hits:
+            ranked: list[tuple[str, float]] = []
+            for u, score, _ in found:
                 if not next(verdicts):
                     continue
                 if u.id not in units or u.revision > units[u.id].revision:
                     units[u.id] = u
                 if u.id not in seen:
                     seen.add(u.id)
-                    ranked_legs[leg].append((u.id, score))
-        if mode == "vector":
-            # cosinesimil scores are (1 + cos) / 2; report the cosine itself
-            ranked = [(uid, 2.0 * score - 1.0) for uid, score in ranked_legs.get("vector", [])]
-        elif mode == "bm25":
-            ranked = [(uid, saturate(score)) for uid, score in ranked_legs.get("bm25", [])]
-        else:
-            ranked = reciprocal_rank_fusion(
-                [[uid for uid, _ in ranked_legs.get(leg, [])] for leg in ("bm25", "vector")]
-            )
-        return [SearchHit(units[uid], float(score)) for uid, score in ranked[:k]]
+                    ranked.append((u.id, score))
+            ranked_legs.append(ranked)
+        out: list[list[tuple[SearchUnit, float]]] = []
+        for leg, ranked in zip(legs, ranked_legs, strict=True):
+            if leg.mode == "vector":  # cosinesimil scores are (1 + cos) / 2; report the cosine itself
+                out.append([(units[uid], 2.0 * score - 1.0) for uid, score in ranked[:leg.depth]])
+            else:
+                out.append([(units[uid], saturate(score)) for uid, score in ranked[:leg.depth]])
+        return out
 
-    def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg], timeout: float | None = None) -> RowRanking:
-        """The legs through ``search`` (one request each; hits arrive decoded anyway), as columns
-        with the hits' scores (cosine; saturated BM25, monotone in the raw score)."""
-        ranked = [self.search(leg.query, flt if not leg.labels else dataclasses.replace(
-                      flt, labels=sorted({*(flt.labels or ()), *leg.labels})),
-                  k=leg.depth, mode=leg.mode, timeout=timeout) for leg in legs]
-        return RowRanking.from_units([[h.unit for h in hits] for hits in ranked],
-                                     scores=[[h.score for h in hits] for hits in ranked])
+    def _send(self, bodies: Sequence[dict[str, Any]], opts: dict[str, float]) -> list[list[dict[str, Any]]]:
+        """The hits of each search body, in one round trip: a single body as ``_search``; several
+        as one ``POST /<index>/_msearch`` on a domain, and as concurrent ``POST /<index>/_search``
+        requests on Serverless (``_search`` is in the Serverless supported-operations table;
+        ``_msearch`` could not be confirmed there)."""
+        if not bodies:
+            return []
+        if len(bodies) == 1:
+            return [self.client.search(index=self.index_name, body=bodies[0], **opts)["hits"]["hits"]]
+        if self.service == "aoss":
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=len(bodies), thread_name_prefix="opensearch-leg") as pool:
+                futures = [pool.submit(self.client.search, index=self.index_name, body=body, **opts)
+                           for body in bodies]
+                return [f.result()["hits"]["hits"] for f in futures]
+        lines = [line for body in bodies for line in ({}, body)]
+        responses = self.client.msearch(index=self.index_name, body=lines, **opts)["responses"]
+        for r in responses:
+            if "error" in r:
+                raise RuntimeError(f"OpenSearch search failed: {r['error']}")
+        return [r["hits"]["hits"] for r in responses]
 
     def _recent_hits(self, query: str, vec: np.ndarray, flt: SearchFilter, depth: int) -> list[tuple[SearchUnit, float]]:
         """The noted recent units (``recent``) that ``flt`` admits, nearest first, as
@@ -731,18 +758,6 @@ class OpenSearchIndex:
         with EmbeddedSearchIndex(":memory:", _KnownVectors(self.embedder, known), clock=self._clock) as index:
             index.upsert([u for u, _ in noted])
             return [(h.unit, h.score) for h in index.search(query, flt, k=depth, mode="vector")]
-
-    def _search_both(self, bm25_body: dict[str, Any], knn_body: dict[str, Any],
-                     opts: dict[str, float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Serverless: the two legs as two concurrent ``POST /<index>/_search`` requests
-        (``_search`` is in the Serverless supported-operations table; ``_msearch`` could not be
-        confirmed there, so it is used on domains only)."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="opensearch-leg") as pool:
-            bm25 = pool.submit(self.client.search, index=self.index_name, body=bm25_body, **opts)
-            knn = pool.submit(self.client.search, index=self.index_name, body=knn_body, **opts)
-            return bm25.result()["hits"]["hits"], knn.result()["hits"]["hits"]
 
     def _verdicts(self, hits: Sequence[tuple[SearchUnit, str | None]], timeout: float | None) -> list[bool]:
         """Which hits are live (``live``); on Serverless the dead copies found are deleted, as
@@ -776,8 +791,8 @@ class OpenSearchIndex:
         """k-NN with the filter inside (efficient filtering, faiss and lucene engines; Serverless
         vector collections run the k-NN plugin API with filtering and nested queries:
         https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html).
-        Hybrid searches send both legs in one ``POST /<index>/_msearch`` on a domain and as two
-        concurrent ``_search`` requests on Serverless (supported operations:
+        Several legs go in one ``POST /<index>/_msearch`` on a domain and as concurrent ``_search``
+        requests on Serverless (``_send``; supported operations:
         https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-genref.html)."""
         return {
             "size": depth,

@@ -52,7 +52,7 @@ class RecentUnits:
 
     def note(self, units: Sequence[SearchUnit], vectors: np.ndarray) -> None:
         """Keep ``units`` (disjoint, as one index write holds them) for ``window_s`` seconds."""
-        from agent_memory.adapters.embedded_search import unit_to_dict  # lazy: numpy-heavy module
+        from agent_memory.adapters.search_units import unit_to_dict  # lazy: numpy-heavy module
 
         expires = int(self._clock() + self.window_s) + 1
         rows = [Record(recent_pk(u.context_id, u.partition), u.id,
@@ -71,7 +71,7 @@ class RecentUnits:
 
     def candidates(self, context_id: str, partition: str) -> list[tuple[SearchUnit, np.ndarray]]:
         """The units noted in the last ``window_s`` seconds for one context and partition."""
-        from agent_memory.adapters.embedded_search import unit_from_dict
+        from agent_memory.adapters.search_units import unit_from_dict
 
         now = self._clock()
         out: list[tuple[SearchUnit, np.ndarray]] = []

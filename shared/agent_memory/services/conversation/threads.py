@@ -364,7 +364,14 @@ class ThreadService:
             principals=ctx.principals, admin=ctx.admin, kinds=["thread_turn"], thread_id=thread_id,
             labels=[entity_label(req.entity_id)] if req.entity_id is not None else None,
             exclude_ids=[row.id for row in window])
-        hits = [h for h in self.search.search(req.query, flt, k=2 * SEMANTIC_MATCHES)
+        # lazy: ranking loads numpy, which the threads handler's cold start does without
+        from agent_memory.ranking.recipes import RECIPES
+        from agent_memory.ranking.search import search as ranked_search
+
+        # Plain reciprocal-rank fusion of a BM25 and a vector leg (the "rrf" recipe): the retrieval
+        # rules weigh sessions, speakers' roles and facts, which thread turns do not have.
+        ranked = ranked_search(self.search, req.query, flt, RECIPES["rrf"], k=2 * SEMANTIC_MATCHES)
+        hits = [h for h in ranked
                 if isinstance(h.unit.metadata.get("turnIndex"), int) and h.unit.metadata["turnIndex"] < start]
         pk = keys.thread_turns_pk(ctx, thread_id)
         rows = {(r.pk, r.sk): turn_of(r) for r in self.store.batch_get(

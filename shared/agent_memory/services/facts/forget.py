@@ -293,6 +293,9 @@ class ForgetService:
         flt = SearchFilter(context_id=ctx.context_id, partition=ctx.partition,
                            read_region=list(region) if region is not None else None,
                            principals=ctx.principals, admin=ctx.admin, kinds=list(FORGET_KINDS))
+        # Forget ranks by vector similarity alone, on purpose (one leg, no fusion, so no recipe):
+        # ``min_score`` is a cosine threshold on how close in meaning a unit is to what the caller
+        # names, and a shared word (BM25) or a fused rank must never get a unit forgotten.
         hits = self.search.search(req.query, flt, k=req.limit, mode="vector")
         items: list[ForgottenItem] = []
         targets: list[tuple[Forgetter | None, Record | None, str]] = []

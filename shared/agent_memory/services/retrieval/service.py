@@ -20,17 +20,14 @@ How a query is answered (each step is a reason, measured on LoCoMo in ``bench/lo
    units plus the BM25 leg's hits about that entity. Most answers about a person are what
    that person said or what is known about them, and restricting inside the search finds
    them even when the query's words are common.
-4. **Fusion**: weighted reciprocal rank over the legs plus each leg's own score (a share of
-   its best), then ranking rules: adjacent turns of the same session share part of each
-   other's score (answers follow questions), decaying over a few positions (a conversation
-   stays on a topic for several turns); units from inside the query's time window are boosted; assistant turns rank below user
-   statements and documents; current facts rank above turns; units of a session that holds
-   a strong hit rank above equally scored ones from other sessions.
-5. **Reranking** (only with a ``models.reranker``, hybrid mode): the best fused candidates
-   are scored again and blended with their fused scores; a tier-1 answer stays first; a
-   turn that asks something then passes part of its score to its reply.
+4. **Ranking** (``agent_memory.ranking``): weighted reciprocal rank over the legs plus each
+   leg's own score, then the ranking rules (neighbour share, time window, what a unit is,
+   session prior) and, with a ``models.reranker`` in hybrid mode, reranking of the best fused
+   candidates with a tier-1 answer kept first.
 
-The weights and depths of each ``mode`` are data (``RECIPES``), not constants in code.
+This module decides what to read and which legs to run; how they are weighed is the mode's
+recipe (``ranking.recipes.RECIPES``), data rather than constants in code.
+
 Visibility (context, partition, read region, reader lists, validity / ``as_of``, labels,
 session, kinds, exclusions) is always enforced by the index filter or, for structured
 reads, by ``unit_visible`` with the same semantics; nothing is filtered after a cut.
@@ -40,12 +37,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,15 +51,19 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_id, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Entity
-from agent_memory.ports import NO_SEQ, RowLeg, RowRanking, SearchFilter, SearchUnit
+from agent_memory.ports import RowLeg, RowRanking, SearchFilter, SearchUnit
+from agent_memory.ranking.encoding import instant
+from agent_memory.ranking.fusion import STRUCTURED_LEG, Leg, candidate_depth
+from agent_memory.ranking.rank import QueryFacts, rank
+from agent_memory.ranking.recipes import RECIPES, RETRIEVAL_MODES, SearchRecipe
+from agent_memory.ranking.rerank import rerank
+from agent_memory.ranking.rows import ranking_from_units, ranking_with_units
 from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse
 
 if TYPE_CHECKING:
     from agent_memory.ports import RecordStore, Reranker, SearchIndex
-
-_log = logging.getLogger(__name__)
 
 #: Hit kinds a query returns unless ``include`` says otherwise. ``entity`` hits (a profile
 #: line per named entity) come only when asked for or in ``graph`` mode; thread turns are
@@ -75,86 +74,6 @@ FACT_KINDS = ("attribute", "relation")
 SEED_ROWS = 500  # rows of one entity's attribute or relation history read for tier 1
 ENTITY_PROFILE_ATTRIBUTES = 8
 MAX_NAME_CHARS = 128
-
-
-@dataclass(frozen=True)
-class SearchRecipe:
-    """How one retrieval mode ranks: which legs run, how deep, how they are weighed.
-
-    Leg weights multiply reciprocal-rank scores (``weight / (rrf_k + rank)``); a weight of
-    0 turns a leg off. ``entity_*`` weights are shared by the named entities (at most
-    ``max_entities``). ``depth_per_k * k`` (at least ``min_depth``) candidates come from
-    each leg; the BM25 leg goes ``bm25_depth_factor`` times deeper because the entity
-    BM25 legs are cut from it.
-    """
-
-    name: str
-    structured: float = 1.0  # tier-1 structured reads (0 = off)
-    bm25: float = 0.5
-    vector: float = 0.5
-    entity_bm25: float = 1.0
-    entity_vector: float = 1.0
-    max_entities: int = 2
-    min_depth: int = 50
-    depth_per_k: int = 5
-    bm25_depth_factor: int = 4
-    rrf_k: int = 60
-    # Next to its rank, each candidate gets its score in the leg as a share of the leg's best,
-    # x score_share x what rank 1 earns: ranks alone treat a near tie and a clear winner
-    # alike, and a leg's score gap is the evidence of which one it is.
-    score_share: float = 0.0
-    neighbour_share: float = 0.3  # of a turn's score given to the adjacent turns of its session
-    neighbour_window: int = 4  # ... and to turns up to this many positions away,
-    neighbour_decay: float = 0.7  # ... x neighbour_decay per position beyond the first,
-    neighbour_strong: float = 0.5  # ... from turns scoring at least this x the best score only
-    session_prior: float = 0.0  # x (1 + session_prior * best score of the unit's session / best score)
-    time_boost: float = 1.0  # units said inside the query's time window: x (1 + time_boost)
-    time_slack_days: float = 14.0  # ... or up to this long after it
-    assistant_factor: float = 0.5  # assistant turns: x assistant_factor
-    current_fact_factor: float = 1.5  # current attributes / relations: x current_fact_factor
-    fact_factor: float = 1.0  # attributes / relations but the best tier-1 one: x fact_factor
-    key_hint_factor: float = 1.5  # facts whose key the question asks about ("where" -> location)
-    # With a reranker configured (``models.reranker``): the best ``rerank_depth`` fused
-    # candidates are scored again, and each one's final score is
-    # (1 - rerank) x its fused score / the best + rerank x its reranker score, min-max scaled.
-    rerank: float = 0.0
-    rerank_depth: int = 50
-    # ... and then a reranked turn that asks something (its text holds a "?") passes
-    # reply_share x its score to the next turn of its session, when that one is a candidate
-    # too: the reranker ranks the turn asking what the query asks first (it repeats the query's
-    # words), and the reply after it is what answers.
-    reply_share: float = 0.0
-
-
-RECIPES: dict[str, SearchRecipe] = {
-    # Facts no longer outrank turns in hybrid: with speakers as data a person's extracted
-    # facts are many, and the boost cost recall on LoCoMo's tuning split (0.523 -> 0.550 @5
-    # without it), confirmed on validation (0.530 -> 0.555); bench/locomo.py --ablate.
-    # Second pass (issue 18), each tuned on LoCoMo's tuning split and confirmed on validation
-    # with both embedders: turns up to 4 positions away share a decaying part of a strong
-    # hit's score (neighbour_window/decay/strong), a steeper rank curve (rrf_k 30 instead of 60) gives the
-    # top of each leg more weight against its tail, and units of a session holding a strong
-    # hit rank above equally scored ones elsewhere (session_prior), and an attribute or
-    # relation weighs x0.7 against turns: its source turn is what answers,
-    # and extracted facts bring in fewer evidence turns per slot than turns do (fact_factor;
-    # the best tier-1 fact keeps its full score: it is what tier 1 answers with).
-    # Third pass: each leg's own scores count next to its ranks (score_share 2; tuning @10
-    # MiniLM 0.788 -> 0.802, hashing 0.709 -> 0.723; validation 0.702 -> 0.713 and 0.661 ->
-    # 0.669). A turn that says what a fact records now wins every leg clearly, so a fact whose
-    # key the question asks for weighs x2.5 (was 1.5) to stay the tier-1 answer.
-    # Fourth pass: a reranker, when one is configured (models.reranker), rescores the best 50
-    # (late interaction over MiniLM's token vectors, rerank 0.5, a tier-1 answer kept first;
-    # with the MiniLM embedder tuning @10 0.802 -> 0.820, validation 0.713 -> 0.748). Without
-    # one nothing changes.
-    # Fifth pass: after reranking, a question turn passes 0.4 of its score to its reply
-    # (reply_share; chosen on tuning, where 0.2-0.6 all helped: @10 0.820 -> 0.842;
-    # validation 0.748 -> 0.759).
-    "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0, fact_factor=0.7,
-                           score_share=2.0, key_hint_factor=2.5, rerank=0.5, reply_share=0.4),
-    "bm25": SearchRecipe("bm25", vector=0.0, entity_vector=0.0, bm25=1.0),
-    "vector": SearchRecipe("vector", bm25=0.0, entity_bm25=0.0, vector=1.0),
-    "graph": SearchRecipe("graph", bm25=0.0, vector=0.0, entity_bm25=0.0, entity_vector=0.0),
-}
 
 
 @dataclass
@@ -195,14 +114,6 @@ class NamedEntity:
     id: str
     name: str
     stored: Entity | None = None  # None: only a label (a speaker never extracted as an entity)
-
-
-@dataclass
-class _Leg:
-    name: str
-    weight: float
-    rows: np.ndarray  # candidate indices into the retrieval's ``RowRanking``, best first
-    scores: np.ndarray | None = None  # the leg's own score of each row (higher is better)
 
 
 class _ReadCache:
@@ -262,9 +173,10 @@ class RetrievalService:
           caller is asking about; treated as named by the query.
         """
         started = time.perf_counter()
-        recipe = RECIPES.get(mode)
+        # Looked up on every call: a benchmark swaps recipes in.
+        recipe = RECIPES.get(mode) if mode in RETRIEVAL_MODES else None
         if recipe is None:
-            raise ValueError(f"unknown retrieval mode {mode!r} (known: {', '.join(RECIPES)})")
+            raise ValueError(f"unknown retrieval mode {mode!r} (known: {', '.join(RETRIEVAL_MODES)})")
         if k <= 0:
             return RetrievalResult(tier=3, hits=[], query_ms=0.0, trace={"mode": mode})
         kinds = list(include) if include else list(DEFAULT_KINDS if mode != "graph" else ALL_KINDS)
@@ -278,8 +190,8 @@ class RetrievalService:
             kinds=[x for x in kinds if x != "entity"], session_id=session_id,
             labels=list(labels) if labels else None, exclude_ids=list(dict.fromkeys(exclude_ids)))
         entities = self.named_entities(ctx, qa, subject)
-        depth = max(recipe.min_depth, recipe.depth_per_k * k)
-        legs: list[_Leg] = []
+        depth = candidate_depth(k, recipe.min_depth, recipe.depth_per_k)
+        legs: list[Leg] = []
         seeds: list[SearchUnit] = []
         structured = bool(recipe.structured and (flt.kinds or "entity" in kinds))
         if structured:
@@ -288,19 +200,21 @@ class RetrievalService:
             # every fact would otherwise crowd out what answers the question.
             seeds = self._seeds(ctx, [e for e in entities if e.stored is not None], flt, qa,
                                 with_profiles="entity" in kinds, bearing_only=bool(recipe.bm25 or recipe.vector))
-        ranking = RowRanking.from_units([])
+        ranking = ranking_from_units([])
         if flt.kinds:
             ranking, legs = self._search_legs(recipe, qa, flt, entities, depth)
         # Candidates are columns (``RowRanking``): only the final k are decoded.
-        ranking, seed_rows = ranking.extended(seeds)
+        ranking, seed_rows = ranking_with_units(ranking, seeds)
         if structured:
             # A fact read for two named entities (a relation between them) counts once.
             seed_rows = np.asarray(list(dict.fromkeys(seed_rows.tolist())), dtype=np.int64)
             # A tier-1 read is an exact match of what the query names and asks: every seed
             # takes the full score share of its leg, like a search leg's clear winner.
-            legs.insert(0, _Leg("structured", recipe.structured, seed_rows, np.ones(seed_rows.size)))
-        rerank = self._reranker is not None and recipe.rerank > 0
-        ranked, candidates = self._fuse(recipe, ranking, legs, qa, max(k, recipe.rerank_depth) if rerank else k)
+            legs.insert(0, Leg(STRUCTURED_LEG, recipe.structured, seed_rows, np.ones(seed_rows.size)))
+        reranker = self._reranker if recipe.rerank > 0 else None
+        facts = QueryFacts(qa.key_hints, (qa.time.start, qa.time.end) if qa.time else None)
+        pool = max(k, recipe.rerank_depth) if reranker else k
+        ranked, candidates = rank(recipe, ranking, legs, pool, facts)
         seed_ids = {u.id for u in seeds}
         units = ranking.decode([i for i, _ in ranked])
         hits = [self._hit(unit, score, unit.id in seed_ids)
@@ -310,42 +224,16 @@ class RetrievalService:
             "legs": {leg.name: len(leg.rows) for leg in legs}, "candidates": candidates,
             "vectorQuery": qa.content, "timeWindow": qa.time.to_wire() if qa.time else None,
         }
-        if rerank:
-            # A tier-1 answer (the current fact of what the query names and asks) stays first:
-            # a turn that says an older value can match the question's words better.
-            pinned = hits[:1] if hits and hits[0].structured else []
-            rest, trace["rerank"] = self._rerank(recipe, query, hits[len(pinned):])
-            hits = pinned + rest
+        if reranker is not None:
+            # A tier-1 answer (the current fact of what the query names and asks) stays first.
+            pin = bool(hits and hits[0].structured)
+            order, trace["rerank"] = rerank(reranker, query, hits, weight=recipe.rerank,
+                                            reply_share=recipe.reply_share, pin_first=pin)
+            hits = [dataclasses.replace(hits[i], score=score) for i, score in order]
         hits = hits[:k]
         tier = 1 if hits and hits[0].structured else 3
         elapsed = (time.perf_counter() - started) * 1000
         return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace)
-
-    def _rerank(self, recipe: SearchRecipe, query: str, hits: list[Hit]) -> tuple[list[Hit], dict[str, Any]]:
-        """The fused hits rescored with the reranker (``SearchRecipe.rerank``), best first. A
-        reranker that fails leaves the fused order: it is a refinement, never a dependency."""
-        reranker = self._reranker
-        started = time.perf_counter()
-        if len(hits) < 2:
-            return hits, {"model": reranker.name, "candidates": len(hits)}
-        try:
-            judged = np.asarray(reranker.score(query, [h.text for h in hits]), dtype=np.float64)
-            if judged.shape != (len(hits),) or not np.isfinite(judged).all():
-                raise ValueError(f"expected {len(hits)} finite scores, got shape {judged.shape}")
-        except Exception as exc:  # noqa: BLE001 - any reranker failure keeps the fused order
-            _log.warning("reranker %s failed, fused order kept: %s", reranker.name, exc)
-            return hits, {"model": reranker.name, "candidates": len(hits), "failed": type(exc).__name__}
-        fused = np.array([h.score for h in hits])
-        top = float(fused.max())
-        low, high = float(judged.min()), float(judged.max())
-        scaled = (judged - low) / (high - low) if high > low else np.zeros_like(judged)
-        blended = (1.0 - recipe.rerank) * (fused / top if top > 0 else fused) + recipe.rerank * scaled
-        if recipe.reply_share > 0:
-            blended = _share_with_replies(hits, blended, recipe.reply_share)
-        order = sorted(range(len(hits)), key=lambda i: (-blended[i], i))  # ties keep the fused order
-        out = [dataclasses.replace(hits[i], score=float(blended[i])) for i in order]
-        return out, {"model": reranker.name, "candidates": len(hits),
-                     "ms": round((time.perf_counter() - started) * 1000, 3)}
 
     # --- entities ----------------------------------------------------------------------
 
@@ -472,10 +360,10 @@ class RetrievalService:
     # --- search legs -------------------------------------------------------------------
 
     def _search_legs(self, recipe: SearchRecipe, qa: QueryAnalysis, flt: SearchFilter,
-                     entities: Sequence[NamedEntity], depth: int) -> tuple[RowRanking, list[_Leg]]:
+                     entities: Sequence[NamedEntity], depth: int) -> tuple[RowRanking, list[Leg]]:
         index = self._search
         if index is None:
-            return RowRanking.from_units([]), []
+            return ranking_from_units([]), []
         picked = entities[:recipe.max_entities]
         # One ``rank_rows`` call runs every leg; its candidates come back as columns.
         requests: list[RowLeg] = []
@@ -499,24 +387,24 @@ class RetrievalService:
         def scores(at: int) -> np.ndarray | None:
             return scored[at] if scored is not None else None
 
-        legs: list[_Leg] = []
-        about: dict[str, list[_Leg]] = {e.id: [] for e in picked}
+        legs: list[Leg] = []
+        about: dict[str, list[Leg]] = {e.id: [] for e in picked}
         if deep_leg is not None:
             rows, deep_scores = ranking.legs[deep_leg], scores(deep_leg)
             if recipe.bm25:
-                legs.append(_Leg("bm25", recipe.bm25, rows[:depth],
+                legs.append(Leg("bm25", recipe.bm25, rows[:depth],
                                  deep_scores[:depth] if deep_scores is not None else None))
             if recipe.entity_bm25:
                 # Cut from the deep BM25 list: every unit in it already passed the filter.
                 labels = ranking.labels
                 for e in picked:
                     mine = np.fromiter((e.id in labels[i] for i in rows.tolist()), dtype=bool, count=rows.size)
-                    about[e.id].append(_Leg(f"bm25:{e.id}", recipe.entity_bm25, rows[mine][:depth],
+                    about[e.id].append(Leg(f"bm25:{e.id}", recipe.entity_bm25, rows[mine][:depth],
                                             deep_scores[mine][:depth] if deep_scores is not None else None))
         if vector_leg is not None:
-            legs.append(_Leg("vector", recipe.vector, ranking.legs[vector_leg], scores(vector_leg)))
+            legs.append(Leg("vector", recipe.vector, ranking.legs[vector_leg], scores(vector_leg)))
         for eid, at in entity_legs.items():
-            about[eid].append(_Leg(f"vector:{eid}", recipe.entity_vector, ranking.legs[at], scores(at)))
+            about[eid].append(Leg(f"vector:{eid}", recipe.entity_vector, ranking.legs[at], scores(at)))
         # Entities share their legs' weight; one with no units at all (a capitalised word
         # that names nobody here) takes no share.
         present = [eid for eid, entity_legs_ in about.items() if any(leg.rows.size for leg in entity_legs_)]
@@ -524,69 +412,6 @@ class RetrievalService:
             for leg in about[eid]:
                 legs.append(dataclasses.replace(leg, weight=leg.weight / len(present)))
         return ranking, legs
-
-    # --- fusion and ranking rules ------------------------------------------------------
-
-    def _fuse(self, recipe: SearchRecipe, ranking: RowRanking, legs: Sequence[_Leg], qa: QueryAnalysis,
-              k: int) -> tuple[list[tuple[int, float]], int]:
-        """The best ``k`` candidates (indices into ``ranking``) with their scores, and how
-        many candidates there were; the rules run over the ranking's columns."""
-        n = len(ranking.ids)
-        scores = np.zeros(n)
-        best = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-        seen = np.zeros(n, dtype=bool)
-        rrf_k = recipe.rrf_k
-        for leg in legs:
-            weight = leg.weight
-            if weight <= 0 or not leg.rows.size:
-                continue
-            # A candidate is in a leg at most once (``RowRanking``), so plain fancy indexing
-            # adds correctly and costs a fraction of ``np.add.at``.
-            rows = leg.rows
-            ranks = np.arange(1, rows.size + 1)
-            gained = weight / (rrf_k + ranks)
-            if recipe.score_share and leg.scores is not None:
-                gained += recipe.score_share * weight / (rrf_k + 1) * _share_of_best(leg.scores)
-            scores[rows] += gained
-            best[rows] = np.minimum(best[rows], ranks)
-            seen[leg.rows] = True
-        kind = ranking.kind
-        is_turn = kind == "turn"
-        if recipe.neighbour_share:
-            scores = _share_with_neighbours(scores, seen & is_turn, ranking, recipe.neighbour_share,
-                                            recipe.neighbour_window, recipe.neighbour_decay,
-                                            recipe.neighbour_strong)
-        factor = np.ones(n)
-        factor[is_turn & (ranking.role == "assistant")] *= recipe.assistant_factor
-        factor[((kind == "attribute") | (kind == "relation")) & ranking.current] *= recipe.current_fact_factor
-        if recipe.fact_factor != 1.0:
-            # Every attribute / relation but the tier-1 read's best one (what tier 1 answers with).
-            facts = (kind == "attribute") | (kind == "relation")
-            for leg in legs:
-                if leg.name == "structured":
-                    facts[leg.rows[:1]] = False
-            factor[facts] *= recipe.fact_factor
-        key_hints = qa.key_hints
-        if key_hints:
-            hinted = np.fromiter((key in key_hints for key in ranking.key.tolist()), dtype=bool, count=n)
-            factor[(kind == "attribute") & hinted] *= recipe.key_hint_factor
-        window = qa.time if recipe.time_boost else None
-        if window is not None:
-            occurred = ranking.occurred_at
-            for i in np.flatnonzero(seen).tolist():
-                when = _parse(occurred[i]) if occurred[i] else None
-                if when is not None and window.contains(when, recipe.time_slack_days):
-                    factor[i] *= 1.0 + recipe.time_boost
-        scores = scores * factor
-        if recipe.session_prior:
-            scores = _session_prior(scores, seen, ranking, recipe.session_prior)
-        cand = np.flatnonzero(seen)
-        if cand.size > k:  # every candidate tied with the k-th score stays for the tie-break
-            kth = np.partition(scores[cand], cand.size - k)[cand.size - k]
-            cand = cand[scores[cand] >= kth]
-        ids = ranking.ids
-        order = sorted(cand.tolist(), key=lambda i: (-scores[i], best[i], ids[i]))[:k]
-        return [(i, float(scores[i])) for i in order], int(np.count_nonzero(seen))
 
     def _hit(self, unit: SearchUnit, score: float, structured: bool) -> Hit:
         text = unit.text
@@ -632,100 +457,6 @@ def unit_visible(unit: SearchUnit, flt: SearchFilter, now_iso: str) -> bool:
     return True
 
 
-def _share_of_best(values: np.ndarray) -> np.ndarray:
-    """``values`` as a share of the list's best (clipped to [0, 1]; 0 when nothing scores
-    above 0). Not min-max: with two candidates that would make any gap look decisive."""
-    top = float(values.max())
-    return np.clip(values / top, 0.0, 1.0) if top > 0 else np.zeros_like(values)
-
-
-def _session_codes(sessions: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    codes: dict[str, int] = {}
-    return np.fromiter((codes.setdefault(x, len(codes)) for x in sessions[idx].tolist()), dtype=np.int64,
-                       count=idx.size)
-
-
-def _share_with_neighbours(scores: np.ndarray, turns: np.ndarray, ranking: RowRanking, share: float,
-                           window: int = 1, decay: float = 1.0, strong: float = 0.0) -> np.ndarray:
-    """Each candidate turn (``turns``) passes ``share`` of its score to the candidate turns
-    right before and after it in its session; a strong one (at least ``strong`` x the best
-    score) also passes ``share * decay ** (d - 1)`` to those ``d`` positions away, up to
-    ``window``: a conversation stays on a topic for a few turns, so a turn near strong hits
-    is more likely to bear on the question than an isolated one with the same score. Only
-    strong turns reach further, or a run of weak matches in one short session would add up
-    and outrank a strong document chunk or fact. Only candidates take part: a neighbour the
-    filter did not let through is never added."""
-    seq, sessions = ranking.seq, ranking.session_id
-    idx = np.flatnonzero(turns & (seq != NO_SEQ))
-    idx = idx[(sessions[idx] != None) & (sessions[idx] != "")]  # noqa: E711 - elementwise
-    if idx.size < 2:
-        return scores
-    session = _session_codes(sessions, idx)
-    stride = int(seq[idx].max()) + window + 2
-    position = session * stride + seq[idx].astype(np.int64)
-    order = np.argsort(position, kind="stable")
-    sorted_pos, sorted_idx = position[order], idx[order]
-    floor = strong * float(scores.max(initial=0.0))
-    out = scores.copy()
-    for d in range(1, max(1, window) + 1):
-        part = share * decay ** (d - 1)
-        at = np.searchsorted(sorted_pos, position + d)
-        found = at < sorted_pos.size
-        found[found] = sorted_pos[at[found]] == position[found] + d
-        before, after = idx[found], sorted_idx[at[found]]
-        give_after, give_before = scores[before], scores[after]
-        if d > 1:  # beyond the adjacent turn only strong turns share
-            give_after = np.where(give_after >= floor, give_after, 0.0)
-            give_before = np.where(give_before >= floor, give_before, 0.0)
-        np.add.at(out, after, part * give_after)
-        np.add.at(out, before, part * give_before)
-    return out
-
-
-def _share_with_replies(hits: Sequence[Hit], scores: np.ndarray, share: float) -> np.ndarray:
-    """``scores`` plus, for each turn among ``hits`` whose text asks something, ``share`` x its
-    score added to the next turn of its session (``seq`` + 1) when that one is among ``hits``.
-    A turn's own score is what it passes on, never what it received: a chain of questions does
-    not compound."""
-    out = scores.copy()
-    position = {(h.session_id, h.metadata.get("seq")): i for i, h in enumerate(hits)
-                if h.kind == "turn" and h.session_id is not None and isinstance(h.metadata.get("seq"), int)}
-    for i, h in enumerate(hits):
-        seq = h.metadata.get("seq")
-        if h.kind != "turn" or not isinstance(seq, int) or "?" not in h.text:
-            continue
-        reply = position.get((h.session_id, seq + 1))
-        if reply is not None:
-            out[reply] += share * scores[i]
-    return out
-
-
-def _session_prior(scores: np.ndarray, seen: np.ndarray, ranking: RowRanking, weight: float) -> np.ndarray:
-    """Each candidate's score x ``1 + weight * b / top``, where ``b`` is the best score in the
-    unit's session and ``top`` the best overall: a session that holds a strong hit is about
-    what the question asks, so its other units outrank equally scored ones from sessions
-    that do not. A unit without a session (a document chunk) is its own session: ``b`` is its
-    own score, so the rule never ranks it below turns it outscored."""
-    cand = np.flatnonzero(seen)
-    if not cand.size:
-        return scores
-    top = float(scores[cand].max())
-    if top <= 0:
-        return scores
-    sessions = ranking.session_id
-    has = (sessions[cand] != None) & (sessions[cand] != "")  # noqa: E711 - elementwise
-    b = scores[cand].copy()
-    idx = cand[has]
-    if idx.size:
-        session = _session_codes(sessions, idx)
-        best = np.zeros(int(session.max()) + 1)
-        np.maximum.at(best, session, scores[idx])
-        b[has] = best[session]
-    out = scores.copy()
-    out[cand] = scores[cand] * (1.0 + weight * b / top)
-    return out
-
-
 def _seed_order(unit: SearchUnit, qa: QueryAnalysis) -> tuple[float, ...]:
     """Tier-1 facts: the key the question asks about (``where`` -> location), then words
     shared with the query, then current before closed, then newest."""
@@ -762,14 +493,6 @@ def _content_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return words, frozenset(w[:5] for w in words if len(w) >= 5)
 
 
-@functools.lru_cache(maxsize=65536)  # a unit's timestamps are read on every query it is a candidate of
-def _parse(value: str) -> datetime | None:
-    try:
-        return timeutil.parse(value)
-    except ValueError:
-        return None
-
-
 def _epoch(value: str | None) -> float:
-    parsed = _parse(value) if value else None
+    parsed = instant(value) if value else None
     return parsed.timestamp() if parsed else 0.0

@@ -1,0 +1,151 @@
+"""Ranking rules: small pure functions over candidate columns (numpy arrays), each one reason
+a candidate should rank higher or lower than its fused score says. ``rank.rank`` applies
+them in a recipe's order; none reads a unit, a store or the query text itself."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from agent_memory.ports import NO_SEQ
+from agent_memory.ranking.encoding import instant
+
+
+def share_of_best(values: np.ndarray) -> np.ndarray:
+    """``values`` as a share of the list's best (clipped to [0, 1]; 0 when nothing scores
+    above 0). Not min-max: with two candidates that would make any gap look decisive."""
+    top = float(values.max())
+    return np.clip(values / top, 0.0, 1.0) if top > 0 else np.zeros_like(values)
+
+
+def share_with_neighbours(scores: np.ndarray, turns: np.ndarray, seq: np.ndarray, sessions: np.ndarray,
+                          share: float, window: int = 1, decay: float = 1.0,
+                          strong: float = 0.0) -> np.ndarray:
+    """Each candidate turn (``turns``; ``seq`` its position in its session, ``sessions`` the
+    session) passes ``share`` of its score to the candidate turns right before and after it in
+    its session; a strong one (at least ``strong`` x the best score) also passes
+    ``share * decay ** (d - 1)`` to those ``d`` positions away, up to ``window``: a conversation
+    stays on a topic for a few turns, so a turn near strong hits is more likely to bear on the
+    question than an isolated one with the same score. Only strong turns reach further, or a
+    run of weak matches in one short session would add up and outrank a strong document chunk
+    or fact. Only candidates take part: a neighbour the filter did not let through is never
+    added. Shares come from the scores before sharing: no chains."""
+    idx = np.flatnonzero(turns & (seq != NO_SEQ))
+    idx = idx[(sessions[idx] != None) & (sessions[idx] != "")]  # noqa: E711 - elementwise
+    if idx.size < 2:
+        return scores
+    session = _session_codes(sessions, idx)
+    stride = int(seq[idx].max()) + window + 2
+    position = session * stride + seq[idx].astype(np.int64)
+    order = np.argsort(position, kind="stable")
+    sorted_pos, sorted_idx = position[order], idx[order]
+    floor = strong * float(scores.max(initial=0.0))
+    out = scores.copy()
+    for d in range(1, max(1, window) + 1):
+        part = share * decay ** (d - 1)
+        at = np.searchsorted(sorted_pos, position + d)
+        found = at < sorted_pos.size
+        found[found] = sorted_pos[at[found]] == position[found] + d
+        before, after = idx[found], sorted_idx[at[found]]
+        give_after, give_before = scores[before], scores[after]
+        if d > 1:  # beyond the adjacent turn only strong turns share
+            give_after = np.where(give_after >= floor, give_after, 0.0)
+            give_before = np.where(give_before >= floor, give_before, 0.0)
+        np.add.at(out, after, part * give_after)
+        np.add.at(out, before, part * give_before)
+    return out
+
+
+def session_prior(scores: np.ndarray, seen: np.ndarray, sessions: np.ndarray, weight: float) -> np.ndarray:
+    """Each candidate's (``seen``) score x ``1 + weight * b / top``, where ``b`` is the best score
+    in the unit's session and ``top`` the best overall: a session that holds a strong hit is
+    about what the question asks, so its other units outrank equally scored ones from sessions
+    that do not. A unit without a session (a document chunk) is its own session: ``b`` is its
+    own score, so the rule never ranks it below turns it outscored."""
+    cand = np.flatnonzero(seen)
+    if not cand.size:
+        return scores
+    top = float(scores[cand].max())
+    if top <= 0:
+        return scores
+    has = (sessions[cand] != None) & (sessions[cand] != "")  # noqa: E711 - elementwise
+    b = scores[cand].copy()
+    idx = cand[has]
+    if idx.size:
+        session = _session_codes(sessions, idx)
+        best = np.zeros(int(session.max()) + 1)
+        np.maximum.at(best, session, scores[idx])
+        b[has] = best[session]
+    out = scores.copy()
+    out[cand] = scores[cand] * (1.0 + weight * b / top)
+    return out
+
+
+def share_with_replies(scores: np.ndarray, sessions: Sequence[str | None], seqs: Sequence[Any],
+                       asks: Sequence[bool], share: float) -> np.ndarray:
+    """``scores`` plus, for each turn that asks something (``asks``), ``share`` x its score
+    added to the next turn of its session (``seq`` + 1) when that one is in the list: a turn
+    that asks what the query asks is often outranked by the reply that answers it. ``seqs[i]``
+    is a turn's integer position in its session (anything else, e.g. ``None`` for a unit that
+    is not a turn, takes no part). A turn's own score is what it passes on, never what it
+    received: a chain of questions does not compound."""
+    out = scores.copy()
+    position = {(session, seq): i for i, (session, seq) in enumerate(zip(sessions, seqs, strict=True))
+                if session is not None and isinstance(seq, int)}
+    for i, (session, seq) in enumerate(zip(sessions, seqs, strict=True)):
+        if not isinstance(seq, int) or not asks[i]:
+            continue
+        reply = position.get((session, seq + 1))
+        if reply is not None:
+            out[reply] += share * scores[i]
+    return out
+
+
+def kind_factor(kind: np.ndarray, role: np.ndarray, current: np.ndarray, spared: np.ndarray, *,
+                assistant: float, current_fact: float, fact: float) -> np.ndarray:
+    """Each candidate's multiplier for what it is: assistant turns x ``assistant`` (a reply
+    restates what the user said), current attributes and relations x ``current_fact``, and
+    every attribute and relation but the ``spared`` rows (tier 1's best answer) x ``fact``
+    (a fact's source turn is what answers)."""
+    factor = np.ones(kind.size)
+    facts = (kind == "attribute") | (kind == "relation")
+    factor[(kind == "turn") & (role == "assistant")] *= assistant
+    factor[facts & current] *= current_fact
+    if fact != 1.0:
+        facts[spared] = False
+        factor[facts] *= fact
+    return factor
+
+
+def key_hint_factor(kind: np.ndarray, key: np.ndarray, key_hints: frozenset[str],
+                    weight: float) -> np.ndarray:
+    """x ``weight`` for attributes whose key the question asks about (``key_hints``: "where"
+    -> location), so the fact that answers outranks turns that merely share its words."""
+    hinted = np.fromiter((k in key_hints for k in key.tolist()), dtype=bool, count=key.size)
+    factor = np.ones(kind.size)
+    factor[(kind == "attribute") & hinted] *= weight
+    return factor
+
+
+def time_factor(occurred_at: np.ndarray, candidates: np.ndarray, start: datetime, end: datetime,
+                slack_days: float, boost: float) -> np.ndarray:
+    """x ``1 + boost`` for candidates said inside the query's window ``[start, end)`` or up to
+    ``slack_days`` after it (people talk about an event after it happened); a unit without a
+    parsable ``occurred_at`` is never boosted."""
+    factor = np.ones(occurred_at.size)
+    until = end + timedelta(days=slack_days)
+    for i in np.flatnonzero(candidates).tolist():
+        when = instant(occurred_at[i]) if occurred_at[i] else None
+        if when is not None and start <= when < until:
+            factor[i] *= 1.0 + boost
+    return factor
+
+
+def _session_codes(sessions: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """A small integer per distinct session among ``sessions[idx]``, in first-seen order."""
+    codes: dict[str, int] = {}
+    return np.fromiter((codes.setdefault(x, len(codes)) for x in sessions[idx].tolist()), dtype=np.int64,
+                       count=idx.size)
