@@ -1,5 +1,9 @@
 """Composition root: builds adapters and services from ``Settings``, once per process.
 
+Only this module reads the whole ``Settings``: each service is handed the slice it uses
+(single limit values, ``config_slices.ModelsConfig``, ``Settings.cursor_secret`` as its
+``CursorSecret``), so what a service depends on shows in its constructor.
+
 Everything is created lazily on first use, so a Lambda function that only reads sessions
 never imports the model or search libraries (cold start), and the local server, the CLI
 and tests share exactly the wiring a deployed function uses.
@@ -164,7 +168,7 @@ class Runtime:
         from agent_memory.services.conversation.sessions import SessionService
 
         # Deleted turns: search units go with the rows (projection); the rest via forget hooks.
-        return SessionService(self.store, self.settings,
+        return SessionService(self.store, self.settings.cursor_secret,
                               on_turns_removed=[lambda ctx, ids: self.notify_forgotten(ctx, set(ids))])
 
     def notify_forgotten(self, ctx, ids: set[str]) -> None:
@@ -180,7 +184,7 @@ class Runtime:
     def catalogue(self):
         from agent_memory.services.operations.catalogue import CatalogueService
 
-        return CatalogueService(self.store, self.settings)
+        return CatalogueService(self.store, self.settings.cursor_secret)
 
     @cached_property
     def state(self):
@@ -192,14 +196,14 @@ class Runtime:
     def entities(self):
         from agent_memory.services.facts.entities import EntityService
 
-        return EntityService(self.store, self.settings, self.forget)
+        return EntityService(self.store, self.settings.cursor_secret, self.forget)
 
     @cached_property
     def collections(self):
         from agent_memory.services.facts.collections import CollectionService
 
         # The write path is resolved on first use (listing collections does not load it).
-        return CollectionService(self.store, self.settings, lambda ctx, req: self.facts.write(ctx, req))
+        return CollectionService(self.store, self.settings.cursor_secret, lambda ctx, req: self.facts.write(ctx, req))
 
     @cached_property
     def forget(self):
@@ -230,9 +234,10 @@ class Runtime:
         from agent_memory.services.conversation.chat.service import ChatService
 
         # The embedder loads on the first cache lookup, not when the service is built.
-        return ChatService(self.store, self.settings, self.sessions, self.retrieval, self.facts, self.traces,
+        return ChatService(self.store, self.sessions, self.retrieval, self.facts, self.traces,
                            self.response_cache, self.language_model, lambda texts: self.embedder.embed(texts),
-                           self.count)
+                           self.count, models=self.settings.models,
+                           message_bytes=self.settings.limits.chat_message_bytes)
 
     @cached_property
     def inflight(self):
@@ -250,15 +255,20 @@ class Runtime:
     def facts(self) -> FactsService:
         from agent_memory.services.facts.write import FactsService
 
-        return FactsService(self.store, self.sessions, self.settings, self.language_model,
-                            self.fact_change_listeners)
+        limits = self.settings.limits
+        return FactsService(self.store, self.sessions, self.language_model, self.fact_change_listeners,
+                            extraction_model=str(self.settings.models.extraction),
+                            text_bytes=limits.facts_text_bytes, extraction_concurrency=limits.document_concurrency,
+                            confidence_floor=limits.extraction_confidence_floor)
 
     @cached_property
     def documents(self):
         from agent_memory.services.documents.service import DocumentService
 
-        return DocumentService(self.store, self.settings, ingestion_queue=lambda: self.ingestion_queue,
-                               upload_store=lambda: self.upload_store)
+        limits = self.settings.limits
+        return DocumentService(self.store, self.settings.cursor_secret, ingestion_queue=lambda: self.ingestion_queue,
+                               upload_store=lambda: self.upload_store, document_bytes=limits.document_bytes,
+                               upload_url_ttl_s=limits.upload_url_ttl_s)
 
     @cached_property
     def ingestion(self):
@@ -315,7 +325,8 @@ class Runtime:
     def threads(self) -> ThreadService:
         from agent_memory.services.conversation.threads import ThreadService
 
-        return ThreadService(self.store, self.search, self.settings)
+        return ThreadService(self.store, self.search, self.settings.cursor_secret, self.audit,
+                             turn_bytes=self.settings.limits.thread_turn_bytes)
 
 
 def build_embedder(settings: Settings) -> Embedder:

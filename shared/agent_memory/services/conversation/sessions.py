@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from agent_memory.access import grants
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
-from agent_memory.config import Settings
 from agent_memory.kernel import cursor, deadline, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Conflict, NotFound, SessionClosed
@@ -36,10 +35,10 @@ class NewTurn:
 
 
 class SessionService:
-    def __init__(self, store: RecordStore, settings: Settings,
+    def __init__(self, store: RecordStore, cursor_secret: cursor.CursorSecret,
                  on_turns_removed: list[Callable[[RequestContext, list[str]], None]] | None = None):
         self.store = store
-        self.settings = settings
+        self._cursor_secret = cursor_secret
         # Derived copies (search units, caches) subscribe here to follow deletions.
         self.on_turns_removed = on_turns_removed if on_turns_removed is not None else []
 
@@ -115,7 +114,7 @@ class SessionService:
 
     def list_turns(self, ctx: RequestContext, session_id: str, limit: int, page_cursor: str | None) -> Page[Turn]:
         self._load(ctx, session_id)
-        secret = self.settings.cursor_secret()
+        secret = self._cursor_secret()
         collection = f"turns:{session_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         page = self.store.query(keys.turns_pk(ctx, session_id), after=after, limit=limit)
