@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from agent_memory.config import ModelRef, Settings, load_settings
+from agent_memory.services.events import EventPublisher, FactsChanged, RecordsForgotten
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,17 +36,24 @@ class Runtime:
     def __init__(self, settings: Settings):
         self.settings = settings
         self._lock = threading.RLock()
-        # Subscribers to "these entities' facts changed". The response cache is one, in every
-        # function (on AWS the write may land in another Lambda than the chat that cached).
-        self.fact_change_listeners: list = [
-            lambda ctx, entity_ids: self.response_cache.invalidate(ctx, entity_ids=entity_ids)]
-        # Forget hooks ``(ctx, ids: set[str])``: called after forget, purge, entity delete and
-        # session delete removed records (fact, turn, chunk and entity ids), in every function,
-        # so derived copies (cache entries) go too. Subscribe here, not on first use of a service.
-        self.on_forget: list = [
-            lambda ctx, ids: self.response_cache.invalidate(
-                ctx, entity_ids=[i for i in ids if i.startswith("entity:")],
-                unit_ids=[i for i in ids if not i.startswith("entity:")])]
+        # Domain events (services/events.py), subscribed here once, in every function, not on
+        # first use of a service: the copies derived from records follow their changes. The
+        # handlers build the services they call on first event.
+        self.events = EventPublisher()
+        self.events.subscribe(FactsChanged, self._invalidate_responses_citing)
+        # Stored replies first, then cached responses: the order forget documents (its step 5).
+        self.events.subscribe(RecordsForgotten, self._forget_idempotent_replies_naming)
+        self.events.subscribe(RecordsForgotten, self._invalidate_responses_using)
+
+    def _invalidate_responses_citing(self, event: FactsChanged) -> None:
+        self.response_cache.invalidate(event.ctx, entity_ids=event.entity_ids)
+
+    def _forget_idempotent_replies_naming(self, event: RecordsForgotten) -> None:
+        self.idempotency.forget_refs(event.ctx, event.ids)
+
+    def _invalidate_responses_using(self, event: RecordsForgotten) -> None:
+        self.response_cache.invalidate(event.ctx, entity_ids=[i for i in event.ids if i.startswith("entity:")],
+                                       unit_ids=[i for i in event.ids if not i.startswith("entity:")])
 
     def close(self) -> None:
         """Let background work started by this runtime finish (the local ingestion worker)."""
@@ -167,18 +175,8 @@ class Runtime:
     def sessions(self) -> SessionService:
         from agent_memory.services.conversation.sessions import SessionService
 
-        # Deleted turns: search units go with the rows (projection); the rest via forget hooks.
-        return SessionService(self.store, self.settings.cursor_secret,
-                              on_turns_removed=[lambda ctx, ids: self.notify_forgotten(ctx, set(ids))])
-
-    def notify_forgotten(self, ctx, ids: set[str]) -> None:
-        """Remove derived copies of removed records: stored idempotency replies that mention
-        them, then every ``on_forget`` hook (the response cache)."""
-        if not ids:
-            return
-        self.idempotency.forget_refs(ctx, ids)
-        for hook in list(self.on_forget):
-            hook(ctx, ids)
+        # Deleted turns: search units go with the rows (projection); the rest via the event.
+        return SessionService(self.store, self.settings.cursor_secret, self.events)
 
     @cached_property
     def catalogue(self):
@@ -209,7 +207,7 @@ class Runtime:
     def forget(self):
         from agent_memory.services.facts.forget import ForgetService
 
-        return ForgetService(self.store, self.search, self.sessions, self.notify_forgotten)
+        return ForgetService(self.store, self.search, self.sessions, self.events)
 
     @cached_property
     def idempotency(self) -> IdempotencyService:
@@ -256,7 +254,7 @@ class Runtime:
         from agent_memory.services.facts.write import FactsService
 
         limits = self.settings.limits
-        return FactsService(self.store, self.sessions, self.language_model, self.fact_change_listeners,
+        return FactsService(self.store, self.sessions, self.language_model, self.events,
                             extraction_model=str(self.settings.models.extraction),
                             text_bytes=limits.facts_text_bytes, extraction_concurrency=limits.document_concurrency,
                             confidence_floor=limits.extraction_confidence_floor)

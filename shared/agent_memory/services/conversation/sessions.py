@@ -21,6 +21,7 @@ from agent_memory.kernel.errors import Conflict, NotFound, SessionClosed
 from agent_memory.kernel.ids import new_id
 from agent_memory.models.records import Page, Session, Turn
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
+from agent_memory.services.events import DomainEvents, EventPublisher, RecordsForgotten
 
 APPEND_ATTEMPTS = 40
 
@@ -35,12 +36,13 @@ class NewTurn:
 
 
 class SessionService:
-    def __init__(self, store: RecordStore, cursor_secret: cursor.CursorSecret,
-                 on_turns_removed: list[Callable[[RequestContext, list[str]], None]] | None = None):
+    """Sessions and their turns. Deleting a session publishes ``RecordsForgotten`` for its
+    turns on ``events`` (search units go with the rows, through projection)."""
+
+    def __init__(self, store: RecordStore, cursor_secret: cursor.CursorSecret, events: DomainEvents | None = None):
         self.store = store
         self._cursor_secret = cursor_secret
-        # Derived copies (search units, caches) subscribe here to follow deletions.
-        self.on_turns_removed = on_turns_removed if on_turns_removed is not None else []
+        self._events = events if events is not None else EventPublisher()
 
     # --- sessions -------------------------------------------------------------------
 
@@ -103,9 +105,8 @@ class SessionService:
             page = self.store.query(pk, after=after, limit=100)
             if page.records:
                 self.store.transact([Delete(r.pk, r.sk) for r in page.records])
-                ids = [Turn.from_item(r.data).id for r in page.records]
-                for listener in self.on_turns_removed:
-                    listener(ctx, ids)
+                self._events.publish(RecordsForgotten(ctx, frozenset(Turn.from_item(r.data).id
+                                                                     for r in page.records)))
             if page.last_key is None:
                 break
             after = page.last_key

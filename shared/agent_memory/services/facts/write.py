@@ -59,6 +59,7 @@ from agent_memory.ports import (
 )
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.services.conversation.sessions import NewTurn, backoff
+from agent_memory.services.events import DomainEvents, EventPublisher, FactsChanged
 from agent_memory.services.facts import reconcile as rec
 from agent_memory.services.facts.extraction.prompt import build_extraction_prompt
 from agent_memory.services.facts.extraction.speaker import EntityResolver
@@ -111,25 +112,23 @@ class BatchWriteOutcome:
 
 class FactsService:
     """The write path. ``language_model`` resolves a model by name (instances are cached by
-    the caller) and ``extraction_model`` names the one that extracts facts; ``fact_change_listeners``
-    are called ``(ctx, entity ids)`` after a write changed those entities' facts (the list is
-    read at call time, so it may grow later). Limits: a turn's text is at most ``text_bytes``
+    the caller) and ``extraction_model`` names the one that extracts facts; a write that
+    changed entities' facts publishes ``FactsChanged`` on ``events``. Limits: a turn's text is at most ``text_bytes``
     (``limits.facts_text_bytes``), a batch runs ``extraction_concurrency`` extraction calls at
     once (``limits.document_concurrency``), and a claim under ``confidence_floor``
     (``limits.extraction_confidence_floor``) is not stored as a current value."""
 
     def __init__(self, store: RecordStore, sessions: SessionService,
-                 language_model: Callable[[str], LanguageModel],
-                 fact_change_listeners: Sequence[Callable[[RequestContext, set[str]], None]] = (), *,
+                 language_model: Callable[[str], LanguageModel], events: DomainEvents | None = None, *,
                  extraction_model: str, text_bytes: int, extraction_concurrency: int, confidence_floor: float):
         self._store = store
         self._sessions = sessions
         self._language_model = language_model
+        self._events = events if events is not None else EventPublisher()
         self._extraction_model = extraction_model
         self._text_bytes = text_bytes
         self._extraction_concurrency = extraction_concurrency
         self._reconcile_settings = rec.ReconcileSettings(confidence_floor=confidence_floor)
-        self._listeners = fact_change_listeners
         self.repo = MemoryRepository(store)
 
     # --- public operations ------------------------------------------------------------
@@ -286,12 +285,12 @@ class FactsService:
             except ConditionFailed:
                 backoff(attempt)  # append_turns re-reads the stored session on each attempt
                 continue
-            self._notify_changes(ctx, planner.results)
+            self._publish_changes(ctx, planner.results)
             return [r.id for r in rows], list(planner.results)
         raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
 
-    def _notify_changes(self, ctx: RequestContext, results: Sequence[ExtractionResult | None]) -> None:
-        """Tell subscribers (the response cache) which entities' facts this write changed."""
+    def _publish_changes(self, ctx: RequestContext, results: Sequence[ExtractionResult | None]) -> None:
+        """Publish ``FactsChanged`` for the entities whose facts this write changed."""
         changed: set[str] = set()
         for result in results:
             if result is None:
@@ -301,8 +300,7 @@ class FactsService:
             for r in result.relations:
                 changed.update((r.subject, r.object))
         if changed:
-            for listener in list(self._listeners):
-                listener(ctx, changed)
+            self._events.publish(FactsChanged(ctx, frozenset(changed)))
 
     def write_document_facts(self, ctx: RequestContext, extractions: Sequence[tuple[str, ExtractionOutput]],
                              scopes: list[list[str]], labels: list[str],
@@ -320,7 +318,7 @@ class FactsService:
         for chunk_id, extraction in extractions:
             pending = PendingTurn("system", "", observed_at, "full", extraction, source_kind="document")
             results += self._commit_plan(ctx, pending, chunk_id, scopes, labels)
-        self._notify_changes(ctx, results)
+        self._publish_changes(ctx, results)
         return results
 
     def _commit_plan(self, ctx: RequestContext, pending: PendingTurn, ref: str, scopes: list[list[str]],
