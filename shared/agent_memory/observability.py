@@ -4,7 +4,7 @@ Every function's ``lambda_handler`` is wrapped by ``instrumented``: Powertools' 
 injects the Lambda context and the request's correlation id (API Gateway's request id)
 into every JSON log line, and Metrics flushes one EMF document per invocation. The
 request's context id and principal join the log keys once the caller is known
-(``http.context``); keys, secrets and message text are never logged.
+(``http.resolve_caller``); keys, secrets and message text are never logged.
 
 Metrics (namespace ``AgentMemory``): ``Requests`` by route and status (``http``),
 ``ModelCalls``/``ModelLatency``/``PromptTokens``/``CompletionTokens`` (``MeteredLanguageModel``),
