@@ -51,14 +51,14 @@ def instrumented(handler: Callable[[dict, Any], Any] | None = None, *, http: boo
     decorated = metrics.log_metrics(inject(handler))
 
     @functools.wraps(handler)
-    def wrapper(event: dict, context: Any) -> Any:
+    def wrapper(event: dict, lambda_context: Any) -> Any:
         global _in_invocation
         if not _lambda():
-            return handler(event, context)
+            return handler(event, lambda_context)
         _route_package_logs()
         _in_invocation = True
         try:
-            return decorated(event, context)
+            return decorated(event, lambda_context)
         finally:
             _in_invocation = False
 

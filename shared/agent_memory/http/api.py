@@ -104,14 +104,14 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
     def context(self, value: dict) -> None:
         self._state()["context"] = value
 
-    def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    def resolve(self, event: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
         state = self._state()
         state["event"] = self._to_proxy_event(event)
-        state["lambda_context"] = context
+        state["lambda_context"] = lambda_context
         state["context"] = {}
         started = time.perf_counter()
         try:
-            response = super().resolve(event, context)
+            response = super().resolve(event, lambda_context)
             observability.request_done(str(event.get("routeKey") or "unknown"), response.get("statusCode", 0),
                                        (time.perf_counter() - started) * 1000)
             return response
@@ -161,28 +161,28 @@ def _within_budget(app: APIGatewayHttpResolver, next_middleware: Any) -> Respons
 def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
     """A streamed response's frames, produced after the handler has returned: they keep the
     request's in-flight slot (released when the stream ends or is closed) and run under its
-    deadline (each frame is produced in a copy of the handler's context)."""
+    deadline (each frame is produced in a copy of the handler's context variables)."""
     lease = _lease.get()
     if lease is not None:
         lease.handed_over = True
-    context = contextvars.copy_context()
+    request_vars = contextvars.copy_context()
 
-    def frames_in_context() -> Iterator[str]:
+    def frames_in_request() -> Iterator[str]:
         try:
             while True:
                 try:
-                    frame = context.run(next, frames)
+                    frame = request_vars.run(next, frames)
                 except StopIteration:
                     return
                 yield frame
         finally:
             close = getattr(frames, "close", None)
             if close is not None:
-                context.run(close)
+                request_vars.run(close)
             if lease is not None:
                 lease.limiter.release()
 
-    return frames_in_context()
+    return frames_in_request()
 
 
 _CALLER = "caller"  # route state: the RequestContext resolved before the handler
