@@ -105,8 +105,8 @@ class SessionService:
             page = self.store.query(pk, after=after, limit=100)
             if page.records:
                 self.store.transact([Delete(r.pk, r.sk) for r in page.records])
-                self._events.publish(RecordsForgotten(ctx, frozenset(Turn.from_item(r.data).id
-                                                                     for r in page.records)))
+                turn_ids = frozenset(Turn.from_item(r.data).id for r in page.records)
+                self._events.publish(RecordsForgotten(ctx, turn_ids))
             if page.last_key is None:
                 break
             after = page.last_key

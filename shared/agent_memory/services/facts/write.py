@@ -113,10 +113,11 @@ class BatchWriteOutcome:
 class FactsService:
     """The write path. ``language_model`` resolves a model by name (instances are cached by
     the caller) and ``extraction_model`` names the one that extracts facts; a write that
-    changed entities' facts publishes ``FactsChanged`` on ``events``. Limits: a turn's text is at most ``text_bytes``
-    (``limits.facts_text_bytes``), a batch runs ``extraction_concurrency`` extraction calls at
-    once (``limits.document_concurrency``), and a claim under ``confidence_floor``
-    (``limits.extraction_confidence_floor``) is not stored as a current value."""
+    changed entities' facts publishes ``FactsChanged`` on ``events``. Limits: a turn's text
+    is at most ``text_bytes`` (``limits.facts_text_bytes``), a batch runs
+    ``extraction_concurrency`` extraction calls at once (``limits.document_concurrency``), and
+    a claim under ``confidence_floor`` (``limits.extraction_confidence_floor``) is not stored
+    as a current value."""
 
     def __init__(self, store: RecordStore, sessions: SessionService,
                  language_model: Callable[[str], LanguageModel], events: DomainEvents | None = None, *,
