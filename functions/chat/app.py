@@ -36,11 +36,11 @@ def get_trace(context_id: str, trace_id: str):
 
 
 @instrumented
-def lambda_handler(event, context):
+def lambda_handler(event, lambda_context):
     _pending_stream.frames = None
-    response = app.resolve(event, context)
+    response = app.resolve(event, lambda_context)
     frames = getattr(_pending_stream, "frames", None)
     _pending_stream.frames = None
     if frames is not None and response.get("statusCode") == 200:
-        return http.attach_stream(response, frames, streaming=getattr(context, "supports_streaming", False))
+        return http.attach_stream(response, frames, streaming=getattr(lambda_context, "supports_streaming", False))
     return response

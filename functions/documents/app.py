@@ -85,5 +85,5 @@ def list_document_chunks(context_id: str, document_id: str):
 
 
 @instrumented
-def lambda_handler(event, context):
-    return app.resolve(event, context)
+def lambda_handler(event, lambda_context):
+    return app.resolve(event, lambda_context)

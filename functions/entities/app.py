@@ -111,5 +111,5 @@ def resolve_uncertainty(context_id: str, uncertainty_id: str):
 
 
 @instrumented
-def lambda_handler(event, context):
-    return app.resolve(event, context)
+def lambda_handler(event, lambda_context):
+    return app.resolve(event, lambda_context)

@@ -37,5 +37,5 @@ def forget(context_id: str):
 
 
 @instrumented
-def lambda_handler(event, context):
-    return app.resolve(event, context)
+def lambda_handler(event, lambda_context):
+    return app.resolve(event, lambda_context)

@@ -20,9 +20,9 @@ STOP_MARGIN_MS = 60_000
 
 
 @instrumented(http=False)
-def lambda_handler(event, context):
+def lambda_handler(event, lambda_context):
     def out_of_time() -> bool:
-        return context is not None and context.get_remaining_time_in_millis() < STOP_MARGIN_MS
+        return lambda_context is not None and lambda_context.get_remaining_time_in_millis() < STOP_MARGIN_MS
 
     failed = []
     for message in event.get("Records", []):

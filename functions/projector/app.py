@@ -16,7 +16,7 @@ log = logging.getLogger("agent_memory.projector")
 
 
 @instrumented(http=False)
-def lambda_handler(event, context):
+def lambda_handler(event, lambda_context):
     changes, read, failed = [], [], []
     oldest = None
     for raw in event.get("Records", []):

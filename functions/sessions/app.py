@@ -64,5 +64,5 @@ def list_session_turns(context_id: str, session_id: str):
 
 
 @instrumented
-def lambda_handler(event, context):
-    return app.resolve(event, context)
+def lambda_handler(event, lambda_context):
+    return app.resolve(event, lambda_context)

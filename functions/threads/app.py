@@ -99,5 +99,5 @@ def set_acl(context_id: str, thread_id: str):
 
 
 @instrumented
-def lambda_handler(event, context):
-    return app.resolve(event, context)
+def lambda_handler(event, lambda_context):
+    return app.resolve(event, lambda_context)

@@ -4,7 +4,7 @@ Every function's ``lambda_handler`` is wrapped by ``instrumented``: Powertools' 
 injects the Lambda context and the request's correlation id (API Gateway's request id)
 into every JSON log line, and Metrics flushes one EMF document per invocation. The
 request's context id and principal join the log keys once the caller is known
-(``http.context``); keys, secrets and message text are never logged.
+(``http.resolve_caller``); keys, secrets and message text are never logged.
 
 Metrics (namespace ``AgentMemory``): ``Requests`` by route and status (``http``),
 ``ModelCalls``/``ModelLatency``/``PromptTokens``/``CompletionTokens`` (``MeteredLanguageModel``),
@@ -51,14 +51,14 @@ def instrumented(handler: Callable[[dict, Any], Any] | None = None, *, http: boo
     decorated = metrics.log_metrics(inject(handler))
 
     @functools.wraps(handler)
-    def wrapper(event: dict, context: Any) -> Any:
+    def wrapper(event: dict, lambda_context: Any) -> Any:
         global _in_invocation
         if not _lambda():
-            return handler(event, context)
+            return handler(event, lambda_context)
         _route_package_logs()
         _in_invocation = True
         try:
-            return decorated(event, context)
+            return decorated(event, lambda_context)
         finally:
             _in_invocation = False
 

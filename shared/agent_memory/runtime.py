@@ -1,5 +1,9 @@
 """Composition root: builds adapters and services from ``Settings``, once per process.
 
+Only this module reads the whole ``Settings``: each service is handed the slice it uses
+(single limit values, ``config_slices.ModelsConfig``, ``Settings.cursor_secret`` as its
+``CursorSecret``), so what a service depends on shows in its constructor.
+
 Everything is created lazily on first use, so a Lambda function that only reads sessions
 never imports the model or search libraries (cold start), and the local server, the CLI
 and tests share exactly the wiring a deployed function uses.
@@ -13,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from agent_memory.config import ModelRef, Settings, load_settings
+from agent_memory.services.events import EventPublisher, FactsChanged, RecordsForgotten
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -31,17 +36,24 @@ class Runtime:
     def __init__(self, settings: Settings):
         self.settings = settings
         self._lock = threading.RLock()
-        # Subscribers to "these entities' facts changed". The response cache is one, in every
-        # function (on AWS the write may land in another Lambda than the chat that cached).
-        self.fact_change_listeners: list = [
-            lambda ctx, entity_ids: self.response_cache.invalidate(ctx, entity_ids=entity_ids)]
-        # Forget hooks ``(ctx, ids: set[str])``: called after forget, purge, entity delete and
-        # session delete removed records (fact, turn, chunk and entity ids), in every function,
-        # so derived copies (cache entries) go too. Subscribe here, not on first use of a service.
-        self.on_forget: list = [
-            lambda ctx, ids: self.response_cache.invalidate(
-                ctx, entity_ids=[i for i in ids if i.startswith("entity:")],
-                unit_ids=[i for i in ids if not i.startswith("entity:")])]
+        # Domain events (services/events.py), subscribed here once, in every function, not on
+        # first use of a service: the copies derived from records follow their changes. The
+        # handlers build the services they call on first event.
+        self.events = EventPublisher()
+        self.events.subscribe(FactsChanged, self._invalidate_responses_citing)
+        # Stored replies first, then cached responses: the order forget documents (its step 5).
+        self.events.subscribe(RecordsForgotten, self._forget_idempotent_replies_naming)
+        self.events.subscribe(RecordsForgotten, self._invalidate_responses_using)
+
+    def _invalidate_responses_citing(self, event: FactsChanged) -> None:
+        self.response_cache.invalidate(event.ctx, entity_ids=event.entity_ids)
+
+    def _forget_idempotent_replies_naming(self, event: RecordsForgotten) -> None:
+        self.idempotency.forget_refs(event.ctx, event.ids)
+
+    def _invalidate_responses_using(self, event: RecordsForgotten) -> None:
+        self.response_cache.invalidate(event.ctx, entity_ids=[i for i in event.ids if i.startswith("entity:")],
+                                       unit_ids=[i for i in event.ids if not i.startswith("entity:")])
 
     def close(self) -> None:
         """Let background work started by this runtime finish (the local ingestion worker)."""
@@ -163,24 +175,14 @@ class Runtime:
     def sessions(self) -> SessionService:
         from agent_memory.services.conversation.sessions import SessionService
 
-        # Deleted turns: search units go with the rows (projection); the rest via forget hooks.
-        return SessionService(self.store, self.settings,
-                              on_turns_removed=[lambda ctx, ids: self.notify_forgotten(ctx, set(ids))])
-
-    def notify_forgotten(self, ctx, ids: set[str]) -> None:
-        """Remove derived copies of removed records: stored idempotency replies that mention
-        them, then every ``on_forget`` hook (the response cache)."""
-        if not ids:
-            return
-        self.idempotency.forget_refs(ctx, ids)
-        for hook in list(self.on_forget):
-            hook(ctx, ids)
+        # Deleted turns: search units go with the rows (projection); the rest via the event.
+        return SessionService(self.store, self.settings.cursor_secret, self.events)
 
     @cached_property
     def catalogue(self):
         from agent_memory.services.operations.catalogue import CatalogueService
 
-        return CatalogueService(self.store, self.settings)
+        return CatalogueService(self.store, self.settings.cursor_secret)
 
     @cached_property
     def state(self):
@@ -192,20 +194,20 @@ class Runtime:
     def entities(self):
         from agent_memory.services.facts.entities import EntityService
 
-        return EntityService(self.store, self.settings, self.forget)
+        return EntityService(self.store, self.settings.cursor_secret, self.forget)
 
     @cached_property
     def collections(self):
         from agent_memory.services.facts.collections import CollectionService
 
         # The write path is resolved on first use (listing collections does not load it).
-        return CollectionService(self.store, self.settings, lambda ctx, req: self.facts.write(ctx, req))
+        return CollectionService(self.store, self.settings.cursor_secret, lambda ctx, req: self.facts.write(ctx, req))
 
     @cached_property
     def forget(self):
         from agent_memory.services.facts.forget import ForgetService
 
-        return ForgetService(self.store, self.search, self.sessions, self.notify_forgotten)
+        return ForgetService(self.store, self.search, self.sessions, self.events)
 
     @cached_property
     def idempotency(self) -> IdempotencyService:
@@ -230,9 +232,10 @@ class Runtime:
         from agent_memory.services.conversation.chat.service import ChatService
 
         # The embedder loads on the first cache lookup, not when the service is built.
-        return ChatService(self.store, self.settings, self.sessions, self.retrieval, self.facts, self.traces,
+        return ChatService(self.store, self.sessions, self.retrieval, self.facts, self.traces,
                            self.response_cache, self.language_model, lambda texts: self.embedder.embed(texts),
-                           self.count)
+                           self.count, models=self.settings.models,
+                           message_bytes=self.settings.limits.chat_message_bytes)
 
     @cached_property
     def inflight(self):
@@ -250,15 +253,20 @@ class Runtime:
     def facts(self) -> FactsService:
         from agent_memory.services.facts.write import FactsService
 
-        return FactsService(self.store, self.sessions, self.settings, self.language_model,
-                            self.fact_change_listeners)
+        limits = self.settings.limits
+        return FactsService(self.store, self.sessions, self.language_model, self.events,
+                            extraction_model=str(self.settings.models.extraction),
+                            text_bytes=limits.facts_text_bytes, extraction_concurrency=limits.document_concurrency,
+                            confidence_floor=limits.extraction_confidence_floor)
 
     @cached_property
     def documents(self):
         from agent_memory.services.documents.service import DocumentService
 
-        return DocumentService(self.store, self.settings, ingestion_queue=lambda: self.ingestion_queue,
-                               upload_store=lambda: self.upload_store)
+        limits = self.settings.limits
+        return DocumentService(self.store, self.settings.cursor_secret, ingestion_queue=lambda: self.ingestion_queue,
+                               upload_store=lambda: self.upload_store, document_bytes=limits.document_bytes,
+                               upload_url_ttl_s=limits.upload_url_ttl_s)
 
     @cached_property
     def ingestion(self):
@@ -315,7 +323,8 @@ class Runtime:
     def threads(self) -> ThreadService:
         from agent_memory.services.conversation.threads import ThreadService
 
-        return ThreadService(self.store, self.search, self.settings)
+        return ThreadService(self.store, self.search, self.settings.cursor_secret, self.audit,
+                             turn_bytes=self.settings.limits.thread_turn_bytes)
 
 
 def build_embedder(settings: Settings) -> Embedder:

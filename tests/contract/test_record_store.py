@@ -631,17 +631,14 @@ def test_record_from_a_stream_image():
 
 
 def test_ensure_table_creates_the_configured_table_once(aws_env):
-    from types import SimpleNamespace
-
     import boto3
     from moto import mock_aws
 
     from agent_memory.adapters.dynamodb_table import ensure_table
 
-    settings = SimpleNamespace(table_name="from-settings", aws_region="us-east-1", dynamodb_endpoint=None)
     with mock_aws():
-        assert ensure_table(settings) is True
-        assert ensure_table(settings) is False
+        assert ensure_table("from-settings", region="us-east-1") is True
+        assert ensure_table("from-settings", region="us-east-1") is False
         tables = boto3.client("dynamodb", region_name="us-east-1").list_tables()["TableNames"]
         assert tables == ["from-settings"]
 

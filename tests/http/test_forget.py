@@ -1,5 +1,5 @@
 """POST /forget (semantic soft delete, dryRun, purge) and the derived copies that go with
-forgotten memory and with deleted sessions: search units, idempotency replies, forget hooks.
+forgotten memory and with deleted sessions: search units, idempotency replies, RecordsForgotten events.
 Both stores, in-process and over the local server; responses validated against openapi.yaml."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.ports import SearchFilter
 from agent_memory.runtime import get_runtime
+from agent_memory.services.events import RecordsForgotten
 from agent_memory.services.facts.forget import FORGETTERS
 
 CTX = "/api/v1/acme"
@@ -48,13 +49,13 @@ def state_values(api) -> set[str]:
 
 
 @pytest.fixture
-def hook_calls():
+def forgotten_events():
     calls: list[tuple[str, set[str]]] = []
-    get_runtime().on_forget.append(lambda ctx, ids: calls.append((ctx.context_id, set(ids))))
+    get_runtime().events.subscribe(RecordsForgotten, lambda e: calls.append((e.ctx.context_id, set(e.ids))))
     return calls
 
 
-def test_dry_run_lists_and_deletes_nothing(any_api, hook_calls):
+def test_dry_run_lists_and_deletes_nothing(any_api, forgotten_events):
     write(any_api, "I like sushi.")
     write(any_api, "I live in London.")
     before = get(any_api, "/state")
@@ -64,10 +65,10 @@ def test_dry_run_lists_and_deletes_nothing(any_api, hook_calls):
     assert ("attribute", "User likes: sushi") in kinds and ("turn", "I like sushi.") in kinds
     assert all(i["score"] >= 0.25 for i in out["items"])
     assert not [i for i in out["items"] if "London" in i["text"]]  # under the default minScore
-    assert get(any_api, "/state") == before and hook_calls == []
+    assert get(any_api, "/state") == before and forgotten_events == []
 
 
-def test_forget_removes_facts_and_turns_from_every_read(any_api, hook_calls):
+def test_forget_removes_facts_and_turns_from_every_read(any_api, forgotten_events):
     first = write(any_api, "I like sushi.")
     write(any_api, "I like pizza.", sessionId=first["sessionId"])
     sushi_attr = first["extraction"]["attributes"][0]["id"]
@@ -84,7 +85,7 @@ def test_forget_removes_facts_and_turns_from_every_read(any_api, hook_calls):
     assert [t["content"] for t in turns] == ["I like pizza."]
     assert get_runtime().sessions.get_turn(RCTX, first["turnId"]) is None
     assert not search_ids("sushi") & {sushi_attr, first["turnId"]}
-    assert hook_calls == [("acme", {sushi_attr, first["turnId"]})]
+    assert forgotten_events == [("acme", {sushi_attr, first["turnId"]})]
     assert forget(any_api, query="sushi", minScore=0.3)["items"] == []  # nothing left to find
     # Stating it again stores a new fact.
     again = write(any_api, "I like sushi.")["extraction"]["attributes"]
@@ -105,7 +106,7 @@ def test_forget_without_purge_keeps_the_superseded_history(any_api):
     assert june == []
 
 
-def test_purge_hard_deletes_the_fact_and_its_history(any_api, hook_calls):
+def test_purge_hard_deletes_the_fact_and_its_history(any_api, forgotten_events):
     write(any_api, "I live in London.", observed_at="2026-03-10T10:00:00Z")
     second = write(any_api, "I moved to Berlin.", observed_at="2026-05-10T10:00:00Z")
     write(any_api, "I like tea.")
@@ -119,7 +120,7 @@ def test_purge_hard_deletes_the_fact_and_its_history(any_api, hook_calls):
     left = [r.data["id"] for r in store.query(keys.attrs_pk(RCTX, USER), prefix="a#location#", limit=100).records]
     assert left == []  # gone from the store, not just hidden
     assert not search_ids("London Berlin location", as_of="2026-04-15T00:00:00Z") & {london_id, berlin_id}
-    assert hook_calls and {london_id, berlin_id} <= hook_calls[0][1]
+    assert forgotten_events and {london_id, berlin_id} <= forgotten_events[0][1]
     assert state_values(any_api) == {"tea"}
     # The turn that stated it is not a fact: it stays unless it is forgotten too.
     assert get_runtime().sessions.get_turn(RCTX, second["turnId"]) is not None
@@ -183,7 +184,7 @@ def test_chunks_plug_in_through_the_registry(any_api, monkeypatch):
     assert rt.search.get("acme", "chunk_01bbb") is None
 
 
-def test_deleting_a_session_removes_its_turns_from_retrieval_and_notifies(any_api, hook_calls):
+def test_deleting_a_session_removes_its_turns_from_retrieval_and_notifies(any_api, forgotten_events):
     first = write(any_api, "I like sushi.")
     sid = first["sessionId"]
     write(any_api, "I live in Oslo.", sessionId=sid)
@@ -196,7 +197,7 @@ def test_deleting_a_session_removes_its_turns_from_retrieval_and_notifies(any_ap
     assert any_api.delete(f"{CTX}/sessions/{sid}").status == 204
     assert not search_ids("sushi Oslo jazz") & turn_ids
     assert other["turnId"] in search_ids("tea")
-    assert hook_calls and set().union(*(ids for _, ids in hook_calls)) == turn_ids
+    assert forgotten_events and set().union(*(ids for _, ids in forgotten_events)) == turn_ids
     assert get_runtime().store.query(keys.idempotency_pk(RCTX), limit=10).records == []
     # Facts learned from the deleted turns stay (docs/decisions.md, "Sessions").
     assert {"sushi", "Oslo", "jazz", "tea"} <= state_values(any_api)

@@ -8,12 +8,9 @@ or stream change in template.yaml cannot drift from what they run against.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_memory.cfn_template import load_template, repo_root
-
-if TYPE_CHECKING:
-    from agent_memory.config import Settings
 
 TABLE_RESOURCE = "MemoryTable"
 # CloudFormation property names that CreateTable takes unchanged.
@@ -69,15 +66,13 @@ def create_table_from_template(client: Any, table_name: str, template_path: str 
     return True
 
 
-def ensure_table(settings: Settings) -> bool:
+def ensure_table(table_name: str, *, region: str | None = None, endpoint_url: str | None = None) -> bool:
     """Create the configured table unless it exists (``agent-memory serve --create-table``),
-    through the same client settings the record store uses."""
+    through the client the record store builds from the same arguments."""
     from agent_memory.adapters.dynamodb_store import DynamoDBRecordStore
 
-    store = DynamoDBRecordStore(
-        settings.table_name, region=settings.aws_region, endpoint_url=settings.dynamodb_endpoint
-    )
-    return create_table_from_template(store.client, settings.table_name)
+    store = DynamoDBRecordStore(table_name, region=region, endpoint_url=endpoint_url)
+    return create_table_from_template(store.client, table_name)
 
 
 def _sse_specification(sse: dict[str, Any]) -> dict[str, Any]:

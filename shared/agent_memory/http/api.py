@@ -1,6 +1,8 @@
 """HTTP glue shared by every function's ``app.py``: one resolver factory that maps domain
-errors to problem documents once, and helpers that parse a request (context, body, query)
-so handlers stay thin: parse, authorise, call one service, return."""
+errors to problem documents once and resolves the caller of every context route before its
+handler (writing the audit and catalogue records an access leaves), and helpers that read
+a request (the resolved caller, body, query) so handlers stay thin: parse, call one
+service, return."""
 
 from __future__ import annotations
 
@@ -102,14 +104,14 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
     def context(self, value: dict) -> None:
         self._state()["context"] = value
 
-    def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    def resolve(self, event: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
         state = self._state()
         state["event"] = self._to_proxy_event(event)
-        state["lambda_context"] = context
+        state["lambda_context"] = lambda_context
         state["context"] = {}
         started = time.perf_counter()
         try:
-            response = super().resolve(event, context)
+            response = super().resolve(event, lambda_context)
             observability.request_done(str(event.get("routeKey") or "unknown"), response.get("statusCode", 0),
                                        (time.perf_counter() - started) * 1000)
             return response
@@ -159,33 +161,49 @@ def _within_budget(app: APIGatewayHttpResolver, next_middleware: Any) -> Respons
 def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
     """A streamed response's frames, produced after the handler has returned: they keep the
     request's in-flight slot (released when the stream ends or is closed) and run under its
-    deadline (each frame is produced in a copy of the handler's context)."""
+    deadline (each frame is produced in a copy of the handler's context variables)."""
     lease = _lease.get()
     if lease is not None:
         lease.handed_over = True
-    context = contextvars.copy_context()
+    request_vars = contextvars.copy_context()
 
-    def frames_in_context() -> Iterator[str]:
+    def frames_in_request() -> Iterator[str]:
         try:
             while True:
                 try:
-                    frame = context.run(next, frames)
+                    frame = request_vars.run(next, frames)
                 except StopIteration:
                     return
                 yield frame
         finally:
             close = getattr(frames, "close", None)
             if close is not None:
-                context.run(close)
+                request_vars.run(close)
             if lease is not None:
                 lease.limiter.release()
 
-    return frames_in_context()
+    return frames_in_request()
+
+
+_CALLER = "caller"  # route state: the RequestContext resolved before the handler
+
+
+def _resolve_and_record_caller(app: APIGatewayHttpResolver, next_middleware: Any) -> Response:
+    """Every route under ``/api/v1/<context_id>/``, before its handler: resolve the caller
+    (``context`` hands it to the handler), then write the records an access leaves
+    (``record_access``). Authentication errors answer before the handler runs."""
+    context_id = app.context.get("_route_args", {}).get("context_id")
+    if context_id is not None:
+        ctx = resolve_caller(app, context_id)
+        record_access(app, ctx)
+        app.append_context(**{_CALLER: ctx})
+    return next_middleware(app)
 
 
 def make_resolver() -> APIGatewayHttpResolver:
     app = ThreadSafeHttpResolver()
-    app.use(middlewares=[_within_budget])
+    # The request deadline and in-flight slot cover the caller's resolution too.
+    app.use(middlewares=[_within_budget, _resolve_and_record_caller])
 
     @app.exception_handler(MemoryError_)
     def _domain_error(exc: MemoryError_) -> Response:
@@ -217,19 +235,36 @@ def make_resolver() -> APIGatewayHttpResolver:
 
 
 def context(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
+    """The caller of this request in ``context_id``, as ``_resolve_and_record_caller``
+    resolved it before the handler ran. Reads only."""
+    ctx = app.context.get(_CALLER)
+    if ctx is None or ctx.context_id != context_id:
+        raise RuntimeError(f"no caller resolved for context {context_id!r}: not a /api/v1/<context_id>/ route")
+    return ctx
+
+
+def resolve_caller(app: APIGatewayHttpResolver, context_id: str) -> RequestContext:
+    """Authenticate the request and resolve its ``RequestContext`` in ``context_id`` (the
+    grants of the verb the route needs). Writes nothing; the log lines gain its keys."""
     event = app.current_event
-    settings = get_runtime().settings
     method, path = event.request_context.http.method, event.raw_path or ""
     ctx = resolve(context_id, dict(event.headers or {}),
-                  default_principal=settings.default_principal,
+                  default_principal=get_runtime().settings.default_principal,
                   request_id=event.request_context.request_id, authenticator=get_runtime().authenticator,
                   verb=grants.required_verb(method, path))
     observability.request_keys(context_id=ctx.context_id, principal=ctx.principal)
+    return ctx
+
+
+def record_access(app: APIGatewayHttpResolver, ctx: RequestContext) -> None:
+    """The records a resolved caller leaves: the audit of a delegated call, and on a write
+    the catalogue's note of the context and partition (the pickers list it from here on)."""
+    event = app.current_event
+    method, path = event.request_context.http.method, event.raw_path or ""
     if ctx.delegated_by is not None:
         get_runtime().audit.delegated(ctx, f"{method} {path}")
     if grants.required_verb(method, path) == grants.WRITE:
-        get_runtime().catalogue.note(ctx)  # the context and partition pickers list it from here on
-    return ctx
+        get_runtime().catalogue.note(ctx)
 
 
 def authenticate(app: APIGatewayHttpResolver, verb: str | None = None) -> Any:

@@ -8,8 +8,13 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 
 from agent_memory.kernel.errors import InvalidCursor
+
+# The HMAC key of paging cursors, read when a page is served (``config.Settings.cursor_secret``:
+# Secrets Manager on Lambda), so building a service reads no secret.
+CursorSecret = Callable[[], bytes]
 
 
 def _b64(data: bytes) -> str:

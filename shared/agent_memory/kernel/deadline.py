@@ -97,5 +97,5 @@ def timeout_for(configured: float, *, on_expired: Callable[[str], BaseException]
 def submit_in_context(pool: Executor, fn: Callable[..., T], *args: Any) -> Future[T]:
     """``pool.submit`` that runs ``fn`` in a copy of the caller's context, so work handed to
     another thread keeps the request's deadline."""
-    ctx = contextvars.copy_context()
-    return pool.submit(ctx.run, fn, *args)
+    caller_vars = contextvars.copy_context()
+    return pool.submit(caller_vars.run, fn, *args)

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     if settings.store == "dynamodb" and args.create_table:
         from agent_memory.adapters.dynamodb_table import ensure_table
 
-        ensure_table(settings)
+        ensure_table(settings.table_name, region=settings.aws_region, endpoint_url=settings.dynamodb_endpoint)
     from agent_memory.kernel.errors import ConfigurationError
     from agent_memory.ports import EmbedderMismatch
 

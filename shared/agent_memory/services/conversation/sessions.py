@@ -15,13 +15,13 @@ from dataclasses import dataclass, replace
 from agent_memory.access import grants
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
-from agent_memory.config import Settings
 from agent_memory.kernel import cursor, deadline, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Conflict, NotFound, SessionClosed
 from agent_memory.kernel.ids import new_id
 from agent_memory.models.records import Page, Session, Turn
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
+from agent_memory.services.events import DomainEvents, EventPublisher, RecordsForgotten
 
 APPEND_ATTEMPTS = 40
 
@@ -36,12 +36,13 @@ class NewTurn:
 
 
 class SessionService:
-    def __init__(self, store: RecordStore, settings: Settings,
-                 on_turns_removed: list[Callable[[RequestContext, list[str]], None]] | None = None):
+    """Sessions and their turns. Deleting a session publishes ``RecordsForgotten`` for its
+    turns on ``events`` (search units go with the rows, through projection)."""
+
+    def __init__(self, store: RecordStore, cursor_secret: cursor.CursorSecret, events: DomainEvents | None = None):
         self.store = store
-        self.settings = settings
-        # Derived copies (search units, caches) subscribe here to follow deletions.
-        self.on_turns_removed = on_turns_removed if on_turns_removed is not None else []
+        self._cursor_secret = cursor_secret
+        self._events = events if events is not None else EventPublisher()
 
     # --- sessions -------------------------------------------------------------------
 
@@ -104,9 +105,8 @@ class SessionService:
             page = self.store.query(pk, after=after, limit=100)
             if page.records:
                 self.store.transact([Delete(r.pk, r.sk) for r in page.records])
-                ids = [Turn.from_item(r.data).id for r in page.records]
-                for listener in self.on_turns_removed:
-                    listener(ctx, ids)
+                turn_ids = frozenset(Turn.from_item(r.data).id for r in page.records)
+                self._events.publish(RecordsForgotten(ctx, turn_ids))
             if page.last_key is None:
                 break
             after = page.last_key
@@ -115,7 +115,7 @@ class SessionService:
 
     def list_turns(self, ctx: RequestContext, session_id: str, limit: int, page_cursor: str | None) -> Page[Turn]:
         self._load(ctx, session_id)
-        secret = self.settings.cursor_secret()
+        secret = self._cursor_secret()
         collection = f"turns:{session_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         page = self.store.query(keys.turns_pk(ctx, session_id), after=after, limit=limit)

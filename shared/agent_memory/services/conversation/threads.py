@@ -47,7 +47,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from agent_memory.access.request_context import RequestContext
-from agent_memory.config import Settings
 from agent_memory.kernel import cursor, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Forbidden, InvalidRequest, NotFound, PayloadTooLarge, ServiceBusy
@@ -112,11 +111,16 @@ def split_text(text: str, max_bytes: int = INLINE_TEXT_BYTES) -> list[str]:
 
 
 class ThreadService:
-    def __init__(self, store: RecordStore, search: SearchIndex | None, settings: Settings):
+    """Threads and their turns. ``audit`` records admin reads past reader lists; a turn's
+    text is at most ``turn_bytes`` (``limits.thread_turn_bytes``)."""
+
+    def __init__(self, store: RecordStore, search: SearchIndex | None, cursor_secret: cursor.CursorSecret,
+                 audit: reader_access.AuditLog, *, turn_bytes: int):
         self.store = store
         self.search = search
-        self.settings = settings
-        self.audit = reader_access.AuditLog(store, settings.limits.audit_ttl_s)
+        self._cursor_secret = cursor_secret
+        self.audit = audit
+        self._turn_bytes = turn_bytes
 
     # --- append ---------------------------------------------------------------------
 
@@ -125,7 +129,7 @@ class ThreadService:
         check_thread_id(thread_id)
         req.check()
         size = len(req.text.encode("utf-8"))
-        cap = self.settings.limits.thread_turn_bytes
+        cap = self._turn_bytes
         if size > cap:
             raise PayloadTooLarge(f"text is {size} bytes; the limit for a thread turn is {cap}", field="text")
 
@@ -260,7 +264,7 @@ class ThreadService:
         if page_cursor is not None and after_index is not None:
             raise InvalidRequest("pass cursor or after_index, not both", field="cursor")
         pk = keys.thread_turns_pk(ctx, thread_id)
-        secret, collection = self.settings.cursor_secret(), f"thread-turns:{ctx.partition}:{thread_id}"
+        secret, collection = self._cursor_secret(), f"thread-turns:{ctx.partition}:{thread_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         if after is not None and (set(after) != {"pk", "sk"} or after["pk"] != pk):
             raise InvalidRequest("cursor belongs to another thread", field="cursor")

@@ -45,7 +45,6 @@ from datetime import timedelta
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
-from agent_memory.config import Settings
 from agent_memory.kernel import cursor, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import (
@@ -106,19 +105,24 @@ def document_of(record: Record) -> Document:
 
 class DocumentService:
     """``ingestion_queue`` and ``upload_store`` are providers: the queue and the bucket client
-    are built on first use (a function that only reads documents never creates them)."""
+    are built on first use (a function that only reads documents never creates them). A
+    document is at most ``document_bytes`` (``limits.document_bytes``); a presigned upload
+    URL stays valid ``upload_url_ttl_s`` seconds."""
 
-    def __init__(self, store: RecordStore, settings: Settings, *, ingestion_queue: Callable[[], JobQueue],
-                 upload_store: Callable[[], UploadStore | None]):
+    def __init__(self, store: RecordStore, cursor_secret: cursor.CursorSecret, *,
+                 ingestion_queue: Callable[[], JobQueue], upload_store: Callable[[], UploadStore | None],
+                 document_bytes: int, upload_url_ttl_s: int):
         self.store = store
-        self.settings = settings
+        self._cursor_secret = cursor_secret
+        self._document_bytes = document_bytes
+        self._upload_url_ttl_s = upload_url_ttl_s
         self._queue = ingestion_queue
         self._uploads = upload_store
 
     # --- ingest ---------------------------------------------------------------------
 
     def ingest(self, ctx: RequestContext, upload: DocumentUpload) -> IngestResult:
-        cap = self.settings.limits.document_bytes
+        cap = self._document_bytes
         if len(upload.text.encode("utf-8")) > cap:
             raise PayloadTooLarge(f"document is over the {cap}-byte limit")
         text = chunking.normalise(upload.text)
@@ -174,14 +178,14 @@ class DocumentService:
         if uploads is None:
             raise ServiceBusy("presigned uploads need an upload bucket (AGENT_MEMORY_UPLOAD_BUCKET), and this "
                               "deployment has none configured", code="uploads_unavailable", retry_after=3600)
-        cap = self.settings.limits.document_bytes
+        cap = self._document_bytes
         if req.size > cap:
             raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
         now = timeutil.now_iso()
         doc_id = new_id("doc")
         fmt = req.format or ("markdown" if (req.filename or "").lower().endswith(MARKDOWN_SUFFIXES) else None)
         content_type = "text/markdown" if fmt == "markdown" else "text/plain"
-        ttl = self.settings.limits.upload_url_ttl_s
+        ttl = self._upload_url_ttl_s
         expires = timeutil.iso(timeutil.now() + timedelta(seconds=ttl))
         doc = Document(id=doc_id, context_id=ctx.context_id, partition=ctx.partition, title=req.title or "",
                        title_given=req.title, format_given=fmt, content_hash="", size=req.size, chunk_count=0,
@@ -209,7 +213,7 @@ class DocumentService:
         redoes it, after the claim finds ``ingesting``."""
         doc = document_of(record)
         uploads = self._uploads()
-        cap = self.settings.limits.document_bytes
+        cap = self._document_bytes
         try:
             if uploads is None:
                 raise ServiceBusy("the ingestion worker has no upload bucket configured", code="uploads_unavailable")
@@ -330,7 +334,7 @@ class DocumentService:
 
     def list_chunks(self, ctx: RequestContext, doc_id: str, limit: int, page_cursor: str | None) -> Page[Chunk]:
         self._load(ctx, doc_id)
-        secret = self.settings.cursor_secret()
+        secret = self._cursor_secret()
         collection = f"chunks:{doc_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         pk = keys.chunks_pk(ctx, doc_id)

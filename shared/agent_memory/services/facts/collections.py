@@ -51,7 +51,7 @@ from agent_memory.services.facts.readable import Readable, memory_record
 from agent_memory.services.facts.reconcile import normalise_value
 
 if TYPE_CHECKING:
-    from agent_memory.config import Settings
+    from agent_memory.kernel.cursor import CursorSecret
     from agent_memory.ports import RecordStore
 
 RESOLVE_ATTEMPTS = 20
@@ -77,17 +77,17 @@ class CollectionService:
     """The paged fact collections and uncertainty resolution. ``write_facts(ctx, request)``
     is the write path (``FactsService.write``) that stores an accepted value."""
 
-    def __init__(self, store: RecordStore, settings: Settings,
+    def __init__(self, store: RecordStore, cursor_secret: CursorSecret,
                  write_facts: Callable[[RequestContext, WriteFactsRequest], Any]):
         self.store = store
-        self._settings = settings
+        self._cursor_secret = cursor_secret
         self._write_facts = write_facts
 
     def _page(self, ctx: RequestContext, name: str, filters: dict[str, Any], src: paging.Source, kinds: set[str],
               pred: Callable[[dict[str, Any]], bool], limit: int, page_cursor: str | None,
               with_total: bool) -> paging.Paged:
         keep = paging.chain(Readable(self.store, ctx, kinds), _where(pred))
-        return paging.paged(self.store, self._settings.cursor_secret(), ctx,
+        return paging.paged(self.store, self._cursor_secret(), ctx,
                             paging.collection_name(ctx, name, **filters), src, limit=limit, page_cursor=page_cursor,
                             render=memory_record, keep=keep, with_total=with_total)
 

@@ -45,7 +45,7 @@ from agent_memory.services.facts.forget import remove_records, tombstone
 from agent_memory.services.facts.readable import Readable
 
 if TYPE_CHECKING:
-    from agent_memory.config import Settings
+    from agent_memory.kernel.cursor import CursorSecret
     from agent_memory.ports import RecordStore
     from agent_memory.services.facts.forget import ForgetService
 
@@ -99,13 +99,10 @@ class EntityView:
 
 
 class EntityService:
-    def __init__(self, store: RecordStore, settings: Settings, forget: ForgetService):
+    def __init__(self, store: RecordStore, cursor_secret: CursorSecret, forget: ForgetService):
         self.store = store
-        self._settings = settings
+        self._cursor_secret = cursor_secret
         self._forget = forget
-
-    def _secret(self) -> bytes:
-        return self._settings.cursor_secret()
 
     def load(self, ctx: RequestContext, entity_id: str) -> Record:
         record = self.store.get(keys.entities_pk(ctx), keys.entity_sk(entity_id))
@@ -119,7 +116,7 @@ class EntityService:
              with_total: bool = False) -> paging.Paged:
         entity_type = entity_type_param(entity_type) if entity_type is not None else None
         src = paging.Source(keys.entities_pk(ctx), prefix=f"{entity_type}/" if entity_type else None)
-        return paging.paged(self.store, self._secret(), ctx, paging.collection_name(ctx, "entities", type=entity_type),
+        return paging.paged(self.store, self._cursor_secret(), ctx, paging.collection_name(ctx, "entities", type=entity_type),
                             src, limit=limit, page_cursor=page_cursor, with_total=with_total,
                             render=lambda r: Entity.from_dict(r.data),
                             keep=Readable(self.store, ctx, {"entity"}))
@@ -165,7 +162,7 @@ class EntityService:
         self.load(ctx, entity_id)
         src = paging.Source(keys.attrs_pk(ctx, entity_id), prefix="a#")
         collection = paging.collection_name(ctx, "history", entity=entity_id)
-        return paging.paged(self.store, self._secret(), ctx, collection, src, limit=limit, page_cursor=page_cursor,
+        return paging.paged(self.store, self._cursor_secret(), ctx, collection, src, limit=limit, page_cursor=page_cursor,
                             with_total=with_total, render=lambda r: Attribute.from_dict(r.data),
                             keep=Readable(self.store, ctx, {"attribute"}))
 

@@ -26,9 +26,10 @@
    actions, turns or chunks left is removed with them (``OrphanedEntities``); ``entities``
    lists them (with ``dryRun``: those that would go).
 5. **Derived copies.** The search units are also deleted directly (retrieval forgets at
-   once, whatever the projection lag); stored idempotency replies that mention a removed
-   id are deleted, and every ``runtime.on_forget`` hook gets ``(ctx, removed ids)`` (the
-   response cache subscribes there). Session delete calls the same hooks for its turns.
+   once, whatever the projection lag), and a ``RecordsForgotten`` event names the removed
+   ids (``services/events.py``): its subscribers delete stored idempotency replies that
+   mention one, then the response cache entries that used one. Session delete publishes the
+   same event for its turns.
 
 Soft-deleted rows stay in the store (an audit trail an operator can inspect); forgotten
 rows never come back through the API, and a later statement of the same fact is stored
@@ -59,6 +60,7 @@ from agent_memory.ports import (
 )
 from agent_memory.services import paging
 from agent_memory.services.conversation.sessions import backoff
+from agent_memory.services.events import RecordsForgotten
 from agent_memory.services.facts.fact_kinds import (
     BY_KIND,
     FACT_KINDS,
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
     from agent_memory.models.reads import ForgetRequest
     from agent_memory.ports import SearchIndex
     from agent_memory.services.conversation.sessions import SessionService
+    from agent_memory.services.events import DomainEvents
 
 log = logging.getLogger("agent_memory.forget")
 
@@ -269,15 +272,16 @@ class ForgetOutcome:
 
 class ForgetService:
     """Semantic forget and the clean-up after any removal. Forgetters read ``store``,
-    ``search`` and ``sessions`` from it; ``on_removed(ctx, ids)`` removes derived copies of
-    removed records (stored idempotency replies, the response cache)."""
+    ``search`` and ``sessions`` from it; a ``RecordsForgotten`` on ``events`` lets the
+    subscribers remove derived copies of removed records (stored idempotency replies, the
+    response cache)."""
 
     def __init__(self, store: RecordStore, search: SearchIndex | None, sessions: SessionService,
-                 on_removed: Callable[[RequestContext, set[str]], None]):
+                 events: DomainEvents):
         self.store = store
         self.search = search
         self.sessions = sessions
-        self._on_removed = on_removed
+        self._events = events
 
     def remove(self, records: list[Record], purge: bool) -> set[str]:
         """Soft-delete (or purge) records, the way every forget rule removes by default."""
@@ -334,11 +338,11 @@ class ForgetService:
         return ForgetOutcome(len(items), items, entities)
 
     def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str]) -> None:
-        """Derived copies: search units now (whatever the projection lag), idempotency
-        replies and subscribers (``on_removed``)."""
+        """Derived copies: search units now (whatever the projection lag), then the event's
+        subscribers (idempotency replies, the response cache)."""
         ids = set(ids)
         if not ids:
             return
         if self.search is not None:
             self.search.delete(ctx.context_id, sorted(ids))
-        self._on_removed(ctx, ids)
+        self._events.publish(RecordsForgotten(ctx, frozenset(ids)))

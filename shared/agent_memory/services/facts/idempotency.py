@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,7 +121,7 @@ class IdempotencyService:
                            "for replay; read the result instead of retrying", code="idempotency_reply_not_stored")
         return Outcome(record.data["body"], 200, True)
 
-    def forget_refs(self, ctx: RequestContext, ids: set[str]) -> int:
+    def forget_refs(self, ctx: RequestContext, ids: Set[str]) -> int:
         """Delete stored replies that mention any of ``ids``; returns how many went."""
         removed, after = 0, None
         while True:

@@ -60,6 +60,7 @@ from agent_memory.ports import (
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.rules.speaker import EntityResolver
 from agent_memory.services.conversation.sessions import NewTurn, backoff
+from agent_memory.services.events import DomainEvents, EventPublisher, FactsChanged
 from agent_memory.services.facts import reconcile as rec
 from agent_memory.services.facts.extraction.prompt import build_extraction_prompt
 from agent_memory.services.facts.fact_kinds import BY_EXTRACTED, CLAIM_FIELDS
@@ -67,7 +68,6 @@ from agent_memory.services.facts.repository import MemoryRepository
 from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record
 
 if TYPE_CHECKING:
-    from agent_memory.config import Settings
     from agent_memory.ports import RecordStore
     from agent_memory.services.conversation.sessions import SessionService
 
@@ -112,17 +112,24 @@ class BatchWriteOutcome:
 
 class FactsService:
     """The write path. ``language_model`` resolves a model by name (instances are cached by
-    the caller); ``fact_change_listeners`` are called ``(ctx, entity ids)`` after a write
-    changed those entities' facts (the list is read at call time, so it may grow later)."""
+    the caller) and ``extraction_model`` names the one that extracts facts; a write that
+    changed entities' facts publishes ``FactsChanged`` on ``events``. Limits: a turn's text
+    is at most ``text_bytes`` (``limits.facts_text_bytes``), a batch runs
+    ``extraction_concurrency`` extraction calls at once (``limits.document_concurrency``), and
+    a claim under ``confidence_floor`` (``limits.extraction_confidence_floor``) is not stored
+    as a current value."""
 
-    def __init__(self, store: RecordStore, sessions: SessionService, settings: Settings,
-                 language_model: Callable[[str], LanguageModel],
-                 fact_change_listeners: Sequence[Callable[[RequestContext, set[str]], None]] = ()):
+    def __init__(self, store: RecordStore, sessions: SessionService,
+                 language_model: Callable[[str], LanguageModel], events: DomainEvents | None = None, *,
+                 extraction_model: str, text_bytes: int, extraction_concurrency: int, confidence_floor: float):
         self._store = store
         self._sessions = sessions
-        self._settings = settings
         self._language_model = language_model
-        self._listeners = fact_change_listeners
+        self._events = events if events is not None else EventPublisher()
+        self._extraction_model = extraction_model
+        self._text_bytes = text_bytes
+        self._extraction_concurrency = extraction_concurrency
+        self._reconcile_settings = rec.ReconcileSettings(confidence_floor=confidence_floor)
         self.repo = MemoryRepository(store)
 
     # --- public operations ------------------------------------------------------------
@@ -190,12 +197,12 @@ class FactsService:
 
     def _extract_many(self, ctx: RequestContext, items: Sequence[tuple[str, str | None, dict[str, str] | None]]
                       ) -> list[ExtractionOutput]:
-        """One extraction call per item, ``limits.document_concurrency`` at once, all under the
+        """One extraction call per item, ``extraction_concurrency`` at once, all under the
         request's deadline. The first failure cancels the calls not yet started and is raised
         (nothing has been written yet)."""
         if len(items) <= 1:
             return [self.extract(ctx, text, ts, speaker=speaker) for text, ts, speaker in items]
-        workers = min(len(items), max(1, self._settings.limits.document_concurrency))
+        workers = min(len(items), max(1, self._extraction_concurrency))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="batch-extract") as pool:
             futures = [deadline.submit_in_context(pool, self._extract_one, ctx, text, ts, speaker)
                        for text, ts, speaker in items]
@@ -214,7 +221,7 @@ class FactsService:
                 speaker: dict[str, str] | None = None) -> ExtractionOutput:
         """One extraction model call (one retry on invalid output). Writes nothing. In a turn
         said by someone other than the context's user (``speaker``), "I" is that speaker."""
-        model: LanguageModel = self._language_model(str(self._settings.models.extraction))
+        model: LanguageModel = self._language_model(self._extraction_model)
         other = speaker["name"] if is_other_speaker(speaker) else None
         system, user = build_extraction_prompt(
             text, speaker_name=other or self.repo.speaker_name(ctx), known_entities=self.repo.entity_names(ctx),
@@ -254,7 +261,7 @@ class FactsService:
             resolver=resolver,
             speaker_name=speaker, scopes=scopes, labels=labels, context_id=ctx.context_id,
             created_by=ctx.principal, observed_at=observed,
-            settings=rec.ReconcileSettings(confidence_floor=self._settings.limits.extraction_confidence_floor),
+            settings=self._reconcile_settings,
         )
         return plan, loaded
 
@@ -279,12 +286,12 @@ class FactsService:
             except ConditionFailed:
                 backoff(attempt)  # append_turns re-reads the stored session on each attempt
                 continue
-            self._notify_changes(ctx, planner.results)
+            self._publish_changes(ctx, planner.results)
             return [r.id for r in rows], list(planner.results)
         raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
 
-    def _notify_changes(self, ctx: RequestContext, results: Sequence[ExtractionResult | None]) -> None:
-        """Tell subscribers (the response cache) which entities' facts this write changed."""
+    def _publish_changes(self, ctx: RequestContext, results: Sequence[ExtractionResult | None]) -> None:
+        """Publish ``FactsChanged`` for the entities whose facts this write changed."""
         changed: set[str] = set()
         for result in results:
             if result is None:
@@ -294,8 +301,7 @@ class FactsService:
             for r in result.relations:
                 changed.update((r.subject, r.object))
         if changed:
-            for listener in list(self._listeners):
-                listener(ctx, changed)
+            self._events.publish(FactsChanged(ctx, frozenset(changed)))
 
     def write_document_facts(self, ctx: RequestContext, extractions: Sequence[tuple[str, ExtractionOutput]],
                              scopes: list[list[str]], labels: list[str],
@@ -313,7 +319,7 @@ class FactsService:
         for chunk_id, extraction in extractions:
             pending = PendingTurn("system", "", observed_at, "full", extraction, source_kind="document")
             results += self._commit_plan(ctx, pending, chunk_id, scopes, labels)
-        self._notify_changes(ctx, results)
+        self._publish_changes(ctx, results)
         return results
 
     def _commit_plan(self, ctx: RequestContext, pending: PendingTurn, ref: str, scopes: list[list[str]],
@@ -337,7 +343,7 @@ class FactsService:
         raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
 
     def _check_size(self, text: str) -> None:
-        cap = self._settings.limits.facts_text_bytes
+        cap = self._text_bytes
         if len(text.encode("utf-8")) > cap:
             raise PayloadTooLarge(f"text is over the {cap}-byte limit")
 

@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
-from agent_memory.config import Settings
 from agent_memory.kernel import cursor, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.models.records import Document, Page, Session, Thread
@@ -36,9 +35,9 @@ class ContextEntry:
 
 
 class CatalogueService:
-    def __init__(self, store: RecordStore, settings: Settings):
+    def __init__(self, store: RecordStore, cursor_secret: cursor.CursorSecret):
         self.store = store
-        self.settings = settings
+        self._cursor_secret = cursor_secret
         self._noted: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
 
@@ -65,7 +64,7 @@ class CatalogueService:
     def list_contexts(self, *, bound_contexts: Sequence[str] | None, bound_partitions: Sequence[str] | None,
                       limit: int, page_cursor: str | None) -> Page[ContextEntry]:
         """The contexts a key may use: those it is bound to, else every context written to."""
-        secret = self.settings.cursor_secret()
+        secret = self._cursor_secret()
         after = cursor.decode(secret, "*", "contexts", page_cursor)
         if bound_contexts is not None:
             names = sorted(bound_contexts)
@@ -114,7 +113,7 @@ class CatalogueService:
               keep: Callable[[R], bool], limit: int, page_cursor: str | None) -> Page[R]:
         """Newest first is not an order the store keeps; ids are ULIDs, so oldest first.
         Rows the caller may not see are skipped, so a page may be short (as in every list)."""
-        secret = self.settings.cursor_secret()
+        secret = self._cursor_secret()
         after = cursor.decode(secret, ctx.context_id, f"{collection}:{ctx.partition}", page_cursor)
         page = self.store.query(pk, after=after, limit=limit)
         last = _truthful(self.store, pk, page.last_key)

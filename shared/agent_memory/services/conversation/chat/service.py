@@ -42,7 +42,7 @@ from agent_memory.services.facts.speakers import self_speaker
 from agent_memory.services.facts.write import PendingTurn
 
 if TYPE_CHECKING:
-    from agent_memory.config import Settings
+    from agent_memory.config_slices import ModelsConfig
     from agent_memory.ports import LanguageModel, RecordStore
     from agent_memory.services.conversation.chat.cache import ResponseCache
     from agent_memory.services.conversation.sessions import SessionService
@@ -141,14 +141,18 @@ ChatEvent = ChatDelta | ChatDone | ChatFailed
 class ChatService:
     """One chat turn. ``embed(texts)`` embeds the question for the response cache (built on
     first use); ``language_model`` resolves a model by name; ``count(metric)`` adds to an
-    invocation metric."""
+    invocation metric. ``models`` says which model answers (``models.response``, or one of
+    ``models.allowed`` a request names); a message is at most ``message_bytes``
+    (``limits.chat_message_bytes``)."""
 
-    def __init__(self, store: RecordStore, settings: Settings, sessions: SessionService,
+    def __init__(self, store: RecordStore, sessions: SessionService,
                  retrieval: RetrievalService, facts: FactsService, traces: TraceStore, cache: ResponseCache,
                  language_model: Callable[[str], LanguageModel], embed: Callable[[Sequence[str]], Any],
-                 count: Callable[[str], None] = lambda metric: None):
+                 count: Callable[[str], None] = lambda metric: None, *,
+                 models: ModelsConfig, message_bytes: int):
         self._store = store
-        self._settings = settings
+        self._models = models
+        self._message_bytes = message_bytes
         self._sessions = sessions
         self._retrieval = retrieval
         self._facts = facts
@@ -179,12 +183,10 @@ class ChatService:
     # --- steps --------------------------------------------------------------------------
 
     def _prepare(self, ctx: RequestContext, req: ChatRequest) -> PreparedTurn:
-        settings = self._settings
-        limits = settings.limits
-        if len(req.message.encode("utf-8")) > limits.chat_message_bytes:
-            raise PayloadTooLarge(f"message is over the {limits.chat_message_bytes}-byte limit")
-        model_name = req.model or str(settings.models.response)
-        if req.model and not settings.models.is_allowed(req.model):
+        if len(req.message.encode("utf-8")) > self._message_bytes:
+            raise PayloadTooLarge(f"message is over the {self._message_bytes}-byte limit")
+        model_name = req.model or str(self._models.response)
+        if req.model and not self._models.is_allowed(req.model):
             raise InvalidRequest(f"model {req.model!r} is not in models.allowed", field="model")
         scopes = ctx.write_scopes(req.scopes)
         session = self._sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)

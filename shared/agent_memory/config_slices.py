@@ -1,0 +1,80 @@
+"""The slices of the configuration a service may be given: the models block
+(``ModelsConfig``, made of ``ModelRef``) and the limits (``Limits``).
+
+``agent_memory.config.Settings`` holds them beside what only the composition root reads
+(storage, endpoints, secret ARNs). They live apart from it so that a service can name the
+slice it takes without importing ``config`` (an import contract in .importlinter keeps
+services off it). Services are handed these objects, or single values of them, plus a
+``kernel.cursor.CursorSecret`` for paging cursors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_memory.kernel.errors import ConfigurationError
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """``provider/model``; the model part may itself contain slashes or colons."""
+
+    provider: str
+    model: str
+
+    @classmethod
+    def parse(cls, value: str, *, providers: set[str], setting: str) -> ModelRef:
+        provider, sep, model = (value or "").strip().partition("/")
+        if not sep or not model:
+            raise ConfigurationError(f"{setting}: expected 'provider/model', got {value!r}")
+        if provider not in providers:
+            raise ConfigurationError(
+                f"{setting}: unknown provider {provider!r} (known: {', '.join(sorted(providers))})")
+        return cls(provider, model)
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
+    extraction: ModelRef
+    response: ModelRef
+    embedding: ModelRef
+    allowed: tuple[str, ...] = ()
+    embedding_dimensions: int | None = None
+    # A second look at retrieval's best candidates (ports.Reranker); None (``none``) = off
+    reranker: ModelRef | None = None
+    openai_base_url: str | None = None
+    request_timeout_s: float = 30.0
+
+    def is_allowed(self, name: str) -> bool:
+        return name == str(self.response) or name in self.allowed
+
+
+@dataclass(frozen=True)
+class Limits:
+    facts_text_bytes: int = 64 * 1024
+    chat_message_bytes: int = 32 * 1024
+    thread_turn_bytes: int = 1024 * 1024
+    document_bytes: int = 5 * 1024 * 1024
+    page_default: int = 100
+    page_max: int = 500
+    inflight_cap: int = 64
+    # Every request's time budget (seconds): locally this setting, in Lambda also the
+    # invocation's remaining time less ``deadline_margin_s`` (see agent_memory.kernel.deadline).
+    request_deadline_s: float = 29.0
+    deadline_margin_s: float = 0.5
+    cache_similarity: float = 0.95
+    extraction_confidence_floor: float = 0.5
+    idempotency_ttl_s: int = 24 * 3600
+    audit_ttl_s: int = 90 * 24 * 3600  # audit records (admin bypasses, delegated calls) expire after this
+    # Concurrent extraction model calls per document being ingested (services/documents/ingestion.py).
+    document_concurrency: int = 8
+    # The largest request body a synchronous route takes (POST /documents answers 413 above
+    # it and names the presigned upload route). Lambda's synchronous payload limit is 6 MB
+    # (6,291,456 bytes) for the whole event: 3,000,000 bytes stay below it even when API
+    # Gateway base64-encodes the body (x4/3) or the event escapes every character (x2).
+    sync_body_bytes: int = 3_000_000
+    # Seconds a presigned upload URL (POST /documents/uploads) stays valid.
+    upload_url_ttl_s: int = 900
