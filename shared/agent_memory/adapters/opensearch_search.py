@@ -83,6 +83,7 @@ from agent_memory.ports import (
 )
 from agent_memory.ranking.encoding import saturate
 from agent_memory.ranking.rows import ranking_from_units
+from agent_memory.ranking.visibility import nearest_visible
 
 log = logging.getLogger("agent_memory.opensearch")
 
@@ -693,7 +694,7 @@ class OpenSearchIndex:
             if leg.mode == "vector" and body is not None and self.recent is not None:
                 # Units written within the refresh interval join the vector leg (same filter rules).
                 fresh = [(u, (1.0 + cos) / 2.0, None)
-                         for u, cos in self._recent_hits(leg.query, vectors[leg.query], leg_flt, leg.depth)]
+                         for u, cos in self._recent_hits(vectors[leg.query], leg_flt, leg.depth)]
                 if fresh:
                     found = sorted(found + fresh, key=lambda h: -h[1])
             parsed.append(found)
@@ -743,21 +744,16 @@ class OpenSearchIndex:
                 raise RuntimeError(f"OpenSearch search failed: {r['error']}")
         return [r["hits"]["hits"] for r in responses]
 
-    def _recent_hits(self, query: str, vec: np.ndarray, flt: SearchFilter, depth: int) -> list[tuple[SearchUnit, float]]:
+    def _recent_hits(self, vec: np.ndarray, flt: SearchFilter, depth: int) -> list[tuple[SearchUnit, float]]:
         """The noted recent units (``recent``) that ``flt`` admits, nearest first, as
-        ``(unit, cosine)``: ranked by an in-memory embedded index of just those units, so the
-        filter rules are the embedded backend's, not a second copy of them."""
+        ``(unit, cosine)``: the filter rules and the vector leg's order are ranking's
+        (``ranking.visibility``), not a second copy of them."""
         assert self.recent is not None
         noted = self.recent.candidates(flt.context_id, flt.partition)
         if not noted:
             return []
-        from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
-
-        known = {u.text: v for u, v in noted}
-        known[query] = vec
-        with EmbeddedSearchIndex(":memory:", _KnownVectors(self.embedder, known), clock=self._clock) as index:
-            index.upsert([u for u, _ in noted])
-            return [(h.unit, h.score) for h in index.search(query, flt, k=depth, mode="vector")]
+        now_iso = timeutil.iso(datetime.fromtimestamp(self._clock(), UTC))
+        return nearest_visible(noted, vec, flt, now_iso, depth)
 
     def _verdicts(self, hits: Sequence[tuple[SearchUnit, str | None]], timeout: float | None) -> list[bool]:
         """Which hits are live (``live``); on Serverless the dead copies found are deleted, as
@@ -800,19 +796,3 @@ class OpenSearchIndex:
             "query": {"knn": {"embedding": {"vector": [float(x) for x in vector], "k": depth,
                                             "filter": flt_body}}},
         }
-
-
-class _KnownVectors:
-    """An embedder that answers with vectors already computed (``_recent_hits``)."""
-
-    def __init__(self, embedder: Embedder, vectors: dict[str, np.ndarray]) -> None:
-        self.name = embedder.name
-        self.dimension = int(embedder.dimension)
-        self._vectors = vectors
-        self._embedder = embedder
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in texts if t not in self._vectors]
-        if missing:
-            self._vectors.update(zip(missing, self._embedder.embed(missing), strict=True))
-        return np.stack([np.asarray(self._vectors[t], dtype=np.float32) for t in texts])

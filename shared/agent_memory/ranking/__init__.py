@@ -14,6 +14,8 @@
   legs), fused and ranked (``search``): what callers without tier-1 reads rank by (threads).
 - ``rows``: ``RowRanking`` columns built from decoded units (``ranking_from_units``,
   ``ranking_with_units``).
+- ``visibility``: ``SearchFilter`` rules for units held in memory (``unit_visible``) and the
+  nearest of them by vector (``nearest_visible``): tier-1 reads, units not yet searchable.
 - ``encoding``: the values a unit contributes to ranking columns (``unit_features``,
   ``saturate`` for BM25 scores, ``instant`` for timestamps).
 

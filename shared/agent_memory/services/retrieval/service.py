@@ -30,7 +30,7 @@ recipe (``ranking.recipes.RECIPES``), data rather than constants in code.
 
 Visibility (context, partition, read region, reader lists, validity / ``as_of``, labels,
 session, kinds, exclusions) is always enforced by the index filter or, for structured
-reads, by ``unit_visible`` with the same semantics; nothing is filtered after a cut.
+reads, by ``ranking.visibility.unit_visible`` with the same semantics; nothing is filtered after a cut.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from agent_memory.ranking.rank import QueryFacts, rank
 from agent_memory.ranking.recipes import RECIPES, RETRIEVAL_MODES, SearchRecipe
 from agent_memory.ranking.rerank import rerank
 from agent_memory.ranking.rows import ranking_from_units, ranking_with_units
+from agent_memory.ranking.visibility import unit_visible
 from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse
@@ -424,37 +425,6 @@ class RetrievalService:
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def unit_visible(unit: SearchUnit, flt: SearchFilter, now_iso: str) -> bool:
-    """``SearchFilter`` semantics (see ``ports.SearchFilter``) for one unit read from the
-    store: the same rules the indexes apply inside a search."""
-    if unit.context_id != flt.context_id or unit.partition != flt.partition:
-        return False
-    if flt.kinds is not None and unit.kind not in flt.kinds:
-        return False
-    if flt.roles is not None and unit.role not in flt.roles:
-        return False
-    if flt.session_id is not None and unit.session_id != flt.session_id:
-        return False
-    if flt.thread_id is not None and unit.thread_id != flt.thread_id:
-        return False
-    if unit.id in flt.exclude_ids:
-        return False
-    if flt.labels and not set(flt.labels) <= set(unit.labels):
-        return False
-    if flt.as_of is not None:
-        t = timeutil.normalise(flt.as_of)
-        if (unit.valid_from and timeutil.normalise(unit.valid_from) > t) or \
-                (unit.valid_until and timeutil.normalise(unit.valid_until) <= t):
-            return False
-    elif unit.valid_until and timeutil.normalise(unit.valid_until) <= now_iso:
-        return False
-    if not scopes.visible(unit.scopes, flt.read_region):
-        return False
-    if not flt.admin and unit.acl_readers is not None and not set(flt.principals) & set(unit.acl_readers):
-        return False
-    return True
 
 
 def _seed_order(unit: SearchUnit, qa: QueryAnalysis) -> tuple[float, ...]:
