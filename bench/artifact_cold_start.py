@@ -1,58 +1,145 @@
-"""Figures of the built stack (run `make sam-build` first, or `make bench-artifact`).
+"""Cold start of the built stack, measured on a pristine build.
 
-Usage: python bench/artifact_cold_start.py [--runs N]
-Prints the dependencies layer's size (unzipped, as Lambda counts it against the 250 MB
-limit), each function artifact's size, and each function's cold import: the median wall
-and CPU time of importing its handler in a fresh ``python -I -S`` interpreter whose path is only
-the artifact (``/var/task``), the layer (``/opt/python``) and the standard library, as in
-tests/deploy/lambda_harness.py. Lambda adds its own runtime start on top of these figures.
-The CPU figure is the one to compare across runs: other load on the machine inflates wall
-time far more than CPU time.
+Usage: python bench/artifact_cold_start.py [--runs N] [--sam PATH] [--build-dir DIR]
+
+By default it runs a fresh ``sam build`` into a temporary folder (removed afterwards), so no
+earlier run can have left bytecode in it; ``--build-dir`` measures an existing build instead
+(``.aws-sam/build`` after ``make sam-build``). Prints the dependencies layer's size (unzipped,
+as Lambda counts it against the 250 MB limit), how many of its ``.py`` files have bytecode,
+and for each function the median over N fresh interpreters of:
+
+- ``import cpu`` / ``import wall``: CPU and wall time of ``import app`` inside the child
+  (``time.process_time`` / ``perf_counter`` around the import, tests/deploy/lambda_harness.py);
+- ``process cpu`` / ``process wall``: the whole child, interpreter start included
+  (``resource.getrusage(RUSAGE_CHILDREN)`` and wall time around it).
+
+Each child is ``python -B -I -S lambda_harness.py TASK_ROOT LAYER_ROOT``: ``-B`` writes no
+bytecode (Lambda's ``/var/task`` and ``/opt`` are read-only), ``-I -S`` leave only the
+standard library on ``sys.path``, and the harness adds the function's artifact
+(``/var/task``) and the layer's ``python/`` (``/opt/python``), which holds every third-party
+package the functions import, so nothing from this venv's site-packages is seen. The same
+is done for a reference import of twelve precompiled standard-library modules: the yardstick
+that makes figures comparable across machines (divide by it). CPU is the figure to compare;
+load on the machine inflates wall time far more. Lambda's own runtime start is not included.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BUILD = REPO / ".aws-sam" / "build"
 HARNESS = REPO / "tests" / "deploy" / "lambda_harness.py"
+# Not imported by the interpreter's own start; all ship precompiled with CPython.
+REFERENCE_MODULES = ["json", "decimal", "email.message", "http.client", "asyncio", "xml.etree.ElementTree",
+                     "sqlite3", "csv", "logging", "urllib.request", "ssl", "dataclasses"]
+REFERENCE = f"""
+import json, sys, time
+sys.stdout = sys.stderr
+started, started_cpu = time.perf_counter(), time.process_time()
+import {", ".join(REFERENCE_MODULES)}
+sys.__stdout__.write(json.dumps({{"import_ms": (time.perf_counter() - started) * 1000,
+                                 "import_cpu_ms": (time.process_time() - started_cpu) * 1000}}) + "\\n")
+"""
+ENV = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "AWS_LAMBDA_FUNCTION_NAME": "cold-start-bench"}
 
 
 def size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
 
 
-def cold_import_ms(function: Path, layer: Path) -> tuple[float, float]:
-    proc = subprocess.run([sys.executable, "-I", "-S", str(HARNESS), str(function), str(layer)], input='"done"\n',
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, timeout=120)
-    first = json.loads(proc.stdout.splitlines()[0])
+def compiled_share(layer: Path) -> tuple[int, int]:
+    """(``.py`` files in the layer, how many have a cpython-311 ``.pyc`` beside them)."""
+    sources = [p for p in layer.rglob("*.py")]
+    tag = sys.implementation.cache_tag
+    compiled = sum((p.parent / "__pycache__" / f"{p.stem}.{tag}.pyc").exists() for p in sources)
+    return len(sources), compiled
+
+
+def run_child(argv: list[str], stdin: str, cwd: Path) -> dict[str, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=ENV, cwd=str(cwd), timeout=120)
+    wall_ms = (time.perf_counter() - started) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    lines = proc.stdout.splitlines()
+    first = json.loads(lines[0]) if lines else {"import_error": proc.stderr[-2000:]}
     if "import_ms" not in first:
-        raise SystemExit(f"{function.name}: {first.get('import_error')}")
-    return first["import_ms"], first["import_cpu_ms"]
+        raise SystemExit(f"{argv[-2:]}: {first.get('import_error')}\n{first.get('traceback', '')}")
+    cpu_ms = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000
+    return {"import_ms": first["import_ms"], "import_cpu_ms": first["import_cpu_ms"],
+            "process_ms": wall_ms, "process_cpu_ms": cpu_ms}
+
+
+def median_row(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+
+
+def sam_path(given: str | None) -> str:
+    for candidate in (given, os.environ.get("SAM"), str(REPO / ".venv-tools" / "bin" / "sam"), shutil.which("sam")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    raise SystemExit("no sam: run `make tools` or pass --sam")
+
+
+def sam_build(sam: str, build_dir: Path) -> None:
+    started = time.perf_counter()
+    proc = subprocess.run([sam, "build", "--template-file", str(REPO / "template.yaml"), "--build-dir", str(build_dir)],
+                          cwd=REPO, capture_output=True, text=True, env={**os.environ, "SAM_CLI_TELEMETRY": "0"})
+    if proc.returncode:
+        raise SystemExit(f"sam build failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
+    print(f"sam build into {build_dir}: {time.perf_counter() - started:.0f} s")
+
+
+def report(build: Path, runs: int) -> None:
+    layer = build / "DependenciesLayer" / "python"
+    sources, compiled = compiled_share(layer)
+    print(f"dependencies layer: {size_mb(layer.parent):.1f} MB unzipped, {compiled} of {sources} .py files "
+          f"have {sys.implementation.cache_tag} bytecode")
+    print(f"python -B -I -S, median of {runs} fresh interpreters ({sys.executable}, "
+          f"{'.'.join(map(str, sys.version_info[:3]))})")
+    header = f"{'':<22} {'artifact':>9} {'import cpu':>11} {'import wall':>12} {'process cpu':>12} " \
+             f"{'process wall':>13} {'x ref':>6}"
+    print(header)
+    ref = median_row([run_child([sys.executable, "-B", "-I", "-S", "-c", REFERENCE], "", build) for _ in range(runs)])
+
+    def line(name: str, kb: str, row: dict[str, float]) -> None:
+        print(f"{name:<22} {kb:>9} {row['import_cpu_ms']:>8.0f} ms {row['import_ms']:>9.0f} ms "
+              f"{row['process_cpu_ms']:>9.0f} ms {row['process_ms']:>10.0f} ms "
+              f"{row['import_cpu_ms'] / ref['import_cpu_ms']:>6.1f}")
+
+    line("reference (12 stdlib)", "-", ref)
+    for function in sorted(p for p in build.iterdir() if p.name.endswith("Function")):
+        argv = [sys.executable, "-B", "-I", "-S", str(HARNESS), str(function), str(layer)]
+        row = median_row([run_child(argv, '"done"\n', function) for _ in range(runs)])
+        line(function.name, f"{size_mb(function) * 1000:.1f}kB", row)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--sam", help="the sam CLI (default: $SAM, .venv-tools/bin/sam, then PATH)")
+    parser.add_argument("--build-dir", type=Path, help="measure this existing build instead of a fresh one")
     args = parser.parse_args()
-    layer = BUILD / "DependenciesLayer" / "python"
-    if not layer.exists():
-        print("no build: run `make sam-build` first", file=sys.stderr)
-        return 2
-    print(f"dependencies layer: {size_mb(layer.parent):.1f} MB unzipped")
-    print(f"cold import, median of {args.runs} runs")
-    print(f"{'function':<22} {'artifact':>10} {'wall':>9} {'cpu':>9}")
-    for function in sorted(p for p in BUILD.iterdir() if p.name.endswith("Function")):
-        runs = [cold_import_ms(function, layer) for _ in range(args.runs)]
-        wall = statistics.median(r[0] for r in runs)
-        cpu = statistics.median(r[1] for r in runs)
-        print(f"{function.name:<22} {size_mb(function) * 1000:>8.1f}kB {wall:>6.0f} ms {cpu:>6.0f} ms")
+    if args.build_dir:
+        if not (args.build_dir / "DependenciesLayer" / "python").exists():
+            print(f"no build in {args.build_dir}: run `make sam-build` first", file=sys.stderr)
+            return 2
+        report(args.build_dir, args.runs)
+        return 0
+    sam = sam_path(args.sam)
+    with tempfile.TemporaryDirectory(prefix="agent-memory-build-") as tmp:
+        sam_build(sam, Path(tmp) / "build")
+        report(Path(tmp) / "build", args.runs)
     return 0
 
 
