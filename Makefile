@@ -62,7 +62,8 @@ sam-validate-result:
 	@cat .aws-sam/validate.log; test "$$(cat .aws-sam/validate.rc 2>/dev/null)" = 0
 
 unit: install-dev
-	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py --ignore=tests/browser
+	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py \
+		--ignore=tests/deploy/test_built_layer.py --ignore=tests/browser
 
 # The inspector's browser tests drive Debian's Chromium (never a downloaded browser). When it is
 # missing and we are root, apt installs it; the background variant overlaps the unit tests and
@@ -85,9 +86,10 @@ browser-install-background:
 browser-test: install-dev
 	AGENT_MEMORY_BROWSER_REQUIRED=1 $(PY) -m pytest -p no:xdist tests/browser
 
-# Every function served from what `sam build` made (builds first unless `test` started it).
+# Every function served from what `sam build` made (builds first unless `test` started it),
+# then the layer's own checks (bytecode, nothing Lambda never imports) on the same build.
 artifact-check: install-dev
-	$(PY) -m pytest -p no:xdist tests/deploy/test_built_artifact.py
+	$(PY) -m pytest -p no:xdist tests/deploy/test_built_artifact.py tests/deploy/test_built_layer.py
 
 cfn-lint: install-dev
 	$(VENV)/bin/cfn-lint template.yaml

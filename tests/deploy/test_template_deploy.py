@@ -149,7 +149,9 @@ def test_each_function_ships_its_own_folder_with_the_layer():
             assert "Handler" not in res["Properties"]
     layer = RESOURCES["DependenciesLayer"]
     assert layer["Properties"]["ContentUri"] == "shared/"
-    assert layer["Metadata"] == {"BuildMethod": "python3.11", "BuildArchitecture": "x86_64"}
+    # shared/Makefile builds it (pinned wheels, agent_memory less what Lambda never imports, bytecode)
+    assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "x86_64"}
+    assert "\nbuild-DependenciesLayer:" in (REPO / "shared" / "Makefile").read_text()
 
 
 def test_cors_for_the_static_inspector_is_off_unless_origins_are_given():

@@ -1,0 +1,88 @@
+"""The built dependencies layer (shared/Makefile) is lean and precompiled: every ``.py`` in it
+has unchecked-hash bytecode for the Lambda runtime's CPython (3.11), so Lambda's read-only
+``/opt`` compiles nothing on a cold start; it ships nothing Lambda never imports; and every
+function imports from its artifact with ``python -B`` (nothing written), seeing only the
+artifact, the layer and the standard library.
+
+Reads ``.aws-sam/build`` (``make sam-build``) and is skipped when there is none; ``make test``
+runs it after the built-artifact check (``make artifact-check``), which waits for the
+background build, and the unit run leaves it out so it never reads a build in progress.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_memory.cfn_template import load_template
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = REPO / ".aws-sam" / "build"
+LAYER = BUILD / "DependenciesLayer" / "python"
+HARNESS = Path(__file__).with_name("lambda_harness.py")
+FUNCTIONS = sorted(n for n, r in load_template(REPO / "template.yaml")["Resources"].items()
+                   if r["Type"] == "AWS::Serverless::Function")
+CACHE_TAG = "cpython-311"  # template.yaml: Runtime python3.11
+UNCHECKED_HASH = 0b01  # PEP 552 flags: hash-based, source not checked
+NEVER_IMPORTED = ["uvicorn", "click", "bin", "agent_memory/interfaces", "agent_memory/testing",
+                  "agent_memory/http/local_server.py", "agent_memory/http/asgi.py", "agent_memory/http/gateway.py"]
+
+BUILD_RC = REPO / ".aws-sam" / "build.rc"
+
+
+def _wait_for_the_background_build() -> None:
+    if os.environ.get("AGENT_MEMORY_SAM_BUILD") != "background":
+        return
+    deadline = time.monotonic() + 1200
+    while not BUILD_RC.exists():
+        if time.monotonic() > deadline:
+            pytest.fail("sam build did not finish within 20 minutes")
+        time.sleep(2)
+    if BUILD_RC.read_text().strip() != "0":
+        pytest.fail("sam build failed (.aws-sam/build.log)")
+
+
+_wait_for_the_background_build()
+pytestmark = pytest.mark.skipif(not LAYER.is_dir(), reason="no build: run `make sam-build`")
+
+
+def test_every_module_in_the_layer_has_unchecked_hash_bytecode_for_the_runtime():
+    sources = list(LAYER.rglob("*.py"))
+    assert len(sources) > 1000
+    missing, wrong = [], []
+    for source in sources:
+        pyc = source.parent / "__pycache__" / f"{source.stem}.{CACHE_TAG}.pyc"
+        if not pyc.exists():
+            missing.append(source.relative_to(LAYER))
+            continue
+        flags = int.from_bytes(pyc.read_bytes()[4:8], "little")
+        if flags != UNCHECKED_HASH:
+            wrong.append((source.relative_to(LAYER), flags))
+    assert missing == [], f"{len(missing)} modules have no {CACHE_TAG} bytecode: {missing[:10]}"
+    assert wrong == [], f"bytecode that is not unchecked-hash: {wrong[:10]}"
+
+
+def test_the_layer_ships_nothing_lambda_never_imports():
+    assert (LAYER / "agent_memory" / "http" / "api.py").exists()
+    present = [name for name in NEVER_IMPORTED if (LAYER / name).exists()]
+    assert present == []
+    assert not list(LAYER.glob("uvicorn*")) and not list(LAYER.glob("click*"))
+    assert not list((LAYER / "numpy").rglob("tests")), "numpy's test suites do not ship"
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_each_function_imports_with_python_B_from_the_artifact(name: str):
+    env = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "AWS_LAMBDA_FUNCTION_NAME": name}
+    proc = subprocess.run([sys.executable, "-B", "-I", "-S", str(HARNESS), str(BUILD / name), str(LAYER)],
+                          input='"done"\n', capture_output=True, text=True, env=env, cwd=str(BUILD / name),
+                          timeout=120)
+    first = json.loads(proc.stdout.splitlines()[0])
+    assert first.get("ready"), first.get("traceback") or first
+    assert first["sys_path"][:2] == [str(BUILD / name), str(LAYER)]
+    assert first["site_packages"] == []
