@@ -74,6 +74,7 @@ class PreparedTurn:
     query_vector: Any = None
     cached: dict[str, Any] | None = None
     extraction: Future | None = None
+    degraded: str | None = None
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -114,6 +115,7 @@ class ChatReply:
     trace_id: str
     citations: list[Citation]
     memory_updates: ExtractionResult | None
+    degraded: str | None = None  # answered without search (``RetrievalResult.degraded``)
 
 
 @dataclass
@@ -204,14 +206,17 @@ class ChatService:
         messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
         sources = memory.markers
         trace_id = self._traces.new_id()
-        self._traces.put(ctx, trace_id, "retrieval", {
+        retrieval_trace = {
             "query": req.message, "sessionId": None if is_new else session.id, "tier": result.tier,
             "excluded": [t.id for t in window], "latencyMs": round(retrieval_ms, 2),
             "hits": [{"marker": m, "id": h.id, "kind": h.kind, "score": round(float(h.score), 6)}
-                     for m, h in sources.items()]})
+                     for m, h in sources.items()]}
+        if result.degraded is not None:
+            retrieval_trace["degraded"] = result.degraded
+        self._traces.put(ctx, trace_id, "retrieval", retrieval_trace)
         turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
                             sources=sources, messages=messages, trace_id=trace_id, tier=3,
-                            retrieval_ms=retrieval_ms, model_name=model_name)
+                            retrieval_ms=retrieval_ms, model_name=model_name, degraded=result.degraded)
         if not window and not req.bypass_cache:
             turn.query_vector = self._embed([req.message])[0]
             hit = self.cache.lookup(reader, model_name, turn.query_vector)
@@ -297,7 +302,9 @@ class ChatService:
             "completionTokens": completion.completion_tokens if completion else 0,
             "hitsUsed": [c.id for c in citations], "latencyMs": round(elapsed, 2),
             "turnIds": turn_ids, "cached": from_cache})
-        if not from_cache and not turn.window and not req.bypass_cache and turn.query_vector is not None:
+        # A degraded reply (search was down) never seeds the cache: it would outlive the outage.
+        if not from_cache and not turn.window and not req.bypass_cache and turn.query_vector is not None \
+                and turn.degraded is None:
             cited = [turn.sources[c.marker.strip("[]")] for c in citations]
             entities = {e for h in cited for e in cited_entities(h)}
             if any(h.kind == "turn" and (h.role or "user") == "user" for h in cited):
@@ -305,7 +312,7 @@ class ChatService:
             self.cache.store_reply(ctx.narrowed(req.scopes), turn.model_name, req.message, turn.query_vector,
                                    {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited])
         return ChatReply(reply=reply, session_id=turn.session.id, trace_id=turn.trace_id, citations=citations,
-                         memory_updates=memory_updates)
+                         memory_updates=memory_updates, degraded=None if from_cache else turn.degraded)
 
     @staticmethod
     def _citation(marker: str, hit: Any) -> Citation:
