@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from openapi_schemas import assert_matches
 from opensearchpy import exceptions as ose
 
 from agent_memory.adapters.opensearch_search import search_failure
@@ -80,10 +81,10 @@ def state_values(api) -> set[str]:
     return {a["value"] for c in ("identity", "knowledge", "context") for a in state[c]["attributes"]}
 
 
-def assert_degraded(r) -> dict:
+def assert_degraded(r, path: str) -> dict:
     assert r.status == 200, r.text
     assert r.headers.get(DEGRADED) == "search-unavailable", r.headers
-    return r.json()
+    return assert_matches("POST", f"{CTX}{path}", r)
 
 
 @pytest.mark.parametrize("failure", sorted(FAILURES))
@@ -99,16 +100,17 @@ def test_search_outage_degrades_refuses_cleanly_and_catches_up(outage, any_api, 
     assert runtime.store.pending_projections >= 1
 
     # Reads answer from the record store and say so.
-    query = assert_degraded(post(any_api, "/query", {"query": "Where do I live?"}))
+    query = assert_degraded(post(any_api, "/query", {"query": "Where do I live?"}), "/query")
     assert query["trace"]["degraded"] == "search-unavailable"
     assert any("Lisbon" in h["text"] for h in query["hits"]), query  # the tier-1 fact
-    context = assert_degraded(post(any_api, "/context", {"query": "Where do I live?"}))
+    context = assert_degraded(post(any_api, "/context", {"query": "Where do I live?"}), "/context")
     assert "Lisbon" in context["context"]
-    assert_degraded(post(any_api, f"/sessions/{session_id}/context", {"query": "Where do I live?"}))
+    path = f"/sessions/{session_id}/context"
+    assert_degraded(post(any_api, path, {"query": "Where do I live?"}), path)
 
     # Chat answers; a degraded reply is not cached (the same question again is not a cache hit).
     for _ in range(2):
-        reply = assert_degraded(post(any_api, "/chat", {"message": "Where do I live?"}))
+        reply = assert_degraded(post(any_api, "/chat", {"message": "Where do I live?"}), "/chat")
         trace = any_api.get(f"{CTX}/traces/{reply['traceId']}").json()
         assert trace["retrieval"]["degraded"] == "search-unavailable"
         assert trace["response"]["cached"] is False
@@ -120,7 +122,7 @@ def test_search_outage_degrades_refuses_cleanly_and_catches_up(outage, any_api, 
     refused = post(any_api, "/forget", {"query": "Lisbon"})
     assert refused.status == 503, refused.text
     assert int(refused.headers["retry-after"]) >= 1
-    assert refused.json()["code"] == "search_unavailable"
+    assert assert_matches("POST", f"{CTX}/forget", refused)["code"] == "search_unavailable"
     assert any_api.get(f"{CTX}/state").json() == before
     assert [t["id"] for t in any_api.get(f"{CTX}/sessions/{session_id}/turns").json()["turns"]] == [turn_id]
 
@@ -128,7 +130,7 @@ def test_search_outage_degrades_refuses_cleanly_and_catches_up(outage, any_api, 
     assert breaker.is_open
     calls = flaky.calls
     for _ in range(3):
-        assert_degraded(post(any_api, "/query", {"query": "Lisbon"}))
+        assert_degraded(post(any_api, "/query", {"query": "Lisbon"}), "/query")
     assert post(any_api, "/facts", {"text": "I like fado."}).status == 200
     assert flaky.calls == calls and breaker.calls_refused > 0
 
