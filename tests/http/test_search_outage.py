@@ -117,6 +117,10 @@ def test_search_outage_degrades_refuses_cleanly_and_catches_up(outage, any_api, 
         turns = any_api.get(f"{CTX}/sessions/{reply['sessionId']}/turns").json()["turns"]
         assert [t["role"] for t in turns] == ["user", "assistant"]  # the chat's writes committed
 
+    streamed = post(any_api, "/chat", {"message": "Where do I live?", "stream": True})
+    assert streamed.status == 200 and streamed.headers.get(DEGRADED) == "search-unavailable"
+    assert "event: done" in streamed.text, streamed.text
+
     # Forget cannot be done safely without search: 503 + Retry-After, nothing deleted.
     before = any_api.get(f"{CTX}/state").json()
     refused = post(any_api, "/forget", {"query": "Lisbon"})

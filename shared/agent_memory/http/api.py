@@ -459,9 +459,11 @@ def sse_stream(events: Iterable[tuple[str, Any]]) -> Iterator[str]:
     yield "data: [DONE]\n\n"
 
 
-def sse_response() -> Response:
-    return Response(status_code=200, content_type="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}, body="")
+def sse_response(degraded: str | None = None) -> Response:
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    if degraded is not None:
+        headers[DEGRADED_HEADER] = degraded
+    return Response(status_code=200, content_type="text/event-stream", headers=headers, body="")
 
 
 def attach_stream(response: dict[str, Any], frames: Any, *, streaming: bool) -> dict[str, Any]:

@@ -140,6 +140,18 @@ class ChatFailed:
 ChatEvent = ChatDelta | ChatDone | ChatFailed
 
 
+@dataclass
+class ChatStream:
+    """A streamed reply's events, and (known before the first event, so the response's
+    headers can say it) whether its retrieval was degraded."""
+
+    events: Iterator[ChatEvent]
+    degraded: str | None = None
+
+    def __iter__(self) -> Iterator[ChatEvent]:
+        return self.events
+
+
 class ChatService:
     """One chat turn. ``embed(texts)`` embeds the question for the response cache (built on
     first use); ``language_model`` resolves a model by name; ``count(metric)`` adds to an
@@ -176,11 +188,11 @@ class ChatService:
         citations = [self._citation(m, turn.sources[m]) for m in resolved.cited]
         return self._finish(turn, resolved.reply, citations, completion)
 
-    def chat_stream(self, ctx: RequestContext, req: ChatRequest) -> Iterator[ChatEvent]:
+    def chat_stream(self, ctx: RequestContext, req: ChatRequest) -> ChatStream:
         """The reply as events. Validation and retrieval happen before the first event (so
         bad input is still a plain 4xx); model failures after that are a ``ChatFailed``."""
         turn = self._prepare(ctx, req)
-        return self._stream_events(turn)
+        return ChatStream(self._stream_events(turn), None if turn.cached is not None else turn.degraded)
 
     # --- steps --------------------------------------------------------------------------
 
