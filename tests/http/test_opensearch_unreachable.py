@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import make_settings
 
 from agent_memory.runtime import Runtime, set_runtime
+from tests.conftest import make_settings
 
 CTX = "/api/v1/acme"
 
