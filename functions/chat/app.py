@@ -23,10 +23,12 @@ def chat(context_id: str):
     rt = get_runtime()
     req = http.body(app, ChatRequest, max_bytes=rt.settings.limits.chat_message_bytes * 2)
     if not req.stream:
-        return present.reply(rt.chat.chat(ctx, req))
+        reply = rt.chat.chat(ctx, req)
+        return http.answer(present.reply(reply), reply.degraded)
     # The frames outlive this handler: they keep its in-flight slot and deadline.
-    _pending_stream.frames = http.stream_in_request(http.sse_stream(present.stream(rt.chat.chat_stream(ctx, req))))
-    return http.sse_response()
+    events = rt.chat.chat_stream(ctx, req)
+    _pending_stream.frames = http.stream_in_request(http.sse_stream(present.stream(events)))
+    return http.sse_response(events.degraded)
 
 
 @app.get("/api/v1/<context_id>/traces/<trace_id>")

@@ -19,21 +19,23 @@ def query(context_id: str):
     req = http.body(app, QueryRequest, max_bytes=BODY_CAP)
     result = get_runtime().retrieval.retrieve(ctx, req.query, k=req.k, mode=req.mode, as_of=req.as_of,
                                               session_id=req.session_id, labels=req.labels, include=req.include)
-    return retrieval.query(result)
+    return http.answer(retrieval.query(result), result.degraded)
 
 
 @app.post("/api/v1/<context_id>/context")
 def context(context_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ContextRequest, max_bytes=BODY_CAP)
-    return retrieval.context(get_runtime().prompt_context.context(ctx, req.query, k=req.k, subject=req.subject))
+    result = get_runtime().prompt_context.context(ctx, req.query, k=req.k, subject=req.subject)
+    return http.answer(retrieval.context(result), result.degraded)
 
 
 @app.post("/api/v1/<context_id>/sessions/<session_id>/context")
 def session_context(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, SessionContextRequest, max_bytes=BODY_CAP)
-    return retrieval.context(get_runtime().prompt_context.session_context(ctx, session_id, req.query, k=req.k))
+    result = get_runtime().prompt_context.session_context(ctx, session_id, req.query, k=req.k)
+    return http.answer(retrieval.context(result), result.degraded)
 
 
 @instrumented

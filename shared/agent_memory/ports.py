@@ -250,6 +250,19 @@ class Completion:
     completion_tokens: int = 0
 
 
+class SearchUnavailable(Exception):
+    """The search index cannot answer now: refused, timed out, a 5xx, throttled, or its
+    circuit is open. Adapters raise it for transport failures (never for a bad query);
+    reads degrade to the record store and operations that need search refuse with 503.
+    ``reason`` is a short slug (``refused``, ``timeout``, ``server-error``, ``throttled``,
+    ``circuit-open``); ``retry_after`` is seconds a caller should wait."""
+
+    def __init__(self, reason: str, detail: str = "", *, retry_after: int = 5):
+        super().__init__(f"search unavailable ({reason}){': ' + detail if detail else ''}")
+        self.reason = reason
+        self.retry_after = retry_after
+
+
 class ModelError(Exception):
     """The model call failed (transport, provider error, or invalid output after retries)."""
 

@@ -106,13 +106,16 @@ class Runtime:
         if s.search == "opensearch":
             from agent_memory.adapters.opensearch_search import OpenSearchIndex
             from agent_memory.adapters.recent_units import RecentUnits
+            from agent_memory.adapters.search_breaker import CircuitBreakingSearchIndex
             from agent_memory.services.retrieval.live_revisions import StoreRevisions
 
             # The index shows writes only after a refresh: hits are checked against the store,
             # and what was written within the interval stays findable (a forget right after).
-            return OpenSearchIndex(s.opensearch_url, s.opensearch_index, self.embedder,
-                                   service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine,
-                                   live=StoreRevisions(self.base_store), recent=RecentUnits(self.base_store))
+            # A failing index is called once per cool-down, not on every request.
+            return CircuitBreakingSearchIndex(OpenSearchIndex(
+                s.opensearch_url, s.opensearch_index, self.embedder,
+                service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine,
+                live=StoreRevisions(self.base_store), recent=RecentUnits(self.base_store)))
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
         return EmbeddedSearchIndex(s.search_path, self.embedder)

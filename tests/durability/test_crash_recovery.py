@@ -86,7 +86,7 @@ def test_outbox_replays_a_committed_write_whose_index_write_never_ran(tmp_path):
     index = EmbeddedSearchIndex(tmp_path / "search.db", HashingEmbedder(64))
 
     class Crashed(Projector):
-        def submit(self, change, on_applied=None):
+        def submit(self, change, on_applied=None, on_failed=None):
             pass  # the process died before the index write
 
     from agent_memory.ports import Record

@@ -55,13 +55,14 @@ the same ancestor fields (``users/[^/]+/private``), one per such path (``region_
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlparse
 
 import numpy as np
@@ -79,6 +80,7 @@ from agent_memory.ports import (
     SearchFilter,
     SearchHit,
     SearchMode,
+    SearchUnavailable,
     SearchUnit,
 )
 from agent_memory.ranking.encoding import saturate
@@ -95,6 +97,43 @@ SCHEMA_VERSION = 2  # 2: multi-path scope clauses as nested terms (no script)
 # Paths per multi-path scope clause the index encodes (``scope_clauses.p0`` ...). A longer
 # clause is left out of the document: it then admits no region-restricted reader (fail closed).
 MAX_CLAUSE_PATHS = 16
+
+
+def search_failure(exc: BaseException) -> SearchUnavailable | None:
+    """The ``SearchUnavailable`` a transport failure means (refused, timed out, a 5xx,
+    throttled), or ``None`` for anything else (a bad query stays a bug, not an outage)."""
+    from opensearchpy import exceptions as ose
+
+    if isinstance(exc, ose.ConnectionTimeout | TimeoutError):
+        return SearchUnavailable("timeout", str(exc))
+    if isinstance(exc, ose.ConnectionError | ConnectionError):
+        return SearchUnavailable("refused", str(exc))
+    if isinstance(exc, ose.TransportError) and isinstance(exc.status_code, int):
+        if exc.status_code == 429:
+            return SearchUnavailable("throttled", str(exc))
+        if exc.status_code >= 500:
+            return SearchUnavailable("server-error", str(exc))
+    return None
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _unavailable_on_transport_failure(method: _F) -> _F:
+    """Public index calls raise ``SearchUnavailable`` for a transport failure."""
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except SearchUnavailable:
+            raise
+        except Exception as exc:
+            failure = search_failure(exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+    return call  # type: ignore[return-value]
 
 
 def new_copy_id() -> str:
@@ -449,6 +488,7 @@ class OpenSearchIndex:
 
     # -- writes ------------------------------------------------------------------
 
+    @_unavailable_on_transport_failure
     def upsert(self, units: Sequence[SearchUnit], *, timeout: float | None = None) -> None:
         """Index units so that the highest revision wins whatever the arrival order (a batch
         holding one unit twice keeps its highest revision). See ``write``."""
@@ -459,9 +499,11 @@ class OpenSearchIndex:
                 latest[(u.context_id, u.id)] = u
         self.write(list(latest.values()), {}, timeout=timeout)
 
+    @_unavailable_on_transport_failure
     def delete(self, context_id: str, unit_ids: Sequence[str], *, timeout: float | None = None) -> None:
         self.write([], {context_id: list(unit_ids)}, timeout=timeout)
 
+    @_unavailable_on_transport_failure
     def write(self, upserts: Sequence[SearchUnit], deletes: dict[str, list[str]], *,
               timeout: float | None = None) -> None:
         """Upsert and delete units in one ``POST /<index>/_bulk`` (per ``BULK_CHUNK`` units).
@@ -592,6 +634,7 @@ class OpenSearchIndex:
             t = deadline.timeout_for(t if t is not None else CLIENT_TIMEOUT_S, what="search index call")
         return {} if t is None else {"request_timeout": t}
 
+    @_unavailable_on_transport_failure
     def delete_context(self, context_id: str, *, timeout: float | None = None) -> None:
         """``delete_by_query`` on ``context_id``; on Serverless, page through the context's
         documents (``search_after`` on the unique ``copy_id``) and bulk-delete them."""
@@ -612,6 +655,7 @@ class OpenSearchIndex:
 
     # -- reads ---------------------------------------------------------------------
 
+    @_unavailable_on_transport_failure
     def get(self, context_id: str, unit_id: str, *, timeout: float | None = None) -> SearchUnit | None:
         """The unit, or ``None``; a copy that is not the current revision of a live record
         reads as absent (``live``)."""
@@ -639,6 +683,7 @@ class OpenSearchIndex:
         units = self._live([(unit_from_dict(resp["_source"]["payload"]), resp.get("_id"))], timeout)
         return units[0] if units else None
 
+    @_unavailable_on_transport_failure
     def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode,
                timeout: float | None = None) -> list[SearchHit]:
         """One leg (``SearchIndex.search``): cosines for ``vector``, saturated BM25 for ``bm25``."""
@@ -649,6 +694,7 @@ class OpenSearchIndex:
         [hits] = self._legs(flt, [RowLeg(query, mode, k)], timeout)
         return [SearchHit(unit, score) for unit, score in hits]
 
+    @_unavailable_on_transport_failure
     def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg], timeout: float | None = None) -> RowRanking:
         """The legs in one round trip (``_legs``; hits arrive decoded anyway), as columns with
         the hits' scores (cosine; saturated BM25, monotone in the raw score)."""

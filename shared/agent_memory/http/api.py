@@ -29,10 +29,11 @@ from agent_memory.kernel.errors import (
     MemoryError_,
     NotFound,
     PayloadTooLarge,
+    ServiceBusy,
     UpstreamModelError,
     UpstreamModelTimeout,
 )
-from agent_memory.ports import ModelError, ModelTimeout
+from agent_memory.ports import ModelError, ModelTimeout, SearchUnavailable
 from agent_memory.runtime import get_runtime
 
 log = logging.getLogger("agent_memory.http.api")
@@ -55,6 +56,17 @@ def problem_response(status: int, title: str, detail: str, slug: str, headers: d
 def error_response(exc: MemoryError_) -> Response:
     return problem_response(exc.status, exc.title, exc.detail, exc.type_slug, headers=exc.headers or None,
                             code=exc.code, **exc.extensions)
+
+
+DEGRADED_HEADER = "X-Memory-Degraded"
+
+
+def answer(body: dict[str, Any], degraded: str | None) -> dict[str, Any] | Response:
+    """A read's 200 body; when it was answered degraded (``search-unavailable``: from the
+    record store alone) the same body with the ``X-Memory-Degraded`` header."""
+    if degraded is None:
+        return body
+    return json_response(body, headers={DEGRADED_HEADER: degraded})
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None, *,
@@ -217,6 +229,13 @@ def make_resolver() -> APIGatewayHttpResolver:
     @app.exception_handler(ModelError)
     def _model_error(exc: ModelError) -> Response:
         return error_response(UpstreamModelError(f"model call failed: {exc}"))
+
+    @app.exception_handler(SearchUnavailable)
+    def _search_unavailable(exc: SearchUnavailable) -> Response:
+        # What cannot be done safely without search (forget, a thread's history) refuses
+        # before it changes anything; reads that can degrade catch it in the service.
+        return error_response(ServiceBusy(f"the search index is unavailable ({exc.reason}); retry later",
+                                          code="search_unavailable", retry_after=exc.retry_after))
 
     @app.not_found
     def _not_found(_: Exception) -> Response:
@@ -440,9 +459,11 @@ def sse_stream(events: Iterable[tuple[str, Any]]) -> Iterator[str]:
     yield "data: [DONE]\n\n"
 
 
-def sse_response() -> Response:
-    return Response(status_code=200, content_type="text/event-stream",
-                    headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}, body="")
+def sse_response(degraded: str | None = None) -> Response:
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    if degraded is not None:
+        headers[DEGRADED_HEADER] = degraded
+    return Response(status_code=200, content_type="text/event-stream", headers=headers, body="")
 
 
 def attach_stream(response: dict[str, Any], frames: Any, *, streaming: bool) -> dict[str, Any]:

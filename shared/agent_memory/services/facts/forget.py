@@ -56,6 +56,7 @@ from agent_memory.ports import (
     Record,
     RecordStore,
     SearchFilter,
+    SearchUnavailable,
     SearchUnit,
 )
 from agent_memory.services import paging
@@ -344,5 +345,10 @@ class ForgetService:
         if not ids:
             return
         if self.search is not None:
-            self.search.delete(ctx.context_id, sorted(ids))
+            try:
+                self.search.delete(ctx.context_id, sorted(ids))
+            except SearchUnavailable:
+                # The records are gone (readers check units against the store) and the
+                # projection's pending entry removes their units once the index answers.
+                log.warning("search unavailable after a removal; its units go with the projection")
         self._events.publish(RecordsForgotten(ctx, frozenset(ids)))

@@ -28,7 +28,6 @@ from typing import Any
 from agent_memory import faults
 from agent_memory.models.records import Turn
 from agent_memory.ports import (
-    BatchWritableIndex,
     Delete,
     Put,
     Record,
@@ -116,8 +115,9 @@ def apply(index: SearchIndex, change: ProjectionChange) -> None:
     """Apply ``change``: in one request when the index takes batched writes."""
     if not change:
         return
-    if isinstance(index, BatchWritableIndex):
-        index.write(change.upserts, change.deletes)
+    write = getattr(index, "write", None)  # a wrapper (the circuit breaker) forwards it
+    if callable(write):
+        write(change.upserts, change.deletes)
         return
     if change.upserts:
         index.upsert(change.upserts)
@@ -163,7 +163,8 @@ class Projector:
     def __init__(self, index: SearchIndex, *, background: bool = False):
         self.index = index
         self.background = background
-        self._queue: queue.Queue[tuple[ProjectionChange, Callable[[], None] | None]] = queue.Queue()
+        self._queue: queue.Queue[tuple[ProjectionChange, Callable[[], None] | None,
+                                       Callable[[], None] | None]] = queue.Queue()
         self._resumed = threading.Event()
         self._resumed.set()
         self._worker: threading.Thread | None = None
@@ -171,13 +172,16 @@ class Projector:
             self._worker = threading.Thread(target=self._run, name="projector", daemon=True)
             self._worker.start()
 
-    def submit(self, change: ProjectionChange, on_applied: Callable[[], None] | None = None) -> None:
+    def submit(self, change: ProjectionChange, on_applied: Callable[[], None] | None = None,
+               on_failed: Callable[[], None] | None = None) -> None:
+        """Inline, a failure of the index raises here; on the background thread it calls
+        ``on_failed`` instead (the projecting store then retries from its pending entries)."""
         if not change:
             if on_applied is not None:
                 on_applied()
             return
         if self.background or not self._resumed.is_set():
-            self._queue.put((change, on_applied))
+            self._queue.put((change, on_applied, on_failed))
         else:
             _apply_then(self.index, change, on_applied)
 
@@ -194,17 +198,22 @@ class Projector:
             self._queue.join()
             return
         while not self._queue.empty():
-            _apply_then(self.index, *self._queue.get())
-            self._queue.task_done()
+            change, on_applied, _ = self._queue.get()
+            try:
+                _apply_then(self.index, change, on_applied)
+            finally:
+                self._queue.task_done()
 
     def _run(self) -> None:
         while True:
-            change, on_applied = self._queue.get()
+            change, on_applied, on_failed = self._queue.get()
             self._resumed.wait()
             try:
                 _apply_then(self.index, change, on_applied)
-            except Exception:  # keep the worker alive; the outbox (or a reindex) repairs what failed
-                log.exception("projection failed")
+            except Exception:  # keep the worker alive; the pending entry is retried later
+                log.warning("projection failed; kept for a later retry", exc_info=True)
+                if on_failed is not None:
+                    on_failed()
             finally:
                 self._queue.task_done()
 
@@ -219,22 +228,27 @@ class ProjectingRecordStore:
     """A RecordStore that hands every committed change of a projected record to a
     ``Projector``: the embedded equivalent of DynamoDB Streams -> projector Lambda.
 
-    Over a store with a projection outbox (SQLite), a write that changes the index commits
-    an outbox entry in the same transaction: the keys it wrote, and for deleted records the
-    units to remove. The entry is cleared once the index has the change. A crash between
-    the commit and the index write leaves the entry, and the next start replays it
-    (``replay_outbox``) from the records' current state, so no committed record stays
-    unsearchable. Without an outbox (DynamoDB here) a crash in that window needs a reindex.
+    A write that changes the index leaves a pending entry (the keys it wrote, and for
+    deleted records the units to remove) until the index has the change. Over a store with
+    a projection outbox (SQLite) the entry is committed in the same transaction as the
+    records, so it survives a crash; over one without (DynamoDB here) it is kept in this
+    process. A projection that fails after the commit (the index refuses, times out,
+    throttles) never fails the write: its entry stays pending, and the next write (or the
+    next start, for the outbox) replays the pending entries from the records' current
+    state (``replay_outbox``), so the index catches up once it answers again.
     """
 
     def __init__(self, inner: RecordStore, projector: Projector):
         self.inner = inner
         self.projector = projector
         self._outbox = inner if callable(getattr(inner, "apply_with_outbox", None)) else None
-        if self._outbox is not None:
-            replayed = self.replay_outbox()
-            if replayed:
-                log.warning("replayed %d projection outbox entries left by an earlier crash", replayed)
+        # Without an outbox: (id, entry) of writes whose projection failed, in commit order.
+        self._held: list[tuple[int, str]] = []
+        self._held_ids = 0
+        self._held_lock = threading.Lock()
+        # Set when a projection failed, so a write replays pending entries only then.
+        self._behind = self._outbox is not None
+        self.catch_up()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -249,23 +263,12 @@ class ProjectingRecordStore:
         return self.inner.query(pk, **kw)
 
     def put(self, record: Record, condition=None) -> None:
-        change = change_for(record, None)
-        entry = _outbox_entry([record], [])
-        if self._outbox is None or entry is None:
-            self.inner.put(record, condition)
-            self.projector.submit(change)
-            return
-        self._commit_with_outbox([Put(record, condition)], entry, change, single=True)
+        self._commit([Put(record, condition)], change_for(record, None), _outbox_entry([record], []), single=True)
 
     def delete(self, pk: str, sk: str, condition=None) -> None:
         old = self.inner.get(pk, sk)
-        change = change_for(None, old)
-        entry = _outbox_entry([], [old] if old is not None else [])
-        if self._outbox is None or entry is None:
-            self.inner.delete(pk, sk, condition)
-            self.projector.submit(change)
-            return
-        self._commit_with_outbox([Delete(pk, sk, condition)], entry, change, single=True)
+        self._commit([Delete(pk, sk, condition)], change_for(None, old),
+                     _outbox_entry([], [old] if old is not None else []), single=True)
 
     def transact(self, ops: Sequence[WriteOp]) -> None:
         deleted_keys = [(op.pk, op.sk) for op in ops if isinstance(op, Delete)]
@@ -280,28 +283,88 @@ class ProjectingRecordStore:
         for old in olds:
             for ctx, ids in change_for(None, old).deletes.items():
                 change.deletes.setdefault(ctx, []).extend(ids)
-        entry = _outbox_entry([op.record for op in ops if isinstance(op, Put)], olds)
-        if self._outbox is None or entry is None:
-            self.inner.transact(ops)
-            self.projector.submit(change)
-            return
-        self._commit_with_outbox(ops, entry, change, single=False)
+        self._commit(ops, change, _outbox_entry([op.record for op in ops if isinstance(op, Put)], olds),
+                     single=False)
 
-    def _commit_with_outbox(self, ops: Sequence[WriteOp], entry: str, change: ProjectionChange, *,
-                            single: bool) -> None:
+    def _commit(self, ops: Sequence[WriteOp], change: ProjectionChange, entry: str | None, *,
+                single: bool) -> None:
         outbox = self._outbox
-        row = outbox.apply_with_outbox(ops, entry, single=single)
-        faults.point("projection-after-commit")
-        self.projector.submit(change, on_applied=lambda: outbox.clear_outbox([row]))
+        if entry is None:
+            self._apply_inner(ops, single=single)
+            return
+        if outbox is not None:
+            row = outbox.apply_with_outbox(ops, entry, single=single)
+            faults.point("projection-after-commit")
+            self._project(change, lambda: outbox.clear_outbox([row]))
+        else:
+            self._apply_inner(ops, single=single)
+            held = self._hold(entry)
+            self._project(change, lambda: self._release([held]))
+        if self._behind:
+            self.catch_up()
+
+    def _apply_inner(self, ops: Sequence[WriteOp], *, single: bool) -> None:
+        if not single:
+            self.inner.transact(ops)
+        elif isinstance(ops[0], Put):
+            self.inner.put(ops[0].record, ops[0].condition)
+        else:
+            self.inner.delete(ops[0].pk, ops[0].sk, ops[0].condition)
+
+    def _project(self, change: ProjectionChange, on_applied: Callable[[], None]) -> None:
+        """Project a committed change; a failure leaves its entry pending, never fails the write."""
+        try:
+            self.projector.submit(change, on_applied=on_applied, on_failed=self._fell_behind)
+        except Exception:
+            log.warning("projection failed after commit; kept pending for a later retry", exc_info=True)
+            self._fell_behind()
+
+    def _fell_behind(self) -> None:
+        self._behind = True
+
+    def _hold(self, entry: str) -> int:
+        with self._held_lock:
+            self._held_ids += 1
+            self._held.append((self._held_ids, entry))
+            return self._held_ids
+
+    def _release(self, ids: Sequence[int]) -> None:
+        done = set(ids)
+        with self._held_lock:
+            self._held = [(i, e) for i, e in self._held if i not in done]
+
+    def _pending(self) -> list[tuple[int, str]]:
+        if self._outbox is not None:
+            return self._outbox.outbox_entries()
+        with self._held_lock:
+            return list(self._held)
+
+    @property
+    def pending_projections(self) -> int:
+        """Committed writes whose change has not reached the index yet (a bounded count)."""
+        return len(self._pending())
+
+    def catch_up(self) -> int:
+        """Replay the pending entries, without raising: an index still down leaves them
+        pending for the next try. Returns the entries replayed."""
+        try:
+            replayed = self.replay_outbox()
+        except Exception:
+            log.warning("search index still unavailable; projections stay pending", exc_info=True)
+            self._behind = True
+            return 0
+        self._behind = False
+        if replayed:
+            log.warning("replayed %d pending projection entries", replayed)
+        return replayed
 
     def replay_outbox(self) -> int:
-        """Apply what committed writes left in the outbox: each written key is projected
-        from its current record (so a later write is never undone), and a deleted one that
-        is still absent has its recorded units removed. Returns the entries replayed."""
-        if self._outbox is None:
-            return 0
-        index, replayed = self.projector.index, 0
-        while rows := self._outbox.outbox_entries():
+        """Apply what committed writes left pending: each written key is projected from its
+        current record (so a later write is never undone), and a deleted one that is still
+        absent has its recorded units removed. Returns the entries replayed; raises (leaving
+        the rest pending) when the index fails."""
+        index, replayed, seen = self.projector.index, 0, set()
+        while rows := [r for r in self._pending() if r[0] not in seen]:
             for row_id, text in rows:
                 for pk, sk, deletes in json.loads(text)["keys"]:
                     current = self.inner.get(pk, sk)
@@ -309,7 +372,11 @@ class ProjectingRecordStore:
                         apply(index, change_for(current, None))
                     elif deletes:
                         apply(index, ProjectionChange(deletes=deletes))
-                self._outbox.clear_outbox([row_id])
+                if self._outbox is not None:
+                    self._outbox.clear_outbox([row_id])
+                else:
+                    self._release([row_id])
+                seen.add(row_id)
                 replayed += 1
         return replayed
 

@@ -33,6 +33,7 @@ class ContextResult:
     query_ms: float
     markers: dict[str, Any]
     excluded: list[str] | None = None
+    degraded: str | None = None  # the retrieval's (``RetrievalResult.degraded``)
 
 
 class ContextService:
@@ -44,7 +45,8 @@ class ContextService:
     def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None) -> ContextResult:
         result = self._retrieval.retrieve(ctx, query, k=k, subject=subject)
         formatted = format_context(result.hits)
-        return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers)
+        return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers,
+                             degraded=result.degraded)
 
     def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> ContextResult:
         from agent_memory.services.conversation.chat.window import session_window
@@ -56,4 +58,4 @@ class ContextService:
         result = self._retrieval.retrieve(ctx, query, k=k, exclude_ids=[t.id for t in window])
         formatted = format_context(result.hits, transcript=[(t.role, t.content) for t in window])
         return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers,
-                             excluded=[t.id for t in window])
+                             excluded=[t.id for t in window], degraded=result.degraded)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -51,7 +52,7 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_id, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Entity
-from agent_memory.ports import RowLeg, RowRanking, SearchFilter, SearchUnit
+from agent_memory.ports import RowLeg, RowRanking, SearchFilter, SearchUnavailable, SearchUnit
 from agent_memory.ranking.encoding import instant
 from agent_memory.ranking.fusion import STRUCTURED_LEG, Leg, candidate_depth
 from agent_memory.ranking.rank import QueryFacts, rank
@@ -69,6 +70,11 @@ if TYPE_CHECKING:
 #: Hit kinds a query returns unless ``include`` says otherwise. ``entity`` hits (a profile
 #: line per named entity) come only when asked for or in ``graph`` mode; thread turns are
 #: served by the threads area, whose reader lists and audit rules retrieval does not apply.
+log = logging.getLogger("agent_memory.retrieval")
+
+# What a degraded answer says it is (the trace's ``degraded``, the ``X-Memory-Degraded`` header).
+DEGRADED_SEARCH_UNAVAILABLE = "search-unavailable"
+
 DEFAULT_KINDS = ("turn", "attribute", "relation", "action", "instruction", "chunk")
 ALL_KINDS = (*DEFAULT_KINDS, "entity")
 FACT_KINDS = ("attribute", "relation")
@@ -107,6 +113,9 @@ class RetrievalResult:
     hits: list[Hit]
     query_ms: float
     trace: dict[str, Any] = field(default_factory=dict)
+    # ``search-unavailable`` when the index failed and the answer is the record store's alone
+    # (tier-1 facts of the entities the query names); ``None`` for a full answer.
+    degraded: str | None = None
 
 
 
@@ -202,8 +211,14 @@ class RetrievalService:
             seeds = self._seeds(ctx, [e for e in entities if e.stored is not None], flt, qa,
                                 with_profiles="entity" in kinds, bearing_only=bool(recipe.bm25 or recipe.vector))
         ranking = ranking_from_units([])
+        degraded: str | None = None
         if flt.kinds:
-            ranking, legs = self._search_legs(recipe, qa, flt, entities, depth)
+            try:
+                ranking, legs = self._search_legs(recipe, qa, flt, entities, depth)
+            except SearchUnavailable as exc:
+                # Answer from what the store knows rather than fail the read.
+                log.warning("search unavailable (%s); answering from the record store", exc.reason)
+                degraded = DEGRADED_SEARCH_UNAVAILABLE
         # Candidates are columns (``RowRanking``): only the final k are decoded.
         ranking, seed_rows = ranking_with_units(ranking, seeds)
         if structured:
@@ -234,7 +249,9 @@ class RetrievalService:
         hits = hits[:k]
         tier = 1 if hits and hits[0].structured else 3
         elapsed = (time.perf_counter() - started) * 1000
-        return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace)
+        if degraded is not None:
+            trace["degraded"] = degraded
+        return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace, degraded=degraded)
 
     # --- entities ----------------------------------------------------------------------
 

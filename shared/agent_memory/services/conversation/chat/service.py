@@ -74,6 +74,7 @@ class PreparedTurn:
     query_vector: Any = None
     cached: dict[str, Any] | None = None
     extraction: Future | None = None
+    degraded: str | None = None
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -114,6 +115,7 @@ class ChatReply:
     trace_id: str
     citations: list[Citation]
     memory_updates: ExtractionResult | None
+    degraded: str | None = None  # answered without search (``RetrievalResult.degraded``)
 
 
 @dataclass
@@ -136,6 +138,18 @@ class ChatFailed:
 
 
 ChatEvent = ChatDelta | ChatDone | ChatFailed
+
+
+@dataclass
+class ChatStream:
+    """A streamed reply's events, and (known before the first event, so the response's
+    headers can say it) whether its retrieval was degraded."""
+
+    events: Iterator[ChatEvent]
+    degraded: str | None = None
+
+    def __iter__(self) -> Iterator[ChatEvent]:
+        return self.events
 
 
 class ChatService:
@@ -174,11 +188,11 @@ class ChatService:
         citations = [self._citation(m, turn.sources[m]) for m in resolved.cited]
         return self._finish(turn, resolved.reply, citations, completion)
 
-    def chat_stream(self, ctx: RequestContext, req: ChatRequest) -> Iterator[ChatEvent]:
+    def chat_stream(self, ctx: RequestContext, req: ChatRequest) -> ChatStream:
         """The reply as events. Validation and retrieval happen before the first event (so
         bad input is still a plain 4xx); model failures after that are a ``ChatFailed``."""
         turn = self._prepare(ctx, req)
-        return self._stream_events(turn)
+        return ChatStream(self._stream_events(turn), None if turn.cached is not None else turn.degraded)
 
     # --- steps --------------------------------------------------------------------------
 
@@ -204,14 +218,17 @@ class ChatService:
         messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
         sources = memory.markers
         trace_id = self._traces.new_id()
-        self._traces.put(ctx, trace_id, "retrieval", {
+        retrieval_trace = {
             "query": req.message, "sessionId": None if is_new else session.id, "tier": result.tier,
             "excluded": [t.id for t in window], "latencyMs": round(retrieval_ms, 2),
             "hits": [{"marker": m, "id": h.id, "kind": h.kind, "score": round(float(h.score), 6)}
-                     for m, h in sources.items()]})
+                     for m, h in sources.items()]}
+        if result.degraded is not None:
+            retrieval_trace["degraded"] = result.degraded
+        self._traces.put(ctx, trace_id, "retrieval", retrieval_trace)
         turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
                             sources=sources, messages=messages, trace_id=trace_id, tier=3,
-                            retrieval_ms=retrieval_ms, model_name=model_name)
+                            retrieval_ms=retrieval_ms, model_name=model_name, degraded=result.degraded)
         if not window and not req.bypass_cache:
             turn.query_vector = self._embed([req.message])[0]
             hit = self.cache.lookup(reader, model_name, turn.query_vector)
@@ -297,7 +314,9 @@ class ChatService:
             "completionTokens": completion.completion_tokens if completion else 0,
             "hitsUsed": [c.id for c in citations], "latencyMs": round(elapsed, 2),
             "turnIds": turn_ids, "cached": from_cache})
-        if not from_cache and not turn.window and not req.bypass_cache and turn.query_vector is not None:
+        # A degraded reply (search was down) never seeds the cache: it would outlive the outage.
+        if not from_cache and not turn.window and not req.bypass_cache and turn.query_vector is not None \
+                and turn.degraded is None:
             cited = [turn.sources[c.marker.strip("[]")] for c in citations]
             entities = {e for h in cited for e in cited_entities(h)}
             if any(h.kind == "turn" and (h.role or "user") == "user" for h in cited):
@@ -305,7 +324,7 @@ class ChatService:
             self.cache.store_reply(ctx.narrowed(req.scopes), turn.model_name, req.message, turn.query_vector,
                                    {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited])
         return ChatReply(reply=reply, session_id=turn.session.id, trace_id=turn.trace_id, citations=citations,
-                         memory_updates=memory_updates)
+                         memory_updates=memory_updates, degraded=None if from_cache else turn.degraded)
 
     @staticmethod
     def _citation(marker: str, hit: Any) -> Citation:

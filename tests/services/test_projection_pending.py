@@ -1,0 +1,83 @@
+"""A projection that fails after the commit never fails the write: the change stays
+pending (the SQLite outbox; an in-process queue over a store without one) and is replayed
+by the next write, or by the next start, once the index answers."""
+
+from __future__ import annotations
+
+import pytest
+from fused_search import fused_search
+
+from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+from agent_memory.adapters.embedders import HashingEmbedder
+from agent_memory.adapters.sqlite_store import SQLiteRecordStore
+from agent_memory.ports import Record, SearchFilter, SearchUnavailable
+from agent_memory.services.operations.projection import ProjectingRecordStore, Projector
+
+
+class DownIndex:
+    def __init__(self, inner):
+        self.inner = inner
+        self.down = True
+
+    def __getattr__(self, name):
+        value = getattr(self.inner, name)
+        if name in ("upsert", "delete", "write") and self.down:
+            def fail(*args, **kwargs):
+                raise SearchUnavailable("refused")
+            return fail
+        return value
+
+
+class NoOutbox:
+    """A record store without a projection outbox (as the DynamoDB store is)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        if name in ("apply_with_outbox", "outbox_entries", "clear_outbox"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def turn(n: int, text: str) -> Record:
+    return Record(pk="c#ctx#default#turns", sk=f"turn_{n}", data={
+        "kind": "turn", "id": f"turn_{n}", "contextId": "ctx", "role": "user", "content": text,
+        "session": "sess_1", "seq": n, "createdAt": "2026-01-05T09:00:00Z"})
+
+
+def found(index, query: str) -> set[str]:
+    return {h.unit.id for h in fused_search(index, query, SearchFilter(context_id="ctx"), k=5)}
+
+
+@pytest.mark.parametrize("background", [False, True])
+@pytest.mark.parametrize("outbox", [True, False])
+def test_a_failed_projection_stays_pending_and_the_next_write_replays_it(tmp_path, outbox, background):
+    records = SQLiteRecordStore(tmp_path / "records.db")
+    inner = EmbeddedSearchIndex(tmp_path / "search.db", HashingEmbedder(64))
+    index = DownIndex(inner)
+    projector = Projector(index, background=background)
+    store = ProjectingRecordStore(records if outbox else NoOutbox(records), projector)
+    store.put(turn(1, "the otter moved to Oslo"))  # commits; its projection fails
+    projector.drain()
+    assert records.get("c#ctx#default#turns", "turn_1") is not None
+    assert store.pending_projections == 1 and found(inner, "otter") == set()
+    index.down = False
+    store.put(turn(2, "the heron stayed in Bergen"))
+    projector.drain()
+    store.put(turn(3, "nothing else"))  # a background failure is noticed after the fact
+    projector.drain()
+    assert {"turn_1", "turn_2", "turn_3"} <= found(inner, "otter")
+    assert store.pending_projections == 0
+
+
+def test_the_outbox_replays_at_start_once_the_index_answers(tmp_path):
+    records = SQLiteRecordStore(tmp_path / "records.db")
+    inner = EmbeddedSearchIndex(tmp_path / "search.db", HashingEmbedder(64))
+    index = DownIndex(inner)
+    ProjectingRecordStore(records, Projector(index)).put(turn(1, "the otter moved to Oslo"))
+    ProjectingRecordStore(records, Projector(index))  # a start while still down does not fail
+    assert len(records.outbox_entries()) == 1
+    index.down = False
+    ProjectingRecordStore(records, Projector(index))
+    assert records.outbox_entries() == [] and "turn_1" in found(inner, "otter")
