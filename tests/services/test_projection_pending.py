@@ -81,3 +81,22 @@ def test_the_outbox_replays_at_start_once_the_index_answers(tmp_path):
     index.down = False
     ProjectingRecordStore(records, Projector(index))
     assert records.outbox_entries() == [] and "turn_1" in found(inner, "otter")
+
+
+def test_pending_projections_without_an_outbox_are_bounded(tmp_path, monkeypatch, caplog):
+    from agent_memory.services.operations import projection
+
+    monkeypatch.setattr(projection, "MAX_HELD_PROJECTIONS", 3)
+    records = SQLiteRecordStore(tmp_path / "records.db")
+    index = DownIndex(EmbeddedSearchIndex(tmp_path / "search.db", HashingEmbedder(64)))
+    store = ProjectingRecordStore(NoOutbox(records), Projector(index))
+    for n in range(5):
+        store.put(turn(n, f"turn number {n} about gardening"))
+    assert store.pending_projections == 3 and store.dropped_projections == 2
+    assert "agent-memory reindex" in caplog.text
+    index.down = False
+    store.put(turn(5, "the index answers again"))  # held too, before it projects: one more dropped
+    assert store.pending_projections == 0 and store.dropped_projections == 3
+    # the newest entries caught up; the dropped ones wait for a reindex
+    hits = found(index.inner, "turn gardening index answers")
+    assert {"turn_3", "turn_4", "turn_5"} <= hits and not hits & {"turn_0", "turn_1", "turn_2"}

@@ -152,6 +152,11 @@ def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
     )]
 
 
+#: Writes a store without an outbox keeps pending in memory while the index is down; past
+#: this the oldest are dropped (and counted), so a long outage cannot exhaust memory.
+MAX_HELD_PROJECTIONS = 10_000
+
+
 class Projector:
     """Applies projection changes to a search index, inline or on a background thread.
 
@@ -245,6 +250,7 @@ class ProjectingRecordStore:
         # Without an outbox: (id, entry) of writes whose projection failed, in commit order.
         self._held: list[tuple[int, str]] = []
         self._held_ids = 0
+        self.dropped_projections = 0  # held entries dropped past MAX_HELD_PROJECTIONS
         self._held_lock = threading.Lock()
         # Set when a projection failed, so a write replays pending entries only then.
         self._behind = self._outbox is not None
@@ -326,6 +332,14 @@ class ProjectingRecordStore:
         with self._held_lock:
             self._held_ids += 1
             self._held.append((self._held_ids, entry))
+            if len(self._held) > MAX_HELD_PROJECTIONS:
+                # An outage longer than the bound: memory stays bounded, and what is dropped
+                # is named so an operator knows a reindex is due (the SQLite outbox has no bound).
+                dropped = len(self._held) - MAX_HELD_PROJECTIONS
+                del self._held[:dropped]
+                self.dropped_projections += dropped
+                log.error("%d pending projections dropped (over %d held): run `agent-memory reindex`",
+                          dropped, MAX_HELD_PROJECTIONS)
             return self._held_ids
 
     def _release(self, ids: Sequence[int]) -> None:
