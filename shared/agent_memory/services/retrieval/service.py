@@ -67,14 +67,14 @@ from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnaly
 if TYPE_CHECKING:
     from agent_memory.ports import RecordStore, Reranker, SearchIndex
 
-#: Hit kinds a query returns unless ``include`` says otherwise. ``entity`` hits (a profile
-#: line per named entity) come only when asked for or in ``graph`` mode; thread turns are
-#: served by the threads area, whose reader lists and audit rules retrieval does not apply.
 log = logging.getLogger("agent_memory.retrieval")
 
 # What a degraded answer says it is (the trace's ``degraded``, the ``X-Memory-Degraded`` header).
 DEGRADED_SEARCH_UNAVAILABLE = "search-unavailable"
 
+#: Hit kinds a query returns unless ``include`` says otherwise. ``entity`` hits (a profile
+#: line per named entity) come only when asked for or in ``graph`` mode; thread turns are
+#: served by the threads area, whose reader lists and audit rules retrieval does not apply.
 DEFAULT_KINDS = ("turn", "attribute", "relation", "action", "instruction", "chunk")
 ALL_KINDS = (*DEFAULT_KINDS, "entity")
 FACT_KINDS = ("attribute", "relation")
