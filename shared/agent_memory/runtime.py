@@ -61,6 +61,9 @@ class Runtime:
         queue = self.__dict__.get("ingestion_queue")
         if queue is not None and hasattr(queue, "close"):
             queue.close()
+        store = self.__dict__.get("store")
+        if store is not None and hasattr(type(store), "stop_retries"):
+            store.stop_retries()  # no pending-projection retry after this
 
     # --- adapters -------------------------------------------------------------------
 
@@ -73,7 +76,7 @@ class Runtime:
             return base
         from agent_memory.services.operations.projection import ProjectingRecordStore
 
-        return ProjectingRecordStore(base, self.projector)
+        return ProjectingRecordStore(base, self.projector, retry_interval_s=self.settings.projection_retry_s)
 
     @cached_property
     def projector(self):
