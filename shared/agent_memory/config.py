@@ -76,6 +76,14 @@ class Settings:
     ingestion_queue_url: str | None = None
     # Deployed: the S3 bucket of presigned document uploads; unset, the uploads route answers 503.
     upload_bucket: str | None = None
+    # Deployed: the projector's dead-letter queue, which its scheduled run redrives.
+    projection_dead_letter_url: str | None = None
+    # The search circuit breaker (adapters/search_breaker.py): consecutive failures that open
+    # it, and how long it then stops calling the index.
+    search_breaker_failures: int = 3
+    search_breaker_cool_down_s: float = 30.0
+    # Locally: how often pending projections are retried while the index is behind.
+    projection_retry_s: float = 30.0
     default_principal: str = "local-admin"
     # Static API keys (yaml ``principals`` / env AGENT_MEMORY_PRINCIPALS_JSON). Empty: every
     # request is ``default_principal`` with admin rights (single-user local mode).
@@ -155,6 +163,12 @@ def _float(value: Any, setting: str) -> float:
         raise ConfigurationError(f"{setting}: expected a number, got {value!r}") from exc
 
 
+def _bounded(value: float, low: float, high: float, setting: str) -> Any:
+    if not low <= value <= high:
+        raise ConfigurationError(f"{setting}: expected {low:g} to {high:g}, got {value:g}")
+    return value
+
+
 def load_settings(env: dict[str, str] | None = None, config_path: str | Path | None = None,
                   **overrides: Any) -> Settings:
     env = dict(os.environ if env is None else env)
@@ -231,6 +245,18 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
     if projection not in ("inline", "background", "stream"):
         raise ConfigurationError(f"storage.projection: expected inline, background or stream, got {projection!r}")
     tenant = pick("AGENT_MEMORY_TENANT", file_cfg.get("tenant"), "local")
+    breaker_cfg = file_storage.get("search_breaker") or {}
+    if not isinstance(breaker_cfg, dict) or set(breaker_cfg) - {"failures", "cool_down_s"}:
+        raise ConfigurationError("storage.search_breaker: expected a mapping with failures and cool_down_s")
+    breaker_failures = _bounded(_int(pick("AGENT_MEMORY_SEARCH_BREAKER_FAILURES", breaker_cfg.get("failures"), 3),
+                                     "storage.search_breaker.failures"), 1, 100, "storage.search_breaker.failures")
+    breaker_cool_down = _bounded(_float(pick("AGENT_MEMORY_SEARCH_BREAKER_COOL_DOWN_S",
+                                             breaker_cfg.get("cool_down_s"), 30.0),
+                                        "storage.search_breaker.cool_down_s"),
+                                 1.0, 3600.0, "storage.search_breaker.cool_down_s")
+    projection_retry = _bounded(_float(pick("AGENT_MEMORY_PROJECTION_RETRY_S", file_storage.get("projection_retry_s"),
+                                            30.0), "storage.projection_retry_s"),
+                                1.0, 3600.0, "storage.projection_retry_s")
     settings = Settings(
         data_dir=Path(pick("AGENT_MEMORY_DATA_DIR", file_storage.get("data_dir"), ".agent-memory")),
         store=store,
@@ -251,6 +277,10 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         openai_secret_arn=pick("AGENT_MEMORY_OPENAI_SECRET_ARN", None),
         ingestion_queue_url=pick("AGENT_MEMORY_INGESTION_QUEUE_URL", None),
         upload_bucket=pick("AGENT_MEMORY_UPLOAD_BUCKET", None),
+        projection_dead_letter_url=pick("AGENT_MEMORY_PROJECTION_DEAD_LETTER_URL", None),
+        search_breaker_failures=breaker_failures,
+        search_breaker_cool_down_s=breaker_cool_down,
+        projection_retry_s=projection_retry,
         bootstrap_key_secret_arn=pick("AGENT_MEMORY_BOOTSTRAP_KEY_SECRET_ARN", None),
         default_principal=pick("AGENT_MEMORY_DEFAULT_PRINCIPAL", file_cfg.get("default_principal"), "local-admin"),
         principals=parse_principals(env.get("AGENT_MEMORY_PRINCIPALS_JSON"), file_cfg.get("principals")),

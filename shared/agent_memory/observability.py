@@ -6,11 +6,16 @@ into every JSON log line, and Metrics flushes one EMF document per invocation. T
 request's context id and principal join the log keys once the caller is known
 (``http.resolve_caller``); keys, secrets and message text are never logged.
 
-Metrics (namespace ``AgentMemory``): ``Requests`` by route and status (``http``),
+Metrics (namespace ``AgentMemory``), every one with the dimensions ``service`` and ``tenant``
+only (the stack's ``TenantId``): ``Requests``, ``RequestLatency`` and ``ServerErrors`` (5xx)
+per API request (``http``; the route and status ride in the EMF document as properties, not
+dimensions, so CloudWatch Logs Insights can still group by them),
 ``ModelCalls``/``ModelLatency``/``PromptTokens``/``CompletionTokens`` (``MeteredLanguageModel``),
-``CacheHits`` (chat), ``ProjectionLag`` and ``ProjectionFailures`` (projector; failed records
-go to the dead-letter queue after Lambda's retries). Outside Lambda nothing is emitted: the
-local server and the CLI keep plain logs.
+``CacheHits`` (chat), ``ProjectionLag``, ``ProjectionFailures``, ``ProjectionRedriven`` and
+``ProjectionReindexDue`` (projector), ``DocumentsIngested``/``DocumentsNotIngested``
+(ingestion). One tenant is therefore one series per metric name: docs/deploying.md gives the
+count and its monthly cost. Outside Lambda nothing is emitted: the local server and the CLI
+keep plain logs.
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ def instrumented(handler: Callable[[dict, Any], Any] | None = None, *, http: boo
     inject = logger.inject_lambda_context(
         correlation_id_path=correlation_paths.API_GATEWAY_HTTP if http else None, clear_state=True)
     decorated = metrics.log_metrics(inject(handler))
+    tenant = os.environ.get("AGENT_MEMORY_TENANT")
+    if tenant:  # the stack's TenantId: tenant stacks in one account stay apart
+        metrics.set_default_dimensions(tenant=tenant)
 
     @functools.wraps(handler)
     def wrapper(event: dict, lambda_context: Any) -> Any:
@@ -81,10 +89,12 @@ def _route_package_logs() -> None:
 def request_done(route: str, status: int, duration_ms: float) -> None:
     """One INFO line and the ``Requests`` metric per API request (route and status only)."""
     if _in_invocation:
-        metrics.add_dimension(name="route", value=route)
-        metrics.add_dimension(name="status", value=str(status))
+        # Per-route detail as properties of the EMF document: searchable, never a new series.
+        metrics.add_metadata(key="route", value=route)
+        metrics.add_metadata(key="status", value=str(status))
         metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
         metrics.add_metric(name="RequestLatency", unit=MetricUnit.Milliseconds, value=duration_ms)
+        metrics.add_metric(name="ServerErrors", unit=MetricUnit.Count, value=1 if status >= 500 else 0)
         logger.info("request", extra={"route": route, "status": status, "duration_ms": round(duration_ms, 1)})
 
 
@@ -95,6 +105,8 @@ def count(name: str, value: float = 1, unit: str = "Count") -> None:
 
 
 def dimension(name: str, value: str) -> None:
+    """A dimension on every metric of this invocation: each distinct value is a new billed
+    series per metric, so only for bounded, low-cardinality values (never routes or ids)."""
     if _in_invocation:
         metrics.add_dimension(name=name, value=value)
 

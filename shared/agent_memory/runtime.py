@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from agent_memory.config import ModelRef, Settings, load_settings
+from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.services.events import EventPublisher, FactsChanged, RecordsForgotten
 
 if TYPE_CHECKING:
@@ -60,6 +61,9 @@ class Runtime:
         queue = self.__dict__.get("ingestion_queue")
         if queue is not None and hasattr(queue, "close"):
             queue.close()
+        store = self.__dict__.get("store")
+        if store is not None and hasattr(type(store), "stop_retries"):
+            store.stop_retries()  # no pending-projection retry after this
 
     # --- adapters -------------------------------------------------------------------
 
@@ -72,7 +76,7 @@ class Runtime:
             return base
         from agent_memory.services.operations.projection import ProjectingRecordStore
 
-        return ProjectingRecordStore(base, self.projector)
+        return ProjectingRecordStore(base, self.projector, retry_interval_s=self.settings.projection_retry_s)
 
     @cached_property
     def projector(self):
@@ -115,7 +119,8 @@ class Runtime:
             return CircuitBreakingSearchIndex(OpenSearchIndex(
                 s.opensearch_url, s.opensearch_index, self.embedder,
                 service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine,
-                live=StoreRevisions(self.base_store), recent=RecentUnits(self.base_store)))
+                live=StoreRevisions(self.base_store), recent=RecentUnits(self.base_store)),
+                failures_to_open=s.search_breaker_failures, cool_down_s=s.search_breaker_cool_down_s)
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
         return EmbeddedSearchIndex(s.search_path, self.embedder)
@@ -127,6 +132,15 @@ class Runtime:
 
         if self.search is not None:
             apply(self.search, collapse(changes))
+
+    @cached_property
+    def projection_dead_letters(self):
+        """The projector's dead-letter queue (deployed), read back against the table's stream."""
+        from agent_memory.adapters.stream_dead_letters import StreamDeadLetters
+
+        if not self.settings.projection_dead_letter_url:
+            raise ConfigurationError("no projection dead-letter queue: set AGENT_MEMORY_PROJECTION_DEAD_LETTER_URL")
+        return StreamDeadLetters(self.settings.projection_dead_letter_url, region=self.settings.aws_region)
 
     @staticmethod
     def stream_record(image: dict) -> Record:

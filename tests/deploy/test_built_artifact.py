@@ -122,6 +122,7 @@ class SearchStub:
     def __init__(self) -> None:
         self.bulk_bodies: list[str] = []
         self.requests: list[tuple[str, str]] = []
+        self.down = False  # answer every request 503, as an overloaded or failing cluster does
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -142,6 +143,8 @@ class SearchStub:
                 body = self.rfile.read(length).decode() if length else ""
                 path = self.path.split("?")[0]
                 stub.requests.append((self.command, path))
+                if stub.down:
+                    return self._reply(503, {"error": "service_unavailable"})
                 if path.endswith("/_bulk"):
                     stub.bulk_bodies.append(body)
                     actions = [json.loads(line) for line in body.splitlines() if line.strip()]
@@ -195,7 +198,8 @@ def function_env(name: str, moto: str, stub: SearchStub, secrets: dict[str, str]
             "ExtractionModel": "bedrock/anthropic.claude-3-haiku-20240307-v1:0",
             "ResponseModel": "bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0",
             "EmbeddingModel": "bedrock/amazon.titan-embed-text-v2:0", "AllowedModels": "", "OpenAISecretArn": "",
-            "CursorSecret": secrets["cursor"], "BootstrapKeySecret": secrets["bootstrap"]}
+            "CursorSecret": secrets["cursor"], "BootstrapKeySecret": secrets["bootstrap"],
+            "ProjectorDeadLetterQueue": secrets.get("projector_dlq", "")}
     variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
     own = ((RESOURCES[name]["Properties"].get("Environment") or {}).get("Variables")) or {}
     env = {k: resolve(v, refs, {"HasSearch": True, "HasOpenAISecret": False})
@@ -279,6 +283,7 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                "bootstrap": secretsmanager.create_secret(Name="bootstrap", SecretString=bootstrap_key)["ARN"]}
     sqs = boto3.client("sqs", **aws)
     secrets["ingestion_queue"] = sqs.create_queue(QueueName="ingestion")["QueueUrl"]
+    secrets["projector_dlq"] = sqs.create_queue(QueueName="projector-dlq")["QueueUrl"]
     boto3.client("s3", **aws).create_bucket(Bucket=UPLOAD_BUCKET)
     # The operator's step: a key for the agent, written to the table with the CLI.
     created = subprocess.run(
@@ -335,6 +340,7 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         projector = FunctionProcess("ProjectorFunction", build,
                                     function_env("ProjectorFunction", moto_endpoint, stub, secrets))
         batch = projector.invoke({"Records": records})
+        outage = projector_outage(projector, stub, sqs, secrets["projector_dlq"], records)
         calls = {name: p.finish() for name, p in processes.items()}
         calls["ProjectorFunction"] = projector.finish()
         calls["IngestionFunction"] = ingestion.finish()
@@ -343,12 +349,51 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         yield {"statuses": statuses, "anonymous": anonymous, "calls": calls, "records": records, "batch": batch,
                "jobs": jobs, "messages": messages, "ingested": ingested,
                "bulk": list(stub.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()},
-               "output": output, "keys": [bootstrap_key, agent_key]}
+               "output": output, "keys": [bootstrap_key, agent_key], "outage": outage}
     finally:
         for p in processes.values():
             if p.proc.poll() is None:
                 p.proc.kill()
         stub.close()
+
+
+def projector_outage(projector: FunctionProcess, stub: SearchStub, sqs: Any, dlq: str,
+                     records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Search fails: the built projector reports the batch (Lambda retries it, then sends its
+    stream range to the dead-letter queue, as below); the scheduled redrive leaves the letter
+    while search fails and re-projects it once search answers."""
+    stub.down = True
+    retried = projector.invoke({"Records": records})
+    arn = records[0]["eventSourceARN"]
+    shards = [s["ShardId"] for s in _streams(sqs).describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]]
+    assert len(shards) == 1, "moto's stream has one shard: the letter names every record on it"
+    for shard in shards:  # what Lambda's on-failure destination sends for the failed batch
+        seqs = [r["dynamodb"]["SequenceNumber"] for r in records]
+        body = {"requestContext": {"condition": "RetryAttemptsExhausted"},
+                "DDBStreamBatchInfo": {"shardId": shard, "startSequenceNumber": min(seqs, key=int),
+                                       "endSequenceNumber": max(seqs, key=int), "batchSize": len(seqs),
+                                       "streamArn": arn}}
+        sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps(body))
+    while_down = projector.invoke({"redrive": "dead-letters"})
+    depth_down = _depth(sqs, dlq)
+    stub.down = False
+    bulk_before = len(stub.bulk_bodies)
+    redriven = projector.invoke({"redrive": "dead-letters"})
+    return {"retried": retried, "while_down": while_down, "depth_down": depth_down, "redriven": redriven,
+            "depth_after": _depth(sqs, dlq), "bulk": stub.bulk_bodies[bulk_before:], "shards": len(shards)}
+
+
+def _streams(sqs: Any) -> Any:
+    import boto3
+
+    return boto3.client("dynamodbstreams", endpoint_url=sqs.meta.endpoint_url, region_name="us-east-1",
+                        aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def _depth(sqs: Any, queue: str) -> int:
+    attrs = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    return sum(int(v) for v in attrs.values())
 
 
 def aws_env(endpoint: str) -> dict[str, str]:
@@ -425,6 +470,19 @@ def test_the_built_projector_writes_the_stream_to_the_search_index(deployed):
     assert indexed and not [i for i in indexed if "_index" in i]
     assert any("Globex" in json.dumps(s) for s in sources), "the resolved employer fact was not projected"
     assert any("printer" in json.dumps(s).lower() for s in sources), "the thread turn was not projected"
+
+
+def test_the_built_projector_retries_dead_letters_and_redrives_once_search_answers(deployed):
+    outage = deployed["outage"]
+    assert len(outage["retried"]["batchItemFailures"]) == len(deployed["records"])  # Lambda retries them
+    assert outage["while_down"]["searchUnavailable"] is True and outage["while_down"]["replayed"] == 0
+    assert outage["depth_down"] == outage["shards"]  # every letter kept while search fails
+    redriven = outage["redriven"]
+    assert redriven["searchUnavailable"] is False and redriven["expired"] == 0, redriven
+    assert redriven["letters"] == outage["shards"] and redriven["replayed"] >= 1
+    assert outage["depth_after"] == 0
+    sources = [line for body in outage["bulk"] for line in body.splitlines() if line.strip()]
+    assert any("Globex" in line for line in sources), "the redrive did not re-project the table's items"
 
 
 def test_the_built_ingestion_worker_ingests_the_queued_documents(deployed):

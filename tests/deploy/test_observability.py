@@ -22,6 +22,7 @@ SECRET_TEXT = "my locker code is 4471"
 @pytest.fixture
 def lambda_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "FactsFunction")
+    monkeypatch.setenv("AGENT_MEMORY_TENANT", "acme")
     settings = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": "s"})
     rt = Runtime(settings)
     set_runtime(rt)
@@ -61,7 +62,10 @@ def test_a_request_logs_one_json_line_and_flushes_its_metrics(lambda_runtime, ca
     assert directive["Namespace"] == "AgentMemory"
     names = {m["Name"] for m in directive["Metrics"]}
     assert {"Requests", "RequestLatency", "ModelCalls", "ModelLatency"} <= names
-    assert {"route", "status", "service"} <= set(directive["Dimensions"][0])
+    # one series per metric and tenant: route and status are properties, not dimensions
+    assert directive["Dimensions"] == [["service", "tenant"]] or \
+        sorted(directive["Dimensions"][0]) == ["service", "tenant"], directive["Dimensions"]
+    assert doc["tenant"] == "acme" and doc["ServerErrors"] in (0, [0], 0.0, [0.0])
     assert doc["route"] == "POST /api/v1/{context_id}/facts" and doc["status"] == "200"
     assert doc["Requests"] == 1.0 or doc["Requests"] == [1.0]
     assert key not in json.dumps(doc) and SECRET_TEXT not in json.dumps(doc)

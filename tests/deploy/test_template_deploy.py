@@ -19,7 +19,7 @@ RESOURCES = TEMPLATE["Resources"]
 # Types that cannot carry tags in CloudFormation.
 # Types CloudFormation gives no Tags property (an OpenSearch Serverless access policy is not taggable).
 UNTAGGABLE = {"AWS::IAM::ManagedPolicy", "AWS::Serverless::LayerVersion", "AWS::OpenSearchServerless::AccessPolicy",
-              "AWS::S3::BucketPolicy"}
+              "AWS::S3::BucketPolicy", "AWS::Lambda::Permission"}
 
 
 def parameter_overrides(text: str) -> dict[str, str]:

@@ -46,6 +46,11 @@ def test_no_route_answers_500_with_opensearch_unreachable(any_api, runtime):
         r = any_api.post(f"{CTX}{path}", body)
         assert r.status == 200, (path, r.text)
         assert r.headers.get("x-memory-degraded") == "search-unavailable", path
+    # /query answers from what the store knows: the recent turn that shares a word with it
+    recent = any_api.post(f"{CTX}/query", {"query": "Which city did I say Lisbon?"}).json()
+    assert "I live in Lisbon." in [h["text"] for h in recent["hits"]], recent
+    other = any_api.post(f"{CTX}/query", {"query": "gardening tools"}).json()
+    assert "I live in Lisbon." not in [h["text"] for h in other["hits"]]
     refused = any_api.post(f"{CTX}/forget", {"query": "Lisbon"})
     assert refused.status == 503 and "retry-after" in refused.headers, refused.text
     assert "Lisbon" in any_api.get(f"{CTX}/state").text

@@ -10,7 +10,7 @@ from fused_search import fused_search
 from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 from agent_memory.adapters.embedders import HashingEmbedder
 from agent_memory.adapters.sqlite_store import SQLiteRecordStore
-from agent_memory.ports import Record, SearchFilter, SearchUnavailable
+from agent_memory.ports import Put, Record, SearchFilter, SearchUnavailable
 from agent_memory.services.operations.projection import ProjectingRecordStore, Projector
 
 
@@ -100,3 +100,72 @@ def test_pending_projections_without_an_outbox_are_bounded(tmp_path, monkeypatch
     # the newest entries caught up; the dropped ones wait for a reindex
     hits = found(index.inner, "turn gardening index answers")
     assert {"turn_3", "turn_4", "turn_5"} <= hits and not hits & {"turn_0", "turn_1", "turn_2"}
+
+
+def dynamodb_records():
+    import boto3
+
+    from agent_memory.adapters.dynamodb_store import DynamoDBRecordStore
+    from agent_memory.adapters.dynamodb_table import create_table_from_template
+
+    create_table_from_template(boto3.client("dynamodb", region_name="us-east-1"), "agent-memory-outbox")
+    return DynamoDBRecordStore("agent-memory-outbox", region="us-east-1")
+
+
+def test_the_dynamodb_store_keeps_pending_projections_in_its_own_outbox(tmp_path):
+    """Local DynamoDB has no stream: the entry commits with the write, in the same
+    transaction, and survives the process (a new start replays it)."""
+    from moto import mock_aws
+
+    with mock_aws():
+        records = dynamodb_records()
+        index = DownIndex(EmbeddedSearchIndex(tmp_path / "search.db", HashingEmbedder(64)))
+        store = ProjectingRecordStore(records, Projector(index))
+        store.put(turn(1, "the otter moved to Oslo"))
+        store.transact([Put(turn(2, "the heron in Bergen"))])
+        assert [e for _, e in records.outbox_entries()] and len(records.outbox_entries()) == 2
+        assert store.pending_projections == 2
+        # the outbox rows are no context's records: a reindex's scan of contexts never sees them
+        assert all(r.pk != "projection-outbox" for r in records.scan("c#"))
+        ProjectingRecordStore(records, Projector(index))  # a start while still down keeps them
+        assert len(records.outbox_entries()) == 2
+        index.down = False
+        ProjectingRecordStore(records, Projector(index))  # a start once the index answers
+        assert records.outbox_entries() == [] and {"turn_1", "turn_2"} <= found(index.inner, "otter heron")
+
+
+def test_a_failed_conditional_write_leaves_no_outbox_entry(tmp_path):
+    from moto import mock_aws
+
+    from agent_memory.ports import Condition, ConditionFailed
+
+    with mock_aws():
+        records = dynamodb_records()
+        index = DownIndex(EmbeddedSearchIndex(tmp_path / "search.db", HashingEmbedder(64)))
+        store = ProjectingRecordStore(records, Projector(index))
+        store.put(turn(1, "the otter moved to Oslo"))
+        with pytest.raises(ConditionFailed) as failed:
+            store.put(turn(1, "the otter moved again"), Condition.absent())
+        assert failed.value.index is None  # as a single put reports it
+        assert len(records.outbox_entries()) == 1
+
+
+@pytest.mark.parametrize("outbox", [True, False])
+def test_pending_projections_catch_up_on_a_timer_without_another_write(tmp_path, outbox):
+    import time
+
+    records = SQLiteRecordStore(tmp_path / "records.db")
+    index = DownIndex(EmbeddedSearchIndex(tmp_path / "search.db", HashingEmbedder(64)))
+    store = ProjectingRecordStore(records if outbox else NoOutbox(records), Projector(index), retry_interval_s=0.05)
+    try:
+        store.put(turn(1, "the otter moved to Oslo"))
+        time.sleep(0.2)  # a few retries while the index is still down
+        assert store.pending_projections == 1
+        index.down = False
+        deadline = time.monotonic() + 10
+        while store.pending_projections and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert store.pending_projections == 0 and found(index.inner, "otter") == {"turn_1"}
+    finally:
+        store.stop_retries()
+    assert store._timer is None

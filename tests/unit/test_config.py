@@ -61,3 +61,31 @@ def test_cursor_secret_is_generated_once_into_data_dir(tmp_path):
     first = s.cursor_secret()
     assert len(first) == 64 and (tmp_path / "d" / "cursor-secret").exists()
     assert load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "d")}).cursor_secret() == first
+
+
+def test_the_search_breaker_and_projection_retry_are_configured_within_bounds(tmp_path):
+    from agent_memory.runtime import Runtime
+
+    env = {"AGENT_MEMORY_DATA_DIR": str(tmp_path)}
+    s = load_settings(env=env)
+    assert (s.search_breaker_failures, s.search_breaker_cool_down_s, s.projection_retry_s) == (3, 30.0, 30.0)
+    (tmp_path / "conf").mkdir()
+    cfg = tmp_path / "conf" / "agent-memory.yaml"
+    cfg.write_text("storage:\n  search_breaker: {failures: 5, cool_down_s: 12}\n  projection_retry_s: 4\n")
+    s = load_settings(env=env, config_path=cfg)
+    assert (s.search_breaker_failures, s.search_breaker_cool_down_s, s.projection_retry_s) == (5, 12.0, 4.0)
+    s = load_settings(env={**env, "AGENT_MEMORY_SEARCH_BREAKER_COOL_DOWN_S": "90"}, config_path=cfg)
+    assert s.search_breaker_cool_down_s == 90.0
+    for bad in ({"AGENT_MEMORY_SEARCH_BREAKER_FAILURES": "0"}, {"AGENT_MEMORY_SEARCH_BREAKER_COOL_DOWN_S": "0.1"},
+                {"AGENT_MEMORY_SEARCH_BREAKER_COOL_DOWN_S": "7200"}, {"AGENT_MEMORY_PROJECTION_RETRY_S": "x"}):
+        with pytest.raises(ConfigurationError, match="search_breaker|projection_retry_s"):
+            load_settings(env={**env, **bad})
+    cfg.write_text("storage:\n  search_breaker: {failures: 2, timeout: 3}\n")
+    with pytest.raises(ConfigurationError, match="storage.search_breaker"):
+        load_settings(env=env, config_path=cfg)
+    # the runtime's breaker takes them
+    opensearch = load_settings(env={**env, "AGENT_MEMORY_SEARCH": "opensearch", "AGENT_MEMORY_OPENSEARCH_URL":
+                                    "http://127.0.0.1:9", "AGENT_MEMORY_SEARCH_BREAKER_FAILURES": "7",
+                                    "AGENT_MEMORY_CURSOR_SECRET": "s"})
+    breaker = Runtime(opensearch).search
+    assert (breaker.failures_to_open, breaker.cool_down_s) == (7, 30.0)

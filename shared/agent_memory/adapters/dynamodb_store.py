@@ -55,6 +55,12 @@ when nothing can follow; a full page may carry a key to an empty next page.
 A record holds at most 400 KB (DynamoDB's item limit, which the SQLite adapter enforces
 too); larger payloads must be split by the domain.
 
+Projection outbox (local runs without a stream): ``apply_with_outbox`` adds the entry as a
+row of partition ``projection-outbox`` inside the write's own TransactWriteItems (written
+first, on its own, when the write already holds the 100 items a transaction allows; an entry
+whose write then fails only replays the items' current state). The rows carry no ``kind``,
+so the stream's filter never sends them to the projector.
+
 boto3 is imported on first use, not at import time: most Lambda cold starts must not
 pay for it before the handler runs.
 """
@@ -69,7 +75,18 @@ from typing import Any, Literal
 
 from agent_memory.adapters import _record_rules as rules
 from agent_memory.adapters import _scope_filter
-from agent_memory.ports import Condition, ConditionFailed, Delete, Page, Put, Record, WriteOp
+from agent_memory.ports import (
+    MAX_TRANSACT_OPS,
+    Condition,
+    ConditionFailed,
+    Delete,
+    Page,
+    Put,
+    Record,
+    WriteOp,
+)
+
+OUTBOX_PK = "projection-outbox"
 
 _BATCH_GET_MAX_KEYS = 100
 _CONFLICT_ATTEMPTS = 5
@@ -294,6 +311,36 @@ class DynamoDBRecordStore:
             return
         items = [self._transact_item(op) for op in ops]
         self._write(self.client.transact_write_items, TransactItems=items)
+
+    # -- projection outbox (local runs; see the module docstring) --------------
+
+    def apply_with_outbox(self, ops: Sequence[WriteOp], entry: str, *, single: bool) -> str:
+        """Apply ``ops`` and add ``entry`` to the outbox atomically; returns the entry's id."""
+        row_id = f"{time.time_ns():020d}#{random.getrandbits(48):012x}"
+        row = Put(Record(pk=OUTBOX_PK, sk=row_id, data={"entry": entry}))
+        if len(ops) + 1 > MAX_TRANSACT_OPS:
+            self.put(row.record)
+            try:
+                self.transact(ops)
+            except BaseException:
+                self.delete(OUTBOX_PK, row_id)
+                raise
+            return row_id
+        try:
+            self.transact([*ops, row])
+        except ConditionFailed as exc:
+            if single:  # as put/delete report it: no transaction position
+                raise ConditionFailed(index=None) from exc
+            raise
+        return row_id
+
+    def outbox_entries(self, limit: int = 200) -> list[tuple[str, str]]:
+        page = self.query(OUTBOX_PK, limit=limit)
+        return [(r.sk, r.data["entry"]) for r in page.records]
+
+    def clear_outbox(self, ids: Sequence[str]) -> None:
+        for row_id in ids:
+            self.delete(OUTBOX_PK, row_id)
 
     def _transact_item(self, op: WriteOp) -> dict[str, Any]:
         if isinstance(op, Put):

@@ -11,8 +11,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from agent_memory.kernel.errors import ServiceBusy
+
 log = logging.getLogger("agent_memory.ingestion")
 
+QUEUE_RETRY_AFTER_S = 5  # what a refused enqueue tells the caller to wait
 LOCAL_WORKERS = 2  # documents ingested at once in one local process (each with its own model-call pool)
 
 
@@ -77,4 +80,15 @@ class SqsIngestionQueue:
         self._sqs = client
 
     def send(self, job: Any) -> None:
-        self._sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(job.to_message()))
+        """Queue one job; a queue that refuses, throttles or cannot be reached raises
+        ``ServiceBusy`` (503 with Retry-After), so the caller stores nothing or keeps the
+        document visibly pending for a retried request."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self._sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(job.to_message()))
+        except (ClientError, BotoCoreError) as exc:
+            code = exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
+            log.warning("the ingestion queue refused document %s (%s)", job.document_id, code)
+            raise ServiceBusy("the document ingestion queue cannot take the job now; retry",
+                              code="queue_unavailable", retry_after=QUEUE_RETRY_AFTER_S) from exc

@@ -88,6 +88,11 @@ class StreamDeadLetters:
     def settle(self, letter: DeadLetter) -> None:
         self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=letter.receipt)
 
+    def release(self, letter: DeadLetter) -> None:
+        """Hand a letter back unsettled (visible again now) for a later run."""
+        self.sqs.change_message_visibility(QueueUrl=self.queue_url, ReceiptHandle=letter.receipt,
+                                           VisibilityTimeout=0)
+
 
 def _change(images: dict[str, Any]) -> StreamChange:
     keys = images["Keys"]

@@ -240,12 +240,19 @@ class ProjectingRecordStore:
     process. A projection that fails after the commit (the index refuses, times out,
     throttles) never fails the write: its entry stays pending, and the next write (or the
     next start, for the outbox) replays the pending entries from the records' current
-    state (``replay_outbox``), so the index catches up once it answers again.
+    state (``replay_outbox``), so the index catches up once it answers again. With
+    ``retry_interval_s`` a timer also retries while entries are pending, so the index
+    catches up without another write (or an operator).
     """
 
-    def __init__(self, inner: RecordStore, projector: Projector):
+    def __init__(self, inner: RecordStore, projector: Projector, *, retry_interval_s: float | None = None):
         self.inner = inner
         self.projector = projector
+        self.retry_interval_s = retry_interval_s
+        self._timer: threading.Timer | None = None
+        self._timer_lock = threading.Lock()
+        self._catching_up = threading.Lock()
+        self._closed = False
         self._outbox = inner if callable(getattr(inner, "apply_with_outbox", None)) else None
         # Without an outbox: (id, entry) of writes whose projection failed, in commit order.
         self._held: list[tuple[int, str]] = []
@@ -327,6 +334,31 @@ class ProjectingRecordStore:
 
     def _fell_behind(self) -> None:
         self._behind = True
+        self._schedule_retry()
+
+    def _schedule_retry(self) -> None:
+        if self.retry_interval_s is None or self._closed:
+            return
+        with self._timer_lock:
+            if self._timer is not None:
+                return
+            self._timer = threading.Timer(self.retry_interval_s, self._retry)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _retry(self) -> None:
+        with self._timer_lock:
+            self._timer = None
+        if self._behind and not self._closed:
+            self.catch_up()
+
+    def stop_retries(self) -> None:
+        """No timer retries after this (the runtime closes)."""
+        self._closed = True
+        with self._timer_lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     def _hold(self, entry: str) -> int:
         with self._held_lock:
@@ -361,12 +393,16 @@ class ProjectingRecordStore:
     def catch_up(self) -> int:
         """Replay the pending entries, without raising: an index still down leaves them
         pending for the next try. Returns the entries replayed."""
+        if not self._catching_up.acquire(blocking=False):
+            return 0  # another thread is replaying them now
         try:
             replayed = self.replay_outbox()
         except Exception:
             log.warning("search index still unavailable; projections stay pending", exc_info=True)
-            self._behind = True
+            self._fell_behind()
             return 0
+        finally:
+            self._catching_up.release()
         self._behind = False
         if replayed:
             log.warning("replayed %d pending projection entries", replayed)

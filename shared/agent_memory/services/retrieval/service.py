@@ -71,6 +71,11 @@ log = logging.getLogger("agent_memory.retrieval")
 
 # What a degraded answer says it is (the trace's ``degraded``, the ``X-Memory-Degraded`` header).
 DEGRADED_SEARCH_UNAVAILABLE = "search-unavailable"
+# With search down, the recent turns read from the store stand in for the search legs.
+RECENT_TURNS_LEG = "recent-turns"
+RECENT_SESSIONS = 3  # newest sessions read
+RECENT_TURNS = 50  # newest turns read per session (and the most kept)
+_WORD = re.compile(r"[a-z0-9][\w'\-]*")  # query_analysis's words, on lower-cased text
 
 #: Hit kinds a query returns unless ``include`` says otherwise. ``entity`` hits (a profile
 #: line per named entity) come only when asked for or in ``graph`` mode; thread turns are
@@ -219,8 +224,16 @@ class RetrievalService:
                 # Answer from what the store knows rather than fail the read.
                 log.warning("search unavailable (%s); answering from the record store", exc.reason)
                 degraded = DEGRADED_SEARCH_UNAVAILABLE
+        recent: list[SearchUnit] = []
+        if degraded is not None and "turn" in (flt.kinds or []):
+            recent = self._recent_turns(ctx, flt, qa)
         # Candidates are columns (``RowRanking``): only the final k are decoded.
         ranking, seed_rows = ranking_with_units(ranking, seeds)
+        if recent:
+            # Search is down: the recent turns that share a content word with the question stand
+            # in for the search legs (best overlap first, then newest).
+            ranking, recent_rows = ranking_with_units(ranking, recent)
+            legs.append(Leg(RECENT_TURNS_LEG, 1.0, recent_rows, np.linspace(1.0, 0.5, recent_rows.size)))
         if structured:
             # A fact read for two named entities (a relation between them) counts once.
             seed_rows = np.asarray(list(dict.fromkeys(seed_rows.tolist())), dtype=np.int64)
@@ -252,6 +265,31 @@ class RetrievalService:
         if degraded is not None:
             trace["degraded"] = degraded
         return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace, degraded=degraded)
+
+    def _recent_turns(self, ctx: RequestContext, flt: SearchFilter, qa: QueryAnalysis) -> list[SearchUnit]:
+        """With search down: the turns of the newest sessions (``flt.session_id``'s alone when
+        given) that share a content word with the query, visible by the search filter's rules."""
+        words = set(qa.content_words) | {w for name in qa.names for w in _WORD.findall(name.lower())}
+        if not words:
+            return []
+        if flt.session_id:
+            sessions = [flt.session_id]
+        else:
+            page = self._store.query(keys.sessions_pk(ctx), limit=RECENT_SESSIONS, forward=False)
+            sessions = [r.data.get("id") or r.sk for r in page.records]
+        now = timeutil.now_iso()
+        scored: list[tuple[int, int, SearchUnit]] = []
+        for order, session_id in enumerate(sessions):
+            turns = self._store.query(keys.turns_pk(ctx, session_id), limit=RECENT_TURNS, forward=False)
+            for age, record in enumerate(turns.records):
+                for unit in build_units(record.data, record.version):
+                    if unit.kind != "turn" or not unit_visible(unit, flt, now):
+                        continue
+                    overlap = len(words & set(_WORD.findall(unit.text.lower())))
+                    if overlap:
+                        scored.append((-overlap, order * RECENT_TURNS + age, unit))
+        scored.sort(key=lambda t: (t[0], t[1]))
+        return [unit for _, _, unit in scored[:RECENT_TURNS]]
 
     # --- entities ----------------------------------------------------------------------
 
