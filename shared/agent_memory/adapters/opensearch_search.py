@@ -442,9 +442,22 @@ class OpenSearchIndex:
         self.recent = recent
         self.timeout = timeout
         self._clock = clock
-        self.client = client if client is not None else make_client(endpoint, service=service, region=region)
+        self._client = client
+        self._region = region
         self._ready = False
         self._lock = threading.Lock()
+        self._client_lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        """The ``opensearchpy`` client, built on first use: importing opensearch-py (and
+        requests under it) is about a third of a cold start's first request, and most routes
+        never search."""
+        if self._client is None:
+            with self._client_lock:
+                if self._client is None:
+                    self._client = make_client(self.endpoint, service=self.service, region=self._region)
+        return self._client
 
     # -- index lifecycle -------------------------------------------------------
 
