@@ -1,6 +1,6 @@
 """Cold start of the built stack, measured on a pristine build.
 
-Usage: python bench/artifact_cold_start.py [--runs N] [--sam PATH] [--build-dir DIR]
+Usage: python bench/artifact_cold_start.py [--runs N] [--sam PATH] [--build-dir DIR] [--no-requests]
 
 By default it runs a fresh ``sam build`` into a temporary folder (removed afterwards), so no
 earlier run can have left bytecode in it; ``--build-dir`` measures an existing build instead
@@ -12,6 +12,13 @@ and for each function the median over N fresh interpreters of:
   (``time.process_time`` / ``perf_counter`` around the import, tests/deploy/lambda_harness.py);
 - ``process cpu`` / ``process wall``: the whole child, interpreter start included
   (``resource.getrusage(RUSAGE_CHILDREN)`` and wall time around it).
+
+Then, unless ``--no-requests``, the first request: each function in a fresh interpreter (the same
+flags) with the environment template.yaml gives it, against moto's standalone server and the
+loopback search stub of tests/deploy/test_built_artifact.py, serves one of its routes twice;
+``first`` is the first request's CPU / wall time (client creation, secrets, lazy imports, the
+caller's key read), ``warm`` the same request again, and ``extra`` the difference: what a cold
+start adds to the first request beyond the import.
 
 Each child is ``python -B -I -S lambda_harness.py TASK_ROOT LAYER_ROOT``: ``-B`` writes no
 bytecode (Lambda's ``/var/task`` and ``/opt`` are read-only), ``-I -S`` leave only the
@@ -30,6 +37,7 @@ import json
 import os
 import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -50,7 +58,27 @@ import {", ".join(REFERENCE_MODULES)}
 sys.__stdout__.write(json.dumps({{"import_ms": (time.perf_counter() - started) * 1000,
                                  "import_cpu_ms": (time.process_time() - started_cpu) * 1000}}) + "\\n")
 """
-ENV = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "AWS_LAMBDA_FUNCTION_NAME": "cold-start-bench"}
+sys.path.insert(0, str(REPO / "tests" / "deploy"))
+import test_built_artifact as artifact  # noqa: E402 - the artifact check's moto, stub and environment
+
+# The template's literal environment (OPENBLAS_NUM_THREADS, POWERTOOLS_*): what every function
+# starts with on Lambda; the references to other resources are left to the first-request run.
+TEMPLATE_ENV = {k: str(v) for k, v in artifact.TEMPLATE["Globals"]["Function"]["Environment"]["Variables"].items()
+                if not isinstance(v, dict)}
+ENV = {**TEMPLATE_ENV, "PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1",
+       "AWS_LAMBDA_FUNCTION_NAME": "cold-start-bench"}
+CTX = "/api/v1/bench-ctx"
+# One route per function for the first request: its most frequent call.
+FIRST_REQUEST = {
+    "ChatFunction": ("POST", f"{CTX}/chat", {"message": "Where do I work?"}),
+    "DocumentsFunction": ("GET", f"{CTX}/documents", None),
+    "EntitiesFunction": ("GET", f"{CTX}/entities", None),
+    "FactsFunction": ("POST", f"{CTX}/facts", {"text": "I work at Acme."}),
+    "RecallFunction": ("POST", f"{CTX}/query", {"query": "Where do I work?"}),
+    "SessionsFunction": ("GET", f"{CTX}/sessions", None),
+    "StateFunction": ("GET", f"{CTX}/state", None),
+    "ThreadsFunction": ("GET", f"{CTX}/threads", None),
+}
 
 
 def size_mb(path: Path) -> float:
@@ -124,22 +152,105 @@ def report(build: Path, runs: int) -> None:
         line(function.name, f"{size_mb(function) * 1000:.1f}kB", row)
 
 
+def start_moto() -> tuple[subprocess.Popen, str]:
+    port = artifact._free_port()
+    server = shutil.which("moto_server", path=str(Path(sys.executable).parent))
+    if server is None:
+        raise SystemExit("no moto_server beside this python: install the dev extra")
+    proc = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise SystemExit("moto_server did not start") from None
+            time.sleep(0.2)
+
+
+def first_requests(build: Path, runs: int) -> None:
+    """The first request's extra time, per function: a fresh process, its route twice."""
+    import boto3
+
+    from agent_memory.adapters.dynamodb_table import create_table_from_template
+    from agent_memory.http.local_server import LocalGateway, build_event
+
+    moto, endpoint = start_moto()
+    stub = artifact.SearchStub()
+    try:
+        aws = {"endpoint_url": endpoint, "region_name": "us-east-1", "aws_access_key_id": "testing",
+               "aws_secret_access_key": "testing"}
+        create_table_from_template(boto3.client("dynamodb", **aws), artifact.TABLE, REPO / "template.yaml")
+        sm = boto3.client("secretsmanager", **aws)
+        secrets = {"cursor": sm.create_secret(Name="cursor", SecretString=os.urandom(32).hex())["ARN"],
+                   "bootstrap": sm.create_secret(Name="bootstrap", SecretString=os.urandom(16).hex())["ARN"],
+                   "ingestion_queue": boto3.client("sqs", **aws).create_queue(QueueName="ingestion")["QueueUrl"]}
+        boto3.client("s3", **aws).create_bucket(Bucket=artifact.UPLOAD_BUCKET)
+        created = subprocess.run(
+            [str(Path(sys.executable).parent / "agent-memory"), "keys", "create", "--table", artifact.TABLE,
+             "--principal", "ops", "--group", "support", "--admin"], capture_output=True, text=True, timeout=120,
+            env={**artifact.aws_env(endpoint), "PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        if created.returncode:
+            raise SystemExit(f"keys create failed: {created.stderr}")
+        key = created.stdout.split("store it now): ")[1].strip()
+        gateway = LocalGateway(REPO)
+        layer = build / "DependenciesLayer" / "python"
+        print(f"\nfirst request against moto (python -B -I -S, the template's environment), median of {runs}")
+        print(f"{'':<22} {'route':<28} {'first cpu':>10} {'first wall':>11} {'warm cpu':>9} {'extra cpu':>10} "
+              f"{'extra wall':>11}")
+        for name, (method, path, body) in sorted(FIRST_REQUEST.items()):
+            route, params = gateway.match(method, path)
+            data = json.dumps(body).encode() if body is not None else b""
+            headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
+            event = build_event(route, method, path, "", headers, data, params, "203.0.113.9")
+            env = artifact.function_env(name, endpoint, stub, secrets)
+            rows = []
+            for _ in range(runs):
+                fn = artifact.FunctionProcess(name, build, env, layer)  # python -B -I -S lambda_harness.py
+                answers = []
+                for _ in range(2):
+                    fn.proc.stdin.write(json.dumps(event) + "\n")
+                    fn.proc.stdin.flush()
+                    answers.append(fn._read())
+                fn.finish()
+                first, warm = answers
+                if "result" not in first or first["result"]["statusCode"] >= 400:
+                    raise SystemExit(f"{name} {method} {path}: {first.get('result') or first.get('traceback')}")
+                rows.append({"first_cpu": first["cpu_ms"], "first_ms": first["ms"], "warm_cpu": warm["cpu_ms"],
+                             "extra_cpu": first["cpu_ms"] - warm["cpu_ms"], "extra_ms": first["ms"] - warm["ms"]})
+            r = median_row(rows)
+            print(f"{name:<22} {method + ' ' + path.removeprefix(CTX):<28} {r['first_cpu']:>7.0f} ms "
+                  f"{r['first_ms']:>8.0f} ms {r['warm_cpu']:>6.0f} ms {r['extra_cpu']:>7.0f} ms {r['extra_ms']:>8.0f} ms")
+    finally:
+        stub.close()
+        moto.terminate()
+        moto.wait(timeout=10)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sam", help="the sam CLI (default: $SAM, .venv-tools/bin/sam, then PATH)")
     parser.add_argument("--build-dir", type=Path, help="measure this existing build instead of a fresh one")
+    parser.add_argument("--no-requests", action="store_true", help="the import only, no first request")
     args = parser.parse_args()
     if args.build_dir:
         if not (args.build_dir / "DependenciesLayer" / "python").exists():
             print(f"no build in {args.build_dir}: run `make sam-build` first", file=sys.stderr)
             return 2
-        report(args.build_dir, args.runs)
+        report(args.build_dir.resolve(), args.runs)
+        if not args.no_requests:
+            first_requests(args.build_dir.resolve(), args.runs)
         return 0
     sam = sam_path(args.sam)
     with tempfile.TemporaryDirectory(prefix="agent-memory-build-") as tmp:
         sam_build(sam, Path(tmp) / "build")
         report(Path(tmp) / "build", args.runs)
+        if not args.no_requests:
+            first_requests(Path(tmp) / "build", args.runs)
     return 0
 
 

@@ -33,7 +33,7 @@ def get_audit(context_id: str):
     # Admin only (``agent_memory.access.grants.required_verb``): admin bypasses and delegated calls.
     ctx = http.context(app, context_id)
     rt = get_runtime()
-    return paging.audit_page(rt.audit.page(ctx, rt.settings.cursor_secret(), http.page_limit(app),
+    return paging.audit_page(rt.audit.page(ctx, rt.settings.cursor_secret, http.page_limit(app),
                                            http.query_str(app, "cursor")))
 
 

@@ -5,8 +5,9 @@ function's artifact (Lambda's ``/var/task``) and the layer (``/opt/python``), no
 
 Protocol, one JSON document per line: stdout first says ``{"ready": ..., "import_ms": ...}``
 (or ``{"import_error": ...}``); then each stdin line is an event, answered by the handler's
-return value; the line ``"done"`` is answered with the AWS calls the function made
-(``[service, operation]`` pairs, recorded below the SDK) and ends the process.
+return value with the invocation's wall and CPU time (``{"result": ..., "ms": ..., "cpu_ms":
+...}``); the line ``"done"`` is answered with the AWS calls the function made (``[service,
+operation]`` pairs, recorded below the SDK) and ends the process.
 """
 
 import json
@@ -72,7 +73,12 @@ for line in sys.stdin:
     if message == "done":
         reply({"calls": calls})
         break
+    started, started_cpu = time.perf_counter(), time.process_time()
     try:
-        reply({"result": app.lambda_handler(message, Context())})
+        answer = {"result": app.lambda_handler(message, Context())}
     except BaseException as exc:  # noqa: BLE001
-        reply({"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+    # How long the invocation took (the cold-start bench's first request), CPU as for the import.
+    answer.update(ms=round((time.perf_counter() - started) * 1000, 1),
+                  cpu_ms=round((time.process_time() - started_cpu) * 1000, 1))
+    reply(answer)

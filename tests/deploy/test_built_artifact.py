@@ -229,7 +229,7 @@ class FunctionProcess:
     def __init__(self, name: str, build: Path, env: dict[str, str], layer: Path | None = None):
         self.name = name
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(HARNESS), str(build / name), str(layer or layer_root(build)),
+            [sys.executable, "-B", "-I", "-S", str(HARNESS), str(build / name), str(layer or layer_root(build)),
              str(function_timeout(name))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             cwd=str(build / name))

@@ -63,11 +63,14 @@ class Authenticator:
         for candidate in self.static:
             if hmac.compare_digest(candidate.key_sha256, key_sha256):
                 found = candidate
-        bootstrap = self.bootstrap_digest()
-        if found is None and bootstrap is not None and hmac.compare_digest(bootstrap, key_sha256):
-            found = StaticPrincipal(key_sha256=bootstrap, principal=BOOTSTRAP_PRINCIPAL, admin=True)
         if found is None and self.stored is not None:
             found = self.stored.find(key_sha256)
+        # The bootstrap key last: its secret is read (a Secrets Manager client and call) only
+        # when a caller's key is neither configured nor stored, not on every cold start.
+        if found is None:
+            bootstrap = self.bootstrap_digest()
+            if bootstrap is not None and hmac.compare_digest(bootstrap, key_sha256):
+                found = StaticPrincipal(key_sha256=bootstrap, principal=BOOTSTRAP_PRINCIPAL, admin=True)
         if found is None:
             raise Unauthorized("the API key is not valid", headers={"WWW-Authenticate": "Bearer"})
         return found

@@ -442,9 +442,22 @@ class OpenSearchIndex:
         self.recent = recent
         self.timeout = timeout
         self._clock = clock
-        self.client = client if client is not None else make_client(endpoint, service=service, region=region)
+        self._client = client
+        self._region = region
         self._ready = False
         self._lock = threading.Lock()
+        self._client_lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        """The ``opensearchpy`` client, built on first use: importing opensearch-py (and
+        requests under it) is about a third of a cold start's first request, and most routes
+        never search."""
+        if self._client is None:
+            with self._client_lock:
+                if self._client is None:
+                    self._client = make_client(self.endpoint, service=self.service, region=self._region)
+        return self._client
 
     # -- index lifecycle -------------------------------------------------------
 
@@ -734,13 +747,14 @@ class OpenSearchIndex:
         # Before ranking: drop copies that are not the current revision of a live record (the
         # index may lag the store), then keep each unit's first, best-ranked position per leg.
         parsed: list[list[tuple[SearchUnit, float, str | None]]] = []
+        noted: dict[tuple[str, str], list[tuple[SearchUnit, np.ndarray]]] = {}  # recent units: one read per call, not per leg
         for leg, leg_flt, body in zip(legs, filters, bodies, strict=True):
             hits = next(answers) if body is not None else []
             found = [(unit_from_dict(h["_source"]["payload"]), float(h["_score"]), h.get("_id")) for h in hits]
             if leg.mode == "vector" and body is not None and self.recent is not None:
                 # Units written within the refresh interval join the vector leg (same filter rules).
                 fresh = [(u, (1.0 + cos) / 2.0, None)
-                         for u, cos in self._recent_hits(vectors[leg.query], leg_flt, leg.depth)]
+                         for u, cos in self._recent_hits(vectors[leg.query], leg_flt, leg.depth, noted)]
                 if fresh:
                     found = sorted(found + fresh, key=lambda h: -h[1])
             parsed.append(found)
@@ -790,16 +804,21 @@ class OpenSearchIndex:
                 raise RuntimeError(f"OpenSearch search failed: {r['error']}")
         return [r["hits"]["hits"] for r in responses]
 
-    def _recent_hits(self, vec: np.ndarray, flt: SearchFilter, depth: int) -> list[tuple[SearchUnit, float]]:
+    def _recent_hits(self, vec: np.ndarray, flt: SearchFilter, depth: int,
+                     noted: dict[tuple[str, str], list[tuple[SearchUnit, np.ndarray]]] | None = None) -> list[tuple[SearchUnit, float]]:
         """The noted recent units (``recent``) that ``flt`` admits, nearest first, as
         ``(unit, cosine)``: the filter rules and the vector leg's order are ranking's
-        (``ranking.visibility``), not a second copy of them."""
+        (``ranking.visibility``), not a second copy of them. ``noted``: the candidates already
+        read by this search call, by (context, partition)."""
         assert self.recent is not None
-        noted = self.recent.candidates(flt.context_id, flt.partition)
-        if not noted:
+        where = (flt.context_id, flt.partition)
+        noted = noted if noted is not None else {}
+        if where not in noted:
+            noted[where] = self.recent.candidates(*where)
+        if not noted[where]:
             return []
         now_iso = timeutil.iso(datetime.fromtimestamp(self._clock(), UTC))
-        return nearest_visible(noted, vec, flt, now_iso, depth)
+        return nearest_visible(noted[where], vec, flt, now_iso, depth)
 
     def _verdicts(self, hits: Sequence[tuple[SearchUnit, str | None]], timeout: float | None) -> list[bool]:
         """Which hits are live (``live``); on Serverless the dead copies found are deleted, as

@@ -25,18 +25,28 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def encode(secret: bytes, context_id: str, collection: str, last_key: dict[str, str] | None) -> str | None:
+def _secret(secret: bytes | CursorSecret) -> bytes:
+    """The key itself; a ``CursorSecret`` is called only when a cursor is made or checked, so
+    a first page that is also the last reads no secret (on Lambda: no Secrets Manager call)."""
+    return secret() if callable(secret) else secret
+
+
+def encode(secret: bytes | CursorSecret, context_id: str, collection: str,
+           last_key: dict[str, str] | None) -> str | None:
     if last_key is None:
         return None
+    secret = _secret(secret)
     payload = json.dumps({"c": context_id, "k": collection, "l": last_key}, separators=(",", ":"),
                          sort_keys=True).encode()
     sig = hmac.new(secret, payload, hashlib.sha256).digest()[:16]
     return f"{_b64(payload)}.{_b64(sig)}"
 
 
-def decode(secret: bytes, context_id: str, collection: str, cursor: str | None) -> dict[str, str] | None:
+def decode(secret: bytes | CursorSecret, context_id: str, collection: str,
+           cursor: str | None) -> dict[str, str] | None:
     if cursor in (None, ""):
         return None
+    secret = _secret(secret)
     try:
         body, sig = cursor.split(".", 1)
         payload = _unb64(body)

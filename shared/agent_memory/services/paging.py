@@ -128,7 +128,7 @@ class Paged:
 
 
 
-def paged(store: RecordStore, secret: bytes, ctx: RequestContext, collection: str, src: Source, *,
+def paged(store: RecordStore, secret: bytes | cursor.CursorSecret, ctx: RequestContext, collection: str, src: Source, *,
           limit: int, page_cursor: str | None, render: Callable[[Record], dict[str, Any]],
           keep: BatchFilter | None = None, with_total: bool = False) -> Paged:
     """Decode the cursor, read one page, render it and sign the next cursor."""

@@ -83,7 +83,7 @@ class AuditLog:
         self.store.put(Record(pk=keys.audit_pk(ctx), sk=f"{at}#{audit_id}", data=data, expires_at=expires),
                        Condition.absent())
 
-    def page(self, ctx: RequestContext, secret: bytes, limit: int, page_cursor: str | None) -> Page[dict[str, Any]]:
+    def page(self, ctx: RequestContext, secret: bytes | cursor.CursorSecret, limit: int, page_cursor: str | None) -> Page[dict[str, Any]]:
         """``GET /audit``: newest first, expired records left out, paged by cursor."""
         collection = f"audit:{ctx.partition}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)

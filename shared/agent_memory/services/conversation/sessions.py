@@ -115,7 +115,7 @@ class SessionService:
 
     def list_turns(self, ctx: RequestContext, session_id: str, limit: int, page_cursor: str | None) -> Page[Turn]:
         self._load(ctx, session_id)
-        secret = self._cursor_secret()
+        secret = self._cursor_secret
         collection = f"turns:{session_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         page = self.store.query(keys.turns_pk(ctx, session_id), after=after, limit=limit)

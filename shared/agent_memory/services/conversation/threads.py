@@ -264,7 +264,7 @@ class ThreadService:
         if page_cursor is not None and after_index is not None:
             raise InvalidRequest("pass cursor or after_index, not both", field="cursor")
         pk = keys.thread_turns_pk(ctx, thread_id)
-        secret, collection = self._cursor_secret(), f"thread-turns:{ctx.partition}:{thread_id}"
+        secret, collection = self._cursor_secret, f"thread-turns:{ctx.partition}:{thread_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         if after is not None and (set(after) != {"pk", "sk"} or after["pk"] != pk):
             raise InvalidRequest("cursor belongs to another thread", field="cursor")

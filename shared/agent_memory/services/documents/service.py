@@ -334,7 +334,7 @@ class DocumentService:
 
     def list_chunks(self, ctx: RequestContext, doc_id: str, limit: int, page_cursor: str | None) -> Page[Chunk]:
         self._load(ctx, doc_id)
-        secret = self._cursor_secret()
+        secret = self._cursor_secret
         collection = f"chunks:{doc_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         pk = keys.chunks_pk(ctx, doc_id)

@@ -87,7 +87,7 @@ class CollectionService:
               pred: Callable[[dict[str, Any]], bool], limit: int, page_cursor: str | None,
               with_total: bool) -> paging.Paged:
         keep = paging.chain(Readable(self.store, ctx, kinds), _where(pred))
-        return paging.paged(self.store, self._cursor_secret(), ctx,
+        return paging.paged(self.store, self._cursor_secret, ctx,
                             paging.collection_name(ctx, name, **filters), src, limit=limit, page_cursor=page_cursor,
                             render=memory_record, keep=keep, with_total=with_total)
 

@@ -116,7 +116,7 @@ class EntityService:
              with_total: bool = False) -> paging.Paged:
         entity_type = entity_type_param(entity_type) if entity_type is not None else None
         src = paging.Source(keys.entities_pk(ctx), prefix=f"{entity_type}/" if entity_type else None)
-        return paging.paged(self.store, self._cursor_secret(), ctx, paging.collection_name(ctx, "entities", type=entity_type),
+        return paging.paged(self.store, self._cursor_secret, ctx, paging.collection_name(ctx, "entities", type=entity_type),
                             src, limit=limit, page_cursor=page_cursor, with_total=with_total,
                             render=lambda r: Entity.from_dict(r.data),
                             keep=Readable(self.store, ctx, {"entity"}))
@@ -162,7 +162,7 @@ class EntityService:
         self.load(ctx, entity_id)
         src = paging.Source(keys.attrs_pk(ctx, entity_id), prefix="a#")
         collection = paging.collection_name(ctx, "history", entity=entity_id)
-        return paging.paged(self.store, self._cursor_secret(), ctx, collection, src, limit=limit, page_cursor=page_cursor,
+        return paging.paged(self.store, self._cursor_secret, ctx, collection, src, limit=limit, page_cursor=page_cursor,
                             with_total=with_total, render=lambda r: Attribute.from_dict(r.data),
                             keep=Readable(self.store, ctx, {"attribute"}))
 

@@ -17,7 +17,7 @@ from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_name_fits, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Uncertainty
-from agent_memory.ports import Condition, Put, Record, RecordStore, WriteOp
+from agent_memory.ports import Condition, Page, Put, Record, RecordStore, WriteOp
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.facts.fact_kinds import BY_KIND, RECORD_KINDS
@@ -54,9 +54,37 @@ class Loaded:
     tombstones: dict[str, int] = field(default_factory=dict)
 
 
+class PartitionReads:
+    """Whole partitions read for one write attempt, by pk, each read once: the speaker's name
+    and the slots a write touches are rows of the same entity partitions, so a write reads
+    each partition in one query (``a#`` rows and ``h#`` heads together) instead of two per
+    slot. The rows are as of the read; the write's transaction conditions on their versions,
+    so a change in between fails it and the retry reads afresh (a new ``PartitionReads``)."""
+
+    def __init__(self, store: RecordStore):
+        self.store = store
+        self._rows: dict[str, list[Record]] = {}
+
+    def rows(self, pk: str) -> list[Record]:
+        if pk not in self._rows:
+            rows: list[Record] = []
+            after = None
+            while True:
+                page = self.store.query(pk, after=after, limit=500)
+                rows += page.records
+                if page.last_key is None:
+                    break
+                after = page.last_key
+            self._rows[pk] = rows
+        return self._rows[pk]
+
+
 class MemoryRepository:
     def __init__(self, store: RecordStore):
         self.store = store
+
+    def partition_reads(self) -> PartitionReads:
+        return PartitionReads(self.store)
 
     # --- reads ----------------------------------------------------------------------
 
@@ -86,21 +114,25 @@ class MemoryRepository:
         return [r.data.get("name") or split_entity_id(r.data["id"])[1] for r in page.records
                 if not r.data.get("deleted")]
 
-    def speaker_name(self, ctx: RequestContext) -> str | None:
-        for attr in self.slot_rows(ctx, "attribute", SELF_ENTITY_ID, "name"):
+    def speaker_name(self, ctx: RequestContext, reads: PartitionReads | None = None) -> str | None:
+        for attr in self.slot_rows(ctx, "attribute", SELF_ENTITY_ID, "name", reads=reads):
             if attr.is_current:
                 return attr.value
         return None
 
     def slot_rows(self, ctx: RequestContext, kind: str, entity_id: str, key: str,
-                  loaded: Loaded | None = None) -> Iterator[Fact]:
-        """Every row (history included) of one slot, oldest first, plus its head rows."""
+                  loaded: Loaded | None = None, reads: PartitionReads | None = None) -> Iterator[Fact]:
+        """Every row (history included) of one slot, oldest first, plus its head rows; from
+        ``reads`` (the whole partition, read once) when given, else two prefix queries."""
         pk = keys.attrs_pk(ctx, entity_id) if kind == "attribute" else keys.rels_pk(ctx, entity_id)
         cls = Attribute if kind == "attribute" else Relation
         for prefix in (f"a#{key}#", f"h#{key}#"):
             after = None
             while True:
-                page = self.store.query(pk, prefix=prefix, after=after, limit=500)
+                if reads is not None:
+                    page = Page([r for r in reads.rows(pk) if r.sk.startswith(prefix)], None)
+                else:
+                    page = self.store.query(pk, prefix=prefix, after=after, limit=500)
                 for record in page.records:
                     if prefix.startswith("h#"):
                         if loaded is not None:
@@ -122,14 +154,16 @@ class MemoryRepository:
 
     def load_for_write(self, ctx: RequestContext, attribute_slots: Iterable[tuple[str, str]],
                        relation_slots: Iterable[tuple[str, str]], names: Iterable[str],
-                       loaded: Loaded | None = None) -> Loaded:
+                       loaded: Loaded | None = None, reads: PartitionReads | None = None) -> Loaded:
         """``load_entities`` (unless given) plus every live row (history too: a late value is
-        placed among it) and the heads of the slots."""
+        placed among it) and the heads of the slots: one query per entity partition."""
         loaded = loaded if loaded is not None else self.load_entities(ctx, names)
+        reads = reads if reads is not None else self.partition_reads()
         for eid, key in sorted(attribute_slots):
-            loaded.attributes += [a for a in self.slot_rows(ctx, "attribute", eid, key, loaded) if not a.deleted]
+            loaded.attributes += [a for a in self.slot_rows(ctx, "attribute", eid, key, loaded, reads)
+                                  if not a.deleted]
         for subject, label in sorted(relation_slots):
-            loaded.relations += [r for r in self.slot_rows(ctx, "relation", subject, label, loaded)
+            loaded.relations += [r for r in self.slot_rows(ctx, "relation", subject, label, loaded, reads)
                                  if not r.deleted]
         return loaded
 

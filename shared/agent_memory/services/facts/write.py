@@ -64,7 +64,7 @@ from agent_memory.services.events import DomainEvents, EventPublisher, FactsChan
 from agent_memory.services.facts import reconcile as rec
 from agent_memory.services.facts.extraction.prompt import build_extraction_prompt
 from agent_memory.services.facts.fact_kinds import BY_EXTRACTED, CLAIM_FIELDS
-from agent_memory.services.facts.repository import MemoryRepository
+from agent_memory.services.facts.repository import MemoryRepository, PartitionReads
 from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record
 
 if TYPE_CHECKING:
@@ -147,13 +147,14 @@ class FactsService:
         sessions = self._sessions
         session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
         speaker = speaker_record(req.speaker)
+        reads = self.repo.partition_reads()  # the speaker's partition: read once for prompt and plan
         if req.infer in ("full", "preview"):
-            extraction = self.extract(ctx, req.text, observed, speaker=speaker)
+            extraction = self.extract(ctx, req.text, observed, speaker=speaker, reads=reads)
         pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind, speaker=speaker)
         if req.infer == "preview":
             result = self._reconcile_only(ctx, pending, session.id, req.scopes, req.labels)
             return WriteOutcome("preview", req.session_id, None, result)
-        turn_ids, results = self.commit_turns(ctx, session, [pending], req.scopes, req.labels)
+        turn_ids, results = self.commit_turns(ctx, session, [pending], req.scopes, req.labels, reads=reads)
         return WriteOutcome(req.infer, session.id, turn_ids[0], results[0])
 
     def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> BatchWriteOutcome:
@@ -218,13 +219,14 @@ class FactsService:
         return self.extract(ctx, text, ts, speaker=speaker)
 
     def extract(self, ctx: RequestContext, text: str, observed_at: str | None,
-                speaker: dict[str, str] | None = None) -> ExtractionOutput:
+                speaker: dict[str, str] | None = None, reads: PartitionReads | None = None) -> ExtractionOutput:
         """One extraction model call (one retry on invalid output). Writes nothing. In a turn
-        said by someone other than the context's user (``speaker``), "I" is that speaker."""
+        said by someone other than the context's user (``speaker``), "I" is that speaker.
+        ``reads``: the write's partition reads, so its plan reuses the speaker's partition."""
         model: LanguageModel = self._language_model(self._extraction_model)
         other = speaker["name"] if is_other_speaker(speaker) else None
         system, user = build_extraction_prompt(
-            text, speaker_name=other or self.repo.speaker_name(ctx), known_entities=self.repo.entity_names(ctx),
+            text, speaker_name=other or self.repo.speaker_name(ctx, reads), known_entities=self.repo.entity_names(ctx),
             observed_at=observed_at or timeutil.now_iso())
         for attempt in (1, 2):
             try:
@@ -243,14 +245,16 @@ class FactsService:
     # --- reconciliation and commit -------------------------------------------------------
 
     def _plan(self, ctx: RequestContext, pending: PendingTurn, turn_id: str, session_id: str,
-              scopes: list[list[str]], labels: list[str]) -> tuple[rec.ReconcilePlan, Any]:
+              scopes: list[list[str]], labels: list[str],
+              reads: PartitionReads | None = None) -> tuple[rec.ReconcilePlan, Any]:
         extraction = pending.extraction or ExtractionOutput()
-        speaker = self.repo.speaker_name(ctx)
+        reads = reads if reads is not None else self.repo.partition_reads()
+        speaker = self.repo.speaker_name(ctx, reads)
         names = _mentioned_names(extraction)
         loaded = self.repo.load_entities(ctx, names)
         resolver = EntityResolver(loaded.entities.values(), speaker_name=speaker)
         slots = rec.slots(extraction, resolver)
-        loaded = self.repo.load_for_write(ctx, slots.attributes, slots.relations, names, loaded)
+        loaded = self.repo.load_for_write(ctx, slots.attributes, slots.relations, names, loaded, reads)
         observed = timeutil.parse(pending.observed_at) if pending.observed_at else None
         plan = rec.reconcile(
             extraction,
@@ -273,12 +277,14 @@ class FactsService:
         return plan.to_result("turn_preview")
 
     def commit_turns(self, ctx: RequestContext, session: Session, pending: Sequence[PendingTurn],
-                scopes: list[list[str]], labels: list[str]) -> tuple[list[str], list[ExtractionResult | None]]:
+                scopes: list[list[str]], labels: list[str],
+                reads: PartitionReads | None = None) -> tuple[list[str], list[ExtractionResult | None]]:
         """Append the turns and apply each turn's plan in one transaction; on a lost race,
-        reload and re-plan (extraction output is reused, never re-requested)."""
+        reload and re-plan (extraction output is reused, never re-requested). ``reads``: what
+        the caller read for this write already, used by the first attempt only."""
         sessions = self._sessions
         for attempt in range(RECONCILE_ATTEMPTS):
-            planner = _TurnPlanner(self, ctx, session.id, pending, scopes, labels)
+            planner = _TurnPlanner(self, ctx, session.id, pending, scopes, labels, reads if attempt == 0 else None)
             try:
                 rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker)
                                                             for p in pending], scopes, labels,
@@ -353,9 +359,11 @@ class _TurnPlanner:
     transaction attempt, so every retry re-plans against current state)."""
 
     def __init__(self, service: FactsService, ctx: RequestContext, session_id: str,
-                 pending: Sequence[PendingTurn], scopes: list[list[str]], labels: list[str]):
+                 pending: Sequence[PendingTurn], scopes: list[list[str]], labels: list[str],
+                 reads: PartitionReads | None = None):
         self.service, self.ctx, self.session_id = service, ctx, session_id
         self.pending, self.scopes, self.labels = pending, scopes, labels
+        self.reads = reads
         self.results: list[ExtractionResult | None] = []
 
     def ops(self, rows: list[Turn]) -> list:
@@ -369,7 +377,7 @@ class _TurnPlanner:
             extraction = p.extraction
             while True:
                 plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row.id,
-                                                  self.session_id, self.scopes, self.labels)
+                                                  self.session_id, self.scopes, self.labels, self.reads)
                 turn_ops = self.service.repo.plan_ops(self.ctx, plan, loaded)
                 if len(turn_ops) <= budget:
                     break

@@ -64,7 +64,7 @@ class CatalogueService:
     def list_contexts(self, *, bound_contexts: Sequence[str] | None, bound_partitions: Sequence[str] | None,
                       limit: int, page_cursor: str | None) -> Page[ContextEntry]:
         """The contexts a key may use: those it is bound to, else every context written to."""
-        secret = self._cursor_secret()
+        secret = self._cursor_secret
         after = cursor.decode(secret, "*", "contexts", page_cursor)
         if bound_contexts is not None:
             names = sorted(bound_contexts)
@@ -113,7 +113,7 @@ class CatalogueService:
               keep: Callable[[R], bool], limit: int, page_cursor: str | None) -> Page[R]:
         """Newest first is not an order the store keeps; ids are ULIDs, so oldest first.
         Rows the caller may not see are skipped, so a page may be short (as in every list)."""
-        secret = self._cursor_secret()
+        secret = self._cursor_secret
         after = cursor.decode(secret, ctx.context_id, f"{collection}:{ctx.partition}", page_cursor)
         page = self.store.query(pk, after=after, limit=limit)
         last = _truthful(self.store, pk, page.last_key)

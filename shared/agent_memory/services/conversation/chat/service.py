@@ -74,6 +74,8 @@ class PreparedTurn:
     query_vector: Any = None
     cached: dict[str, Any] | None = None
     extraction: Future | None = None
+    # The partitions the extraction read (the speaker's): the commit reuses them (one read).
+    reads: Any = None
     degraded: str | None = None
     started: float = field(default_factory=time.perf_counter)
 
@@ -237,8 +239,9 @@ class ChatService:
                 self._count("CacheHits")
         # The user turn's extraction runs while the model answers; it is committed only
         # after the reply succeeds (or discarded).
+        turn.reads = self._facts.repo.partition_reads()
         turn.extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
-                                                     timeutil.now_iso())
+                                                     timeutil.now_iso(), None, turn.reads)
         return turn
 
     def _instructions(self, ctx: RequestContext) -> list[str]:
@@ -301,11 +304,11 @@ class ChatService:
             raise UpstreamModelTimeout("the extraction model did not answer before the request deadline") from exc
         now = timeutil.now_iso()
         # The user turn's speaker is the context's own user; the assistant's role says who it is.
-        speaker = self_speaker(self._facts.repo.speaker_name(ctx))
+        speaker = self_speaker(self._facts.repo.speaker_name(ctx, turn.reads))
         pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
                    PendingTurn("assistant", reply, now, "none", None)]
         turn_ids, results = self._facts.commit_turns(ctx, turn.session, pending, turn.session.scopes,
-                                                  req.labels)
+                                                  req.labels, reads=turn.reads)
         memory_updates = results[0]
         elapsed = (time.perf_counter() - turn.started) * 1000
         self._traces.put(ctx, turn.trace_id, "response", {
