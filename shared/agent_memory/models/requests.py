@@ -95,7 +95,14 @@ def rfc3339(value: str | None) -> str | None:
 
 
 class CreateSessionRequest(ScopedRequest):
-    pass
+    # The caller's own description of the session (the Spectron client's ``metadata``): a flat
+    # map of scalars, checked as a thread turn's (``models.threads.check_metadata``) and returned.
+    metadata: dict[str, Any] | None = None
+
+    def check(self) -> None:
+        from agent_memory.models.threads import check_metadata
+
+        check_metadata(self.metadata)
 
 
 class Triple(RequestModel):
