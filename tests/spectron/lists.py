@@ -50,7 +50,7 @@ OURS_ONLY: dict[str, str] = {
     "listContexts": "the client is pinned to one context",
     "listSessions": "the client creates and deletes sessions but never lists them",
     "closeSession": "sessions close on our side only; the client deletes them",
-    "listThreads": "threads (Memory.Thread, spec/modeling-conversations.md) are ours",
+    "listThreads": "threads (Memory.Thread) are ours",
     "getThread": "threads are ours",
     "appendThreadTurn": "threads are ours",
     "listThreadTurns": "threads are ours",

@@ -99,11 +99,6 @@ class CreateSessionRequest(ScopedRequest):
     # map of scalars, checked as a thread turn's (``models.threads.check_metadata``) and returned.
     metadata: dict[str, Any] | None = None
 
-    def check(self) -> None:
-        from agent_memory.models.threads import check_metadata
-
-        check_metadata(self.metadata)
-
 
 class Triple(RequestModel):
     """One pre-extracted fact for ``infer: triples`` (validated semantically by the facts service)."""
