@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.http.gateway import LocalGateway
-
-from tests.spectron.lists import EXPECTED_MISSING, OURS_ONLY
 from tests.conftest import REPO
+from tests.spectron.lists import EXPECTED_MISSING, OURS_ONLY
 from tests.spectron.routes import Call, _matches, client_calls, operation_of, operations
 
 SYNC = client_calls()

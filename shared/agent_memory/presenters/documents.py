@@ -8,7 +8,6 @@ from agent_memory.models.documents import FORMAT_MIME_TYPES
 from agent_memory.models.records import Chunk, Document
 from agent_memory.services.documents.service import IngestResult, NumberedPage, UploadTicket
 
-
 # A document's content version: 1 until re-ingestion from the stored original exists (issue 34).
 DOCUMENT_VERSION = 1
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass, replace
+from typing import Any
 
 from agent_memory.access import grants
 from agent_memory.access import scopes as scope_lib

@@ -58,7 +58,7 @@ from agent_memory.kernel.errors import (
 )
 from agent_memory.kernel.ids import new_id
 from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
-from agent_memory.models.records import Chunk, Document, DocumentHash, NumberedPage, Page
+from agent_memory.models.records import Chunk, Document, DocumentHash, NumberedPage
 from agent_memory.ports import (
     MAX_TRANSACT_OPS,
     Condition,
