@@ -7,7 +7,7 @@ written with ``ensure_ascii=False`` (escaping non-ASCII text would multiply thei
 
 from agent_memory.http import api as http
 from agent_memory.http import multipart
-from agent_memory.kernel.errors import InvalidRequest, PayloadTooLarge
+from agent_memory.kernel.errors import PayloadTooLarge
 from agent_memory.models.documents import DocumentUpload, DocumentUploadTicketRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import documents as documents_wire
@@ -38,11 +38,9 @@ def _upload(context_id: str) -> DocumentUpload:
 
 
 def _page_size() -> int:
-    """``limit``, or ``page_size`` (the Spectron client's spelling; not both)."""
+    """``limit``, or ``page_size`` (the Spectron client's spelling), which wins over it."""
     if http.query_str(app, "page_size") is None:
         return http.page_limit(app)
-    if http.query_str(app, "limit") is not None:
-        raise InvalidRequest("send limit or page_size, not both", field="page_size")
     limits = get_runtime().settings.limits
     return http.query_int(app, "page_size", limits.page_default, maximum=limits.page_max)
 

@@ -224,7 +224,7 @@ def test_chunk_pages_follow_the_cursor_across_several_write_transactions(api):
     # by number, as the Spectron client pages: the same rows
     numbered = api.get(f"{DOCS}/{doc['id']}/chunks?page=2&page_size=100").json()
     assert [c["id"] for c in numbered["chunks"]] == [c["id"] for c in second["chunks"]]
-    assert api.get(f"{DOCS}/{doc['id']}/chunks?page_size=10&limit=10").status == 400
+    assert len(api.get(f"{DOCS}/{doc['id']}/chunks?page_size=3&limit=10").json()["chunks"]) == 3
     assert api.get(f"{DOCS}/{doc['id']}/chunks?limit=501").status == 400
     assert api.get(f"{DOCS}/{doc['id']}/chunks?cursor=forged").status == 400
 
