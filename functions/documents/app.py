@@ -16,6 +16,7 @@ from agent_memory.runtime import get_runtime
 app = http.make_resolver()
 
 BASE = "/api/v1/<context_id>/documents"
+DOCUMENT_STATUSES = ("uploading", "ingesting", "ready", "failed")
 
 
 def _upload(context_id: str) -> DocumentUpload:
@@ -34,6 +35,14 @@ def _upload(context_id: str) -> DocumentUpload:
         parts = multipart.parse_form(content_type, body)
         return http.validate(DocumentUpload, multipart.document_upload_fields(parts))
     return http.body(app, DocumentUpload)
+
+
+def _page_size() -> int:
+    """``limit``, or ``page_size`` (the Spectron client's spelling), which wins over it."""
+    if http.query_str(app, "page_size") is None:
+        return http.page_limit(app)
+    limits = get_runtime().settings.limits
+    return http.query_int(app, "page_size", limits.page_default, maximum=limits.page_max)
 
 
 @app.post(BASE)
@@ -60,7 +69,9 @@ def complete_document_upload(context_id: str, document_id: str):
 @app.get(BASE)
 def list_documents(context_id: str):
     ctx = http.context(app, context_id)
-    page = get_runtime().catalogue.list_documents(ctx, http.page_limit(app), http.query_str(app, "cursor"))
+    page = get_runtime().catalogue.list_documents(
+        ctx, _page_size(), http.query_str(app, "cursor"), page=http.query_int(app, "page", 1),
+        status=http.query_choice(app, "status", DOCUMENT_STATUSES), mime_type=http.query_str(app, "mime_type"))
     return http.json_response(documents_wire.document_page(page), ensure_ascii=False)
 
 
@@ -80,7 +91,8 @@ def delete_document(context_id: str, document_id: str):
 @app.get(f"{BASE}/<document_id>/chunks")
 def list_document_chunks(context_id: str, document_id: str):
     ctx = http.context(app, context_id)
-    page = get_runtime().documents.list_chunks(ctx, document_id, http.page_limit(app), http.query_str(app, "cursor"))
+    page = get_runtime().documents.list_chunks(ctx, document_id, _page_size(), http.query_str(app, "cursor"),
+                                               page=http.query_int(app, "page", 1))
     return http.json_response(documents_wire.chunk_page(page), ensure_ascii=False)
 
 

@@ -25,7 +25,7 @@ def _count() -> bool:
 def list_entities(context_id: str):
     ctx = http.context(app, context_id)
     return facts.page(get_runtime().entities.list(ctx, http.query_str(app, "type"), http.page_limit(app),
-                                                   http.query_str(app, "cursor"), _count()))
+                                                   http.query_str(app, "cursor"), _count()), "entities")
 
 
 @app.get(ENTITY)

@@ -26,7 +26,7 @@ def query(context_id: str):
 def context(context_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ContextRequest, max_bytes=BODY_CAP)
-    result = get_runtime().prompt_context.context(ctx, req.query, k=req.k, subject=req.subject)
+    result = get_runtime().prompt_context.context(ctx, req.query, k=req.k, subject=req.subject, labels=req.labels)
     return http.answer(retrieval.context(result), result.degraded)
 
 

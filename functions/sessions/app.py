@@ -3,6 +3,7 @@
 from agent_memory.access import grants
 from agent_memory.http import api as http
 from agent_memory.models.requests import CreateSessionRequest
+from agent_memory.models.threads import check_metadata
 from agent_memory.observability import instrumented
 from agent_memory.presenters import catalogue as catalogue_wire
 from agent_memory.presenters import sessions as sessions_wire
@@ -39,7 +40,8 @@ def list_sessions(context_id: str):
 def create_session(context_id: str):
     ctx = http.context(app, context_id)
     req = ctx.scoped(http.body(app, CreateSessionRequest, optional=True))
-    session = get_runtime().sessions.create(ctx, req.scopes, req.labels)
+    check_metadata(req.metadata)
+    session = get_runtime().sessions.create(ctx, req.scopes, req.labels, req.metadata)
     return http.json_response(sessions_wire.session_wire(session), 201)
 
 
@@ -60,7 +62,9 @@ def delete_session(context_id: str, session_id: str):
 def list_session_turns(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
     limit = http.page_limit(app)
-    return sessions_wire.turn_page(get_runtime().sessions.list_turns(ctx, session_id, limit, http.query_str(app, "cursor")))
+    offset = http.query_int(app, "offset", 0, minimum=0)
+    return sessions_wire.turn_page(get_runtime().sessions.list_turns(ctx, session_id, limit, http.query_str(app, "cursor"),
+                                                                     offset))
 
 
 @instrumented

@@ -4,6 +4,7 @@ admin's GET /audit (admin bypasses and delegated calls, newest first).
 Shapes and rules: ``agent_memory.services.facts.state`` and ``agent_memory.services.facts.profile``."""
 
 from agent_memory.http import api as http
+from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import facts, paging
 from agent_memory.runtime import get_runtime
@@ -12,6 +13,7 @@ app = http.make_resolver()
 
 STATE_LIMIT_DEFAULT = 100
 STATE_LIMIT_MAX = 500
+AUDIT_KINDS = ("decision", "retrieval", "response")  # the Spectron client's row kinds
 
 
 @app.get("/api/v1/<context_id>/state")
@@ -33,8 +35,15 @@ def get_audit(context_id: str):
     # Admin only (``agent_memory.access.grants.required_verb``): admin bypasses and delegated calls.
     ctx = http.context(app, context_id)
     rt = get_runtime()
+    if http.query_str(app, "key") is not None:
+        raise InvalidRequest("key: audit records name the principal, not the key; filter by principal",
+                             field="key")
+    kind = http.query_choice(app, "kind", AUDIT_KINDS)
     return paging.audit_page(rt.audit.page(ctx, rt.settings.cursor_secret, http.page_limit(app),
-                                           http.query_str(app, "cursor")))
+                                           http.query_str(app, "cursor"), principal=http.query_str(app, "principal"),
+                                           since=http.query_instant(app, "since"),
+                                           until=http.query_instant(app, "until"),
+                                           kinds=None if kind is None else [kind]))
 
 
 @instrumented

@@ -109,7 +109,7 @@ def test_delegation_is_the_intersection_and_is_audited(as_):
     assert values(as_("admin", on_behalf_of="bob")) == {"Rome"}
     audit = as_("admin").get("/audit")
     assert audit.status == 200
-    delegated = [a for a in audit.json()["items"] if a["reason"] == "delegation"]
+    delegated = [a for a in audit.json()["rows"] if a["reason"] == "delegation"]
     assert {(a["principal"], a["onBehalfOf"]) for a in delegated} >= {("support", "alice"), ("ops", "bob")}
     assert all(a["action"].startswith("GET /api/v1/acme/") for a in delegated)
 

@@ -17,10 +17,12 @@ def pages(api, path: str, limit: int, headers: dict[str, str] | None = None) -> 
         assert r.status == 200, r.text
         body = r.json()
         count += 1
-        items += body["items"]
-        if not body["page"]["hasMore"]:
+        # /documents is paged by number too: its cursor sits beside the page number
+        info = body["page"] if isinstance(body["page"], dict) else body
+        items += body["documents" if "documents" in body else "items"]
+        if not info["hasMore"]:
             return items, count
-        cursor = body["page"]["nextCursor"]
+        cursor = info["nextCursor"]
 
 
 

@@ -103,7 +103,7 @@ def _scenario(api: Any) -> list[dict[str, Any]]:
     call("GET", f"{CTX}/actions")
     call("GET", f"{CTX}/instructions")
     uncertainty = call("GET", f"{CTX}/uncertainty")
-    for item in (entities or {}).get("items", [])[:2]:
+    for item in (entities or {}).get("entities", [])[:2]:
         etype, _, name = item["id"].removeprefix("entity:").partition("/")
         call("GET", f"{CTX}/entities/{etype}/{name}")
         call("GET", f"{CTX}/entities/{etype}/{name}/history")

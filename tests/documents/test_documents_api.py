@@ -85,8 +85,8 @@ def test_json_upload_stores_document_and_structured_chunks(any_api):
     assert doc["scopes"] == [["team/a"]] and doc["labels"] == ["hr"]
     assert doc["observedAt"] == "2026-01-05T09:00:00.000Z" and doc["size"] == len(HANDBOOK.strip().encode())
     page = any_api.get(f"{DOCS}/{body['id']}/chunks").json()
-    assert page["page"] == {"hasMore": False, "nextCursor": None}
-    items = page["items"]
+    assert (page["page"], page["total"], page["hasMore"], page["nextCursor"]) == (1, 3, False, None)
+    items = page["chunks"]
     assert [c["headingPath"] for c in items] == [["Handbook"], ["Handbook", "Travel"],
                                                  ["Handbook", "Travel", "Expenses"]]
     assert all(c["id"].startswith("chunk_") and c["documentId"] == body["id"] for c in items)
@@ -127,7 +127,7 @@ def test_multipart_binary_body_survives_base64_transport(client):
     r = client.post(DOCS, files=files, data={"title": "Caf\u00e9 rules"})
     assert r.status_code == 202, r.text
     settle()
-    chunks = client.get(f"{DOCS}/{r.json()['id']}/chunks").json()["items"]
+    chunks = client.get(f"{DOCS}/{r.json()['id']}/chunks").json()["chunks"]
     assert chunks[0]["text"] == text and chunks[0]["documentTitle"] == "Caf\u00e9 rules"
     bad = client.post(DOCS, files={"file": ("x.txt", b"\xff\xfe\xfa broken", "text/plain")})
     assert bad.status_code == 400 and bad.json()["field"] == "file"
@@ -216,11 +216,15 @@ def test_chunk_pages_follow_the_cursor_across_several_write_transactions(api):
     doc = upload(api, text=f"# Policies\n\n{sections}")
     assert doc["chunkCount"] == 130  # written in two chunk transactions (100 + 30)
     first = api.get(f"{DOCS}/{doc['id']}/chunks?limit=100").json()
-    assert len(first["items"]) == 100 and first["page"]["hasMore"] is True
-    second = api.get(f"{DOCS}/{doc['id']}/chunks?limit=100&cursor={first['page']['nextCursor']}").json()
-    assert len(second["items"]) == 30 and second["page"] == {"hasMore": False, "nextCursor": None}
-    assert [c["ordinal"] for c in first["items"] + second["items"]] == list(range(130))
-    assert second["items"][-1]["headingPath"] == ["Policies", "Section 129"]
+    assert len(first["chunks"]) == 100 and first["hasMore"] is True and first["total"] == 130
+    second = api.get(f"{DOCS}/{doc['id']}/chunks?limit=100&cursor={first['nextCursor']}").json()
+    assert len(second["chunks"]) == 30 and (second["page"], second["hasMore"], second["nextCursor"]) == (2, False, None)
+    assert [c["ordinal"] for c in first["chunks"] + second["chunks"]] == list(range(130))
+    assert second["chunks"][-1]["headingPath"] == ["Policies", "Section 129"]
+    # by number, as the Spectron client pages: the same rows
+    numbered = api.get(f"{DOCS}/{doc['id']}/chunks?page=2&page_size=100").json()
+    assert [c["id"] for c in numbered["chunks"]] == [c["id"] for c in second["chunks"]]
+    assert len(api.get(f"{DOCS}/{doc['id']}/chunks?page_size=3&limit=10").json()["chunks"]) == 3
     assert api.get(f"{DOCS}/{doc['id']}/chunks?limit=501").status == 400
     assert api.get(f"{DOCS}/{doc['id']}/chunks?cursor=forged").status == 400
 
@@ -252,7 +256,7 @@ def test_document_facts_are_authoritative_over_conversation(api):
     alice = "entity:person/alice"
     employer = [r.data for r in rows(keys.attrs_pk(RC, alice)) if r.data.get("kind") == "attribute"]
     assert [(a["value"], a["source"]["kind"]) for a in employer] == [("Acme", "document")]
-    chunk_ids = {c["id"] for c in api.get(f"{DOCS}/{doc['id']}/chunks").json()["items"]}
+    chunk_ids = {c["id"] for c in api.get(f"{DOCS}/{doc['id']}/chunks").json()["chunks"]}
     assert employer[0]["source"]["ref"] in chunk_ids
     r = api.post(f"{CTX}/facts", {"text": "Alice works at Globex."})
     assert r.status == 200, r.text
@@ -355,7 +359,7 @@ def test_forget_removes_a_chunk_from_listing_search_and_retrieval(api):
                                    "minScore": 0.1})
     assert r.status == 200, r.text
     assert [i["kind"] for i in r.json()["items"]] == ["chunk"] and r.json()["deleted"] == 1
-    chunks = api.get(f"{CTX}/documents/{doc_id}/chunks").json()["items"]
+    chunks = api.get(f"{CTX}/documents/{doc_id}/chunks").json()["chunks"]
     assert all("Zanzibar" not in c["text"] for c in chunks) and len(chunks) == 1
     hits = fused_search(get_runtime().search, "Zanzibar spare keys", SearchFilter(context_id="acme", kinds=["chunk"]), k=5)
     assert all("Zanzibar" not in h.unit.text for h in hits)

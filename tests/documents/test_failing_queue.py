@@ -80,7 +80,7 @@ def test_an_upload_that_cannot_be_queued_is_503_and_stores_nothing(queued, fault
     r = api.post(DOCS, {"text": TEXT, "title": "Travel"})
     assert r.status == 503 and r.headers.get("retry-after"), r.text
     assert r.json()["code"] == "queue_unavailable"
-    assert api.get(DOCS).json()["items"] == []
+    assert api.get(DOCS).json()["documents"] == []
     assert not [rec for rec in rt.base_store.scan("c#acme#")], "the refused upload left records"
     faulty.fault = None  # the retried request succeeds and is queued once
     again = api.post(DOCS, {"text": TEXT, "title": "Travel"})

@@ -122,7 +122,7 @@ def test_chunks_are_searchable_and_progress_shows_as_they_commit(fake_runtime, m
     wait_for(lambda: api.get(f"{DOCS}/{doc_id}").json()["chunksDone"] == 3)
     doc = api.get(f"{DOCS}/{doc_id}").json()
     assert doc["status"] == "ingesting" and doc["chunksTotal"] == 9
-    assert len(api.get(f"{DOCS}/{doc_id}/chunks").json()["items"]) == 3
+    assert len(api.get(f"{DOCS}/{doc_id}/chunks").json()["chunks"]) == 3
     assert chunk_hits(fake_runtime, "Policies")  # committed chunks are searchable already
     gate.released.set()
     fake_runtime.ingestion_queue.join(timeout=60)

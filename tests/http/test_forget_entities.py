@@ -17,7 +17,7 @@ def forget(api, **body) -> dict:
 def entity_ids(api) -> set[str]:
     r = api.get(f"{CTX}/entities?limit=100")
     assert r.status == 200, r.text
-    return {e["id"] for e in r.json()["items"]}
+    return {e["id"] for e in r.json()["entities"]}
 
 
 def test_forgetting_everything_about_a_place_removes_the_place(any_api):

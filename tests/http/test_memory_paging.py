@@ -60,7 +60,7 @@ def test_entities_page_by_type_then_name_with_writes_between_pages(any_api):
     before = {f"entity:project/p{i}" for i in (1, 3, 5, 7, 9, 11, 13)}
     added = iter(["P0", "P4", "P99", "P8"])  # before and after the cursor, on every page turn
 
-    seen, pages = walk(any_api, "/entities?type=project",
+    seen, pages = walk(any_api, "/entities?type=project", items_key="entities",
                        between=lambda n: triples(any_api, [{"entity": {"type": "project", "name": next(added)}}]))
     assert pages >= 4
     assert_exactly_once(seen, before)

@@ -157,14 +157,14 @@ def test_as_of_must_be_rfc3339(any_api):
 def test_entity_list_type_filter_and_detail(any_api):
     seed(any_api)
     listed = get(any_api, "/entities")
-    ids = [e["id"] for e in listed["items"]]
+    ids = [e["id"] for e in listed["entities"]]
     assert ids == sorted(ids, key=lambda i: i.removeprefix("entity:"))  # type, then name
     assert {"entity:person/user", EMMA, "entity:location/berlin"} <= set(ids)
     people = get(any_api, "/entities?type=person&count=true")
-    assert [e["id"] for e in people["items"]] == [EMMA, USER]
+    assert [e["id"] for e in people["entities"]] == [EMMA, USER]
     assert people["page"] == {"hasMore": False, "nextCursor": None, "totalSize": 2}
     assert any_api.get(f"{CTX}/entities?type=wizard").status == 400
-    assert [e["id"] for e in get(any_api, "/entities?type=PERSON")["items"]] == [EMMA, USER]
+    assert [e["id"] for e in get(any_api, "/entities?type=PERSON")["entities"]] == [EMMA, USER]
     assert get(any_api, "/entities/city/Berlin")["entity"]["id"] == "entity:location/berlin"  # alias, name case
     detail = get(any_api, "/entities/person/user")
     assert detail["entity"]["id"] == USER and detail["entity"]["entityType"] == "person"
@@ -189,7 +189,7 @@ def test_entity_soft_delete_hides_it_everywhere_and_it_can_come_back(any_api):
     flat = [x for c in ("identity", "knowledge", "context") for t in ("entities", "attributes", "relations")
             for x in state[c][t]]
     assert not [x for x in flat if EMMA in (x.get("id"), x.get("entity"), x.get("object"), x.get("subject"))]
-    assert EMMA not in {e["id"] for e in get(any_api, "/entities")["items"]}
+    assert EMMA not in {e["id"] for e in get(any_api, "/entities")["entities"]}
     assert get(any_api, "/relations?dst=person/emma")["items"] == []
     assert get(any_api, "/attributes?entity=person/emma")["items"] == []
     assert not [e for e in get(any_api, "/profile")["selfFacts"] if e["value"] == "Emma"]

@@ -115,5 +115,9 @@ class ByteBudget:
 
 
 def next_cursor(page: dict[str, Any]) -> str | None:
-    info = page.get("page") or {}
+    # ``page`` is the cursor object, or (lists paged by number as well: /documents, chunks)
+    # the page number, with the cursor beside it.
+    info = page.get("page")
+    if not isinstance(info, dict):
+        info = page
     return info.get("nextCursor") if info.get("hasMore") else None

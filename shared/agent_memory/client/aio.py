@@ -345,7 +345,7 @@ class AsyncEntities:
 
     @operation("listEntities")
     def list(self, type: str | None = None, *, page_size: int | None = None) -> AsyncIterator[wire.MemoryEntity]:
-        return self._client._paged("/entities", {"type": type}, "items", wire.MemoryEntity, page_size)
+        return self._client._paged("/entities", {"type": type}, "entities", wire.MemoryEntity, page_size)
 
     @operation("getEntity")
     async def get(self, type: str, name: str, as_of: str | None = None, *, limit: int | None = None) -> wire.EntityDetail:
@@ -486,7 +486,7 @@ class AsyncDocuments:
     @operation("listDocuments")
     def list(self, *, page_size: int | None = None) -> AsyncIterator[wire.Document]:
         """The documents the caller may see, oldest first, with their ingestion status."""
-        return self._client._paged("/documents", {}, "items", wire.Document, page_size)
+        return self._client._paged("/documents", {}, "documents", wire.Document, page_size)
 
     @operation("getDocument")
     async def get(self, document_id: str) -> wire.Document:
@@ -494,7 +494,7 @@ class AsyncDocuments:
 
     @operation("listDocumentChunks")
     def chunks(self, document_id: str, *, page_size: int | None = None) -> AsyncIterator[wire.DocumentChunk]:
-        return self._client._paged(f"/documents/{quote(document_id, safe='')}/chunks", {}, "items",
+        return self._client._paged(f"/documents/{quote(document_id, safe='')}/chunks", {}, "chunks",
                                    wire.DocumentChunk, page_size)
 
     @operation("deleteDocument")

@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -369,6 +369,17 @@ def query_int(app: APIGatewayHttpResolver, name: str, default: int, *, minimum: 
 def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
     value = app.current_event.get_query_string_value(name)
     return value if value not in (None, "") else None
+
+
+def query_choice(app: APIGatewayHttpResolver, name: str, choices: Sequence[str]) -> str | None:
+    """One of ``choices`` (compared case-insensitively, answered as listed); absent is ``None``."""
+    raw = query_str(app, name)
+    if raw is None:
+        return None
+    for choice in choices:
+        if raw.strip().lower() == choice.lower():
+            return choice
+    raise InvalidRequest(f"{name} must be one of {', '.join(choices)}", field=name)
 
 
 def query_bool(app: APIGatewayHttpResolver, name: str) -> bool | None:

@@ -20,7 +20,13 @@ from agent_memory.http import safe_json
 from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.models.documents import MARKDOWN_SUFFIXES, MARKDOWN_TYPES
 
-_UPLOAD_FIELDS = {"file", "text", "title", "filename", "scopes", "labels", "observedAt", "observed_at", "format"}
+_UPLOAD_FIELDS = {"file", "text", "title", "filename", "scopes", "labels", "observedAt", "observed_at", "format",
+                  "source", "mime_type", "mimeType", "metadata"}
+# The keys a ``metadata`` JSON part may hold (the official Spectron client sends title, source
+# and scopes there): the same fields as the plain ones.
+_METADATA_KEYS = _UPLOAD_FIELDS - {"file", "text", "metadata"}
+# A file part's content type that says nothing about the content.
+_UNTYPED = {"application/octet-stream", "text/plain"}
 
 
 @dataclass(frozen=True)
@@ -100,7 +106,7 @@ def document_upload_fields(parts: dict[str, FormPart]) -> dict[str, Any]:
         raise InvalidRequest(f"the document is empty (the {part_name} part has no content)", field=part_name)
     if upload.filename:
         data["filename"] = upload.filename
-    for name in ("title", "filename", "format", "observedAt", "observed_at"):
+    for name in ("title", "filename", "format", "observedAt", "observed_at", "source", "mime_type", "mimeType"):
         if name in parts:
             data[name] = parts[name].text()
     if "format" not in data and "file" in parts and _markdown_file(parts["file"]):
@@ -119,7 +125,32 @@ def document_upload_fields(parts: dict[str, FormPart]) -> dict[str, Any]:
             if not isinstance(value, list | str):
                 value = raw
             data[name] = value if name == "scopes" or isinstance(value, list) else [value]
+    if "metadata" in parts:
+        for key, value in _metadata(parts["metadata"]).items():
+            if key in data or (key in ("mime_type", "mimeType") and {"mime_type", "mimeType"} & set(data)):
+                raise InvalidRequest(f"{key} is given both as a form field and in metadata", field=f"metadata.{key}")
+            data[key] = value
+    file_part = parts.get("file")
+    if (file_part is not None and not {"mime_type", "mimeType"} & set(data)
+            and file_part.content_type and file_part.content_type not in _UNTYPED):
+        data["mime_type"] = file_part.content_type
     return data
+
+
+def _metadata(part: FormPart) -> dict[str, Any]:
+    """The ``metadata`` part: one JSON object of upload fields (400 naming ``metadata.<key>``)."""
+    try:
+        value = safe_json.loads(part.text())
+    except safe_json.JsonLimitExceeded as exc:
+        raise InvalidRequest(f"metadata: {exc}", field="metadata", limit=exc.limit) from exc
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(f"metadata: not JSON ({exc.msg})", field="metadata") from exc
+    if not isinstance(value, dict):
+        raise InvalidRequest("metadata: must be a JSON object", field="metadata")
+    unknown = sorted(set(value) - _METADATA_KEYS)
+    if unknown:
+        raise InvalidRequest(f"unknown metadata field {unknown[0]!r}", field=f"metadata.{unknown[0]}")
+    return value
 
 
 def _markdown_file(part: FormPart) -> bool:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 
 from agent_memory.models.requests import ScopedRequest, both, rfc3339
 
 MAX_TITLE_CHARS = 512
 MARKDOWN_TYPES = {"text/markdown", "text/x-markdown"}
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
+# type/subtype (RFC 6838 restricted names), without parameters
+MIME_TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$"
+FORMAT_MIME_TYPES = {"text": "text/plain", "markdown": "text/markdown"}
 
 
 def document_text(value: str | None) -> str | None:
@@ -46,6 +49,9 @@ class DocumentUpload(ScopedRequest):
     format: Literal["text", "markdown"] | None = None
     observed_at: str | None = both("observed_at", "observedAt")
     filename: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    source: str | None = Field(default=None, min_length=1, max_length=MAX_TITLE_CHARS)
+    mime_type: str | None = Field(default=None, pattern=MIME_TYPE_PATTERN, max_length=255,
+                                  validation_alias=AliasChoices("mime_type", "mimeType"))
 
     _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
     _text = field_validator("text")(classmethod(lambda cls, v: document_text(v)))

@@ -82,6 +82,7 @@ class Session(StoredItem):
     turn_count: int = 0
     last_turn_at: str | None = _optional()
     deleted: bool = _optional(False)
+    metadata: dict[str, Any] | None = _optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,6 +176,8 @@ class Document(StoredItem):
     upload_expires_at: str | None = _optional()
     error: dict[str, Any] | None = _optional()
     deleted: bool = _optional(False)
+    source: str | None = _optional()  # where the caller says it came from (a knowledge base, a URL)
+    mime_type: str | None = _optional()  # as uploaded; rows without it: from ``format``
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,3 +247,13 @@ class Page(Generic[T]):
     @property
     def has_more(self) -> bool:
         return self.next_cursor is not None
+
+
+@dataclass(frozen=True)
+class NumberedPage(Page[T]):
+    """A page of a list paged by number as well as by cursor: its 1-based number, size and the
+    total of matching rows (``services.paging.numbered``)."""
+
+    page: int = 1
+    page_size: int = 0
+    total: int = 0

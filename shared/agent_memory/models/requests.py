@@ -95,7 +95,9 @@ def rfc3339(value: str | None) -> str | None:
 
 
 class CreateSessionRequest(ScopedRequest):
-    pass
+    # The caller's own description of the session (the Spectron client's ``metadata``): a flat
+    # map of scalars, checked as a thread turn's (``models.threads.check_metadata``) and returned.
+    metadata: dict[str, Any] | None = None
 
 
 class Triple(RequestModel):

@@ -44,11 +44,14 @@ class QueryRequest(RequestModel):
 
 
 class ContextRequest(RequestModel):
-    query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
+    # Empty or omitted: the recent window and the standing instructions, no retrieval
+    # (``ContextService.recent``); the Spectron integrations' ``context`` tool sends "".
+    query: str = Field(default="", max_length=QUERY_MAX_CHARS)
     k: int = Field(default=K_DEFAULT, ge=1, le=K_MAX)
     subject: str | None = Field(default=None, min_length=1, max_length=256)
+    labels: list[str] | None = None
 
-    _query = field_validator("query")(classmethod(lambda cls, v: QueryRequest._query(v)))
+    _labels = field_validator("labels")(classmethod(lambda cls, v: QueryRequest._labels(v)))
 
 
 class SessionContextRequest(RequestModel):

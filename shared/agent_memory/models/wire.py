@@ -62,6 +62,7 @@ class Session(WireModel):
     labels: list[str] = Field(default_factory=list)
     created_at: str
     closed_at: str | None = None
+    metadata: dict[str, Any] | None = None
 
 
 class TurnSpeaker(WireModel):
@@ -296,6 +297,12 @@ class Trace(WireModel):
     id: str
     retrieval: dict[str, Any] | None
     response: dict[str, Any] | None
+    query_text: str
+    resolution_tier: str
+    tier_reason: str
+    latency_ms: int
+    cached: bool
+    created_at: str
 
 
 # --- recall -------------------------------------------------------------------------
@@ -370,6 +377,12 @@ class Document(WireModel):
     observed_at: str
     scopes: list[list[str]]
     labels: list[str]
+    # the Spectron client's names
+    size_bytes: int
+    mime_type: str
+    version: int
+    source: str | None = None
+    updated_at: str
 
 
 class DocumentUploadTicket(WireModel):
@@ -391,6 +404,12 @@ class DocumentChunk(WireModel):
     position_percent: int
     heading_path: list[str]
     text: str
+    # the Spectron client's names
+    document: str
+    position: int
+    char_start: int
+    char_end: int
+    section: str | None = None
 
 
 # --- threads ------------------------------------------------------------------------
@@ -454,8 +473,16 @@ class AuditRecord(WireModel):
     groups: list[str] = Field(default_factory=list)
     record_ids: list[str] = Field(default_factory=list)
     request_id: str | None = None
+    # the Spectron client's row fields
+    kind: Literal["decision"]
+    trace_id: str
+    created_at: str
+    cost: float
+    latency_ms: int
+    rows_touched: int
+    model: str | None = None
 
 
 class AuditPage(WireModel):
-    items: list[AuditRecord]
+    rows: list[AuditRecord]
     page: PageInfo

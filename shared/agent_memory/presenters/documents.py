@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory.models.records import Chunk, Document, Page
-from agent_memory.presenters.paging import page_wire
-from agent_memory.services.documents.service import IngestResult, UploadTicket
+from agent_memory.models.documents import FORMAT_MIME_TYPES
+from agent_memory.models.records import Chunk, Document
+from agent_memory.services.documents.service import IngestResult, NumberedPage, UploadTicket
+
+# A document's content version: 1 until re-ingestion from the stored original exists (issue 34).
+DOCUMENT_VERSION = 1
+
+
+def mime_type(doc: Document) -> str:
+    return doc.mime_type or FORMAT_MIME_TYPES.get(doc.format, "text/plain")
 
 
 def document_wire(doc: Document) -> dict[str, Any]:
@@ -14,14 +21,23 @@ def document_wire(doc: Document) -> dict[str, Any]:
             "chunkCount": doc.chunk_count, "chunksTotal": doc.chunk_count,
             "chunksDone": doc.chunks_done if doc.chunks_done is not None else doc.chunk_count, "status": doc.status,
             "format": doc.format, "filename": doc.filename, "createdAt": doc.created_at,
-            "observedAt": doc.observed_at, "scopes": doc.scopes, "labels": doc.labels}
+            "observedAt": doc.observed_at, "scopes": doc.scopes, "labels": doc.labels,
+            # The Spectron client's names (docs/decisions.md, "One shape for both readers")
+            "sizeBytes": doc.size, "mimeType": mime_type(doc), "version": DOCUMENT_VERSION,
+            "source": doc.source, "updatedAt": doc.updated_at or doc.created_at}
     if doc.error:
         wire["error"] = doc.error
     return wire
 
 
-def document_page(page: Page[Document]) -> dict[str, Any]:
-    return {"items": [document_wire(d) for d in page.items], "page": page_wire(page)}
+def numbered(key: str, page: NumberedPage[Any], item: Any) -> dict[str, Any]:
+    """A list paged by number and by cursor: ``{<key>, page, pageSize, total, hasMore, nextCursor}``."""
+    return {key: [item(i) for i in page.items], "page": page.page, "pageSize": page.page_size,
+            "total": page.total, "hasMore": page.next_cursor is not None, "nextCursor": page.next_cursor}
+
+
+def document_page(page: NumberedPage[Document]) -> dict[str, Any]:
+    return numbered("documents", page, document_wire)
 
 
 def ingested(result: IngestResult) -> tuple[dict[str, Any], int]:
@@ -49,8 +65,12 @@ def completed(doc: Document, queued: bool) -> tuple[dict[str, Any], int]:
 def chunk_wire(chunk: Chunk) -> dict[str, Any]:
     return {"id": chunk.id, "documentId": chunk.document_id, "documentTitle": chunk.document_title,
             "ordinal": chunk.ordinal, "offset": chunk.offset, "positionPercent": chunk.position_percent,
-            "headingPath": chunk.heading_path, "text": chunk.text}
+            "headingPath": chunk.heading_path, "text": chunk.text,
+            # The Spectron client's names: characters of the normalised document text
+            "document": chunk.document_id, "position": chunk.ordinal, "charStart": chunk.offset,
+            "charEnd": None if chunk.offset is None else chunk.offset + len(chunk.text),
+            "section": " / ".join(chunk.heading_path) or None}
 
 
-def chunk_page(page: Page[Chunk]) -> dict[str, Any]:
-    return {"items": [chunk_wire(c) for c in page.items], "page": page_wire(page)}
+def chunk_page(page: NumberedPage[Chunk]) -> dict[str, Any]:
+    return numbered("chunks", page, chunk_wire)

@@ -10,7 +10,7 @@ from agent_memory.presenters.paging import page_wire
 
 def session_wire(session: Session) -> dict[str, Any]:
     return {"id": session.id, "scopes": session.scopes, "labels": session.labels,
-            "createdAt": session.created_at, "closedAt": session.closed_at}
+            "createdAt": session.created_at, "closedAt": session.closed_at, "metadata": session.metadata}
 
 
 def turn_wire(turn: Turn) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import cursor
+from agent_memory.models.records import NumberedPage
 from agent_memory.ports import Record, RecordStore
 
 BatchFilter = Callable[[list[Record]], list[Record]]
@@ -150,3 +151,31 @@ def chain(*filters: BatchFilter | None) -> BatchFilter:
         return records
 
     return run
+
+
+# --- lists paged by number as well as by cursor (/documents, /documents/{id}/chunks) ------------
+
+# The most rows a numbered list reads to count its total and cut a page (documents of one
+# context, chunks of one document): beyond it, ``total`` counts the first this many.
+NUMBERED_MAX = 10_000
+
+
+def numbered(secret: bytes | cursor.CursorSecret, context_id: str, collection: str, rows: Sequence[tuple[str, Any]], *,
+             page: int | None, page_size: int, page_cursor: str | None) -> NumberedPage[Any]:
+    """One page of ``rows`` (every matching row, in key order, as ``(sort key, item)``).
+
+    The official Spectron client pages by number (``page``, ``page_size``) and reads ``total``;
+    our clients follow ``nextCursor``. A cursor is still a key (the last row it covered), so a
+    write between two pages shifts nothing past it; a page number is an offset into the rows
+    as they are now. Both at once: the cursor wins."""
+    after = cursor.decode(secret, context_id, collection, page_cursor)
+    if after is not None:
+        last = after.get("sk", "")
+        start = next((i for i, (key, _) in enumerate(rows) if key > last), len(rows))
+    else:
+        start = ((page or 1) - 1) * page_size
+    chunk = rows[start:start + page_size]
+    more = start + page_size < len(rows)
+    next_cursor = cursor.encode(secret, context_id, collection, {"sk": chunk[-1][0]}) if more and chunk else None
+    return NumberedPage([item for _, item in chunk], next_cursor, page=start // page_size + 1,
+                        page_size=page_size, total=len(rows))

@@ -26,6 +26,7 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import new_id
 from agent_memory.models.records import Page
 from agent_memory.ports import Condition, Record, RecordStore
+from agent_memory.services import paging
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,11 @@ def effective(own: Sequence[str] | None, default: Sequence[str] | None) -> list[
     """An explicit list of the item's own wins; without one, the container's default applies."""
     chosen = own if own is not None else default
     return None if chosen is None else list(chosen)
+
+
+# What every audit record is, in the Spectron client's kinds (decision / retrieval / response):
+# an access decision (an admin bypass or a delegated call).
+AUDIT_KIND = "decision"
 
 
 class AuditLog:
@@ -83,15 +89,27 @@ class AuditLog:
         self.store.put(Record(pk=keys.audit_pk(ctx), sk=f"{at}#{audit_id}", data=data, expires_at=expires),
                        Condition.absent())
 
-    def page(self, ctx: RequestContext, secret: bytes | cursor.CursorSecret, limit: int, page_cursor: str | None) -> Page[dict[str, Any]]:
-        """``GET /audit``: newest first, expired records left out, paged by cursor."""
-        collection = f"audit:{ctx.partition}"
+    def page(self, ctx: RequestContext, secret: bytes | cursor.CursorSecret, limit: int, page_cursor: str | None, *,
+             principal: str | None = None, since: str | None = None, until: str | None = None,
+             kinds: Sequence[str] | None = None) -> Page[dict[str, Any]]:
+        """``GET /audit``: newest first, expired records left out, paged by cursor; ``since`` and
+        ``until`` (normalised instants) bound ``at`` inclusively in the query itself, ``principal``
+        keeps the records that principal made (directly or on someone's behalf). Every record is
+        an access decision (``AUDIT_KIND``): asking only for other kinds answers an empty page."""
+        if kinds is not None and AUDIT_KIND not in kinds:
+            return Page([], None)
+        collection = f"audit:{ctx.partition}:{principal or ''}:{since or ''}:{until or ''}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         now = int(time.time())
-        page = self.store.query(keys.audit_pk(ctx), after=after, limit=limit, forward=False)
-        items = [r.data for r in page.records if r.expires_at is None or r.expires_at > now]
-        next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
-        return Page(items, next_cursor)
+        between = (since or "", (until or "9999") + "#~") if since or until else None
+
+        def keep(records: list[Record]) -> list[Record]:
+            return [r for r in records if (r.expires_at is None or r.expires_at > now)
+                    and (principal is None or principal in (r.data.get("principal"), r.data.get("onBehalfOf")))]
+
+        records, last = paging.read_page(self.store, paging.Source(keys.audit_pk(ctx), between=between, forward=False),
+                                         limit=limit, after=after, keep=keep)
+        return Page([r.data for r in records], cursor.encode(secret, ctx.context_id, collection, last))
 
     def list(self, ctx: RequestContext, limit: int = 100) -> list[dict[str, Any]]:
         """Newest first, expired records left out."""

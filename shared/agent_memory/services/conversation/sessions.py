@@ -11,6 +11,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from agent_memory.access import grants
 from agent_memory.access import scopes as scope_lib
@@ -53,8 +54,9 @@ class SessionService:
         return Session(id=new_id("sess"), context_id=ctx.context_id, partition=ctx.partition, scopes=scopes,
                        labels=labels, created_at=timeutil.now_iso(), created_by=ctx.principal)
 
-    def create(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str]) -> Session:
-        session = self._new_session(ctx, scopes, labels)
+    def create(self, ctx: RequestContext, scopes: list[list[str]], labels: list[str],
+               metadata: dict[str, Any] | None = None) -> Session:
+        session = replace(self._new_session(ctx, scopes, labels), metadata=metadata or None)
         self.store.put(Record(pk=keys.sessions_pk(ctx), sk=session.id, data=session.to_item()), Condition.absent())
         return session
 
@@ -113,17 +115,22 @@ class SessionService:
 
     # --- turns ----------------------------------------------------------------------
 
-    def list_turns(self, ctx: RequestContext, session_id: str, limit: int, page_cursor: str | None) -> Page[Turn]:
+    def list_turns(self, ctx: RequestContext, session_id: str, limit: int, page_cursor: str | None,
+                   offset: int = 0) -> Page[Turn]:
+        """A session's turns in order. ``offset`` (the Spectron client's paging) skips that many
+        positions (``seq`` is dense per session, so it is a key range, not a skip-scan); a
+        cursor resumes where its page ended and ignores ``offset``."""
         self._load(ctx, session_id)
         secret = self._cursor_secret
         collection = f"turns:{session_id}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
-        page = self.store.query(keys.turns_pk(ctx, session_id), after=after, limit=limit)
+        between = (keys.turn_sk(offset + 1), keys.turn_sk(10**12 - 1)) if offset and after is None else None
+        page = self.store.query(keys.turns_pk(ctx, session_id), after=after, between=between, limit=limit)
         next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
         if next_cursor and page.records:
             # DynamoDB may return a last key on an exactly-full final page; look ahead so
             # hasMore is truthful.
-            probe = self.store.query(keys.turns_pk(ctx, session_id), after=page.last_key, limit=1)
+            probe = self.store.query(keys.turns_pk(ctx, session_id), after=page.last_key, between=between, limit=1)
             if not probe.records:
                 next_cursor = None
         # Forgotten turns (``deleted``, see services/facts/forget.py) are skipped; a page may be short.

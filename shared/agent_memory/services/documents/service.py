@@ -38,6 +38,7 @@ worker stops at its next commit. Facts learned from the document stay.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -57,7 +58,7 @@ from agent_memory.kernel.errors import (
 )
 from agent_memory.kernel.ids import new_id
 from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
-from agent_memory.models.records import Chunk, Document, DocumentHash, Page
+from agent_memory.models.records import Chunk, Document, DocumentHash, NumberedPage
 from agent_memory.ports import (
     MAX_TRANSACT_OPS,
     Condition,
@@ -68,6 +69,7 @@ from agent_memory.ports import (
     RecordStore,
     UploadStore,
 )
+from agent_memory.services import paging
 from agent_memory.services.documents import chunking
 from agent_memory.services.documents.ingestion import IngestionJob, part_rows, problem_of, remove_all
 from agent_memory.services.facts.repository import scope_sig
@@ -142,7 +144,7 @@ class DocumentService:
                        size=len(text.encode("utf-8")), chunk_count=len(chunks), chunks_done=0, status="ingesting",
                        format=fmt, filename=upload.filename, created_at=now, updated_at=now,
                        observed_at=upload.observed_at or now, scopes=upload.scopes, labels=upload.labels,
-                       created_by=ctx.principal)
+                       created_by=ctx.principal, source=upload.source, mime_type=upload.mime_type)
         for _ in range(CLAIM_ATTEMPTS):
             try:
                 self.store.transact([
@@ -332,18 +334,17 @@ class DocumentService:
     def get(self, ctx: RequestContext, doc_id: str) -> Document:
         return document_of(self._load(ctx, doc_id))
 
-    def list_chunks(self, ctx: RequestContext, doc_id: str, limit: int, page_cursor: str | None) -> Page[Chunk]:
+    def list_chunks(self, ctx: RequestContext, doc_id: str, limit: int, page_cursor: str | None, *,
+                    page: int | None = None) -> NumberedPage[Chunk]:
+        """A document's chunks in order, paged by number or cursor (``paging.numbered``; a
+        document has at most ``paging.NUMBERED_MAX`` chunks read to count them)."""
         self._load(ctx, doc_id)
-        secret = self._cursor_secret
-        collection = f"chunks:{doc_id}"
-        after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
-        pk = keys.chunks_pk(ctx, doc_id)
-        page = self.store.query(pk, after=after, limit=limit)
-        if page.last_key is not None and not self.store.query(pk, after=page.last_key, limit=1).records:
-            page.last_key = None  # an exactly full last page: no further page to promise
-        next_cursor = cursor.encode(secret, ctx.context_id, collection, page.last_key)
-        chunks = [Chunk.from_item(r.data) for r in page.records]
-        return Page([c for c in chunks if not c.deleted], next_cursor)
+        rows = [(r.sk, Chunk.from_item(r.data))
+                for r in itertools.islice(paging.scan(self.store, paging.Source(keys.chunks_pk(ctx, doc_id))),
+                                          paging.NUMBERED_MAX)]
+        return paging.numbered(self._cursor_secret, ctx.context_id, f"chunks:{doc_id}",
+                               [(sk, c) for sk, c in rows if not c.deleted], page=page, page_size=limit,
+                               page_cursor=page_cursor)
 
     # --- delete ---------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ and partition per process); a key bound to contexts or partitions lists exactly 
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,8 +18,10 @@ from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import cursor, timeutil
 from agent_memory.kernel import storage_keys as keys
-from agent_memory.models.records import Document, Page, Session, Thread
+from agent_memory.models.documents import FORMAT_MIME_TYPES
+from agent_memory.models.records import Document, NumberedPage, Page, Session, Thread
 from agent_memory.ports import Condition, ConditionFailed, Record, RecordStore
+from agent_memory.services import paging
 from agent_memory.services.conversation import reader_access
 
 PARTITIONS_SHOWN = 50  # partitions listed inline with each context
@@ -99,15 +102,27 @@ class CatalogueService:
 
         return self._page(ctx, "threads", keys.threads_pk(ctx), Thread.from_item, keep, limit, page_cursor)
 
-    def list_documents(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> Page[Document]:
-        def load(item: dict[str, Any]) -> Document | None:
-            # The documents partition holds other rows beside the documents.
-            return Document.from_item(item) if item.get("kind") == Document.KIND else None
-
-        def keep(doc: Document) -> bool:
-            return not doc.deleted and scope_lib.visible(doc.scopes or [], ctx.read_region)
-
-        return self._page(ctx, "documents", keys.documents_pk(ctx), load, keep, limit, page_cursor)
+    def list_documents(self, ctx: RequestContext, limit: int, page_cursor: str | None, *, page: int | None = None,
+                       status: str | None = None, mime_type: str | None = None) -> NumberedPage[Document]:
+        """The documents the caller may read, oldest first (ids are ULIDs), optionally only
+        those with ``status`` or ``mime_type``, paged by number or cursor (``paging.numbered``).
+        Reads the context's document rows (at most ``paging.NUMBERED_MAX``) to count the total."""
+        rows: list[tuple[str, Document]] = []
+        for record in itertools.islice(paging.scan(self.store, paging.Source(keys.documents_pk(ctx), prefix="doc_")),
+                                       paging.NUMBERED_MAX):
+            if record.data.get("kind") != Document.KIND:
+                continue  # the documents partition holds other rows beside the documents
+            doc = Document.from_item(record.data)
+            if doc.deleted or not scope_lib.visible(doc.scopes or [], ctx.read_region):
+                continue
+            if status is not None and doc.status != status:
+                continue
+            if mime_type is not None and (doc.mime_type or FORMAT_MIME_TYPES.get(doc.format)) != mime_type:
+                continue
+            rows.append((record.sk, doc))
+        collection = f"documents:{ctx.partition}:{status or ''}:{mime_type or ''}"
+        return paging.numbered(self._cursor_secret, ctx.context_id, collection, rows, page=page, page_size=limit,
+                               page_cursor=page_cursor)
 
     def _page(self, ctx: RequestContext, collection: str, pk: str, load: Callable[[dict[str, Any]], R | None],
               keep: Callable[[R], bool], limit: int, page_cursor: str | None) -> Page[R]:

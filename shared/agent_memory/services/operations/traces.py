@@ -66,4 +66,26 @@ class TraceStore:
             body = {k: v for k, v in record.data.items()
                     if k not in ("kind", "part", "traceId", "principal", "readRegion")}
             out[record.data["part"]] = body
-        return out
+        return {**out, **summary(out["retrieval"] or {}, out["response"] or {})}
+
+
+def summary(retrieval: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    """A trace's headline (the Spectron client's ``TraceRecord``): the query, the tier that
+    answered it and why, the whole latency in milliseconds, whether the reply came from the
+    cache, and when the trace began."""
+    cached = bool(response.get("cached"))
+    degraded = retrieval.get("degraded")
+    if cached:
+        reason = "cache: a semantically equal question was answered from the reply cache"
+    elif degraded:
+        reason = f"degraded: {degraded.get('reason') if isinstance(degraded, dict) else degraded}"
+    elif response:
+        reason = "retrieval: the reply was generated from retrieved memory"
+    else:
+        reason = "retrieval: no reply was recorded (the request failed or is still running)"
+    tier = response.get("tier", retrieval.get("tier"))
+    latency = response.get("latencyMs", retrieval.get("latencyMs")) or 0
+    created = [t for t in (retrieval.get("createdAt"), response.get("createdAt")) if t]
+    return {"queryText": retrieval.get("query", ""), "resolutionTier": "" if tier is None else str(tier),
+            "tierReason": reason, "latencyMs": int(round(float(latency))), "cached": cached,
+            "createdAt": min(created) if created else ""}

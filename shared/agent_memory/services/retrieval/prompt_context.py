@@ -9,6 +9,7 @@ transcript window (the chat window rules, ``services/conversation/chat/window.py
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
     from agent_memory.ports import RecordStore
     from agent_memory.services.conversation.sessions import SessionService
     from agent_memory.services.retrieval.service import RetrievalService
+
+
+RECENT_SESSIONS = 20  # an empty /context query looks for the latest session among the newest these
+RECENT_INSTRUCTIONS = 20  # as many as chat injects
 
 
 @dataclass
@@ -42,11 +47,40 @@ class ContextService:
         self._sessions = sessions
         self._retrieval = retrieval
 
-    def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None) -> ContextResult:
-        result = self._retrieval.retrieve(ctx, query, k=k, subject=subject)
+    def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None,
+                **filters: Any) -> ContextResult:
+        """Retrieval for ``query`` (with the recall filters of ``RetrievalService.retrieve``); an
+        empty query (the Spectron integrations' ``context`` tool sends one) answers what an
+        agent starts from instead: the latest session's transcript window and the standing
+        instructions, no retrieval."""
+        if not query.strip():
+            return self.recent(ctx)
+        result = self._retrieval.retrieve(ctx, query, k=k, subject=subject, **filters)
         formatted = format_context(result.hits)
         return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers,
                              degraded=result.degraded)
+
+    def recent(self, ctx: RequestContext) -> ContextResult:
+        """The window of the session written to last (of the newest ``RECENT_SESSIONS`` the
+        caller may read) and the active instructions the caller may read."""
+        from agent_memory.kernel import storage_keys as keys
+        from agent_memory.models.facts import Instruction
+        from agent_memory.models.records import Session
+        from agent_memory.services.conversation.chat.window import session_window
+
+        started = time.perf_counter()
+        sessions = [Session.from_item(r.data)
+                    for r in self._store.query(keys.sessions_pk(ctx), limit=RECENT_SESSIONS, forward=False).records]
+        readable = [s for s in sessions if s is not None and not s.deleted and s.last_turn_at
+                    and scopes.visible(s.scopes or [], ctx.read_region)]
+        latest = max(readable, key=lambda s: s.last_turn_at or "", default=None)
+        window = session_window(self._store, ctx, latest.id) if latest is not None else []
+        rows = self._store.query(keys.instructions_pk(ctx), limit=RECENT_INSTRUCTIONS).records
+        instructions = [i.description for i in (Instruction.from_dict(r.data) for r in rows)
+                        if i.active and not i.deleted and scopes.visible(i.scopes or [], ctx.read_region)]
+        formatted = format_context([], transcript=[(t.role, t.content) for t in window], instructions=instructions)
+        return ContextResult(formatted.text, 0, (time.perf_counter() - started) * 1000, formatted.markers,
+                             excluded=[t.id for t in window])
 
     def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> ContextResult:
         from agent_memory.services.conversation.chat.window import session_window

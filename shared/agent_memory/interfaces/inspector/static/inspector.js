@@ -83,7 +83,9 @@ function pager(path, { list, more, render, params = {}, key = "items", reset = t
     more.hidden = true;
     const page = await api("GET", path, { params: { ...params, cursor, limit: 20 } });
     for (const item of page[key]) list.append(render(item));
-    cursor = page.page.hasMore ? page.page.nextCursor : null;
+    // /documents and chunks are paged by number too: their cursor sits beside the page number
+    const info = typeof page.page === "object" && page.page !== null ? page.page : page;
+    cursor = info.hasMore ? info.nextCursor : null;
     more.hidden = !cursor;
     if (!list.children.length) list.append(el("li", { class: "hint", text: "Nothing here (or nothing this key may read)." }));
   }
@@ -547,14 +549,14 @@ async function openTurns(kind, id, highlight = null) {
 // --- documents --------------------------------------------------------------------------
 
 async function loadDocuments() {
-  await pager(ctxPath("/documents"), { list: $("#document-list"), more: $("#documents-more"),
+  await pager(ctxPath("/documents"), { list: $("#document-list"), more: $("#documents-more"), key: "documents",
     render: (d) => el("li", { "data-id": d.id }, el("button", { type: "button", class: "link", onclick: () => openChunks(d.id, d.title) }, d.title),
       el("span", { class: `doc-status status-${d.status}`, text: ` ${d.status} ${d.chunksDone}/${d.chunksTotal}` })) });
 }
 
 async function openChunks(id, title, highlightOrdinal = null) {
   $("#chunks-title").textContent = `Chunks of ${title}`;
-  await pager(ctxPath(`/documents/${encodeURIComponent(id)}/chunks`), { list: $("#chunk-list"), more: $("#chunks-more"),
+  await pager(ctxPath(`/documents/${encodeURIComponent(id)}/chunks`), { list: $("#chunk-list"), more: $("#chunks-more"), key: "chunks",
     render: (c) => el("li", { "data-id": c.id, tabindex: "-1", class: c.ordinal === highlightOrdinal ? "highlight" : null },
       c.headingPath.length ? el("span", { class: "when", text: `${c.headingPath.join(" › ")} · ` }) : null,
       el("span", { class: "when", text: `${c.positionPercent}% ` }), c.text) });
@@ -562,7 +564,7 @@ async function openChunks(id, title, highlightOrdinal = null) {
 
 async function openChunksFor(citation) {
   const docs = await api("GET", ctxPath("/documents"), { params: { limit: 100 } });
-  const doc = docs.items.find((d) => d.title === citation.documentTitle) || docs.items[0];
+  const doc = docs.documents.find((d) => d.title === citation.documentTitle) || docs.documents[0];
   if (!doc) return;
   await openChunks(doc.id, doc.title);
   const li = document.querySelector(`#chunk-list [data-id="${CSS.escape(citation.id)}"]`);

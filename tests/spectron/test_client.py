@@ -1,0 +1,145 @@
+"""The official Spectron client's methods for the routes we serve, unchanged, on SQLite and
+DynamoDB in process and over HTTP (``memory``), and ``AsyncSpectron`` over HTTP: each checks
+the rows that come back, not only that they decode."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from tests.spectron.conftest import API_KEY, CONTEXT
+
+STU = {"entity": {"type": "person", "name": "Stu"}, "key": "job_title", "value": "CTO"}
+POLICY = "# Returns\n\nReturns are accepted within 30 days.\n\n# Refunds\n\nThe refund window is 30 days."
+
+
+def ready(memory: Any, doc_id: str) -> Any:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        doc = memory.documents.get(doc_id)
+        if doc.status == "ready":
+            return doc
+        time.sleep(0.05)
+    raise AssertionError(f"document {doc_id} did not become ready")
+
+
+def test_remember_entities_and_history(memory):
+    first = memory.remember("import", infer="triples", triples=[STU])
+    assert first.mode == "triples" and first.session_id.startswith("sess_")
+    memory.remember("import", infer="triples", triples=[{**STU, "value": "CEO"}])
+    people = memory.entities.list(entity_type="person")
+    assert [e.name for e in people.entities] == ["Stu"] and people.entities[0].entity_type == "person"
+    detail = memory.entities.get("person", "Stu")
+    assert detail.entity.id == "entity:person/stu"
+    assert [(a.key, a.value) for a in detail.attributes] == [("job_title", "CEO")]
+    history = memory.entities.history("person", "Stu", "job_title").history
+    assert [a.value for a in history] == ["CEO", "CTO"] or [a.value for a in history] == ["CTO", "CEO"]
+    assert any(a.superseded_by for a in history)
+    memory.entities.delete("person", "Stu")
+    assert memory.entities.list(entity_type="person").entities == []
+
+
+def test_remember_many_turns_with_limit_and_offset(memory):
+    batch = memory.remember_many([{"role": "user", "content": "I moved to Oslo"},
+                                  {"role": "assistant", "content": "Noted"},
+                                  {"role": "user", "content": "I like skiing"}])
+    assert len(batch.turn_ids) == 3
+    turns = memory.sessions.turns(batch.session_id).turns
+    assert [t.id for t in turns] == batch.turn_ids and [t.seq for t in turns] == [1, 2, 3]
+    assert turns[0].content == "I moved to Oslo" and turns[0].session == batch.session_id
+    window = memory.sessions.turns(batch.session_id, limit=1, offset=1).turns
+    assert [t.content for t in window] == ["Noted"]
+    hits = memory.recall("where did I move", k=5)
+    assert any(h.text == "I moved to Oslo" and h.source == "turn" for h in hits.hits)
+    assert "Oslo" in memory.query_context("where did I move").context
+    recent = memory.query_context("")  # the pydantic-ai integration's context tool sends one
+    assert "I like skiing" in recent.context and "# Conversation so far" in recent.context
+
+
+def test_sessions_create_with_metadata_context_and_delete(memory):
+    session = memory.sessions.create(scopes="org/acme", metadata={"channel": "slack"})
+    assert session.id.startswith("sess_") and session.scopes == [["org/acme"]]
+    memory.remember("I work at Acme as CTO", session_id=session.id)
+    assert "Acme" in memory.sessions.context(session.id, "where do I work").context
+    memory.sessions.delete(session.id)
+    from surrealdb.spectron import SpectronNotFoundError
+
+    with pytest.raises(SpectronNotFoundError):
+        memory.sessions.turns(session.id)
+
+
+def test_chat_streaming_and_the_trace(memory):
+    reply = memory.chat("what's my role?")
+    assert reply.reply and reply.trace_id.startswith("trace_")
+    trace = memory.traces.get(reply.trace_id)
+    assert trace.id == reply.trace_id and trace.query_text == "what's my role?"
+    assert trace.created_at and trace.latency_ms >= 0 and trace.resolution_tier and trace.tier_reason
+    chunks = list(memory.chat("what's my role?", stream=True, session_id=reply.session_id))
+    assert "".join(c.delta for c in chunks) and chunks[-1].done
+    done = next(c for c in chunks if c.done and c.trace_id)
+    assert memory.traces.get(done.trace_id).query_text == "what's my role?"
+
+
+def test_documents_upload_list_chunks_and_delete(memory):
+    up = memory.documents.upload(POLICY.encode(), filename="policy.md", content_type="text/markdown",
+                                 title="Returns policy", source="kb", scopes="org/acme")
+    assert up.id.startswith("doc_") and not up.deduplicated
+    doc = ready(memory, up.id)
+    assert (doc.title, doc.source, doc.mime_type, doc.version) == ("Returns policy", "kb", "text/markdown", 1)
+    assert doc.size_bytes == len(POLICY.encode())
+    other = memory.documents.upload(b"Shipping takes five days.", filename="ship.txt", title="Shipping")
+    ready(memory, other.id)
+    page = memory.documents.list(page=1, page_size=1)
+    assert (page.total, page.page, page.page_size, [d.id for d in page.documents]) == (2, 1, 1, [up.id])
+    assert [d.id for d in memory.documents.list(page=2, page_size=1).documents] == [other.id]
+    assert [d.id for d in memory.documents.list(mime_type="text/markdown").documents] == [up.id]
+    assert memory.documents.list(status="Ready").total == 2 and memory.documents.list(status="failed").total == 0
+    chunks = memory.documents.chunks(up.id)
+    assert chunks.total == len(chunks.chunks) >= 2 and [c.position for c in chunks.chunks] == list(range(chunks.total))
+    text = POLICY.strip()
+    for c in chunks.chunks:
+        assert c.document == up.id and text[c.char_start:c.char_end] == c.text
+    memory.documents.delete(other.id)
+    assert [d.id for d in memory.documents.list().documents] == [up.id]
+
+
+def test_state_profile_forget_audit_and_health(memory):
+    memory.remember("I work at Acme as CTO")
+    assert memory.profile().dynamic and memory.state().identity
+    assert memory.forget("Acme").deleted >= 1
+    audit = memory.audit(kind="decision", limit=10)
+    assert audit.rows == []  # no admin bypass or delegation happened
+    assert memory.audit(kind="retrieval").rows == []
+    assert memory.health()["status"] == "ok"
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+def test_async_client_over_http(server):
+    from surrealdb.spectron import AsyncSpectron
+
+    async def scenario() -> None:
+        async with AsyncSpectron(CONTEXT, endpoint=server, api_key=API_KEY, max_retries=0) as memory:
+            await memory.remember("import", infer="triples", triples=[STU])
+            assert [e.name for e in (await memory.entities.list(entity_type="person")).entities] == ["Stu"]
+            batch = await memory.remember_many([{"role": "user", "content": "I moved to Oslo"},
+                                                {"role": "assistant", "content": "Noted"}])
+            turns = (await memory.sessions.turns(batch.session_id, offset=1)).turns
+            assert [t.content for t in turns] == ["Noted"]
+            up = await memory.documents.upload(POLICY.encode(), filename="p.md", content_type="text/markdown",
+                                               title="Returns policy", source="kb")
+            for _ in range(600):
+                if (await memory.documents.get(up.id)).status == "ready":
+                    break
+                await asyncio.sleep(0.05)
+            listed = await memory.documents.list(page=1, page_size=10)
+            assert listed.total == 1 and listed.documents[0].source == "kb"
+            assert (await memory.documents.chunks(up.id)).chunks[0].document == up.id
+            stream = await memory.chat("where did I move?", stream=True)
+            frames = [c async for c in stream]
+            done = next(c for c in frames if c.done and c.trace_id)
+            assert (await memory.traces.get(done.trace_id)).query_text == "where did I move?"
+
+    asyncio.run(scenario())
