@@ -115,7 +115,7 @@ class Runtime:
             return CircuitBreakingSearchIndex(OpenSearchIndex(
                 s.opensearch_url, s.opensearch_index, self.embedder,
                 service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine,
-                live=StoreRevisions(self.base_store), recent=RecentUnits(self.base_store)))
+                create_index=s.opensearch_create_index, live=StoreRevisions(self.base_store), recent=RecentUnits(self.base_store)))
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
         return EmbeddedSearchIndex(s.search_path, self.embedder)
