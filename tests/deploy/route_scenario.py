@@ -59,6 +59,7 @@ def run(call: Call) -> None:
     ok("GET", f"{CTX}/threads")
     ok("PUT", f"{thread}/acl", {"acl_readers": []})
     ok("POST", f"{thread}/context", {"query": "printer", "last_n_turns": 1})
+    ok("POST", f"{thread}/turns", {"text": "It still jams on A4 paper."}, 201)
 
     doc = ok("POST", f"{CTX}/documents", {"title": "Handbook", "text": "# Travel\n\nBook trains, not flights."},
              202)
@@ -71,7 +72,8 @@ def run(call: Call) -> None:
     ok("DELETE", f"{CTX}/documents/{doc_id}", status=204)
     ok("DELETE", f"{CTX}/entities/person/emma", status=404)
     # Kept, so that the ingestion worker has a document to finish (the first was deleted while queued).
-    ok("POST", f"{CTX}/documents", {"title": "Parking", "text": "Parking is behind the building."}, 202)
+    ok("POST", f"{CTX}/documents", {"title": "Parking", "text": "Parking is behind the building. I work at Acme."},
+       202)
     # A large document's route: a presigned PUT to S3 (moto_server here), then complete.
     text = b"# Visitors\n\nVisitors sign in at reception."
     ticket = ok("POST", f"{CTX}/documents/uploads", {"size": len(text), "title": "Visitors"}, 201)
@@ -131,3 +133,22 @@ def run_modes(call: Call) -> None:
     ok("POST", f"{EXAMPLE}/query", {"query": "Where do I work?"}, key="ops", headers=part)
     ok("GET", f"{EXAMPLE}/entities", key="ops", headers=part)
     ok("POST", f"{EXAMPLE}/sessions", {}, 201, key="ops", headers=part)
+    # Refused writes under an Idempotency-Key leave nothing behind (the claim is released).
+    ok("POST", f"{thread}/turns", {"text": "Let me in."}, 404, key="bob", headers={"Idempotency-Key": "bob-1"})
+    ok("POST", f"{EXAMPLE}/facts", {"text": "I live in Oslo.", "scopes": [["org/acme/user/alice"]]}, 403, key="bob",
+       headers={"Idempotency-Key": "bob-2"})
+    ok("POST", f"{EXAMPLE}/chat", {"message": "Where does alice live?", "scopes": [["org/acme/user/alice"]]}, 403,
+       key="bob", headers={"Idempotency-Key": "bob-3"})
+    # Forgetting for real, and deleting an entity: the records go, and so do their search units.
+    ok("POST", f"{EXAMPLE}/forget", {"query": "London"}, key="alice")
+    entities = ok("GET", f"{EXAMPLE}/entities", key="alice")["items"]
+    assert entities, "alice's facts should have left entities"
+    natural = entities[0]["id"].split(":", 1)[1]  # entity:<type>/<name>
+    ok("DELETE", f"{EXAMPLE}/entities/{natural}", status=204, key="alice")
+
+
+def run_after_projection(call: Call) -> None:
+    """Routes that need the projector to have indexed the scenario's writes."""
+    # Two turns and a window of one: the older turn is found through the search index.
+    got, payload = call("POST", f"{CTX}/threads/support-1/context", {"query": "printer", "last_n_turns": 1})
+    assert got == 200, payload

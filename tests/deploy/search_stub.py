@@ -4,8 +4,8 @@ is attributed to the function that sent it. It answers the calls the adapters ma
 
 - ``HEAD``/``PUT /<index>``, ``GET /<index>/_mapping`` (alias-resolved), ``GET /_alias/<a>``,
   ``POST /_aliases`` (``add``, ``remove``, ``remove_index``);
-- ``_bulk`` (recorded), ``_msearch``, ``_search``, ``_delete_by_query``, ``_count`` with no
-  hits, ``GET /<index>/_doc/<id>`` not found;
+- ``_bulk`` (recorded; indexed documents are kept), ``GET /<index>/_doc/<id>`` from them,
+  ``_msearch``, ``_search``, ``_delete_by_query``, ``_count`` with no hits;
 - any document request to an index or alias that does not exist is 404, as OpenSearch
   answers it (so a function that relied on creating its index itself would fail here).
 """
@@ -23,6 +23,7 @@ class SearchCluster:
         self.indices: dict[str, dict[str, Any]] = {}
         self.aliases: dict[str, set[str]] = {}
         self.bulk_bodies: list[str] = []
+        self.documents: dict[str, dict[str, Any]] = {}  # index -> _id -> _source (what _bulk indexed)
         self.requests: dict[str, list[tuple[str, str, str]]] = {}  # caller -> (method, path, body)
         self._servers: dict[str, ThreadingHTTPServer] = {}
         self._lock = threading.Lock()
@@ -76,6 +77,13 @@ class SearchCluster:
             if op == "_bulk":
                 self.bulk_bodies.append(body)
                 actions = [json.loads(line) for line in body.splitlines() if line.strip()]
+                stored = self.documents.setdefault(targets[0], {})
+                for i, action in enumerate(actions):
+                    kind, meta = next(iter(action.items()))
+                    if kind == "index" and "_id" in meta and i + 1 < len(actions):
+                        stored[meta["_id"]] = actions[i + 1]
+                    elif kind == "delete":
+                        stored.pop(meta.get("_id"), None)
                 items = [{next(iter(a)): {"status": 200}} for a in actions
                          if next(iter(a)) in ("index", "create", "update", "delete")]
                 return 200, {"took": 1, "errors": False, "items": items}
@@ -84,8 +92,14 @@ class SearchCluster:
                 return 200, {"responses": [{"hits": {"hits": []}}] * n}
             if op in ("_search", "_delete_by_query", "_count"):
                 return 200, {"hits": {"hits": [], "total": {"value": 0}}, "deleted": 0, "count": 0}
-            if op == "_doc" and method == "GET":
-                return 404, {"found": False}
+            if op == "_doc" and method == "GET" and len(rest) == 2:
+                from urllib.parse import unquote
+
+                doc_id = unquote(rest[1])
+                source = self.documents.get(targets[0], {}).get(doc_id)
+                if source is None:
+                    return 404, {"_index": targets[0], "_id": doc_id, "found": False}
+                return 200, {"_index": targets[0], "_id": doc_id, "_version": 1, "found": True, "_source": source}
             return 405, {"error": f"{method} {path} is not served by the stub"}
 
     # -- listeners -----------------------------------------------------------------------
