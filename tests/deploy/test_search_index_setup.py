@@ -121,11 +121,13 @@ def test_a_changed_embedder_gets_its_index_beside_the_serving_one_until_the_rebu
     assert answer["Status"] == "SUCCESS" and answer["PhysicalResourceId"] == new != old
     assert answer["Data"]["NeedsRebuild"] == "true" and answer["Data"]["Serving"] == old
     assert set(cluster.indices) == {old, new} and cluster.aliases == {ALIAS: {old}}, "the old index keeps serving"
-    # Until the rebuild, a function with the new embedder refuses to mix vectors.
-    from agent_memory.ports import EmbedderMismatch
+    # Until the rebuild, a function with the new embedder refuses to mix vectors: a search
+    # outage (reads fall back to the table), not a failed request.
+    from agent_memory.ports import SearchUnavailable
 
-    with pytest.raises(EmbedderMismatch):
+    with pytest.raises(SearchUnavailable) as refused:
         OpenSearchIndex(url, ALIAS, _embedder(128), service="es", create_index=False).ensure_index()
+    assert refused.value.reason == "embedder-mismatch"
     # Delete (the stack replaced the resource, or went away): the index is kept.
     handler(monkeypatch, tmp_path, url, dimensions=128)(cfn.event("Delete", old), None)
     assert cfn.responses[-1]["Status"] == "SUCCESS" and old in cluster.indices

@@ -469,7 +469,13 @@ class OpenSearchIndex:
                 return
             opts = self._timeout(timeout)
             if not self.create_index:
-                self._check_meta(missing_ok=False, **opts)
+                try:
+                    self._check_meta(missing_ok=False, **opts)
+                except EmbedderMismatch as exc:
+                    # Deployed, the alias still serves the previous embedder's index until
+                    # `agent-memory reindex --rebuild` switches it: an outage of search (reads
+                    # fall back to the store), not a failed request.
+                    raise SearchUnavailable("embedder-mismatch", str(exc), retry_after=300) from exc
             elif not self.client.indices.exists(index=self.index_name, **opts):
                 body = index_body(self.embedder.name, self.dimension, self.resolve_engine())
                 try:
