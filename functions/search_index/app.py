@@ -1,7 +1,7 @@
 """Search index setup: the CloudFormation custom resource (``SearchIndexSetup`` in
 template.yaml) that makes the tenant's OpenSearch index and its alias before the first
 request, on every deploy that changes the embedder, the engine or the code
-(``adapters/opensearch_admin.provision``). Only this function's role may create indexes or
+(``Runtime.provision_search_index``, ``adapters/opensearch_admin.provision``). Only this function's role may create indexes or
 move aliases; the API functions and the projector read and write documents through the alias.
 
 Create and Update provision (a changed configuration gets a new index beside the serving one;
@@ -40,14 +40,7 @@ def lambda_handler(event, lambda_context):
         if kind == "Delete":
             respond(event, "SUCCESS", physical, reason="the index is kept with the table")
             return {"status": "kept", "index": physical}
-        from agent_memory.adapters.opensearch_admin import provision
-        from agent_memory.adapters.opensearch_search import make_client
-
-        runtime = get_runtime()
-        s = runtime.settings
-        client = make_client(s.opensearch_url, service=s.opensearch_service, region=s.aws_region)
-        result = provision(client, s.opensearch_index, runtime.embedder.name, int(runtime.embedder.dimension),
-                           s.opensearch_engine or "faiss")
+        result = get_runtime().provision_search_index()
         if result.needs_rebuild:
             log.warning("index %s made beside %s: run `agent-memory reindex --rebuild` to fill it and switch "
                         "the alias %s", result.index, result.serving or "a legacy index", result.alias)
