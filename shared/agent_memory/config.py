@@ -68,6 +68,9 @@ class Settings:
     opensearch_service: Literal["es", "aoss"] = "aoss"
     opensearch_index: str | None = None
     opensearch_engine: Literal["faiss", "lucene"] | None = None
+    # Whether this process may create the index on first use. Deployed functions may not: the
+    # stack's deploy step creates it and the alias they use (adapters/opensearch_admin.py).
+    opensearch_create_index: bool = True
     cursor_secret_arn: str | None = None
     # Deployed: the stack's bootstrap admin key (Secrets Manager), accepted besides stored keys.
     bootstrap_key_secret_arn: str | None = None
@@ -273,6 +276,9 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         opensearch_index=pick("AGENT_MEMORY_OPENSEARCH_INDEX", file_storage.get("opensearch_index"),
                               f"agent-memory-{tenant}"),
         opensearch_engine=pick("AGENT_MEMORY_OPENSEARCH_ENGINE", file_storage.get("opensearch_engine")),
+        opensearch_create_index=str(pick("AGENT_MEMORY_OPENSEARCH_CREATE_INDEX",
+                                         file_storage.get("opensearch_create_index"), "true")).lower()
+        not in ("false", "0", "no"),
         cursor_secret_arn=pick("AGENT_MEMORY_CURSOR_SECRET_ARN", file_cfg.get("cursor_secret_arn")),
         openai_secret_arn=pick("AGENT_MEMORY_OPENAI_SECRET_ARN", None),
         ingestion_queue_url=pick("AGENT_MEMORY_INGESTION_QUEUE_URL", None),

@@ -119,11 +119,26 @@ class Runtime:
             return CircuitBreakingSearchIndex(OpenSearchIndex(
                 s.opensearch_url, s.opensearch_index, self.embedder,
                 service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine,
-                live=StoreRevisions(self.base_store), recent=RecentUnits(self.base_store)),
+                create_index=s.opensearch_create_index, live=StoreRevisions(self.base_store),
+                recent=RecentUnits(self.base_store)),
                 failures_to_open=s.search_breaker_failures, cool_down_s=s.search_breaker_cool_down_s)
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
         return EmbeddedSearchIndex(s.search_path, self.embedder)
+
+    def provision_search_index(self):
+        """The deploy step (functions/search_index): make the current embedder's and mapping's
+        versioned index and, on a first deploy, the alias the functions use
+        (``adapters.opensearch_admin.provision``); returns its ``Provisioned``."""
+        from agent_memory.adapters.opensearch_admin import provision
+        from agent_memory.adapters.opensearch_search import make_client
+
+        s = self.settings
+        if s.search != "opensearch":
+            raise ValueError("the search index step needs storage.search: opensearch")
+        client = make_client(s.opensearch_url, service=s.opensearch_service, region=s.aws_region)
+        return provision(client, s.opensearch_index, self.embedder.name, int(self.embedder.dimension),
+                         s.opensearch_engine or "faiss")
 
     def project(self, changes: Sequence[ProjectionChange]) -> None:
         """Apply a stream batch's record changes to the search index as one write (the

@@ -6,8 +6,10 @@ function's artifact (Lambda's ``/var/task``) and the layer (``/opt/python``), no
 Protocol, one JSON document per line: stdout first says ``{"ready": ..., "import_ms": ...}``
 (or ``{"import_error": ...}``); then each stdin line is an event, answered by the handler's
 return value with the invocation's wall and CPU time (``{"result": ..., "ms": ..., "cpu_ms":
-...}``); the line ``"done"`` is answered with the AWS calls the function made (``[service,
-operation]`` pairs, recorded below the SDK) and ends the process.
+...}``); the line ``"done"`` is answered with the AWS calls the function made
+(``[service, operation, target]``, recorded below the SDK; ``target`` is what IAM evaluates the
+call on: table, index and partition keys, secret, queue, bucket and key, model id; see
+``target()``) and ends the process.
 """
 
 import json
@@ -20,6 +22,38 @@ task_root, layer_root = sys.argv[1], sys.argv[2]
 timeout_ms = int(float(sys.argv[3]) * 1000) if len(sys.argv) > 3 else 29_000
 sys.path[:0] = [task_root, layer_root]
 calls = []
+
+
+def _pk(key):
+    return ((key or {}).get("pk") or {}).get("S")
+
+
+def target(operation, params):
+    """The parts of a request IAM evaluates: resource names and condition-key values."""
+    t = {}
+    for name in ("TableName", "IndexName", "SecretId", "QueueUrl", "Bucket", "Key", "modelId"):
+        if isinstance(params.get(name), str):
+            t[name] = params[name]
+    if operation in ("GetItem", "DeleteItem", "UpdateItem"):
+        t["LeadingKeys"] = [_pk(params.get("Key"))]
+    elif operation == "PutItem":
+        t["LeadingKeys"] = [_pk(params.get("Item"))]
+    elif operation == "Query":
+        values = params.get("ExpressionAttributeValues") or {}
+        t["LeadingKeys"] = [values.get(":p", {}).get("S")]
+    elif operation == "BatchGetItem":
+        t["Items"] = [{"TableName": table, "LeadingKeys": [_pk(k) for k in spec.get("Keys", [])]}
+                      for table, spec in (params.get("RequestItems") or {}).items()]
+    elif operation in ("TransactWriteItems", "TransactGetItems"):
+        items = []
+        for item in params.get("TransactItems") or []:
+            (kind, body), = item.items()
+            items.append({"Operation": {"Put": "PutItem", "Delete": "DeleteItem", "Update": "UpdateItem",
+                                        "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}[kind],
+                          "TableName": body.get("TableName"),
+                          "LeadingKeys": [_pk(body.get("Item") if kind == "Put" else body.get("Key"))]})
+        t["Items"] = items
+    return t
 
 
 class Context:
@@ -58,7 +92,7 @@ try:
     make_api_call = botocore.client.BaseClient._make_api_call
 
     def recording(self, operation_name, params):
-        calls.append([self.meta.service_model.signing_name, operation_name])
+        calls.append([self.meta.service_model.signing_name, operation_name, target(operation_name, params)])
         return make_api_call(self, operation_name, params)
 
     botocore.client.BaseClient._make_api_call = recording

@@ -59,6 +59,7 @@ def run(call: Call) -> None:
     ok("GET", f"{CTX}/threads")
     ok("PUT", f"{thread}/acl", {"acl_readers": []})
     ok("POST", f"{thread}/context", {"query": "printer", "last_n_turns": 1})
+    ok("POST", f"{thread}/turns", {"text": "It still jams on A4 paper."}, 201)
 
     doc = ok("POST", f"{CTX}/documents", {"title": "Handbook", "text": "# Travel\n\nBook trains, not flights."},
              202)
@@ -71,7 +72,8 @@ def run(call: Call) -> None:
     ok("DELETE", f"{CTX}/documents/{doc_id}", status=204)
     ok("DELETE", f"{CTX}/entities/person/emma", status=404)
     # Kept, so that the ingestion worker has a document to finish (the first was deleted while queued).
-    ok("POST", f"{CTX}/documents", {"title": "Parking", "text": "Parking is behind the building."}, 202)
+    ok("POST", f"{CTX}/documents", {"title": "Parking", "text": "Parking is behind the building. I work at Acme."},
+       202)
     # A large document's route: a presigned PUT to S3 (moto_server here), then complete.
     text = b"# Visitors\n\nVisitors sign in at reception."
     ticket = ok("POST", f"{CTX}/documents/uploads", {"size": len(text), "title": "Visitors"}, 201)
@@ -79,3 +81,74 @@ def run(call: Call) -> None:
     assert put.status_code == 200, put.text
     ok("POST", f"{CTX}/documents/{ticket['id']}/complete", status=202)
     ok("DELETE", f"{CTX}/sessions/{sid}", status=204)
+
+
+# The README's worked example (docs/access.md) and the other modes a caller can reach: keys
+# with regions, a delegated reader, an admin past a reader list, a second partition.
+EXAMPLE = "/api/v1/acme"
+EXAMPLE_KEYS = {
+    "alice": ["--context", "acme", "--read", "org/acme/user/alice", "--read", "org/acme/shared",
+              "--write", "org/acme/user/alice", "--default-scope", "org/acme/user/alice"],
+    "bob": ["--context", "acme", "--read", "org/acme/user/bob", "--read", "org/acme/shared",
+            "--write", "org/acme/user/bob", "--default-scope", "org/acme/user/bob"],
+    "support": ["--context", "acme", "--read", "org/acme/user/*", "--read", "org/acme/shared",
+                "--write", "org/acme/support", "--verb", "memory:read", "--verb", "delegate"],
+}
+
+
+def run_modes(call: Call) -> None:
+    """``call(method, path, body, key=<principal>, headers=...)``; ``key="ops"`` is the admin."""
+    def ok(method: str, path: str, body: Any = None, status: int = 200, **kw: Any) -> Any:
+        got, payload = call(method, path, body, **kw)
+        assert got == status, f"{method} {path} ({kw}): {got} {payload}"
+        return payload
+
+    ok("POST", f"{EXAMPLE}/facts", {"text": "I live in London."}, key="alice")
+    ok("POST", f"{EXAMPLE}/facts", {"text": "I live in Rome."}, key="bob")
+    ok("POST", f"{EXAMPLE}/facts", {"text": "I live in Oslo.", "scopes": [["org/acme/user/alice"]]}, 403, key="bob")
+    on_behalf = {"X-Spectron-On-Behalf-Of": "alice"}
+    # Delegated reads on every function that serves reads: each leaves an audit row.
+    state = ok("GET", f"{EXAMPLE}/state", key="support", headers=on_behalf)
+    assert "London" in str(state) and "Rome" not in str(state), state
+    ok("GET", f"{EXAMPLE}/profile", key="support", headers=on_behalf)
+    ok("POST", f"{EXAMPLE}/query", {"query": "Where do I live?"}, key="support", headers=on_behalf)
+    ok("POST", f"{EXAMPLE}/context", {"query": "Where do I live?"}, key="support", headers=on_behalf)
+    ok("GET", f"{EXAMPLE}/entities", key="support", headers=on_behalf)
+    ok("GET", f"{EXAMPLE}/sessions", key="support", headers=on_behalf)
+    ok("GET", f"{EXAMPLE}/threads", key="support", headers=on_behalf)
+    ok("GET", f"{EXAMPLE}/documents", key="support", headers=on_behalf)
+    ok("POST", f"{EXAMPLE}/facts", {"text": "I moved to Paris."}, 403, key="support", headers=on_behalf)
+    audit = ok("GET", f"{EXAMPLE}/audit", key="ops")["items"]
+    assert len(audit) >= 8, audit
+    # A reader list: alice's thread; the admin reads past it (audited), bob gets 404.
+    thread = f"{EXAMPLE}/threads/alice-only"
+    ok("POST", f"{thread}/turns", {"text": "My locker code is 1234."}, 201, key="alice")
+    ok("PUT", f"{thread}/acl", {"acl_readers": ["alice"]}, key="ops")
+    ok("GET", f"{thread}/turns", key="ops")
+    ok("POST", f"{EXAMPLE}/query", {"query": "locker code"}, key="ops")
+    ok("GET", f"{thread}/turns", status=404, key="bob")
+    # A second partition: its own records, its own catalogue entry.
+    part = {"X-Memory-Partition": "eval"}
+    ok("POST", f"{EXAMPLE}/facts", {"text": "I work at Initech."}, key="ops", headers=part)
+    ok("POST", f"{EXAMPLE}/query", {"query": "Where do I work?"}, key="ops", headers=part)
+    ok("GET", f"{EXAMPLE}/entities", key="ops", headers=part)
+    ok("POST", f"{EXAMPLE}/sessions", {}, 201, key="ops", headers=part)
+    # Refused writes under an Idempotency-Key leave nothing behind (the claim is released).
+    ok("POST", f"{thread}/turns", {"text": "Let me in."}, 404, key="bob", headers={"Idempotency-Key": "bob-1"})
+    ok("POST", f"{EXAMPLE}/facts", {"text": "I live in Oslo.", "scopes": [["org/acme/user/alice"]]}, 403, key="bob",
+       headers={"Idempotency-Key": "bob-2"})
+    ok("POST", f"{EXAMPLE}/chat", {"message": "Where does alice live?", "scopes": [["org/acme/user/alice"]]}, 403,
+       key="bob", headers={"Idempotency-Key": "bob-3"})
+    # Forgetting for real, and deleting an entity: the records go, and so do their search units.
+    ok("POST", f"{EXAMPLE}/forget", {"query": "London"}, key="alice")
+    entities = ok("GET", f"{EXAMPLE}/entities", key="alice")["items"]
+    assert entities, "alice's facts should have left entities"
+    natural = entities[0]["id"].split(":", 1)[1]  # entity:<type>/<name>
+    ok("DELETE", f"{EXAMPLE}/entities/{natural}", status=204, key="alice")
+
+
+def run_after_projection(call: Call) -> None:
+    """Routes that need the projector to have indexed the scenario's writes."""
+    # Two turns and a window of one: the older turn is found through the search index.
+    got, payload = call("POST", f"{CTX}/threads/support-1/context", {"query": "printer", "last_n_turns": 1})
+    assert got == 200, payload

@@ -25,25 +25,51 @@ def test_the_stream_filter_names_exactly_the_projected_kinds():
         assert sorted(image["kind"]["S"]) == sorted(projection._BUILDERS)
 
 
-def test_domain_iam_is_the_tenants_index_only():
-    statement = resources()["SearchAccessPolicy"]["Properties"]["PolicyDocument"]["Statement"][0]
-    domain = statement["Fn::If"][2]["Fn::If"]
-    assert domain[0] == "IsDomainSearch"
-    assert domain[1]["Resource"] == [{"Fn::Sub": "${OpenSearchResourceArn}/agent-memory-${TenantId}"},
-                                     {"Fn::Sub": "${OpenSearchResourceArn}/agent-memory-${TenantId}/*"}]
-    assert all(not a.endswith("*") for a in domain[1]["Action"])
+def _branches(node):
+    """Every concrete statement an ``Fn::If`` tree can yield."""
+    if isinstance(node, dict) and "Fn::If" in node:
+        return [b for branch in node["Fn::If"][1:] for b in _branches(branch)]
+    return [] if node == {"Ref": "AWS::NoValue"} else [node]
 
 
-def test_serverless_data_access_policy_grants_the_function_roles_the_tenants_index():
+def test_domain_iam_is_the_tenants_alias_only_and_names_each_path():
+    for policy in ("SearchAccessPolicy", "SearchWritePolicy"):
+        statements = [b for st in resources()[policy]["Properties"]["PolicyDocument"]["Statement"]
+                      for b in _branches(st)]
+        domain = [st for st in statements if st["Effect"] == "Allow" and st["Action"][0].startswith("es:")]
+        assert domain, policy
+        for st in domain:
+            listed = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+            assert all(r["Fn::Sub"].startswith("${OpenSearchResourceArn}/agent-memory-${TenantId}/_") for r in listed)
+            assert all(not a.endswith("*") for a in st["Action"])
+    writes = [b for st in resources()["SearchWritePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+              for b in _branches(st) if "es:ESHttpPost" in b.get("Action", [])]
+    assert [w["Resource"] for w in writes] == [{"Fn::Sub": "${OpenSearchResourceArn}/agent-memory-${TenantId}/_bulk"}]
+
+
+def _attaches(resource: dict, policy: str) -> bool:
+    props = resource.get("Properties", {})
+    listed = (props.get("Policies") or []) + (props.get("ManagedPolicyArns") or [])
+    return any({"Ref": policy} in _branches(p) for p in listed if isinstance(p, dict))
+
+
+def test_serverless_data_access_policy_grants_readers_and_writers_the_tenants_index_only():
     policy = resources()["SearchDataAccessPolicy"]
     assert policy["Type"] == "AWS::OpenSearchServerless::AccessPolicy"
     assert policy["Condition"] == "IsServerlessSearch"
     text, values = policy["Properties"]["Policy"]["Fn::Sub"]
-    assert '"index/${OpenSearchCollectionName}/agent-memory-${TenantId}"' in text
-    roles = values["Roles"]["Fn::Join"][1]
-    # Functions name the policy (SAM makes <Function>Role); an explicit role attaches it.
-    callers = [f"{name}Role" for name, r in resources().items()
-               if {"Ref": "SearchAccessPolicy"} in (r.get("Properties", {}).get("Policies") or [])]
-    callers += [name for name, r in resources().items() if r["Type"] == "AWS::IAM::Role"
-                and {"Ref": "SearchAccessPolicy"} in (r.get("Properties", {}).get("ManagedPolicyArns") or [])]
-    assert sorted(r["Fn::GetAtt"][0] for r in roles) == sorted(callers)
+    assert '"index/${Collection}/agent-memory-${TenantId}","index/${Collection}/agent-memory-${TenantId}-*"' in text
+    assert "index//" not in text and "${OpenSearchCollectionName}" not in text
+
+    def roles(group: str) -> list[str]:
+        return sorted(r["Fn::GetAtt"][0] for r in values[group]["Fn::Join"][1])
+
+    def role_of(name: str, r: dict) -> str:
+        return name if r["Type"] == "AWS::IAM::Role" else f"{name}Role"
+
+    everything = resources()
+    writers = sorted(role_of(n, r) for n, r in everything.items() if _attaches(r, "SearchWritePolicy"))
+    readers = sorted(role_of(n, r) for n, r in everything.items()
+                     if _attaches(r, "SearchAccessPolicy") and not _attaches(r, "SearchWritePolicy"))
+    assert roles("Writers") == writers and roles("Readers") == readers
+    assert values["AdminRole"] == {"Fn::GetAtt": ["SearchIndexFunctionRole", "Arn"]}

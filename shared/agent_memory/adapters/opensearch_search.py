@@ -396,7 +396,10 @@ def make_client(endpoint: str, *, service: str = "aoss", region: str | None = No
 
 class OpenSearchIndex:
     """``SearchIndex`` over one OpenSearch index (``index_name``) in an existing domain or
-    Serverless collection; the index is created on first use if absent.
+    Serverless collection. With ``create_index`` (local clusters, tests, the CLI) the index is
+    created on first use if absent; without it (deployed functions) ``index_name`` is the
+    alias the stack's deploy step made (``opensearch_admin.provision``), the functions never
+    hold ``CreateIndex``, and a missing index is ``SearchUnavailable("no-index")``.
 
     Every request names ``index_name`` in its path (no root-level call such as ``GET /`` or
     ``POST /_bulk``), so IAM or a Serverless data access policy can confine a tenant's
@@ -426,6 +429,7 @@ class OpenSearchIndex:
         recent: RecentWrites | None = None,
         timeout: float | None = None,
         clock: Callable[[], float] = time.time,
+        create_index: bool = True,
     ) -> None:
         if service not in ("aoss", "es"):
             raise ValueError("service must be 'aoss' or 'es'")
@@ -442,6 +446,7 @@ class OpenSearchIndex:
         self.recent = recent
         self.timeout = timeout
         self._clock = clock
+        self.create_index = create_index
         self._client = client
         self._region = region
         self._ready = False
@@ -467,14 +472,24 @@ class OpenSearchIndex:
         return self.engine or "faiss"
 
     def ensure_index(self, *, timeout: float | None = None) -> None:
-        """Create the index if absent, else check its embedder ``_meta`` (once per instance)."""
+        """Create the index if absent (``create_index``), else check its embedder ``_meta``
+        (once per instance). Without ``create_index`` the only call is ``GET <index>/_mapping``
+        (read permission on the index, no ``HEAD``/``PUT``)."""
         if self._ready:
             return
         with self._lock:
             if self._ready:
                 return
             opts = self._timeout(timeout)
-            if not self.client.indices.exists(index=self.index_name, **opts):
+            if not self.create_index:
+                try:
+                    self._check_meta(missing_ok=False, **opts)
+                except EmbedderMismatch as exc:
+                    # Deployed, the alias still serves the previous embedder's index until
+                    # `agent-memory reindex --rebuild` switches it: an outage of search (reads
+                    # fall back to the store), not a failed request.
+                    raise SearchUnavailable("embedder-mismatch", str(exc), retry_after=300) from exc
+            elif not self.client.indices.exists(index=self.index_name, **opts):
                 body = index_body(self.embedder.name, self.dimension, self.resolve_engine())
                 try:
                     self.client.indices.create(index=self.index_name, body=body, **opts)
@@ -487,8 +502,18 @@ class OpenSearchIndex:
                 self._check_meta()
             self._ready = True
 
-    def _check_meta(self) -> None:
-        mapping = self.client.indices.get_mapping(index=self.index_name)
+    def _check_meta(self, *, missing_ok: bool = True, **opts: Any) -> None:
+        from opensearchpy.exceptions import NotFoundError
+
+        try:
+            mapping = self.client.indices.get_mapping(index=self.index_name, **opts)
+        except NotFoundError as exc:
+            if missing_ok:
+                raise
+            raise SearchUnavailable(
+                "no-index", f"OpenSearch index {self.index_name!r} does not exist: the stack's deploy step "
+                "(SearchIndexSetup in template.yaml) creates it, or `agent-memory reindex --rebuild`",
+                retry_after=60) from exc
         entry = mapping.get(self.index_name) or next(iter(mapping.values()), {})
         meta = (entry.get("mappings") or {}).get("_meta") or {}
         name, dim = meta.get("embedder_name"), meta.get("embedder_dimension")

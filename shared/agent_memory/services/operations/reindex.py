@@ -52,3 +52,11 @@ def reindex_context(store: RecordStore, index: SearchIndex, context_id: str, *, 
     if progress is not None and stats.records > reported:
         progress(stats.records - reported)
     return stats
+
+
+def context_ids(store: RecordStore) -> list[str]:
+    """Every context that holds records (one scan of the context partitions)."""
+    seen: set[str] = set()
+    for record in store.scan("c#"):
+        seen.add(record.pk.split("#", 2)[1])
+    return sorted(seen)

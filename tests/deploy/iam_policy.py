@@ -1,0 +1,251 @@
+"""A small IAM evaluator for the stack's own policies, so the deploy checks can ask "may this
+function make this call?" with resources and conditions, not action names alone.
+
+- ``Stack`` resolves template.yaml's intrinsics (``Ref``, ``Fn::GetAtt``, ``Fn::Sub``,
+  ``Fn::If``, ``Fn::Select``, ``Fn::Split``, ``Fn::Join``, conditions) for given parameters
+  and stand-in physical names, so a policy reads as AWS would see it after the deploy.
+- ``Call`` is one request as IAM evaluates it: an action, a resource ARN and the request's
+  condition-key values (``dynamodb:LeadingKeys``, ``bedrock:InferenceProfileArn``...).
+- ``decide`` applies IAM's rules for identity policies in one account: an explicit ``Deny``
+  wins, else some ``Allow`` whose ``Action``, ``Resource`` and every ``Condition`` match,
+  else an implicit deny. Wildcards ``*`` and ``?`` as IAM reads them (case-insensitive
+  actions, case-sensitive ARNs); condition operators ``StringEquals``, ``StringLike``,
+  ``ArnLike``, ``ArnEquals``, ``Bool`` and their ``ForAllValues:``/``ForAnyValue:`` forms
+  (``ForAllValues`` over a missing key is true, as in IAM, so callers always pass the key).
+- ``aoss_permission`` maps an OpenSearch Serverless HTTP request to the data access policy
+  permission and resource it needs (AWS's "Supported operations" table), and
+  ``data_policy_allows`` evaluates an ``AWS::OpenSearchServerless::AccessPolicy`` document.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+NOVALUE = object()
+
+
+class Stack:
+    def __init__(self, template: dict[str, Any], parameters: dict[str, str], physical: dict[str, str],
+                 attributes: dict[str, str], *, region: str = "us-east-1", account: str = "123456789012",
+                 partition: str = "aws") -> None:
+        self.template = template
+        values = {name: str(spec["Default"]) for name, spec in template.get("Parameters", {}).items()
+                  if "Default" in spec}
+        values.update(parameters)
+        missing = [n for n in template.get("Parameters", {}) if n not in values]
+        if missing:
+            raise ValueError(f"parameters without a value: {missing}")
+        self.values = {**values, "AWS::Region": region, "AWS::AccountId": account, "AWS::Partition": partition,
+                       "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "agent-memory-test", **physical}
+        self.attributes = attributes
+        self._conditions: dict[str, bool] = {}
+        self.region, self.account, self.partition = region, account, partition
+
+    def condition(self, name: str) -> bool:
+        if name not in self._conditions:
+            self._conditions[name] = bool(self.resolve(self.template["Conditions"][name]))
+        return self._conditions[name]
+
+    def exists(self, resource: str) -> bool:
+        cond = self.template["Resources"][resource].get("Condition")
+        return cond is None or self.condition(cond)
+
+    def _sub(self, text: str, variables: dict[str, Any]) -> str:
+        def one(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name.startswith("!"):
+                return "${" + name[1:] + "}"
+            if name in variables:
+                return str(variables[name])
+            if "." in name:
+                return self.attributes[name]
+            return str(self.values[name])
+
+        return re.sub(r"\$\{([^}]+)\}", one, text)
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [r for r in (self.resolve(v) for v in value) if r is not NOVALUE]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            (key, arg), = value.items()
+            if key == "Ref":
+                return NOVALUE if arg == "AWS::NoValue" else self.values[arg]
+            if key == "Fn::GetAtt":
+                res, attr = arg if isinstance(arg, list) else arg.split(".", 1)
+                return self.attributes[f"{res}.{attr}"]
+            if key == "Fn::Sub":
+                text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
+                return self._sub(text, variables)
+            if key == "Fn::If":
+                cond, yes, no = arg
+                return self.resolve(yes if self.condition(cond) else no)
+            if key == "Fn::Select":
+                index, items = self.resolve(arg[0]), self.resolve(arg[1])
+                return items[int(index)]
+            if key == "Fn::Split":
+                return self.resolve(arg[1]).split(arg[0])
+            if key == "Fn::Join":
+                return arg[0].join(str(v) for v in self.resolve(arg[1]))
+            if key == "Fn::Equals":
+                a, b = self.resolve(arg)
+                return str(a) == str(b)
+            if key == "Fn::Not":
+                return not self.resolve(arg[0])
+            if key == "Fn::And":
+                return all(self.resolve(a) for a in arg)
+            if key == "Fn::Or":
+                return any(self.resolve(a) for a in arg)
+            if key == "Condition":
+                return self.condition(arg)
+            if key.startswith("Fn::"):
+                raise AssertionError(f"unsupported intrinsic {key}")
+        out = {k: self.resolve(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v is not NOVALUE}
+
+    def policy_statements(self, policy: str) -> list[dict[str, Any]]:
+        """The resolved statements of a managed policy resource."""
+        if not self.exists(policy):
+            return []
+        document = self.resolve(self.template["Resources"][policy]["Properties"]["PolicyDocument"])
+        return [dict(s, Sid=s.get("Sid") or f"{policy}[{i}]") for i, s in enumerate(document["Statement"])]
+
+
+# --- evaluation --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    action: str
+    resource: str
+    context: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    why: str = field(default="", hash=False, compare=False)
+
+
+def _pattern(text: str, *, ignore_case: bool = False) -> re.Pattern[str]:
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in text)
+    return re.compile(f"^{body}$", re.DOTALL | (re.IGNORECASE if ignore_case else 0))
+
+
+def wildcard(pattern: str, value: str, *, ignore_case: bool = False) -> bool:
+    return bool(_pattern(pattern, ignore_case=ignore_case).match(value))
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _match_one(op: str, expected: list[str], value: str) -> bool:
+    if op in ("StringEquals", "ArnEquals"):
+        return value in expected
+    if op in ("StringLike", "ArnLike"):
+        return any(wildcard(e, value) for e in expected)
+    if op == "Bool":
+        return str(value).lower() in [str(e).lower() for e in expected]
+    raise AssertionError(f"condition operator {op} is not implemented")
+
+
+def condition_holds(block: dict[str, Any], context: dict[str, Any]) -> bool:
+    for operator, keys in block.items():
+        qualifier, _, op = operator.rpartition(":")
+        for key, expected in keys.items():
+            expected = [str(e) for e in _as_list(expected)]
+            present = key in context and context[key] is not None
+            values = [str(v) for v in _as_list(context.get(key))] if present else []
+            if qualifier == "ForAllValues":
+                if not all(_match_one(op, expected, v) for v in values):
+                    return False
+            elif qualifier == "ForAnyValue":
+                if not any(_match_one(op, expected, v) for v in values):
+                    return False
+            else:
+                if not present or len(values) != 1 or not _match_one(op, expected, values[0]):
+                    return False
+    return True
+
+
+def statement_matches(statement: dict[str, Any], call: Call) -> bool:
+    if not any(wildcard(a, call.action, ignore_case=True) for a in _as_list(statement["Action"])):
+        return False
+    if not any(wildcard(r, call.resource) for r in _as_list(statement["Resource"])):
+        return False
+    return condition_holds(statement.get("Condition") or {}, call.context)
+
+
+def decide(statements: list[dict[str, Any]], call: Call) -> list[str] | None:
+    """The Sids of the Allow statements that admit ``call``; ``None`` when it is denied."""
+    if any(s["Effect"] == "Deny" and statement_matches(s, call) for s in statements):
+        return None
+    allowing = [s["Sid"] for s in statements if s["Effect"] == "Allow" and statement_matches(s, call)]
+    return allowing or None
+
+
+def granted_pairs(statements: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(Sid, action) for every action an Allow statement lists."""
+    return [(s["Sid"], a) for s in statements if s["Effect"] == "Allow" for a in _as_list(s["Action"])]
+
+
+@cache
+def known_actions() -> dict[str, set[str]]:
+    """IAM's action names per service prefix (lower case), from cfn-lint's bundled data."""
+    import cfnlint
+
+    data = json.loads((Path(cfnlint.__file__).parent / "data" / "AdditionalSpecs" / "Policies.json").read_text())
+    return {prefix: set(spec.get("Actions", {})) for prefix, spec in data.items()}
+
+
+def action_exists(action: str) -> bool:
+    prefix, _, name = action.partition(":")
+    return name.lower() in known_actions().get(prefix, set())
+
+
+# --- OpenSearch Serverless data access ------------------------------------------------------
+
+
+def aoss_permissions(method: str, path: str, body: str = "") -> list[tuple[str, str, str]]:
+    """(permission, resource type, name) a request needs, per AWS's table of supported
+    operations: ``index`` names are index or alias names."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if not parts:
+        raise AssertionError(f"{method} / is a root-level call")
+    if parts[0] == "_aliases":
+        actions = json.loads(body or "{}").get("actions", [])
+        named = {next(iter(a.values())).get(k) for a in actions for k in ("index", "alias")} - {None}
+        return [("aoss:UpdateCollectionItems", "collection", "")] + [("aoss:UpdateIndex", "index", n) for n in named]
+    if parts[0] == "_alias":
+        return [("aoss:DescribeCollectionItems", "collection", "")]
+    if parts[0].startswith("_"):
+        raise AssertionError(f"{method} {path}: a root-level API")
+    index, rest = parts[0], parts[1:]
+    if not rest:
+        return [({"PUT": "aoss:CreateIndex", "HEAD": "aoss:DescribeIndex", "GET": "aoss:DescribeIndex",
+                  "DELETE": "aoss:DeleteIndex"}[method], "index", index)]
+    op = rest[0]
+    if op in ("_mapping", "_mappings", "_settings", "_setting"):
+        return [("aoss:DescribeIndex" if method == "GET" else "aoss:UpdateIndex", "index", index)]
+    if op in ("_search", "_msearch", "_count", "_mget") or (op == "_doc" and method in ("GET", "HEAD")):
+        return [("aoss:ReadDocument", "index", index)]
+    if op in ("_bulk", "_doc", "_create", "_update", "_delete_by_query", "_update_by_query"):
+        return [("aoss:WriteDocument", "index", index)]
+    raise AssertionError(f"{method} {path}: no data access permission mapped")
+
+
+def data_policy_allows(policy: list[dict[str, Any]], role_arn: str, collection: str,
+                       permission: str, resource_type: str, name: str) -> bool:
+    resource = f"collection/{collection}" if resource_type == "collection" else f"index/{collection}/{name}"
+    for rule_set in policy:
+        if role_arn not in rule_set["Principal"]:
+            continue
+        for rule in rule_set["Rules"]:
+            if rule["ResourceType"] != resource_type:
+                continue
+            if any(wildcard(r, resource) for r in rule["Resource"]) and \
+                    any(wildcard(p, permission, ignore_case=True) for p in rule["Permission"]):
+                return True
+    return False

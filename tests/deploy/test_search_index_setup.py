@@ -1,0 +1,194 @@
+"""The deploy step that makes the search index (functions/search_index, the custom resource
+``SearchIndexSetup``) against the loopback search stub, with CloudFormation's side played by
+a loopback server that receives the response document; and ``agent-memory reindex
+--rebuild``, which fills a changed configuration's index beside the serving one and switches
+the alias. No OpenSearch server runs here."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from search_stub import SearchCluster
+
+from agent_memory.adapters.opensearch_admin import provision, versioned_name
+from agent_memory.adapters.opensearch_search import OpenSearchIndex, index_body, make_client
+from agent_memory.runtime import set_runtime
+
+REPO = Path(__file__).resolve().parents[2]
+ALIAS = "agent-memory-acme"
+
+
+class CloudFormationSide:
+    """Receives the custom resource's response on a presigned-URL stand-in."""
+
+    def __init__(self) -> None:
+        self.responses: list[dict[str, Any]] = []
+        side = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_PUT(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                side.responses.append(json.loads(self.rfile.read(length)))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/response?X-Amz-Signature=x"
+
+    def event(self, kind: str, physical: str | None = None) -> dict[str, Any]:
+        event = {"RequestType": kind, "ResponseURL": self.url, "StackId": "arn:aws:cloudformation:us-east-1:1:stack/s/1",
+                 "RequestId": f"req-{len(self.responses)}", "LogicalResourceId": "SearchIndexSetup",
+                 "ResourceType": "AWS::CloudFormation::CustomResource", "ResourceProperties": {}}
+        if physical:
+            event["PhysicalResourceId"] = physical
+        return event
+
+
+@pytest.fixture
+def cluster() -> Iterator[SearchCluster]:
+    c = SearchCluster()
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def cfn() -> Iterator[CloudFormationSide]:
+    side = CloudFormationSide()
+    yield side
+    side.server.shutdown()
+    side.server.server_close()
+
+
+def handler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str, dimensions: int = 64):
+    """functions/search_index/app.py with the environment template.yaml gives it."""
+    for key, value in {"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": "s",
+                       "AGENT_MEMORY_SEARCH": "opensearch", "AGENT_MEMORY_OPENSEARCH_URL": url,
+                       "AGENT_MEMORY_OPENSEARCH_SERVICE": "es", "AGENT_MEMORY_OPENSEARCH_INDEX": ALIAS,
+                       "AGENT_MEMORY_OPENSEARCH_ENGINE": "lucene", "AGENT_MEMORY_MODELS_EMBEDDING": "hashing/v1",
+                       "AGENT_MEMORY_EMBEDDING_DIMENSIONS": str(dimensions), "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    set_runtime(None)
+    spec = importlib.util.spec_from_file_location("search_index_app", REPO / "functions" / "search_index" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.lambda_handler
+
+
+def test_create_makes_the_versioned_index_and_the_alias_and_answers_cloudformation(monkeypatch, tmp_path, cluster,
+                                                                                  cfn):
+    url = cluster.listen("SearchIndexFunction")
+    run = handler(monkeypatch, tmp_path, url)
+    run(cfn.event("Create"), None)
+    (answer,) = cfn.responses
+    expected = versioned_name(ALIAS, index_body("hashing/v1", 64, "lucene"))
+    assert answer["Status"] == "SUCCESS" and answer["PhysicalResourceId"] == expected
+    assert answer["Data"] == {"Alias": ALIAS, "IndexName": expected, "Serving": expected, "Created": "true",
+                              "NeedsRebuild": "false"}
+    assert set(cluster.indices) == {expected} and cluster.aliases == {ALIAS: {expected}}
+    assert cluster.indices[expected]["mappings"]["_meta"]["embedder_dimension"] == 64
+    # A function that may not create indexes finds the index through the alias at once.
+    function = OpenSearchIndex(cluster.listen("FactsFunction"), ALIAS, _embedder(64), service="es",
+                               create_index=False)
+    function.ensure_index()
+    assert [(m, p.split("?")[0]) for m, p, _ in cluster.requests["FactsFunction"]] == [("GET", f"/{ALIAS}/_mapping")]
+    # The same configuration again (an update that changed nothing relevant): nothing new.
+    run(cfn.event("Update", expected), None)
+    assert cfn.responses[-1]["Data"]["Created"] == "false" and set(cluster.indices) == {expected}
+    set_runtime(None)
+
+
+def test_a_changed_embedder_gets_its_index_beside_the_serving_one_until_the_rebuild_switches(
+        monkeypatch, tmp_path, cluster, cfn, capsys):
+    url = cluster.listen("SearchIndexFunction")
+    handler(monkeypatch, tmp_path, url, dimensions=64)(cfn.event("Create"), None)
+    old = cfn.responses[-1]["PhysicalResourceId"]
+    handler(monkeypatch, tmp_path, url, dimensions=128)(cfn.event("Update", old), None)
+    answer = cfn.responses[-1]
+    new = versioned_name(ALIAS, index_body("hashing/v1", 128, "lucene"))
+    assert answer["Status"] == "SUCCESS" and answer["PhysicalResourceId"] == new != old
+    assert answer["Data"]["NeedsRebuild"] == "true" and answer["Data"]["Serving"] == old
+    assert set(cluster.indices) == {old, new} and cluster.aliases == {ALIAS: {old}}, "the old index keeps serving"
+    # Until the rebuild, a function with the new embedder refuses to mix vectors: a search
+    # outage (reads fall back to the table), not a failed request.
+    from agent_memory.ports import SearchUnavailable
+
+    with pytest.raises(SearchUnavailable) as refused:
+        OpenSearchIndex(url, ALIAS, _embedder(128), service="es", create_index=False).ensure_index()
+    assert refused.value.reason == "embedder-mismatch"
+    # Delete (the stack replaced the resource, or went away): the index is kept.
+    handler(monkeypatch, tmp_path, url, dimensions=128)(cfn.event("Delete", old), None)
+    assert cfn.responses[-1]["Status"] == "SUCCESS" and old in cluster.indices
+
+    # The operator's rebuild: records of two contexts, into the new index, then the switch.
+    from agent_memory.interfaces import cli
+    from agent_memory.runtime import Runtime
+
+    _write_records(Runtime(_settings(tmp_path, url, 128)))
+    assert cli.main(["reindex", "--rebuild", "--data-dir", str(tmp_path / "data")]) == 0
+    out = capsys.readouterr().out
+    assert f"alias {ALIAS} -> {new} (was {old}" in out and "ctx-a" in out and "ctx-b" in out
+    assert cluster.aliases == {ALIAS: {new}} and old in cluster.indices
+    bulk_paths = {p.split("?")[0] for m, p, _ in cluster.requests["SearchIndexFunction"] if p.endswith("/_bulk")}
+    assert bulk_paths == {f"/{new}/_bulk"}, "the rebuild writes only the new index"
+    OpenSearchIndex(url, ALIAS, _embedder(128), service="es", create_index=False).ensure_index()
+    set_runtime(None)
+
+
+def test_a_lazily_created_index_under_the_alias_name_is_reported_and_replaced_by_the_rebuild(cluster):
+    url = cluster.listen("operator")
+    client = make_client(url, service="es")
+    OpenSearchIndex(url, ALIAS, _embedder(64), service="es", client=client).ensure_index()  # the old lazy way
+    assert ALIAS in cluster.indices
+    result = provision(client, ALIAS, "hashing/v1", 64, "lucene")
+    assert result.legacy and result.needs_rebuild and result.serving is None
+    from agent_memory.adapters.opensearch_admin import switch
+
+    switch(client, ALIAS, result.index)
+    assert ALIAS not in cluster.indices and cluster.aliases == {ALIAS: {result.index}}
+
+
+def test_an_unreachable_search_endpoint_answers_failed_not_a_hung_deploy(monkeypatch, tmp_path, cfn):
+    run = handler(monkeypatch, tmp_path, "http://127.0.0.1:9")
+    run(cfn.event("Create"), None)
+    answer = cfn.responses[-1]
+    assert answer["Status"] == "FAILED" and answer["Reason"] and answer["PhysicalResourceId"]
+    set_runtime(None)
+
+
+def _embedder(dimension: int):
+    from agent_memory.adapters.embedders import HashingEmbedder
+
+    return HashingEmbedder(dimension=dimension)
+
+
+def _settings(tmp_path: Path, url: str, dimensions: int):
+    from agent_memory.config import load_settings
+
+    return load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": "s",
+                              "AGENT_MEMORY_SEARCH": "opensearch", "AGENT_MEMORY_OPENSEARCH_URL": url,
+                              "AGENT_MEMORY_OPENSEARCH_SERVICE": "es", "AGENT_MEMORY_OPENSEARCH_INDEX": ALIAS,
+                              "AGENT_MEMORY_OPENSEARCH_ENGINE": "lucene", "AGENT_MEMORY_MODELS_EMBEDDING": "hashing/v1",
+                              "AGENT_MEMORY_EMBEDDING_DIMENSIONS": str(dimensions),
+                              "AGENT_MEMORY_PROJECTION": "stream"})
+
+
+def _write_records(rt) -> None:
+    from agent_memory.access.request_context import RequestContext
+    from agent_memory.models.requests import WriteFactsRequest
+
+    for ctx_id in ("ctx-a", "ctx-b"):
+        rt.facts.write(RequestContext(context_id=ctx_id, principal="ops", admin=True),
+                       WriteFactsRequest(text="I live in Lisbon.", infer="none"))
