@@ -15,7 +15,7 @@ and for each function the median over N fresh interpreters of:
 
 Then, unless ``--no-requests``, the first request: each function in a fresh interpreter (the same
 flags) with the environment template.yaml gives it, against moto's standalone server and the
-loopback search stub of tests/deploy/test_built_artifact.py, serves one of its routes twice;
+loopback search stub of tests/deploy/search_stub.py, serves one of its routes twice;
 ``first`` is the first request's CPU / wall time (client creation, secrets, lazy imports, the
 caller's key read), ``warm`` the same request again, and ``extra`` the difference: what a cold
 start adds to the first request beyond the import.
@@ -179,7 +179,7 @@ def first_requests(build: Path, runs: int) -> None:
     from agent_memory.http.local_server import LocalGateway, build_event
 
     moto, endpoint = start_moto()
-    stub = artifact.SearchStub()
+    cluster = artifact.SearchCluster()
     try:
         aws = {"endpoint_url": endpoint, "region_name": "us-east-1", "aws_access_key_id": "testing",
                "aws_secret_access_key": "testing"}
@@ -198,6 +198,13 @@ def first_requests(build: Path, runs: int) -> None:
         key = created.stdout.split("store it now): ")[1].strip()
         gateway = LocalGateway(REPO)
         layer = build / "DependenciesLayer" / "python"
+        # The stack's deploy step makes the index and its alias before any function runs.
+        cfn = artifact.CloudFormationSide()
+        index_step = artifact.FunctionProcess("SearchIndexFunction", build, artifact.function_env(
+            "SearchIndexFunction", endpoint, cluster.listen("SearchIndexFunction"), secrets), layer)
+        index_step.invoke({"RequestType": "Create", "ResponseURL": cfn.url, "StackId": "stack", "RequestId": "r1",
+                           "LogicalResourceId": "SearchIndexSetup", "ResourceProperties": {}})
+        index_step.finish()
         print(f"\nfirst request against moto (python -B -I -S, the template's environment), median of {runs}")
         print(f"{'':<22} {'route':<28} {'first cpu':>10} {'first wall':>11} {'warm cpu':>9} {'extra cpu':>10} "
               f"{'extra wall':>11}")
@@ -206,7 +213,7 @@ def first_requests(build: Path, runs: int) -> None:
             data = json.dumps(body).encode() if body is not None else b""
             headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
             event = build_event(route, method, path, "", headers, data, params, "203.0.113.9")
-            env = artifact.function_env(name, endpoint, stub, secrets)
+            env = artifact.function_env(name, endpoint, cluster.listen(name), secrets)
             rows = []
             for _ in range(runs):
                 fn = artifact.FunctionProcess(name, build, env, layer)  # python -B -I -S lambda_harness.py
@@ -225,7 +232,7 @@ def first_requests(build: Path, runs: int) -> None:
             print(f"{name:<22} {method + ' ' + path.removeprefix(CTX):<28} {r['first_cpu']:>7.0f} ms "
                   f"{r['first_ms']:>8.0f} ms {r['warm_cpu']:>6.0f} ms {r['extra_cpu']:>7.0f} ms {r['extra_ms']:>8.0f} ms")
     finally:
-        stub.close()
+        cluster.close()
         moto.terminate()
         moto.wait(timeout=10)
 

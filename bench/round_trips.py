@@ -4,7 +4,7 @@ Usage: python bench/round_trips.py [--repeat N]
 
 The runtime a function builds on Lambda (records in DynamoDB, search in OpenSearch, stream
 projection, the environment template.yaml sets), in process: DynamoDB is moto's
-(``mock_aws``), OpenSearch is the loopback search stub of tests/deploy/test_built_artifact.py
+(``mock_aws``), OpenSearch is the loopback search stub of tests/deploy/search_stub.py
 (a real HTTP server; it answers searches with no hits), and each request is an API Gateway
 v2 event into the route's ``functions/<area>/app.py`` handler (``LocalGateway``). Every
 DynamoDB call is counted below the SDK (``botocore``'s ``_make_api_call``; a
@@ -112,6 +112,7 @@ def _environment(stub_url: str) -> dict[str, str]:
         "AGENT_MEMORY_SEARCH": "opensearch", "AGENT_MEMORY_PROJECTION": "stream",
         "AGENT_MEMORY_OPENSEARCH_URL": stub_url, "AGENT_MEMORY_OPENSEARCH_SERVICE": "es",
         "AGENT_MEMORY_OPENSEARCH_INDEX": "agent-memory-acme", "AGENT_MEMORY_OPENSEARCH_ENGINE": "lucene",
+        "AGENT_MEMORY_OPENSEARCH_CREATE_INDEX": "false",
         "AGENT_MEMORY_MODELS_EXTRACTION": "offline/deterministic",
         "AGENT_MEMORY_MODELS_RESPONSE": "offline/deterministic", "AGENT_MEMORY_MODELS_EMBEDDING": "hashing/v1",
         "AGENT_MEMORY_CURSOR_SECRET": "bench-cursor-secret-0123456789abcdef",
@@ -128,16 +129,16 @@ def deployed_path() -> Iterator[Callable[[str, str, Any], Calls]]:
     import boto3
     import botocore.client
     from moto import mock_aws
-    from test_built_artifact import SearchStub
+    from search_stub import SearchCluster
 
     from agent_memory.adapters.dynamodb_table import create_table_from_template
     from agent_memory.config import load_settings
     from agent_memory.http.gateway import LocalGateway
     from agent_memory.runtime import Runtime, set_runtime
 
-    stub = SearchStub()
+    cluster = SearchCluster()
     saved_env = dict(os.environ)
-    os.environ.update(_environment(stub.url))
+    os.environ.update(_environment(cluster.listen("bench")))
     recorder = Recorder()
     make_api_call = botocore.client.BaseClient._make_api_call
 
@@ -151,6 +152,7 @@ def deployed_path() -> Iterator[Callable[[str, str, Any], Calls]]:
             create_table_from_template(boto3.client("dynamodb", region_name="us-east-1"), TABLE,
                                        REPO / "template.yaml")
             setup = Runtime(load_settings(env=dict(os.environ)))
+            setup.provision_search_index()  # the stack's deploy step, before any function runs
             key, _ = setup.api_keys.create("ops", groups=["support"], admin=True)
             setup.close()
             botocore.client.BaseClient._make_api_call = recording
@@ -163,12 +165,12 @@ def deployed_path() -> Iterator[Callable[[str, str, Any], Calls]]:
             headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
 
             def request(method: str, path: str, body: Any) -> Calls:
-                seen = len(stub.requests)
+                seen = len(cluster.requests.get("bench", []))
                 recorder.take()
                 data = json.dumps(body).encode() if body is not None else b""
                 response = gateway.invoke(method, path, headers, data, "203.0.113.9")
                 calls = recorder.take()
-                calls.search = [f"{m} {p}" for m, p in stub.requests[seen:]]
+                calls.search = [f"{m} {p}" for m, p, _ in cluster.requests.get("bench", [])[seen:]]
                 calls.status = response["statusCode"]
                 return calls
 
@@ -181,7 +183,7 @@ def deployed_path() -> Iterator[Callable[[str, str, Any], Calls]]:
         botocore.client.BaseClient._make_api_call = make_api_call
         os.environ.clear()
         os.environ.update(saved_env)
-        stub.close()
+        cluster.close()
 
 
 def measure(repeat: int = 3, routes: list[tuple[str, str, str, Any]] = ROUTES) -> dict[str, dict[str, Any]]:
