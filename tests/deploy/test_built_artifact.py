@@ -523,6 +523,11 @@ def test_the_built_functions_log_json_lines_and_emf_without_keys_or_text(deploye
 TRANSACT_ITEM_ACTIONS = {"dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
 MANAGED = {n: r["Properties"]["PolicyDocument"]["Statement"] for n, r in RESOURCES.items()
            if r["Type"] == "AWS::IAM::ManagedPolicy"}
+# Tracing: Active makes SAM attach the AWS managed AWSXrayWriteOnlyAccess to each role it
+# generates (samtranslator: get_xray_managed_policy_name); a function with its own Role
+# lists what it needs itself.
+XRAY_WRITE_ONLY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+                   "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries"}
 
 
 def granted_actions(name: str) -> set[str]:
@@ -535,6 +540,9 @@ def granted_actions(name: str) -> set[str]:
                 if isinstance(r, dict) and ("Ref" in r or "Fn::If" in r)]
     else:
         statements = []
+        tracing = props.get("Tracing", TEMPLATE["Globals"]["Function"].get("Tracing"))
+        if tracing in ("Active", "PassThrough"):
+            statements.append({"Effect": "Allow", "Action": sorted(XRAY_WRITE_ONLY), "Resource": "*"})
         for policy in props.get("Policies", []):
             if "Ref" in policy:
                 refs.append(policy["Ref"])
@@ -571,6 +579,10 @@ NOT_EXERCISED = {
     "sqs:SendMessage",
     # the documents function signs presigned PUTs (no call of its own); the caller's PUT uses it
     "s3:PutObject",
+    # X-Ray (Tracing: Active): Lambda's X-Ray daemon sends the function's segments with the role,
+    # over UDP from the SDK, never through botocore; sampling is Lambda's (the SDK polls no rules
+    # in Lambda), so the three reads come only with SAM's AWSXrayWriteOnlyAccess (unused)
+    *XRAY_WRITE_ONLY,
 }
 
 
