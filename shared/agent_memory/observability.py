@@ -76,9 +76,8 @@ def instrumented(handler: Callable[[dict, Any], Any] | None = None, *, http: boo
         call = decorated
         if tracing.begin_invocation():
             if not traced_handler:  # the first traced invocation builds the Tracer (its import cost)
-                # Never the response as trace metadata: it holds memory text.
-                traced_handler.append(tracing.tracer().capture_lambda_handler(decorated, capture_response=False))
-            call = traced_handler[0]
+                traced_handler.append(tracing.capture_handler(decorated))
+            call = traced_handler[0] or decorated
         _in_invocation = True
         try:
             return call(event, lambda_context)

@@ -39,13 +39,14 @@ SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "agent-memory")
 _tracer: Any = None
 _tracer_lock = threading.Lock()
 _active = False  # a traced invocation is in progress (observability.instrumented sets it)
+_unavailable = False  # the Tracer could not be built (say, aws_xray_sdk missing): run untraced
 _NO_SPAN = contextlib.nullcontext()
 
 
 def enabled() -> bool:
     """X-Ray tracing applies: in a deployed function, unless ``POWERTOOLS_TRACE_DISABLED``
     is true or under ``sam local``; the test Powertools' Tracer makes, without importing it."""
-    if os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").strip().lower() in _TRUTHY:
+    if _unavailable or os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").strip().lower() in _TRUTHY:
         return False
     return bool(os.environ.get("LAMBDA_TASK_ROOT") and os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
                 and not os.environ.get("AWS_SAM_LOCAL"))
@@ -54,13 +55,19 @@ def enabled() -> bool:
 def tracer() -> Any:
     """Powertools' Tracer, built once, on first use: building it imports ``aws_xray_sdk``
     (and botocore) and patches ``PATCHED_MODULES``. Only called when tracing is enabled."""
-    global _tracer
+    global _tracer, _unavailable
     if _tracer is None:
         with _tracer_lock:
             if _tracer is None:
-                from aws_lambda_powertools import Tracer
+                try:
+                    from aws_lambda_powertools import Tracer
 
-                _tracer = Tracer(service=SERVICE, patch_modules=PATCHED_MODULES)
+                    _tracer = Tracer(service=SERVICE, patch_modules=PATCHED_MODULES)
+                except Exception:
+                    # A function that cannot trace still serves: this process runs untraced.
+                    _unavailable = True
+                    log.warning("X-Ray tracing unavailable; running untraced", exc_info=True)
+                    raise
     return _tracer
 
 
@@ -69,6 +76,17 @@ def begin_invocation() -> bool:
     global _active
     _active = enabled()
     return _active
+
+
+def capture_handler(handler: Any) -> Any:
+    """``handler`` in Powertools' ``capture_lambda_handler`` (never its response as trace
+    metadata: it holds memory text), or ``None`` when the Tracer cannot be built."""
+    global _active
+    try:
+        return tracer().capture_lambda_handler(handler, capture_response=False)
+    except Exception:  # noqa: BLE001 - logged by tracer(); the invocation runs untraced
+        _active = False
+        return None
 
 
 def end_invocation() -> None:

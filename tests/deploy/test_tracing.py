@@ -50,6 +50,9 @@ if os.environ.get("CAPTURE_SEGMENTS"):
 
     xray_recorder.configure(emitter=MemoryEmitter())
 
+if os.environ.get("BREAK_XRAY"):  # a layer without the X-Ray SDK: importing it fails
+    sys.modules["aws_xray_sdk"] = sys.modules["aws_xray_sdk.core"] = None
+
 from agent_memory import tracing
 from agent_memory.config import load_settings
 from agent_memory.http.local_server import LocalGateway
@@ -69,7 +72,7 @@ statuses.append(gateway.invoke("POST", "/api/v1/acme/query", headers,
                                json.dumps({{"query": "where do I live?"}}).encode())["statusCode"])
 Path(sys.argv[1]).write_text(json.dumps({{
     "statuses": statuses, "segments": sent,
-    "xray_imported": "aws_xray_sdk" in sys.modules, "tracer_built": tracing._tracer is not None,
+    "xray_imported": sys.modules.get("aws_xray_sdk") is not None, "tracer_built": tracing._tracer is not None,
     "store": type(rt.base_store).__name__, "search": type(rt.search).__name__,
 }}))
 """
@@ -152,6 +155,14 @@ def test_untraced_nothing_imports_the_xray_sdk_and_no_adapter_is_wrapped(tmp_pat
     result = run_scenario(tmp_path, **env)
     assert result["xray_imported"] is False and result["tracer_built"] is False
     assert (result["store"], result["search"]) == ("SQLiteRecordStore", "EmbeddedSearchIndex")
+
+
+def test_a_function_that_cannot_build_the_tracer_serves_untraced(tmp_path):
+    result = run_scenario(tmp_path, BREAK_XRAY="1", **LAMBDA)  # both requests answered 200
+    assert result["tracer_built"] is False
+    # adapters built after the failure are not wrapped (the store was built before the first
+    # request, by the scenario's key creation: its spans are no-ops, never a failure)
+    assert result["search"] == "EmbeddedSearchIndex"
 
 
 def test_the_enabled_switch_follows_powertools(monkeypatch):
