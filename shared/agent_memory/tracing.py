@@ -8,7 +8,9 @@ wraps the record store, the search index and the embedder in ``traced``, so each
 calls is a named subsegment (``store.query``, ``search.rank_rows``, ``model.embed``), the
 language models' calls too (``model.structured``, ``model.complete``, ``model.stream``,
 ``observability.MeteredLanguageModel``). Annotations are low-cardinality names (adapter,
-model, route, tenant); responses are never captured (they hold memory text).
+model, route, tenant); responses are never captured (they hold memory text). Spans made in
+worker threads (parallel extraction) hang off the function's segment, beside the handler's
+subsegment rather than under it: the X-Ray SDK's context is per thread.
 
 Tracing is on only in a deployed function (Lambda sets ``LAMBDA_TASK_ROOT``) unless
 ``POWERTOOLS_TRACE_DISABLED`` is true or it runs under ``sam local``. Otherwise (the local
