@@ -16,6 +16,10 @@ dimensions, so CloudWatch Logs Insights can still group by them),
 (ingestion). One tenant is therefore one series per metric name: docs/deploying.md gives the
 count and its monthly cost. Outside Lambda nothing is emitted: the local server and the CLI
 keep plain logs.
+
+Traces: each invocation, and in it each store, search and model call, is an X-Ray
+subsegment on a deployed function (``agent_memory.tracing``, which says what and at what
+cost); elsewhere tracing costs nothing and imports nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
+
+from agent_memory import tracing
+from agent_memory.tracing import span
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "agent-memory")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "AgentMemory")
@@ -58,17 +65,25 @@ def instrumented(handler: Callable[[dict, Any], Any] | None = None, *, http: boo
     if tenant:  # the stack's TenantId: tenant stacks in one account stay apart
         metrics.set_default_dimensions(tenant=tenant)
 
+    traced_handler: list[Callable[[dict, Any], Any]] = []
+
     @functools.wraps(handler)
     def wrapper(event: dict, lambda_context: Any) -> Any:
         global _in_invocation
         if not _lambda():
             return handler(event, lambda_context)
         _route_package_logs()
+        call = decorated
+        if tracing.begin_invocation():
+            if not traced_handler:  # the first traced invocation builds the Tracer (its import cost)
+                traced_handler.append(tracing.capture_handler(decorated))
+            call = traced_handler[0] or decorated
         _in_invocation = True
         try:
-            return decorated(event, lambda_context)
+            return call(event, lambda_context)
         finally:
             _in_invocation = False
+            tracing.end_invocation()
 
     return wrapper
 
@@ -96,6 +111,8 @@ def request_done(route: str, status: int, duration_ms: float) -> None:
         metrics.add_metric(name="RequestLatency", unit=MetricUnit.Milliseconds, value=duration_ms)
         metrics.add_metric(name="ServerErrors", unit=MetricUnit.Count, value=1 if status >= 500 else 0)
         logger.info("request", extra={"route": route, "status": status, "duration_ms": round(duration_ms, 1)})
+        # On the invocation's subsegment (a no-op untraced): traces searchable by route and status.
+        tracing.annotate(route=route, status=status, tenant=os.environ.get("AGENT_MEMORY_TENANT") or None)
 
 
 def count(name: str, value: float = 1, unit: str = "Count") -> None:
@@ -118,7 +135,8 @@ def request_keys(**keys: Any) -> None:
 
 
 class MeteredLanguageModel:
-    """A ``LanguageModel`` that counts calls, latency and tokens."""
+    """A ``LanguageModel`` that counts calls, latency and tokens, each call in a span
+    ``model.<call>`` annotated with the model's name."""
 
     def __init__(self, inner: Any):
         self.inner = inner
@@ -127,19 +145,20 @@ class MeteredLanguageModel:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def _timed(self, call: Callable[[], Any]) -> Any:
+    def _timed(self, call: Callable[[], Any], operation: str) -> Any:
         started = time.perf_counter()
         try:
-            return call()
+            with span(f"model.{operation}", model=self.name):
+                return call()
         finally:
             count("ModelCalls")
             count("ModelLatency", (time.perf_counter() - started) * 1000, "Milliseconds")
 
     def structured(self, *, system: str, user: str, schema: type) -> Any:
-        return self._timed(lambda: self.inner.structured(system=system, user=user, schema=schema))
+        return self._timed(lambda: self.inner.structured(system=system, user=user, schema=schema), "structured")
 
     def complete(self, messages: Sequence[Any], *, max_tokens: int | None = None) -> Any:
-        completion = self._timed(lambda: self.inner.complete(messages, max_tokens=max_tokens))
+        completion = self._timed(lambda: self.inner.complete(messages, max_tokens=max_tokens), "complete")
         count("PromptTokens", getattr(completion, "prompt_tokens", 0) or 0)
         count("CompletionTokens", getattr(completion, "completion_tokens", 0) or 0)
         return completion
@@ -147,7 +166,10 @@ class MeteredLanguageModel:
     def stream(self, messages: Sequence[Any], *, max_tokens: int | None = None) -> Iterator[str]:
         started = time.perf_counter()
         count("ModelCalls")
-        chunks = self.inner.stream(messages, max_tokens=max_tokens)  # errors on opening surface here
+        # The span covers opening the stream (errors on opening surface here), not the reading:
+        # a subsegment left open by an unread stream would unbalance the invocation's trace.
+        with span("model.stream", model=self.name):
+            chunks = self.inner.stream(messages, max_tokens=max_tokens)
 
         def timed() -> Iterator[str]:
             try:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from agent_memory.config import ModelRef, Settings, load_settings
 from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.services.events import EventPublisher, FactsChanged, RecordsForgotten
+from agent_memory.tracing import traced
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
     from agent_memory.services.operations.projection import ProjectionChange
 
 log = logging.getLogger("agent_memory")
+
+# The adapter calls that are X-Ray spans on a traced function (agent_memory.tracing):
+# store.<call>, search.<call>, model.embed; the language models' spans are MeteredLanguageModel's.
+STORE_CALLS = frozenset({"get", "batch_get", "put", "delete", "query", "transact"})
+SEARCH_CALLS = frozenset({"upsert", "delete", "write", "delete_context", "get", "search", "rank_rows"})
 
 
 class Runtime:
@@ -90,17 +96,20 @@ class Runtime:
         if s.store == "dynamodb":
             from agent_memory.adapters.dynamodb_store import DynamoDBRecordStore
 
-            return DynamoDBRecordStore(s.table_name, region=s.aws_region, endpoint_url=s.dynamodb_endpoint)
+            return traced(DynamoDBRecordStore(s.table_name, region=s.aws_region, endpoint_url=s.dynamodb_endpoint),
+                          "store", STORE_CALLS, store=s.store)
         from agent_memory.adapters.sqlite_store import SQLiteRecordStore
 
-        return SQLiteRecordStore(s.sqlite_path)
+        return traced(SQLiteRecordStore(s.sqlite_path), "store", STORE_CALLS, store=s.store)
 
     @cached_property
     def embedder(self) -> Embedder:
         # Retrieval embeds one query text for several vector legs: cache single-text calls.
         from agent_memory.adapters.query_cache import QueryCachingEmbedder
 
-        return QueryCachingEmbedder(build_embedder(self.settings))
+        # The span is inside the cache: a cached query embeds nothing and records no span.
+        inner = build_embedder(self.settings)
+        return QueryCachingEmbedder(traced(inner, "model", {"embed"}, model=inner.name))
 
     @cached_property
     def search(self) -> SearchIndex | None:
@@ -116,15 +125,16 @@ class Runtime:
             # The index shows writes only after a refresh: hits are checked against the store,
             # and what was written within the interval stays findable (a forget right after).
             # A failing index is called once per cool-down, not on every request.
-            return CircuitBreakingSearchIndex(OpenSearchIndex(
+            return traced(CircuitBreakingSearchIndex(OpenSearchIndex(
                 s.opensearch_url, s.opensearch_index, self.embedder,
                 service=s.opensearch_service, region=s.aws_region, engine=s.opensearch_engine,
                 create_index=s.opensearch_create_index, live=StoreRevisions(self.base_store),
                 recent=RecentUnits(self.base_store)),
-                failures_to_open=s.search_breaker_failures, cool_down_s=s.search_breaker_cool_down_s)
+                failures_to_open=s.search_breaker_failures, cool_down_s=s.search_breaker_cool_down_s),
+                "search", SEARCH_CALLS, search=s.search)  # outside the breaker: its refusals show too
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
-        return EmbeddedSearchIndex(s.search_path, self.embedder)
+        return traced(EmbeddedSearchIndex(s.search_path, self.embedder), "search", SEARCH_CALLS, search=s.search)
 
     def provision_search_index(self):
         """The deploy step (functions/search_index): make the current embedder's and mapping's

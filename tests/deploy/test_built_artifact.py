@@ -548,6 +548,11 @@ def test_the_built_functions_log_json_lines_and_emf_without_keys_or_text(deploye
 # --- least privilege ------------------------------------------------------------------
 
 
+# AWSXrayWriteOnlyAccess, as SAM attaches it for Tracing: Active.
+XRAY_WRITE_ONLY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
+                   "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries"}
+
+
 def role_statements(deployed_stack: iam_policy.Stack, name: str) -> list[dict[str, Any]]:
     """Every statement of the function's role, resolved as the stack would deploy it."""
     props = RESOURCES[name]["Properties"]
@@ -562,6 +567,11 @@ def role_statements(deployed_stack: iam_policy.Stack, name: str) -> list[dict[st
                            for i, st in enumerate(document["Statement"])]
     else:
         attached = deployed_stack.resolve(props.get("Policies", []))
+        if props.get("Tracing", TEMPLATE["Globals"]["Function"].get("Tracing")) in ("Active", "PassThrough"):
+            # SAM attaches the AWS managed AWSXrayWriteOnlyAccess to each role it generates
+            # (samtranslator: get_xray_managed_policy_name).
+            statements.append({"Sid": "SamXrayWriteOnlyAccess", "Effect": "Allow", "Action": sorted(XRAY_WRITE_ONLY),
+                               "Resource": "*"})
     for policy in attached:
         if policy.startswith("arn:"):  # AWS-managed (AWSLambdaBasicExecutionRole: the function's logs)
             continue
@@ -623,6 +633,11 @@ NOT_REACHED = {
     "LambdaReadsTheStream": "the Lambda service reads the stream with the projector's role",
     "LambdaListsTheStreams": "the Lambda service lists the table's streams with the projector's role",
     "LambdaSendsFailedBatches": "the Lambda service sends failed batches to the dead-letter queue",
+    # Tracing: Active. Lambda's X-Ray daemon sends the segments with the role, over UDP from the
+    # SDK, never through botocore; sampling is Lambda's (the SDK polls no rules in Lambda), so
+    # the three reads come only with SAM's AWSXrayWriteOnlyAccess, unused.
+    "LambdaSendsTraces": "the Lambda X-Ray daemon sends the projector's trace segments",
+    "SamXrayWriteOnlyAccess": "the Lambda X-Ray daemon sends the function's trace segments",
 }
 
 

@@ -86,3 +86,46 @@ def test_each_function_imports_with_python_B_from_the_artifact(name: str):
     assert first.get("ready"), first.get("traceback") or first
     assert first["sys_path"][:2] == [str(BUILD / name), str(LAYER)]
     assert first["site_packages"] == []
+
+
+# Imports a function as Lambda would with tracing on, then builds the Tracer and records one
+# span into an in-memory emitter: the X-Ray SDK and wrapt come from the layer, the import
+# itself loads neither (the Tracer is built on the first invocation), botocore gets patched.
+TRACED_DRIVER = """
+import json, sys
+sys.path[:0] = sys.argv[1:3]
+sys.stdout = sys.stderr
+import app
+from agent_memory import tracing
+doc = {"enabled": tracing.enabled(), "xray_at_import": "aws_xray_sdk" in sys.modules}
+tracing.tracer()
+import aws_xray_sdk, wrapt
+from aws_xray_sdk.core import patcher, xray_recorder
+sent = []
+class Emitter:
+    ip, port = "127.0.0.1", 2000
+    def send_entity(self, entity): sent.append(json.loads(entity.serialize()))
+    def set_daemon_address(self, address): pass
+xray_recorder.configure(emitter=Emitter())
+tracing._active = True
+with tracing.span("store.get", store="dynamodb"):
+    pass
+doc.update(xray=aws_xray_sdk.__file__, wrapt=wrapt.__file__, patched=sorted(patcher._PATCHED_MODULES),
+           sent=[(s["name"], s["annotations"]) for s in sent])
+sys.__stdout__.write(json.dumps(doc) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_a_traced_function_builds_its_tracer_from_the_layer_on_first_use(name: str):
+    env = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "AWS_LAMBDA_FUNCTION_NAME": name,
+           "LAMBDA_TASK_ROOT": str(BUILD / name),
+           "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad9;Sampled=1"}
+    proc = subprocess.run([sys.executable, "-B", "-I", "-S", "-c", TRACED_DRIVER, str(BUILD / name), str(LAYER)],
+                          capture_output=True, text=True, env=env, cwd=str(BUILD / name), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout.splitlines()[-1])
+    assert doc["enabled"] and not doc["xray_at_import"]
+    assert doc["xray"].startswith(str(LAYER)) and doc["wrapt"].startswith(str(LAYER))
+    assert "botocore" in doc["patched"]
+    assert doc["sent"] == [["store.get", {"store": "dynamodb"}]]

@@ -134,9 +134,22 @@ def test_alarms_cover_dead_letters_iterator_age_5xx_errors_and_throttles():
         assert covered == functions
 
 
-def test_tracing_is_not_switched_on_without_a_tracer():
-    assert "Tracing" not in TEMPLATE["Globals"]["Function"]
-    assert not [n for n, r in RESOURCES.items() if "Tracing" in r.get("Properties", {})]
+def test_every_function_is_traced_and_its_role_may_write_traces():
+    assert TEMPLATE["Globals"]["Function"]["Tracing"] == "Active"
+    functions = {n: r["Properties"] for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
+    assert not [n for n, p in functions.items() if p.get("Tracing", "Active") != "Active"]
+    # SAM adds AWSXrayWriteOnlyAccess to the roles it generates; a role of our own lists the two writes.
+    for name, props in functions.items():
+        if "Role" in props:
+            role = RESOURCES[props["Role"]["Fn::GetAtt"][0]]["Properties"]
+            statements = [s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]]
+            xray = [s for s in statements if any(a.startswith("xray:") for a in s["Action"])]
+            assert xray == [{"Effect": "Allow", "Action": ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
+                             "Resource": "*"}], name
+    # The tracer comes with the handler glue: every handler is wrapped by observability.instrumented.
+    for app in sorted((REPO / "functions").glob("*/app.py")):
+        text = app.read_text()
+        assert re.search(r"^@instrumented(\(http=False\))?\ndef lambda_handler\(", text, re.M), app
 
 
 def test_each_function_ships_its_own_folder_with_the_layer():
