@@ -222,12 +222,12 @@ def main() -> int:
     for label, r in results.items():
         cold, warm = r["cold"], r["warm"]
 
-        def med(kind: str, warm: list = warm) -> int:
-            return int(statistics.median(c.counts()[kind] for c in warm))
-
         goal = GOALS.get(label, {})
 
-        def with_goal(kind: str, value: int, goal: dict = goal) -> str:
+        def med(kind: str, warm: list[Calls] = warm) -> int:
+            return int(statistics.median(c.counts()[kind] for c in warm))
+
+        def with_goal(kind: str, value: int, goal: dict[str, int] = goal) -> str:
             return f"{value} ({goal[kind]})" if kind in goal else str(value)
 
         print(f"{label:<15} {warm[0].status:>6} {cold.counts()['dynamodb']:>8} {with_goal('dynamodb', med('dynamodb')):>8} "

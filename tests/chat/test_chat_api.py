@@ -21,6 +21,13 @@ def records_except_traces() -> list[tuple[str, str, int]]:
     return sorted((r.pk, r.sk, r.version) for r in rt.base_store.scan("c#acme#") if "#traces" not in r.pk)
 
 
+def trace_parts() -> list[tuple[str, str]]:
+    """(trace id, part) of every trace row: a turn's two parts commit with its turns, and a
+    failed turn still leaves its retrieval part."""
+    rt = get_runtime()
+    return sorted((r.data["traceId"], r.data["part"]) for r in rt.base_store.scan("c#acme#") if "#traces" in r.pk)
+
+
 def chat(api, message: str, **extra) -> dict:
     r = api.post(f"{CTX}/chat", {"message": message, **extra})
     assert r.status == 200, r.text
@@ -103,15 +110,20 @@ def test_failing_model_leaves_the_store_as_it_was(any_api, model, failure, statu
     assert r.status == status, r.text
     assert r.headers["content-type"] == "application/problem+json"
     assert records_except_traces() == before
+    parts = trace_parts()
+    failed = [t for t, part in parts if part == "retrieval" and (t, "response") not in parts]
+    assert len(failed) == 1, parts  # the failed turn's retrieval trace, and no response part
 
 
 def test_failing_extraction_fails_the_turn_and_writes_nothing(api, model):
     chat(api, "I live in Rome.")
     before = records_except_traces()
     model.kind_failures["structured"] = [ModelTimeout("slow")]
+    traces_before = trace_parts()
     r = api.post(f"{CTX}/chat", {"message": "I moved to Milan.", "bypassCache": True})
     assert r.status == 504
     assert records_except_traces() == before
+    assert [p for _, p in set(trace_parts()) - set(traces_before)] == ["retrieval"]
 
 
 def test_suppress_markers(api, model):

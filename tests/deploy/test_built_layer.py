@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import layer_arch
 import pytest
 
 from agent_memory.cfn_template import load_template
@@ -25,6 +26,8 @@ from agent_memory.cfn_template import load_template
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / ".aws-sam" / "build"
 LAYER = BUILD / "DependenciesLayer" / "python"
+ARM64_LAYER = BUILD / "DependenciesLayerArm64" / "python"  # built beside it, checked statically
+LAYERS = {"x86_64": LAYER, "arm64": ARM64_LAYER}
 HARNESS = Path(__file__).with_name("lambda_harness.py")
 FUNCTIONS = sorted(n for n, r in load_template(REPO / "template.yaml")["Resources"].items()
                    if r["Type"] == "AWS::Serverless::Function")
@@ -52,28 +55,50 @@ _wait_for_the_background_build()
 pytestmark = pytest.mark.skipif(not LAYER.is_dir(), reason="no build: run `make sam-build`")
 
 
-def test_every_module_in_the_layer_has_unchecked_hash_bytecode_for_the_runtime():
-    sources = list(LAYER.rglob("*.py"))
+@pytest.mark.parametrize("arch", sorted(LAYERS))
+def test_every_module_in_the_layer_has_unchecked_hash_bytecode_for_the_runtime(arch: str):
+    layer = LAYERS[arch]
+    sources = list(layer.rglob("*.py"))
     assert len(sources) > 1000
     missing, wrong = [], []
     for source in sources:
         pyc = source.parent / "__pycache__" / f"{source.stem}.{CACHE_TAG}.pyc"
         if not pyc.exists():
-            missing.append(source.relative_to(LAYER))
+            missing.append(source.relative_to(layer))
             continue
         flags = int.from_bytes(pyc.read_bytes()[4:8], "little")
         if flags != UNCHECKED_HASH:
-            wrong.append((source.relative_to(LAYER), flags))
+            wrong.append((source.relative_to(layer), flags))
     assert missing == [], f"{len(missing)} modules have no {CACHE_TAG} bytecode: {missing[:10]}"
     assert wrong == [], f"bytecode that is not unchecked-hash: {wrong[:10]}"
 
 
-def test_the_layer_ships_nothing_lambda_never_imports():
-    assert (LAYER / "agent_memory" / "http" / "api.py").exists()
-    present = [name for name in NEVER_IMPORTED if (LAYER / name).exists()]
+@pytest.mark.parametrize("arch", sorted(LAYERS))
+def test_the_layer_ships_nothing_lambda_never_imports(arch: str):
+    layer = LAYERS[arch]
+    assert (layer / "agent_memory" / "http" / "api.py").exists()
+    present = [name for name in NEVER_IMPORTED if (layer / name).exists()]
     assert present == []
-    assert not list(LAYER.glob("uvicorn*")) and not list(LAYER.glob("click*"))
-    assert not list((LAYER / "numpy").rglob("tests")), "numpy's test suites do not ship"
+    assert not list(layer.glob("uvicorn*")) and not list(layer.glob("click*"))
+    assert not list((layer / "numpy").rglob("tests")), "numpy's test suites do not ship"
+
+
+@pytest.mark.parametrize("arch", sorted(LAYERS))
+def test_every_native_file_and_wheel_in_the_layer_is_for_its_architecture(arch: str):
+    """Static (arm64 code cannot be imported here): each ELF file's e_machine and each
+    .dist-info/WHEEL's tags (layer_arch.py); no x86_64 binary is in the arm64 layer."""
+    layer = LAYERS[arch]
+    native = layer_arch.elf_files(layer)
+    assert len(native) >= 10, "numpy, pydantic-core, jiter, pyyaml and charset-normalizer ship native code"
+    assert layer_arch.problems(layer, arch) == []
+
+
+def test_both_layers_hold_the_same_packages_and_the_same_python():
+    dists = {arch: sorted(p.name for p in layer.glob("*.dist-info")) for arch, layer in LAYERS.items()}
+    assert dists["arm64"] == dists["x86_64"]
+    python = {arch: sorted(str(p.relative_to(layer)) for p in (layer / "agent_memory").rglob("*.py"))
+              for arch, layer in LAYERS.items()}
+    assert python["arm64"] == python["x86_64"]
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)

@@ -154,8 +154,9 @@ def test_every_function_is_traced_and_its_role_may_write_traces():
 
 def test_each_function_ships_its_own_folder_with_the_layer():
     glob = TEMPLATE["Globals"]["Function"]
-    assert glob["Handler"] == "app.lambda_handler" and glob["Layers"] == [{"Ref": "DependenciesLayer"}]
-    assert glob["Architectures"] == ["x86_64"]
+    assert glob["Handler"] == "app.lambda_handler"
+    # the layer of the stack's Architecture (test_layer_architecture.py)
+    assert glob["Layers"] == [{"Fn::If": ["IsArm64", {"Ref": "DependenciesLayerArm64"}, {"Ref": "DependenciesLayer"}]}]
     for name, res in RESOURCES.items():
         if res["Type"] == "AWS::Serverless::Function":
             code_uri = res["Properties"]["CodeUri"]
@@ -166,7 +167,7 @@ def test_each_function_ships_its_own_folder_with_the_layer():
     assert layer["Properties"]["ContentUri"] == "shared/"
     # shared/Makefile builds it (pinned wheels, agent_memory less what Lambda never imports, bytecode)
     assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "x86_64"}
-    assert "\nbuild-DependenciesLayer:" in (REPO / "shared" / "Makefile").read_text()
+    assert "\nbuild-DependenciesLayer build-DependenciesLayerArm64:" in (REPO / "shared" / "Makefile").read_text()
 
 
 def test_cors_for_the_static_inspector_is_off_unless_origins_are_given():

@@ -156,15 +156,18 @@ class SessionService:
     def append_turns(self, ctx: RequestContext, session: Session, turns: Sequence[NewTurn],
                      scopes: list[list[str]], labels: list[str],
                      extra_ops: Callable[[list[Turn]], list[WriteOp]] | None = None,
-                     ) -> list[Turn]:
+                     is_new: bool | None = None) -> list[Turn]:
         """Append turns and commit them together with ``extra_ops(turns)`` in one transaction.
 
         The session counter is bumped under a version condition; on contention the session
         is re-read and the append retried, so turn seq stays dense. A new session (version 1,
-        not stored yet) is created in the same transaction.
+        not stored yet) is created in the same transaction. ``is_new``: whether ``session``
+        is the new one ``resolve_for_write`` made (so no read is needed to tell); None reads
+        to find out. A new session's row is put on absence, so a wrong True fails cleanly.
         """
         record = Record(pk=keys.sessions_pk(ctx), sk=session.id, data=session.to_item())
-        is_new = self.store.get(record.pk, record.sk) is None
+        if is_new is None:
+            is_new = self.store.get(record.pk, record.sk) is None
         for attempt in range(APPEND_ATTEMPTS):
             deadline.check("the write")  # past the deadline, commit nothing (the caller gets a 503)
             if not is_new:

@@ -54,6 +54,9 @@ class Loaded:
     tombstones: dict[str, int] = field(default_factory=dict)
 
 
+ENTITY_NAMES = 200  # existing entity names an extraction prompt lists
+
+
 class PartitionReads:
     """Whole partitions read for one write attempt, by pk, each read once: the speaker's name
     and the slots a write touches are rows of the same entity partitions, so a write reads
@@ -64,6 +67,23 @@ class PartitionReads:
     def __init__(self, store: RecordStore):
         self.store = store
         self._rows: dict[str, list[Record]] = {}
+        self._listings: dict[str, tuple[list[Record], bool]] = {}
+
+    def listing(self, pk: str, limit: int) -> tuple[list[Record], bool]:
+        """The first ``limit`` rows of ``pk`` (one query, read once) and whether that is all
+        of them: the entity names for the extraction prompt, which then answer the write's
+        entity reads too when the partition is complete."""
+        if pk not in self._listings:
+            page = self.store.query(pk, limit=limit)
+            self._listings[pk] = (page.records, page.last_key is None and len(page.records) < limit)
+        return self._listings[pk]
+
+    def complete(self, pk: str) -> dict[str, Record] | None:
+        """Every row of ``pk`` by sort key, when a listing read all of them; else None."""
+        if pk in self._rows:
+            return {r.sk: r for r in self._rows[pk]}
+        records, whole = self._listings.get(pk, ([], False))
+        return {r.sk: r for r in records} if whole else None
 
     def rows(self, pk: str) -> list[Record]:
         if pk not in self._rows:
@@ -90,28 +110,41 @@ class MemoryRepository:
 
     def entities_by_name(self, ctx: RequestContext, names: Iterable[str],
                          tombstones: dict[str, int] | None = None,
-                         versions: dict[str, int] | None = None) -> dict[str, Entity]:
+                         versions: dict[str, int] | None = None,
+                         reads: PartitionReads | None = None) -> dict[str, Entity]:
         """Existing entities any of ``names`` could refer to (every type), by id; deleted ones
-        are left out (their versions go to ``tombstones`` when given, live ones' to ``versions``)."""
+        are left out (their versions go to ``tombstones`` when given, live ones' to ``versions``).
+        From ``reads`` when it holds the whole entities partition (``PartitionReads.listing``)."""
         wanted = {normalise_entity_name(n) for n in names if n and n.strip() and entity_name_fits(n)}
         keys_ = [(keys.entities_pk(ctx), f"{t}/{n}") for n in sorted(wanted) for t in ENTITY_TYPES]
         keys_.append((keys.entities_pk(ctx), keys.entity_sk(SELF_ENTITY_ID)))
         found: dict[str, Entity] = {}
-        for i in range(0, len(keys_), 100):
-            for record in self.store.batch_get(keys_[i:i + 100]):
-                entity = Entity.from_dict(record.data)
-                if not entity.deleted:
-                    found[entity.id] = entity
-                    if versions is not None:
-                        versions[entity.id] = record.version
-                elif tombstones is not None:
-                    tombstones[entity.id] = record.version
+        whole = reads.complete(keys.entities_pk(ctx)) if reads is not None else None
+        if whole is not None:  # the partition was read in full for this write: no batch read
+            records = [whole[sk] for _, sk in keys_ if sk in whole]
+        else:
+            records = [r for i in range(0, len(keys_), 100) for r in self.store.batch_get(keys_[i:i + 100])]
+        for record in records:
+            entity = Entity.from_dict(record.data)
+            if not entity.deleted:
+                found[entity.id] = entity
+                if versions is not None:
+                    versions[entity.id] = record.version
+            elif tombstones is not None:
+                tombstones[entity.id] = record.version
         return found
 
-    def entity_names(self, ctx: RequestContext, limit: int = 200) -> list[str]:
-        """Names of existing entities for the extraction prompt (so models reuse them)."""
-        page = self.store.query(keys.entities_pk(ctx), limit=limit)
-        return [r.data.get("name") or split_entity_id(r.data["id"])[1] for r in page.records
+    def read_entities(self, ctx: RequestContext, reads: PartitionReads) -> None:
+        """List the entities partition into ``reads`` now (what ``entity_names`` lists), so
+        the reads before the write (chat's retrieval) take their entities from it too."""
+        reads.listing(keys.entities_pk(ctx), ENTITY_NAMES)
+
+    def entity_names(self, ctx: RequestContext, limit: int = ENTITY_NAMES, reads: PartitionReads | None = None) -> list[str]:
+        """Names of existing entities for the extraction prompt (so models reuse them); kept
+        in ``reads`` when given, so the write's entity reads can come from the same query."""
+        pk = keys.entities_pk(ctx)
+        records = reads.listing(pk, limit)[0] if reads is not None else self.store.query(pk, limit=limit).records
+        return [r.data.get("name") or split_entity_id(r.data["id"])[1] for r in records
                 if not r.data.get("deleted")]
 
     def speaker_name(self, ctx: RequestContext, reads: PartitionReads | None = None) -> str | None:
@@ -146,10 +179,10 @@ class MemoryRepository:
                     break
                 after = page.last_key
 
-    def load_entities(self, ctx: RequestContext, names: Iterable[str]) -> Loaded:
+    def load_entities(self, ctx: RequestContext, names: Iterable[str], reads: PartitionReads | None = None) -> Loaded:
         """The entities a write names (with the versions its transaction conditions on)."""
         loaded = Loaded()
-        loaded.entities = self.entities_by_name(ctx, names, loaded.tombstones, loaded.versions)
+        loaded.entities = self.entities_by_name(ctx, names, loaded.tombstones, loaded.versions, reads)
         return loaded
 
     def load_for_write(self, ctx: RequestContext, attribute_slots: Iterable[tuple[str, str]],

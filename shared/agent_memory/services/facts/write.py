@@ -56,6 +56,7 @@ from agent_memory.ports import (
     LanguageModel,
     ModelOutputInvalid,
     ModelTimeout,
+    WriteOp,
 )
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.rules.speaker import EntityResolver
@@ -154,7 +155,8 @@ class FactsService:
         if req.infer == "preview":
             result = self._reconcile_only(ctx, pending, session.id, req.scopes, req.labels)
             return WriteOutcome("preview", req.session_id, None, result)
-        turn_ids, results = self.commit_turns(ctx, session, [pending], req.scopes, req.labels, reads=reads)
+        turn_ids, results = self.commit_turns(ctx, session, [pending], req.scopes, req.labels, reads=reads,
+                                              new_session=req.session_id is None)
         return WriteOutcome(req.infer, session.id, turn_ids[0], results[0])
 
     def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> BatchWriteOutcome:
@@ -226,7 +228,8 @@ class FactsService:
         model: LanguageModel = self._language_model(self._extraction_model)
         other = speaker["name"] if is_other_speaker(speaker) else None
         system, user = build_extraction_prompt(
-            text, speaker_name=other or self.repo.speaker_name(ctx, reads), known_entities=self.repo.entity_names(ctx),
+            text, speaker_name=other or self.repo.speaker_name(ctx, reads),
+            known_entities=self.repo.entity_names(ctx, reads=reads),
             observed_at=observed_at or timeutil.now_iso())
         for attempt in (1, 2):
             try:
@@ -251,7 +254,7 @@ class FactsService:
         reads = reads if reads is not None else self.repo.partition_reads()
         speaker = self.repo.speaker_name(ctx, reads)
         names = _mentioned_names(extraction)
-        loaded = self.repo.load_entities(ctx, names)
+        loaded = self.repo.load_entities(ctx, names, reads)
         resolver = EntityResolver(loaded.entities.values(), speaker_name=speaker)
         slots = rec.slots(extraction, resolver)
         loaded = self.repo.load_for_write(ctx, slots.attributes, slots.relations, names, loaded, reads)
@@ -278,17 +281,21 @@ class FactsService:
 
     def commit_turns(self, ctx: RequestContext, session: Session, pending: Sequence[PendingTurn],
                 scopes: list[list[str]], labels: list[str],
-                reads: PartitionReads | None = None) -> tuple[list[str], list[ExtractionResult | None]]:
+                reads: PartitionReads | None = None, new_session: bool | None = None,
+                extra: Callable[[list[Turn]], list[WriteOp]] | None = None) -> tuple[list[str], list[ExtractionResult | None]]:
         """Append the turns and apply each turn's plan in one transaction; on a lost race,
         reload and re-plan (extraction output is reused, never re-requested). ``reads``: what
-        the caller read for this write already, used by the first attempt only."""
+        the caller read for this write already, used by the first attempt only;
+        ``new_session``: whether ``session`` is one ``resolve_for_write`` just made (None:
+        read to tell); ``extra(rows)``: unconditioned puts that commit with the turns (chat's trace rows)."""
         sessions = self._sessions
         for attempt in range(RECONCILE_ATTEMPTS):
-            planner = _TurnPlanner(self, ctx, session.id, pending, scopes, labels, reads if attempt == 0 else None)
+            planner = _TurnPlanner(self, ctx, session.id, pending, scopes, labels, reads if attempt == 0 else None,
+                                   extra)
             try:
                 rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker)
                                                             for p in pending], scopes, labels,
-                                             extra_ops=planner.ops)
+                                             extra_ops=planner.ops, is_new=new_session)
             except ConditionFailed:
                 backoff(attempt)  # append_turns re-reads the stored session on each attempt
                 continue
@@ -360,20 +367,23 @@ class _TurnPlanner:
 
     def __init__(self, service: FactsService, ctx: RequestContext, session_id: str,
                  pending: Sequence[PendingTurn], scopes: list[list[str]], labels: list[str],
-                 reads: PartitionReads | None = None):
+                 reads: PartitionReads | None = None,
+                 extra: Callable[[list[Turn]], list[WriteOp]] | None = None):
         self.service, self.ctx, self.session_id = service, ctx, session_id
         self.pending, self.scopes, self.labels = pending, scopes, labels
         self.reads = reads
+        self.extra = extra
         self.results: list[ExtractionResult | None] = []
 
     def ops(self, rows: list[Turn]) -> list:
+        tail = self.extra(rows) if self.extra is not None else []
         ops: list = []
         self.results = []
         for row, p in zip(rows, self.pending, strict=True):
             if p.extraction is None:
                 self.results.append(None)
                 continue
-            budget = MAX_TRANSACT_OPS - len(rows) - 1 - len(ops)  # the turns and the session row
+            budget = MAX_TRANSACT_OPS - len(rows) - 1 - len(tail) - len(ops)  # the turns, session row, extra
             extraction = p.extraction
             while True:
                 plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row.id,
@@ -394,7 +404,7 @@ class _TurnPlanner:
                 extraction = smaller
             ops.extend(turn_ops)
             self.results.append(plan.to_result(row.id))
-        return ops
+        return ops + tail
 
 
 CLAIM_KINDS = CLAIM_FIELDS

@@ -50,12 +50,15 @@ class TraceStore:
         return new_id("trace")
 
     def put(self, ctx: RequestContext, trace_id: str, part: str, data: dict[str, Any]) -> None:
-        record = Record(pk=traces_pk(ctx), sk=f"{trace_id}#{part}", expires_at=int(time.time()) + TRACE_TTL_S,
+        self.store.put(self.record(ctx, trace_id, part, data))
+
+    def record(self, ctx: RequestContext, trace_id: str, part: str, data: dict[str, Any]) -> Record:
+        """The row ``put`` writes, for a caller that commits it in its own transaction."""
+        return Record(pk=traces_pk(ctx), sk=f"{trace_id}#{part}", expires_at=int(time.time()) + TRACE_TTL_S,
                         data={"kind": "trace", "part": part, "traceId": trace_id, "createdAt": timeutil.now_iso(),
                               "principal": ctx.principal,
                               "readRegion": None if ctx.read_region is None else sorted(ctx.read_region),
                               **data})
-        self.store.put(record)
 
     def get(self, ctx: RequestContext, trace_id: str) -> dict[str, Any]:
         records = self.store.query(traces_pk(ctx), prefix=f"{trace_id}#", limit=10).records if trace_id else []

@@ -42,7 +42,7 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -65,7 +65,7 @@ from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse
 
 if TYPE_CHECKING:
-    from agent_memory.ports import RecordStore, Reranker, SearchIndex
+    from agent_memory.ports import Record, RecordStore, Reranker, SearchIndex
 
 log = logging.getLogger("agent_memory.retrieval")
 
@@ -83,6 +83,14 @@ _WORD = re.compile(r"[a-z0-9][\w'\-]*")  # query_analysis's words, on lower-case
 DEFAULT_KINDS = ("turn", "attribute", "relation", "action", "instruction", "chunk")
 ALL_KINDS = (*DEFAULT_KINDS, "entity")
 FACT_KINDS = ("attribute", "relation")
+class WriteReads(Protocol):
+    """Whole partitions read once for a write (``services.facts.repository.PartitionReads``)."""
+
+    def rows(self, pk: str) -> list[Record]: ...
+
+    def complete(self, pk: str) -> dict[str, Record] | None: ...
+
+
 SEED_ROWS = 500  # rows of one entity's attribute or relation history read for tier 1
 ENTITY_PROFILE_ATTRIBUTES = 8
 MAX_NAME_CHARS = 128
@@ -175,7 +183,7 @@ class RetrievalService:
     def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
                  as_of: str | None = None, session_id: str | None = None, labels: Sequence[str] | None = None,
                  exclude_ids: Iterable[str] = (), include: Sequence[str] | None = None,
-                 subject: str | None = None) -> RetrievalResult:
+                 subject: str | None = None, reads: WriteReads | None = None) -> RetrievalResult:
         """Best ``k`` hits for ``query`` that ``ctx`` may read.
 
         - ``mode``: ``hybrid`` | ``bm25`` | ``vector`` | ``graph`` (structured reads only).
@@ -186,6 +194,9 @@ class RetrievalService:
         - ``include``: hit kinds to return (``DEFAULT_KINDS`` when omitted).
         - ``subject``: an entity (``person/alice``, ``entity:person/alice`` or a name) the
           caller is asking about; treated as named by the query.
+        - ``reads``: the partition reads of the write this retrieval precedes (chat's user
+          turn): tier 1 takes the entity partitions from them, and the write reuses what
+          was read here (one query per partition for both).
         """
         started = time.perf_counter()
         # Looked up on every call: a benchmark swaps recipes in.
@@ -204,7 +215,7 @@ class RetrievalService:
             principals=ctx.principals, admin=False, as_of=as_of,
             kinds=[x for x in kinds if x != "entity"], session_id=session_id,
             labels=list(labels) if labels else None, exclude_ids=list(dict.fromkeys(exclude_ids)))
-        entities = self.named_entities(ctx, qa, subject)
+        entities = self.named_entities(ctx, qa, subject, reads)
         depth = candidate_depth(k, recipe.min_depth, recipe.depth_per_k)
         legs: list[Leg] = []
         seeds: list[SearchUnit] = []
@@ -214,7 +225,8 @@ class RetrievalService:
             # on the question (its key is asked for, or it shares a content word): a person's
             # every fact would otherwise crowd out what answers the question.
             seeds = self._seeds(ctx, [e for e in entities if e.stored is not None], flt, qa,
-                                with_profiles="entity" in kinds, bearing_only=bool(recipe.bm25 or recipe.vector))
+                                with_profiles="entity" in kinds, bearing_only=bool(recipe.bm25 or recipe.vector),
+                                reads=reads)
         ranking = ranking_from_units([])
         degraded: str | None = None
         if flt.kinds:
@@ -293,7 +305,8 @@ class RetrievalService:
 
     # --- entities ----------------------------------------------------------------------
 
-    def named_entities(self, ctx: RequestContext, qa: QueryAnalysis, subject: str | None = None) -> list[NamedEntity]:
+    def named_entities(self, ctx: RequestContext, qa: QueryAnalysis, subject: str | None = None,
+                       reads: WriteReads | None = None) -> list[NamedEntity]:
         """Entities the query is about, most specific first: ``subject``, then names in query
         order (existing entities of any type with that name; a capitalised name with no
         entity is kept as ``person/<name>``, the label a turn written with that ``speaker``
@@ -301,7 +314,7 @@ class RetrievalService:
         "I/me/my" (or when the user's own name is used)."""
         wanted = [subject] if subject else []
         wanted += qa.lookup_names
-        stored = self._entities_by_name(ctx, [_subject_name(w) for w in wanted])
+        stored = self._entities_by_name(ctx, [_subject_name(w) for w in wanted], reads)
         self_entity = stored.get(SELF_ENTITY_ID)
         self_name = normalise_entity_name(self_entity.name) if self_entity and self_entity.name else None
         by_name: dict[str, list[Entity]] = {}
@@ -338,7 +351,8 @@ class RetrievalService:
             add(SELF_ENTITY_ID, self_entity.name if self_entity else "User", self_entity)
         return list(out.values())
 
-    def _entities_by_name(self, ctx: RequestContext, names: Sequence[str]) -> dict[str, Entity]:
+    def _entities_by_name(self, ctx: RequestContext, names: Sequence[str],
+                          reads: WriteReads | None = None) -> dict[str, Entity]:
         """Existing entities any of ``names`` could name (every type), plus the self entity:
         one batch read of natural keys, no scan of the context's entities."""
         # Entity names are short; a longer "name" cannot be a key (and would exceed key limits).
@@ -348,6 +362,13 @@ class RetrievalService:
         keys_ = [(pk, f"{t}/{n}") for n in sorted(wanted) for t in ENTITY_TYPES]
         keys_.append((pk, keys.entity_sk(SELF_ENTITY_ID)))
         found: dict[str, Entity] = {}
+        whole = reads.complete(pk) if reads is not None else None
+        if whole is not None:  # the caller read the whole entities partition: no batch read
+            for _, sk in keys_:
+                entity = Entity.from_dict(whole[sk].data) if sk in whole else None
+                if entity is not None and not entity.deleted and scopes.visible(entity.scopes, ctx.read_region):
+                    found[entity.id] = entity
+            return found
         store = self._store
         token = self._reads.token(store)
         cached = {key: self._reads.get(token, ("entity", key)) for key in keys_}
@@ -374,7 +395,8 @@ class RetrievalService:
     # --- tier 1: structured reads ------------------------------------------------------
 
     def _seeds(self, ctx: RequestContext, entities: Sequence[NamedEntity], flt: SearchFilter, qa: QueryAnalysis,
-               *, with_profiles: bool, bearing_only: bool = False) -> list[SearchUnit]:
+               *, with_profiles: bool, bearing_only: bool = False,
+               reads: WriteReads | None = None) -> list[SearchUnit]:
         """Current (or ``as_of``) attributes and relations of the named entities, as the
         units search would return for them, visible under ``flt``, best first (with
         ``bearing_only``, only those that bear on the question: a key it asks about, or a
@@ -390,7 +412,7 @@ class RetrievalService:
             for kind, pk in (("attribute", keys.attrs_pk(ctx, entity.id)), ("relation", keys.rels_pk(ctx, entity.id))):
                 if kind not in (flt.kinds or ()) and not with_profiles:
                     continue
-                for unit in self._fact_units(store, token, pk, kind):
+                for unit in self._fact_units(store, token, pk, kind, reads):
                     if unit_visible(unit, any_kind, now):
                         facts.append((_seed_order(unit, qa), unit))
             facts.sort(key=lambda ou: ou[0])
@@ -401,9 +423,15 @@ class RetrievalService:
         units.sort(key=lambda ou: ou[0])
         return profiles + [u for _, u in units]
 
-    def _fact_units(self, store: Any, token: Any, pk: str, kind: str) -> list[SearchUnit]:
+    def _fact_units(self, store: Any, token: Any, pk: str, kind: str,
+                    reads: WriteReads | None = None) -> list[SearchUnit]:
         """The units of one entity partition's ``kind`` facts (not deleted), as search
-        would index them; decoded once per store generation (``_ReadCache``)."""
+        would index them; decoded once per store generation (``_ReadCache``), or from
+        ``reads`` (the whole partition, which the write after this retrieval reuses)."""
+        if reads is not None:
+            rows = [r for r in reads.rows(pk) if r.sk.startswith("a#")][:SEED_ROWS]
+            return [u for r in rows if r.data.get("kind") == kind and not r.data.get("deleted")
+                    for u in build_units(r.data, r.version)]
         units = self._reads.get(token, ("facts", pk, kind))
         if units is None:
             units = []

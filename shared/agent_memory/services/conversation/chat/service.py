@@ -1,13 +1,13 @@
 """ChatService: one /chat turn.
 
 1. Load the session's transcript window (``window``).
-2. Retrieve context, skipping turns already in the window; write the retrieval trace.
+2. Retrieve context, skipping turns already in the window; keep the retrieval trace.
 3. Tier 2: with an empty window and no ``bypassCache``, reuse a cached reply for a
    near-identical question in the same scope (0 response calls).
 4. Tier 3: one response-model call, with the user turn's extraction running concurrently.
-5. On success only: store the user turn (``infer: full``, its extraction committed now)
-   and the reply (``infer: none``) in one transaction, write the response trace, seed the
-   cache. On failure: nothing but the retrieval trace is written (502, or 504 on timeout).
+5. On success only: store the user turn (``infer: full``, its extraction committed now),
+   the reply (``infer: none``) and both trace rows in one transaction, seed the cache. On
+   failure: nothing but the retrieval trace is written (502, or 504 on timeout).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from agent_memory.kernel.errors import (
 from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
 from agent_memory.models.records import Session
 from agent_memory.models.requests import ChatRequest
-from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout
+from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Put
 from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
 from agent_memory.services.conversation.chat.prompt import build_messages
@@ -77,6 +77,8 @@ class PreparedTurn:
     # The partitions the extraction read (the speaker's): the commit reuses them (one read).
     reads: Any = None
     degraded: str | None = None
+    # Written with the commit (one transaction), or alone when the turn fails.
+    retrieval_trace: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -214,7 +216,12 @@ class ChatService:
 
         reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
         started = time.perf_counter()
-        result = self._retrieval.retrieve(reader, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window])
+        # The user turn's write reads each entity partition once: its entity list and the
+        # self entity's facts, read here for retrieval too (retries read afresh).
+        reads = self._facts.repo.partition_reads()
+        self._facts.repo.read_entities(ctx, reads)
+        result = self._retrieval.retrieve(reader, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window],
+                                          reads=reads)
         retrieval_ms = (time.perf_counter() - started) * 1000
         hits = list(result.hits)
         messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
@@ -227,10 +234,10 @@ class ChatService:
                      for m, h in sources.items()]}
         if result.degraded is not None:
             retrieval_trace["degraded"] = result.degraded
-        self._traces.put(ctx, trace_id, "retrieval", retrieval_trace)
         turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
                             sources=sources, messages=messages, trace_id=trace_id, tier=3,
-                            retrieval_ms=retrieval_ms, model_name=model_name, degraded=result.degraded)
+                            retrieval_ms=retrieval_ms, model_name=model_name, degraded=result.degraded,
+                            retrieval_trace=retrieval_trace)
         if not window and not req.bypass_cache:
             turn.query_vector = self._embed([req.message])[0]
             hit = self.cache.lookup(reader, model_name, turn.query_vector)
@@ -239,7 +246,7 @@ class ChatService:
                 self._count("CacheHits")
         # The user turn's extraction runs while the model answers; it is committed only
         # after the reply succeeds (or discarded).
-        turn.reads = self._facts.repo.partition_reads()
+        turn.reads = reads
         turn.extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
                                                      timeutil.now_iso(), None, turn.reads)
         return turn
@@ -261,6 +268,16 @@ class ChatService:
     def _discard(self, turn: PreparedTurn) -> None:
         if turn.extraction is not None:
             turn.extraction.cancel()
+        self._trace_failed(turn)
+
+    def _trace_failed(self, turn: PreparedTurn) -> None:
+        """A turn that stores nothing still leaves its retrieval trace (once)."""
+        if turn.retrieval_trace:
+            trace, turn.retrieval_trace = turn.retrieval_trace, {}
+            try:
+                self._traces.put(turn.ctx, turn.trace_id, "retrieval", trace)
+            except Exception:  # noqa: BLE001 - the turn's own error is the one to report
+                log.warning("could not write the retrieval trace of a failed chat turn", exc_info=True)
 
     def _stream_events(self, turn: PreparedTurn) -> Iterator[ChatEvent]:
         req = turn.req
@@ -297,26 +314,37 @@ class ChatService:
                 completion: Completion | None, *, from_cache: bool = False) -> ChatReply:
         ctx, req = turn.ctx, turn.req
         try:
-            extraction: ExtractionOutput = turn.extraction.result(timeout=deadline.remaining())
-        except (UpstreamModelError, UpstreamModelTimeout):
-            raise  # the reply cannot be stored without its user turn's extraction
-        except FutureTimeout as exc:  # the extraction's own call timeout fits the deadline; belt and braces
-            raise UpstreamModelTimeout("the extraction model did not answer before the request deadline") from exc
-        now = timeutil.now_iso()
-        # The user turn's speaker is the context's own user; the assistant's role says who it is.
-        speaker = self_speaker(self._facts.repo.speaker_name(ctx, turn.reads))
-        pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
-                   PendingTurn("assistant", reply, now, "none", None)]
-        turn_ids, results = self._facts.commit_turns(ctx, turn.session, pending, turn.session.scopes,
-                                                  req.labels, reads=turn.reads)
+            try:
+                extraction: ExtractionOutput = turn.extraction.result(timeout=deadline.remaining())
+            except (UpstreamModelError, UpstreamModelTimeout):
+                raise  # the reply cannot be stored without its user turn's extraction
+            except FutureTimeout as exc:  # the extraction's own call timeout fits the deadline; belt and braces
+                raise UpstreamModelTimeout("the extraction model did not answer before the request deadline") from exc
+            now = timeutil.now_iso()
+            # The user turn's speaker is the context's own user; the assistant's role says who it is.
+            speaker = self_speaker(self._facts.repo.speaker_name(ctx, turn.reads))
+            pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
+                       PendingTurn("assistant", reply, now, "none", None)]
+
+            def traces(rows: list[Any]) -> list[Put]:
+                """Both trace rows, committed with the turns (so one write, not two more)."""
+                elapsed = (time.perf_counter() - turn.started) * 1000
+                response = {
+                    "tier": turn.tier, "model": None if from_cache else turn.model_name,
+                    "promptTokens": completion.prompt_tokens if completion else 0,
+                    "completionTokens": completion.completion_tokens if completion else 0,
+                    "hitsUsed": [c.id for c in citations], "latencyMs": round(elapsed, 2),
+                    "turnIds": [r.id for r in rows], "cached": from_cache}
+                return [Put(self._traces.record(ctx, turn.trace_id, "retrieval", turn.retrieval_trace)),
+                        Put(self._traces.record(ctx, turn.trace_id, "response", response))]
+
+            turn_ids, results = self._facts.commit_turns(ctx, turn.session, pending, turn.session.scopes,
+                                                         req.labels, reads=turn.reads,
+                                                         new_session=turn.is_new_session, extra=traces)
+        except BaseException:
+            self._trace_failed(turn)
+            raise
         memory_updates = results[0]
-        elapsed = (time.perf_counter() - turn.started) * 1000
-        self._traces.put(ctx, turn.trace_id, "response", {
-            "tier": turn.tier, "model": None if from_cache else turn.model_name,
-            "promptTokens": completion.prompt_tokens if completion else 0,
-            "completionTokens": completion.completion_tokens if completion else 0,
-            "hitsUsed": [c.id for c in citations], "latencyMs": round(elapsed, 2),
-            "turnIds": turn_ids, "cached": from_cache})
         # A degraded reply (search was down) never seeds the cache: it would outlive the outage.
         if not from_cache and not turn.window and not req.bypass_cache and turn.query_vector is not None \
                 and turn.degraded is None:
