@@ -144,7 +144,7 @@ def test_every_function_is_traced_and_its_role_may_write_traces():
             role = RESOURCES[props["Role"]["Fn::GetAtt"][0]]["Properties"]
             statements = [s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]]
             xray = [s for s in statements if any(a.startswith("xray:") for a in s["Action"])]
-            assert xray == [{"Effect": "Allow", "Action": ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
+            assert xray == [{"Sid": "LambdaSendsTraces", "Effect": "Allow", "Action": ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
                              "Resource": "*"}], name
     # The tracer comes with the handler glue: every handler is wrapped by observability.instrumented.
     for app in sorted((REPO / "functions").glob("*/app.py")):
