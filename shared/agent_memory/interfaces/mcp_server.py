@@ -155,7 +155,9 @@ async def _remember(m: AsyncAgentMemory, a: WriteFactsRequest) -> Any:
 
 async def _recall(m: AsyncAgentMemory, a: QueryRequest) -> Any:
     return await m.query(a.query, k=a.k, mode=a.mode, include=a.include, as_of=a.as_of, session_id=a.session_id,
-                         labels=a.labels)
+                         labels=a.labels, at_instant=a.at_instant, valid_from=a.valid_from, valid_until=a.valid_until,
+                         lens=a.lens, scope_view=a.scope_view, source=a.source,
+                         location=a.location.model_dump(by_alias=True, exclude_none=True) if a.location else None)
 
 
 async def _get_context(m: AsyncAgentMemory, a: ContextRequest) -> Any:
