@@ -32,8 +32,8 @@ class Near(RequestModel):
 
     lat: float = Field(ge=-90, le=90)
     lng: float = Field(ge=-180, le=180)
-    radius_km: float | None = Field(default=None, gt=0, le=20_038, alias="radiusKm")
-    radius_m: float | None = Field(default=None, gt=0, le=20_038_000, alias="radiusM")
+    radius_km: float | None = Field(default=None, ge=0.001, le=20_038, alias="radiusKm")
+    radius_m: float | None = Field(default=None, ge=1, le=20_038_000, alias="radiusM")
 
     @model_validator(mode="after")
     def _one_radius(self) -> Near:
