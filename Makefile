@@ -14,6 +14,7 @@ export SAM_CLI_TELEMETRY = 0
 
 .PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result tools test-opensearch bench-cold-start \
 	browser-install browser-install-background browser-test \
+	integrations-install integrations-install-background integrations-test \
 	bench-artifact bench-venv install-dev install clean
 
 $(PY):
@@ -63,7 +64,27 @@ sam-validate-result:
 
 unit: install-dev
 	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py \
-		--ignore=tests/deploy/test_built_layer.py --ignore=tests/browser
+		--ignore=tests/deploy/test_built_layer.py --ignore=tests/browser --ignore=tests/integrations
+
+# Two agent-framework integrations of the Spectron client (tests/integrations/): their own venv,
+# since their dependencies (pydantic-ai-slim, strands-agents with boto3 and OpenTelemetry, ~150 MB)
+# stay out of the dev extras. The background variant overlaps the unit tests; the test waits
+# for .integrations/install.rc.
+INTEGRATIONS := .venv-integrations
+$(INTEGRATIONS)/.installed: tests/integrations/requirements.txt
+	$(PYTHON) -m venv $(INTEGRATIONS)
+	$(INTEGRATIONS)/bin/pip install --quiet -r tests/integrations/requirements.txt
+	touch $@
+
+integrations-install: $(INTEGRATIONS)/.installed
+
+integrations-install-background:
+	@mkdir -p .integrations && rm -f .integrations/install.rc && touch .integrations/install.started
+	@( $(MAKE) -s integrations-install > .integrations/install.log 2>&1; echo $$? > .integrations/install.rc; \
+	   rm -f .integrations/install.started ) > /dev/null 2>&1 &
+
+integrations-test: install-dev
+	AGENT_MEMORY_INTEGRATIONS_REQUIRED=1 $(PY) -m pytest -p no:xdist -s tests/integrations
 
 # The inspector's browser tests drive Debian's Chromium (never a downloaded browser). When it is
 # missing and we are root, apt installs it; the background variant overlaps the unit tests and
@@ -98,8 +119,9 @@ sam-validate: $(SAM)
 	$(SAM) validate --lint --template-file template.yaml
 
 # cfn-lint itself runs in the unit tests (tests/http/test_routing_contract.py).
-test: lint sam-build-background browser-install-background unit
+test: lint sam-build-background browser-install-background integrations-install-background unit
 	$(MAKE) -s browser-test
+	$(MAKE) -s integrations-test
 	AGENT_MEMORY_SAM_BUILD=background $(MAKE) -s artifact-check
 	$(MAKE) -s sam-validate-result
 
@@ -131,4 +153,5 @@ $(BENCH_VENV)/.installed: pyproject.toml
 bench-venv: $(BENCH_VENV)/.installed
 
 clean:
-	rm -rf $(VENV) $(TOOLS) $(BENCH_VENV) .aws-sam .pytest_cache .ruff_cache .browser test-artifacts
+	rm -rf $(VENV) $(TOOLS) $(BENCH_VENV) $(INTEGRATIONS) .aws-sam .pytest_cache .ruff_cache .browser .integrations \
+		test-artifacts

@@ -17,8 +17,7 @@ BODY_CAP = 64 * 1024
 def query(context_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, QueryRequest, max_bytes=BODY_CAP)
-    result = get_runtime().retrieval.retrieve(ctx, req.query, k=req.k, mode=req.mode, as_of=req.as_of,
-                                              session_id=req.session_id, labels=req.labels, include=req.include)
+    result = get_runtime().retrieval.retrieve(ctx, req.query, k=req.k, mode=req.mode, **req.filters())
     return http.answer(retrieval.query(result), result.degraded)
 
 
@@ -26,7 +25,7 @@ def query(context_id: str):
 def context(context_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ContextRequest, max_bytes=BODY_CAP)
-    result = get_runtime().prompt_context.context(ctx, req.query, k=req.k, subject=req.subject, labels=req.labels)
+    result = get_runtime().prompt_context.context(ctx, req.query, k=req.k, subject=req.subject, **req.filters())
     return http.answer(retrieval.context(result), result.degraded)
 
 

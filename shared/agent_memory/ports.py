@@ -348,6 +348,14 @@ class SearchFilter:
       reader lists; ``admin`` bypasses reader lists (including quarantine).
     - ``as_of``: RFC 3339 instant; units whose validity window does not contain it are
       excluded. ``None`` means "current": units with a ``valid_until`` in the past are out.
+    - ``valid_window``: ``(start, end)``, RFC 3339 or ``None`` for an open end; units whose
+      validity window overlaps it (``valid_from < end`` and ``valid_until > start``), closed
+      ones included. Replaces "current" (not ``as_of``, which the request model keeps apart).
+    - ``lens`` / ``lens_view``: a read narrowing in DNF (``access.scopes.lens_admits``),
+      applied besides ``read_region``, never instead of it.
+    - ``any_labels``: the unit carries at least one of these labels (entity ids, for the
+      recall ``location`` filter: the entities found in the area).
+    - ``source_ids``: the unit derives from at least one of these records (a chunk's document).
     """
 
     context_id: str
@@ -362,6 +370,11 @@ class SearchFilter:
     thread_id: str | None = None
     labels: list[str] | None = None  # unit must carry every one of these labels
     exclude_ids: list[str] = field(default_factory=list)
+    valid_window: tuple[str | None, str | None] | None = None
+    lens: list[list[str]] | None = None
+    lens_view: str = "strict"
+    any_labels: list[str] | None = None
+    source_ids: list[str] | None = None
 
 
 @dataclass

@@ -6,7 +6,9 @@ service documents that the OpenAPI 3.0 schema does not express. Every other fail
 5xx, a response off its schema, any other rejection) fails the run.
 
 The rules, by the detail text of the 400:
-- documented request rules OpenAPI cannot state: an opaque cursor the service did not
+- documented request rules OpenAPI cannot state: the recall filters' cross-field rules
+  (``asOf``/``atInstant`` agreeing, ``validFrom`` before ``validUntil``, ``scopeView`` with a
+  lens, no ``*`` in a lens, a WKT polygon's grammar), an opaque cursor the service did not
   issue, ``cursor`` with ``after_index``, an empty ``since``..``until`` window, a model not
   in ``models.allowed``, an ``Idempotency-Key`` header that disagrees with the body's key,
   entity references that must be ``type/name``, an entity name with no letter or digit, a
@@ -59,6 +61,12 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"the document is empty",
     r"metadata keys must be 1-\d+ characters",  # OpenAPI 3.0 has no propertyNames
     r"entity name is longer than \d+ bytes",  # maxLength counts characters, the rule bytes
+    # the recall filters' cross-field rules (docs/http-api.md "Recall filters")
+    r"asOf and atInstant both name the instant to read at and differ",
+    r"validFrom: must be before validUntil",
+    r"scopeView: needs a lens to view",
+    r"lens paths name scopes: no '\*' segments",
+    r"location\.within: ",  # a WKT polygon's grammar and ring rules
 ]))
 
 

@@ -146,6 +146,25 @@ def test_errors_are_typed_and_keep_the_problem(memory):
     assert memory.health().status == "ok"
 
 
+def test_recall_filters(memory):
+    memory.remember("The deploy freeze is Friday", infer="none", scopes="org/acme/team/eng")
+    memory.remember("The deploy freeze is Monday", infer="none", scopes="org/acme/team/ops")
+    oslo = {"type": "location", "name": "Fiskebar"}
+    memory.remember("import", infer="triples", triples=[
+        {"entity": oslo, "key": "lat", "value": "59.91"}, {"entity": oslo, "key": "lng", "value": "10.75"},
+        {"entity": oslo, "key": "cuisine", "value": "seafood"}])
+    eng = memory.query("deploy freeze", mode="bm25", include=["passages"], lens=["org/acme/team/eng"])
+    assert [h.text for h in eng.hits] == ["The deploy freeze is Friday"]
+    cross = memory.query("deploy freeze", mode="bm25", lens="org/acme/team/eng", scope_view="crossTeam", source="turn")
+    assert {h.text for h in cross.hits} == {"The deploy freeze is Friday", "The deploy freeze is Monday"}
+    near = memory.query("cuisine", include=["attribute"], location={"near": {"lat": 59.9, "lng": 10.7, "radiusKm": 20}})
+    assert "Fiskebar cuisine: seafood" in {h.text for h in near.hits}
+    far = memory.context("cuisine", location={"within": "POLYGON((0 0, 1 0, 1 1, 0 1, 0 0))"})
+    assert "seafood" not in far.context
+    window = memory.query("deploy freeze", include=["facts"], valid_from="2000-01-01T00:00:00Z")
+    assert all(h.source in ("attribute", "relation") for h in window.hits)
+
+
 def test_async_surface(env_server, model, tmp_path):
     async def main():
         async with AsyncAgentMemory("acme") as memory:
@@ -164,6 +183,14 @@ def test_async_surface(env_server, model, tmp_path):
             doc = await memory.documents.upload(tmp_path / "notes.txt")
             assert (await memory.documents.wait_ready(doc.id)).status == "ready"
             assert [c.text async for c in memory.documents.chunks(doc.id)] == ["The gate code is 4711."]
+            await memory.remember("import", infer="triples", triples=[
+                {"entity": {"type": "person", "name": "Stu"}, "key": "job_title", "value": "CTO",
+                 "validFrom": "2020-01-01T00:00:00Z"}])
+            then = await memory.query("Stu's job title", include=["facts"], at_instant="2021-01-01T00:00:00Z",
+                                      lens=None, scope_view=None, source=None, location=None)
+            assert [h.text for h in then.hits] == ["Stu job title: CTO"]
+            before = await memory.context("Stu's job title", valid_until="2019-01-01T00:00:00Z", include=["facts"])
+            assert "CTO" not in before.context
             with pytest.raises(NotFoundError) as err:
                 await memory.entities.get("person", "nobody")
             assert err.value.status == 404

@@ -52,7 +52,7 @@ def matches(q: dict[str, Any], doc: dict[str, Any]) -> bool:
         if not vals:
             return False
         (op, value), = bound.items()
-        return {"lte": vals[0] <= value, "gt": vals[0] > value}[op]
+        return {"lte": vals[0] <= value, "lt": vals[0] < value, "gt": vals[0] > value}[op]
     if kind == "match":
         (field, spec), = body.items()
         return bool(words(spec["query"]) & words(" ".join(map(str, _values(doc, field)))))

@@ -145,7 +145,47 @@ FILTER_CASES = {
         dict(as_of="2020-06-01T00:00:00Z"),
     ),
     "current": (dict(valid_until="2999-01-01T00:00:00.000Z"), dict(valid_until="2001-01-01T00:00:00.000Z"), dict()),
+    "valid_window_overlaps_closed": (
+        dict(valid_from="2020-01-01T00:00:00.000Z", valid_until="2021-01-01T00:00:00.000Z"),
+        dict(valid_from="2019-01-01T00:00:00.000Z", valid_until="2020-01-01T00:00:00.000Z"),  # ends as it starts
+        dict(valid_window=("2020-01-01T00:00:00Z", "2020-02-01T00:00:00Z")),
+    ),
+    "valid_window_open_start": (
+        dict(valid_from="2019-01-01T00:00:00.000Z"), dict(valid_from="2020-02-01T00:00:00.000Z"),
+        dict(valid_window=(None, "2020-02-01T00:00:00Z")),
+    ),
+    "lens_strict": (dict(scopes=[["org/acme/team/eng"]]), dict(scopes=[["org/acme"]]), dict(lens=[["org/acme/team"]])),
+    "lens_and_clause": (dict(scopes=[["org/a", "org/b"]]), dict(scopes=[["org/a"]]), dict(lens=[["org/a", "org/b"]])),
+    "lens_never_widens": (dict(scopes=[["org/a/x"]]), dict(scopes=[["org/b/x"]]),
+                          dict(read_region=["org/a"], lens=[["org/a"], ["org/b"]])),
+    "any_labels": (dict(labels=["entity:person/a", "x"]), dict(labels=["x"]), dict(any_labels=["entity:person/a", "y"])),
+    "source_ids": (dict(source_ids=["doc_1"]), dict(source_ids=["doc_2"]), dict(source_ids=["doc_1", "doc_3"])),
 }
+
+LENS_UNITS = {
+    "lens": [["org/acme/team/eng"]],
+    "below": [["org/acme/team/eng/alice"]],
+    "parent": [["org/acme/team"]],
+    "root": [["org"]],
+    "sibling": [["org/acme/team/ops"]],
+    "cousin": [["org/other/team/eng"]],
+    "unscoped": [],
+    "co_owned": [["org/acme/team/eng", "org/x"]],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("view", "expected"),
+    [
+        ("strict", {"lens", "below", "co_owned"}),
+        ("merged", {"lens", "below", "co_owned", "parent", "root", "unscoped"}),
+        ("crossTeam", {"lens", "below", "co_owned", "sibling"}),
+    ],
+)
+def test_lens_views(index: SearchIndex, view, expected, mode) -> None:
+    index.upsert([unit(uid, TEXT, scopes=s) for uid, s in LENS_UNITS.items()])
+    assert found(index, TEXT, mode, lens=[["org/acme/team/eng"]], lens_view=view) == expected
 
 
 @pytest.mark.parametrize("mode", MODES)

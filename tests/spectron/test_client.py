@@ -124,6 +124,10 @@ def test_async_client_over_http(server):
         async with AsyncSpectron(CONTEXT, endpoint=server, api_key=API_KEY, max_retries=0) as memory:
             await memory.remember("import", infer="triples", triples=[STU])
             assert [e.name for e in (await memory.entities.list(entity_type="person")).entities] == ["Stu"]
+            facts = await memory.recall("Stu's job title", include=["facts"], valid_from="2000-01-01T00:00:00Z")
+            assert [h.text for h in facts.hits] == ["Stu job title: CTO"]
+            assert (await memory.recall("Stu's job title", include=["facts"], at_instant="2000-01-01T00:00:00Z")).hits == []
+            assert "CTO" in (await memory.query_context("Stu's job title", lens="org", scope_view="merged")).context
             batch = await memory.remember_many([{"role": "user", "content": "I moved to Oslo"},
                                                 {"role": "assistant", "content": "Noted"}])
             turns = (await memory.sessions.turns(batch.session_id, offset=1)).turns
@@ -143,3 +147,52 @@ def test_async_client_over_http(server):
             assert (await memory.traces.get(done.trace_id)).query_text == "where did I move?"
 
     asyncio.run(scenario())
+
+
+def test_recall_and_query_context_filters(memory):
+    memory.remember("import", infer="triples", triples=[{**STU, "validFrom": "2020-01-01T00:00:00Z"}])
+    memory.remember("import", infer="triples", triples=[{**STU, "value": "CEO", "validFrom": "2023-01-01T00:00:00Z"}])
+    ask = "What is Stu's job title?"
+
+    def texts(result: Any) -> list[str]:
+        return sorted(h.text for h in result.hits)
+
+    assert texts(memory.recall(ask, include=["facts"])) == ["Stu job title: CEO"]
+    assert texts(memory.recall(ask, include=["facts"], at_instant="2021-06-01T00:00:00Z")) == ["Stu job title: CTO"]
+    window = memory.recall(ask, include=["facts"], valid_from="2021-01-01T00:00:00Z", valid_until="2022-01-01T00:00:00Z")
+    assert texts(window) == ["Stu job title: CTO"]
+    assert texts(memory.recall(ask, include=["facts"], valid_from="2022-06-01T00:00:00Z")) == [
+        "Stu job title: CEO", "Stu job title: CTO"]
+    for scope, text in (("org/acme/team/eng", "eng ships on Friday"), ("org/acme/team/ops", "ops ships on Monday"),
+                        ("org/acme", "acme ships weekly")):
+        memory.remember(text, infer="none", scopes=scope)
+    ships = "who ships when"
+    assert {h.text for h in memory.recall(ships, mode="bm25", include=["passages"], lens="org/acme/team/eng").hits} == {
+        "eng ships on Friday"}
+    merged = memory.recall(ships, mode="bm25", include=["passages"], lens="org/acme/team/eng", scope_view="merged")
+    assert {h.text for h in merged.hits} == {"eng ships on Friday", "acme ships weekly"}
+    cross = memory.recall(ships, mode="bm25", include=["passages"], lens="org/acme/team/eng", scope_view="crossTeam")
+    assert {h.text for h in cross.hits} == {"eng ships on Friday", "ops ships on Monday"}
+    context = memory.query_context(ships, lens="org/acme/team/eng", scope_view="strict").context
+    assert "eng ships on Friday" in context and "ops ships" not in context and "acme ships" not in context
+    assert {h.source for h in memory.recall(ships, source="turn").hits} == {"turn"}
+    up = memory.documents.upload(POLICY.encode(), filename="policy.md", content_type="text/markdown", source="kb")
+    ready(memory, up.id)
+    kb = memory.recall("refund window", source="kb").hits
+    assert kb and {h.source for h in kb} == {"chunk"}
+    assert memory.recall("refund window", source="wiki").hits == []
+    oslo = {"type": "location", "name": "Fiskebar"}
+    memory.remember("import", infer="triples", triples=[
+        {"entity": oslo, "key": "lat", "value": "59.9139"}, {"entity": oslo, "key": "lng", "value": "10.7522"},
+        {"entity": oslo, "key": "cuisine", "value": "seafood"}])
+    near = memory.recall("which cuisine", include=["attribute"],
+                         location={"near": {"lat": 59.91, "lng": 10.75, "radiusKm": 5}}).hits
+    assert "Fiskebar cuisine: seafood" in {h.text for h in near} and all(h.text.startswith("Fiskebar") for h in near)
+    box = "POLYGON((10 59, 11 59, 11 60, 10 60, 10 59))"
+    assert "Fiskebar cuisine: seafood" in {h.text for h in memory.recall("which cuisine", location={"within": box}).hits}
+    assert memory.recall("which cuisine", location={"within": box.replace("59", "49").replace("60", "50")}).hits == []
+    from surrealdb.spectron import SpectronAPIError
+
+    with pytest.raises(SpectronAPIError) as bad:
+        memory.recall(ask, scope_view="sideways", lens="org/acme")
+    assert bad.value.status_code == 400 and bad.value.body["field"] == "scopeView"

@@ -126,3 +126,40 @@ def ancestors(path: str) -> list[str]:
     """``a/b/c`` -> ``["a", "a/b", "a/b/c"]``: the region paths that would cover ``path``."""
     parts = path.split("/")
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+# --- read lenses --------------------------------------------------------------------------
+#
+# A lens narrows a read (``/query``'s ``lens`` and ``scopeView``) in the selectors' DNF shape:
+# an OR of clauses, each an AND of paths. A record matches a lens clause when, for every path
+# of the clause, some path of the record's scopes lies in that path's view. It never widens a
+# read: the caller's region applies as well (``visible``). The views:
+#
+# - ``strict``: the lens path and everything below it;
+# - ``merged``: that, plus the lens path's ancestors themselves (not their other descendants)
+#   and unscoped records (the context as a whole is every lens path's first ancestor);
+# - ``crossTeam``: the lens path's siblings (its parent's other children) and everything below
+#   them, besides the lens path's own; a top-level path's siblings are every top-level path.
+
+LENS_VIEWS = ("strict", "merged", "crossTeam")
+
+
+def _in_view(lens_path: str, path: str, view: str) -> bool:
+    if covers(lens_path, path):
+        return True
+    if view == "merged":
+        return lens_path.startswith(path + "/")  # ``path`` is an ancestor of the lens path
+    if view == "crossTeam":
+        parent, _, _ = lens_path.rpartition("/")
+        return covers(f"{parent}/{WILDCARD}" if parent else WILDCARD, path)
+    return False
+
+
+def lens_admits(scopes: Sequence[Sequence[str]], lens: Sequence[Sequence[str]] | None, view: str = "strict") -> bool:
+    """Whether a record with DNF ``scopes`` lies in ``lens`` (``None``: no lens) seen as ``view``."""
+    if not lens:
+        return True
+    if not scopes:
+        return view == "merged"
+    paths = {p for clause in scopes for p in clause}
+    return any(all(any(_in_view(lp, p, view) for p in paths) for lp in clause) for clause in lens)

@@ -439,8 +439,23 @@ class _ContextView:
         if flt.as_of is not None:
             t = timeutil.parse(flt.as_of).timestamp()
             m &= (self.vf[:n] <= t) & (self.vu[:n] > t)
-        else:
+        elif flt.valid_window is None:
             m &= self.vu[:n] > now
+        if flt.valid_window is not None:
+            start, end = flt.valid_window
+            if end is not None:
+                m &= self.vf[:n] < timeutil.parse(end).timestamp()
+            if start is not None:
+                m &= self.vu[:n] > timeutil.parse(start).timestamp()
+        if flt.lens:
+            lens = tuple(tuple(c) for c in flt.lens)
+            ok = self.scope_sigs.verdicts(("lens", lens, flt.lens_view),
+                                          lambda d: scope_rules.lens_admits(d, lens, flt.lens_view))
+            m &= ok[self.scope[:n]]
+        if flt.any_labels is not None:
+            some = frozenset(flt.any_labels)
+            ok = self.label_sigs.verdicts(("any", some), lambda have: bool(some & have))
+            m &= ok[self.labels[:n]]
         if flt.labels:
             need = frozenset(flt.labels)
             ok = self.label_sigs.verdicts(("labels", need), lambda have: need <= have)
@@ -776,6 +791,8 @@ class EmbeddedSearchIndex:
             if view.n == view.dead:
                 return []
             m = view.mask(flt, self._clock())
+            if flt.source_ids is not None:
+                m &= self._derived_from(view, flt)
             if not m.any():
                 return []
             ids = view.ids
@@ -803,12 +820,15 @@ class EmbeddedSearchIndex:
             leg_rows: list[np.ndarray] = []
             leg_scores: list[np.ndarray] = []
             now = self._clock()
+            derived = self._derived_from(view, flt) if flt.source_ids is not None else None
             for leg in legs:
                 hits: list[tuple[int, float]] = []
                 if view.n > view.dead and leg.depth > 0:
                     leg_flt = flt if not leg.labels else dataclasses.replace(
                         flt, labels=sorted({*(flt.labels or ()), *leg.labels}))
                     m = view.mask(leg_flt, now)
+                    if derived is not None:
+                        m &= derived
                     if m.any():
                         if leg.mode == "vector":
                             q = vectors[leg.query]
@@ -852,6 +872,23 @@ class EmbeddedSearchIndex:
                 leg_scores=leg_scores,
             )
         return ranking
+
+    def _derived_from(self, view: _ContextView, flt: SearchFilter) -> np.ndarray:
+        """Rows whose unit lists one of ``flt.source_ids`` among its sources (a chunk's
+        document): read from the stored payloads (the view keeps no source column)."""
+        m = np.zeros(view.n, dtype=bool)
+        wanted = sorted(set(flt.source_ids or ()))
+        for i in range(0, len(wanted), 500):
+            chunk = wanted[i:i + 500]
+            rows = self._db.execute(
+                "SELECT DISTINCT u.pk FROM units u, json_each(u.payload, '$.source_ids') s "
+                f"WHERE u.context_id = ? AND s.value IN ({', '.join('?' * len(chunk))})",
+                (flt.context_id, *chunk)).fetchall()
+            for (pk,) in rows:
+                r = view.row_of_pk.get(int(pk))
+                if r is not None and r < view.n:
+                    m[r] = True
+        return m
 
     def _decode(self, context_id: str, ids: list[str]) -> list[SearchUnit | None]:
         with self._lock:

@@ -314,6 +314,47 @@ def region_match(field: str, region: Sequence[str]) -> dict[str, Any]:
     return should[0] if len(should) == 1 else {"bool": {"should": should, "minimum_should_match": 1}}
 
 
+def _path_in_view(field: str, lens_path: str, view: str) -> dict[str, Any]:
+    """Some path whose ancestors ``field`` holds lies in ``lens_path``'s view
+    (``access.scopes.lens_admits``). ``merged``'s ancestors themselves: the field holds the
+    ancestor and nothing below it (a record with a second path below that ancestor is left
+    out: narrower than the embedded index, never wider)."""
+    should: list[dict[str, Any]] = [{"term": {field: lens_path}}]
+    if view == "crossTeam":
+        parent = lens_path.rpartition("/")[0]
+        should = [region_match(field, [f"{parent}/{WILDCARD}" if parent else WILDCARD])]
+    elif view == "merged":
+        for anc in ancestors(lens_path)[:-1]:
+            should.append({"bool": {"filter": [{"term": {field: anc}}],
+                                    "must_not": [{"regexp": {field: {"value": _regexp_literal_path(anc) + "/.+",
+                                                                     "flags": "NONE"}}}]}})
+    return should[0] if len(should) == 1 else {"bool": {"should": should, "minimum_should_match": 1}}
+
+
+def _regexp_literal_path(path: str) -> str:
+    return "/".join(_regexp_literal(seg) for seg in path.split("/"))
+
+
+def lens_match(lens: list[list[str]], view: str) -> dict[str, Any]:
+    """The recall ``lens`` (``SearchFilter.lens``): some lens clause has every path matched by
+    a path of the unit, from its single-path clauses (``scope_single_anc``) or its multi-path
+    ones (the nested ``scope_clauses.p<i>``)."""
+    clauses: list[dict[str, Any]] = []
+    for clause in lens:
+        each: list[dict[str, Any]] = []
+        for lens_path in clause:
+            nested = [_path_in_view(f"scope_clauses.p{i}", lens_path, view) for i in range(MAX_CLAUSE_PATHS)]
+            each.append({"bool": {"should": [
+                _path_in_view("scope_single_anc", lens_path, view),
+                {"nested": {"path": "scope_clauses",
+                            "query": {"bool": {"should": nested, "minimum_should_match": 1}}}},
+            ], "minimum_should_match": 1}})
+        clauses.append({"bool": {"filter": each}})
+    if view == "merged":
+        clauses.append({"term": {"scope_unscoped": True}})
+    return {"bool": {"should": clauses, "minimum_should_match": 1}}
+
+
 def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
     """The bool filter shared by the BM25 leg and the k-NN ``filter`` clause."""
     must: list[dict[str, Any]] = [
@@ -334,8 +375,20 @@ def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
         t = timeutil.normalise(flt.as_of)
         must.append(_open_or("valid_from", {"lte": t}))
         must.append(_open_or("valid_until", {"gt": t}))
-    else:
+    elif flt.valid_window is None:
         must.append(_open_or("valid_until", {"gt": now_iso}))
+    if flt.valid_window is not None:
+        start, end = flt.valid_window
+        if end is not None:
+            must.append(_open_or("valid_from", {"lt": timeutil.normalise(end)}))
+        if start is not None:
+            must.append(_open_or("valid_until", {"gt": timeutil.normalise(start)}))
+    if flt.lens:
+        must.append(lens_match(flt.lens, flt.lens_view))
+    if flt.any_labels is not None:
+        must.append({"terms": {"labels": sorted(set(flt.any_labels))}})
+    if flt.source_ids is not None:
+        must.append({"terms": {"source_ids": sorted(set(flt.source_ids))}})
     if flt.read_region is not None:
         region = sorted(set(flt.read_region))
         should: list[dict[str, Any]] = [{"term": {"scope_unscoped": True}}]

@@ -56,6 +56,16 @@ def _seg(value: str, safe: str = "") -> str:
     return quote(str(value), safe=safe)
 
 
+def _recall_filters(*, include: list[str] | None = None, as_of: str | None = None, session_id: str | None = None,
+                    labels: list[str] | None = None, at_instant: str | None = None, valid_from: str | None = None,
+                    valid_until: str | None = None, lens: Scopes | None = None, scope_view: str | None = None,
+                    source: str | None = None, location: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The recall filters of ``/query`` and ``/context``, by their wire names."""
+    return {"include": include, "asOf": as_of, "sessionId": session_id, "labels": labels, "atInstant": at_instant,
+            "validFrom": valid_from, "validUntil": valid_until, "lens": _scopes(lens), "scopeView": scope_view,
+            "source": source, "location": location}
+
+
 def _body(**fields: Any) -> dict[str, Any]:
     """A JSON body without the arguments left at ``None``."""
     return {k: v for k, v in fields.items() if v is not None}
@@ -118,14 +128,13 @@ class Calls:
 
     # --- recall -------------------------------------------------------------------------
 
-    def query(self, query: str, *, k: int | None, mode: str | None, include: list[str] | None, as_of: str | None,
-              session_id: str | None, labels: list[str] | None) -> Call[wire.QueryResponse]:
-        body = _body(query=query, k=k, mode=mode, include=include, asOf=as_of, sessionId=session_id, labels=labels)
+    def query(self, query: str, *, k: int | None, mode: str | None, **filters: Any) -> Call[wire.QueryResponse]:
+        body = _body(query=query, k=k, mode=mode, **_recall_filters(**filters))
         return Call("POST", f"{self.prefix}/query", model(wire.QueryResponse), json=body, idempotent=True)
 
-    def context(self, query: str, *, k: int | None, subject: str | None) -> Call[wire.ContextResponse]:
+    def context(self, query: str, *, k: int | None, subject: str | None, **filters: Any) -> Call[wire.ContextResponse]:
         return Call("POST", f"{self.prefix}/context", model(wire.ContextResponse),
-                    json=_body(query=query, k=k, subject=subject), idempotent=True)
+                    json=_body(query=query, k=k, subject=subject, **_recall_filters(**filters)), idempotent=True)
 
     def session_context(self, session_id: str, query: str, *, k: int | None) -> Call[wire.ContextResponse]:
         return Call("POST", f"{self.prefix}/sessions/{_seg(session_id)}/context", model(wire.ContextResponse),

@@ -138,18 +138,35 @@ class AgentMemory:
 
     @operation("query")
     def query(self, query: str, *, k: int | None = None, mode: str | None = None, include: list[str] | None = None,
-              as_of: str | None = None, session_id: str | None = None, labels: list[str] | None = None
-              ) -> wire.QueryResponse:
-        """Ranked memory for ``query`` (``result.hits``, best first)."""
-        return self._send(self._calls.query(query, k=k, mode=mode, include=include, as_of=as_of,
-                                            session_id=session_id, labels=labels))
+              as_of: str | None = None, session_id: str | None = None, labels: list[str] | None = None,
+              at_instant: str | None = None, valid_from: str | None = None, valid_until: str | None = None,
+              lens: Scopes | None = None, scope_view: str | None = None, source: str | None = None,
+              location: dict[str, Any] | None = None) -> wire.QueryResponse:
+        """Ranked memory for ``query`` (``result.hits``, best first). The recall filters:
+        ``include`` (hit kinds, ``facts``, ``passages``), ``as_of`` / ``at_instant`` (the
+        state at one instant), ``valid_from`` / ``valid_until`` (validity overlapping a
+        window), ``lens`` + ``scope_view`` (a read narrowing), ``source`` (``turn``,
+        ``chunk`` or a document source), ``location`` (``{"near": {"lat", "lng",
+        "radiusKm"}}`` or ``{"within": WKT}``); see docs/http-api.md."""
+        return self._send(self._calls.query(
+            query, k=k, mode=mode, include=include, as_of=as_of, session_id=session_id, labels=labels,
+            at_instant=at_instant, valid_from=valid_from, valid_until=valid_until, lens=lens, scope_view=scope_view,
+            source=source, location=location))
 
     recall = query
 
     @operation("recallContext")
-    def context(self, query: str, *, k: int | None = None, subject: str | None = None) -> wire.ContextResponse:
-        """Retrieved memory formatted for a prompt (``result.context``, ``result.sources``)."""
-        return self._send(self._calls.context(query, k=k, subject=subject))
+    def context(self, query: str, *, k: int | None = None, subject: str | None = None, include: list[str] | None = None,
+              as_of: str | None = None, session_id: str | None = None, labels: list[str] | None = None,
+              at_instant: str | None = None, valid_from: str | None = None, valid_until: str | None = None,
+              lens: Scopes | None = None, scope_view: str | None = None, source: str | None = None,
+              location: dict[str, Any] | None = None) -> wire.ContextResponse:
+        """Retrieved memory formatted for a prompt (``result.context``, ``result.sources``), with
+        the recall filters of ``query``."""
+        return self._send(self._calls.context(
+            query, k=k, subject=subject, include=include, as_of=as_of, session_id=session_id, labels=labels,
+            at_instant=at_instant, valid_from=valid_from, valid_until=valid_until, lens=lens, scope_view=scope_view,
+            source=source, location=location))
 
     @operation("getState")
     def state(self, limit: int | None = None) -> wire.State:

@@ -153,13 +153,20 @@ async def _remember(m: AsyncAgentMemory, a: WriteFactsRequest) -> Any:
                             observed_at=a.observed_at)
 
 
+def _filters(a: QueryRequest | ContextRequest) -> dict[str, Any]:
+    """The recall filters of a tool call, as the SDK's keyword arguments."""
+    return {"include": a.include, "as_of": a.as_of, "session_id": a.session_id, "labels": a.labels,
+            "at_instant": a.at_instant, "valid_from": a.valid_from, "valid_until": a.valid_until, "lens": a.lens,
+            "scope_view": a.scope_view, "source": a.source,
+            "location": a.location.model_dump(by_alias=True, exclude_none=True) if a.location else None}
+
+
 async def _recall(m: AsyncAgentMemory, a: QueryRequest) -> Any:
-    return await m.query(a.query, k=a.k, mode=a.mode, include=a.include, as_of=a.as_of, session_id=a.session_id,
-                         labels=a.labels)
+    return await m.query(a.query, k=a.k, mode=a.mode, **_filters(a))
 
 
 async def _get_context(m: AsyncAgentMemory, a: ContextRequest) -> Any:
-    return await m.context(a.query, k=a.k, subject=a.subject)
+    return await m.context(a.query, k=a.k, subject=a.subject, **_filters(a))
 
 
 async def _chat(m: AsyncAgentMemory, a: ChatRequest) -> Any:

@@ -38,9 +38,21 @@ def unit_visible(unit: SearchUnit, flt: SearchFilter, now_iso: str) -> bool:
         if (unit.valid_from and timeutil.normalise(unit.valid_from) > t) or \
                 (unit.valid_until and timeutil.normalise(unit.valid_until) <= t):
             return False
-    elif unit.valid_until and timeutil.normalise(unit.valid_until) <= now_iso:
+    elif flt.valid_window is None and unit.valid_until and timeutil.normalise(unit.valid_until) <= now_iso:
         return False
+    if flt.valid_window is not None:
+        start, end = flt.valid_window
+        if (end is not None and unit.valid_from and timeutil.normalise(unit.valid_from) >= timeutil.normalise(end)) \
+                or (start is not None and unit.valid_until
+                    and timeutil.normalise(unit.valid_until) <= timeutil.normalise(start)):
+            return False
     if not scopes.visible(unit.scopes, flt.read_region):
+        return False
+    if flt.lens and not scopes.lens_admits(unit.scopes, flt.lens, flt.lens_view):
+        return False
+    if flt.any_labels is not None and not set(flt.any_labels) & set(unit.labels):
+        return False
+    if flt.source_ids is not None and not set(flt.source_ids) & set(unit.source_ids):
         return False
     if not flt.admin and unit.acl_readers is not None and not set(flt.principals) & set(unit.acl_readers):
         return False

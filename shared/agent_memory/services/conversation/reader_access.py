@@ -101,7 +101,7 @@ class AuditLog:
         collection = f"audit:{ctx.partition}:{principal or ''}:{since or ''}:{until or ''}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         now = int(time.time())
-        between = (since or "", (until or "9999") + "#~") if since or until else None
+        between = (since or "0", (until or "9999") + "#~") if since or until else None
 
         def keep(records: list[Record]) -> list[Record]:
             return [r for r in records if (r.expires_at is None or r.expires_at > now)

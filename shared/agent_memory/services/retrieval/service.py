@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -60,6 +61,7 @@ from agent_memory.ranking.recipes import RECIPES, RETRIEVAL_MODES, SearchRecipe
 from agent_memory.ranking.rerank import rerank
 from agent_memory.ranking.rows import ranking_from_units, ranking_with_units
 from agent_memory.ranking.visibility import unit_visible
+from agent_memory.rules import geo
 from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse
@@ -83,17 +85,20 @@ _WORD = re.compile(r"[a-z0-9][\w'\-]*")  # query_analysis's words, on lower-case
 DEFAULT_KINDS = ("turn", "attribute", "relation", "action", "instruction", "chunk")
 ALL_KINDS = (*DEFAULT_KINDS, "entity")
 FACT_KINDS = ("attribute", "relation")
+PASSAGE_KINDS = ("turn", "chunk")  # what was said or written, as against what was learned from it
+SOURCE_DOCUMENTS = 5000  # documents read to resolve a ``source`` filter
+LOCATED_ATTRIBUTES = 20_000  # current attributes read to resolve a ``location`` filter
+SEED_ROWS = 500  # rows of one entity's attribute or relation history read for tier 1
+ENTITY_PROFILE_ATTRIBUTES = 8
+MAX_NAME_CHARS = 128
+
+
 class WriteReads(Protocol):
     """Whole partitions read once for a write (``services.facts.repository.PartitionReads``)."""
 
     def rows(self, pk: str) -> list[Record]: ...
 
     def complete(self, pk: str) -> dict[str, Record] | None: ...
-
-
-SEED_ROWS = 500  # rows of one entity's attribute or relation history read for tier 1
-ENTITY_PROFILE_ATTRIBUTES = 8
-MAX_NAME_CHARS = 128
 
 
 @dataclass
@@ -183,29 +188,52 @@ class RetrievalService:
     def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
                  as_of: str | None = None, session_id: str | None = None, labels: Sequence[str] | None = None,
                  exclude_ids: Iterable[str] = (), include: Sequence[str] | None = None,
-                 subject: str | None = None, reads: WriteReads | None = None) -> RetrievalResult:
+                 subject: str | None = None, reads: WriteReads | None = None,
+                 valid_window: tuple[str | None, str | None] | None = None,
+                 lens: Sequence[Sequence[str]] | None = None, scope_view: str = "strict",
+                 source: str | None = None, area: geo.Area | None = None) -> RetrievalResult:
         """Best ``k`` hits for ``query`` that ``ctx`` may read.
 
         - ``mode``: ``hybrid`` | ``bm25`` | ``vector`` | ``graph`` (structured reads only).
-        - ``as_of``: RFC 3339; facts valid at that instant instead of current ones.
+        - ``as_of``: RFC 3339; facts valid at that instant instead of current ones (the state
+          at one instant: a superseded value whose window holds it comes back, its successor
+          does not). ``/query``'s ``atInstant`` and ``asOf`` both land here.
+        - ``valid_window``: ``(start, end)`` (either may be ``None``): facts whose validity
+          overlaps it, closed ones included, instead of current ones.
         - ``session_id``: only units of that session (turns, and facts learned in it).
         - ``labels``: only units carrying every one of these labels.
         - ``exclude_ids``: unit ids never returned (chat passes its transcript window).
-        - ``include``: hit kinds to return (``DEFAULT_KINDS`` when omitted).
+        - ``include``: hit kinds to return (``DEFAULT_KINDS`` when omitted); ``facts`` stands
+          for ``FACT_KINDS``, ``passages`` for ``PASSAGE_KINDS``.
         - ``subject``: an entity (``person/alice``, ``entity:person/alice`` or a name) the
           caller is asking about; treated as named by the query.
         - ``reads``: the partition reads of the write this retrieval precedes (chat's user
           turn): tier 1 takes the entity partitions from them, and the write reuses what
           was read here (one query per partition for both).
+        - ``lens`` / ``scope_view``: a narrowing of the caller's read region in DNF
+          (``access.scopes.lens_admits``: ``strict``, ``merged``, ``crossTeam``); never wider.
+        - ``source``: ``turn`` or ``chunk`` (hits of that kind), else a document ``source``:
+          the chunks of the documents the caller may read that carry it.
+        - ``area``: only hits about an entity whose current ``lat``/``lng`` attributes lie in it
+          (``rules.geo``): its facts and profile, and turns and chunks that mention it.
         """
         started = time.perf_counter()
         # Looked up on every call: a benchmark swaps recipes in.
         recipe = RECIPES.get(mode) if mode in RETRIEVAL_MODES else None
         if recipe is None:
             raise ValueError(f"unknown retrieval mode {mode!r} (known: {', '.join(RETRIEVAL_MODES)})")
+        if scope_view not in scopes.LENS_VIEWS:
+            raise ValueError(f"unknown scope view {scope_view!r} (known: {', '.join(scopes.LENS_VIEWS)})")
         if k <= 0:
             return RetrievalResult(tier=3, hits=[], query_ms=0.0, trace={"mode": mode})
-        kinds = list(include) if include else list(DEFAULT_KINDS if mode != "graph" else ALL_KINDS)
+        kinds = expand_kinds(include) if include else list(DEFAULT_KINDS if mode != "graph" else ALL_KINDS)
+        source_ids: list[str] | None = None
+        if source is not None:
+            if source in PASSAGE_KINDS:
+                kinds = [x for x in kinds if x == source]
+            else:
+                kinds = [x for x in kinds if x == "chunk"]
+                source_ids = self._documents_from(ctx, source) if kinds else []
         anchor = timeutil.parse(as_of) if as_of else timeutil.now()
         qa = analyse(query, anchor=anchor)
         flt = SearchFilter(
@@ -214,8 +242,15 @@ class RetrievalService:
             # No admin bypass of reader lists here: bypasses must be audited where they happen.
             principals=ctx.principals, admin=False, as_of=as_of,
             kinds=[x for x in kinds if x != "entity"], session_id=session_id,
-            labels=list(labels) if labels else None, exclude_ids=list(dict.fromkeys(exclude_ids)))
+            labels=list(labels) if labels else None, exclude_ids=list(dict.fromkeys(exclude_ids)),
+            valid_window=tuple(valid_window) if valid_window else None,  # type: ignore[arg-type]
+            lens=[list(c) for c in lens] if lens else None, lens_view=scope_view,
+            any_labels=self._entities_in(ctx, area) if area is not None else None, source_ids=source_ids)
+        if (flt.any_labels is not None and not flt.any_labels) or (source_ids is not None and not source_ids):
+            kinds, flt.kinds = [], []  # nothing can match: no entity in the area, no such document
         entities = self.named_entities(ctx, qa, subject, reads)
+        if flt.any_labels is not None:
+            entities = [e for e in entities if e.id in flt.any_labels]
         depth = candidate_depth(k, recipe.min_depth, recipe.depth_per_k)
         legs: list[Leg] = []
         seeds: list[SearchUnit] = []
@@ -277,6 +312,55 @@ class RetrievalService:
         if degraded is not None:
             trace["degraded"] = degraded
         return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace, degraded=degraded)
+
+    def _documents_from(self, ctx: RequestContext, source: str) -> list[str]:
+        """Ids of the documents ``ctx`` may read whose ``source`` is ``source`` (at most
+        ``SOURCE_DOCUMENTS`` read)."""
+        found: list[str] = []
+        after = None
+        read = 0
+        while read < SOURCE_DOCUMENTS:
+            page = self._store.query(keys.documents_pk(ctx), after=after, limit=500,
+                                     read_region=ctx.read_region)
+            for r in page.records:
+                data = r.data
+                if data.get("source") == source and not data.get("deleted") \
+                        and scopes.visible(data.get("scopes") or [], ctx.read_region):
+                    found.append(data.get("id") or r.sk)
+            read += len(page.records)
+            after = page.last_key
+            if not after:
+                break
+        return found
+
+    def _entities_in(self, ctx: RequestContext, area: geo.Area) -> list[str]:
+        """Ids of the entities ``ctx`` may read whose current ``lat`` and ``lng`` attributes
+        (numbers, or strings holding them) lie in ``area``: one paged read of the current
+        attribute index (at most ``LOCATED_ATTRIBUTES`` rows)."""
+        coords: dict[str, dict[str, float]] = {}
+        after = None
+        read = 0
+        while read < LOCATED_ATTRIBUTES:
+            page = self._store.query(keys.current_gsi(ctx, "attribute"), index="gsi1", after=after, limit=500,
+                                     read_region=ctx.read_region)
+            for r in page.records:
+                data = r.data
+                key = data.get("key")
+                if key not in ("lat", "lng") or data.get("deleted") or data.get("supersededBy") \
+                        or data.get("validUntil") or not scopes.visible(data.get("scopes") or [], ctx.read_region):
+                    continue
+                try:
+                    value = float(data.get("value"))
+                except (TypeError, ValueError):
+                    continue
+                if math.isfinite(value):
+                    coords.setdefault(data.get("entityId") or "", {})[key] = value
+            read += len(page.records)
+            after = page.last_key
+            if not after:
+                break
+        return sorted(eid for eid, c in coords.items()
+                      if eid and "lat" in c and "lng" in c and area.contains(c["lat"], c["lng"]))
 
     def _recent_turns(self, ctx: RequestContext, flt: SearchFilter, qa: QueryAnalysis) -> list[SearchUnit]:
         """With search down: the turns of the newest sessions (``flt.session_id``'s alone when
@@ -508,6 +592,17 @@ class RetrievalService:
 
 
 # --- helpers ------------------------------------------------------------------------------
+
+
+def expand_kinds(include: Sequence[str]) -> list[str]:
+    """``include`` as hit kinds: ``facts`` -> ``FACT_KINDS``, ``passages`` -> ``PASSAGE_KINDS``."""
+    out: list[str] = []
+    for name in include:
+        out += FACT_KINDS if name == "facts" else PASSAGE_KINDS if name == "passages" else [name]
+    unknown = [x for x in out if x not in ALL_KINDS]
+    if unknown:
+        raise ValueError(f"unknown hit kinds {unknown} (known: {', '.join(ALL_KINDS)}, facts, passages)")
+    return list(dict.fromkeys(out))
 
 
 def _seed_order(unit: SearchUnit, qa: QueryAnalysis) -> tuple[float, ...]:
