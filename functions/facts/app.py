@@ -5,7 +5,13 @@ memory-care verbs: POST /consolidate, /reflect, /elaborate, /lifecycle/decay,
 
 from agent_memory.http import api as http
 from agent_memory.kernel.errors import InvalidRequest
-from agent_memory.models.care import ConsolidateRequest, ElaborateRequest, ExpireRequest, FsckRequest, ReflectRequest
+from agent_memory.models.care import (
+    ConsolidateRequest,
+    ElaborateRequest,
+    ExpireRequest,
+    FsckRequest,
+    ReflectRequest,
+)
 from agent_memory.models.reads import ForgetRequest
 from agent_memory.models.requests import WriteFactsBatchRequest, WriteFactsRequest
 from agent_memory.observability import instrumented

@@ -12,8 +12,15 @@ from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import deadline, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import ServiceBusy, UpstreamModelError, UpstreamModelTimeout
-from agent_memory.ports import Condition, ConditionFailed, ModelError, ModelOutputInvalid, ModelTimeout, Put, Record
-from agent_memory.ports import RecordStore
+from agent_memory.ports import (
+    Condition,
+    ConditionFailed,
+    ModelError,
+    ModelOutputInvalid,
+    ModelTimeout,
+    Record,
+    RecordStore,
+)
 from agent_memory.services import paging
 from agent_memory.services.facts.readable import Readable
 

@@ -32,9 +32,18 @@ from agent_memory.ports import LanguageModel, RecordStore
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.care_data import data_block
 from agent_memory.rules.vocabulary import normalise_value
-from agent_memory.services.care.common import ModelBudget, call_model, current_rows, new_trace_id, rows_of, writable
+from agent_memory.services.care.common import (
+    ModelBudget,
+    call_model,
+    current_rows,
+    new_trace_id,
+    rows_of,
+    writable,
+)
 
 DEFAULT_BUDGET = 3
+# Labels that say the same read either way: stated one way, the reverse is not proposed.
+SYMMETRIC = frozenset({"colleague", "friend", "sibling", "spouse", "partner", "neighbour", "roommate"})
 MAX_PROPOSALS = 10
 
 SYSTEM = (
@@ -155,10 +164,12 @@ class ElaborationService:
         for p in out.relations:
             label = vocab.normalise_label(p.label)
             triple = (p.subject, label, p.object)
+            mirror = (p.object, label, p.subject) if label in SYMMETRIC else triple
             if (not label or p.subject not in shown or p.object not in shown or p.subject == p.object
-                    or target not in (p.subject, p.object) or triple in stated or triple in seen):
+                    or target not in (p.subject, p.object) or triple in stated or triple in seen
+                    or mirror in stated or mirror in seen):
                 continue
-            seen.add(triple)
+            seen.update((triple, mirror))
             outcome.proposals.append(Proposal(p.subject, label, p.object, p.rationale.strip()))
             if len(outcome.proposals) >= MAX_PROPOSALS:
                 break
