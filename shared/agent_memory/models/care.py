@@ -41,7 +41,7 @@ class ExpireRequest(RequestModel):
 
 class FsckRequest(RequestModel):
     check: FsckCheck | None = None
-    duplicate_threshold: float = Field(default=0.9, gt=0, le=1,
+    duplicate_threshold: float = Field(default=0.9, ge=0.01, le=1,
                                        validation_alias=AliasChoices("duplicateThreshold", "duplicate_threshold"))
     max_results: int = Field(default=50, ge=1, le=500, validation_alias=AliasChoices("maxResults", "max_results"))
 
