@@ -1,11 +1,21 @@
-"""Facts area: POST /facts and /facts/batch (store turns, extract and reconcile facts), and
-POST /forget (semantic soft delete, ``agent_memory.services.facts.forget``)."""
+"""Facts area: POST /facts and /facts/batch (store turns, extract and reconcile facts),
+POST /forget (semantic soft delete, ``agent_memory.services.facts.forget``), and the
+memory-care verbs: POST /consolidate, /reflect, /elaborate, /lifecycle/decay,
+/lifecycle/expire and /fsck (``agent_memory.services.care``, docs/memory-care.md)."""
 
 from agent_memory.http import api as http
+from agent_memory.kernel.errors import InvalidRequest
+from agent_memory.models.care import (
+    ConsolidateRequest,
+    ElaborateRequest,
+    ExpireRequest,
+    FsckRequest,
+    ReflectRequest,
+)
 from agent_memory.models.reads import ForgetRequest
 from agent_memory.models.requests import WriteFactsBatchRequest, WriteFactsRequest
 from agent_memory.observability import instrumented
-from agent_memory.presenters import facts
+from agent_memory.presenters import care, facts
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
@@ -34,6 +44,71 @@ def forget(context_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ForgetRequest)
     return facts.forget(get_runtime().forget.forget(ctx, req))
+
+
+# --- memory care ----------------------------------------------------------------------------
+
+
+def _at_most(value: int | None, cap: int, field: str) -> None:
+    if value is not None and value > cap:
+        raise InvalidRequest(f"{field}: at most {cap} (this deployment's limit)", field=field)
+
+
+@app.post("/api/v1/<context_id>/consolidate")
+def consolidate(context_id: str):
+    ctx = http.context(app, context_id)
+    rt = get_runtime()
+    req = http.body(app, ConsolidateRequest, optional=True)
+    _at_most(req.fact_limit, rt.settings.limits.consolidate_fact_cap, "factLimit")
+    _at_most(req.observation_limit, rt.settings.limits.consolidate_observation_cap, "observationLimit")
+    if req.dry_run:
+        return care.consolidated(rt.consolidation.consolidate(ctx, req))
+    return http.idempotent(app, ctx, "consolidate", req, lambda: care.consolidated(rt.consolidation.consolidate(ctx, req)))
+
+
+@app.post("/api/v1/<context_id>/reflect")
+def reflect(context_id: str):
+    ctx = http.context(app, context_id)
+    rt = get_runtime()
+    req = http.body(app, ReflectRequest)
+    if not req.persist:
+        return care.reflected(rt.reflection.reflect(ctx, req))
+    return http.idempotent(app, ctx, "reflect", req, lambda: care.reflected(rt.reflection.reflect(ctx, req)))
+
+
+@app.post("/api/v1/<context_id>/elaborate")
+def elaborate(context_id: str):
+    ctx = http.context(app, context_id)
+    rt = get_runtime()
+    req = http.body(app, ElaborateRequest, optional=True)
+    cap = rt.settings.limits.care_model_calls_per_call
+    _at_most(req.budget, cap, "budget")
+    if req.dry_run:
+        return care.elaborated(rt.elaboration.elaborate(ctx, req, cap))
+    return http.idempotent(app, ctx, "elaborate", req, lambda: care.elaborated(rt.elaboration.elaborate(ctx, req, cap)))
+
+
+@app.post("/api/v1/<context_id>/lifecycle/decay")
+def lifecycle_decay(context_id: str):
+    ctx = http.context(app, context_id)
+    http.body(app, ExpireRequest, optional=True)  # no fields but dryRun; decay writes nothing either way
+    return care.lifecycle(get_runtime().lifecycle.decay(ctx))
+
+
+@app.post("/api/v1/<context_id>/lifecycle/expire")
+def lifecycle_expire(context_id: str):
+    # Not idempotency-keyed, as forget: a stored reply would name removed rows. Running it
+    # again removes nothing more.
+    ctx = http.context(app, context_id)
+    req = http.body(app, ExpireRequest, optional=True)
+    return care.lifecycle(get_runtime().lifecycle.expire(ctx, req.dry_run))
+
+
+@app.post("/api/v1/<context_id>/fsck")
+def fsck(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, FsckRequest, optional=True)
+    return care.fsck(get_runtime().fsck.fsck(ctx, req))
 
 
 @instrumented

@@ -78,3 +78,19 @@ class Limits:
     sync_body_bytes: int = 3_000_000
     # Seconds a presigned upload URL (POST /documents/uploads) stays valid.
     upload_url_ttl_s: int = 900
+    # --- memory care (services/care: consolidate, reflect, elaborate, lifecycle, fsck) ---
+    # Model calls one reflect or elaborate request may make (elaborate's ``budget`` is capped
+    # by it), and all care requests of this stack together per UTC day (0: no daily cap).
+    care_model_calls_per_call: int = 8
+    care_model_calls_per_day: int = 1000
+    # Rows one consolidate reads (``factLimit`` caps at it) and observations it writes.
+    consolidate_fact_cap: int = 5000
+    consolidate_observation_cap: int = 500
+    # Read-time importance: halves every ``decay_half_life_days`` since a fact was last
+    # stated; each reinforcement adds ``decay_reinforcement_boost`` (rules/decay.py).
+    decay_half_life_days: float = 30.0
+    decay_reinforcement_boost: float = 0.1
+    # POST /lifecycle/expire also removes turns and actions older than this (0: off).
+    retention_days: int = 0
+    # Rows one fsck or expire reads per collection (bounded work per request).
+    care_scan_cap: int = 2000

@@ -361,6 +361,54 @@ class Runtime:
 
         return ContextService(self.store, self.sessions, self.retrieval)
 
+    # --- memory care (services/care) ----------------------------------------------------
+
+    def care_budget(self):
+        """A fresh model-call budget for one care request (per call and per UTC day)."""
+        from agent_memory.services.care.common import ModelBudget
+
+        limits = self.settings.limits
+        return ModelBudget(self.base_store, limits.care_model_calls_per_call, limits.care_model_calls_per_day)
+
+    def care_model(self) -> LanguageModel:
+        return self.language_model(self.settings.models.response)
+
+    @cached_property
+    def consolidation(self):
+        from agent_memory.services.care.consolidate import ConsolidationService
+
+        limits = self.settings.limits
+        return ConsolidationService(self.store, self.events, fact_cap=limits.consolidate_fact_cap,
+                                    observation_cap=limits.consolidate_observation_cap)
+
+    @cached_property
+    def reflection(self):
+        from agent_memory.services.care.reflect import ReflectionService
+
+        return ReflectionService(self.store, self.retrieval, self.facts, self.care_model, self.care_budget)
+
+    @cached_property
+    def elaboration(self):
+        from agent_memory.services.care.elaborate import ElaborationService
+
+        return ElaborationService(self.store, self.facts, self.care_model, self.care_budget,
+                                  scan_cap=self.settings.limits.care_scan_cap)
+
+    @cached_property
+    def lifecycle(self):
+        from agent_memory.services.care.lifecycle import LifecycleService
+
+        limits = self.settings.limits
+        return LifecycleService(self.store, self.forget, half_life_days=limits.decay_half_life_days,
+                                boost=limits.decay_reinforcement_boost, retention_days=limits.retention_days,
+                                scan_cap=limits.care_scan_cap)
+
+    @cached_property
+    def fsck(self):
+        from agent_memory.services.care.fsck import FsckService
+
+        return FsckService(self.store, scan_cap=self.settings.limits.care_scan_cap)
+
     @cached_property
     def threads(self) -> ThreadService:
         from agent_memory.services.conversation.threads import ThreadService

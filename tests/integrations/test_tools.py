@@ -33,9 +33,7 @@ CONTEXT = "acme-prod"
 API_KEY = "sk-integrations-test"  # no keys configured: the local admin, whatever the bearer
 
 # (package, tool) -> the sibling issue whose route it needs
-EXPECTED_MISSING: dict[tuple[str, str], int] = {
-    ("spectron-pydantic-ai", "reflect"): 32,  # POST /reflect
-}
+EXPECTED_MISSING: dict[tuple[str, str], int] = {}
 
 # (package, tool) -> why it fails whatever the server serves (surrealdb 3.0.0a4's client)
 BROKEN_IN_PACKAGE: dict[tuple[str, str], str] = {

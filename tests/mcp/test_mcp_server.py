@@ -28,7 +28,7 @@ from agent_memory.interfaces.mcp_server import TOOLS  # noqa: E402
 from agent_memory.models.retrieval import K_MAX, QueryRequest  # noqa: E402
 
 EXPECTED_TOOLS = {"remember", "recall", "get_context", "chat", "state", "entity", "history", "forget",
-                  "thread_append", "thread_context"}
+                  "reflect", "consolidate", "fsck", "thread_append", "thread_context"}
 
 
 def _env(server: str) -> dict[str, str]:

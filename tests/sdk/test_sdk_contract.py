@@ -98,6 +98,10 @@ MODELS = {
     wire.DocumentUploadTicket: "DocumentUploadTicket",
     wire.AppendThreadTurnResponse: "AppendThreadTurnResponse", wire.ThreadTurn: "ThreadTurn",
     wire.Thread: "Thread", wire.ThreadContextItem: "ThreadContextItem", wire.Problem: "Problem",
+    wire.ConsolidateOutcome: "ConsolidateOutcome", wire.ConsolidateResponse: "ConsolidateResponse",
+    wire.ReflectResponse: "ReflectResponse", wire.ProposedRelation: "ProposedRelation",
+    wire.ElaborateOutcome: "ElaborateOutcome", wire.ElaborateResponse: "ElaborateResponse",
+    wire.LifecycleResponse: "LifecycleResponse", wire.FsckFinding: "FsckFinding", wire.FsckReport: "FsckReport",
     extraction.ExtractionResult: "ExtractionResultJson",
 }
 

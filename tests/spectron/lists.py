@@ -9,13 +9,6 @@ from __future__ import annotations
 
 # client method (dotted, as on ``Spectron``) -> the sibling issue that adds its route
 EXPECTED_MISSING: dict[str, int] = {
-    # 32: memory-care verbs
-    "consolidate": 32,
-    "reflect": 32,
-    "elaborate": 32,
-    "lifecycle.decay": 32,
-    "lifecycle.expire": 32,
-    "lifecycle.fsck": 32,
     # 33: introspection and administration over HTTP
     "whoami": 33,
     "inspect": 33,

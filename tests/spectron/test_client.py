@@ -196,3 +196,34 @@ def test_recall_and_query_context_filters(memory):
     with pytest.raises(SpectronAPIError) as bad:
         memory.recall(ask, scope_view="sideways", lens="org/acme")
     assert bad.value.status_code == 400 and bad.value.body["field"] == "scopeView"
+
+
+def test_memory_care_verbs(memory):
+    """consolidate, reflect, elaborate and lifecycle decay/expire/fsck, with default arguments
+    (no body) and with the client's fields."""
+    assert memory.consolidate().outcomes == []
+    memory.remember("import", infer="triples", triples=[STU])
+    memory.remember("import again", infer="triples", triples=[STU])  # (the same body twice is a client replay)
+    memory.remember("import employers", infer="triples", triples=[{**STU, "key": "employer", "value": "Acme"},
+                                                        {"entity": {"type": "person", "name": "Ann"},
+                                                         "key": "employer", "value": "Acme"}])
+    assert memory.consolidate(dry_run=True).dry_run
+    done = memory.consolidate(fact_limit=100, observation_limit=10)
+    assert done.created == 1 and done.trace_id.startswith("trace_")
+    [made] = done.outcomes
+    assert (made.kind, made.entity_name, made.key, made.value, made.proof_count) == ("create", "Stu", "job_title", "CTO", 2)
+    assert made.observation_id and made.observation_id.startswith("attr_")
+    nothing = memory.reflect("what about zebras")
+    assert nothing.evidence == [] and nothing.reflection
+    seen = memory.reflect("Stu job title employer", persist=True)
+    assert seen.evidence and seen.persisted_attributes and seen.persisted_attributes[0]["source"]["kind"] == "reflection"
+    ideas = memory.elaborate(entity_ref="person/stu", dry_run=True)
+    assert [(p["label"], p["object"]) for o in ideas.outcomes for p in o.proposed_relations] == [
+        ("colleague", "entity:person/ann")]
+    assert memory.elaborate(entity_ref="person/stu").relations_emitted == 1
+    assert memory.elaborate(sweep=True, budget=2).relations_emitted == 0
+    assert memory.lifecycle.decay().affected == 0  # everything was stated just now
+    assert memory.lifecycle.expire().affected == 0  # nothing has an end in the past
+    memory.remember_many([{"role": "user", "content": "I moved to Oslo"}] * 2)
+    report = memory.lifecycle.fsck(check="duplicates", duplicate_threshold=0.95, max_results=5)
+    assert report.total == len(report.duplicates) >= 1 and report.contradictions == [] and report.injection == []

@@ -29,7 +29,9 @@ DEFAULT_VERBS = (READ, WRITE, FORGET)
 ON_BEHALF_OF_HEADER = "x-spectron-on-behalf-of"
 
 # POST routes that only read (the request body is a query, not something to store).
-_READ_POSTS = ("/query", "/context")
+_READ_POSTS = ("/query", "/context", "/fsck")
+# POST routes that remove memory (the forget verb).
+_FORGET_POSTS = ("/forget", "/lifecycle/expire")
 
 
 def parse_grant_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,7 +98,7 @@ def required_verb(method: str, path: str) -> str:
         return ADMIN
     if method in ("GET", "HEAD"):
         return READ
-    if method == "DELETE" or path.endswith("/forget"):
+    if method == "DELETE" or path.endswith(_FORGET_POSTS):
         return FORGET
     if method == "PUT" and path.endswith("/acl"):
         return ADMIN

@@ -126,6 +126,40 @@ class Calls:
         body = _body(query=query, limit=limit, minScore=min_score, dryRun=dry_run, purge=purge)
         return Call("POST", f"{self.prefix}/forget", model(wire.ForgetResponse), json=body)
 
+    # --- memory care --------------------------------------------------------------------
+
+    def consolidate(self, *, dry_run: bool | None, fact_limit: int | None, observation_limit: int | None,
+                    idempotency_key: str | None) -> Call[wire.ConsolidateResponse]:
+        body = _body(dryRun=dry_run, factLimit=fact_limit, observationLimit=observation_limit)
+        return Call("POST", f"{self.prefix}/consolidate", model(wire.ConsolidateResponse), json=body,
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+                    idempotent=True, keyed_write=True)
+
+    def reflect(self, query: str, *, persist: bool | None, idempotency_key: str | None) -> Call[wire.ReflectResponse]:
+        return Call("POST", f"{self.prefix}/reflect", model(wire.ReflectResponse),
+                    json=_body(query=query, persist=persist),
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+                    idempotent=True, keyed_write=True)
+
+    def elaborate(self, *, entity_ref: str | None, budget: int | None, dry_run: bool | None, sweep: bool | None,
+                  idempotency_key: str | None) -> Call[wire.ElaborateResponse]:
+        body = _body(entityRef=entity_ref, budget=budget, dryRun=dry_run, sweep=sweep)
+        return Call("POST", f"{self.prefix}/elaborate", model(wire.ElaborateResponse), json=body,
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+                    idempotent=True, keyed_write=True)
+
+    def decay(self) -> Call[wire.LifecycleResponse]:
+        return Call("POST", f"{self.prefix}/lifecycle/decay", model(wire.LifecycleResponse), json={}, idempotent=True)
+
+    def expire(self, *, dry_run: bool | None) -> Call[wire.LifecycleResponse]:
+        return Call("POST", f"{self.prefix}/lifecycle/expire", model(wire.LifecycleResponse),
+                    json=_body(dryRun=dry_run), idempotent=True)
+
+    def fsck(self, *, check: str | None, duplicate_threshold: float | None,
+             max_results: int | None) -> Call[wire.FsckReport]:
+        body = _body(check=check, duplicateThreshold=duplicate_threshold, maxResults=max_results)
+        return Call("POST", f"{self.prefix}/fsck", model(wire.FsckReport), json=body, idempotent=True)
+
     # --- recall -------------------------------------------------------------------------
 
     def query(self, query: str, *, k: int | None, mode: str | None, **filters: Any) -> Call[wire.QueryResponse]:

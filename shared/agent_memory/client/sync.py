@@ -134,6 +134,46 @@ class AgentMemory:
                dry_run: bool | None = None, purge: bool | None = None) -> wire.ForgetResponse:
         return self._send(self._calls.forget(query, limit=limit, min_score=min_score, dry_run=dry_run, purge=purge))
 
+    # --- memory care (docs/memory-care.md) -----------------------------------------------
+
+    @operation("consolidate")
+    def consolidate(self, *, dry_run: bool | None = None, fact_limit: int | None = None,
+                    observation_limit: int | None = None, idempotency_key: str | None = None
+                    ) -> wire.ConsolidateResponse:
+        """Repeated facts become observations (``result.outcomes``); ``dry_run`` writes nothing."""
+        return self._send(self._calls.consolidate(dry_run=dry_run, fact_limit=fact_limit,
+                                                   observation_limit=observation_limit,
+                                                   idempotency_key=idempotency_key))
+
+    @operation("reflect")
+    def reflect(self, query: str, *, persist: bool | None = None,
+                idempotency_key: str | None = None) -> wire.ReflectResponse:
+        """What memory holds on ``query`` (``result.reflection``, ``result.evidence``)."""
+        return self._send(self._calls.reflect(query, persist=persist, idempotency_key=idempotency_key))
+
+    @operation("elaborate")
+    def elaborate(self, *, entity_ref: str | None = None, budget: int | None = None, dry_run: bool | None = None,
+                  sweep: bool | None = None, idempotency_key: str | None = None) -> wire.ElaborateResponse:
+        """Relations memory implies but does not state (``result.outcomes``)."""
+        return self._send(self._calls.elaborate(entity_ref=entity_ref, budget=budget, dry_run=dry_run, sweep=sweep,
+                                                 idempotency_key=idempotency_key))
+
+    @operation("lifecycleDecay")
+    def decay(self) -> wire.LifecycleResponse:
+        return self._send(self._calls.decay())
+
+    @operation("lifecycleExpire")
+    def expire(self, *, dry_run: bool | None = None) -> wire.LifecycleResponse:
+        """Remove rows past their explicit end or the configured retention (``dry_run``: list them)."""
+        return self._send(self._calls.expire(dry_run=dry_run))
+
+    @operation("fsck")
+    def fsck(self, *, check: str | None = None, duplicate_threshold: float | None = None,
+             max_results: int | None = None) -> wire.FsckReport:
+        """Contradictions, duplicates and injection-like text in memory (read-only)."""
+        return self._send(self._calls.fsck(check=check, duplicate_threshold=duplicate_threshold,
+                                            max_results=max_results))
+
     # --- reads --------------------------------------------------------------------------
 
     @operation("query")

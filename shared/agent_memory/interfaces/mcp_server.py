@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_memory.client import AgentMemoryError, ApiError, AsyncAgentMemory
 from agent_memory.kernel.errors import InvalidRequest
+from agent_memory.models.care import ConsolidateRequest, FsckRequest, ReflectRequest
 from agent_memory.models.reads import ForgetRequest
 from agent_memory.models.requests import ChatRequest, WriteFactsRequest, rfc3339
 from agent_memory.models.retrieval import ContextRequest, QueryRequest
@@ -190,6 +191,18 @@ async def _forget(m: AsyncAgentMemory, a: ForgetRequest) -> Any:
     return await m.forget(a.query, limit=a.limit, min_score=a.min_score, dry_run=a.dry_run, purge=a.purge)
 
 
+async def _reflect(m: AsyncAgentMemory, a: ReflectRequest) -> Any:
+    return await m.reflect(a.query, persist=a.persist)
+
+
+async def _consolidate(m: AsyncAgentMemory, a: ConsolidateRequest) -> Any:
+    return await m.consolidate(dry_run=a.dry_run, fact_limit=a.fact_limit, observation_limit=a.observation_limit)
+
+
+async def _fsck(m: AsyncAgentMemory, a: FsckRequest) -> Any:
+    return await m.fsck(check=a.check, duplicate_threshold=a.duplicate_threshold, max_results=a.max_results)
+
+
 async def _thread_append(m: AsyncAgentMemory, a: ThreadAppendInput) -> Any:
     a.check()
     return await m.append_thread(a.thread_id, a.text, entity_id=a.entity_id, metadata=a.metadata,
@@ -220,6 +233,12 @@ TOOLS: tuple[ToolSpec, ...] = (
              HistoryInput, _history),
     ToolSpec("forget", "Delete the memory matching a query (dry_run: only list what would go).",
              ForgetRequest, _forget),
+    ToolSpec("reflect", "What memory holds on a topic, synthesised, with the ids of its evidence (persist: "
+             "store its conclusions as facts).", ReflectRequest, _reflect),
+    ToolSpec("consolidate", "Turn facts stated again and again into observations with a proof count "
+             "(dry_run: only report).", ConsolidateRequest, _consolidate),
+    ToolSpec("fsck", "Check memory for contradictions, near-duplicates and text that tries to steer a model "
+             "(read-only).", FsckRequest, _fsck),
     ToolSpec("thread_append", "Append a turn to a thread (shared, ordered agent conversation log).",
              ThreadAppendInput, _thread_append),
     ToolSpec("thread_context", "A thread's latest turns and older turns matching a query, as one list.",

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic.alias_generators import to_camel, to_snake
 
-SourceKind = Literal["turn", "upsert", "document"]
+SourceKind = Literal["turn", "upsert", "document", "observation", "reflection", "elaboration"]
 
 AUTHORITATIVE_SOURCES = frozenset({"upsert", "document"})
 

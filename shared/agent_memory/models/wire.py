@@ -90,7 +90,7 @@ class TurnPage(WireModel):
 
 
 class FactSource(WireModel):
-    kind: Literal["turn", "upsert", "document"]
+    kind: Literal["turn", "upsert", "document", "observation", "reflection", "elaboration"]
     ref: str | None = None
     session_id: str | None = None
 
@@ -486,3 +486,77 @@ class AuditRecord(WireModel):
 class AuditPage(WireModel):
     rows: list[AuditRecord]
     page: PageInfo
+
+
+# --- memory care ----------------------------------------------------------------------------
+
+class ConsolidateOutcome(WireModel):
+    kind: Literal["create", "update", "supersede"]
+    entity_name: str
+    entity_id: str
+    key: str
+    value: str
+    proof_count: int
+    observation_id: str | None = None
+    source_ids: list[str] = []
+    rationale: str
+
+
+class ConsolidateResponse(WireModel):
+    created: int
+    updated: int
+    superseded: int
+    outcomes: list[ConsolidateOutcome]
+    dry_run: bool
+    trace_id: str
+
+
+class ReflectResponse(WireModel):
+    reflection: str
+    evidence: list[str]
+    persisted_attributes: list[MemoryAttribute]
+    trace_id: str
+
+
+class ProposedRelation(WireModel):
+    subject: str
+    label: str
+    object: str
+    rationale: str
+    relation_id: str | None = None
+
+
+class ElaborateOutcome(WireModel):
+    entity_name: str
+    entity_type: str
+    relations_emitted: int
+    proposed_relations: list[ProposedRelation]
+    dry_run: bool
+    trace_id: str
+
+
+class ElaborateResponse(WireModel):
+    outcomes: list[ElaborateOutcome]
+    relations_emitted: int
+
+
+class LifecycleResponse(WireModel):
+    affected: int
+    ids: list[str] = []
+    dry_run: bool = False
+
+
+class FsckFinding(WireModel):
+    ids: list[str]
+    reason: str
+    entity: str | None = None
+    key: str | None = None
+    values: list[str] = []
+    score: float | None = None
+
+
+class FsckReport(WireModel):
+    total: int
+    contradictions: list[FsckFinding]
+    duplicates: list[FsckFinding]
+    injection: list[FsckFinding]

@@ -709,3 +709,6 @@ def extraction_handler(system: str, user: str) -> ExtractionOutput:
 def register_offline_extractor(model: Any) -> None:
     """Teach an ``OfflineLanguageModel`` to answer ``structured(schema=ExtractionOutput)``."""
     model.register_structured(ExtractionOutput, extraction_handler)
+    from agent_memory.adapters.offline.care import register_offline_care
+
+    register_offline_care(model)

@@ -193,8 +193,10 @@ class MemoryRepository:
         loaded = loaded if loaded is not None else self.load_entities(ctx, names)
         reads = reads if reads is not None else self.partition_reads()
         for eid, key in sorted(attribute_slots):
+            # Observations (POST /consolidate) sit beside the facts of their slot; they follow
+            # the facts and never take part in a write's supersession.
             loaded.attributes += [a for a in self.slot_rows(ctx, "attribute", eid, key, loaded, reads)
-                                  if not a.deleted]
+                                  if not a.deleted and a.source.kind != "observation"]
         for subject, label in sorted(relation_slots):
             loaded.relations += [r for r in self.slot_rows(ctx, "relation", subject, label, loaded, reads)
                                  if not r.deleted]
@@ -297,6 +299,10 @@ class MemoryRepository:
     def _entity_record(self, ctx: RequestContext, entity: Entity, version: int) -> Record:
         data = {**entity.to_dict(), "kind": "entity", "contextId": ctx.context_id, "partition": ctx.partition}
         return Record(pk=keys.entities_pk(ctx), sk=keys.entity_sk(entity.id), data=data, version=version)
+
+    def fact_record(self, ctx: RequestContext, fact: Fact, version: int, names: dict[str, str]) -> Record:
+        """The stored row of a fact (on gsi1 while it is current), as a write stores it."""
+        return self._fact_record(ctx, fact, version, names)
 
     def _fact_record(self, ctx: RequestContext, fact: Fact, version: int, names: dict[str, str]) -> Record:
         kind = fact_kind(fact)

@@ -335,6 +335,16 @@ class FactsService:
         self._publish_changes(ctx, results)
         return results
 
+    def write_derived_facts(self, ctx: RequestContext, extraction: ExtractionOutput, *, source_kind: str,
+                            ref: str, scopes: list[list[str]], labels: list[str]) -> list[ExtractionResult]:
+        """Commit facts memory care derived (``reflection`` conclusions, ``elaboration``
+        relations: ``Source(kind=source_kind, ref=<trace id>)``), reconciled like a turn's, so
+        they supersede and are superseded like any fact; no turn is stored."""
+        pending = PendingTurn("system", "", None, "full", extraction, source_kind=source_kind)
+        results = self._commit_plan(ctx, pending, ref, scopes, labels)
+        self._publish_changes(ctx, results)
+        return results
+
     def _commit_plan(self, ctx: RequestContext, pending: PendingTurn, ref: str, scopes: list[list[str]],
                      labels: list[str]) -> list[ExtractionResult]:
         for attempt in range(RECONCILE_ATTEMPTS):
