@@ -10,7 +10,7 @@ Upload (``ingest``), in this order, so that a failure at any step before the cla
 3. claim: the content-hash row and the document row (``status: "ingesting"``, ``chunksDone: 0``)
    in ONE transaction, both conditioned on absence. Of two concurrent uploads of the same
    content exactly one claim commits; the other answers with the winner's id;
-4. the chunks' sources as part rows (transactions of at most ``MAX_TRANSACT_OPS``), then one job on the
+4. the chunks' sources as part rows (transactions within DynamoDB's 100 items and 4 MB: ``kernel.stored_item.transaction_batches``), then one job on the
    ingestion queue; the caller gets 202 at once.
 
 The worker (``services/documents/ingestion.py``) makes the model calls, commits chunk by chunk (chunks
@@ -56,10 +56,10 @@ from agent_memory.kernel.errors import (
     ServiceBusy,
 )
 from agent_memory.kernel.ids import new_id
+from agent_memory.kernel.stored_item import transaction_batches
 from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
 from agent_memory.models.records import Chunk, Document, DocumentHash, Page
 from agent_memory.ports import (
-    MAX_TRANSACT_OPS,
     Condition,
     ConditionFailed,
     JobQueue,
@@ -75,7 +75,6 @@ from agent_memory.services.facts.repository import scope_sig
 log = logging.getLogger("agent_memory.documents")
 
 STALE_INGEST_S = 15 * 60
-WRITE_BATCH = MAX_TRANSACT_OPS
 CLAIM_ATTEMPTS = 3
 TITLE_FROM_TEXT_CHARS = 120
 
@@ -160,8 +159,8 @@ class DocumentService:
         # The chunks' sources are stored, then the job is queued; the worker does the model calls.
         try:
             parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
-            for i in range(0, len(parts), WRITE_BATCH):
-                self.store.transact(parts[i:i + WRITE_BATCH])
+            for batch in transaction_batches(parts):
+                self.store.transact(batch)
             self._queue().send(IngestionJob.for_document(ctx, doc.id))
         except BaseException:
             try:
@@ -241,8 +240,8 @@ class DocumentService:
         # Sources first (a redelivery before the claim replaces them), then the claim.
         remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
         parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
-        for i in range(0, len(parts), WRITE_BATCH):
-            self.store.transact(parts[i:i + WRITE_BATCH])
+        for batch in transaction_batches(parts):
+            self.store.transact(batch)
         claimed = replace(doc, title=upload.title or _default_title(text, fmt, upload.filename),
                           content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks),
                           chunks_done=0, status="ingesting", format=fmt, updated_at=timeutil.now_iso())
