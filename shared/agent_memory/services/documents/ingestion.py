@@ -19,8 +19,15 @@ SQS plus the ``ingestion`` function on AWS. ``process`` then:
   failed; committed chunks of a failed document stay searchable until it is deleted or the
   same content is uploaded again.
 
-A job that runs out of time (``should_stop``) raises ``IngestionInterrupted``: the queue
-delivers it again later and it continues where it stopped.
+A job that runs out of time (``should_stop``) stops starting model calls, commits the calls
+in flight and raises ``IngestionInterrupted`` (with the chunks done). ``deliver`` (the SQS
+worker's entry) turns that into a *continuation*: when the delivery committed chunks, the rest
+is handed on as a new message carrying the progress (``IngestionJob.continued``) and the
+delivery counts as a success, so running out of time never spends one of the queue's receives
+and a long document never reaches the dead-letter queue while it advances. Only a delivery
+that failed (an error, or out of time without committing a chunk) is reported failed: SQS
+delivers it again, and after ``maxReceiveCount`` such failures moves it to the dead-letter
+queue.
 """
 
 from __future__ import annotations
@@ -49,7 +56,13 @@ PAGE = 100
 
 
 class IngestionInterrupted(Exception):
-    """The job stopped before finishing (out of time); deliver it again to continue."""
+    """The job stopped before finishing (out of time); deliver it again to continue.
+    ``done``: the document's chunks committed when it stopped (``None``: unknown)."""
+
+    def __init__(self, message: str, *, done: int | None = None, total: int | None = None):
+        super().__init__(message)
+        self.done = done
+        self.total = total
 
 
 @dataclass(frozen=True)
@@ -62,10 +75,18 @@ class IngestionJob:
     document_id: str
     groups: tuple[str, ...] = ()
     admin: bool = False
+    # A continuation (``continued``): how many messages handed this document on before this
+    # one, and the chunks done when this one was sent (what the next delivery must pass).
+    continuation: int = 0
+    progress: int = 0
 
     @classmethod
     def for_document(cls, ctx: RequestContext, document_id: str) -> IngestionJob:
         return cls(ctx.context_id, ctx.partition, ctx.principal, document_id, tuple(ctx.groups), ctx.admin)
+
+    def continued(self, done: int) -> IngestionJob:
+        """The message that hands the rest of this job on, with ``done`` chunks committed."""
+        return replace(self, continuation=self.continuation + 1, progress=done)
 
     def to_message(self) -> dict[str, Any]:
         return {**asdict(self), "groups": list(self.groups)}
@@ -73,7 +94,8 @@ class IngestionJob:
     @classmethod
     def from_message(cls, data: dict[str, Any]) -> IngestionJob:
         return cls(str(data["context_id"]), str(data["partition"]), str(data["principal"]),
-                   str(data["document_id"]), tuple(data.get("groups") or ()), bool(data.get("admin")))
+                   str(data["document_id"]), tuple(data.get("groups") or ()), bool(data.get("admin")),
+                   int(data.get("continuation") or 0), int(data.get("progress") or 0))
 
     def request_context(self) -> RequestContext:
         return RequestContext(context_id=self.context_id, principal=self.principal, partition=self.partition,
@@ -149,10 +171,26 @@ class DocumentIngestion:
                         return "gone"
             if queue:
                 raise IngestionInterrupted(f"document {job.document_id}: out of time, "
-                                           f"{state.done}/{len(parts)} chunks done")
+                                           f"{state.done}/{len(parts)} chunks done",
+                                           done=state.done, total=len(parts))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return self._finish(ctx, state, len(parts))
+
+    def deliver(self, job: IngestionJob, *, should_stop: Callable[[], bool],
+                hand_on: Callable[[IngestionJob], None]) -> str:
+        """One queue delivery of ``job``: its final status, or ``"continued"`` when it ran out
+        of time after committing chunks and handed the rest on (``hand_on``: the queue's send;
+        the delivery then succeeds). Out of time without progress re-raises
+        ``IngestionInterrupted``: a failed delivery, as an error is."""
+        try:
+            return self.process(job, should_stop=should_stop)
+        except IngestionInterrupted as stopped:
+            if stopped.done is None or stopped.done <= job.progress:
+                raise
+            hand_on(job.continued(stopped.done))
+            log.info("document %s: %s; continued as message %d", job.document_id, stopped, job.continuation + 1)
+            return "continued"
 
     # --- steps ----------------------------------------------------------------------
 
