@@ -180,9 +180,19 @@ def chunk_sk(ordinal: int) -> str:
     return f"{ordinal:06d}"
 
 
-def document_parts_pk(ctx: RequestContext, document_id: str) -> str:
-    """The stored source of a document's chunks, awaiting extraction (one row per chunk)."""
-    return f"{base(ctx)}#doc-parts#{document_id}"
+# A 5 MiB document's sources are stored by one request: spread over 16 partitions, each takes
+# at most ~640 WCU of them (twice 5 MiB / 16, in transactions), under DynamoDB's 1,000 a second.
+DOCUMENT_PART_SHARDS = 16
+
+
+def document_parts_pk(ctx: RequestContext, document_id: str, ordinal: int = 0) -> str:
+    """The stored source of a document's chunks, awaiting extraction (one row per chunk), in
+    the shard of chunk ``ordinal`` (``document_parts_pks``: every shard)."""
+    return f"{base(ctx)}#doc-parts#{document_id}#{ordinal % DOCUMENT_PART_SHARDS:x}"
+
+
+def document_parts_pks(ctx: RequestContext, document_id: str) -> list[str]:
+    return [document_parts_pk(ctx, document_id, shard) for shard in range(DOCUMENT_PART_SHARDS)]
 
 
 def document_hashes_pk(ctx: RequestContext) -> str:

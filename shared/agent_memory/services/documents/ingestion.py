@@ -1,7 +1,7 @@
 """The document ingestion worker: turns a claimed document's stored parts into chunks and facts.
 
 ``POST /documents`` (``services/documents/service.py``) claims the document (``status: "ingesting"``),
-stores its chunk sources as part rows (``keys.document_parts_pk``) and sends an
+stores its chunk sources as part rows (``keys.document_parts_pk``, 16 shards) and sends an
 ``IngestionJob`` to the ingestion queue: in-process locally (``adapters/ingestion_queues``),
 SQS plus the ``ingestion`` function on AWS. ``process`` then:
 
@@ -254,7 +254,9 @@ class DocumentIngestion:
             raise IngestionInterrupted("the document row kept changing under the worker")
 
     def _parts(self, ctx: RequestContext, doc_id: str) -> list[Record]:
-        return self._all(keys.document_parts_pk(ctx, doc_id))
+        """Every shard's part rows, in chunk order (their sort keys are the zero-padded ordinals)."""
+        parts = [r for pk in keys.document_parts_pks(ctx, doc_id) for r in self._all(pk)]
+        return sorted(parts, key=lambda r: r.sk)
 
     def _all(self, pk: str) -> list[Record]:
         out: list[Record] = []
@@ -267,12 +269,12 @@ class DocumentIngestion:
             after = page.last_key
 
     def _remove_parts(self, ctx: RequestContext, doc_id: str) -> None:
-        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+        remove_parts(self.store, ctx, doc_id)
 
     def _remove_written(self, ctx: RequestContext, doc_id: str) -> None:
         """A deleted document: nothing of it may stay (its chunks, parts)."""
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
-        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+        remove_parts(self.store, ctx, doc_id)
 
 
 def remove_all(store: Any, pk: str) -> None:
@@ -283,9 +285,15 @@ def remove_all(store: Any, pk: str) -> None:
         store.transact([Delete(r.pk, r.sk) for r in page.records])
 
 
+def remove_parts(store: Any, ctx: RequestContext, doc_id: str) -> None:
+    """Remove a document's part rows, every shard."""
+    for pk in keys.document_parts_pks(ctx, doc_id):
+        remove_all(store, pk)
+
+
 def part_rows(ctx: RequestContext, doc_id: str, chunks: list[Any], new_chunk_id: Callable[[], str]) -> list[Put]:
     """The stored source of each chunk (its text and place), written at upload."""
-    return [Put(Record(keys.document_parts_pk(ctx, doc_id), keys.chunk_sk(c.ordinal),
+    return [Put(Record(keys.document_parts_pk(ctx, doc_id, c.ordinal), keys.chunk_sk(c.ordinal),
                        DocumentPart(chunk_id=new_chunk_id(), document_id=doc_id, text=c.text, ordinal=c.ordinal,
                                     offset=c.offset, position_percent=c.position_percent,
                                     heading_path=list(c.heading_path)).to_item()), Condition.absent())

@@ -69,7 +69,13 @@ from agent_memory.ports import (
     UploadStore,
 )
 from agent_memory.services.documents import chunking
-from agent_memory.services.documents.ingestion import IngestionJob, part_rows, problem_of, remove_all
+from agent_memory.services.documents.ingestion import (
+    IngestionJob,
+    part_rows,
+    problem_of,
+    remove_all,
+    remove_parts,
+)
 from agent_memory.services.facts.repository import scope_sig
 
 log = logging.getLogger("agent_memory.documents")
@@ -238,7 +244,7 @@ class DocumentService:
         hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
         chunks = chunking.chunk(text, fmt)
         # Sources first (a redelivery before the claim replaces them), then the claim.
-        remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+        remove_parts(self.store, ctx, doc.id)
         parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
         for batch in transaction_batches(parts):
             self.store.transact(batch)
@@ -248,7 +254,7 @@ class DocumentService:
         for _ in range(CLAIM_ATTEMPTS):
             existing = self._live_document(ctx, hash_key)
             if existing is not None and existing.id != doc.id:
-                remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+                remove_parts(self.store, ctx, doc.id)
                 return self._fail_upload(record, Conflict(
                     f"the same content is already stored as document {existing.id}",
                     code="duplicate_document", documentId=existing.id))
@@ -262,7 +268,7 @@ class DocumentService:
             except ConditionFailed:
                 current = self.store.get(record.pk, record.sk)
                 if current is None or document_of(current).deleted:
-                    remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+                    remove_parts(self.store, ctx, doc.id)
                     return "gone"
                 if current.version != record.version:
                     return document_of(current).status  # another delivery claimed it
@@ -306,7 +312,7 @@ class DocumentService:
     def _discard(self, ctx: RequestContext, doc_id: str, hash_key: tuple[str, str] | None) -> None:
         """Remove a document's chunks and stored parts, then its row and (if it still names it)
         its hash row."""
-        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+        remove_parts(self.store, ctx, doc_id)
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
         if hash_key is not None:
             claim = self.store.get(*hash_key)
