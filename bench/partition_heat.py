@@ -154,7 +154,7 @@ def collection(key: str) -> str:
     key = re.sub(r"(doc|sess|chunk|turn|attr|rel|act|instr|unc|ent)_[0-9A-Za-z]{10,}", r"<\1 id>", key)
     key = re.sub(r"entity:[^#]+", "<entity>", key)
     key = re.sub(r"#recent-units#\d+#\d+$", "#recent-units#<bucket>#<shard>", key)
-    key = re.sub(r"#(doc-parts#<doc id>|idem)#[0-9a-f]$", r"#\1#<shard>", key)
+    key = re.sub(r"#(doc-parts#<doc id>|idem)#[0-9a-f]+$", r"#\1#<shard>", key)
     return key
 
 

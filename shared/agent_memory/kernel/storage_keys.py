@@ -180,9 +180,10 @@ def chunk_sk(ordinal: int) -> str:
     return f"{ordinal:06d}"
 
 
-# A 5 MiB document's sources are stored by one request: spread over 16 partitions, each takes
-# at most ~640 WCU of them (twice 5 MiB / 16, in transactions), under DynamoDB's 1,000 a second.
-DOCUMENT_PART_SHARDS = 16
+# A 5 MiB document's sources are stored by one request, about 22,000 WCU of part rows in
+# transactions (bench/partition_heat.py): over 32 partitions each takes about 700 of them, under
+# DynamoDB's 1,000 a second even were the whole upload written within one second.
+DOCUMENT_PART_SHARDS = 32
 
 
 def document_parts_pk(ctx: RequestContext, document_id: str, ordinal: int = 0) -> str:
