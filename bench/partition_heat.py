@@ -331,6 +331,13 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 meter._inner = rt.base_store.client
             rt.base_store._client = meter
+            # The recent units' time buckets follow the simulated clock, as they would follow
+            # real time in a deployed run (a bench run takes minutes of real time).
+            index = rt.search
+            while getattr(index, "recent", None) is None:
+                index = index.inner
+            epoch = 1_800_000_000.0
+            index.recent._clock = lambda: epoch + clock.now
             return rt
 
         rt = None
