@@ -23,7 +23,7 @@ search reads an expired row:
   (5-minute) period the unit was noted in (epoch seconds // ``BUCKET_S``), ``shard`` a hash of
   the unit id over ``SHARDS`` (4). A row is 1-8 KB (its text and a float32 vector): a context
   writing 100 turns a second notes about 1,750 WCU a second of them (``bench/partition_heat.py``),
-  about 440 a shard; a context's ceiling is about 4,000 WCU/s (4 x DynamoDB's 1,000 a partition),
+  440-590 a shard (hash imbalance); a context's ceiling is about 4,000 WCU/s (4 x DynamoDB's 1,000 a partition),
   some 230 writes a second.
 - ``sk = <noted at, epoch ms, 13 digits>#<unit id>``: a search range-reads, newest first, only
   the rows noted inside the window, in the buckets the window touches (one, or two in the
