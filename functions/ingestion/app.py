@@ -1,9 +1,11 @@
 """Ingestion worker: SQS consumer (no route) of document ingestion jobs
 (``services.ingestion``). Each message is one document; its chunks are extracted with
-bounded parallelism and committed one by one, so a message delivered again continues where
-the last delivery stopped. A message whose job did not finish (out of time, or an error) is
-reported alone (partial batch response): SQS delivers it again after the visibility timeout,
-and after ``maxReceiveCount`` moves it to the dead-letter queue in template.yaml."""
+bounded parallelism and committed one by one. A job that runs out of time after committing
+chunks hands the rest on as a new message (a continuation carrying its progress) and counts
+as done, so running out of time spends none of the queue's receives. A message whose delivery
+failed (an error, or out of time without progress) is reported alone (partial batch
+response): SQS delivers it again after the visibility timeout, and after ``maxReceiveCount``
+failed receives moves it to the dead-letter queue in template.yaml."""
 
 import json
 import logging
@@ -29,8 +31,12 @@ def lambda_handler(event, lambda_context):
         message_id = message.get("messageId")
         try:
             job = IngestionJob.from_message(json.loads(message["body"]))
-            status = get_runtime().ingestion.process(job, should_stop=out_of_time)
-            count("DocumentsIngested" if status == "ready" else "DocumentsNotIngested")
+            runtime = get_runtime()
+            status = runtime.ingestion.deliver(job, should_stop=out_of_time, hand_on=runtime.ingestion_queue.send)
+            if status == "continued":
+                count("DocumentsContinued")
+            else:
+                count("DocumentsIngested" if status == "ready" else "DocumentsNotIngested")
         except Exception:
             log.exception("ingestion message %s did not finish", message_id)
             failed.append(message_id)

@@ -68,6 +68,9 @@ class Limits:
     cache_similarity: float = 0.95
     extraction_confidence_floor: float = 0.5
     idempotency_ttl_s: int = 24 * 3600
+    # What an in-progress idempotency claim's lease adds to the time its request can live
+    # (services/facts/idempotency.py): a killed function frees its key this long after it died.
+    idempotency_lease_margin_s: float = 5.0
     audit_ttl_s: int = 90 * 24 * 3600  # audit records (admin bypasses, delegated calls) expire after this
     # Concurrent extraction model calls per document being ingested (services/documents/ingestion.py).
     document_concurrency: int = 8

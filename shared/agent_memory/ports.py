@@ -116,6 +116,11 @@ class ConditionFailed(Exception):
 # Most operations one ``RecordStore.transact`` call may hold (DynamoDB's TransactWriteItems
 # limit; the SQLite store enforces the same, so code sized for one fits the other).
 MAX_TRANSACT_OPS = 100
+# Most bytes one ``transact`` call may write: DynamoDB's 4 MB, over the sizes of the items it
+# puts and the keys it deletes or checks, counted as DynamoDB counts an item
+# (``kernel.stored_item``; the SQLite store enforces the same). ``kernel.stored_item.
+# transaction_batches`` cuts independent writes into transactions within both limits.
+MAX_TRANSACT_BYTES = 4 * 1024 * 1024
 
 
 @runtime_checkable
@@ -134,8 +139,8 @@ class RecordStore(Protocol):
       A short page then carries ``last_key`` (resume there); ``last_key`` is still ``None``
       only when nothing can follow. It may admit a few records it cannot decide exactly
       (multi-path clauses on DynamoDB): callers keep their exact check.
-    - ``transact`` applies every operation or none (at most ``MAX_TRANSACT_OPS`` operations, distinct keys),
-      raising ``ConditionFailed`` when any condition fails.
+    - ``transact`` applies every operation or none (at most ``MAX_TRANSACT_OPS`` operations and
+      ``MAX_TRANSACT_BYTES``, distinct keys), raising ``ConditionFailed`` when any condition fails.
     - ``put`` without a condition overwrites.
     """
 

@@ -255,7 +255,10 @@ class Runtime:
     def idempotency(self) -> IdempotencyService:
         from agent_memory.services.facts.idempotency import IdempotencyService
 
-        return IdempotencyService(self.store, self.settings.limits.idempotency_ttl_s)
+        limits = self.settings.limits
+        return IdempotencyService(self.store, limits.idempotency_ttl_s,
+                                  lease_s=limits.request_deadline_s + limits.deadline_margin_s
+                                  + limits.idempotency_lease_margin_s)
 
     @cached_property
     def audit(self):

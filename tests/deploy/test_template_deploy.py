@@ -93,7 +93,9 @@ def test_document_ingestion_is_a_bounded_sqs_worker_with_partial_failures_and_a_
     assert source["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert source["ScalingConfig"]["MaximumConcurrency"] >= 2 and source["BatchSize"] == 1
     queue = RESOURCES["IngestionQueue"]["Properties"]
-    assert queue["VisibilityTimeout"] > worker["Timeout"] and queue["SqsManagedSseEnabled"] is True
+    # AWS: a Lambda event source's visibility timeout is at least six times the function's timeout.
+    assert queue["VisibilityTimeout"] >= 6 * worker["Timeout"] and queue["SqsManagedSseEnabled"] is True
+    assert queue["RedrivePolicy"]["maxReceiveCount"] >= 3
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["IngestionDeadLetterQueue", "Arn"]}
     documents = RESOURCES["DocumentsFunction"]["Properties"]
     assert documents["Environment"]["Variables"]["AGENT_MEMORY_INGESTION_QUEUE_URL"] == {"Ref": "IngestionQueue"}

@@ -109,7 +109,7 @@ def test_upload_answers_202_at_once_and_extracts_in_parallel_up_to_the_setting(f
     assert fake_model.stats.by_path[CHAT] == 24  # one extraction call per chunk, over HTTP
     # The fake model saw several calls at once, never more than the setting (4 here).
     assert 2 <= fake_model.stats.max_in_flight[CHAT] <= 4
-    assert rows(fake_runtime, keys.document_parts_pk(RC, body["id"])) == []  # the sources are gone once ready
+    assert all(rows(fake_runtime, pk) == [] for pk in keys.document_parts_pks(RC, body["id"]))  # the sources are gone once ready
     assert len(rows(fake_runtime, keys.chunks_pk(RC, body["id"]))) == 24
     assert any(r.data.get("value") == "Company7" for r in rows(fake_runtime, keys.attrs_pk(RC, "entity:person/employee7")))
 
@@ -174,7 +174,7 @@ def test_deleting_while_ingesting_stops_the_work_and_leaves_nothing(fake_runtime
     fake_runtime.ingestion_queue.join(timeout=60)
     assert gate.calls < 30  # the worker stopped; it did not extract the rest
     for pk in (keys.documents_pk(RC), keys.document_hashes_pk(RC), keys.chunks_pk(RC, doc_id),
-               keys.document_parts_pk(RC, doc_id)):
+               *keys.document_parts_pks(RC, doc_id)):
         assert rows(fake_runtime, pk) == [], pk
     assert chunk_hits(fake_runtime, "Policies Employee works Company") == []
     again = api.post(DOCS, {"text": policies(30)})
@@ -189,7 +189,7 @@ def test_a_failing_model_ends_failed_with_a_problem_document(fake_runtime, fake_
     doc = api.get(f"{DOCS}/{doc_id}").json()
     assert doc["status"] == "failed" and doc["chunksDone"] == 0
     assert doc["error"]["status"] == 502 and doc["error"]["title"] and doc["error"]["detail"]
-    assert rows(fake_runtime, keys.document_parts_pk(RC, doc_id)) == []
+    assert all(rows(fake_runtime, pk) == [] for pk in keys.document_parts_pks(RC, doc_id))
     assert api.delete(f"{DOCS}/{doc_id}").status == 204
 
 

@@ -37,7 +37,7 @@ def snapshot() -> int:
     rt = get_runtime()
     pks = [keys.sessions_pk(STORE_CTX), keys.entities_pk(STORE_CTX), keys.attrs_pk(STORE_CTX, USER),
            keys.actions_pk(STORE_CTX), keys.instructions_pk(STORE_CTX), keys.uncertainties_pk(STORE_CTX),
-           keys.idempotency_pk(STORE_CTX)]
+           *keys.idempotency_pks(STORE_CTX)]
     return sum(len(rt.store.query(pk, limit=1000).records) for pk in pks)
 
 

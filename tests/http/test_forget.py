@@ -126,14 +126,19 @@ def test_purge_hard_deletes_the_fact_and_its_history(any_api, forgotten_events):
     assert get_runtime().sessions.get_turn(RCTX, second["turnId"]) is not None
 
 
+def idem_records(ctx):
+    store = get_runtime().store
+    return [r for pk in keys.idempotency_pks(ctx) for r in store.query(pk, limit=10).records]
+
+
 def test_forget_drops_stored_idempotency_replies(any_api):
     headers = {"Idempotency-Key": "k-1"}
     r = any_api.post(f"{CTX}/facts", {"text": "I like sushi."}, headers=headers)
     assert r.status == 200
-    idem = get_runtime().store.query(keys.idempotency_pk(RCTX), limit=10).records
+    idem = idem_records(RCTX)
     assert len(idem) == 1
     forget(any_api, query="sushi", limit=1, minScore=0.4)
-    assert get_runtime().store.query(keys.idempotency_pk(RCTX), limit=10).records == []
+    assert idem_records(RCTX) == []
 
 
 def test_forget_validates_its_body(any_api):
@@ -198,7 +203,7 @@ def test_deleting_a_session_removes_its_turns_from_retrieval_and_notifies(any_ap
     assert not search_ids("sushi Oslo jazz") & turn_ids
     assert other["turnId"] in search_ids("tea")
     assert forgotten_events and set().union(*(ids for _, ids in forgotten_events)) == turn_ids
-    assert get_runtime().store.query(keys.idempotency_pk(RCTX), limit=10).records == []
+    assert idem_records(RCTX) == []
     # Facts learned from the deleted turns stay (docs/decisions.md, "Sessions").
     assert {"sushi", "Oslo", "jazz", "tea"} <= state_values(any_api)
 

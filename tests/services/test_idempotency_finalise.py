@@ -38,7 +38,7 @@ def test_a_failed_finalisation_releases_the_key(store):
     service = IdempotencyService(FailingFinalPut(store), ttl_s=3600)
     with pytest.raises(RuntimeError):
         service.run(CTX, "op", "k1", {"a": 1}, lambda: ({"ok": True}, 201, []))
-    assert store.get(keys.idempotency_pk(CTX), f"op#{caller_tag(CTX)}#k1") is None
+    assert store.get(keys.idempotency_pk(CTX, f"op#{caller_tag(CTX)}#k1"), f"op#{caller_tag(CTX)}#k1") is None
     retried = IdempotencyService(store, ttl_s=3600).run(CTX, "op", "k1", {"a": 1}, lambda: ({"ok": 2}, 201, []))
     assert retried.body == {"ok": 2} and not retried.replayed
 
@@ -54,7 +54,7 @@ def test_a_reply_too_large_to_store_is_finished_without_its_body(store):
 
     first = service.run(CTX, "op", "k2", {"a": 1}, run)
     assert first.body == big
-    record = store.get(keys.idempotency_pk(CTX), f"op#{caller_tag(CTX)}#k2")
+    record = store.get(keys.idempotency_pk(CTX, f"op#{caller_tag(CTX)}#k2"), f"op#{caller_tag(CTX)}#k2")
     assert record.data["state"] == "done" and record.data["body_omitted"] and "body" not in record.data
     assert record.data["refs"] == ["turn_1"]
     with pytest.raises(Conflict) as err:

@@ -1,7 +1,8 @@
 """Input rules and encoding that both RecordStore adapters share.
 
 DynamoDB rejects some inputs outright (empty or oversized key strings, items over
-400 KB, two operations on one item in a transaction, more than 100 of them, a
+400 KB, two operations on one item in a transaction, more than 100 of them or more than
+4 MB (item sizes as ``kernel.stored_item`` counts them, as DynamoDB does), a
 ``BETWEEN`` whose bounds are reversed, a start key outside the query's range). SQLite
 would accept them, so code that works locally would fail on AWS. Both adapters
 therefore run these checks before touching storage and raise ``ValueError``; DynamoDB
@@ -14,14 +15,14 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from agent_memory.ports import MAX_TRANSACT_OPS, Check, Delete, Put, Record, WriteOp
+from agent_memory.kernel import stored_item
+from agent_memory.kernel.stored_item import MAX_ITEM_BYTES, encode_data
+from agent_memory.ports import MAX_TRANSACT_BYTES, MAX_TRANSACT_OPS, Check, Delete, Put, Record, WriteOp
 
-MAX_ITEM_BYTES = 400 * 1024
+__all__ = ["MAX_ITEM_BYTES", "encode_data"]
+
 _MAX_PARTITION_KEY_BYTES = 2048
 _MAX_SORT_KEY_BYTES = 1024
-# A DynamoDB number takes at most 21 bytes; counting every number at the maximum keeps
-# the size estimate on the safe side of DynamoDB's own.
-_NUMBER_BYTES = 21
 
 BASE_KEY = ("pk", "sk")
 GSI1_KEY = ("gsi1pk", "gsi1sk", "pk", "sk")
@@ -36,11 +37,6 @@ def key_attrs(index: Literal["gsi1"] | None) -> tuple[str, ...]:
     return GSI1_KEY if index == "gsi1" else BASE_KEY
 
 
-def encode_data(data: dict[str, Any]) -> str:
-    """Compact JSON, non-ASCII kept as is (smaller items); NaN/Infinity rejected as not JSON."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
 def decode_data(text: str) -> dict[str, Any]:
     return json.loads(text)
 
@@ -50,16 +46,19 @@ def check_key(pk: str, sk: str) -> None:
     _check_key_part("sk", sk, _MAX_SORT_KEY_BYTES)
 
 
-def check_record(record: Record, data_json: str) -> None:
-    """Reject records DynamoDB would reject, using the same limits for both stores."""
+def check_record(record: Record, data_json: str) -> dict[str, stored_item.Value]:
+    """Reject records DynamoDB would reject, using the same limits for both stores; returns
+    the item's attributes (``kernel.stored_item.stored_attributes``)."""
     check_key(record.pk, record.sk)
     if record.gsi1pk is not None:
         _check_key_part("gsi1pk", record.gsi1pk, _MAX_PARTITION_KEY_BYTES)
     if record.gsi1sk is not None:
         _check_key_part("gsi1sk", record.gsi1sk, _MAX_SORT_KEY_BYTES)
-    size = _item_bytes(record, data_json)
+    attrs = stored_item.stored_attributes(record, data_json)
+    size = stored_item.attributes_bytes(attrs)
     if size > MAX_ITEM_BYTES:
-        raise ValueError(f"record {record.pk}/{record.sk} is about {size} bytes; the limit is {MAX_ITEM_BYTES}")
+        raise ValueError(f"record {record.pk}/{record.sk} is {size} bytes; the limit is {MAX_ITEM_BYTES}")
+    return attrs
 
 
 def op_key(op: WriteOp) -> tuple[str, str]:
@@ -68,6 +67,15 @@ def op_key(op: WriteOp) -> tuple[str, str]:
     if isinstance(op, Delete | Check):
         return op.pk, op.sk
     raise TypeError(f"not a write operation: {op!r}")
+
+
+def check_transaction_bytes(sizes: Sequence[int]) -> None:
+    """A transaction writes at most ``MAX_TRANSACT_BYTES`` (``sizes``: each operation's, as
+    ``kernel.stored_item.op_bytes`` counts them)."""
+    total = sum(sizes)
+    if total > MAX_TRANSACT_BYTES:
+        raise ValueError(f"a transaction holds at most {MAX_TRANSACT_BYTES} bytes, got {total}; "
+                         "split it (kernel.stored_item.transaction_batches)")
 
 
 def check_ops(ops: Sequence[WriteOp]) -> None:
@@ -128,12 +136,3 @@ def _check_key_part(name: str, value: str, max_bytes: int) -> None:
         raise ValueError(f"{name} must be a non-empty string")
     if len(value.encode("utf-8")) > max_bytes:
         raise ValueError(f"{name} is longer than {max_bytes} bytes")
-
-
-def _item_bytes(record: Record, data_json: str) -> int:
-    """DynamoDB's item size: attribute names plus values (UTF-8 bytes; numbers at most 21)."""
-    strings = {"pk": record.pk, "sk": record.sk, "data": data_json,
-               "gsi1pk": record.gsi1pk, "gsi1sk": record.gsi1sk}
-    numbers = {"version": record.version, "expires_at": record.expires_at}
-    size = sum(len(name) + len(value.encode("utf-8")) for name, value in strings.items() if value is not None)
-    return size + sum(len(name) + _NUMBER_BYTES for name, value in numbers.items() if value is not None)

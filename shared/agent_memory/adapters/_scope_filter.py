@@ -34,38 +34,21 @@ from functools import lru_cache
 from typing import Any
 
 from agent_memory.access import scopes as scope_lib
+from agent_memory.kernel import stored_item
 
 Item = dict[str, dict[str, Any]]
 
 
-def _clauses(data: dict[str, Any]) -> list[list[str]]:
-    raw = data.get("scopes")
-    if not isinstance(raw, list):
-        return []
-    out: list[list[str]] = []
-    for clause in raw:
-        if isinstance(clause, str):
-            out.append([clause])
-        elif isinstance(clause, list) and all(isinstance(p, str) for p in clause):
-            out.append(list(clause))
-    return [c for c in out if c]
-
-
 def dynamo_attributes(data: dict[str, Any]) -> Item:
-    """The top-level filter attributes of an item whose data is ``data``."""
-    clauses = _clauses(data)
-    if not clauses:
-        return {}
-    item: Item = {"ss": {"BOOL": True}}
-    singles = [c[0] for c in clauses if len(set(c)) == 1]
-    if len(singles) < len(clauses):
-        item["sm"] = {"BOOL": True}
-    ancestors = sorted({a for p in singles for a in scope_lib.ancestors(p)})
-    tokens = sorted({t for p in singles for i, seg in enumerate(p.split("/")) for t in (f"{i}:{seg}", f"{i}:*")})
-    if ancestors:
-        item["sa"] = {"SS": ancestors}
-        item["st"] = {"SS": tokens}
-    return item
+    """The top-level filter attributes of an item whose data is ``data``, as attribute values
+    (computed by ``kernel.stored_item.scope_attributes``, which sizes them too)."""
+    return {name: _attribute_value(value) for name, value in stored_item.scope_attributes(data).items()}
+
+
+def _attribute_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    return {"SS": list(value)}
 
 
 def dynamo_filter(region: Sequence[str]) -> tuple[str, dict[str, str], dict[str, dict[str, Any]]]:

@@ -75,6 +75,7 @@ from typing import Any, Literal
 
 from agent_memory.adapters import _record_rules as rules
 from agent_memory.adapters import _scope_filter
+from agent_memory.kernel import stored_item
 from agent_memory.ports import (
     MAX_TRANSACT_OPS,
     Condition,
@@ -309,8 +310,9 @@ class DynamoDBRecordStore:
         rules.check_ops(ops)
         if not ops:
             return
-        items = [self._transact_item(op) for op in ops]
-        self._write(self.client.transact_write_items, TransactItems=items)
+        sized = [self._transact_item(op) for op in ops]
+        rules.check_transaction_bytes([size for _, size in sized])
+        self._write(self.client.transact_write_items, TransactItems=[item for item, _ in sized])
 
     # -- projection outbox (local runs; see the module docstring) --------------
 
@@ -342,13 +344,15 @@ class DynamoDBRecordStore:
         for row_id in ids:
             self.delete(OUTBOX_PK, row_id)
 
-    def _transact_item(self, op: WriteOp) -> dict[str, Any]:
+    def _transact_item(self, op: WriteOp) -> tuple[dict[str, Any], int]:
+        """One TransactItems entry and what it adds to the transaction's 4 MB."""
         if isinstance(op, Put):
-            body = {"Item": _to_item(op.record), **_condition_args(op.condition)}
-            return {"Put": {"TableName": self.table_name, **body}}
+            item, size = _sized_item(op.record)
+            body = {"Item": item, **_condition_args(op.condition)}
+            return {"Put": {"TableName": self.table_name, **body}}, size
         kind = "Delete" if isinstance(op, Delete) else "ConditionCheck"
         body = {"Key": _key(op.pk, op.sk), **_condition_args(op.condition)}
-        return {kind: {"TableName": self.table_name, **body}}
+        return {kind: {"TableName": self.table_name, **body}}, stored_item.key_bytes(op.pk, op.sk)
 
     def _write(self, call: Callable[..., Any], **kwargs: Any) -> None:
         """Run a write, mapping failed conditions to ``ConditionFailed``.
@@ -399,26 +403,26 @@ def _key(pk: str, sk: str) -> Item:
 
 
 def _to_item(record: Record) -> Item:
+    return _sized_item(record)[0]
+
+
+def _sized_item(record: Record) -> tuple[Item, int]:
+    """The item for ``record`` (``kernel.stored_item.stored_attributes`` as attribute values:
+    its ``kind`` copy feeds the projector's stream FilterCriteria in template.yaml, its scope
+    copies the read-region FilterExpression) and its size as DynamoDB counts it."""
     data = rules.encode_data(record.data)
-    rules.check_record(record, data)
-    item: Item = {
-        **_key(record.pk, record.sk),
-        "version": {"N": str(record.version)},
-        "data": {"S": data},
-    }
-    if isinstance(record.data.get("kind"), str):
-        # Top-level copy of the record kind, for the projector's stream FilterCriteria only
-        # (template.yaml): records that never project do not invoke it.
-        item["kind"] = {"S": record.data["kind"]}
-    # Top-level copies of the record's scopes for the read-region FilterExpression.
-    item.update(_scope_filter.dynamo_attributes(record.data))
-    if record.gsi1pk is not None:
-        item["gsi1pk"] = {"S": record.gsi1pk}
-    if record.gsi1sk is not None:
-        item["gsi1sk"] = {"S": record.gsi1sk}
-    if record.expires_at is not None:
-        item["expires_at"] = {"N": str(record.expires_at)}
-    return item
+    attrs = rules.check_record(record, data)
+    return {name: _attribute_value(value) for name, value in attrs.items()}, stored_item.attributes_bytes(attrs)
+
+
+def _attribute_value(value: stored_item.Value) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int):
+        return {"N": str(value)}
+    if isinstance(value, str):
+        return {"S": value}
+    return {"SS": list(value)}
 
 
 def record_from_image(item: Item) -> Record:

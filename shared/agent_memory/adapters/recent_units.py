@@ -8,21 +8,41 @@ before (a turn, then "forget that") would be invisible to it and stay, and surfa
 refresh.
 
 So every index write also notes its units, with their vectors, as short-lived rows of the
-record store (``c#<ctx>#<part>#recent-units``, one per unit, expiring after ``window_s``;
-written straight to the base store, never projected). The OpenSearch adapter adds the noted
-units to the vector leg of a search, filtered by the same rules as the index (the embedded
-backend's filter, on an in-memory index of just those units), before the live-revision check;
-so a forget right after a write finds the unit, and a noted unit that has since been
-superseded, narrowed or deleted is dropped like any stale copy. ``window_s`` must exceed the
-index's refresh interval (Serverless documents "within seconds"; a minute is the default).
-Cost: one extra put per indexed unit, and one query of the context's recent rows per search
-(at most ``MAX_CANDIDATES``).
+record store (expiring after ``window_s``; written straight to the base store, never
+projected). The OpenSearch adapter adds the noted units to the vector leg of a search, filtered
+by the same rules as the index (the embedded backend's filter, on an in-memory index of just
+those units), before the live-revision check; so a forget right after a write finds the unit,
+and a noted unit that has since been superseded, narrowed or deleted is dropped like any stale
+copy. ``window_s`` must exceed the index's refresh interval (Serverless documents "within
+seconds"; a minute is the default).
+
+Keys: time buckets and shards, so no partition takes a context's whole write rate and no
+search reads an expired row:
+
+- ``pk = c#<ctx>#<part>#recent-units#<bucket>#<shard>``: ``bucket`` the ``BUCKET_S``-long
+  (5-minute) period the unit was noted in (epoch seconds // ``BUCKET_S``), ``shard`` a hash of
+  the unit id over ``SHARDS`` (4). A row is 1-8 KB (its text and a float32 vector): a context
+  writing 100 turns a second notes about 1,750 WCU a second of them (``bench/partition_heat.py``),
+  440-590 a shard (hash imbalance); a context's ceiling is about 4,000 WCU/s (4 x DynamoDB's 1,000 a partition),
+  some 230 writes a second.
+- ``sk = <noted at, epoch ms, 13 digits>#<unit id>``: a search range-reads, newest first, only
+  the rows noted inside the window, in the buckets the window touches (one, or two in the
+  window's first minute of a bucket), of every shard, at most ``ceil(MAX_CANDIDATES / SHARDS)``
+  rows a shard: at most ``MAX_CANDIDATES`` rows in all. Expired rows, which DynamoDB deletes up
+  to days late, lie outside the range and are never read, and no row is read twice. The reads
+  of one search run at once (``READ_CONCURRENCY``); a unit noted twice (rewritten) is kept
+  once, its newest copy.
+
+Cost: one extra put per indexed unit, and ``SHARDS`` range queries per vector search (twice as
+many in the window's first minute of each bucket), run in parallel.
 """
 
 from __future__ import annotations
 
 import base64
+import math
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,10 +57,25 @@ RECENT_WINDOW_S = 60
 MAX_CANDIDATES = 1000
 KIND = "recent-unit"
 PUT_CONCURRENCY = 8
+READ_CONCURRENCY = 8
+SHARDS = 4
+BUCKET_S = 300
 
 
-def recent_pk(context_id: str, partition: str) -> str:
+def recent_prefix(context_id: str, partition: str) -> str:
     return f"c#{context_id}#{partition}#recent-units"
+
+
+def recent_pk(context_id: str, partition: str, bucket: int, shard: int) -> str:
+    return f"{recent_prefix(context_id, partition)}#{bucket}#{shard}"
+
+
+def shard_of(unit_id: str) -> int:
+    return zlib.crc32(unit_id.encode("utf-8", "surrogatepass")) % SHARDS
+
+
+def _sk(noted_ms: int, unit_id: str) -> str:
+    return f"{noted_ms:013d}#{unit_id}"
 
 
 class RecentUnits:
@@ -50,12 +85,18 @@ class RecentUnits:
         self.window_s = window_s
         self._clock = clock
 
+    @staticmethod
+    def _bucket(at: float) -> int:
+        return int(at // BUCKET_S)
+
     def note(self, units: Sequence[SearchUnit], vectors: np.ndarray) -> None:
         """Keep ``units`` (disjoint, as one index write holds them) for ``window_s`` seconds."""
         from agent_memory.adapters.search_units import unit_to_dict  # lazy: numpy-heavy module
 
-        expires = int(self._clock() + self.window_s) + 1
-        rows = [Record(recent_pk(u.context_id, u.partition), u.id,
+        now = self._clock()
+        noted_ms, bucket = int(now * 1000), self._bucket(now)
+        expires = int(now + self.window_s) + 1
+        rows = [Record(recent_pk(u.context_id, u.partition, bucket, shard_of(u.id)), _sk(noted_ms, u.id),
                        {"kind": KIND, "unit": unit_to_dict(u),
                         "vector": base64.b64encode(np.asarray(v, dtype="<f4").tobytes()).decode()},
                        expires_at=expires)
@@ -70,20 +111,41 @@ class RecentUnits:
             list(pool.map(self.store.put, rows))
 
     def candidates(self, context_id: str, partition: str) -> list[tuple[SearchUnit, np.ndarray]]:
-        """The units noted in the last ``window_s`` seconds for one context and partition."""
+        """The units noted in the last ``window_s`` seconds for one context and partition,
+        newest first, at most ``MAX_CANDIDATES``."""
         from agent_memory.adapters.search_units import unit_from_dict
 
         now = self._clock()
+        low = _sk(int((now - self.window_s) * 1000), "")
+        buckets = list(range(self._bucket(now), self._bucket(now - self.window_s) - 1, -1))  # newest first
+        per_shard = math.ceil(MAX_CANDIDATES / SHARDS)
+
+        def shard_rows(shard: int) -> list[Record]:
+            out: list[Record] = []
+            for bucket in buckets:
+                after = None
+                pk = recent_pk(context_id, partition, bucket, shard)
+                while len(out) < per_shard:
+                    page = self.store.query(pk, between=(low, "9" * 13 + "~"), after=after, forward=False,
+                                            limit=min(500, per_shard - len(out)))
+                    out += page.records
+                    if page.last_key is None or not page.records:
+                        break
+                    after = page.last_key
+            return out
+
+        with ThreadPoolExecutor(max_workers=min(READ_CONCURRENCY, SHARDS), thread_name_prefix="recent") as pool:
+            rows = [r for shard in pool.map(shard_rows, range(SHARDS)) for r in shard]
+        rows.sort(key=lambda r: r.sk, reverse=True)
+        seen: set[str] = set()
         out: list[tuple[SearchUnit, np.ndarray]] = []
-        after = None
-        pk = recent_pk(context_id, partition)
-        while True:
-            page = self.store.query(pk, after=after, limit=500)
-            for r in page.records:
-                if r.data.get("kind") != KIND or (r.expires_at is not None and r.expires_at <= now):
-                    continue
-                vector = np.frombuffer(base64.b64decode(r.data["vector"]), dtype="<f4").astype(np.float32)
-                out.append((unit_from_dict(r.data["unit"]), vector))
-            if page.last_key is None or not page.records or len(out) >= MAX_CANDIDATES:
-                return out[:MAX_CANDIDATES]
-            after = page.last_key
+        for r in rows:
+            if r.data.get("kind") != KIND or (r.expires_at is not None and r.expires_at <= now):
+                continue
+            unit = unit_from_dict(r.data["unit"])
+            if unit.id in seen:
+                continue  # noted again later: its newest copy came first
+            seen.add(unit.id)
+            vector = np.frombuffer(base64.b64decode(r.data["vector"]), dtype="<f4").astype(np.float32)
+            out.append((unit, vector))
+        return out[:MAX_CANDIDATES]

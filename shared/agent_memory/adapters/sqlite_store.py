@@ -30,6 +30,7 @@ from typing import Literal
 
 from agent_memory.adapters import _record_rules as rules
 from agent_memory.adapters import _scope_filter
+from agent_memory.kernel import stored_item
 from agent_memory.ports import Condition, ConditionFailed, Delete, Page, Put, Record, WriteOp
 
 _BUSY_TIMEOUT_S = 30.0
@@ -186,7 +187,11 @@ class SQLiteRecordStore:
         rules.check_ops(ops)
         if not ops:
             return None
-        payloads = [_encode(op.record) if isinstance(op, Put) else None for op in ops]
+        encoded = [_encode(op.record) if isinstance(op, Put) else None for op in ops]
+        if not single:
+            rules.check_transaction_bytes([e[1] if e else stored_item.key_bytes(*rules.op_key(op))
+                                           for op, e in zip(ops, encoded, strict=True)])
+        payloads = [e[0] if e else None for e in encoded]
         with self._write_transaction() as conn:
             for i, (op, payload) in enumerate(zip(ops, payloads, strict=True)):
                 pk, sk = rules.op_key(op)
@@ -220,10 +225,10 @@ def _fetch(conn: sqlite3.Connection, pk: str, sk: str) -> Record | None:
     return _to_record(row) if row else None
 
 
-def _encode(record: Record) -> str:
+def _encode(record: Record) -> tuple[str, int]:
+    """The record's data JSON and its item's size as DynamoDB counts it."""
     data = rules.encode_data(record.data)
-    rules.check_record(record, data)
-    return data
+    return data, stored_item.attributes_bytes(rules.check_record(record, data))
 
 
 def _holds(conn: sqlite3.Connection, pk: str, sk: str, condition: Condition) -> bool:

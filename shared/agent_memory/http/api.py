@@ -143,6 +143,20 @@ def request_budget_s(lambda_context: Any) -> float:
     return max(0.0, budget)
 
 
+def idempotency_lease_s(lambda_context: Any) -> float:
+    """How long this request's idempotency claim holds its key: as long as the request can
+    live (in Lambda the invocation's remaining time, which ends at the function's timeout;
+    elsewhere its remaining budget and answer margin) plus ``limits.idempotency_lease_margin_s``."""
+    limits = get_runtime().settings.limits
+    remaining_ms = getattr(lambda_context, "get_remaining_time_in_millis", None)
+    if callable(remaining_ms):
+        live = remaining_ms() / 1000
+    else:
+        left = deadline.remaining()
+        live = (limits.request_deadline_s if left is None else left) + limits.deadline_margin_s
+    return max(0.0, live) + limits.idempotency_lease_margin_s
+
+
 class _SlotLease:
     """One request's in-flight slot; a streamed response takes it over (``stream_in_request``)."""
 
@@ -439,7 +453,8 @@ def idempotent(app: APIGatewayHttpResolver, ctx: RequestContext, operation: str,
         body = run()
         return body, status, mentioned(body)
 
-    outcome = get_runtime().idempotency.run(ctx, operation, key, payload, call)
+    outcome = get_runtime().idempotency.run(ctx, operation, key, payload, call,
+                                            lease_s=idempotency_lease_s(app.lambda_context))
     headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
     return json_response(outcome.body, outcome.status, headers, ensure_ascii=ensure_ascii)
 

@@ -8,7 +8,8 @@ collection                 pk                                           sk
 =========================  ===========================================  =====================
 sessions                   ``c#<ctx>#<part>#sessions``                  ``<session id>``
 turns of a session         ``c#<ctx>#<part>#turns#<session id>``        ``<seq, 12 digits>``
-idempotency records        ``c#<ctx>#<part>#idem``                      ``<scope>#<caller>#<key>``
+idempotency records        ``c#<ctx>#<part>#idem#<shard, 0-f>``         ``<scope>#<caller>#<key>``
+replies naming a record    ``c#<ctx>#<part>#idem-ref#<record id>``      ``ref``
 =========================  ===========================================  =====================
 
 Secondary order (gsi1): a turn by id (``gsi1pk = c#<ctx>#<part>#turn-ids``, ``gsi1sk = <turn id>``).
@@ -16,6 +17,8 @@ Later collections (facts, threads, documents, traces) add their rows here.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from agent_memory.access.request_context import RequestContext
 
@@ -40,8 +43,24 @@ def turn_ids_gsi(ctx: RequestContext) -> str:
     return f"{base(ctx)}#turn-ids"
 
 
-def idempotency_pk(ctx: RequestContext) -> str:
-    return f"{base(ctx)}#idem"
+IDEMPOTENCY_SHARDS = 16
+
+
+def idempotency_pk(ctx: RequestContext, sk: str) -> str:
+    """The shard of the idempotency record ``sk`` (``<scope>#<caller>#<key>``): a record is only
+    ever read by its key, so the context's idempotent writes spread over 16 partitions."""
+    shard = hashlib.sha256(sk.encode("utf-8", "surrogatepass")).digest()[0] % IDEMPOTENCY_SHARDS
+    return f"{base(ctx)}#idem#{shard:x}"
+
+
+def idempotency_pks(ctx: RequestContext) -> list[str]:
+    """Every shard of the context's idempotency records (maintenance and tests)."""
+    return [f"{base(ctx)}#idem#{shard:x}" for shard in range(IDEMPOTENCY_SHARDS)]
+
+
+def idempotency_ref_pk(ctx: RequestContext, record_id: str) -> str:
+    """The index row listing the stored replies that mention ``record_id`` (forget reads it)."""
+    return f"{base(ctx)}#idem-ref#{record_id}"
 
 
 # --- memory graph -----------------------------------------------------------------------
@@ -161,9 +180,20 @@ def chunk_sk(ordinal: int) -> str:
     return f"{ordinal:06d}"
 
 
-def document_parts_pk(ctx: RequestContext, document_id: str) -> str:
-    """The stored source of a document's chunks, awaiting extraction (one row per chunk)."""
-    return f"{base(ctx)}#doc-parts#{document_id}"
+# A 5 MiB document's sources are stored by one request, about 22,000 WCU of part rows in
+# transactions (bench/partition_heat.py): over 32 partitions each takes about 700 of them, under
+# DynamoDB's 1,000 a second even were the whole upload written within one second.
+DOCUMENT_PART_SHARDS = 32
+
+
+def document_parts_pk(ctx: RequestContext, document_id: str, ordinal: int = 0) -> str:
+    """The stored source of a document's chunks, awaiting extraction (one row per chunk), in
+    the shard of chunk ``ordinal`` (``document_parts_pks``: every shard)."""
+    return f"{base(ctx)}#doc-parts#{document_id}#{ordinal % DOCUMENT_PART_SHARDS:x}"
+
+
+def document_parts_pks(ctx: RequestContext, document_id: str) -> list[str]:
+    return [document_parts_pk(ctx, document_id, shard) for shard in range(DOCUMENT_PART_SHARDS)]
 
 
 def document_hashes_pk(ctx: RequestContext) -> str:

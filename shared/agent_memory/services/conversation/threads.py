@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from agent_memory.access.request_context import RequestContext
-from agent_memory.kernel import cursor, timeutil
+from agent_memory.kernel import cursor, stored_item, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Forbidden, InvalidRequest, NotFound, PayloadTooLarge, ServiceBusy
 from agent_memory.kernel.ids import new_id
@@ -228,13 +228,13 @@ class ThreadService:
         while True:
             page = self.store.query(pk, after=after, limit=100)
             stale = [r for r in page.records if _inherits_older(turn_of(r), acl_version)]
-            for lo in range(0, len(stale), RESTAMP_BATCH):
-                batch = stale[lo:lo + RESTAMP_BATCH]
+            writes = [(r, Put(_stamped(r, readers, acl_version), Condition.version_is(r.version))) for r in stale]
+            # RESTAMP_BATCH turns, or fewer where their text passes DynamoDB's 4 MB a transaction.
+            for batch in stored_item.batches(writes, lambda w: stored_item.op_bytes(w[1]), max_count=RESTAMP_BATCH):
                 try:
-                    self.store.transact([Put(_stamped(r, readers, acl_version), Condition.version_is(r.version))
-                                         for r in batch])
+                    self.store.transact([op for _, op in batch])
                 except ConditionFailed:
-                    for record in batch:
+                    for record, _ in batch:
                         self._restamp_one(record, readers, acl_version)
             if page.last_key is None:
                 return

@@ -1,7 +1,7 @@
 """The document ingestion worker: turns a claimed document's stored parts into chunks and facts.
 
 ``POST /documents`` (``services/documents/service.py``) claims the document (``status: "ingesting"``),
-stores its chunk sources as part rows (``keys.document_parts_pk``) and sends an
+stores its chunk sources as part rows (``keys.document_parts_pk``, 32 shards) and sends an
 ``IngestionJob`` to the ingestion queue: in-process locally (``adapters/ingestion_queues``),
 SQS plus the ``ingestion`` function on AWS. ``process`` then:
 
@@ -19,8 +19,15 @@ SQS plus the ``ingestion`` function on AWS. ``process`` then:
   failed; committed chunks of a failed document stay searchable until it is deleted or the
   same content is uploaded again.
 
-A job that runs out of time (``should_stop``) raises ``IngestionInterrupted``: the queue
-delivers it again later and it continues where it stopped.
+A job that runs out of time (``should_stop``) stops starting model calls, commits the calls
+in flight and raises ``IngestionInterrupted`` (with the chunks done). ``deliver`` (the SQS
+worker's entry) turns that into a *continuation*: when the delivery committed chunks, the rest
+is handed on as a new message carrying the progress (``IngestionJob.continued``) and the
+delivery counts as a success, so running out of time never spends one of the queue's receives
+and a long document never reaches the dead-letter queue while it advances. Only a delivery
+that failed (an error, or out of time without committing a chunk) is reported failed: SQS
+delivers it again, and after ``maxReceiveCount`` such failures moves it to the dead-letter
+queue.
 """
 
 from __future__ import annotations
@@ -49,7 +56,13 @@ PAGE = 100
 
 
 class IngestionInterrupted(Exception):
-    """The job stopped before finishing (out of time); deliver it again to continue."""
+    """The job stopped before finishing (out of time); deliver it again to continue.
+    ``done``: the document's chunks committed when it stopped (``None``: unknown)."""
+
+    def __init__(self, message: str, *, done: int | None = None, total: int | None = None):
+        super().__init__(message)
+        self.done = done
+        self.total = total
 
 
 @dataclass(frozen=True)
@@ -62,10 +75,18 @@ class IngestionJob:
     document_id: str
     groups: tuple[str, ...] = ()
     admin: bool = False
+    # A continuation (``continued``): how many messages handed this document on before this
+    # one, and the chunks done when this one was sent (what the next delivery must pass).
+    continuation: int = 0
+    progress: int = 0
 
     @classmethod
     def for_document(cls, ctx: RequestContext, document_id: str) -> IngestionJob:
         return cls(ctx.context_id, ctx.partition, ctx.principal, document_id, tuple(ctx.groups), ctx.admin)
+
+    def continued(self, done: int) -> IngestionJob:
+        """The message that hands the rest of this job on, with ``done`` chunks committed."""
+        return replace(self, continuation=self.continuation + 1, progress=done)
 
     def to_message(self) -> dict[str, Any]:
         return {**asdict(self), "groups": list(self.groups)}
@@ -73,7 +94,8 @@ class IngestionJob:
     @classmethod
     def from_message(cls, data: dict[str, Any]) -> IngestionJob:
         return cls(str(data["context_id"]), str(data["partition"]), str(data["principal"]),
-                   str(data["document_id"]), tuple(data.get("groups") or ()), bool(data.get("admin")))
+                   str(data["document_id"]), tuple(data.get("groups") or ()), bool(data.get("admin")),
+                   int(data.get("continuation") or 0), int(data.get("progress") or 0))
 
     def request_context(self) -> RequestContext:
         return RequestContext(context_id=self.context_id, principal=self.principal, partition=self.partition,
@@ -149,10 +171,26 @@ class DocumentIngestion:
                         return "gone"
             if queue:
                 raise IngestionInterrupted(f"document {job.document_id}: out of time, "
-                                           f"{state.done}/{len(parts)} chunks done")
+                                           f"{state.done}/{len(parts)} chunks done",
+                                           done=state.done, total=len(parts))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return self._finish(ctx, state, len(parts))
+
+    def deliver(self, job: IngestionJob, *, should_stop: Callable[[], bool],
+                hand_on: Callable[[IngestionJob], None]) -> str:
+        """One queue delivery of ``job``: its final status, or ``"continued"`` when it ran out
+        of time after committing chunks and handed the rest on (``hand_on``: the queue's send;
+        the delivery then succeeds). Out of time without progress re-raises
+        ``IngestionInterrupted``: a failed delivery, as an error is."""
+        try:
+            return self.process(job, should_stop=should_stop)
+        except IngestionInterrupted as stopped:
+            if stopped.done is None or stopped.done <= job.progress:
+                raise
+            hand_on(job.continued(stopped.done))
+            log.info("document %s: %s; continued as message %d", job.document_id, stopped, job.continuation + 1)
+            return "continued"
 
     # --- steps ----------------------------------------------------------------------
 
@@ -216,7 +254,9 @@ class DocumentIngestion:
             raise IngestionInterrupted("the document row kept changing under the worker")
 
     def _parts(self, ctx: RequestContext, doc_id: str) -> list[Record]:
-        return self._all(keys.document_parts_pk(ctx, doc_id))
+        """Every shard's part rows, in chunk order (their sort keys are the zero-padded ordinals)."""
+        parts = [r for pk in keys.document_parts_pks(ctx, doc_id) for r in self._all(pk)]
+        return sorted(parts, key=lambda r: r.sk)
 
     def _all(self, pk: str) -> list[Record]:
         out: list[Record] = []
@@ -229,12 +269,12 @@ class DocumentIngestion:
             after = page.last_key
 
     def _remove_parts(self, ctx: RequestContext, doc_id: str) -> None:
-        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+        remove_parts(self.store, ctx, doc_id)
 
     def _remove_written(self, ctx: RequestContext, doc_id: str) -> None:
         """A deleted document: nothing of it may stay (its chunks, parts)."""
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
-        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+        remove_parts(self.store, ctx, doc_id)
 
 
 def remove_all(store: Any, pk: str) -> None:
@@ -245,9 +285,15 @@ def remove_all(store: Any, pk: str) -> None:
         store.transact([Delete(r.pk, r.sk) for r in page.records])
 
 
+def remove_parts(store: Any, ctx: RequestContext, doc_id: str) -> None:
+    """Remove a document's part rows, every shard."""
+    for pk in keys.document_parts_pks(ctx, doc_id):
+        remove_all(store, pk)
+
+
 def part_rows(ctx: RequestContext, doc_id: str, chunks: list[Any], new_chunk_id: Callable[[], str]) -> list[Put]:
     """The stored source of each chunk (its text and place), written at upload."""
-    return [Put(Record(keys.document_parts_pk(ctx, doc_id), keys.chunk_sk(c.ordinal),
+    return [Put(Record(keys.document_parts_pk(ctx, doc_id, c.ordinal), keys.chunk_sk(c.ordinal),
                        DocumentPart(chunk_id=new_chunk_id(), document_id=doc_id, text=c.text, ordinal=c.ordinal,
                                     offset=c.offset, position_percent=c.position_percent,
                                     heading_path=list(c.heading_path)).to_item()), Condition.absent())

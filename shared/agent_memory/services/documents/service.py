@@ -10,7 +10,7 @@ Upload (``ingest``), in this order, so that a failure at any step before the cla
 3. claim: the content-hash row and the document row (``status: "ingesting"``, ``chunksDone: 0``)
    in ONE transaction, both conditioned on absence. Of two concurrent uploads of the same
    content exactly one claim commits; the other answers with the winner's id;
-4. the chunks' sources as part rows (transactions of at most ``MAX_TRANSACT_OPS``), then one job on the
+4. the chunks' sources as part rows (transactions within DynamoDB's 100 items and 4 MB: ``kernel.stored_item.transaction_batches``), then one job on the
    ingestion queue; the caller gets 202 at once.
 
 The worker (``services/documents/ingestion.py``) makes the model calls, commits chunk by chunk (chunks
@@ -57,10 +57,10 @@ from agent_memory.kernel.errors import (
     ServiceBusy,
 )
 from agent_memory.kernel.ids import new_id
+from agent_memory.kernel.stored_item import transaction_batches
 from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
 from agent_memory.models.records import Chunk, Document, DocumentHash, NumberedPage
 from agent_memory.ports import (
-    MAX_TRANSACT_OPS,
     Condition,
     ConditionFailed,
     JobQueue,
@@ -71,13 +71,18 @@ from agent_memory.ports import (
 )
 from agent_memory.services import paging
 from agent_memory.services.documents import chunking
-from agent_memory.services.documents.ingestion import IngestionJob, part_rows, problem_of, remove_all
+from agent_memory.services.documents.ingestion import (
+    IngestionJob,
+    part_rows,
+    problem_of,
+    remove_all,
+    remove_parts,
+)
 from agent_memory.services.facts.repository import scope_sig
 
 log = logging.getLogger("agent_memory.documents")
 
 STALE_INGEST_S = 15 * 60
-WRITE_BATCH = MAX_TRANSACT_OPS
 CLAIM_ATTEMPTS = 3
 TITLE_FROM_TEXT_CHARS = 120
 
@@ -162,8 +167,8 @@ class DocumentService:
         # The chunks' sources are stored, then the job is queued; the worker does the model calls.
         try:
             parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
-            for i in range(0, len(parts), WRITE_BATCH):
-                self.store.transact(parts[i:i + WRITE_BATCH])
+            for batch in transaction_batches(parts):
+                self.store.transact(batch)
             self._queue().send(IngestionJob.for_document(ctx, doc.id))
         except BaseException:
             try:
@@ -241,17 +246,17 @@ class DocumentService:
         hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
         chunks = chunking.chunk(text, fmt)
         # Sources first (a redelivery before the claim replaces them), then the claim.
-        remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+        remove_parts(self.store, ctx, doc.id)
         parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
-        for i in range(0, len(parts), WRITE_BATCH):
-            self.store.transact(parts[i:i + WRITE_BATCH])
+        for batch in transaction_batches(parts):
+            self.store.transact(batch)
         claimed = replace(doc, title=upload.title or _default_title(text, fmt, upload.filename),
                           content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks),
                           chunks_done=0, status="ingesting", format=fmt, updated_at=timeutil.now_iso())
         for _ in range(CLAIM_ATTEMPTS):
             existing = self._live_document(ctx, hash_key)
             if existing is not None and existing.id != doc.id:
-                remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+                remove_parts(self.store, ctx, doc.id)
                 return self._fail_upload(record, Conflict(
                     f"the same content is already stored as document {existing.id}",
                     code="duplicate_document", documentId=existing.id))
@@ -265,7 +270,7 @@ class DocumentService:
             except ConditionFailed:
                 current = self.store.get(record.pk, record.sk)
                 if current is None or document_of(current).deleted:
-                    remove_all(self.store, keys.document_parts_pk(ctx, doc.id))
+                    remove_parts(self.store, ctx, doc.id)
                     return "gone"
                 if current.version != record.version:
                     return document_of(current).status  # another delivery claimed it
@@ -309,7 +314,7 @@ class DocumentService:
     def _discard(self, ctx: RequestContext, doc_id: str, hash_key: tuple[str, str] | None) -> None:
         """Remove a document's chunks and stored parts, then its row and (if it still names it)
         its hash row."""
-        remove_all(self.store, keys.document_parts_pk(ctx, doc_id))
+        remove_parts(self.store, ctx, doc_id)
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
         if hash_key is not None:
             claim = self.store.get(*hash_key)

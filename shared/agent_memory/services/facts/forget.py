@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
-from agent_memory.kernel import timeutil
+from agent_memory.kernel import stored_item, timeutil
 from agent_memory.kernel.errors import Conflict, ServiceBusy
 from agent_memory.ports import (
     Condition,
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent_memory.forget")
 
-TRANSACT_CHUNK = 25  # records per transaction: well inside MAX_TRANSACT_OPS (ports) and DynamoDB's 4 MB
+TRANSACT_CHUNK = 25  # records per transaction at most (and 4 MB: kernel.stored_item.batches)
 WRITE_ATTEMPTS = 8
 
 
@@ -99,6 +99,15 @@ def tombstone(record: Record, at: str) -> Record:
                   expires_at=record.expires_at)
 
 
+def _removal(record: Record, at: str, purge: bool) -> Any:
+    """The conditioned write removing ``record``; ``None`` for a tombstone already in place."""
+    if purge:
+        return Delete(record.pk, record.sk, Condition.version_is(record.version))
+    if record.data.get("deleted"):
+        return None
+    return Put(tombstone(record, at), Condition.version_is(record.version))
+
+
 def remove_records(store: RecordStore, records: Iterable[Record], *, purge: bool) -> set[str]:
     """Soft-delete (or, with ``purge``, delete) ``records`` in conditioned transactions.
 
@@ -113,20 +122,17 @@ def remove_records(store: RecordStore, records: Iterable[Record], *, purge: bool
     at = timeutil.now_iso()
     for attempt in range(WRITE_ATTEMPTS):
         failed: list[Record] = []
-        for start in range(0, len(pending), TRANSACT_CHUNK):
-            chunk = pending[start:start + TRANSACT_CHUNK]
-            ops: list[Any] = []
-            for r in chunk:
-                if purge:
-                    ops.append(Delete(r.pk, r.sk, Condition.version_is(r.version)))
-                elif not r.data.get("deleted"):
-                    ops.append(Put(tombstone(r, at), Condition.version_is(r.version)))
+        planned = [(r, _removal(r, at, purge)) for r in pending]
+        # At most TRANSACT_CHUNK records and DynamoDB's 4 MB (a tombstone keeps most of its record).
+        for chunk in stored_item.batches(planned, lambda p: stored_item.op_bytes(p[1]) if p[1] else 0,
+                                         max_count=TRANSACT_CHUNK):
+            ops = [op for _, op in chunk if op is not None]
             try:
                 if ops:
                     store.transact(ops)
-                removed.update(r.data.get("id") or r.sk for r in chunk)
+                removed.update(r.data.get("id") or r.sk for r, _ in chunk)
             except ConditionFailed:
-                failed += chunk
+                failed += [r for r, _ in chunk]
         if not failed:
             return removed
         backoff(attempt)

@@ -38,6 +38,7 @@ from agent_memory.kernel.ids import (
     key_fits,
     normalise_entity_name,
 )
+from agent_memory.kernel.stored_item import fits_one_transaction
 from agent_memory.models.extraction import (
     ExtractedAction,
     ExtractedAttribute,
@@ -326,7 +327,7 @@ class FactsService:
         The caller made every model call before its first write; here each chunk's facts are
         reconciled and committed in their own transaction, so a later chunk sees what earlier
         ones stored, and a lost race re-plans against fresh state without re-extracting. A
-        chunk whose plan would pass ``MAX_TRANSACT_OPS`` (ports) is committed in halves.
+        chunk whose plan would pass one transaction (``MAX_TRANSACT_OPS`` or 4 MB) is committed in halves.
         """
         results: list[ExtractionResult] = []
         for chunk_id, extraction in extractions:
@@ -350,8 +351,9 @@ class FactsService:
         for attempt in range(RECONCILE_ATTEMPTS):
             plan, loaded = self._plan(ctx, pending, ref, None, scopes, labels)
             ops = self.repo.plan_ops(ctx, plan, loaded)
-            halves = _halves(pending.extraction) if len(ops) > MAX_TRANSACT_OPS else None
-            if len(ops) > MAX_TRANSACT_OPS and halves is None:
+            fits = fits_one_transaction(ops)
+            halves = None if fits else _halves(pending.extraction)
+            if not fits and halves is None:
                 raise PayloadTooLarge("one fact of this chunk needs more than one transaction")
             if halves is not None:
                 return [r for half in halves
