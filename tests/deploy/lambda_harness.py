@@ -28,12 +28,19 @@ def _pk(key):
     return ((key or {}).get("pk") or {}).get("S")
 
 
+_streams_read = []
+
+
 def target(operation, params):
     """The parts of a request IAM evaluates: resource names and condition-key values."""
     t = {}
-    for name in ("TableName", "IndexName", "SecretId", "QueueUrl", "Bucket", "Key", "modelId"):
+    for name in ("TableName", "IndexName", "SecretId", "QueueUrl", "Bucket", "Key", "modelId", "StreamArn"):
         if isinstance(params.get(name), str):
             t[name] = params[name]
+    if operation in ("DescribeStream", "GetShardIterator") and "StreamArn" in t:
+        _streams_read.append(t["StreamArn"])
+    elif operation == "GetRecords" and _streams_read:
+        t["StreamArn"] = _streams_read[-1]  # an iterator is of the stream it was asked of
     if operation in ("GetItem", "DeleteItem", "UpdateItem"):
         t["LeadingKeys"] = [_pk(params.get("Key"))]
     elif operation == "PutItem":

@@ -66,7 +66,7 @@ def run(call: Call) -> None:
     doc_id = doc.get("id") or doc.get("documentId")
     ok("GET", f"{CTX}/documents/{doc_id}")
     ok("GET", f"{CTX}/documents/{doc_id}/chunks")
-    assert doc_id in [d["id"] for d in ok("GET", f"{CTX}/documents")["items"]]
+    assert doc_id in [d["id"] for d in ok("GET", f"{CTX}/documents")["documents"]]
 
     ok("POST", f"{CTX}/forget", {"query": "Lisbon", "dryRun": True})
     ok("DELETE", f"{CTX}/documents/{doc_id}", status=204)
@@ -118,7 +118,7 @@ def run_modes(call: Call) -> None:
     ok("GET", f"{EXAMPLE}/threads", key="support", headers=on_behalf)
     ok("GET", f"{EXAMPLE}/documents", key="support", headers=on_behalf)
     ok("POST", f"{EXAMPLE}/facts", {"text": "I moved to Paris."}, 403, key="support", headers=on_behalf)
-    audit = ok("GET", f"{EXAMPLE}/audit", key="ops")["items"]
+    audit = ok("GET", f"{EXAMPLE}/audit", key="ops")["rows"]
     assert len(audit) >= 8, audit
     # A reader list: alice's thread; the admin reads past it (audited), bob gets 404.
     thread = f"{EXAMPLE}/threads/alice-only"
@@ -141,7 +141,7 @@ def run_modes(call: Call) -> None:
        key="bob", headers={"Idempotency-Key": "bob-3"})
     # Forgetting for real, and deleting an entity: the records go, and so do their search units.
     ok("POST", f"{EXAMPLE}/forget", {"query": "London"}, key="alice")
-    entities = ok("GET", f"{EXAMPLE}/entities", key="alice")["items"]
+    entities = ok("GET", f"{EXAMPLE}/entities", key="alice")["entities"]
     assert entities, "alice's facts should have left entities"
     natural = entities[0]["id"].split(":", 1)[1]  # entity:<type>/<name>
     ok("DELETE", f"{EXAMPLE}/entities/{natural}", status=204, key="alice")
@@ -152,3 +152,8 @@ def run_after_projection(call: Call) -> None:
     # Two turns and a window of one: the older turn is found through the search index.
     got, payload = call("POST", f"{CTX}/threads/support-1/context", {"query": "printer", "last_n_turns": 1})
     assert got == 200, payload
+    # A page cursor the service did not issue is refused on every list route that pages by
+    # cursor: checking it reads the stack's cursor key (which these functions may read).
+    for path in (f"{CTX}/sessions", f"{CTX}/entities", f"{CTX}/threads", f"{CTX}/documents", f"{CTX}/audit"):
+        got, payload = call("GET", f"{path}?cursor=forged.cursor")
+        assert got == 400 and payload.get("field") == "cursor", (path, got, payload)
