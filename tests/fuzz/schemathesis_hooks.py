@@ -14,7 +14,8 @@ The rules, by the detail text of the 400:
   entity references that must be ``type/name``, an entity name with no letter or digit, a
   multipart upload with both a file part and a text field, an empty file part, metadata keys
   longer than the limit (OpenAPI 3.0 has no ``propertyNames``), entity names over the byte
-  limit (``maxLength`` counts characters);
+  limit (``maxLength`` counts characters), a model-call budget over the deployment's own
+  limit (``limits`` in its settings);
 - rules the schema does not state yet (a follow-up for openapi.yaml): label, reader,
   scope-path and entity-id characters, blank titles.
 
@@ -47,6 +48,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"an integer has more than 20 digits",  # the parse-time JSON bound (agent_memory.http.safe_json)
     r"not valid UTF-8 text",  # an uploaded document must be text
     r"triples are only accepted with infer: triples",
+    r"at most one of value, target or verb",  # a triple's object: one kind (a cross-field rule)
     r"must be an entity id such as",
     r"speaker name must contain a letter or digit",
     # character-set rules the schema does not state
@@ -67,6 +69,8 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"scopeView: needs a lens to view",
     r"lens paths name scopes: no '\*' segments",
     r"location\.within: ",  # a WKT polygon's grammar and ring rules
+    # a bound a deployment sets (limits in its settings), which a static schema cannot name
+    r"at most \d+ \(this deployment's limit\)",
 ]))
 
 
