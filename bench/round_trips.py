@@ -230,7 +230,8 @@ def main() -> int:
             sys.stdout = saved
     print("calls per request, deployed code path (moto DynamoDB, loopback search stub, offline models),"
           f" warm = median of {args.repeat}; goal in brackets")
-    print(f"{'route':<15} {'status':>6} {'ddb cold':>8} {'ddb warm':>8} {'search cold':>11} {'search warm':>11} "
+    print("ddb = DynamoDB round trips (a search's parallel recent-units shard reads are one); calls = every call")
+    print(f"{'route':<15} {'status':>6} {'ddb cold':>8} {'ddb warm':>8} {'calls':>5} {'search cold':>11} {'search warm':>11} "
           f"{'model warm':>10}  DynamoDB operations (warm)")
     for label, r in results.items():
         cold, warm = r["cold"], r["warm"]
@@ -244,7 +245,7 @@ def main() -> int:
             return f"{value} ({goal[kind]})" if kind in goal else str(value)
 
         print(f"{label:<15} {warm[0].status:>6} {cold.counts()['dynamodb']:>8} {with_goal('dynamodb', med('dynamodb')):>8} "
-              f"{cold.counts()['search']:>11} {with_goal('search', med('search')):>11} {med('model'):>10}  "
+              f"{med('dynamodb_calls'):>5} {cold.counts()['search']:>11} {with_goal('search', med('search')):>11} {med('model'):>10}  "
               f"{_ops(warm[0])}")
         if cold.other_aws or warm[0].other_aws:
             print(f"{'':<15} other AWS calls: cold {cold.other_aws}, warm {warm[0].other_aws}")
