@@ -61,6 +61,14 @@ def run(call: Call) -> None:
     ok("POST", f"{thread}/context", {"query": "printer", "last_n_turns": 1})
     ok("POST", f"{thread}/turns", {"text": "It still jams on A4 paper."}, 201)
 
+    # memory care (the official client sends no body with default arguments)
+    ok("POST", f"{CTX}/fsck")
+    ok("POST", f"{CTX}/lifecycle/decay")
+    ok("POST", f"{CTX}/lifecycle/expire", {"dryRun": True})
+    ok("POST", f"{CTX}/consolidate", {"dryRun": True})
+    ok("POST", f"{CTX}/elaborate", {"dryRun": True})
+    ok("POST", f"{CTX}/reflect", {"query": "printer"})
+
     doc = ok("POST", f"{CTX}/documents", {"title": "Handbook", "text": "# Travel\n\nBook trains, not flights."},
              202)
     doc_id = doc.get("id") or doc.get("documentId")

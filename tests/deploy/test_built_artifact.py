@@ -663,6 +663,9 @@ UNREACHED_PATHS = {
         "forget deleting the units it found from the index (forget.py after_removal): as above",
     ("EntitiesFunction", "RecordWritePolicy", "dynamodb:DeleteItem"):
         "deleting an entity with purge removes its records instead of tombstoning them",
+    ("IngestionFunction", "IngestionQueueSendPolicy", "sqs:SendMessage"):
+        "a delivery that runs out of time hands the rest on as a continuation (functions/ingestion): "
+        "the scenario's documents ingest within one delivery",
     ("ChatFunction", "RecordBatchReadPolicy", "dynamodb:BatchGetItem"):
         "a turn's entity lookups when its context holds more entities than one list read returns "
         "(services/facts/write.py), and the live check of search hits: the stub's searches find nothing",
