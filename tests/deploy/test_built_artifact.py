@@ -29,13 +29,13 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import iam_policy
 import pytest
 import route_scenario
+from cfn_response import CloudFormationSide
 from search_stub import SearchCluster
 
 from agent_memory.cfn_template import load_template
@@ -229,27 +229,6 @@ def handler_function(handler_path: str) -> str:
     return next(n for n in FUNCTIONS if RESOURCES[n]["Properties"]["CodeUri"] == f"functions/{folder}/")
 
 
-class CloudFormationSide:
-    """Receives a custom resource's response document (CloudFormation's presigned URL)."""
-
-    def __init__(self) -> None:
-
-        self.responses: list[dict[str, Any]] = []
-        side = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_PUT(self) -> None:  # noqa: N802
-                side.responses.append(json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0))))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}/cfn-response"
 
 
 def create_key(moto_endpoint: str, principal: str, *flags: str) -> str:

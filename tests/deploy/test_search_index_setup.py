@@ -7,14 +7,11 @@ the alias. No OpenSearch server runs here."""
 from __future__ import annotations
 
 import importlib.util
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cfn_response import CloudFormationSide
 from search_stub import SearchCluster
 
 from agent_memory.adapters.opensearch_admin import provision, versioned_name
@@ -25,35 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 ALIAS = "agent-memory-acme"
 
 
-class CloudFormationSide:
-    """Receives the custom resource's response on a presigned-URL stand-in."""
-
-    def __init__(self) -> None:
-        self.responses: list[dict[str, Any]] = []
-        side = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_PUT(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length") or 0)
-                side.responses.append(json.loads(self.rfile.read(length)))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}/response?X-Amz-Signature=x"
-
-    def event(self, kind: str, physical: str | None = None) -> dict[str, Any]:
-        event = {"RequestType": kind, "ResponseURL": self.url, "StackId": "arn:aws:cloudformation:us-east-1:1:stack/s/1",
-                 "RequestId": f"req-{len(self.responses)}", "LogicalResourceId": "SearchIndexSetup",
-                 "ResourceType": "AWS::CloudFormation::CustomResource", "ResourceProperties": {}}
-        if physical:
-            event["PhysicalResourceId"] = physical
-        return event
 
 
 @pytest.fixture
