@@ -1,12 +1,14 @@
-"""Entities area: entities (list, read, asOf, soft delete), attribute history, and the paged
+"""Entities area: entities (list, read, asOf, soft delete), attribute history, the paged
 collections (attributes, relations, actions, instructions, uncertainty) with uncertainty
-resolution. Behaviour: ``agent_memory.services.facts.entities`` and ``.collections``."""
+resolution, and one fact by id (read, correct, delete). Behaviour:
+``agent_memory.services.facts.entities``, ``.collections`` and ``.edits``."""
 
 from agent_memory.http import api as http
-from agent_memory.models.reads import ResolveUncertaintyRequest
+from agent_memory.models.reads import CorrectFactRequest, ResolveUncertaintyRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import facts
 from agent_memory.runtime import get_runtime
+from agent_memory.services.facts.edits import CORRECTABLE, EDITABLE
 from agent_memory.services.facts.entities import entity_ref, parse_entity_param
 
 app = http.make_resolver()
@@ -91,6 +93,43 @@ def list_instructions(context_id: str):
     page = get_runtime().collections.instructions(ctx, limit=http.page_limit(app),
                                                   page_cursor=http.query_str(app, "cursor"), with_total=_count())
     return facts.page(page)
+
+
+# --- one fact by id (services/facts/edits.py) ---------------------------------------------
+
+
+def _fact_route(collection: str) -> str:
+    return f"{BASE}/{collection}/<fact_id>"
+
+
+def _get_fact(context_id: str, collection: str, fact_id: str):
+    ctx = http.context(app, context_id)
+    return facts.record_wire(get_runtime().fact_edits.get(ctx, EDITABLE[collection], fact_id))
+
+
+def _delete_fact(context_id: str, collection: str, fact_id: str):
+    ctx = http.context(app, context_id)
+    outcome = get_runtime().fact_edits.delete(ctx, EDITABLE[collection], fact_id,
+                                              purge=bool(http.query_bool(app, "purge")))
+    return facts.forget(outcome)
+
+
+def _correct_fact(context_id: str, collection: str, fact_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, CorrectFactRequest)
+    kind = EDITABLE[collection]
+    # The id is part of what makes two corrections "the same" under one Idempotency-Key.
+    payload = {"id": fact_id, **req.model_dump(mode="json")}
+    return http.idempotent(app, ctx, f"correct-{kind}", payload,
+                           lambda: facts.corrected(get_runtime().fact_edits.correct(ctx, kind, fact_id, req)))
+
+
+for _collection in EDITABLE:
+    _route = _fact_route(_collection)
+    app.get(_route)(lambda context_id, fact_id, c=_collection: _get_fact(context_id, c, fact_id))
+    app.delete(_route)(lambda context_id, fact_id, c=_collection: _delete_fact(context_id, c, fact_id))
+    if EDITABLE[_collection] in CORRECTABLE:
+        app.patch(_route)(lambda context_id, fact_id, c=_collection: _correct_fact(context_id, c, fact_id))
 
 
 @app.get(f"{BASE}/uncertainty")

@@ -252,6 +252,13 @@ class Runtime:
         return ForgetService(self.store, self.search, self.sessions, self.events)
 
     @cached_property
+    def fact_edits(self):
+        from agent_memory.services.facts.edits import FactEdits
+
+        return FactEdits(self.store, self.search, self.forget,
+                         lambda ctx, req, extraction: self.facts.write(ctx, req, extraction))
+
+    @cached_property
     def idempotency(self) -> IdempotencyService:
         from agent_memory.services.facts.idempotency import IdempotencyService
 

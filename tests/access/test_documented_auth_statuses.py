@@ -17,7 +17,7 @@ SPEC = yaml.safe_load((ROOT / "openapi.yaml").read_text())
 PARAMS = {"context_id": "acme", "session_id": "sess_01HV0000000000000000000000", "thread_id": "t1",
           "turn_index": "1", "trace_id": "trace_01HV0000000000000000000000",
           "document_id": "doc_01HV0000000000000000000000", "type": "person", "name": "alice", "key": "city",
-          "uncertainty_id": "unc_01HV0000000000000000000000"}
+          "uncertainty_id": "unc_01HV0000000000000000000000", "fact_id": "attr_01HV0000000000000000000000"}
 KEYS = {"bound-elsewhere": "key-elsewhere-000000", "no-verbs": "key-noverbs-00000000"}
 OPERATIONS = sorted((method.upper(), path, op) for path, item in SPEC["paths"].items()
                     for method, op in item.items() if method in ("get", "post", "put", "delete", "patch"))
@@ -47,7 +47,7 @@ def test_documented_401s_and_403s_are_what_the_handlers_answer(api) -> None:
     for method, path, op in OPERATIONS:
         documented = _documented(op)
         url = _url(path)
-        body = {} if method in ("POST", "PUT") else None
+        body = {} if method in ("POST", "PUT", "PATCH") else None
         anonymous = api.request(method, url, body)
         if ("401" in documented) != (anonymous.status == 401):
             problems.append(f"{method} {path}: no key -> {anonymous.status}, documented {sorted(documented)}")

@@ -90,6 +90,7 @@ MODELS = {
     wire.StateCategory: "StateCategory", wire.State: "State", wire.ProfileEntry: "ProfileEntry",
     wire.Profile: "Profile", wire.EntityDetail: "EntityDetail", wire.AttributeHistory: "AttributeHistory",
     wire.ResolveUncertaintyResponse: "ResolveUncertaintyResponse", wire.ForgetResponse: "ForgetResponse",
+    wire.CorrectFactResponse: "CorrectFactResponse",
     wire.WriteFactsResponse: "WriteFactsResponse", wire.WriteFactsBatchResponse: "WriteFactsBatchResponse",
     wire.Citation: "CitationJson", wire.ChatResponse: "ChatResponseJson", wire.Trace: "Trace",
     wire.QueryHit: "QueryHit", wire.QueryResponse: "QueryResponse", wire.ContextSource: "ContextSource",

@@ -197,3 +197,39 @@ def test_async_surface(env_server, model, tmp_path):
             return (await memory.health()).status
 
     assert asyncio.run(main()) == "ok"
+
+
+def test_one_fact_by_id_sync_and_async(memory, env_server):
+    memory.remember("I live in London.")
+    memory.remember("I like sushi.")
+    home = next(a for a in memory.attributes if a.key == "location")
+    assert memory.attributes.get(home.id) == home
+    fixed = memory.attributes.update(home.id, "Leeds", note="misheard")
+    c = fixed.corrections[0]
+    assert (c.previous.value, c.current.value) == ("London", "Leeds")
+    assert fixed.fact.value == "Leeds" and fixed.previous.superseded_by == fixed.fact.id
+    assert [h.value for h in memory.entities.history("person", "user", "location")] == ["London", "Leeds"]
+    sushi = next(a for a in memory.attributes if a.key == "likes")
+    gone = memory.attributes.delete(sushi.id)
+    assert gone.deleted == 1 and gone.items[0].id == sushi.id
+    with pytest.raises(NotFoundError):
+        memory.attributes.get(sushi.id)
+
+    async def main():
+        async with AsyncAgentMemory("acme") as aio:
+            await aio.remember("import", infer="triples", triples=[
+                {"entity": {"type": "person", "name": "user"}, "key": "manager",
+                 "target": {"type": "person", "name": "Dana"}}])
+            rel = [r async for r in aio.relations.list(label="manager")][0]
+            assert (await aio.relations.get(rel.id)).object == "entity:person/dana"
+            out = await aio.relations.update(rel.id, "person/erin")
+            assert out.fact.object == "entity:person/erin"
+            assert (await aio.relations.delete(out.fact.id, purge=True)).deleted == 1
+            with pytest.raises(NotFoundError):
+                await aio.relations.get(out.fact.id)
+            with pytest.raises(NotFoundError):
+                await aio.actions.get("act_missing")
+            with pytest.raises(NotFoundError):
+                await aio.instructions.delete("instr_missing")
+
+    asyncio.run(main())

@@ -245,6 +245,27 @@ class Calls:
         return Call("POST", f"{self.prefix}/uncertainty/{_seg(uncertainty_id)}/resolve",
                     model(wire.ResolveUncertaintyResponse), json=_body(acceptedValue=accepted_value, note=note))
 
+    # --- one fact by id -----------------------------------------------------------------------
+
+    _FACT_MODELS = {"attributes": "MemoryAttribute", "relations": "MemoryRelation", "actions": "MemoryAction",
+                    "instructions": "MemoryInstruction"}
+
+    def get_fact(self, collection: str, fact_id: str) -> Call[Any]:
+        parse = model(getattr(wire, self._FACT_MODELS[collection]))
+        return Call("GET", f"{self.prefix}/{collection}/{_seg(fact_id)}", parse, idempotent=True)
+
+    def delete_fact(self, collection: str, fact_id: str, *, purge: bool | None) -> Call[wire.ForgetResponse]:
+        params = {"purge": "true"} if purge else None
+        return Call("DELETE", f"{self.prefix}/{collection}/{_seg(fact_id)}", model(wire.ForgetResponse),
+                    params=params, idempotent=True)
+
+    def correct_fact(self, collection: str, fact_id: str, value: str, *, note: str | None, observed_at: str | None,
+                     idempotency_key: str | None) -> Call[wire.CorrectFactResponse]:
+        return Call("PATCH", f"{self.prefix}/{collection}/{_seg(fact_id)}", model(wire.CorrectFactResponse),
+                    json=_body(value=value, note=note, observedAt=observed_at),
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+                    idempotent=True, keyed_write=True)
+
     # --- documents ------------------------------------------------------------------------
 
     def upload_document(self, source: DocumentSource, *, title: str | None, filename: str | None,

@@ -439,6 +439,24 @@ class AsyncAttributes:
     def __aiter__(self) -> AsyncIterator[wire.MemoryAttribute]:
         return self.list()
 
+    @operation("getAttribute")
+    async def get(self, attribute_id: str) -> wire.MemoryAttribute:
+        """One attribute by id (404: missing, deleted or outside the read region)."""
+        return await self._client._send(self._client._calls.get_fact("attributes", attribute_id))
+
+    @operation("deleteAttribute")
+    async def delete(self, attribute_id: str, *, purge: bool | None = None) -> wire.ForgetResponse:
+        """Forget this one attribute as forget does (``purge``: with its superseded history)."""
+        return await self._client._send(self._client._calls.delete_fact("attributes", attribute_id, purge=purge))
+
+    @operation("correctAttribute")
+    async def update(self, attribute_id: str, value: str, *, note: str | None = None, observed_at: str | None = None,
+               idempotency_key: str | None = None) -> wire.CorrectFactResponse:
+        """Correct this attribute: the new value supersedes it (history kept) and the
+        correction is reported."""
+        return await self._client._send(self._client._calls.correct_fact(
+            "attributes", attribute_id, value, note=note, observed_at=observed_at, idempotency_key=idempotency_key))
+
 
 class AsyncRelations:
     def __init__(self, client: AsyncAgentMemory):
@@ -452,6 +470,24 @@ class AsyncRelations:
 
     def __aiter__(self) -> AsyncIterator[wire.MemoryRelation]:
         return self.list()
+
+    @operation("getRelation")
+    async def get(self, relation_id: str) -> wire.MemoryRelation:
+        """One relation by id (404: missing, deleted or outside the read region)."""
+        return await self._client._send(self._client._calls.get_fact("relations", relation_id))
+
+    @operation("deleteRelation")
+    async def delete(self, relation_id: str, *, purge: bool | None = None) -> wire.ForgetResponse:
+        """Forget this one relation as forget does (``purge``: with its superseded history)."""
+        return await self._client._send(self._client._calls.delete_fact("relations", relation_id, purge=purge))
+
+    @operation("correctRelation")
+    async def update(self, relation_id: str, value: str, *, note: str | None = None, observed_at: str | None = None,
+               idempotency_key: str | None = None) -> wire.CorrectFactResponse:
+        """Correct this relation: the new object (``person/erin``, or a name keeping the old type) supersedes it (history kept) and the
+        correction is reported."""
+        return await self._client._send(self._client._calls.correct_fact(
+            "relations", relation_id, value, note=note, observed_at=observed_at, idempotency_key=idempotency_key))
 
 
 class AsyncActions:
@@ -467,6 +503,16 @@ class AsyncActions:
     def __aiter__(self) -> AsyncIterator[wire.MemoryAction]:
         return self.list()
 
+    @operation("getAction")
+    async def get(self, action_id: str) -> wire.MemoryAction:
+        """One action by id (404: missing, deleted or outside the read region)."""
+        return await self._client._send(self._client._calls.get_fact("actions", action_id))
+
+    @operation("deleteAction")
+    async def delete(self, action_id: str, *, purge: bool | None = None) -> wire.ForgetResponse:
+        """Forget this one action as forget does (``purge``: with its superseded history)."""
+        return await self._client._send(self._client._calls.delete_fact("actions", action_id, purge=purge))
+
 
 class AsyncInstructions:
     def __init__(self, client: AsyncAgentMemory):
@@ -478,6 +524,16 @@ class AsyncInstructions:
 
     def __aiter__(self) -> AsyncIterator[wire.MemoryInstruction]:
         return self.list()
+
+    @operation("getInstruction")
+    async def get(self, instruction_id: str) -> wire.MemoryInstruction:
+        """One instruction by id (404: missing, deleted or outside the read region)."""
+        return await self._client._send(self._client._calls.get_fact("instructions", instruction_id))
+
+    @operation("deleteInstruction")
+    async def delete(self, instruction_id: str, *, purge: bool | None = None) -> wire.ForgetResponse:
+        """Forget this one instruction as forget does (``purge``: with its superseded history)."""
+        return await self._client._send(self._client._calls.delete_fact("instructions", instruction_id, purge=purge))
 
 
 class AsyncUncertainty:

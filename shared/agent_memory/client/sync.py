@@ -436,6 +436,24 @@ class Attributes:
     def __iter__(self) -> Iterator[wire.MemoryAttribute]:
         return self.list()
 
+    @operation("getAttribute")
+    def get(self, attribute_id: str) -> wire.MemoryAttribute:
+        """One attribute by id (404: missing, deleted or outside the read region)."""
+        return self._client._send(self._client._calls.get_fact("attributes", attribute_id))
+
+    @operation("deleteAttribute")
+    def delete(self, attribute_id: str, *, purge: bool | None = None) -> wire.ForgetResponse:
+        """Forget this one attribute as forget does (``purge``: with its superseded history)."""
+        return self._client._send(self._client._calls.delete_fact("attributes", attribute_id, purge=purge))
+
+    @operation("correctAttribute")
+    def update(self, attribute_id: str, value: str, *, note: str | None = None, observed_at: str | None = None,
+               idempotency_key: str | None = None) -> wire.CorrectFactResponse:
+        """Correct this attribute: the new value supersedes it (history kept) and the
+        correction is reported."""
+        return self._client._send(self._client._calls.correct_fact(
+            "attributes", attribute_id, value, note=note, observed_at=observed_at, idempotency_key=idempotency_key))
+
 
 class Relations:
     def __init__(self, client: AgentMemory):
@@ -449,6 +467,24 @@ class Relations:
 
     def __iter__(self) -> Iterator[wire.MemoryRelation]:
         return self.list()
+
+    @operation("getRelation")
+    def get(self, relation_id: str) -> wire.MemoryRelation:
+        """One relation by id (404: missing, deleted or outside the read region)."""
+        return self._client._send(self._client._calls.get_fact("relations", relation_id))
+
+    @operation("deleteRelation")
+    def delete(self, relation_id: str, *, purge: bool | None = None) -> wire.ForgetResponse:
+        """Forget this one relation as forget does (``purge``: with its superseded history)."""
+        return self._client._send(self._client._calls.delete_fact("relations", relation_id, purge=purge))
+
+    @operation("correctRelation")
+    def update(self, relation_id: str, value: str, *, note: str | None = None, observed_at: str | None = None,
+               idempotency_key: str | None = None) -> wire.CorrectFactResponse:
+        """Correct this relation: the new object (``person/erin``, or a name keeping the old type) supersedes it (history kept) and the
+        correction is reported."""
+        return self._client._send(self._client._calls.correct_fact(
+            "relations", relation_id, value, note=note, observed_at=observed_at, idempotency_key=idempotency_key))
 
 
 class Actions:
@@ -464,6 +500,16 @@ class Actions:
     def __iter__(self) -> Iterator[wire.MemoryAction]:
         return self.list()
 
+    @operation("getAction")
+    def get(self, action_id: str) -> wire.MemoryAction:
+        """One action by id (404: missing, deleted or outside the read region)."""
+        return self._client._send(self._client._calls.get_fact("actions", action_id))
+
+    @operation("deleteAction")
+    def delete(self, action_id: str, *, purge: bool | None = None) -> wire.ForgetResponse:
+        """Forget this one action as forget does (``purge``: with its superseded history)."""
+        return self._client._send(self._client._calls.delete_fact("actions", action_id, purge=purge))
+
 
 class Instructions:
     def __init__(self, client: AgentMemory):
@@ -475,6 +521,16 @@ class Instructions:
 
     def __iter__(self) -> Iterator[wire.MemoryInstruction]:
         return self.list()
+
+    @operation("getInstruction")
+    def get(self, instruction_id: str) -> wire.MemoryInstruction:
+        """One instruction by id (404: missing, deleted or outside the read region)."""
+        return self._client._send(self._client._calls.get_fact("instructions", instruction_id))
+
+    @operation("deleteInstruction")
+    def delete(self, instruction_id: str, *, purge: bool | None = None) -> wire.ForgetResponse:
+        """Forget this one instruction as forget does (``purge``: with its superseded history)."""
+        return self._client._send(self._client._calls.delete_fact("instructions", instruction_id, purge=purge))
 
 
 class Uncertainty:

@@ -3,9 +3,9 @@ follow openapi.yaml; camelCase and snake_case are both accepted."""
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 
-from agent_memory.models.requests import RequestModel
+from agent_memory.models.requests import RequestModel, rfc3339
 
 
 class ForgetRequest(RequestModel):
@@ -22,3 +22,15 @@ class ResolveUncertaintyRequest(RequestModel):
     accepted_value: str = Field(min_length=1, max_length=4096,
                                 validation_alias=AliasChoices("acceptedValue", "accepted_value"))
     note: str | None = Field(default=None, max_length=4096)
+
+
+class CorrectFactRequest(RequestModel):
+    """``PATCH /{ctx}/attributes/{id}`` and ``/relations/{id}``: the value that replaces the
+    fact's (a relation's: its object, ``type/name``, ``entity:type/name`` or a bare name that
+    keeps the old object's type)."""
+
+    value: str = Field(min_length=1, max_length=4096)
+    note: str | None = Field(default=None, max_length=4096)
+    observed_at: str | None = Field(default=None, validation_alias=AliasChoices("observedAt", "observed_at"))
+
+    _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))

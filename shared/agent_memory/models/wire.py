@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agent_memory.models.extraction import ExtractionResult
+from agent_memory.models.extraction import CorrectionSummary, ExtractionResult
 from agent_memory.models.wire_base import WireModel
 
 Category = Literal["identity", "knowledge", "context"]
@@ -238,6 +238,16 @@ class AttributeHistory(WireModel):
 class ResolveUncertaintyResponse(WireModel):
     uncertainty: MemoryUncertainty
     fact: MemoryAttribute | MemoryRelation | None
+
+
+class CorrectFactResponse(WireModel):
+    """``PATCH /attributes/{id}`` and ``/relations/{id}``: the row now current, the corrected
+    row as it reads now, and the correction (``c.previous.value`` -> ``c.current.value``)."""
+
+    fact: MemoryAttribute | MemoryRelation
+    previous: MemoryAttribute | MemoryRelation
+    corrections: list[CorrectionSummary]
+    turn_id: str | None = None
 
 
 class ForgetItem(WireModel):

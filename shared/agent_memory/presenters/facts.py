@@ -13,6 +13,7 @@ from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Re
 
 if TYPE_CHECKING:
     from agent_memory.services.facts.collections import ResolvedUncertainty
+    from agent_memory.services.facts.edits import CorrectedFact
     from agent_memory.services.facts.entities import EntityView
     from agent_memory.services.facts.forget import ForgetOutcome
     from agent_memory.services.facts.state import ProfileView, StateView
@@ -158,3 +159,10 @@ def forget(o: ForgetOutcome) -> dict[str, Any]:
     return {"deleted": o.deleted,
             "items": [{"id": i.id, "kind": i.kind, "text": i.text, "score": i.score} for i in o.items],
             "entities": [{"id": e.id, "name": e.name} for e in o.entities]}
+
+
+def corrected(c: CorrectedFact) -> dict[str, Any]:
+    """``PATCH /{ctx}/attributes/{id}`` (and relations): ``CorrectFactResponse``."""
+    return {"fact": record_wire(c.fact), "previous": record_wire(c.previous),
+            "corrections": [x.model_dump(by_alias=True, mode="json") for x in c.corrections],
+            "turnId": c.turn_id}

@@ -251,6 +251,15 @@ class OrphanedEntities:
         return bool(search.search(eid.split("/", 1)[-1], flt, k=1, mode="vector"))
 
 
+def _fact_text(data: dict[str, Any]) -> str:
+    """The text a fact's search unit holds (what forget lists for a hit)."""
+    kind = BY_KIND.get(data.get("kind"))  # type: ignore[arg-type]
+    if kind is None or kind.project is None:
+        return ""
+    units = kind.project(data, 0)
+    return units[0].text if units else data.get("description", "")
+
+
 # --- the service -------------------------------------------------------------------------
 
 
@@ -343,6 +352,23 @@ class ForgetService:
             removed |= remove_records(self.store, orphans, purge=req.purge)
         self.after_removal(ctx, removed)
         return ForgetOutcome(len(items), items, entities)
+
+    def forget_record(self, ctx: RequestContext, record: Record, *, purge: bool = False) -> ForgetOutcome:
+        """Forget one fact record the caller named by id (``edits.FactEdits.delete``, which
+        checked its regions): steps 3-5 above for that record alone."""
+        kind = BY_KIND[record.data["kind"]]
+        forgetter = kind.forgetter
+        assert forgetter is not None
+        rows = [record, *forgetter.history(self, ctx, record)] if purge else [record]
+        orphans = OrphanedEntities(self, ctx).find(rows)
+        removed = {record.data["id"]} | forgetter.remove(self, ctx, rows, purge)
+        if orphans:
+            removed |= remove_records(self.store, orphans, purge=purge)
+        self.after_removal(ctx, removed)
+        unit_kind = record.data["kind"]
+        item = ForgottenItem(record.data["id"], unit_kind, _fact_text(record.data), 1.0)
+        return ForgetOutcome(1, [item], [OrphanedEntity(o.data["id"], o.data.get("name") or o.data["id"])
+                                         for o in orphans])
 
     def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str]) -> None:
         """Derived copies: search units now (whatever the projection lag), then the event's

@@ -136,13 +136,16 @@ class FactsService:
 
     # --- public operations ------------------------------------------------------------
 
-    def write(self, ctx: RequestContext, req: WriteFactsRequest) -> WriteOutcome:
+    def write(self, ctx: RequestContext, req: WriteFactsRequest,
+              extraction_override: ExtractionOutput | None = None) -> WriteOutcome:
+        """``extraction_override`` (with ``infer: triples``) replaces what the triples say, for
+        callers that write claims a triple cannot state (a correction's negation: ``edits``)."""
         self._check_size(req.text)
         observed = req.observed_at
         extraction: ExtractionOutput | None = None
         source_kind = "turn"
         if req.infer == "triples":
-            extraction = triples_to_extraction(req.triples or [])
+            extraction = extraction_override or triples_to_extraction(req.triples or [])
             source_kind = "upsert"
         elif req.triples:
             raise Unprocessable("triples are only accepted with infer: triples", field="triples")
