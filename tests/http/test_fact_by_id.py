@@ -81,6 +81,18 @@ def test_patch_corrects_a_single_valued_attribute_with_history(any_api):
     assert again.status == 409 and again.json()["code"] == "fact_not_current"
 
 
+def test_patch_after_a_retroactive_move_supersedes_the_moved_to_value(any_api):
+    # "moved ... last month" retracts London (closed empty) and starts Berlin a month back;
+    # the correction must supersede Berlin, not sit beside it as a second current value.
+    write(any_api, "I live in London.")
+    write(any_api, "I moved to Berlin last month.")
+    berlin = attribute(any_api, "location")
+    out = ok(any_api, "PATCH", f"/attributes/{berlin['id']}", {"value": "Munich"})
+    assert out["corrections"] == [{"entityId": USER, "key": "location", "oldValue": "Berlin", "newValue": "Munich"}]
+    assert out["previous"]["supersededBy"] == out["fact"]["id"]
+    assert attribute(any_api, "location")["value"] == "Munich"
+
+
 def test_patch_of_a_multi_valued_attribute_closes_the_old_value(any_api):
     triples(any_api, {"entity": {"type": "person", "name": "user"}, "key": "likes", "value": "sushi"},
             {"entity": {"type": "person", "name": "user"}, "key": "likes", "value": "tea"})

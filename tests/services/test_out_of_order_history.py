@@ -192,3 +192,16 @@ def test_conversational_turns_out_of_order_are_placed_by_observed_time(runtime, 
     stored = rows(runtime, "entity:person/user", "location")
     place = text.split()[-1].rstrip(".")
     assert_one_chain(stored, [(5, place, 10), (10, "Lima", None)])
+
+
+def test_a_statement_after_a_retroactive_move_supersedes_the_moved_to_value(runtime):
+    """"I moved to Rome last week" retracts Lima (closed empty, on the day it was written) and
+    starts Rome a week back; a later statement must supersede Rome, not the retracted row."""
+    runtime.facts.write(CTX, WriteFactsRequest(text="I live in Lima.", observed_at=day(20)))
+    runtime.facts.write(CTX, WriteFactsRequest(text="I moved to Rome last week.", observed_at=day(20)))
+    runtime.facts.write(CTX, WriteFactsRequest(text="I live in Oslo.", observed_at=day(25)))
+    stored = [r for r in rows(runtime, "entity:person/user", "location") if r["validFrom"] != r["validUntil"]]
+    assert [(r["value"], r["validUntil"]) for r in stored] == [("Rome", day(25)), ("Oslo", None)]
+    rome, oslo = stored
+    assert rome["supersededBy"] == oslo["id"] and oslo["supersedes"] == rome["id"]
+    assert as_of(runtime, "entity:person/user", "location", day(26)) == ["Oslo"]

@@ -118,6 +118,7 @@ class MemoryAttribute(WireModel):
     superseded_by: str | None
     source: FactSource
     created_at: str
+    labels: list[str] = Field(default_factory=list)
 
 
 class MemoryRelation(WireModel):
@@ -133,6 +134,7 @@ class MemoryRelation(WireModel):
     superseded_by: str | None
     source: FactSource
     created_at: str
+    labels: list[str] = Field(default_factory=list)
 
 
 class MemoryAction(WireModel):

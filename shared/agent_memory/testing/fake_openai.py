@@ -29,6 +29,7 @@ from typing import Any
 log = logging.getLogger("agent_memory.fake_openai")
 
 CHAT_PATH = "/v1/chat/completions"
+CHAT_LOG = 50
 EMBEDDING_MAX_TOKENS = 8191
 
 
@@ -77,6 +78,9 @@ class Stats:
     # Requests being answered now per path, and the most at once: how parallel callers really were.
     in_flight: dict[str, int] = field(default_factory=dict)
     max_in_flight: dict[str, int] = field(default_factory=dict)
+    # The message lists of the latest chat requests (at most CHAT_LOG), for tests that check
+    # what a caller's own prompt carried.
+    chats: list[list[dict[str, Any]]] = field(default_factory=list)
 
 
 class OfflineAnswers:
@@ -222,6 +226,8 @@ class FakeOpenAIApp:
 
     async def _chat(self, send: Any, body: dict[str, Any]) -> None:
         model = body.get("model", "fake")
+        with self._lock:
+            self.stats.chats = [*self.stats.chats[-(CHAT_LOG - 1):], list(body.get("messages", []))]
         text = await asyncio.to_thread(self.answers.chat, body)
         prompt = "".join(_text(m.get("content")) for m in body.get("messages", []))
         if not body.get("stream"):

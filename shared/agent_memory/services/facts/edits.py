@@ -134,13 +134,16 @@ class FactEdits:
             raise Conflict(f"{fact_id} changed while it was being corrected; read it and retry",
                            code="fact_not_current")
         previous = memory_record(self.store.get(record.pk, record.sk) or record)
-        reported = outcome.extraction.corrections if outcome.extraction is not None else []
-        mine = [c for c in reported if c.entity_id == slot_entity and c.key == slot]
+        # The corrections the write path reported; a multi-valued key's negation (old -> "")
+        # and its new value are one correction to the caller (old -> new).
         old_value = old.value if isinstance(old, Attribute) else old.object
-        correction = CorrectionSummary(entity_id=slot_entity, key=slot, old_value=old_value,
-                                       new_value=new_value)
-        others = [c for c in reported if c not in mine]
-        return CorrectedFact(current, previous, [correction, *others], outcome.turn_id)  # type: ignore[arg-type]
+        reported = []
+        for c in outcome.extraction.corrections if outcome.extraction is not None else []:
+            if negation is not None and (c.entity_id, c.key, c.old_value, c.new_value) == \
+                    (slot_entity, slot, old_value, ""):
+                c = CorrectionSummary(entity_id=slot_entity, key=slot, old_value=old_value, new_value=new_value)
+            reported.append(c)
+        return CorrectedFact(current, previous, reported, outcome.turn_id)  # type: ignore[arg-type]
 
     # --- the correcting write -------------------------------------------------------------
 

@@ -367,7 +367,11 @@ class _Planner:
                 self.retroactive(claim, chain, at)
             return
         before = [r for r in chain if (r.valid_from or "") <= at]
-        prev = before[-1] if before else None
+        # The row whose window holds ``at``: a retracted row (closed empty, valid_from ==
+        # valid_until, when a later statement about an earlier time replaced it) sorts after
+        # the value that replaced it but holds nothing.
+        holding = [r for r in before if r.valid_until is None or r.valid_until > at]
+        prev = holding[-1] if holding else (before[-1] if before else None)
         nxt = next((r for r in chain if (r.valid_from or "") > at), None)
         prev_open = prev is not None and (prev.valid_until is None or prev.valid_until > at)
         restated_later = [t for t in prev.stated_at if t > at] if prev is not None and prev_open else []

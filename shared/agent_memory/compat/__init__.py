@@ -1,0 +1,1 @@
+"""Entry points shaped like other memory libraries' (``compat.mem0``)."""

@@ -1,0 +1,353 @@
+"""A Mem0-style entry point: ``from agent_memory.compat.mem0 import Memory``.
+
+The method names, signatures and return shapes follow Mem0 2.2.1's ``mem0.Memory`` (its own
+code, not its docs), over our HTTP API through the SDK, so a Mem0 program runs against
+agent-memory with only its import changed. docs/sdk.md ("Coming from Mem0") lists the
+differences.
+
+How Mem0's ids map onto ours:
+
+- ``user_id`` -> the **partition** (``X-Memory-Partition``): each user's memory is separate,
+  including its self entity ("User location: Berlin" is that user's). An id that is not a
+  valid partition name (``[A-Za-z0-9][A-Za-z0-9._-]{0,63}``) is hashed into one
+  (``u-<sha256 prefix>``), so any string works and the same string always maps the same way.
+- ``agent_id`` and ``run_id`` -> **labels** on what a write stores (``mem0:agent:<id>``,
+  ``mem0:run:<id>``); ``filters`` with them keeps only memories carrying every one. Labels,
+  not scopes: scopes are access regions that keys grant, and Mem0's ids are not grants.
+- A "memory" is one extracted fact (an attribute or relation; actions and instructions in
+  ``get``/``delete`` by id too). ``add`` reports each stored fact as ``ADD``, a correction as
+  ``UPDATE`` (with ``previous_memory``), and a negation as ``DELETE``.
+- ``update(id, text)`` records a correction (``PATCH /attributes/{id}``): the corrected
+  value is a new fact with a new id (returned as ``id``); the old one stays as history,
+  which ``history(id)`` lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from agent_memory.client import AgentMemory, NotFoundError
+from agent_memory.models import wire
+
+DEFAULT_CONTEXT = "mem0"
+_PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_KINDS = {"attr": "attributes", "rel": "relations", "act": "actions", "instr": "instructions"}
+_ENTITY_PARAMS = ("user_id", "agent_id", "run_id")
+
+
+def partition_for(user_id: str) -> str:
+    """The partition a Mem0 ``user_id`` maps to (stable; hashed when not a valid name)."""
+    if _PARTITION.match(user_id):
+        return user_id
+    return "u-" + hashlib.sha256(user_id.encode()).hexdigest()[:32]
+
+
+def _labels(agent_id: str | None, run_id: str | None) -> list[str]:
+    return ([f"mem0:agent:{agent_id}"] if agent_id else []) + ([f"mem0:run:{run_id}"] if run_id else [])
+
+
+def _trim(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string")
+    return value.strip()
+
+
+def _attribute_text(a: wire.MemoryAttribute) -> str:
+    name = a.entity.split("/", 1)[-1]
+    return f"{name} {a.key.replace('_', ' ')}: {a.value}"
+
+
+def _relation_text(r: wire.MemoryRelation) -> str:
+    return f"{r.subject.split('/', 1)[-1]} {r.label.replace('_', ' ')}: {r.object.split('/', 1)[-1]}"
+
+
+class Memory:
+    """Mem0's ``Memory`` over an agent-memory service.
+
+    ``Memory()`` reads ``AGENT_MEMORY_URL`` and ``AGENT_MEMORY_API_KEY`` as the SDK does, and
+    the context from ``AGENT_MEMORY_CONTEXT`` (default ``mem0``). ``config`` (Mem0's
+    ``MemoryConfig``) is accepted and ignored: models and stores are the service's.
+    """
+
+    def __init__(self, config: Any = None, *, context: str | None = None, base_url: str | None = None,
+                 api_key: str | None = None):
+        self.config = config
+        self.context = context or os.environ.get("AGENT_MEMORY_CONTEXT") or DEFAULT_CONTEXT
+        self._base_url, self._api_key = base_url, api_key
+        self._clients: dict[str | None, AgentMemory] = {}
+
+    @classmethod
+    def from_config(cls, config_dict: dict[str, Any]) -> Memory:
+        return cls(config_dict)
+
+    def _client(self, user_id: str | None) -> AgentMemory:
+        partition = partition_for(user_id) if user_id else None
+        if partition not in self._clients:
+            self._clients[partition] = AgentMemory(self.context, base_url=self._base_url, api_key=self._api_key,
+                                                   partition=partition)
+        return self._clients[partition]
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def add(self, messages: Any, *, user_id: str | None = None, agent_id: str | None = None,
+            run_id: str | None = None, metadata: dict[str, Any] | None = None, timestamp: Any = None,
+            expiration_date: Any = None, infer: bool = True, memory_type: str | None = None,
+            prompt: str | None = None) -> dict[str, Any]:
+        """Store ``messages`` (a string, one ``{"role", "content"}`` dict, or a list of them) and
+        what they state: ``{"results": [{"id", "memory", "event"}]}``."""
+        user_id, agent_id, run_id = (_trim(user_id, "user_id"), _trim(agent_id, "agent_id"),
+                                     _trim(run_id, "run_id"))
+        if not (user_id or agent_id or run_id):
+            raise ValueError("at least one of user_id, agent_id or run_id is required")
+        if timestamp is not None:
+            raise ValueError("timestamp is not supported; statements take their event time from the text")
+        turns = list(_messages(messages))
+        if not turns:
+            return {"results": []}
+        client = self._client(user_id)
+        labels = _labels(agent_id, run_id)
+        out = client.remember_many(turns, extract="per_message", infer="full" if infer else "none",
+                                   labels=labels or None)
+        results: list[dict[str, Any]] = []
+        for extraction in out.extractions:
+            if extraction is not None:
+                results += self._events(client, extraction, user_id, agent_id, run_id)
+        return {"results": results}
+
+    @staticmethod
+    def _events(client: AgentMemory, extraction: Any, user_id: str | None, agent_id: str | None,
+                run_id: str | None) -> list[dict[str, Any]]:
+        ids = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)) if v}
+        corrected = {(c.entity_id, c.key): c for c in extraction.corrections}
+        events: list[dict[str, Any]] = []
+        for a in extraction.attributes:
+            name = a.entity_id.split("/", 1)[-1]
+            text = f"{name} {a.key.replace('_', ' ')}: {a.value}"
+            c = corrected.pop((a.entity_id, a.key), None)
+            if c is not None and c.new_value == a.value:
+                events.append({"id": a.id, "memory": text, "event": "UPDATE",
+                               "previous_memory": f"{name} {a.key.replace('_', ' ')}: {c.old_value}", **ids})
+            else:
+                events.append({"id": a.id, "memory": text, "event": "ADD", **ids})
+        for r in extraction.relations:
+            for rel in client.relations.list(src=r.subject.removeprefix("entity:"), label=r.label):
+                if rel.object == r.object:
+                    events.append({"id": rel.id, "memory": _relation_text(rel), "event": "ADD", **ids})
+                    break
+        for c in corrected.values():  # a negation: the value closed, nothing replacing it
+            if not c.new_value:
+                name = c.entity_id.split("/", 1)[-1]
+                events.append({"id": None, "memory": f"{name} {c.key.replace('_', ' ')}: {c.old_value}",
+                               "event": "DELETE", **ids})
+        return events
+
+    def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
+               expiration_date: Any = None, data: str | None = None) -> dict[str, Any]:
+        """Correct one memory: its new value supersedes it (history kept)."""
+        value = text if text is not None else data
+        if value is None:
+            raise ValueError("text is required")
+        collection = self._collection(memory_id)
+        if collection not in ("attributes", "relations"):
+            raise ValueError(f"Memory with id {memory_id} cannot be updated; delete it and add the new one")
+        client, _ = self._locate(memory_id)
+        if client is None:
+            raise ValueError(f"Memory with id {memory_id} not found")
+        api = client.attributes if collection == "attributes" else client.relations
+        out = api.update(memory_id, _value_of(value))
+        return {"message": "Memory updated successfully!", "id": out.fact.id}
+
+    def delete(self, memory_id: str) -> dict[str, Any]:
+        client, _ = self._locate(memory_id)
+        if client is None:
+            raise ValueError(f"Memory with id {memory_id} not found")
+        getattr(client, self._collection(memory_id)).delete(memory_id)
+        return {"message": "Memory deleted successfully!"}
+
+    def delete_all(self, user_id: str | None = None, agent_id: str | None = None,
+                   run_id: str | None = None) -> dict[str, Any]:
+        filters = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)) if v}
+        if not filters:
+            raise ValueError("At least one filter is required to delete all memories.")
+        for item in self._all(filters, top_k=None):
+            getattr(self._client(filters.get("user_id")), self._collection(item["id"])).delete(item["id"])
+        return {"message": "Memories deleted successfully!"}
+
+    def reset(self) -> None:
+        raise NotImplementedError("reset would drop the whole context; delete_all(user_id=...) per user instead")
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        client, found = self._locate(memory_id)
+        return None if client is None else found
+
+    def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = 20, show_expired: bool = False,
+                **kwargs: Any) -> dict[str, Any]:
+        _reject_entity_params(kwargs, "get_all")
+        _check_filters(filters)
+        if not isinstance(top_k, int) or top_k < 0:
+            raise ValueError("top_k must be a non-negative integer")
+        return {"results": self._all(filters or {}, top_k=top_k)}
+
+    def search(self, query: str, *, top_k: int = 20, filters: dict[str, Any] | None = None, threshold: float = 0.1,
+               rerank: bool = False, explain: bool = False, reference_date: Any = None, show_expired: bool = False,
+               **kwargs: Any) -> dict[str, Any]:
+        """``{"results": [{"id", "memory", "score", ...}]}``, best first. ``score`` is the
+        service's ranking score normalised so the best hit is 1.0; ``threshold`` applies to it."""
+        _reject_entity_params(kwargs, "search")
+        _check_filters(filters)
+        if not isinstance(top_k, int) or top_k < 0:
+            raise ValueError("top_k must be a non-negative integer")
+        if threshold is not None and not 0 <= threshold <= 1:
+            raise ValueError("threshold must be between 0 and 1")
+        filters = filters or {}
+        if top_k == 0:
+            return {"results": []}
+        client = self._client(filters.get("user_id"))
+        labels = _labels(filters.get("agent_id"), filters.get("run_id"))
+        hits = client.query(query, k=min(top_k, 50), include=["facts"], labels=labels or None).hits
+        best = max((h.score for h in hits), default=0.0) or 1.0
+        ids = {k: filters[k] for k in _ENTITY_PARAMS if filters.get(k)}
+        results = []
+        for h in hits:
+            score = round(h.score / best, 6)
+            if threshold is not None and score < threshold:
+                continue
+            results.append({"id": h.id, "memory": h.text, "hash": None, "metadata": None, "score": score,
+                            "created_at": h.occurred_at, "updated_at": None, **ids})
+        return {"results": results}
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """The memory's chain, oldest first, as Mem0's history rows (``ADD`` then ``UPDATE``s,
+        ``DELETE`` for a value that was closed with nothing replacing it)."""
+        client, found = self._locate(memory_id)
+        if client is None or self._collection(memory_id) != "attributes":
+            return [] if client is None else [_history_row(found, None, "ADD")]
+        attr = client.attributes.get(memory_id)
+        etype, name = attr.entity.removeprefix("entity:").split("/", 1)
+        by_id = {row.id: row for row in client.entities.history(etype, name, attr.key)}
+        # Follow the supersession links both ways from this memory: its own chain only (a
+        # multi-valued key's other values have theirs).
+        first = by_id.get(memory_id, attr)
+        while first.supersedes in by_id:
+            first = by_id[first.supersedes]
+        rows: list[dict[str, Any]] = []
+        previous: wire.MemoryAttribute | None = None
+        row: wire.MemoryAttribute | None = first
+        while row is not None and len(rows) < len(by_id) + 1:
+            rows.append(_history_row({"id": row.id, "memory": _attribute_text(row), "created_at": row.created_at},
+                                     _attribute_text(previous) if previous else None,
+                                     "UPDATE" if previous else "ADD"))
+            previous, row = row, by_id.get(row.superseded_by or "")
+        return rows
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _collection(memory_id: str) -> str:
+        prefix = str(memory_id).split("_", 1)[0]
+        return _KINDS.get(prefix, "attributes")
+
+    def _locate(self, memory_id: str) -> tuple[AgentMemory | None, dict[str, Any] | None]:
+        """The client (partition) holding ``memory_id`` and its Mem0 item. Mem0's ``get`` takes
+        no user id, so the partitions this object has used are tried, the default first."""
+        collection = self._collection(memory_id)
+        order = [None, *[p for p in self._clients if p is not None]]
+        for partition in order:
+            client = self._clients.get(partition) or self._client(None)
+            try:
+                item = getattr(client, collection).get(memory_id)
+            except NotFoundError:
+                continue
+            return client, _item(item, partition)
+        return None, None
+
+    def _all(self, filters: dict[str, Any], top_k: int | None) -> list[dict[str, Any]]:
+        client = self._client(filters.get("user_id"))
+        want = set(_labels(filters.get("agent_id"), filters.get("run_id")))
+        out: list[dict[str, Any]] = []
+        for collection in ("attributes", "relations"):
+            for item in getattr(client, collection).list():
+                if want and not want <= set(item.labels):
+                    continue
+                out.append(_item(item, client.partition, filters))
+                if top_k is not None and len(out) >= top_k:
+                    return out
+        return out
+
+
+def _item(item: Any, partition: str | None, filters: dict[str, Any] | None = None) -> dict[str, Any]:
+    if isinstance(item, wire.MemoryAttribute):
+        text = _attribute_text(item)
+    elif isinstance(item, wire.MemoryRelation):
+        text = _relation_text(item)
+    else:
+        text = getattr(item, "summary", None) or getattr(item, "description", None) or ""
+    out: dict[str, Any] = {"id": item.id, "memory": text, "hash": hashlib.md5(text.encode()).hexdigest(),
+                           "metadata": None, "created_at": getattr(item, "created_at", None), "updated_at": None}
+    ids = {k: v for k, v in (filters or {}).items() if k in _ENTITY_PARAMS and v}
+    if partition and "user_id" not in ids:
+        ids["user_id"] = partition
+    return {**out, **ids}
+
+
+def _history_row(item: dict[str, Any] | None, old: str | None, event: str) -> dict[str, Any]:
+    item = item or {}
+    return {"id": item.get("id"), "memory_id": item.get("id"), "old_memory": old, "new_memory": item.get("memory"),
+            "event": event, "created_at": item.get("created_at"), "updated_at": None, "is_deleted": False,
+            "actor_id": None, "role": None}
+
+
+def _value_of(text: str) -> str:
+    """A new memory text's value: ``"User location: Leeds"`` -> ``Leeds``; plain text as is."""
+    return text.split(":", 1)[1].strip() if ":" in text and text.split(":", 1)[1].strip() else text.strip()
+
+
+def _messages(messages: Any) -> Iterable[dict[str, str]]:
+    if isinstance(messages, str):
+        yield {"role": "user", "content": messages}
+        return
+    if isinstance(messages, dict):
+        messages = [messages]
+    if not isinstance(messages, list):
+        raise ValueError("messages must be a string, a message dict or a list of message dicts")
+    for m in messages:
+        if not isinstance(m, dict) or "content" not in m:
+            raise ValueError("each message needs a content")
+        role = m.get("role", "user")
+        # Our turns are user and assistant; a system prompt is instructions, not a statement.
+        if role == "system" or not str(m["content"]).strip():
+            continue
+        yield {"role": role if role in ("user", "assistant") else "user", "content": str(m["content"])}
+
+
+def _reject_entity_params(kwargs: dict[str, Any], method: str) -> None:
+    bad = set(_ENTITY_PARAMS) & set(kwargs)
+    if bad:
+        raise ValueError(f"Top-level entity parameters {bad} are not supported in {method}(). "
+                         "Use filters={'user_id': '...'} instead.")
+    if kwargs:
+        raise TypeError(f"{method}() got unexpected keyword arguments {sorted(kwargs)}")
+
+
+def _check_filters(filters: dict[str, Any] | None) -> None:
+    if not filters or not any(filters.get(k) for k in _ENTITY_PARAMS):
+        raise ValueError("filters must contain at least one of: user_id, agent_id, run_id")

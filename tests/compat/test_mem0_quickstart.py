@@ -1,0 +1,105 @@
+"""Mem0 2.2.1's own quick-start, with only its import changed, against the local service: its
+chat model pointed at the local fake OpenAI endpoint (``OPENAI_BASE_URL``), its input from a
+fixture instead of a terminal. Then the Mem0-shaped methods one by one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_memory.client import AgentMemory
+from agent_memory.compat.mem0 import Memory, partition_for
+from agent_memory.testing.fake_openai import FakeOpenAIServer
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+@pytest.fixture
+def store_kind() -> str:
+    return "sqlite"
+
+
+@pytest.fixture
+def fake_model():
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+def test_the_quickstart_runs_with_only_its_import_changed(server, fake_model):
+    env = {**os.environ, "AGENT_MEMORY_URL": server, "AGENT_MEMORY_CONTEXT": "acme",
+           "OPENAI_BASE_URL": fake_model.url, "OPENAI_API_KEY": "sk-test",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "shared"), os.environ.get("PYTHONPATH", "")])}
+    env.pop("AGENT_MEMORY_API_KEY", None)
+    run = subprocess.run([sys.executable, str(HERE / "fixtures" / "mem0_quickstart.py")],
+                         input=(HERE / "fixtures" / "mem0_quickstart.input").read_text(), env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == "Chat with AI (type 'exit' to quit)" and lines[-1].endswith("Goodbye!")
+    answers = [line for line in run.stdout.split("You: ") if "AI: " in line]
+    assert len(answers) == 3
+    assert fake_model.stats.requests >= 3  # its own model calls went to the fake
+    # What it added is the default user's memory: the move superseded London.
+    with AgentMemory("acme", base_url=server, partition="default_user") as memory:
+        current = {a.key: a.value for a in memory.attributes}
+    assert current.get("location") == "Berlin"
+    # The last question's memories reached its own model, in its own prompt.
+    plain = [c for c in fake_model.stats.chats if c and c[0].get("role") == "system" and "User Memories" in c[0]["content"]]
+    assert len(plain) == 3 and "Berlin" in plain[-1][0]["content"]
+
+
+def test_mem0_methods_shapes_and_user_isolation(server):
+    m = Memory(context="acme", base_url=server)
+    added = m.add("I live in London.", user_id="alice")
+    (item,) = added["results"]
+    assert item["event"] == "ADD" and "London" in item["memory"] and item["id"].startswith("attr_")
+    moved = m.add([{"role": "user", "content": "I moved to Berlin last month."}], user_id="alice")
+    update = next(r for r in moved["results"] if r["event"] == "UPDATE")
+    assert "Berlin" in update["memory"] and "London" in update["previous_memory"]
+    m.add("I live in Oslo.", user_id="bob@example.com")  # not a partition name: hashed into one
+    assert partition_for("bob@example.com").startswith("u-")
+
+    found = m.search("Where do I live?", filters={"user_id": "alice"}, top_k=3)["results"]
+    assert found and "Berlin" in found[0]["memory"] and found[0]["score"] == 1.0
+    assert all("Oslo" not in r["memory"] for r in found)
+    everything = m.get_all(filters={"user_id": "alice"})["results"]
+    assert {r["memory"] for r in everything} == {update["memory"]}
+
+    got = m.get(update["id"])
+    assert got["id"] == update["id"] and got["memory"] == update["memory"]
+    fixed = m.update(update["id"], "Munich")
+    assert fixed["message"] == "Memory updated successfully!"
+    history = m.history(fixed["id"])
+    assert [h["event"] for h in history][-2:] == ["UPDATE", "UPDATE"]
+    assert history[-1]["old_memory"].endswith("Berlin") and history[-1]["new_memory"].endswith("Munich")
+
+    assert m.delete(fixed["id"]) == {"message": "Memory deleted successfully!"}
+    assert m.get(fixed["id"]) is None
+    with pytest.raises(ValueError):
+        m.delete(fixed["id"])
+    m.add("I like tea.", user_id="carol", agent_id="helper")
+    m.add("I like coffee.", user_id="carol")
+    tagged = m.get_all(filters={"user_id": "carol", "agent_id": "helper"})["results"]
+    assert [r["memory"] for r in tagged] == ["user likes: tea"]
+    assert m.delete_all(user_id="carol") == {"message": "Memories deleted successfully!"}
+    assert m.get_all(filters={"user_id": "carol"})["results"] == []
+    assert m.get_all(filters={"user_id": "bob@example.com"})["results"]  # bob untouched
+    m.close()
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.search("x"),                              # no filters
+    lambda m: m.search("x", user_id="alice"),             # top-level entity id, as Mem0 refuses
+    lambda m: m.get_all(filters={"user_id": "a"}, top_k=-1),
+    lambda m: m.search("x", filters={"user_id": "a"}, threshold=2),
+    lambda m: m.add("hi"),                                # no id at all
+    lambda m: m.delete_all(),
+])
+def test_bad_calls_raise_as_mem0_does(server, call):
+    with Memory(context="acme", base_url=server) as m, pytest.raises((ValueError, TypeError)):
+        call(m)
