@@ -28,7 +28,7 @@ from agent_memory.interfaces.mcp_server import TOOLS  # noqa: E402
 from agent_memory.models.retrieval import K_MAX, QueryRequest  # noqa: E402
 
 EXPECTED_TOOLS = {"remember", "recall", "get_context", "chat", "state", "entity", "history", "forget",
-                  "reflect", "consolidate", "fsck", "thread_append", "thread_context"}
+                  "correct_fact", "delete_fact", "reflect", "consolidate", "fsck", "thread_append", "thread_context"}
 
 
 def _env(server: str) -> dict[str, str]:
@@ -121,6 +121,18 @@ def test_stdio_tools_resources_and_errors(server: str) -> None:
         assert [a["value"] for a in entity["attributes"] if a["key"] == "location"] == ["Berlin"]
         context = data(await session.call_tool("get_context", {"query": "where does the user live"}))
         assert "Berlin" in context["context"]
+
+        # One fact by id: the user says Berlin is wrong.
+        berlin = next(a for a in state["identity"]["attributes"] if a["value"] == "Berlin")
+        fixed = data(await session.call_tool("correct_fact", {"id": berlin["id"], "value": "Bern", "note": "typo"}))
+        assert fixed["corrections"][0]["oldValue"] == "Berlin" and fixed["fact"]["value"] == "Bern"
+        gone = data(await session.call_tool("delete_fact", {"id": fixed["fact"]["id"]}))
+        assert gone["deleted"] == 1
+        bad = await session.call_tool("correct_fact", {"id": "act_x", "value": "y"})
+        assert bad.isError
+        missing = await session.call_tool("delete_fact", {"id": fixed["fact"]["id"]})
+        assert missing.isError and "404" in missing.content[0].text
+        data(await session.call_tool("remember", {"text": "I live in Berlin."}))
 
         # Resources: the listed state, and the two templates.
         listed = (await session.list_resources()).resources

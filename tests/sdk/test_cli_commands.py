@@ -50,3 +50,22 @@ def test_chat_command_runs_the_repl_over_the_sdk(env_server, model, capsys, monk
     code, out, _ = run(capsys, "chat", "--context", "acme")
     assert code == 0 and out.count("Agent: ") == 2 and "London" in out.split("Agent: ")[2]
     assert "resume with --session sess_" in out
+
+
+def test_fact_commands_show_correct_and_delete_by_id(env_server, capsys):
+    code, out, _ = run(capsys, "remember", "--context", "acme", "I live in London.")
+    fact_id = out.split("[", 1)[1].split("]", 1)[0]
+    assert fact_id.startswith("attr_")
+    code, out, _ = run(capsys, "fact", "show", "--context", "acme", fact_id)
+    assert code == 0 and out.strip() == f"entity:person/user location = London  [{fact_id}]"
+    code, out, _ = run(capsys, "fact", "correct", "--context", "acme", fact_id, "Leeds", "--note", "typo")
+    assert code == 0 and "~ entity:person/user location: London -> Leeds" in out
+    new_id = out.rsplit("[", 1)[1].split("]", 1)[0]
+    code, out, _ = run(capsys, "fact", "show", "--context", "acme", fact_id)
+    assert f"(superseded by {new_id})" in out
+    code, out, _ = run(capsys, "fact", "delete", "--context", "acme", new_id)
+    assert code == 0 and "Leeds" in out
+    code, _, err = run(capsys, "fact", "show", "--context", "acme", new_id)
+    assert code == 1 and "404" in err
+    code, out, _ = run(capsys, "state", "--context", "acme")
+    assert "Leeds" not in out

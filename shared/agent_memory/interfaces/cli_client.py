@@ -1,6 +1,6 @@
 """The ``agent-memory`` commands that talk to a running service, all through the SDK:
-``chat`` (the terminal loop) and the operator commands ``remember``, ``recall``, ``state``
-and ``history``. Each prints human-readable text, or the response JSON with ``--json``.
+``chat`` (the terminal loop) and the operator commands ``remember``, ``recall``, ``state``,
+``history`` and ``fact show|correct|delete`` (one fact by the id ``state`` prints). Each prints human-readable text, or the response JSON with ``--json``.
 An error response prints its problem and exits 1; a service that cannot be reached exits 2."""
 
 from __future__ import annotations
@@ -35,6 +35,18 @@ def add_commands(sub: Any) -> None:
     history = _command(sub, "history", "one attribute's supersession chain", _history)
     history.add_argument("entity", help="type/name, e.g. person/user")
     history.add_argument("key", help="attribute key, e.g. location")
+
+    fact = sub.add_parser("fact", help="one remembered fact by its id (state and remember print ids)")
+    fact_sub = fact.add_subparsers(dest="fact", required=True)
+    show = _command(fact_sub, "show", "print one fact", _fact_show)
+    show.add_argument("id", help="attr_..., rel_..., act_... or instr_...")
+    correct = _command(fact_sub, "correct", "correct an attribute or relation (history is kept)", _fact_correct)
+    correct.add_argument("id", help="attr_... or rel_...")
+    correct.add_argument("value", help="the new value (a relation: its new object, e.g. person/erin)")
+    correct.add_argument("--note", default=None, help="why, kept with the correcting turn")
+    delete = _command(fact_sub, "delete", "forget one fact (soft delete; --purge also its history)", _fact_delete)
+    delete.add_argument("id", help="attr_..., rel_..., act_... or instr_...")
+    delete.add_argument("--purge", action="store_true", help="hard-delete it and its superseded history")
 
     documents = sub.add_parser("documents", help="documents of a context")
     documents_sub = documents.add_subparsers(dest="documents", required=True)
@@ -97,7 +109,7 @@ def _remember(memory: AgentMemory, args: argparse.Namespace) -> int:
     if extraction is None:
         return 0
     for a in extraction.attributes:
-        print(f"  + {a.entity_id} {a.key} = {a.value}")
+        print(f"  + {a.entity_id} {a.key} = {a.value}  [{a.id}]")
     for r in extraction.relations:
         print(f"  + {r.subject} {r.label} {r.object}")
     for act in extraction.actions:
@@ -131,9 +143,9 @@ def _state(memory: AgentMemory, args: argparse.Namespace) -> int:
         return 0
     for name in ("identity", "knowledge", "context"):
         category: wire.StateCategory = getattr(state, name)
-        rows = [f"  {a.entity} {a.key} = {a.value}" for a in category.attributes]
-        rows += [f"  {r.subject} {r.label} {r.object}" for r in category.relations]
-        rows += [f"  {a.actor} {a.verb}: {a.summary}" for a in category.actions]
+        rows = [f"  {a.entity} {a.key} = {a.value}  [{a.id}]" for a in category.attributes]
+        rows += [f"  {r.subject} {r.label} {r.object}  [{r.id}]" for r in category.relations]
+        rows += [f"  {a.actor} {a.verb}: {a.summary}  [{a.id}]" for a in category.actions]
         print(f"{name}:" if rows else f"{name}: (empty)")
         for row in rows:
             print(row)
@@ -177,6 +189,69 @@ def _upload(memory: AgentMemory, args: argparse.Namespace) -> int:
     if error is not None:
         print(f"agent-memory: ingestion failed: {error.detail}", file=sys.stderr)
         return 1
+    return 0
+
+
+_FACT_COLLECTIONS = {"attr": "attributes", "rel": "relations", "act": "actions", "instr": "instructions"}
+
+
+def _fact_api(memory: AgentMemory, fact_id: str) -> Any:
+    collection = _FACT_COLLECTIONS.get(fact_id.split("_", 1)[0])
+    if collection is None:
+        raise SystemExit("agent-memory: a fact id starts with attr_, rel_, act_ or instr_")
+    return getattr(memory, collection)
+
+
+def _fact_line(fact: Any) -> str:
+    if isinstance(fact, wire.MemoryAttribute):
+        line = f"{fact.entity} {fact.key} = {fact.value}"
+    elif isinstance(fact, wire.MemoryRelation):
+        line = f"{fact.subject} {fact.label} {fact.object}"
+    elif isinstance(fact, wire.MemoryAction):
+        line = f"{fact.actor} {fact.verb}: {fact.summary}"
+    else:
+        line = f"instruction {fact.label}: {fact.description}"
+    if getattr(fact, "superseded_by", None):
+        line += f"  (superseded by {fact.superseded_by})"
+    elif getattr(fact, "valid_until", None):
+        line += f"  (until {fact.valid_until})"
+    return f"{line}  [{fact.id}]"
+
+
+def _fact_show(memory: AgentMemory, args: argparse.Namespace) -> int:
+    fact = _fact_api(memory, args.id).get(args.id)
+    if args.json:
+        _print_json(fact)
+    else:
+        print(_fact_line(fact))
+    return 0
+
+
+def _fact_correct(memory: AgentMemory, args: argparse.Namespace) -> int:
+    api = _fact_api(memory, args.id)
+    if api not in (memory.attributes, memory.relations):
+        print("agent-memory: only attributes and relations are corrected; delete and restate others",
+              file=sys.stderr)
+        return 2
+    out = api.update(args.id, args.value, note=args.note)
+    if args.json:
+        _print_json(out)
+        return 0
+    for c in out.corrections:
+        print(f"  ~ {c.entity_id} {c.key}: {c.old_value} -> {c.new_value or '(no longer true)'}")
+    print(f"now: {_fact_line(out.fact)}")
+    return 0
+
+
+def _fact_delete(memory: AgentMemory, args: argparse.Namespace) -> int:
+    out = _fact_api(memory, args.id).delete(args.id, purge=args.purge or None)
+    if args.json:
+        _print_json(out)
+        return 0
+    for item in out.items:
+        print(f"  - {item.text}  [{item.id}]")
+    for e in out.entities:
+        print(f"  - entity {e.name} (nothing left about it)  [{e.id}]")
     return 0
 
 

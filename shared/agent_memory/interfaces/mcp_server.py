@@ -80,6 +80,28 @@ class HistoryInput(_Input):
     key: str = Field(min_length=1, max_length=256, description="attribute key, e.g. location")
 
 
+_FACT_ID = Field(min_length=5, max_length=128, pattern=r"^(attr|rel|act|instr)_[A-Za-z0-9]+$",
+                 description="the fact's id (attr_..., rel_..., act_... or instr_...), as recall, state and "
+                             "remember report it")
+
+
+class FactInput(_Input):
+    """DELETE /{attributes|relations|actions|instructions}/{id}: forget one fact."""
+
+    id: str = _FACT_ID
+    purge: bool = Field(default=False, description="also hard-delete its superseded history")
+
+
+class CorrectFactInput(_Input):
+    """PATCH /{attributes|relations}/{id}: correct one fact (its history is kept)."""
+
+    id: str = Field(min_length=5, max_length=128, pattern=r"^(attr|rel)_[A-Za-z0-9]+$",
+                    description="the attribute's or relation's id (attr_... or rel_...)")
+    value: str = Field(min_length=1, max_length=4096,
+                       description="the correct value (a relation: its object, e.g. person/erin)")
+    note: str | None = Field(default=None, max_length=4096, description="why it was wrong, kept with the change")
+
+
 class ThreadAppendInput(AppendThreadTurnRequest):
     thread_id: str = Field(min_length=1, max_length=256, description="the thread to append to")
 
@@ -191,6 +213,17 @@ async def _forget(m: AsyncAgentMemory, a: ForgetRequest) -> Any:
     return await m.forget(a.query, limit=a.limit, min_score=a.min_score, dry_run=a.dry_run, purge=a.purge)
 
 
+_FACT_COLLECTIONS = {"attr": "attributes", "rel": "relations", "act": "actions", "instr": "instructions"}
+
+
+async def _delete_fact(m: AsyncAgentMemory, a: FactInput) -> Any:
+    return await getattr(m, _FACT_COLLECTIONS[a.id.split("_", 1)[0]]).delete(a.id, purge=a.purge or None)
+
+
+async def _correct_fact(m: AsyncAgentMemory, a: CorrectFactInput) -> Any:
+    return await getattr(m, _FACT_COLLECTIONS[a.id.split("_", 1)[0]]).update(a.id, a.value, note=a.note)
+
+
 async def _reflect(m: AsyncAgentMemory, a: ReflectRequest) -> Any:
     return await m.reflect(a.query, persist=a.persist)
 
@@ -233,6 +266,11 @@ TOOLS: tuple[ToolSpec, ...] = (
              HistoryInput, _history),
     ToolSpec("forget", "Delete the memory matching a query (dry_run: only list what would go).",
              ForgetRequest, _forget),
+    ToolSpec("correct_fact", "Correct one remembered fact by its id when the user says it is wrong: the new "
+             "value replaces it, the old one stays as history, and the correction is returned.",
+             CorrectFactInput, _correct_fact),
+    ToolSpec("delete_fact", "Forget one remembered fact by its id (from recall, state or remember).",
+             FactInput, _delete_fact),
     ToolSpec("reflect", "What memory holds on a topic, synthesised, with the ids of its evidence (persist: "
              "store its conclusions as facts).", ReflectRequest, _reflect),
     ToolSpec("consolidate", "Turn facts stated again and again into observations with a proof count "
