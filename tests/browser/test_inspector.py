@@ -169,3 +169,27 @@ def test_a_key_sees_only_its_own_memory_and_contexts(keyed, page, server):
     page.get_by_role("button", name="Open").click()
     page.locator("#session-list li button").first.wait_for()
     assert page.locator("#session-list li button").count() == 2
+
+
+def test_this_is_wrong_corrects_a_value_and_forgets_another(page, server):
+    seed(server)
+    with httpx.Client(base_url=server, timeout=30) as c:
+        assert c.post(f"/api/v1/{CTX}/facts", json={"text": "I like hiking."}).status_code == 200
+    open_inspector(page, server)
+    page.locator('#state-body a[data-entity="entity:person/user"]').click()
+    attrs = page.locator("#asof-attributes")
+    attrs.get_by_text("Porto").wait_for()
+    page.get_by_role("button", name="This is wrong: location Porto").click()
+    page.get_by_label("Correct value of location").fill("Braga")
+    page.get_by_label("Why it is wrong").fill("misheard")
+    page.get_by_role("button", name="Save correction").click()
+    expect(page.locator("#status")).to_have_text("Corrected location: Porto → Braga")
+    expect(page.locator('#timeline g.bar.current[data-key="location"]')).to_have_attribute("data-value", "Braga")
+    assert page.locator('#timeline g.bar[data-key="location"][data-value="Porto"]').count() == 1  # history kept
+    page.get_by_role("button", name="This is wrong: likes hiking").click()
+    page.get_by_role("button", name="Forget it").click()
+    expect(page.locator("#status")).to_have_text("Forgot likes: hiking")
+    expect(attrs).not_to_contain_text("hiking")
+    with httpx.Client(base_url=server, timeout=30) as c:
+        history = c.get(f"/api/v1/{CTX}/entities/person/user/history/location").json()["history"]
+    assert [h["value"] for h in history][-2:] == ["Porto", "Braga"]

@@ -271,19 +271,56 @@ async function loadEntity(path) {
   renderAttrs(detail.attributes, asofTable);
 }
 
-function renderAttrs(attrs, where) {
+function renderAttrs(attrs, where, { editable = true } = {}) {
   where.replaceChildren(attrs.length
-    ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { text: "Key" }), el("th", { text: "Value" }), el("th", { text: "Valid from" }))),
+    ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { text: "Key" }), el("th", { text: "Value" }), el("th", { text: "Valid from" }),
+      editable ? el("th", { text: "" }) : null)),
       el("tbody", {}, attrs.map((a) => el("tr", { "data-attr": a.id }, el("td", { text: a.key }), el("td", { text: a.value }),
-        el("td", { text: fmtTime(a.validFrom) })))))
+        el("td", { text: fmtTime(a.validFrom) }),
+        editable ? el("td", {}, el("button", { type: "button", class: "wrong", "aria-label": `This is wrong: ${a.key} ${a.value}`,
+          onclick: (e) => correctForm(a, e.target.closest("tr")) }, "This is wrong")) : null))))
     : el("p", { class: "hint", text: "Nothing was true then." }));
+}
+
+// "This is wrong": correct the value (a superseding fact, history kept: PATCH) or forget the
+// fact (DELETE), then reload the entity so the timeline shows the change.
+function correctForm(a, row) {
+  document.querySelector("tr.correcting")?.remove();
+  const input = el("input", { type: "text", name: "value", value: a.value, "aria-label": `Correct value of ${a.key}` });
+  const note = el("input", { type: "text", name: "note", placeholder: "why (optional)", "aria-label": "Why it is wrong" });
+  const out = el("span", { class: "hint", role: "status" });
+  const reload = () => (entityCurrent ? loadEntity(entityPath(entityCurrent.detail.entity.id)) : loadState());
+  const save = async (ev) => {
+    ev.preventDefault();
+    try {
+      const res = await api("PATCH", ctxPath(`/attributes/${encodeURIComponent(a.id)}`),
+        { body: { value: input.value, ...(note.value ? { note: note.value } : {}) } });
+      const c = res.corrections[0];
+      status(c ? `Corrected ${a.key}: ${c.oldValue} → ${c.newValue}` : `Corrected ${a.key}`);
+      await reload();
+    } catch (err) { out.textContent = err.message; out.classList.add("error"); }
+  };
+  const forget = async () => {
+    try {
+      await api("DELETE", ctxPath(`/attributes/${encodeURIComponent(a.id)}`));
+      status(`Forgot ${a.key}: ${a.value}`);
+      await reload();
+    } catch (err) { out.textContent = err.message; out.classList.add("error"); }
+  };
+  const form = el("form", { class: "correct-form", "aria-label": `Correct ${a.key}` }, input, note,
+    el("button", { type: "submit", text: "Save correction" }),
+    el("button", { type: "button", text: "Forget it", onclick: forget }),
+    el("button", { type: "button", text: "Cancel", onclick: () => form.closest("tr").remove() }), out);
+  form.addEventListener("submit", save);
+  row.after(el("tr", { class: "correcting" }, el("td", { colspan: "4" }, form)));
+  input.focus();
 }
 
 async function readAsOf(iso, where) {
   if (!entityCurrent) return;
   try {
     const detail = await api("GET", ctxPath(`/entities/${entityCurrent.encoded}`), { params: { asOf: iso } });
-    renderAttrs(detail.attributes, where);
+    renderAttrs(detail.attributes, where, { editable: !iso });  // only what is true now is corrected
     where.dataset.asof = iso || "now";
   } catch (err) { showError(where, err); }
 }
