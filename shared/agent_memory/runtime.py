@@ -408,6 +408,12 @@ class Runtime:
                                 scan_cap=limits.care_scan_cap)
 
     @cached_property
+    def lifecycle_schedule(self):
+        from agent_memory.services.care.schedule import LifecycleSchedule
+
+        return LifecycleSchedule(self.store, self.lifecycle)
+
+    @cached_property
     def fsck(self):
         from agent_memory.services.care.fsck import FsckService
 
