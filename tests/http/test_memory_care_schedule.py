@@ -77,3 +77,14 @@ def test_the_schedule_is_off_by_default_and_sends_the_event_the_handler_reads():
     assert rule["Properties"]["ScheduleExpression"] == {"Ref": "LifecycleSchedule"}
     assert permission["Properties"]["SourceArn"] == {"Fn::GetAtt": ["LifecycleScheduleRule", "Arn"]}
     assert permission["Properties"]["Principal"] == "events.amazonaws.com"
+
+
+def test_the_stacks_retention_reaches_the_functions_limits(tmp_path):
+    from agent_memory.config import load_settings
+
+    assert TEMPLATE["Parameters"]["RetentionDays"]["Default"] == 0
+    env = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["AGENT_MEMORY_LIMITS_RETENTION_DAYS"] == {"Ref": "RetentionDays"}
+    base = {"AGENT_MEMORY_DATA_DIR": str(tmp_path), "AGENT_MEMORY_CURSOR_SECRET": "x" * 32}
+    assert load_settings(env={**base, "AGENT_MEMORY_LIMITS_RETENTION_DAYS": "45"}).limits.retention_days == 45
+    assert load_settings(env={**base, "AGENT_MEMORY_LIMITS_RETENTION_DAYS": "0"}).limits.retention_days == 0
