@@ -1,7 +1,14 @@
 """Facts area: POST /facts and /facts/batch (store turns, extract and reconcile facts),
 POST /forget (semantic soft delete, ``agent_memory.services.facts.forget``), and the
 memory-care verbs: POST /consolidate, /reflect, /elaborate, /lifecycle/decay,
-/lifecycle/expire and /fsck (``agent_memory.services.care``, docs/memory-care.md)."""
+/lifecycle/expire and /fsck (``agent_memory.services.care``, docs/memory-care.md).
+
+The stack's ``LifecycleSchedule`` (template.yaml, off by default) also invokes it with
+``{"care": "lifecycle"}``: decay and expire for every context and partition of the tenant
+(``services/care/schedule.py``, the routes' use cases), within the invocation's time."""
+
+import logging
+import random
 
 from agent_memory.http import api as http
 from agent_memory.kernel.errors import InvalidRequest
@@ -14,7 +21,7 @@ from agent_memory.models.care import (
 )
 from agent_memory.models.reads import ForgetRequest
 from agent_memory.models.requests import WriteFactsBatchRequest, WriteFactsRequest
-from agent_memory.observability import instrumented
+from agent_memory.observability import count, instrumented
 from agent_memory.presenters import care, facts
 from agent_memory.runtime import get_runtime
 
@@ -111,6 +118,22 @@ def fsck(context_id: str):
     return care.fsck(get_runtime().fsck.fsck(ctx, req))
 
 
+# --- the lifecycle schedule ------------------------------------------------------------------
+
+log = logging.getLogger("agent_memory.facts")
+
+
+def scheduled_lifecycle(lambda_context):
+    run = get_runtime().lifecycle_schedule.run(http.request_budget_s(lambda_context), start=random.randrange)
+    count("LifecycleExpired", run.expired)
+    if run.stopped:
+        log.warning("lifecycle schedule reached %d of %d partitions: %s", run.reached, run.partitions, run.stopped)
+    return {"partitions": run.partitions, "reached": run.reached, "decayed": run.decayed, "expired": run.expired,
+            "stopped": run.stopped}
+
+
 @instrumented
 def lambda_handler(event, lambda_context):
+    if event.get("care") == "lifecycle":
+        return scheduled_lifecycle(lambda_context)
     return app.resolve(event, lambda_context)

@@ -388,20 +388,21 @@ class Runtime:
         from agent_memory.services.care.consolidate import ConsolidationService
 
         limits = self.settings.limits
-        return ConsolidationService(self.store, self.events, fact_cap=limits.consolidate_fact_cap,
+        return ConsolidationService(self.store, self.events, self.traces, fact_cap=limits.consolidate_fact_cap,
                                     observation_cap=limits.consolidate_observation_cap)
 
     @cached_property
     def reflection(self):
         from agent_memory.services.care.reflect import ReflectionService
 
-        return ReflectionService(self.store, self.retrieval, self.facts, self.care_model, self.care_budget)
+        return ReflectionService(self.store, self.retrieval, self.facts, self.care_model, self.care_budget,
+                                 self.traces)
 
     @cached_property
     def elaboration(self):
         from agent_memory.services.care.elaborate import ElaborationService
 
-        return ElaborationService(self.store, self.facts, self.care_model, self.care_budget,
+        return ElaborationService(self.store, self.facts, self.care_model, self.care_budget, self.traces,
                                   scan_cap=self.settings.limits.care_scan_cap)
 
     @cached_property
@@ -412,6 +413,12 @@ class Runtime:
         return LifecycleService(self.store, self.forget, half_life_days=limits.decay_half_life_days,
                                 boost=limits.decay_reinforcement_boost, retention_days=limits.retention_days,
                                 scan_cap=limits.care_scan_cap)
+
+    @cached_property
+    def lifecycle_schedule(self):
+        from agent_memory.services.care.schedule import LifecycleSchedule
+
+        return LifecycleSchedule(self.store, self.lifecycle)
 
     @cached_property
     def fsck(self):

@@ -62,9 +62,14 @@ def run(call: Call) -> None:
     ok("POST", f"{thread}/turns", {"text": "It still jams on A4 paper."}, 201)
 
     # memory care (the official client sends no body with default arguments)
+    # A relation past its stated end: the lifecycle schedule's expire (test_built_artifact)
+    # removes it and its search unit.
+    ended = {"entity": {"type": "person", "name": "user"}, "key": "manager",
+             "target": {"type": "person", "name": "Ann"}, "valid_until": "2020-01-01T00:00:00Z"}
+    ok("POST", f"{CTX}/facts", {"text": "My manager was Ann.", "infer": "triples", "triples": [ended]})
     ok("POST", f"{CTX}/fsck")
     ok("POST", f"{CTX}/lifecycle/decay")
-    ok("POST", f"{CTX}/lifecycle/expire", {"dryRun": True})
+    assert ok("POST", f"{CTX}/lifecycle/expire", {"dryRun": True})["affected"] == 1
     ok("POST", f"{CTX}/consolidate", {"dryRun": True})
     ok("POST", f"{CTX}/elaborate", {"dryRun": True})
     ok("POST", f"{CTX}/reflect", {"query": "printer"})

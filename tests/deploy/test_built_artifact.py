@@ -346,6 +346,8 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                                                  cluster.listen("ProjectorFunction"), secrets))
         batch = projector.invoke({"Records": records})
         route_scenario.run_after_projection(call)
+        # The lifecycle schedule's event (LifecycleScheduleRule), once the index holds the units.
+        scheduled = process("FactsFunction").invoke({"care": "lifecycle"})
         outage = projector_outage(projector, cluster, sqs, secrets["projector_dlq"], records)
         calls = {name: p.finish() for name, p in processes.items()}
         calls["DocumentsFunction"] = calls.get("DocumentsFunction", []) + presigned
@@ -361,7 +363,7 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                "search": {n: list(r) for n, r in cluster.requests.items()}, "cluster": cluster,
                "bulk": list(cluster.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()},
                "output": output, "keys": [bootstrap_key, *keys.values()], "secrets": secrets,
-               "outage": outage}
+               "outage": outage, "scheduled": scheduled}
     finally:
         for p in processes.values():
             if p.proc.poll() is None:
@@ -498,6 +500,21 @@ def test_the_built_projector_retries_dead_letters_and_redrives_once_search_answe
     assert any("Globex" in line for line in sources), "the redrive did not re-project the table's items"
 
 
+def test_the_built_facts_function_runs_the_lifecycle_schedule(deployed):
+    """LifecycleScheduleRule's event: decay and expire of every context and partition the
+    scenario wrote to; the relation past its end goes, and its search unit with it."""
+    run = deployed["scheduled"]
+    assert run["stopped"] is None and run["reached"] == run["partitions"] >= 3, run
+    assert run["expired"] == 1, run
+    method, path, body = deployed["search"]["FactsFunction"][-1]  # the run is the function's last call
+    assert (method, path.split("?")[0]) == ("POST", f"/{ALIAS}/_bulk"), (method, path)
+    deleted = [json.loads(line)["delete"]["_id"] for line in body.splitlines() if '"delete"' in line]
+    assert [i for i in deleted if i.startswith("acme-ctx|rel_")], f"expire removed no relation's search unit: {body[:300]}"
+    emf = [json.loads(line) for line in deployed["output"]["FactsFunction"].splitlines()
+           if line.startswith("{") and "LifecycleExpired" in line]
+    assert [d["LifecycleExpired"] for d in emf] in ([1], [[1]])
+
+
 def test_the_built_ingestion_worker_ingests_the_queued_documents(deployed):
     # one job per document the scenario uploaded: two synchronous (one deleted while queued)
     # and one through a presigned PUT to S3, which the worker reads
@@ -526,7 +543,8 @@ def test_the_built_functions_log_json_lines_and_emf_without_keys_or_text(deploye
             requests = [line for line in logs if line.get("message") == "request"]
             assert requests and all(r["correlation_id"] and r["level"] == "INFO" for r in requests), name
             assert {r.get("principal") for r in requests} <= {"ops", "bootstrap-admin", "alice", "bob", None}
-            assert all("Requests" in d and d["route"] and d["status"] for d in emf), name
+            # every request's document, and the lifecycle schedule's run (facts: no route)
+            assert all(("Requests" in d and d["route"] and d["status"]) or "LifecycleExpired" in d for d in emf), name
     projector = [json.loads(line) for line in deployed["output"]["ProjectorFunction"].splitlines()
                  if line.startswith("{") and "_aws" in line]
     assert "ProjectionLag" in projector[0] and projector[0]["ProjectionFailures"] in (0, [0])
@@ -638,8 +656,6 @@ UNREACHED_PATHS = {
     ("FactsFunction", "RecordWritePolicy", "dynamodb:DeleteItem"):
         "forget with purge, and forget's removal of stored idempotent replies citing what went "
         "(services/facts/forget.py, idempotency.py): the stub's searches find nothing to forget",
-    ("FactsFunction", "SearchWritePolicy", "es:ESHttpPost"):
-        "forget deleting the units it found from the index (forget.py after_removal): as above",
     ("EntitiesFunction", "RecordWritePolicy", "dynamodb:DeleteItem"):
         "deleting an entity with purge removes its records instead of tombstoning them",
     ("IngestionFunction", "IngestionQueueSendPolicy", "sqs:SendMessage"):

@@ -101,8 +101,8 @@ def test_elaborate_proposes_colleagues_and_team_projects(any_api):
     dry = any_api.post(f"{CTX}/elaborate", {"entityRef": "person/stu", "dryRun": True}).json()
     [outcome] = dry["outcomes"]
     assert outcome["entityName"] == "Stu" and outcome["dryRun"] and outcome["relationsEmitted"] == 0
-    assert [(p["subject"], p["label"], p["object"]) for p in outcome["proposedRelations"]] == [
-        ("entity:person/stu", "colleague", "entity:person/ann")]
+    assert [(p["subject"], p["label"], p["object"], p["relationId"]) for p in outcome["proposedRelations"]] == [
+        ("entity:person/stu", "colleague", "entity:person/ann", None)]  # a dry run emits none
     assert any_api.get(f"{CTX}/relations").json()["items"] == []
     done = any_api.post(f"{CTX}/elaborate", {"entityRef": "Stu"}).json()
     assert done["relationsEmitted"] == 1
@@ -110,6 +110,7 @@ def test_elaborate_proposes_colleagues_and_team_projects(any_api):
     assert (rel["subject"], rel["label"], rel["object"], rel["source"]["kind"]) == (
         "entity:person/stu", "colleague", "entity:person/ann", "elaboration")
     assert rel["source"]["ref"] == done["outcomes"][0]["traceId"]
+    assert [p["relationId"] for p in done["outcomes"][0]["proposedRelations"]] == [rel["id"]]
     again = any_api.post(f"{CTX}/elaborate", {"entityRef": "Stu"}).json()
     assert again["relationsEmitted"] == 0  # stated now: not proposed again
     # A team and the project it owns: a member works on it (sweep, fewest relations first).
@@ -174,3 +175,38 @@ def test_bad_input_names_the_field_and_writes_nothing(any_api):
         assert r.status == 400, (path, body, r.text)
         assert field in (r.json().get("field") or ""), (path, r.json())
     assert any_api.get(f"{CTX}/attributes").json()["items"] == []
+
+
+def test_care_trace_ids_are_stored_traces(any_api):
+    """Each care verb's ``traceId`` reads back through GET /traces/{id}, as a /chat call's:
+    what the verb read and what it did."""
+    triples(any_api, fact("Stu", "job_title", "CTO"), fact("Stu", "employer", "Acme"), fact("Ann", "employer", "Acme"))
+    triples(any_api, fact("Stu", "job_title", "CTO"))
+
+    def trace(trace_id: str) -> dict:
+        r = any_api.get(f"{CTX}/traces/{trace_id}")
+        assert r.status == 200, r.text
+        return r.json()
+
+    dry = any_api.post(f"{CTX}/consolidate", {"dryRun": True}).json()
+    seen = trace(dry["traceId"])
+    assert seen["id"] == dry["traceId"] and seen["retrieval"]["verb"] == "consolidate"
+    assert seen["response"]["dryRun"] is True and seen["response"]["created"] == 1
+    assert seen["tierReason"].startswith("consolidate: memory care (dry run)")
+    made = any_api.post(f"{CTX}/consolidate").json()
+    outcome = trace(made["traceId"])["response"]["outcomes"][0]
+    assert (outcome["kind"], outcome["key"], outcome["observationId"]) == (
+        "create", "job_title", made["outcomes"][0]["observationId"])
+    reflected = any_api.post(f"{CTX}/reflect", {"query": "Stu job title and employer"}).json()
+    read = trace(reflected["traceId"])
+    assert read["queryText"] == "Stu job title and employer" and read["retrieval"]["verb"] == "reflect"
+    assert read["retrieval"]["evidence"] and read["response"]["evidence"] == reflected["evidence"]
+    assert read["response"]["modelCalls"] == 1 and read["response"]["reflection"] == reflected["reflection"]
+    nothing = any_api.post(f"{CTX}/reflect", {"query": "zebras of Zanzibar"}).json()
+    assert trace(nothing["traceId"])["response"]["modelCalls"] == 0
+    done = any_api.post(f"{CTX}/elaborate", {"entityRef": "Stu"}).json()
+    [proposal] = done["outcomes"][0]["proposedRelations"]
+    elaborated = trace(done["outcomes"][0]["traceId"])
+    assert elaborated["retrieval"]["verb"] == "elaborate" and elaborated["response"]["relationsEmitted"] == 1
+    assert elaborated["response"]["outcomes"][0]["proposed"][0]["relationId"] == proposal["relationId"]
+    assert any_api.get(f"{CTX}/traces/trace_missing").status == 404

@@ -36,7 +36,8 @@ def elaborated(r: ElaborateResult) -> dict[str, Any]:
             entity_name=o.entity_name, entity_type=o.entity_type, relations_emitted=o.emitted, dry_run=o.dry_run,
             trace_id=o.trace_id,
             proposed_relations=[wire.ProposedRelation(subject=p.subject, label=p.label, object=p.object,
-                                                      rationale=p.rationale) for p in o.proposals])
+                                                      rationale=p.rationale, relation_id=p.relation_id)
+                                for p in o.proposals])
             for o in r.outcomes],
         relations_emitted=r.emitted).to_wire()
 

@@ -3,9 +3,10 @@ model-call budget (per call and per UTC day for the whole stack)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TypeVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
@@ -18,13 +19,16 @@ from agent_memory.ports import (
     ModelError,
     ModelOutputInvalid,
     ModelTimeout,
+    Put,
     Record,
     RecordStore,
 )
 from agent_memory.services import paging
 from agent_memory.services.facts.readable import Readable
+from agent_memory.services.operations.traces import TraceStore
 
 T = TypeVar("T")
+TRACE_OUTCOMES = 50  # outcomes a trace lists (the response lists them all)
 BUDGET_PK = "care#model-calls"  # not under c#<ctx>#: one counter row per UTC day for the stack
 
 
@@ -68,6 +72,31 @@ def new_trace_id() -> str:
     from agent_memory.kernel.ids import new_id
 
     return new_id("trace")
+
+
+@dataclass
+class CareTrace:
+    """The trace a care request leaves under its ``traceId`` (``GET /traces/{id}``, as a
+    /chat call's): ``retrieval`` is what the verb read (``verb``, the request's fields, what
+    it looked at), ``response`` what it did (its outcomes in short, ``modelCalls``,
+    ``dryRun``, ``latencyMs``). Written once the verb's work succeeded, with the verb's own
+    writes where it has any (the same transaction), so a failed request leaves none; a dry
+    run stores its trace and nothing else."""
+
+    verb: str
+    trace_id: str = field(default_factory=new_trace_id)
+    started: float = field(default_factory=time.monotonic)
+    read: dict[str, Any] = field(default_factory=dict)
+
+    def rows(self, traces: TraceStore, ctx: RequestContext, did: dict[str, Any]) -> list[Put]:
+        """The two trace rows, for the caller's own transaction."""
+        latency = round((time.monotonic() - self.started) * 1000, 1)
+        return [Put(traces.record(ctx, self.trace_id, "retrieval", {"verb": self.verb, **self.read,
+                                                                    "latencyMs": latency})),
+                Put(traces.record(ctx, self.trace_id, "response", {"verb": self.verb, **did, "latencyMs": latency}))]
+
+    def store(self, store: RecordStore, traces: TraceStore, ctx: RequestContext, did: dict[str, Any]) -> None:
+        store.transact(self.rows(traces, ctx, did))
 
 
 @dataclass

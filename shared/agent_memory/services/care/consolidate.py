@@ -34,9 +34,10 @@ from agent_memory.ports import Condition, ConditionFailed, Put, Record, RecordSt
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.vocabulary import normalise_value
 from agent_memory.services import paging
-from agent_memory.services.care.common import current_rows, new_trace_id, writable
+from agent_memory.services.care.common import TRACE_OUTCOMES, CareTrace, current_rows, writable
 from agent_memory.services.events import DomainEvents, FactsChanged
 from agent_memory.services.facts.repository import MemoryRepository
+from agent_memory.services.operations.traces import TraceStore
 
 OBSERVATION = "observation"
 TRANSACT_CHUNK = 25
@@ -76,9 +77,11 @@ def _slot(data: dict[str, Any]) -> tuple[str, str, str, str | None]:
 
 
 class ConsolidationService:
-    def __init__(self, store: RecordStore, events: DomainEvents, *, fact_cap: int, observation_cap: int):
+    def __init__(self, store: RecordStore, events: DomainEvents, traces: TraceStore, *, fact_cap: int,
+                 observation_cap: int):
         self.store = store
         self.events = events
+        self.traces = traces
         self.fact_cap = fact_cap
         self.observation_cap = observation_cap
         self.repo = MemoryRepository(store)
@@ -86,9 +89,12 @@ class ConsolidationService:
     def consolidate(self, ctx: RequestContext, req: ConsolidateRequest) -> ConsolidateResult:
         fact_limit = min(req.fact_limit or self.fact_cap, self.fact_cap)
         limit = min(req.observation_limit or self.observation_cap, self.observation_cap)
-        result = ConsolidateResult(dry_run=req.dry_run, trace_id=new_trace_id())
+        trace = CareTrace("consolidate", read={"factLimit": fact_limit, "observationLimit": limit,
+                                               "dryRun": req.dry_run})
+        result = ConsolidateResult(dry_run=req.dry_run, trace_id=trace.trace_id)
         rows = [r for r in current_rows(self.store, ctx, "attribute", fact_limit)
                 if writable(ctx, r.data.get("scopes") or [])]
+        trace.read["factsRead"] = len(rows)
         facts = {_slot(r.data): r for r in rows if not is_observation(r.data)}
         observations = [r for r in rows if is_observation(r.data)]
         ops: list[Put] = []
@@ -147,8 +153,15 @@ class ConsolidationService:
             result.outcomes.append(self._outcome("create", data, count, obs_id, proof_ids, rationale))
             if obs_id is not None:
                 ops.append(self._created(ctx, data, obs_id, count, proof_ids, refs, result.trace_id, now))
+        did = {"dryRun": req.dry_run, "modelCalls": 0, "created": result.count("create"),
+               "updated": result.count("update"), "superseded": result.count("supersede"),
+               "outcomes": [{"kind": o.kind, "entity": o.entity_id, "key": o.key, "value": o.value,
+                             "proofCount": o.proof_count, "observationId": o.observation_id}
+                            for o in result.outcomes[:TRACE_OUTCOMES]]}
         if req.dry_run or not ops:
+            trace.store(self.store, self.traces, ctx, did)
             return result
+        ops += trace.rows(self.traces, ctx, did)  # with the last chunk: no trace of a failed commit
         try:
             for start in range(0, len(ops), TRANSACT_CHUNK):
                 self.store.transact(ops[start:start + TRANSACT_CHUNK])

@@ -32,14 +32,17 @@ from agent_memory.ports import LanguageModel, RecordStore
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.care_data import data_block
 from agent_memory.rules.vocabulary import normalise_value
+from agent_memory.services import paging
 from agent_memory.services.care.common import (
+    TRACE_OUTCOMES,
+    CareTrace,
     ModelBudget,
     call_model,
     current_rows,
-    new_trace_id,
     rows_of,
     writable,
 )
+from agent_memory.services.operations.traces import TraceStore
 
 DEFAULT_BUDGET = 3
 # Labels that say the same read either way: stated one way, the reverse is not proposed.
@@ -62,6 +65,7 @@ class Proposal:
     label: str
     object: str
     rationale: str
+    relation_id: str | None = None  # the emitted relation (none on a dry run)
 
 
 @dataclass
@@ -86,8 +90,9 @@ class ElaborateResult:
 
 class ElaborationService:
     def __init__(self, store: RecordStore, facts, model: Callable[[], LanguageModel],
-                 budget: Callable[[], ModelBudget], *, scan_cap: int):
+                 budget: Callable[[], ModelBudget], traces: TraceStore, *, scan_cap: int):
         self.store = store
+        self.traces = traces
         self.facts = facts
         self.model = model
         self.budget = budget
@@ -105,15 +110,34 @@ class ElaborationService:
         else:
             degree = Counter(e for r in rels for e in (r["subject"], r["object"]))
             targets = sorted(entities, key=lambda eid: (degree[eid], eid))
+        # One trace for the request: every outcome names it, and so do the relations it emits.
+        trace = CareTrace("elaborate", read={"entityRef": req.entity_ref, "sweep": not req.entity_ref,
+                                             "budget": budget.per_call, "dryRun": req.dry_run,
+                                             "entitiesRead": len(entities), "targets": targets[:TRACE_OUTCOMES]})
         outcomes: list[ElaborateOutcome] = []
-        for target in targets:
-            if budget.left() == 0:
-                break
-            deadline.check("elaboration")
-            outcome = self._one(ctx, target, entities, attrs, rels, budget, req.dry_run)
-            if outcome is not None:
-                outcomes.append(outcome)
+        try:
+            for target in targets:
+                if budget.left() == 0:
+                    break
+                deadline.check("elaboration")
+                outcome = self._one(ctx, target, entities, attrs, rels, budget, req.dry_run, trace.trace_id)
+                if outcome is not None:
+                    outcomes.append(outcome)
+        except Exception as exc:
+            if any(o.emitted for o in outcomes):  # what was emitted before the failure names this trace
+                trace.store(self.store, self.traces, ctx, self._did(outcomes, budget, req.dry_run,
+                                                                    failed=f"{type(exc).__name__}: {exc}"))
+            raise
+        trace.store(self.store, self.traces, ctx, self._did(outcomes, budget, req.dry_run))
         return ElaborateResult(outcomes)
+
+    @staticmethod
+    def _did(outcomes: list[ElaborateOutcome], budget: ModelBudget, dry_run: bool, **extra: Any) -> dict[str, Any]:
+        return {"dryRun": dry_run, "modelCalls": budget.used, "relationsEmitted": sum(o.emitted for o in outcomes),
+                "outcomes": [{"entity": o.entity_id, "relationsEmitted": o.emitted,
+                              "proposed": [{"subject": p.subject, "label": p.label, "object": p.object,
+                                            "relationId": p.relation_id} for p in o.proposals]}
+                             for o in outcomes[:TRACE_OUTCOMES]], **extra}
 
     @staticmethod
     def _resolve(ref: str, entities: dict[str, dict[str, Any]]) -> str:
@@ -130,7 +154,7 @@ class ElaborationService:
         return found[0]
 
     def _one(self, ctx: RequestContext, target: str, entities: dict[str, dict[str, Any]], attrs: list[dict],
-             rels: list[dict], budget: ModelBudget, dry_run: bool) -> ElaborateOutcome | None:
+             rels: list[dict], budget: ModelBudget, dry_run: bool, trace_id: str) -> ElaborateOutcome | None:
         own_values = {(a["key"], normalise_value(a["value"])) for a in attrs if a["entityId"] == target}
         around = {r["object"] for r in rels if r["subject"] == target} | {r["subject"] for r in rels
                                                                            if r["object"] == target}
@@ -142,7 +166,7 @@ class ElaborationService:
         data = entities.get(target, {})
         etype, name = split_entity_id(target)
         outcome = ElaborateOutcome(target, data.get("name") or name, data.get("entityType") or etype,
-                                   dry_run=dry_run, trace_id=new_trace_id())
+                                   dry_run=dry_run, trace_id=trace_id)
         if not around:
             return outcome
         shown = {target, *around}
@@ -191,6 +215,21 @@ class ElaborationService:
                                                           object=oname, object_type=otype, category="knowledge"))
         results = self.facts.write_derived_facts(ctx, extraction, source_kind="elaboration", ref=outcome.trace_id,
                                                  scopes=scopes, labels=[])
+        for p in outcome.proposals:
+            p.relation_id = self._emitted_id(ctx, p, outcome.trace_id)
         return sum(len(r.relations) for r in results)
+
+    def _emitted_id(self, ctx: RequestContext, p: Proposal, trace_id: str) -> str | None:
+        """The id of the current relation this request stored for ``p`` (read back from the
+        subject's partition; the mirror's for a symmetric label the write stored reversed)."""
+        ends = [(p.subject, p.object)] + ([(p.object, p.subject)] if p.label in SYMMETRIC else [])
+        for subject, obj in ends:
+            for r in paging.scan(self.store, paging.Source(keys.rels_pk(ctx, subject), prefix=f"a#{p.label}#"),
+                                 batch=200):
+                d = r.data
+                if (d.get("object") == obj and not d.get("deleted") and d.get("supersededBy") is None
+                        and (d.get("source") or {}).get("ref") == trace_id):
+                    return d.get("id")
+        return None
 
 

@@ -27,7 +27,8 @@ from agent_memory.models.facts import Attribute
 from agent_memory.ports import LanguageModel, RecordStore
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.care_data import data_block
-from agent_memory.services.care.common import ModelBudget, call_model, new_trace_id
+from agent_memory.services.care.common import CareTrace, ModelBudget, call_model
+from agent_memory.services.operations.traces import TraceStore
 
 EVIDENCE_K = 8
 MAX_CONCLUSIONS = 8
@@ -58,20 +59,27 @@ class ReflectResult:
 
 class ReflectionService:
     def __init__(self, store: RecordStore, retrieval, facts, model: Callable[[], LanguageModel],
-                 budget: Callable[[], ModelBudget]):
+                 budget: Callable[[], ModelBudget], traces: TraceStore):
         self.store = store
+        self.traces = traces
         self.retrieval = retrieval
         self.facts = facts
         self.model = model
         self.budget = budget
 
     def reflect(self, ctx: RequestContext, req: ReflectRequest) -> ReflectResult:
-        trace_id = new_trace_id()
-        hits = self.retrieval.retrieve(ctx, req.query, k=EVIDENCE_K).hits
+        trace = CareTrace("reflect", read={"query": req.query, "persist": req.persist})
+        trace_id = trace.trace_id
+        retrieved = self.retrieval.retrieve(ctx, req.query, k=EVIDENCE_K)
+        hits = retrieved.hits
         asked = _words(req.query)
         evidence = [h for h in hits if h.structured or (asked & _words(h.text))]
+        trace.read.update(tier=retrieved.tier, hits=[{"id": h.id, "kind": h.kind} for h in hits],
+                          evidence=[h.id for h in evidence])
         if not evidence:
-            return ReflectResult(NOTHING_KNOWN, [], [], trace_id)
+            nothing = ReflectResult(NOTHING_KNOWN, [], [], trace_id)
+            self._trace(ctx, trace, nothing)
+            return nothing
         lines = []
         for h in evidence:
             item = {"id": h.id, "kind": h.kind, "text": h.text}
@@ -90,7 +98,13 @@ class ReflectionService:
         result = ReflectResult(out.reflection.strip() or NOTHING_KNOWN, cited, [], trace_id, budget.used)
         if req.persist:
             result.persisted = self._persist(ctx, out, trace_id)
+        self._trace(ctx, trace, result)
         return result
+
+    def _trace(self, ctx: RequestContext, trace: CareTrace, result: ReflectResult) -> None:
+        trace.store(self.store, self.traces, ctx, {
+            "reflection": result.reflection, "evidence": result.evidence, "modelCalls": result.model_calls,
+            "persistedAttributes": [a.id for a in result.persisted]})
 
     def _persist(self, ctx: RequestContext, out: ReflectionOutput, trace_id: str) -> list[Attribute]:
         extraction = ExtractionOutput()

@@ -2,7 +2,9 @@
 
 A chat call writes its retrieval trace first (always: what was asked, what retrieval
 returned) and its response trace only on success (tier, hits used, model, token counts,
-latency). Both share the returned ``traceId``.
+latency). Both share the returned ``traceId``. A memory-care verb (consolidate, reflect,
+elaborate: ``services/care/common.CareTrace``) writes both parts under its ``traceId``, each
+naming its ``verb``: what it read, and what it did.
 """
 
 from __future__ import annotations
@@ -78,7 +80,12 @@ def summary(retrieval: dict[str, Any], response: dict[str, Any]) -> dict[str, An
     cache, and when the trace began."""
     cached = bool(response.get("cached"))
     degraded = retrieval.get("degraded")
-    if cached:
+    verb = retrieval.get("verb") or response.get("verb")
+    if verb:
+        reason = f"{verb}: memory care" + (" (dry run)" if response.get("dryRun") else "") + (
+            f", {response['modelCalls']} model call{'s' if response['modelCalls'] != 1 else ''}"
+            if isinstance(response.get("modelCalls"), int) else "")
+    elif cached:
         reason = "cache: a semantically equal question was answered from the reply cache"
     elif degraded:
         reason = f"degraded: {degraded.get('reason') if isinstance(degraded, dict) else degraded}"

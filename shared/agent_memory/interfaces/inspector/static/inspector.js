@@ -644,6 +644,101 @@ $("#upload-form").addEventListener("submit", (ev) => {
   xhr.send(form);
 });
 
+// --- memory care: fsck, consolidate and expire (dry runs by default), reflect -------------
+
+// A care verb's trace (GET /traces/{id}), read when the reader opens it.
+function traceDetails(traceId) {
+  if (!traceId) return null;
+  const pre = el("pre", { text: "…" });
+  const details = el("details", { class: "care-trace", "data-trace": traceId },
+    el("summary", {}, "Trace ", el("code", { text: traceId })), pre);
+  details.addEventListener("toggle", async () => {
+    if (!details.open || details.dataset.loaded) return;
+    try {
+      const trace = await api("GET", ctxPath(`/traces/${encodeURIComponent(traceId)}`));
+      pre.textContent = JSON.stringify(trace, null, 2);
+      details.dataset.loaded = "true";
+    } catch (err) { pre.textContent = `${err.status || ""} ${err.message}`; }
+  });
+  return details;
+}
+
+const idList = (ids) => el("span", { class: "ids", text: ids.join(", ") });
+
+function findingItem(kind, f) {
+  const what = kind === "contradictions" ? `${entityPath(f.entity || "")} ${f.key}: ${(f.values || []).join(" ≠ ")}`
+    : kind === "duplicates" ? `similarity ${Number(f.score || 0).toFixed(2)}` : "";
+  return el("li", { "data-kind": kind, "data-ids": f.ids.join(" ") },
+    what ? el("strong", { text: `${what} ` }) : null, f.reason, " ", idList(f.ids));
+}
+
+$("#fsck-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const body = $("#fsck-body");
+  const req = {};
+  if ($("#fsck-check").value) req.check = $("#fsck-check").value;
+  if ($("#fsck-threshold").value) req.duplicateThreshold = Number($("#fsck-threshold").value);
+  try {
+    const report = await api("POST", ctxPath("/fsck"), { body: req });
+    const kinds = ["contradictions", "duplicates", "injection"];
+    body.replaceChildren(
+      el("p", { id: "fsck-total", class: "meta", "data-total": String(report.total),
+        text: `${report.total} finding${report.total === 1 ? "" : "s"} · ` +
+          kinds.map((k) => `${report[k].length} ${k}`).join(" · ") }),
+      ...kinds.map((k) => el("section", { class: "fsck-kind", "data-check": k, "aria-label": k },
+        el("h4", { text: `${k[0].toUpperCase()}${k.slice(1)}` }),
+        report[k].length ? el("ul", { class: "findings" }, report[k].map((f) => findingItem(k, f)))
+          : el("p", { class: "hint", text: "None found." }))));
+  } catch (err) { showError(body, err); }
+});
+
+$("#consolidate-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const body = $("#consolidate-body");
+  const dryRun = $("#consolidate-dry").checked;
+  try {
+    const r = await api("POST", ctxPath("/consolidate"), { body: { dryRun } });
+    body.replaceChildren(
+      el("p", { id: "consolidate-summary", class: "meta", "data-dry-run": String(r.dryRun),
+        text: `${r.dryRun ? "Dry run: would create" : "Created"} ${r.created} · update ${r.updated} · supersede ${r.superseded}` }),
+      r.outcomes.length ? el("table", { id: "consolidate-outcomes" },
+        el("thead", {}, el("tr", {}, ["Outcome", "Entity", "Key", "Value", "Proofs", "Why"].map((h) => el("th", { scope: "col", text: h })))),
+        el("tbody", {}, r.outcomes.map((o) => el("tr", { "data-kind": o.kind, "data-key": o.key },
+          el("td", {}, el("span", { class: `kind kind-${o.kind}`, text: o.kind })), el("td", { text: o.entityName }),
+          el("td", { text: o.key }), el("td", { text: o.value }), el("td", { class: "num", text: String(o.proofCount) }),
+          el("td", {}, o.rationale, " ", idList(o.sourceIds || [])))))) : el("p", { class: "hint", text: "Nothing to consolidate." }),
+      traceDetails(r.traceId));
+  } catch (err) { showError(body, err); }
+});
+
+$("#expire-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const body = $("#expire-body");
+  const dryRun = $("#expire-dry").checked;
+  try {
+    const r = await api("POST", ctxPath("/lifecycle/expire"), { body: { dryRun } });
+    body.replaceChildren(
+      el("p", { id: "expire-summary", class: "meta", "data-affected": String(r.affected), "data-dry-run": String(!!r.dryRun),
+        text: `${r.dryRun ? "Dry run: would remove" : "Removed"} ${r.affected} row${r.affected === 1 ? "" : "s"} past their end or the retention` }),
+      (r.ids || []).length ? el("ul", { id: "expire-ids", class: "findings" }, r.ids.map((id) => el("li", { "data-id": id }, el("code", { text: id }))))
+        : el("p", { class: "hint", text: "Nothing has expired." }));
+  } catch (err) { showError(body, err); }
+});
+
+$("#reflect-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const body = $("#reflect-body");
+  try {
+    const r = await api("POST", ctxPath("/reflect"), { body: { query: $("#reflect-query").value } });
+    body.replaceChildren(
+      el("p", { id: "reflection", class: "reflection", text: r.reflection }),
+      el("h4", { text: `Evidence (${r.evidence.length})` }),
+      r.evidence.length ? el("ul", { id: "reflect-evidence", class: "findings" }, r.evidence.map((id) => el("li", { "data-id": id }, el("code", { text: id }))))
+        : el("p", { class: "hint", text: "No evidence: nothing in memory matches." }),
+      traceDetails(r.traceId));
+  } catch (err) { showError(body, err); }
+});
+
 // --- start ------------------------------------------------------------------------------
 
 const loaders = { "tab-state": loadState, "tab-sessions": loadSessions, "tab-documents": loadDocuments };
