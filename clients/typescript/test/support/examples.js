@@ -1,9 +1,9 @@
-// Runs the spec's JavaScript examples (test/integration/examples) as child processes
+// Runs the spec's JavaScript examples (examples/spec) as child processes
 // against a service started by useService.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-const example = (name) => fileURLToPath(new URL(`../integration/examples/${name}`, import.meta.url));
+const example = (name) => fileURLToPath(new URL(`../../examples/spec/${name}`, import.meta.url));
 
 /** Runs an example with AGENT_MEMORY_URL pointing at the service; with `answers`, types
  * each one after a "You: " prompt appears (as a person at the terminal would). */
