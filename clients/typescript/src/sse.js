@@ -171,6 +171,8 @@ export class ChatStream {
       finished = true;
     } catch (err) {
       if (err instanceof AgentMemoryError) throw err;
+      const signal = this._controller?.signal;
+      if (signal?.aborted && signal.reason !== undefined && !this._closed) throw signal.reason; // the caller's abort
       throw new AgentMemoryError(`chat stream broke off: ${err?.message ?? err}`, { cause: err });
     } finally {
       if (!finished) this.close();
@@ -197,6 +199,7 @@ export class ChatStream {
 
   /** Stops reading and releases the connection. */
   close() {
+    this._closed = true;
     try {
       this._controller?.abort();
     } catch { /* already closed */ }

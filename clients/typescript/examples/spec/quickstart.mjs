@@ -7,6 +7,5 @@ const session = await memory.sessions.create({ scopes: ["org/acme/user/alice"] }
 
 const reply = await memory.chat("What do you know about me?", { sessionId: session.id });
 
-console.log(reply.reply);          // The model's response string
-console.log(reply.memoryUpdates);  // Entities, attributes, relations,
-    // corrections
+console.log(reply.reply);
+console.log(reply.memoryUpdates);

@@ -73,16 +73,29 @@ function contextItems(n, { inline = false, bytes = 10 } = {}) {
   }));
 }
 
-test("thread context downloads at most eight turns at once and keeps the service's order", async () => {
+test("thread context downloads at most eight turns at once and keeps the service's order", { timeout: 20_000 }, async () => {
+  // A barrier: downloads are answered only once a whole batch (eight, then the rest) is in
+  // flight, so a client that sent fewer at once would stall (and time out) and one that sent
+  // more would show a peak above eight.
   let inFlight = 0;
   let peak = 0;
+  let remaining = 20;
+  let waiting = [];
   const items = contextItems(20);
   items.push({ ...items[0] }); // a duplicate semantic match: returned once
   serve(async (req) => {
     if (req.path.endsWith("/context")) return { body: { items } };
     inFlight += 1;
     peak = Math.max(peak, inFlight);
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((release) => {
+      waiting.push(release);
+      const size = Math.min(8, remaining);
+      if (waiting.length === size) {
+        remaining -= size;
+        waiting.forEach((r) => r());
+        waiting = [];
+      }
+    });
     inFlight -= 1;
     const index = Number(req.path.split("/").at(-1));
     if (index === 5) return { status: 404, body: problem(404, "Not found") }; // deleted since
@@ -219,4 +232,50 @@ test("path segments are escaped; the constructor needs a context", async () => {
   assert.deepEqual(await memory().entities.history("person", "mary ann", "home/city"), [{ value: "Berlin" }]);
   assert.equal(stub.requests[0].path, "/api/v1/acme/entities/person/mary%20ann/history/home%2Fcity");
   assert.throws(() => new AgentMemory({}), /context is required/);
+});
+
+test("documents.uploadLarge: a ticket, the PUT to the presigned URL without the API key, then complete", async () => {
+  serve((req) => {
+    if (req.path.endsWith("/documents/uploads")) {
+      return { status: 201, body: { id: "doc_9", status: "uploading", uploadUrl: `${stub.url}/bucket/doc_9?sig=x`, method: "PUT",
+        headers: { "content-type": "text/markdown" }, expiresAt: "2026-01-01T00:15:00Z", size: req.json.size } };
+    }
+    if (req.path === "/bucket/doc_9") return { status: 200, body: "" };
+    return { status: 202, body: { id: "doc_9", status: "ingesting" } };
+  });
+  const doc = await memory({ apiKey: "secret" }).documents.uploadLarge("# Big\n\nhandbook", { title: "Big", filename: "big.md" });
+  assert.equal(doc.status, "ingesting");
+  const [ticket, put, complete] = stub.requests;
+  assert.deepEqual(ticket.json, { size: 15, title: "Big", filename: "big.md" });
+  assert.equal(ticket.headers.authorization, "Bearer secret");
+  assert.equal(put.method, "PUT");
+  assert.equal(put.raw, "# Big\n\nhandbook");
+  assert.equal(put.headers["content-type"], "text/markdown");
+  assert.equal(put.headers.authorization, undefined, "the API key never goes to the bucket");
+  assert.equal(complete.path, "/api/v1/acme/documents/doc_9/complete");
+});
+
+test("chat stream: the caller's signal aborts it mid-stream with the signal's reason; break releases it", async () => {
+  const enc = new TextEncoder();
+  let cancelled = 0;
+  const hanging = async (url, init) => new Response(new ReadableStream({
+    start(controller) {
+      controller.enqueue(enc.encode('event: delta\ndata: {"delta": "a"}\n\n'));
+      init.signal.addEventListener("abort", () => { cancelled += 1; controller.error(init.signal.reason); });
+    },
+  }), { headers: { "content-type": "text/event-stream" } });
+  const caller = new AbortController();
+  const stream = await memory({ fetch: hanging }).chat("hi", { stream: true, signal: caller.signal });
+  const seen = [];
+  await assert.rejects((async () => {
+    for await (const e of stream) {
+      seen.push(e);
+      caller.abort(new Error("user pressed stop"));
+    }
+  })(), /user pressed stop/);
+  assert.deepEqual(seen, [{ type: "delta", delta: "a" }]);
+
+  const second = await memory({ fetch: hanging }).chat("hi", { stream: true });
+  for await (const e of second) { void e; break; }
+  assert.equal(cancelled, 2, "leaving the loop aborted the request");
 });
