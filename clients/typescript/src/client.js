@@ -23,7 +23,7 @@ export const USER_AGENT = "agent-memory-js";
 const CALL_OPTIONS = ["idempotencyKey", "onBehalfOf", "partition", "signal", "timeoutMs", "headers"];
 
 function env(name) {
-  // Node (and Deno, Bun) only; a browser has no `process` and reads nothing.
+  // Node (and Deno, Bun) only: a browser has no environment and reads nothing.
   const proc = globalThis.process;
   return proc && proc.env ? proc.env[name] : undefined;
 }
