@@ -15,6 +15,7 @@ export SAM_CLI_TELEMETRY = 0
 .PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result tools test-opensearch bench-cold-start \
 	browser-install browser-install-background browser-test \
 	integrations-install integrations-install-background integrations-test \
+	ts-install ts-install-background ts-test \
 	bench-artifact bench-venv install-dev install clean
 
 $(PY):
@@ -86,6 +87,37 @@ integrations-install-background:
 integrations-test: install-dev
 	AGENT_MEMORY_INTEGRATIONS_REQUIRED=1 $(PY) -m pytest -p no:xdist -s tests/integrations
 
+# The TypeScript SDK (clients/typescript): `npm ci` into its node_modules (Node 20+ and npm;
+# when they are missing and we are root, apt installs Debian's nodejs and npm), then its unit
+# tests, the generated-types drift check, the operation coverage check and the integration
+# tests, which start `agent-memory serve` from this venv. The background variant overlaps
+# the unit tests; ts-test waits while it runs (.typescript/install.started), then `ts-install` is
+# up to date or, after a failed background install, runs again in the foreground.
+TS_DIR := clients/typescript
+NPM ?= npm
+$(TS_DIR)/node_modules/.installed: $(TS_DIR)/package.json $(TS_DIR)/package-lock.json
+	@if ! command -v node >/dev/null || ! command -v $(NPM) >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm \
+	    || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm; }; \
+	  else echo "node and npm are missing: install Debian's nodejs and npm (Node 20+)"; exit 1; fi; fi
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' \
+	  || { echo "the TypeScript SDK needs Node 20+, found $$(node -v)"; exit 1; }
+	cd $(TS_DIR) && $(NPM) ci --no-audit --no-fund
+	touch $@
+
+ts-install: $(TS_DIR)/node_modules/.installed
+
+ts-install-background:
+	@mkdir -p .typescript && rm -f .typescript/install.rc && touch .typescript/install.started
+	@( $(MAKE) -s ts-install > .typescript/install.log 2>&1; echo $$? > .typescript/install.rc; \
+	   rm -f .typescript/install.started ) > /dev/null 2>&1 &
+
+ts-test: install
+	@for i in $$(seq 600); do test -f .typescript/install.started || break; sleep 1; done
+	@$(MAKE) -s ts-install
+	cd $(TS_DIR) && AGENT_MEMORY_BIN=$(abspath $(VENV))/bin/agent-memory AGENT_MEMORY_TS_REQUIRED=1 $(NPM) test
+
 # The inspector's browser tests drive Debian's Chromium (never a downloaded browser). When it is
 # missing and we are root, apt installs it; the background variant overlaps the unit tests and
 # the browser tests wait for .browser/install.rc.
@@ -119,9 +151,10 @@ sam-validate: $(SAM)
 	$(SAM) validate --lint --template-file template.yaml
 
 # cfn-lint itself runs in the unit tests (tests/http/test_routing_contract.py).
-test: lint sam-build-background browser-install-background integrations-install-background unit
+test: lint sam-build-background browser-install-background integrations-install-background ts-install-background unit
 	$(MAKE) -s browser-test
 	$(MAKE) -s integrations-test
+	$(MAKE) -s ts-test
 	AGENT_MEMORY_SAM_BUILD=background $(MAKE) -s artifact-check
 	$(MAKE) -s sam-validate-result
 
@@ -154,4 +187,4 @@ bench-venv: $(BENCH_VENV)/.installed
 
 clean:
 	rm -rf $(VENV) $(TOOLS) $(BENCH_VENV) $(INTEGRATIONS) .aws-sam .pytest_cache .ruff_cache .browser .integrations \
-		test-artifacts
+		test-artifacts .typescript $(TS_DIR)/node_modules

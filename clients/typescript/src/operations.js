@@ -1,0 +1,74 @@
+// Every openapi.yaml operation the client reaches: operationId -> [method, path, SDK method].
+// The client builds each request from this table (so a path lives in one place), and
+// test/operations.test.js checks it against openapi.yaml: every operationId is either here,
+// with the same method and path, or in OMITTED with the reason.
+
+export const OPERATIONS = Object.freeze({
+  health: ["GET", "/api/v1/health", "health"],
+  listContexts: ["GET", "/api/v1/contexts", "contexts"],
+  listSessions: ["GET", "/api/v1/{context_id}/sessions", "sessions.list"],
+  createSession: ["POST", "/api/v1/{context_id}/sessions", "sessions.create"],
+  deleteSession: ["DELETE", "/api/v1/{context_id}/sessions/{session_id}", "sessions.delete"],
+  closeSession: ["POST", "/api/v1/{context_id}/sessions/{session_id}/close", "sessions.close"],
+  listSessionTurns: ["GET", "/api/v1/{context_id}/sessions/{session_id}/turns", "sessions.turns"],
+  sessionContext: ["POST", "/api/v1/{context_id}/sessions/{session_id}/context", "sessions.context"],
+  writeFacts: ["POST", "/api/v1/{context_id}/facts", "remember"],
+  writeFactsBatch: ["POST", "/api/v1/{context_id}/facts/batch", "rememberMany"],
+  listThreads: ["GET", "/api/v1/{context_id}/threads", "threads.list"],
+  getThread: ["GET", "/api/v1/{context_id}/threads/{thread_id}", "threads.get"],
+  appendThreadTurn: ["POST", "/api/v1/{context_id}/threads/{thread_id}/turns", "threads.append"],
+  listThreadTurns: ["GET", "/api/v1/{context_id}/threads/{thread_id}/turns", "threads.turns"],
+  getThreadTurn: ["GET", "/api/v1/{context_id}/threads/{thread_id}/turns/{turn_index}", "threads.turn"],
+  threadContext: ["POST", "/api/v1/{context_id}/threads/{thread_id}/context", "threads.context"],
+  setThreadAcl: ["PUT", "/api/v1/{context_id}/threads/{thread_id}/acl", "threads.setAcl"],
+  chat: ["POST", "/api/v1/{context_id}/chat", "chat"],
+  getTrace: ["GET", "/api/v1/{context_id}/traces/{trace_id}", "traces.get"],
+  listDocuments: ["GET", "/api/v1/{context_id}/documents", "documents.list"],
+  uploadDocument: ["POST", "/api/v1/{context_id}/documents", "documents.upload"],
+  createDocumentUpload: ["POST", "/api/v1/{context_id}/documents/uploads", "documents.createUpload"],
+  completeDocumentUpload: ["POST", "/api/v1/{context_id}/documents/{document_id}/complete", "documents.completeUpload"],
+  getDocument: ["GET", "/api/v1/{context_id}/documents/{document_id}", "documents.get"],
+  deleteDocument: ["DELETE", "/api/v1/{context_id}/documents/{document_id}", "documents.delete"],
+  listDocumentChunks: ["GET", "/api/v1/{context_id}/documents/{document_id}/chunks", "documents.chunks"],
+  getState: ["GET", "/api/v1/{context_id}/state", "state"],
+  getProfile: ["GET", "/api/v1/{context_id}/profile", "profile"],
+  listAudit: ["GET", "/api/v1/{context_id}/audit", "audit"],
+  listEntities: ["GET", "/api/v1/{context_id}/entities", "entities.list"],
+  getEntity: ["GET", "/api/v1/{context_id}/entities/{type}/{name}", "entities.get"],
+  deleteEntity: ["DELETE", "/api/v1/{context_id}/entities/{type}/{name}", "entities.delete"],
+  listEntityHistory: ["GET", "/api/v1/{context_id}/entities/{type}/{name}/history", "entities.allHistory"],
+  getAttributeHistory: ["GET", "/api/v1/{context_id}/entities/{type}/{name}/history/{key}", "entities.history"],
+  listAttributes: ["GET", "/api/v1/{context_id}/attributes", "attributes.list"],
+  listRelations: ["GET", "/api/v1/{context_id}/relations", "relations.list"],
+  listActions: ["GET", "/api/v1/{context_id}/actions", "actions.list"],
+  listInstructions: ["GET", "/api/v1/{context_id}/instructions", "instructions.list"],
+  listUncertainty: ["GET", "/api/v1/{context_id}/uncertainty", "uncertainty.list"],
+  resolveUncertainty: ["POST", "/api/v1/{context_id}/uncertainty/{uncertainty_id}/resolve", "uncertainty.resolve"],
+  forget: ["POST", "/api/v1/{context_id}/forget", "forget"],
+  consolidate: ["POST", "/api/v1/{context_id}/consolidate", "consolidate"],
+  reflect: ["POST", "/api/v1/{context_id}/reflect", "reflect"],
+  elaborate: ["POST", "/api/v1/{context_id}/elaborate", "elaborate"],
+  lifecycleDecay: ["POST", "/api/v1/{context_id}/lifecycle/decay", "decay"],
+  lifecycleExpire: ["POST", "/api/v1/{context_id}/lifecycle/expire", "expire"],
+  fsck: ["POST", "/api/v1/{context_id}/fsck", "fsck"],
+  query: ["POST", "/api/v1/{context_id}/query", "recall"],
+  recallContext: ["POST", "/api/v1/{context_id}/context", "context"],
+});
+
+/** Operations deliberately without a client method, each with its reason. */
+export const OMITTED = Object.freeze({});
+
+/** The request path of an operation, its `{placeholders}` filled in and escaped. */
+export function operationPath(operationId, params) {
+  const entry = OPERATIONS[operationId];
+  if (!entry) throw new Error(`unknown operation ${operationId}`);
+  return entry[1].replace(/\{([a-z_]+)\}/g, (_, name) => {
+    const value = params[name];
+    if (value === undefined || value === null || value === "") {
+      throw new TypeError(`${operationId}: ${name} is required`);
+    }
+    // Thread ids may hold ':' (as the Python SDK leaves it unescaped).
+    const escaped = encodeURIComponent(String(value));
+    return name === "thread_id" ? escaped.replace(/%3A/gi, ":") : escaped;
+  });
+}

@@ -1,0 +1,41 @@
+// state-and-diffs.md's JavaScript examples, run as written (only the import names this
+// package) as a child process against the real local service.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { AgentMemory, ValidationError } from "agent-memory";
+import { runExample, skipWithout } from "../support/examples.js";
+import { useService } from "../support/service.js";
+
+// A service (and data directory) of this file's own.
+const service = useService({ before, after });
+
+test("state-and-diffs.md: remember with corrections, state, state({ limit: 200 }), profile", async (t) => {
+  if (skipWithout(service, t)) return;
+  const { code, stdout, stderr } = await runExample(service, "state-and-diffs.mjs");
+  assert.equal(code, 0, stderr);
+  const line = stdout.split("\n").find((l) => l.startsWith("RESULT "));
+  assert.ok(line, stdout);
+  const { seen, state, profile } = JSON.parse(line.slice("RESULT ".length));
+  assert.deepEqual(seen.updated, [{ key: "location", old: "London", new: "Berlin" }]);
+  assert.ok(seen.added.some((a) => a.key === "location" && a.value === "Berlin"), JSON.stringify(seen.added));
+  const locations = state.identity.attributes.filter((a) => a.key === "location").map((a) => a.value);
+  assert.deepEqual(locations, ["Berlin"], "state shows the current value only");
+  assert.ok(Array.isArray(state.instructions) && Array.isArray(state.unknowns));
+  assert.equal(typeof state.truncated.attributes, "boolean");
+  assert.match(stdout, /Berlin/, "the state example printed the identity attributes");
+  assert.ok(profile && typeof profile === "object");
+
+  // The supersession chain and asOf reads behind the correction.
+  const memory = new AgentMemory({ context: "acme-prod", baseUrl: service.url });
+  const chain = await memory.entities.history("person", "user", "location");
+  assert.deepEqual(chain.map((a) => a.value).sort(), ["Berlin", "London"]);
+  // "last month" back-dates Berlin's validity: read as of then, and as of a day before.
+  const berlin = chain.find((a) => a.value === "Berlin");
+  const locationAt = async (asOf) => (await memory.entities.get("person", "user", { asOf })).attributes
+    .filter((a) => a.key === "location").map((a) => a.value);
+  assert.deepEqual(await locationAt(berlin.validFrom), ["Berlin"]);
+  const dayBefore = new Date(Date.parse(berlin.validFrom) - 86_400_000).toISOString();
+  assert.deepEqual(await locationAt(dayBefore), []);
+  await assert.rejects(memory.state({ limit: 501 }), (err) => err instanceof ValidationError && err.status === 400);
+});
