@@ -590,10 +590,40 @@ function lister(operationId, filters) {
   };
 }
 
-const Attributes = lister("listAttributes", ["entity", "key"]);
-const Relations = lister("listRelations", ["src", "dst", "label"]);
-const Actions = lister("listActions", ["actor", "verb", "since", "until"]);
-const Instructions = lister("listInstructions", []);
+/** A collection whose facts are also read and deleted by id (and, with `correct`, corrected). */
+function byId(Base, kind, { correct = false } = {}) {
+  const cls = class extends Base {
+    /** One fact by id (404: missing, deleted or outside the read region). */
+    get(factId, options = {}) {
+      const [sdk] = split(options);
+      return this._client._send(`get${kind}`, { params: { fact_id: factId }, sdk });
+    }
+
+    /** Forgets this one fact as forget does (`purge`: with its superseded history). */
+    delete(factId, options = {}) {
+      const [sdk, fields] = split(options);
+      return this._client._send(`delete${kind}`, {
+        params: { fact_id: factId }, query: fields.purge ? { purge: "true" } : undefined, idempotent: true, sdk,
+      });
+    }
+  };
+  if (correct) {
+    /** Corrects the fact: the new value supersedes it (history kept); `corrections` reports it. */
+    cls.prototype.update = async function update(factId, value, options = {}) {
+      const [sdk, fields] = split(options);
+      return withCorrections(await this._client._send(`correct${kind}`, {
+        params: { fact_id: factId }, json: { value, ...pick(fields, ["note", "observedAt"]) },
+        idempotent: true, keyedWrite: true, sdk,
+      }));
+    };
+  }
+  return cls;
+}
+
+const Attributes = byId(lister("listAttributes", ["entity", "key"]), "Attribute", { correct: true });
+const Relations = byId(lister("listRelations", ["src", "dst", "label"]), "Relation", { correct: true });
+const Actions = byId(lister("listActions", ["actor", "verb", "since", "until"]), "Action");
+const Instructions = byId(lister("listInstructions", []), "Instruction");
 
 class Uncertainty extends lister("listUncertainty", ["entity", "resolved"]) {
   resolve(uncertaintyId, acceptedValue, options = {}) {

@@ -21,6 +21,7 @@ function extraction(result) {
 /** Decorates the corrections of a write or chat response in place; returns it. */
 export function withCorrections(body) {
   if (!body || typeof body !== "object") return body;
+  if (Array.isArray(body.corrections)) extraction(body);  // a correction by id
   if (body.extraction) extraction(body.extraction);
   if (body.memoryUpdates) extraction(body.memoryUpdates);
   if (Array.isArray(body.extractions)) body.extractions.forEach(extraction);

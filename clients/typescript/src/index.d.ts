@@ -164,10 +164,10 @@ export declare class AgentMemory {
   readonly sessions: Sessions;
   readonly threads: Threads;
   readonly entities: Entities;
-  readonly attributes: Lister<S["MemoryAttribute"], { entity?: string; key?: string }>;
-  readonly relations: Lister<S["MemoryRelation"], { src?: string; dst?: string; label?: string }>;
-  readonly actions: Lister<S["MemoryAction"], { actor?: string; verb?: string; since?: string; until?: string }>;
-  readonly instructions: Lister<S["MemoryInstruction"], {}>;
+  readonly attributes: CorrectableFacts<S["MemoryAttribute"], { entity?: string; key?: string }>;
+  readonly relations: CorrectableFacts<S["MemoryRelation"], { src?: string; dst?: string; label?: string }>;
+  readonly actions: FactsById<S["MemoryAction"], { actor?: string; verb?: string; since?: string; until?: string }>;
+  readonly instructions: FactsById<S["MemoryInstruction"], {}>;
   readonly uncertainty: UncertaintyApi;
   readonly documents: Documents;
   readonly traces: Traces;
@@ -264,6 +264,18 @@ export interface Entities {
 
 export interface Lister<T, F> extends AsyncIterable<T> {
   list(options?: F & PageOptions): Paginator<T>;
+}
+
+/** A collection whose facts are read and forgotten one by one by id. */
+export interface FactsById<T, F> extends Lister<T, F> {
+  get(factId: string, options?: CallOptions): Promise<T>;
+  delete(factId: string, options?: { purge?: boolean } & CallOptions): Promise<S["ForgetResponse"]>;
+}
+
+/** ... and corrected: the new value supersedes the fact, its history kept. */
+export interface CorrectableFacts<T, F> extends FactsById<T, F> {
+  update(factId: string, value: string, options?: { note?: string; observedAt?: string } & CallOptions
+  ): Promise<S["CorrectFactResponse"] & { corrections: Correction[] }>;
 }
 
 export interface UncertaintyApi extends Lister<S["MemoryUncertainty"], { entity?: string; resolved?: boolean }> {

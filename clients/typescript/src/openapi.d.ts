@@ -780,6 +780,116 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/attributes/{fact_id}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        /** @description One attribute by id. 404 when it does not exist, is deleted or lies outside the caller's read region. A superseded row is found while the search index keeps it (for asOf reads); otherwise its history is read through its entity. */
+        get: operations["getAttribute"];
+        put?: never;
+        post?: never;
+        /** @description Forgets this one attribute as forget does (soft delete; purge hard-deletes it with its superseded history), with entities left with nothing and the search units, stored replies and cached responses derived from it. 404 outside the caller's read region, 403 when its scopes are outside the write region; nothing changes in either case. */
+        delete: operations["deleteAttribute"];
+        options?: never;
+        head?: never;
+        /** @description Corrects this attribute: the new value is written as an authoritative fact in the same scopes and labels and supersedes it (a multi-valued key's old value is closed), history kept, the correction reported. Nothing is edited in place. */
+        patch: operations["correctAttribute"];
+        trace?: never;
+    };
+    "/api/v1/{context_id}/relations/{fact_id}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        /** @description One relation by id. 404 when it does not exist, is deleted or lies outside the caller's read region. A superseded row is found while the search index keeps it (for asOf reads); otherwise its history is read through its entity. */
+        get: operations["getRelation"];
+        put?: never;
+        post?: never;
+        /** @description Forgets this one relation as forget does (soft delete; purge hard-deletes it with its superseded history), with entities left with nothing and the search units, stored replies and cached responses derived from it. 404 outside the caller's read region, 403 when its scopes are outside the write region; nothing changes in either case. */
+        delete: operations["deleteRelation"];
+        options?: never;
+        head?: never;
+        /** @description Corrects this relation: the new object (type/name, entity:type/name, or a name keeping the old type) is written as an authoritative fact in the same scopes and labels and supersedes it (a multi-valued key's old value is closed), history kept, the correction reported. Nothing is edited in place. */
+        patch: operations["correctRelation"];
+        trace?: never;
+    };
+    "/api/v1/{context_id}/actions/{fact_id}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        /** @description One action by id. 404 when it does not exist, is deleted or lies outside the caller's read region. A superseded row is found while the search index keeps it (for asOf reads); otherwise its history is read through its entity. */
+        get: operations["getAction"];
+        put?: never;
+        post?: never;
+        /** @description Forgets this one action as forget does (soft delete; purge hard-deletes it with its superseded history), with entities left with nothing and the search units, stored replies and cached responses derived from it. 404 outside the caller's read region, 403 when its scopes are outside the write region; nothing changes in either case. */
+        delete: operations["deleteAction"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/instructions/{fact_id}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        /** @description One instruction by id. 404 when it does not exist, is deleted or lies outside the caller's read region. A superseded row is found while the search index keeps it (for asOf reads); otherwise its history is read through its entity. */
+        get: operations["getInstruction"];
+        put?: never;
+        post?: never;
+        /** @description Forgets this one instruction as forget does (soft delete; purge hard-deletes it with its superseded history), with entities left with nothing and the search units, stored replies and cached responses derived from it. 404 outside the caller's read region, 403 when its scopes are outside the write region; nothing changes in either case. */
+        delete: operations["deleteInstruction"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/{context_id}/uncertainty": {
         parameters: {
             query?: never;
@@ -1324,6 +1434,8 @@ export interface components {
             source: components["schemas"]["FactSource"];
             /** Format: date-time */
             createdAt: string;
+            /** @description The labels the write that stated it carried. */
+            labels?: string[];
         };
         MemoryRelation: {
             id: string;
@@ -1341,6 +1453,8 @@ export interface components {
             source: components["schemas"]["FactSource"];
             /** Format: date-time */
             createdAt: string;
+            /** @description The labels the write that stated it carried. */
+            labels?: string[];
         };
         MemoryAction: {
             id: string;
@@ -1463,6 +1577,33 @@ export interface components {
         MemoryUncertaintyPage: {
             items: components["schemas"]["MemoryUncertainty"][];
             page: components["schemas"]["PageInfo"];
+        };
+        CorrectFactRequest: {
+            /** @description The new value (a relation: its new object). */
+            value: string;
+            /** @description Kept in the correcting turn's text. */
+            note?: string;
+            /**
+             * Format: date-time
+             * @description When the correction was made (default now). Also observed_at.
+             */
+            observedAt?: string;
+            /** Format: date-time */
+            observed_at?: string;
+        };
+        CorrectFactResponse: {
+            /** @description The row now current. */
+            fact: components["schemas"]["MemoryAttribute"] | components["schemas"]["MemoryRelation"];
+            /** @description The corrected row as it reads now (superseded or closed). */
+            previous: components["schemas"]["MemoryAttribute"] | components["schemas"]["MemoryRelation"];
+            corrections: {
+                entityId: string;
+                key: string;
+                oldValue: string;
+                newValue: string;
+            }[];
+            /** @description The correcting turn (its text names the fact and the change). */
+            turnId: string | null;
         };
         ResolveUncertaintyRequest: {
             /** @description Also accepted_value. */
@@ -2340,6 +2481,8 @@ export interface components {
         Limit: number;
         /** @description Opaque; the nextCursor of the previous page. */
         Cursor: string;
+        /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+        FactId: string;
         /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
         IdempotencyKey: string;
     };
@@ -3741,6 +3884,374 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getAttribute: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attribute. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryAttribute"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    deleteAttribute: {
+        parameters: {
+            query?: {
+                purge?: boolean;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    correctAttribute: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CorrectFactRequest"];
+            };
+        };
+        responses: {
+            /** @description The new current attribute, the one it replaced, and the correction. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CorrectFactResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getRelation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The relation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryRelation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    deleteRelation: {
+        parameters: {
+            query?: {
+                purge?: boolean;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    correctRelation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CorrectFactRequest"];
+            };
+        };
+        responses: {
+            /** @description The new current relation, the one it replaced, and the correction. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CorrectFactResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getAction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The action. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryAction"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    deleteAction: {
+        parameters: {
+            query?: {
+                purge?: boolean;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getInstruction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The instruction. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryInstruction"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    deleteInstruction: {
+        parameters: {
+            query?: {
+                purge?: boolean;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
+                fact_id: components["parameters"]["FactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
         };
     };

@@ -39,3 +39,24 @@ test("state-and-diffs.md: remember with corrections, state, state({ limit: 200 }
   assert.deepEqual(await locationAt(dayBefore), []);
   await assert.rejects(memory.state({ limit: 501 }), (err) => err instanceof ValidationError && err.status === 400);
 });
+
+test("one fact by id: get, update (a correction with previous/current), delete; 404 after", async (t) => {
+  if (skipWithout(service, t)) return;
+  const { NotFoundError } = await import("agent-memory");
+  const memory = new AgentMemory({ context: "acme-byid", baseUrl: service.url });
+  await memory.remember("I live in London.");
+  await memory.remember("I like sushi.");
+  const [home] = await memory.attributes.list({ key: "location" }).toArray();
+  assert.deepEqual(await memory.attributes.get(home.id), home);
+  const fixed = await memory.attributes.update(home.id, "Leeds", { note: "misheard" });
+  const [c] = fixed.corrections;
+  assert.deepEqual([c.previous.value, c.current.value], ["London", "Leeds"]);
+  assert.equal(fixed.previous.supersededBy, fixed.fact.id);
+  const chain = await memory.entities.history("person", "user", "location");
+  assert.deepEqual(chain.map((a) => a.value), ["London", "Leeds"]);
+  const [sushi] = await memory.attributes.list({ key: "likes" }).toArray();
+  const gone = await memory.attributes.delete(sushi.id, { purge: true });
+  assert.equal(gone.deleted, 1);
+  await assert.rejects(memory.attributes.get(sushi.id), (err) => err instanceof NotFoundError && err.status === 404);
+  await assert.rejects(memory.actions.get("act_missing"), (err) => err instanceof NotFoundError);
+});
