@@ -42,6 +42,16 @@ def run(call: Call) -> None:
     pending = ok("GET", f"{CTX}/uncertainty?resolved=false")["items"]
     assert pending, "the hedged fact should have left an uncertainty"
     ok("POST", f"{CTX}/uncertainty/{pending[0]['id']}/resolve", {"acceptedValue": "Globex"})
+    # One fact by id (before projection: found through the current-facts index), corrected.
+    employer = ok("GET", f"{CTX}/attributes?key=employer")["items"][0]
+    ok("GET", f"{CTX}/attributes/{employer['id']}")
+    fixed = ok("PATCH", f"{CTX}/attributes/{employer['id']}", {"value": "Initech", "note": "typo"})
+    assert fixed["corrections"][0]["newValue"] == "Initech", fixed
+    for collection, prefix in (("attributes", "attr"), ("relations", "rel"), ("actions", "act"),
+                               ("instructions", "instr")):
+        ok("GET", f"{CTX}/{collection}/{prefix}_missing", status=404)
+        ok("DELETE", f"{CTX}/{collection}/{prefix}_missing", status=404)
+    ok("PATCH", f"{CTX}/relations/rel_missing", {"value": "person/ann"}, status=404)
     ok("GET", f"{CTX}/state")
     ok("GET", f"{CTX}/profile")
     ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with the bootstrap admin key
@@ -170,3 +180,11 @@ def run_after_projection(call: Call) -> None:
     for path in (f"{CTX}/sessions", f"{CTX}/entities", f"{CTX}/threads", f"{CTX}/documents", f"{CTX}/audit"):
         got, payload = call("GET", f"{path}?cursor=forged.cursor")
         assert got == 400 and payload.get("field") == "cursor", (path, got, payload)
+    # One fact by id through its search unit (_doc), then forgotten by id (its unit deleted).
+    got, payload = call("GET", f"{CTX}/attributes?key=employer")
+    assert got == 200 and payload["items"], payload
+    fact_id = payload["items"][0]["id"]
+    got, payload = call("GET", f"{CTX}/attributes/{fact_id}")
+    assert got == 200, payload
+    got, payload = call("DELETE", f"{CTX}/attributes/{fact_id}")
+    assert got == 200 and payload["deleted"] == 1, payload
