@@ -1,7 +1,11 @@
 """Runs one function from a built artifact the way Lambda does, for the artifact check and
-the cold-start bench. Start it as ``python -I -S lambda_harness.py TASK_ROOT LAYER_ROOT [TIMEOUT_S]``:
+the cold-start bench. Start it as ``python -I -S lambda_harness.py TASK_ROOT LAYER_ROOT [TIMEOUT_S [STEP_MS]]``:
 ``-I -S`` leave only the standard library on ``sys.path``; this script then adds the
 function's artifact (Lambda's ``/var/task``) and the layer (``/opt/python``), nothing else.
+``STEP_MS`` (optional) makes time pass by reads instead of by the clock: each invocation's
+context starts at ``TIMEOUT_S`` and what it reports falls by ``STEP_MS`` with each read (the
+ingestion worker reads it once before each model call it starts), so a test can have the
+unchanged artifact run out of time after a known number of calls.
 
 Protocol, one JSON document per line: stdout first says ``{"ready": ..., "import_ms": ...}``
 (or ``{"import_error": ...}``); then each stdin line is an event, answered by the handler's
@@ -20,6 +24,7 @@ import traceback
 task_root, layer_root = sys.argv[1], sys.argv[2]
 # The function's configured timeout (template.yaml), as Lambda's context reports it.
 timeout_ms = int(float(sys.argv[3]) * 1000) if len(sys.argv) > 3 else 29_000
+step_ms = int(sys.argv[4]) if len(sys.argv) > 4 else None
 sys.path[:0] = [task_root, layer_root]
 calls = []
 
@@ -74,8 +79,12 @@ class Context:
 
     def __init__(self):
         self.deadline = time.monotonic() + timeout_ms / 1000
+        self.reads = 0
 
     def get_remaining_time_in_millis(self):
+        if step_ms is not None:  # time passes by reads (STEP_MS), not by the clock
+            self.reads += 1
+            return max(0, timeout_ms - step_ms * (self.reads - 1))
         return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 

@@ -189,11 +189,14 @@ def function_timeout(name: str) -> int:
 class FunctionProcess:
     """One function's artifact in its own interpreter (lambda_harness.py)."""
 
-    def __init__(self, name: str, build: Path, env: dict[str, str], layer: Path | None = None):
+    def __init__(self, name: str, build: Path, env: dict[str, str], layer: Path | None = None,
+                 step_ms: int | None = None):
+        """``step_ms``: each invocation's remaining time falls by this much with each read
+        (lambda_harness.py) rather than with the clock."""
         self.name = name
         self.proc = subprocess.Popen(
             [sys.executable, "-B", "-I", "-S", str(HARNESS), str(build / name), str(layer or layer_root(build)),
-             str(function_timeout(name))],
+             str(function_timeout(name)), *([str(step_ms)] if step_ms is not None else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             cwd=str(build / name))
         self.stderr: list[str] = []
@@ -771,3 +774,109 @@ def test_a_layer_missing_a_dependency_fails_the_import(build: Path, tmp_path: Pa
                           input='"done"\n', capture_output=True, text=True, env=env, timeout=120)
     first = json.loads(proc.stdout.splitlines()[0])
     assert "aws_lambda_powertools" in first.get("import_error", ""), first
+
+
+# --- ingestion that continues, on the built worker ------------------------------------
+
+
+def _artifact_state(*roots: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for root in roots for p in root.rglob("*")}
+
+
+def test_the_built_worker_continues_a_document_over_three_invocations_with_no_failed_receive(
+        build: Path, moto_endpoint: str):
+    """The built ingestion worker against moto SQS with the queue as template.yaml makes it
+    (visibility timeout, redrive policy to a dead-letter queue), delivered as Lambda's event
+    source does (one message a batch; receive, invoke, delete unless reported failed). Each
+    invocation starts at the function's timeout and its context's remaining time falls 90 s
+    with each read, so the worker starts three model calls, then stops and hands the rest on:
+    a nine-chunk document takes three invocations and spends none of the queue's receives."""
+    import boto3
+
+    from agent_memory.adapters.dynamodb_table import create_table_from_template
+
+    aws = {"endpoint_url": moto_endpoint, "region_name": REGION, "aws_access_key_id": "testing",
+           "aws_secret_access_key": "testing"}
+    dynamodb = boto3.client("dynamodb", **aws)
+    if TABLE not in dynamodb.list_tables()["TableNames"]:  # the scenario above may have made it
+        create_table_from_template(dynamodb, TABLE, REPO / "template.yaml")
+    sm = boto3.client("secretsmanager", **aws)
+    bootstrap_key = "bootstrap-" + os.urandom(16).hex()
+    secrets = {"cursor": sm.create_secret(Name="continues-cursor", SecretString=os.urandom(32).hex())["ARN"],
+               "bootstrap": sm.create_secret(Name="continues-bootstrap", SecretString=bootstrap_key)["ARN"]}
+    sqs = boto3.client("sqs", **aws)
+    queue = RESOURCES["IngestionQueue"]["Properties"]
+    dlq = sqs.create_queue(QueueName="continues-ingestion-dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    url = sqs.create_queue(QueueName="continues-ingestion", Attributes={
+        "VisibilityTimeout": str(queue["VisibilityTimeout"]),
+        "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn,
+                                     "maxReceiveCount": str(queue["RedrivePolicy"]["maxReceiveCount"])})})["QueueUrl"]
+    secrets.update(ingestion_queue=url, projector_dlq=sqs.create_queue(QueueName="continues-projector-dlq")["QueueUrl"])
+    key = create_key(moto_endpoint, "continues-ops", "--group", "support", "--admin")
+    cluster = SearchCluster()
+    gateway = LocalGateway(REPO)
+    before = _artifact_state(build / "IngestionFunction", build / "DocumentsFunction", layer_root(build))
+    documents = FunctionProcess("DocumentsFunction", build,
+                                function_env("DocumentsFunction", moto_endpoint, cluster.listen("DocumentsFunction"),
+                                             secrets))
+    # 300 s at the start, 90 s a read: 300, 210, 120 s (three calls started), then 30 s < the
+    # worker's one-minute stop margin.
+    worker = FunctionProcess("IngestionFunction", build,
+                             function_env("IngestionFunction", moto_endpoint, cluster.listen("IngestionFunction"),
+                                          secrets), step_ms=90_000)
+    assert function_timeout("IngestionFunction") == 300
+    try:
+        def call(method: str, path: str, body: Any = None) -> tuple[int, Any]:
+            route, params = gateway.match(method, path)
+            hdrs = {"content-type": "application/json", "authorization": f"Bearer {key}"}
+            data = json.dumps(body).encode() if body is not None else b""
+            result = documents.invoke(build_event(route, method, path, "", hdrs, data, params, "203.0.113.9"))
+            return result["statusCode"], json.loads(result.get("body") or "null")
+
+        ctx = "/api/v1/continues-ctx"
+        sections = "\n\n".join(f"## Policy {i}\n\nEmployee{i} works at Company{i}." for i in range(9))
+        status, doc = call("POST", f"{ctx}/documents", {"title": "Policies", "text": f"# Policies\n\n{sections}"})
+        assert status == 202, doc
+        assert doc["chunksTotal"] == 9, doc
+
+        deliveries = []
+        for _ in range(20):
+            got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, WaitTimeSeconds=0,
+                                      AttributeNames=["ApproximateReceiveCount"]).get("Messages", [])
+            if not got:
+                break
+            message = got[0]
+            result = worker.invoke({"Records": [{"messageId": message["MessageId"], "body": message["Body"],
+                                                 "eventSource": "aws:sqs"}]})
+            failed = {f["itemIdentifier"] for f in result["batchItemFailures"]}
+            if message["MessageId"] not in failed:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            deliveries.append({"body": json.loads(message["Body"]), "failed": bool(failed),
+                               "receives": int(message["Attributes"]["ApproximateReceiveCount"])})
+        else:
+            raise AssertionError(f"the queue never drained: {''.join(worker.stderr)[-3000:]}")
+
+        status, final = call("GET", f"{ctx}/documents/{doc['id']}")
+        assert status == 200 and final["status"] == "ready", final
+        assert final["chunksDone"] == final["chunksTotal"] == 9
+        assert len(deliveries) >= 3, deliveries
+        assert [(d["body"].get("continuation", 0), d["body"].get("progress", 0)) for d in deliveries] == [
+            (0, 0), (1, 3), (2, 6)]  # each invocation took three chunks further and handed on the rest
+        assert [d["failed"] for d in deliveries] == [False] * 3, ''.join(worker.stderr)[-3000:]
+        assert [d["receives"] for d in deliveries] == [1] * 3  # no receive spent on running out of time
+        assert _depth(sqs, dlq) == 0 and _depth(sqs, url) == 0
+    finally:
+        calls = worker.finish()
+        documents.finish()
+        cluster.close()
+    # Every chunk stored once: nine chunk rows written by nine puts over the three invocations.
+    chunk_pk = next(c[2]["LeadingKeys"][0] for c in calls
+                    if c[1] == "PutItem" and c[2]["LeadingKeys"][0].endswith(f"#chunks#{doc['id']}"))
+    puts = [c for c in calls if c[1] == "PutItem" and c[2]["LeadingKeys"] == [chunk_pk]]
+    assert len(puts) == 9
+    rows = dynamodb.query(TableName=TABLE, KeyConditionExpression="pk = :p",
+                          ExpressionAttributeValues={":p": {"S": chunk_pk}})["Items"]
+    assert sorted(r["sk"]["S"] for r in rows) == [f"{i:06d}" for i in range(9)]
+    # ... and the artifact is as sam build left it.
+    assert _artifact_state(build / "IngestionFunction", build / "DocumentsFunction", layer_root(build)) == before

@@ -20,6 +20,7 @@ from agent_memory.kernel import cursor, deadline, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Conflict, NotFound, SessionClosed
 from agent_memory.kernel.ids import new_id
+from agent_memory.kernel.stored_item import record_bytes
 from agent_memory.models.records import Page, Session, Turn
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
 from agent_memory.services.events import DomainEvents, EventPublisher, RecordsForgotten
@@ -155,9 +156,11 @@ class SessionService:
 
     def append_turns(self, ctx: RequestContext, session: Session, turns: Sequence[NewTurn],
                      scopes: list[list[str]], labels: list[str],
-                     extra_ops: Callable[[list[Turn]], list[WriteOp]] | None = None,
+                     extra_ops: Callable[[list[Turn], Sequence[WriteOp]], list[WriteOp]] | None = None,
                      is_new: bool | None = None) -> list[Turn]:
-        """Append turns and commit them together with ``extra_ops(turns)`` in one transaction.
+        """Append turns and commit them together with ``extra_ops(turns, own)`` in one
+        transaction (``own``: this method's operations, the session row and the turn rows, so
+        the caller can budget what it adds within one transaction's count and size).
 
         The session counter is bumped under a version condition; on contention the session
         is re-read and the append retried, so turn seq stays dense. A new session (version 1,
@@ -177,20 +180,14 @@ class SessionService:
             now = timeutil.now_iso()
             current = session_of(record)
             start = current.turn_count
-            rows = [Turn(id=new_id("turn"), context_id=ctx.context_id, session=session.id, role=turn.role,
-                         content=turn.content, seq=start + i + 1, created_at=now, observed_at=turn.observed_at or now,
-                         infer=turn.infer, scopes=scopes, labels=labels, created_by=ctx.principal,
-                         partition=ctx.partition, speaker=dict(turn.speaker) if turn.speaker else None)
-                    for i, turn in enumerate(turns)]
+            rows = [_turn(ctx, session.id, turn, start + i + 1, now, scopes, labels) for i, turn in enumerate(turns)]
             bumped = replace(current, turn_count=start + len(turns), last_turn_at=now)
             ops: list[WriteOp] = [Put(Record(record.pk, record.sk, bumped.to_item(), version=record.version),
                                       Condition.absent()) if is_new
                                   else Put(_bumped(record, bumped), Condition.version_is(record.version))]
-            for row in rows:
-                ops.append(Put(Record(pk=keys.turns_pk(ctx, session.id), sk=keys.turn_sk(row.seq), data=row.to_item(),
-                                      gsi1pk=keys.turn_ids_gsi(ctx), gsi1sk=row.id), Condition.absent()))
+            ops.extend(Put(_turn_record(ctx, row), Condition.absent()) for row in rows)
             if extra_ops is not None:
-                ops.extend(extra_ops(rows))
+                ops.extend(extra_ops(rows, tuple(ops)))
             try:
                 self.store.transact(ops)
                 return rows
@@ -202,6 +199,33 @@ class SessionService:
                 backoff(attempt)
                 continue
         raise Conflict(f"session {session.id} is receiving too many concurrent writes; retry")
+
+
+def planned_turn_bytes(ctx: RequestContext, session: Session, turn: NewTurn, scopes: list[list[str]],
+                       labels: list[str]) -> int:
+    """The size (``kernel.stored_item``) of the row ``append_turns`` stores for ``turn``, at
+    most: an id and timestamps of the stored lengths and a sequence number of nine digits."""
+    row = _turn(ctx, session.id, turn, 999_999_999, timeutil.now_iso(), scopes, labels)
+    return record_bytes(_turn_record(ctx, row))
+
+
+def planned_session_bytes(ctx: RequestContext, session: Session) -> int:
+    """The size of ``session``'s row as ``append_turns`` stores it (a counter of nine digits)."""
+    bumped = replace(session, turn_count=999_999_999, last_turn_at=timeutil.now_iso())
+    return record_bytes(Record(keys.sessions_pk(ctx), session.id, bumped.to_item(), version=999_999_999))
+
+
+def _turn(ctx: RequestContext, session_id: str, turn: NewTurn, seq: int, now: str, scopes: list[list[str]],
+          labels: list[str]) -> Turn:
+    return Turn(id=new_id("turn"), context_id=ctx.context_id, session=session_id, role=turn.role,
+                content=turn.content, seq=seq, created_at=now, observed_at=turn.observed_at or now,
+                infer=turn.infer, scopes=scopes, labels=labels, created_by=ctx.principal,
+                partition=ctx.partition, speaker=dict(turn.speaker) if turn.speaker else None)
+
+
+def _turn_record(ctx: RequestContext, row: Turn) -> Record:
+    return Record(pk=keys.turns_pk(ctx, row.session), sk=keys.turn_sk(row.seq), data=row.to_item(),
+                  gsi1pk=keys.turn_ids_gsi(ctx), gsi1sk=row.id)
 
 
 def backoff(attempt: int, base_s: float = 0.005, cap_s: float = 0.2) -> None:

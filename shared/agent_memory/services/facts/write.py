@@ -38,7 +38,7 @@ from agent_memory.kernel.ids import (
     key_fits,
     normalise_entity_name,
 )
-from agent_memory.kernel.stored_item import fits_one_transaction
+from agent_memory.kernel.stored_item import TRANSACT_BATCH_BYTES, batches, fits_one_transaction, op_bytes
 from agent_memory.models.extraction import (
     ExtractedAction,
     ExtractedAttribute,
@@ -61,7 +61,12 @@ from agent_memory.ports import (
 )
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.rules.speaker import EntityResolver
-from agent_memory.services.conversation.sessions import NewTurn, backoff
+from agent_memory.services.conversation.sessions import (
+    NewTurn,
+    backoff,
+    planned_session_bytes,
+    planned_turn_bytes,
+)
 from agent_memory.services.events import DomainEvents, EventPublisher, FactsChanged
 from agent_memory.services.facts import reconcile as rec
 from agent_memory.services.facts.extraction.prompt import build_extraction_prompt
@@ -190,12 +195,13 @@ class FactsService:
         if req.infer == "preview":
             results = [self._reconcile_only(ctx, p, session.id, req.scopes, req.labels) for p in pending]
             return BatchWriteOutcome(req.session_id, [], results)
-        # Every model call is done before the first write. Each turn then commits in its own
-        # transaction, so a later turn reconciles against what the earlier ones stored.
+        # Every model call is done before the first write. A turn with facts then commits in
+        # its own transaction, so a later turn reconciles against what the earlier ones stored;
+        # the turns between them (no facts) commit together, as many as one transaction holds.
         turn_ids: list[str] = []
         results: list[ExtractionResult | None] = []
-        for p in pending:
-            ids, res = self.commit_turns(ctx, session, [p], req.scopes, req.labels)
+        for group in plan_turn_transactions(ctx, session, pending, req.scopes, req.labels):
+            ids, res = self.commit_turns(ctx, session, group, req.scopes, req.labels)
             turn_ids += ids
             results += res
         return BatchWriteOutcome(session.id, turn_ids, results)
@@ -376,6 +382,30 @@ class FactsService:
             raise PayloadTooLarge(f"text is over the {cap}-byte limit")
 
 
+def plan_turn_transactions(ctx: RequestContext, session: Session, pending: Sequence[PendingTurn],
+                           scopes: list[list[str]], labels: list[str]) -> list[list[PendingTurn]]:
+    """``pending`` in order, cut into the appends of one transaction each: a turn with an
+    extraction alone (its facts are planned against what the earlier turns stored), the runs
+    of turns without one together, each run within ``MAX_TRANSACT_OPS`` and
+    ``TRANSACT_BATCH_BYTES`` with the session row (sizes as ``kernel.stored_item`` counts them)."""
+    session_bytes = planned_session_bytes(ctx, session)
+    groups: list[list[PendingTurn]] = []
+    run: list[PendingTurn] = []
+
+    def size(p: PendingTurn) -> int:
+        return planned_turn_bytes(ctx, session, NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker),
+                                  scopes, labels)
+
+    for p in pending:
+        if p.extraction is not None:
+            groups += batches(run, size, max_count=MAX_TRANSACT_OPS - 1,
+                              max_bytes=TRANSACT_BATCH_BYTES - session_bytes) + [[p]]
+            run = []
+        else:
+            run.append(p)
+    return groups + batches(run, size, max_count=MAX_TRANSACT_OPS - 1, max_bytes=TRANSACT_BATCH_BYTES - session_bytes)
+
+
 class _TurnPlanner:
     """Builds the fact operations for freshly numbered turns (called inside the append
     transaction attempt, so every retry re-plans against current state)."""
@@ -390,21 +420,27 @@ class _TurnPlanner:
         self.extra = extra
         self.results: list[ExtractionResult | None] = []
 
-    def ops(self, rows: list[Turn]) -> list:
+    def ops(self, rows: list[Turn], own: Sequence[WriteOp] = ()) -> list:
+        """The fact operations of ``rows`` (``own``: what the append commits with them, the
+        session row and the turn rows), within what one transaction holds beside ``own``:
+        ``MAX_TRANSACT_OPS`` operations and ``TRANSACT_BATCH_BYTES`` (``kernel.stored_item``)."""
         tail = self.extra(rows) if self.extra is not None else []
         ops: list = []
         self.results = []
+        used_bytes = sum(op_bytes(op) for op in (*own, *tail))
         for row, p in zip(rows, self.pending, strict=True):
             if p.extraction is None:
                 self.results.append(None)
                 continue
-            budget = MAX_TRANSACT_OPS - len(rows) - 1 - len(tail) - len(ops)  # the turns, session row, extra
+            budget = MAX_TRANSACT_OPS - len(own) - len(tail) - len(ops)  # the turns, session row, extra
+            byte_budget = TRANSACT_BATCH_BYTES - used_bytes
             extraction = p.extraction
             while True:
                 plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row.id,
                                                   self.session_id, self.scopes, self.labels, self.reads)
                 turn_ops = self.service.repo.plan_ops(self.ctx, plan, loaded)
-                if len(turn_ops) <= budget:
+                turn_bytes = sum(op_bytes(op) for op in turn_ops)
+                if len(turn_ops) <= budget and turn_bytes <= byte_budget:
                     break
                 if p.source_kind != "turn":
                     raise PayloadTooLarge("these facts need more than one transaction; send fewer triples "
@@ -418,6 +454,7 @@ class _TurnPlanner:
                                           "send fewer turns per request")
                 extraction = smaller
             ops.extend(turn_ops)
+            used_bytes += turn_bytes
             self.results.append(plan.to_result(row.id))
         return ops + tail
 
