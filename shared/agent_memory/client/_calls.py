@@ -246,6 +246,7 @@ class Calls:
                     model(wire.ResolveUncertaintyResponse), json=_body(acceptedValue=accepted_value, note=note))
 
     # --- one fact by id -----------------------------------------------------------------------
+    # (``fact_collection`` below names the collection an id belongs to)
 
     _FACT_MODELS = {"attributes": "MemoryAttribute", "relations": "MemoryRelation", "actions": "MemoryAction",
                     "instructions": "MemoryInstruction"}
@@ -349,3 +350,12 @@ def _document_content(source: DocumentSource, filename: str | None) -> tuple[str
     if isinstance(source, io.TextIOBase) or isinstance(data, str):
         data = data.encode("utf-8")
     return name, data
+
+
+#: The collection of a fact id, by its prefix (the id names its kind: ``attr_...``).
+FACT_COLLECTIONS = {"attr": "attributes", "rel": "relations", "act": "actions", "instr": "instructions"}
+
+
+def fact_collection(fact_id: str) -> str | None:
+    """``attributes``, ``relations``, ``actions`` or ``instructions`` for a fact id, else None."""
+    return FACT_COLLECTIONS.get(str(fact_id).split("_", 1)[0])

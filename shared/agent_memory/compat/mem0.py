@@ -31,11 +31,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from agent_memory.client import AgentMemory, NotFoundError
+from agent_memory.client._calls import fact_collection
 from agent_memory.models import wire
 
 DEFAULT_CONTEXT = "mem0"
 _PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-_KINDS = {"attr": "attributes", "rel": "relations", "act": "actions", "instr": "instructions"}
 _ENTITY_PARAMS = ("user_id", "agent_id", "run_id")
 
 
@@ -263,8 +263,7 @@ class Memory:
 
     @staticmethod
     def _collection(memory_id: str) -> str:
-        prefix = str(memory_id).split("_", 1)[0]
-        return _KINDS.get(prefix, "attributes")
+        return fact_collection(memory_id) or "attributes"
 
     def _locate(self, memory_id: str) -> tuple[AgentMemory | None, dict[str, Any] | None]:
         """The client (partition) holding ``memory_id`` and its Mem0 item. Mem0's ``get`` takes

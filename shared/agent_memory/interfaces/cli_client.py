@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_memory.client import AgentMemory, AgentMemoryError, ApiError
+from agent_memory.client._calls import fact_collection
 from agent_memory.models import wire
 
 
@@ -192,11 +193,8 @@ def _upload(memory: AgentMemory, args: argparse.Namespace) -> int:
     return 0
 
 
-_FACT_COLLECTIONS = {"attr": "attributes", "rel": "relations", "act": "actions", "instr": "instructions"}
-
-
 def _fact_api(memory: AgentMemory, fact_id: str) -> Any:
-    collection = _FACT_COLLECTIONS.get(fact_id.split("_", 1)[0])
+    collection = fact_collection(fact_id)
     if collection is None:
         raise SystemExit("agent-memory: a fact id starts with attr_, rel_, act_ or instr_")
     return getattr(memory, collection)

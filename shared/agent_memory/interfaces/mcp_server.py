@@ -33,6 +33,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_memory.client import AgentMemoryError, ApiError, AsyncAgentMemory
+from agent_memory.client._calls import fact_collection
 from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.models.care import ConsolidateRequest, FsckRequest, ReflectRequest
 from agent_memory.models.reads import ForgetRequest
@@ -213,15 +214,12 @@ async def _forget(m: AsyncAgentMemory, a: ForgetRequest) -> Any:
     return await m.forget(a.query, limit=a.limit, min_score=a.min_score, dry_run=a.dry_run, purge=a.purge)
 
 
-_FACT_COLLECTIONS = {"attr": "attributes", "rel": "relations", "act": "actions", "instr": "instructions"}
-
-
 async def _delete_fact(m: AsyncAgentMemory, a: FactInput) -> Any:
-    return await getattr(m, _FACT_COLLECTIONS[a.id.split("_", 1)[0]]).delete(a.id, purge=a.purge or None)
+    return await getattr(m, fact_collection(a.id)).delete(a.id, purge=a.purge or None)
 
 
 async def _correct_fact(m: AsyncAgentMemory, a: CorrectFactInput) -> Any:
-    return await getattr(m, _FACT_COLLECTIONS[a.id.split("_", 1)[0]]).update(a.id, a.value, note=a.note)
+    return await getattr(m, fact_collection(a.id)).update(a.id, a.value, note=a.note)
 
 
 async def _reflect(m: AsyncAgentMemory, a: ReflectRequest) -> Any:
