@@ -188,3 +188,20 @@ def test_actions_and_instructions_by_id(any_api):
     assert got["id"] == instr[0]["id"]
     ok(any_api, "DELETE", f"/instructions/{instr[0]['id']}")
     assert ok(any_api, "GET", "/instructions")["items"] == []
+
+
+def test_an_id_the_index_does_not_hold_is_looked_up_only_while_projection_may_lag(api, monkeypatch):
+    from agent_memory.kernel.ids import ulid_ms
+    from agent_memory.services.facts import edits
+
+    write(api, "I live in London.")
+    listed = attribute(api, "location")
+    assert abs(ulid_ms(listed["id"]) - __import__("time").time() * 1000) < 60_000
+    get_runtime().search.delete("acme", [listed["id"]])
+    monkeypatch.setattr(edits, "PROJECTION_LAG_S", 0)  # as if written long ago: no scan
+    assert api.get(f"{CTX}/attributes/{listed['id']}").status == 404
+    monkeypatch.setattr(edits, "PROJECTION_LAG_S", 900)
+    monkeypatch.setattr(edits, "LOCATE_SCAN_ROWS", 0)  # the scan is bounded
+    assert api.get(f"{CTX}/attributes/{listed['id']}").status == 404
+    monkeypatch.setattr(edits, "LOCATE_SCAN_ROWS", 10_000)
+    assert ok(api, "GET", f"/attributes/{listed['id']}")["value"] == "London"

@@ -50,6 +50,17 @@ def new_ulid() -> str:
     return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
 
 
+def ulid_ms(identifier: str) -> int | None:
+    """The Unix milliseconds a ``<kind>_<ulid>`` id was minted at; None if it is not one."""
+    body = identifier.rsplit("_", 1)[-1].lower()
+    if len(body) != 26 or any(c not in _CROCKFORD for c in body):
+        return None
+    value = 0
+    for c in body[:10]:
+        value = value * 32 + _CROCKFORD.index(c)
+    return value  # the first 10 characters are bits 129..80: two zero bits, then the 48-bit time
+
+
 def new_id(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown id kind {kind}")

@@ -4,9 +4,9 @@ and ``PATCH /{ctx}/{attributes|relations}/{id}``.
 - **Locate.** An id names its kind (``attr_``, ``rel_``, ``act_``, ``instr_``), not where its
   row lives (attributes and relations are stored under their entity). The search unit of a
   current fact carries that (``fact_kinds``' projection metadata), so one unit read and one
-  row read find it; a fact the index does not hold yet (projection lag, no search
-  configured) is found by reading the kind's current-facts index (gsi1) or the actions
-  partition. Instructions are keyed by id. A superseded fact is found while the index keeps
+  row read find it; a fact the index does not hold yet (an id minted within the projection's
+  lag, an index that is down or not configured) is found by reading the kind's current-facts
+  index (gsi1) or the actions partition, at most ``LOCATE_SCAN_ROWS`` rows. Instructions are keyed by id. A superseded fact is found while the index keeps
   its unit (it does, for ``asOf`` reads); the fallback reads only current facts, so without
   search a superseded row is read through its entity's history.
 - **Regions.** A fact outside the caller's read region, deleted, or about a deleted entity is
@@ -26,6 +26,7 @@ and ``PATCH /{ctx}/{attributes|relations}/{id}``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,10 +35,9 @@ from agent_memory.access import grants
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Conflict, NotFound, Unprocessable
-from agent_memory.kernel.ids import entity_id, split_entity_id
+from agent_memory.kernel.ids import entity_id, split_entity_id, ulid_ms
 from agent_memory.models.extraction import CorrectionSummary, ExtractedAttribute, ExtractedRelation
 from agent_memory.models.facts import Action, Attribute, Instruction, Relation
-from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import Record, RecordStore, SearchUnavailable
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.vocabulary import normalise_value
@@ -48,6 +48,7 @@ from agent_memory.services.facts.readable import Readable, memory_record
 if TYPE_CHECKING:
     from agent_memory.models.extraction import ExtractionOutput
     from agent_memory.models.reads import CorrectFactRequest
+    from agent_memory.models.requests import WriteFactsRequest
     from agent_memory.ports import SearchIndex
     from agent_memory.services.facts.forget import ForgetOutcome, ForgetService
     from agent_memory.services.facts.write import WriteOutcome
@@ -55,8 +56,13 @@ if TYPE_CHECKING:
 #: The kinds addressable by id, by the path segment that names them.
 EDITABLE = {"attributes": "attribute", "relations": "relation", "actions": "action", "instructions": "instruction"}
 CORRECTABLE = ("attribute", "relation")
+# Without a search unit a fact is found by reading its kind's current index, which grows with
+# the context: only for ids young enough to be within the projection's lag (or when the index
+# cannot answer), and never past this many rows.
+PROJECTION_LAG_S = 900
+LOCATE_SCAN_ROWS = 10_000
 
-WriteFacts = Callable[[RequestContext, WriteFactsRequest, "ExtractionOutput | None"], "WriteOutcome"]
+WriteFacts = Callable[[RequestContext, "WriteFactsRequest", "ExtractionOutput | None"], "WriteOutcome"]
 
 
 @dataclass
@@ -113,6 +119,8 @@ class FactEdits:
             assert isinstance(old, Relation)
             triple, negation, new_value = self._relation_edit(old, req)
             slot_entity, slot = old.subject, old.label
+        # Loaded by the first correction only (reads and deletes never need the write path).
+        from agent_memory.models.requests import WriteFactsRequest
         from agent_memory.services.facts.write import triples_to_extraction
 
         extraction = triples_to_extraction([triple])
@@ -211,27 +219,37 @@ class FactEdits:
             return None
         if kind == "instruction":
             return live(self.store.get(keys.instructions_pk(ctx), fact_id))
-        unit = None
+        unit, searched = None, False
         if self.search is not None:
             try:
-                unit = self.search.get(ctx.context_id, fact_id)
+                unit, searched = self.search.get(ctx.context_id, fact_id), True
             except SearchUnavailable:
                 unit = None  # the store still answers: read the index rows below
         if unit is not None and unit.partition == ctx.partition and fact_kind.forgetter is not None:
             found = fact_kind.forgetter.locate(self._forget, ctx, unit)
             if found is not None and found.data.get("id") == fact_id:
                 return found
+        if searched and not _recent(fact_id):
+            return None  # the index answered and holds no unit: not a current fact
         if kind == "action":
             source = paging.Source(keys.actions_pk(ctx))
         else:
             source = paging.Source(keys.current_gsi(ctx, kind), index="gsi1")
-        for r in paging.scan(self.store, source, batch=500):
+        for n, r in enumerate(paging.scan(self.store, source, batch=500)):
+            if n >= LOCATE_SCAN_ROWS:
+                return None
             if r.data.get("id") == fact_id:
                 if kind == "action":
                     return live(r)
                 # gsi1 rows are projections: read the row itself (its version is the base's).
                 return live(self.store.get(r.pk, r.sk))
         return None
+
+
+def _recent(fact_id: str) -> bool:
+    """Minted within the projection's lag, so the index may not hold it yet."""
+    minted = ulid_ms(fact_id)
+    return minted is not None and time.time() * 1000 - minted < PROJECTION_LAG_S * 1000
 
 
 def triple_text(fact: Attribute | Relation) -> str:
