@@ -137,8 +137,10 @@ class FactEdits:
             # The object as the write resolved it (an existing entity the name matches).
             new_value = next((r.object for r in outcome.extraction.relations
                               if r.subject == slot_entity and r.label == slot), new_value)
-        current = self._current_row(ctx, kind, slot_entity, slot, new_value)
-        if current is None:
+        # The write committed: answer with its row even if a concurrent write already moved on.
+        current = self._current_row(ctx, kind, slot_entity, slot, new_value) \
+            or self._current_row(ctx, kind, slot_entity, slot, new_value, current_only=False)
+        if current is None:  # removed concurrently (a forget or delete won the race)
             raise Conflict(f"{fact_id} changed while it was being corrected; read it and retry",
                            code="fact_not_current")
         previous = memory_record(self.store.get(record.pk, record.sk) or record)
@@ -193,11 +195,14 @@ class FactEdits:
         return triple, negation, new_object
 
     def _current_row(self, ctx: RequestContext, kind: str, entity: str, slot: str,
-                     value: str) -> Attribute | Relation | None:
+                     value: str, *, current_only: bool = True) -> Attribute | Relation | None:
+        """The slot's row holding ``value`` (current, or with ``current_only=False`` the newest)."""
         pk = keys.attrs_pk(ctx, entity) if kind == "attribute" else keys.rels_pk(ctx, entity)
-        for r in paging.scan(self.store, paging.Source(pk, prefix=f"a#{slot}#"), batch=500):
+        rows = list(paging.scan(self.store, paging.Source(pk, prefix=f"a#{slot}#"), batch=500))
+        rows.sort(key=lambda r: r.data.get("createdAt") or "", reverse=True)
+        for r in rows:
             d = r.data
-            if d.get("deleted") or not _is_current(d):
+            if d.get("deleted") or (current_only and not _is_current(d)):
                 continue
             if kind == "attribute" and normalise_value(d.get("value", "")) == normalise_value(value):
                 return Attribute.from_dict(d)
