@@ -138,6 +138,21 @@ def test_head_and_options(server):
         assert c.options("/api/v1/nothing/here/at/all").status_code == 404
 
 
+def test_wrong_method_on_a_known_route_is_405_with_allow(server):
+    with httpx.Client(base_url=server, timeout=30) as c:
+        wrong = c.get(f"{CTX}/facts")
+        assert wrong.status_code == 405
+        assert wrong.headers["content-type"] == "application/problem+json"
+        assert {m.strip() for m in wrong.headers["allow"].split(",")} == {"POST", "OPTIONS"}
+        assert wrong.json()["status"] == 405 and "POST" in wrong.json()["detail"]
+        assert c.delete("/api/v1/health").headers["allow"] == c.options("/api/v1/health").headers["allow"]
+        # a refused write stores nothing, and an unknown path stays 404
+        before = c.get(f"{CTX}/state").json()
+        assert c.put(f"{CTX}/facts", json={"text": "I work at Globex."}).status_code == 405
+        assert c.get(f"{CTX}/state").json() == before
+        assert c.get("/api/v1/nothing/here/at/all").status_code == 404
+
+
 def test_body_over_the_cap_is_413_declared_or_chunked(fast_timeout_server):
     url, port = fast_timeout_server
     big = b'{"text": "' + b"x" * (70 * 1024) + b'"}'

@@ -106,11 +106,10 @@ class AsgiGateway:
                 return body
 
     async def _options(self, send: Any, path: str) -> None:
-        methods = self.gateway.methods_for(path)
-        if not methods:
+        allow = self.gateway.allow_header(path)
+        if allow is None:
             await self._send(send, _problem(404, "Not found", f"no route for {path}"))
             return
-        allow = ", ".join([*methods, *(["HEAD"] if "GET" in methods else []), "OPTIONS"])
         await send({"type": "http.response.start", "status": 204,
                     "headers": [(b"allow", allow.encode()), (b"content-length", b"0")]})
         await send({"type": "http.response.body", "body": b""})

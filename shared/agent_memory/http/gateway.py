@@ -158,6 +158,13 @@ class LocalGateway:
         """The methods routed for ``path`` (for OPTIONS and 405-free HEAD)."""
         return sorted({r.method for r in self.routes if r.pattern.match(path)})
 
+    def allow_header(self, path: str) -> str | None:
+        """``Allow`` for a known path (OPTIONS and 405 give the same list), None for an unknown one."""
+        methods = self.methods_for(path)
+        if not methods:
+            return None
+        return ", ".join([*methods, *(["HEAD"] if "GET" in methods else []), "OPTIONS"])
+
     def invoke(self, method: str, target: str, headers: dict[str, str], body: bytes,
                source_ip: str = "127.0.0.1") -> dict[str, Any]:
         parts = urlsplit(target)
@@ -165,6 +172,12 @@ class LocalGateway:
             return inspector.static_response(method, parts.path)
         found = self.match(method, parts.path)
         if found is None:
+            # A known path asked with a method it does not route is 405 naming the ones it does
+            # (RFC 9110 15.5.6); the deployed HTTP API answers what API Gateway answers (404).
+            allow = self.allow_header(parts.path)
+            if allow is not None:
+                return _problem(405, "Method not allowed", f"{method} is not routed for {parts.path}; allowed: {allow}",
+                                "method-not-allowed", headers={"Allow": allow})
             return _problem(404, "Not found", f"no route for {method} {parts.path}")
         route, params = found
         event = build_event(route, method, parts.path, parts.query, headers, body, params, source_ip)
