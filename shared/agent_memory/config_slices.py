@@ -74,6 +74,10 @@ class Limits:
     audit_ttl_s: int = 90 * 24 * 3600  # audit records (admin bypasses, delegated calls) expire after this
     # Concurrent extraction model calls per document being ingested (services/documents/ingestion.py).
     document_concurrency: int = 8
+    # Characters of consecutive chunks one extraction call covers (a window; each fact still
+    # cites its own chunk). A chunk is at most 1,200 characters, so about three to six chunks
+    # a call; 0 extracts chunk by chunk.
+    document_window_chars: int = 4000
     # The largest request body a synchronous route takes (POST /documents answers 413 above
     # it and names the presigned upload route). Lambda's synchronous payload limit is 6 MB
     # (6,291,456 bytes) for the whole event: 3,000,000 bytes stay below it even when API

@@ -325,7 +325,8 @@ class Runtime:
         from agent_memory.services.documents.ingestion import DocumentIngestion
 
         return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
-                                 concurrency=self.settings.limits.document_concurrency)
+                                 concurrency=self.settings.limits.document_concurrency,
+                                 window_chars=self.settings.limits.document_window_chars)
 
     @cached_property
     def upload_store(self):

@@ -49,7 +49,10 @@ def _runtime(tmp_path: Path, fake_model: FakeOpenAIServer, concurrency: int, **e
         "AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": TEST_SECRET,
         "OPENAI_BASE_URL": fake_model.url, "AGENT_MEMORY_MODELS_EXTRACTION": "openai/fake-extract",
         "AGENT_MEMORY_MODELS_RESPONSE": "openai/fake-chat", "AGENT_MEMORY_MODELS_EMBEDDING": "hashing/v1",
-        "AGENT_MEMORY_LIMITS_DOCUMENT_CONCURRENCY": str(concurrency), **env})
+        "AGENT_MEMORY_LIMITS_DOCUMENT_CONCURRENCY": str(concurrency),
+        # one call per chunk: these tests count and gate calls chunk by chunk (windows of
+        # several chunks per call: tests/documents/test_document_windows.py)
+        "AGENT_MEMORY_LIMITS_DOCUMENT_WINDOW_CHARS": "0", **env})
     rt = Runtime(settings)
     set_runtime(rt)
     return rt

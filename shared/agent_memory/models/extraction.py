@@ -50,14 +50,21 @@ class _Extracted(BaseModel):
         return value
 
 
-class ExtractedEntity(_Extracted):
+class _FromPassage(_Extracted):
+    # Set only when one call extracts several passages of a document (a window): which passage
+    # the item comes from, so each fact is cited to its own chunk.
+    passage: int | None = Field(default=None, description="Index in `passages` of the passage this item "
+                                                           "comes from; only when the data block has passages")
+
+
+class ExtractedEntity(_FromPassage):
     name: str = ""
     type: str = Field(default="other", description="person, organisation, project, location, topic, product, "
                       "policy, concept, event, agent, service or other")
     category: Category | None = None
 
 
-class ExtractedAttribute(_Extracted):
+class ExtractedAttribute(_FromPassage):
     entity: str = Field(default="", description="Entity name exactly as listed in the known entities, or 'User'")
     entity_type: str = "person"
     key: str = Field(default="", description="lower snake_case, e.g. location, employer, job_title, likes")
@@ -69,7 +76,7 @@ class ExtractedAttribute(_Extracted):
     valid_from: str | None = Field(default=None, description="Event-time phrase verbatim, e.g. 'last month'")
 
 
-class ExtractedRelation(_Extracted):
+class ExtractedRelation(_FromPassage):
     subject: str = ""
     subject_type: str = "person"
     label: str = Field(default="", description="Role of the object for the subject, e.g. sister, manager")
@@ -81,7 +88,7 @@ class ExtractedRelation(_Extracted):
     valid_until: str | None = None
 
 
-class ExtractedAction(_Extracted):
+class ExtractedAction(_FromPassage):
     actor: str = ""
     actor_type: str = "person"
     verb: str = ""
@@ -91,12 +98,12 @@ class ExtractedAction(_Extracted):
     category: Category | None = None
 
 
-class ExtractedInstruction(_Extracted):
+class ExtractedInstruction(_FromPassage):
     label: str = ""
     description: str = ""
 
 
-class ExtractedUncertainty(_Extracted):
+class ExtractedUncertainty(_FromPassage):
     about: str = ""
     reason: str = ""
 

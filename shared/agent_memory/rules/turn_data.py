@@ -30,6 +30,9 @@ class TurnInput:
     speaker_name: str | None = None
     known_entities: list[str] = field(default_factory=list)
     observed_at: str | None = None
+    # A document window: consecutive chunks extracted in one call, each item naming its
+    # passage (``passage`` on each extracted item); ``text`` is then empty.
+    passages: list[str] | None = None
 
 
 def turn_data_block(turn: TurnInput) -> str:
@@ -40,6 +43,8 @@ def turn_data_block(turn: TurnInput) -> str:
         "knownEntities": list(turn.known_entities),
         "turn": turn.text,
     }
+    if turn.passages is not None:
+        payload["passages"] = list(turn.passages)
     body = json.dumps(payload, ensure_ascii=False, indent=1).replace("`", "\\u0060")
     return f"```{FENCE_INFO}\n{body}\n```"
 
@@ -55,9 +60,13 @@ def read_turn(user: str) -> TurnInput:
     if not isinstance(data, dict) or not isinstance(data.get("turn"), str):
         raise ValueError("turn-data block has no turn text")
     known = data.get("knownEntities") or []
+    passages = data.get("passages")
+    if passages is not None and not (isinstance(passages, list) and all(isinstance(p, str) for p in passages)):
+        raise ValueError("turn-data passages must be a list of strings")
     return TurnInput(
         text=data["turn"],
         speaker_name=data.get("speakerName") or None,
         known_entities=[str(k) for k in known if isinstance(k, str)],
         observed_at=data.get("observedAt"),
+        passages=passages,
     )

@@ -703,7 +703,16 @@ def offline_extract(text: str, *, speaker_name: str | None = None,
 def extraction_handler(system: str, user: str) -> ExtractionOutput:
     """``structured`` handler: take the turn from the prompt's JSON data block and extract it."""
     turn = read_turn(user)
-    return offline_extract(turn.text, speaker_name=turn.speaker_name, known_entities=turn.known_entities)
+    if turn.passages is None:
+        return offline_extract(turn.text, speaker_name=turn.speaker_name, known_entities=turn.known_entities)
+    # A document window: each passage as its own turn, every item naming its passage, as the
+    # window prompt asks of a real model.
+    merged = ExtractionOutput()
+    for index, passage in enumerate(turn.passages):
+        part = offline_extract(passage, speaker_name=turn.speaker_name, known_entities=turn.known_entities)
+        for name in ExtractionOutput.model_fields:
+            getattr(merged, name).extend(item.model_copy(update={"passage": index}) for item in getattr(part, name))
+    return merged
 
 
 def register_offline_extractor(model: Any) -> None:

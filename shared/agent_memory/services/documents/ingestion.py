@@ -6,8 +6,10 @@ stores its chunk sources as part rows (``keys.document_parts_pk``, 32 shards) an
 SQS plus the ``ingestion`` function on AWS. ``process`` then:
 
 - runs the extraction model calls of the parts with bounded parallelism
-  (``limits.document_concurrency``, default 8 calls in flight per document);
-- commits each chunk as its call returns: its facts first, then its chunk row (conditioned
+  (``limits.document_concurrency``, default 8 calls in flight per document), one call per
+  window of consecutive chunks (``limits.document_window_chars``, default 4,000 characters),
+  each extracted item attributed back to its own chunk (``facts/extraction/windows.py``);
+- commits each chunk as its window's call returns: its facts first, then its chunk row (conditioned
   on absence), then ``chunksDone`` on the document row. A part whose chunk row exists was
   committed by an earlier delivery and is skipped, so a redelivered job re-does only the
   chunks it had not finished (idempotent; at worst one chunk's facts are reconciled twice,
@@ -112,14 +114,16 @@ def problem_of(exc: MemoryError_) -> dict[str, Any]:
 class DocumentIngestion:
     """``claim_upload`` is the first step of a presigned upload (``DocumentService.claim_upload``:
     read the object, store its parts, claim the document); ``facts`` extracts and writes each
-    chunk's facts; ``concurrency`` bounds the model calls in flight per document."""
+    chunk's facts; ``concurrency`` bounds the model calls in flight per document;
+    ``window_chars`` is how much consecutive chunk text one call covers (``windows``)."""
 
     def __init__(self, store: RecordStore, *, claim_upload: Callable[[RequestContext, Record], str],
-                 facts: FactsService, concurrency: int):
+                 facts: FactsService, concurrency: int, window_chars: int = 0):
         self.store = store
         self.claim_upload = claim_upload
         self.facts = facts
         self.concurrency = max(1, concurrency)
+        self.window_chars = max(0, window_chars)
         self._row_lock = threading.Lock()
 
     def process(self, job: IngestionJob, should_stop: Callable[[], bool] = lambda: False) -> str:
@@ -148,27 +152,28 @@ class DocumentIngestion:
         state = _Progress(record, done=len(parts) - len(todo))
         concurrency = self.concurrency
         pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="extract")
-        pending: dict[Future, Record] = {}
-        queue = list(reversed(todo))
+        pending: dict[Future, list[DocumentPart]] = {}
+        queue = list(reversed(windows([DocumentPart.from_item(p.data) for p in todo], self.window_chars)))
         try:
             def refill() -> None:
                 while queue and len(pending) < concurrency and not should_stop():
-                    part = queue.pop()
-                    pending[pool.submit(self._extract, ctx, doc, DocumentPart.from_item(part.data))] = part
+                    window = queue.pop()
+                    pending[pool.submit(self._extract, ctx, doc, window)] = window
 
             refill()
             while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 done = [(future, pending.pop(future)) for future in finished]
                 refill()  # the next calls start before these commit: the model stays busy
-                for future, part in done:
+                for future, window in done:
                     try:
-                        extraction = future.result()
+                        extractions = future.result()
                     except MemoryError_ as exc:
                         return self._fail(ctx, state, exc)
-                    if not self._commit(ctx, state, DocumentPart.from_item(part.data), extraction):
-                        self._remove_written(ctx, job.document_id)
-                        return "gone"
+                    for part, extraction in zip(window, extractions, strict=True):
+                        if not self._commit(ctx, state, part, extraction):
+                            self._remove_written(ctx, job.document_id)
+                            return "gone"
             if queue:
                 raise IngestionInterrupted(f"document {job.document_id}: out of time, "
                                            f"{state.done}/{len(parts)} chunks done",
@@ -194,8 +199,9 @@ class DocumentIngestion:
 
     # --- steps ----------------------------------------------------------------------
 
-    def _extract(self, ctx: RequestContext, doc: Document, part: DocumentPart) -> ExtractionOutput:
-        return self.facts.extract(ctx, part.text, doc.observed_at)
+    def _extract(self, ctx: RequestContext, doc: Document, window: list[DocumentPart]) -> list[ExtractionOutput]:
+        """One model call for the window: one extraction per chunk, in order."""
+        return self.facts.extract_window(ctx, [part.text for part in window], doc.observed_at)
 
     def _commit(self, ctx: RequestContext, state: _Progress, part: DocumentPart,
                 extraction: ExtractionOutput) -> bool:
@@ -275,6 +281,22 @@ class DocumentIngestion:
         """A deleted document: nothing of it may stay (its chunks, parts)."""
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
         remove_parts(self.store, ctx, doc_id)
+
+
+def windows(parts: list[DocumentPart], budget: int) -> list[list[DocumentPart]]:
+    """``parts`` (in chunk order) packed into runs of consecutive chunks whose text together
+    stays within ``budget`` characters; a chunk alone never exceeds it (chunks are at most
+    1,200 characters), and a budget of 0 leaves every chunk its own call."""
+    out: list[list[DocumentPart]] = []
+    size = 0
+    for part in parts:
+        if out and size + len(part.text) <= budget:
+            out[-1].append(part)
+            size += len(part.text)
+        else:
+            out.append([part])
+            size = len(part.text)
+    return out
 
 
 def remove_all(store: Any, pk: str) -> None:

@@ -367,6 +367,9 @@ class FactKind:
     # Where a created record is stored (pk, sk), written create-only by ``memory_repo``; None:
     # entities and the slotted kinds, whose rows the repository writes with their slot heads.
     store_key: StoreKey | None = None
+    # Fields of an extracted claim whose text a document window's split looks for in the
+    # passages when the model did not say which passage states it (extraction/windows.py).
+    text_fields: tuple[str, ...] = ()
 
     def names_in(self, claim: Any) -> list[str]:
         """The entity names an extracted claim of this kind refers to."""
@@ -378,24 +381,25 @@ class FactKind:
 
 
 FACT_KINDS: tuple[FactKind, ...] = (
-    FactKind("entity", "entities", None, Entity, ExtractedEntity, summarise=_entity_summary),
+    FactKind("entity", "entities", None, Entity, ExtractedEntity, summarise=_entity_summary,
+             text_fields=("name",)),
     FactKind("attribute", "attributes", "attr", Attribute, ExtractedAttribute, claim_names=("entity",),
              record_entities=("entityId",), project=_attribute_units, forgetter=AttributeForgetter(),
-             summarise=_attribute_summary, slotted=True),
+             summarise=_attribute_summary, slotted=True, text_fields=("value", "entity")),
     FactKind("relation", "relations", "rel", Relation, ExtractedRelation, claim_names=("subject", "object"),
              record_entities=("subject", "object"), project=_relation_units, forgetter=RelationForgetter(),
-             summarise=_relation_summary, slotted=True),
+             summarise=_relation_summary, slotted=True, text_fields=("object", "subject")),
     FactKind("action", "actions", "act", Action, ExtractedAction, claim_names=("actor",),
              record_entities=("actor",), project=_action_units, forgetter=ActionForgetter(),
-             summarise=_action_summary, plan=_plan_actions,
+             summarise=_action_summary, plan=_plan_actions, text_fields=("object", "summary", "verb", "actor"),
              store_key=lambda ctx, a: (keys.actions_pk(ctx), f"{a.occurred_at or a.created_at}#{a.id}")),
     FactKind("instruction", "instructions", "instr", Instruction, ExtractedInstruction,
              project=_instruction_units, forgetter=InstructionForgetter(),
-             summarise=_instruction_summary, plan=_plan_instructions,
+             summarise=_instruction_summary, plan=_plan_instructions, text_fields=("description", "label"),
              store_key=lambda ctx, i: (keys.instructions_pk(ctx), i.id)),
     # An uncertainty's entity is the claim it doubts, not a reference that keeps the entity.
     FactKind("uncertainty", "uncertainties", "unc", Uncertainty, ExtractedUncertainty,
-             summarise=_uncertainty_summary, plan=_plan_uncertainties,
+             summarise=_uncertainty_summary, plan=_plan_uncertainties, text_fields=("about", "reason"),
              store_key=lambda ctx, u: (keys.uncertainties_pk(ctx), u.id)),
 )
 

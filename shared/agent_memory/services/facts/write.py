@@ -69,7 +69,8 @@ from agent_memory.services.conversation.sessions import (
 )
 from agent_memory.services.events import DomainEvents, EventPublisher, FactsChanged
 from agent_memory.services.facts import reconcile as rec
-from agent_memory.services.facts.extraction.prompt import build_extraction_prompt
+from agent_memory.services.facts.extraction.prompt import build_extraction_prompt, build_window_prompt
+from agent_memory.services.facts.extraction.windows import split_by_passage
 from agent_memory.services.facts.fact_kinds import BY_EXTRACTED, CLAIM_FIELDS
 from agent_memory.services.facts.repository import MemoryRepository, PartitionReads
 from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record
@@ -235,16 +236,31 @@ class FactsService:
         """One extraction model call (one retry on invalid output). Writes nothing. In a turn
         said by someone other than the context's user (``speaker``), "I" is that speaker.
         ``reads``: the write's partition reads, so its plan reuses the speaker's partition."""
-        model: LanguageModel = self._language_model(self._extraction_model)
         other = speaker["name"] if is_other_speaker(speaker) else None
         system, user = build_extraction_prompt(
             text, speaker_name=other or self.repo.speaker_name(ctx, reads),
             known_entities=self.repo.entity_names(ctx, reads=reads),
             observed_at=observed_at or timeutil.now_iso())
+        output = self._structured_extraction(system, user)
+        return attribute_to_speaker(output, other) if other else output
+
+    def extract_window(self, ctx: RequestContext, passages: Sequence[str],
+                       observed_at: str | None) -> list[ExtractionOutput]:
+        """Consecutive document chunks in one extraction call: one output per passage, each
+        item attributed to the passage it names (``extraction.windows.split_by_passage``).
+        One passage is an ordinary ``extract``. Writes nothing."""
+        if len(passages) == 1:
+            return [self.extract(ctx, passages[0], observed_at)]
+        system, user = build_window_prompt(
+            list(passages), speaker_name=self.repo.speaker_name(ctx),
+            known_entities=self.repo.entity_names(ctx), observed_at=observed_at or timeutil.now_iso())
+        return split_by_passage(self._structured_extraction(system, user), passages)
+
+    def _structured_extraction(self, system: str, user: str) -> ExtractionOutput:
+        model: LanguageModel = self._language_model(self._extraction_model)
         for attempt in (1, 2):
             try:
-                output = model.structured(system=system, user=user, schema=ExtractionOutput)
-                return attribute_to_speaker(output, other) if other else output
+                return model.structured(system=system, user=user, schema=ExtractionOutput)
             except ModelOutputInvalid as exc:
                 if attempt == 2:
                     raise UpstreamModelError(f"extraction model returned invalid output twice: {exc}") from exc

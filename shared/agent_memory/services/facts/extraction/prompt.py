@@ -100,3 +100,35 @@ def build_extraction_prompt(
         + turn_data_block(turn)
     )
     return system_prompt(), user
+
+
+WINDOW_RULES = """
+
+Document passages
+- This call covers several consecutive passages of one document, listed in order under "passages"
+  in the data block ("turn" is empty). Extract each passage as if it were its own turn.
+- Set "passage" on every entity, attribute, relation, action, instruction and uncertainty to the
+  index (0-based) of the passage that states it. An entity used in several passages is listed once
+  per passage, with that passage's index."""
+
+
+def build_window_prompt(
+    passages: list[str],
+    *,
+    speaker_name: str | None,
+    known_entities: list[str],
+    observed_at: datetime | str | None,
+) -> tuple[str, str]:
+    """``(system, user)`` for one extraction call over consecutive document chunks (a window):
+    the same rules as a turn's, plus the passage attribution each item must carry."""
+    observed = timeutil.iso(observed_at) if isinstance(observed_at, datetime) else observed_at
+    turn = TurnInput(text="", speaker_name=speaker_name, known_entities=list(known_entities),
+                     observed_at=observed, passages=list(passages))
+    user = (
+        f"Extract memory from each of the {len(passages)} document passages in the data block below. "
+        f"The user entity is \"{SELF_NAME}\""
+        + (f" (their name is {speaker_name})" if speaker_name else " (their name is not known yet)")
+        + ". Reuse known entity names exactly.\n\n"
+        + turn_data_block(turn)
+    )
+    return system_prompt() + WINDOW_RULES, user
