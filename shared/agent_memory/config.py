@@ -22,7 +22,8 @@ from agent_memory.kernel.errors import ConfigurationError
 
 LANGUAGE_PROVIDERS = {"offline", "openai", "bedrock"}
 EMBEDDING_PROVIDERS = {"hashing", "openai", "bedrock", "local"}
-RERANKER_PROVIDERS = {"local"}  # local/<model>: late interaction over the model's token vectors
+# local/<model>: late interaction over the model's token vectors; bedrock/<model>: Bedrock's Rerank API
+RERANKER_PROVIDERS = {"local", "bedrock"}
 
 GRANT_FIELDS = ("contexts", "partitions", "read_region", "write_region", "default_write_scope", "verbs")
 
@@ -357,6 +358,7 @@ def _check_provider_keys(settings: Settings, env: dict[str, str]) -> None:
     if uses_openai and not (env.get("OPENAI_API_KEY") or settings.openai_secret_arn or m.openai_base_url):
         raise ConfigurationError("an openai/ model is configured but OPENAI_API_KEY is not set "
                                  "(nor AGENT_MEMORY_OPENAI_SECRET_ARN, nor OPENAI_BASE_URL for a compatible server)")
-    uses_bedrock = any(ref.provider == "bedrock" for ref in (m.extraction, m.response, m.embedding))
+    uses_bedrock = any(ref is not None and ref.provider == "bedrock"
+                       for ref in (m.extraction, m.response, m.embedding, m.reranker))
     if uses_bedrock and not (settings.aws_region or env.get("AWS_LAMBDA_FUNCTION_NAME")):
         raise ConfigurationError("a bedrock/ model is configured but no AWS region is set (AWS_REGION)")

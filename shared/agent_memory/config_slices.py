@@ -78,6 +78,9 @@ class Limits:
     # cites its own chunk). A chunk is at most 1,200 characters, so about three to six chunks
     # a call; 0 extracts chunk by chunk.
     document_window_chars: int = 4000
+    # How long a query waits for a remote reranker (models.reranker = bedrock/...) before it
+    # keeps the fused order (seconds; no retries).
+    rerank_timeout_s: float = 1.5
     # The largest request body a synchronous route takes (POST /documents answers 413 above
     # it and names the presigned upload route). Lambda's synchronous payload limit is 6 MB
     # (6,291,456 bytes) for the whole event: 3,000,000 bytes stay below it even when API

@@ -358,10 +358,16 @@ class Runtime:
 
     @cached_property
     def reranker(self) -> Reranker | None:
-        """``models.reranker`` (off by default): late interaction over a local model's tokens."""
+        """``models.reranker`` (off by default): late interaction over a local model's tokens
+        (``local/``), or Bedrock's Rerank API (``bedrock/``, the deployed stack's)."""
         ref = self.settings.models.reranker
         if ref is None:
             return None
+        if ref.provider == "bedrock":
+            from agent_memory.adapters.rerankers import BedrockReranker
+
+            return BedrockReranker(ref.model, region=self.settings.aws_region,
+                                   timeout_s=self.settings.limits.rerank_timeout_s)
         from agent_memory.adapters.rerankers import LateInteractionReranker
 
         return LateInteractionReranker(ref.model)

@@ -42,6 +42,9 @@ def target(operation, params):
     for name in ("TableName", "IndexName", "SecretId", "QueueUrl", "Bucket", "Key", "modelId", "StreamArn"):
         if isinstance(params.get(name), str):
             t[name] = params[name]
+    if operation == "Rerank":  # bedrock-agent-runtime: the model is inside the configuration
+        config = (params.get("rerankingConfiguration") or {}).get("bedrockRerankingConfiguration") or {}
+        t["modelArn"] = (config.get("modelConfiguration") or {}).get("modelArn")
     if operation in ("DescribeStream", "GetShardIterator") and "StreamArn" in t:
         _streams_read.append(t["StreamArn"])
     elif operation == "GetRecords" and _streams_read:

@@ -626,6 +626,11 @@ def iam_calls(service: str, operation: str, target: dict[str, Any]) -> list[iam_
     if service == "s3":
         action = {"HeadObject": "GetObject"}.get(operation, operation)
         return [iam_policy.Call(f"s3:{action}", f"arn:aws:s3:::{target['Bucket']}/{target['Key']}", {}, why)]
+    if service == "bedrock" and operation == "Rerank":
+        # One Rerank call, two IAM requests (AWS's rerank prerequisites): the API action,
+        # which has no resource, and InvokeModel on the rerank model it runs.
+        return [iam_policy.Call("bedrock:Rerank", "*", {}, why),
+                iam_policy.Call("bedrock:InvokeModel", target["modelArn"], {}, why)]
     if service == "bedrock":
         return [iam_policy.Call(f"bedrock:{BEDROCK_ACTIONS[operation]}", model_arn(target["modelId"]), {}, why)]
     raise AssertionError(f"no IAM mapping for {why}: extend iam_calls")
@@ -880,3 +885,102 @@ def test_the_built_worker_continues_a_document_over_three_invocations_with_no_fa
     assert sorted(r["sk"]["S"] for r in rows) == [f"{i:06d}" for i in range(9)]
     # ... and the artifact is as sam build left it.
     assert _artifact_state(build / "IngestionFunction", build / "DocumentsFunction", layer_root(build)) == before
+
+
+# --- reranking through Bedrock (RerankModel) ---------------------------------------------
+
+
+class RerankStub:
+    """A loopback ``bedrock-agent-runtime`` endpoint: ``POST /rerank`` scores each text by
+    whether it holds ``word``; ``fail`` answers a throttling error instead. Records each
+    request's body and its SigV4 credential scope."""
+
+    def __init__(self, word: str):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        stub = self
+        self.word, self.fail, self.requests = word, False, []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                stub.requests.append({"path": self.path, "body": body,
+                                      "scope": self.headers.get("authorization", "").split("Credential=")[-1]
+                                      .split(",")[0].split("/", 1)[-1]})
+                if stub.fail:
+                    payload, status = {"message": "Too many requests"}, 429
+                    headers = {"x-amzn-ErrorType": "ThrottlingException"}
+                else:
+                    texts = [s["inlineDocumentSource"]["textDocument"]["text"] for s in body["sources"]]
+                    payload, status, headers = {"results": [{"index": i, "relevanceScore": 1.0 if stub.word in t.lower()
+                                                             else 0.0} for i, t in enumerate(texts)]}, 200, {}
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                for k, v in {"content-type": "application/json", **headers}.items():
+                    self.send_header(k, v)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+RERANK_MODEL = "amazon.rerank-v1:0"
+
+
+def test_the_built_recall_function_reranks_through_bedrock_and_keeps_the_fused_order_when_it_fails(
+        deployed, build: Path, moto_endpoint: str):
+    stub = RerankStub("lisbon")
+    env = function_env("RecallFunction", moto_endpoint, deployed["cluster"].listen("RecallRerank"), deployed["secrets"])
+    env.update({"AGENT_MEMORY_MODELS_RERANKER": f"bedrock/{RERANK_MODEL}",
+                "AWS_ENDPOINT_URL_BEDROCK_AGENT_RUNTIME": stub.url})
+    recall = FunctionProcess("RecallFunction", build, env)
+    gateway = LocalGateway(REPO)
+    ops_key = deployed["keys"][1]
+
+    def query(text: str) -> dict[str, Any]:
+        route, params = gateway.match("POST", f"{route_scenario.CTX}/query")
+        event = build_event(route, "POST", f"{route_scenario.CTX}/query", "",
+                            {"content-type": "application/json", "authorization": f"Bearer {ops_key}"},
+                            json.dumps({"query": text, "k": 5}).encode(), params, "203.0.113.9")
+        result = recall.invoke(event)
+        assert result["statusCode"] == 200, result
+        return json.loads(result["body"])
+
+    try:
+        reranked = query("Where do I live?")
+        stub.fail = True
+        throttled = query("Where do I live?")
+        calls = recall.finish()
+    finally:
+        if recall.proc.poll() is None:
+            recall.proc.kill()
+        stub.close()
+    assert reranked["trace"]["rerank"]["model"] == f"bedrock/{RERANK_MODEL}", reranked["trace"]
+    assert "failed" not in reranked["trace"]["rerank"]
+    assert "lisbon" in reranked["hits"][0]["text"].lower()
+    assert throttled["trace"]["rerank"]["failed"] == "ThrottlingException"  # the fused order, and a 200
+    sent = stub.requests[0]
+    assert sent["path"] == "/rerank" and sent["scope"].endswith(f"/{REGION}/bedrock/aws4_request")  # <date>/...
+    model_arn = f"arn:aws:bedrock:{REGION}::foundation-model/{RERANK_MODEL}"
+    config = sent["body"]["rerankingConfiguration"]["bedrockRerankingConfiguration"]
+    assert config["modelConfiguration"]["modelArn"] == model_arn
+    assert config["numberOfResults"] == len(sent["body"]["sources"]) >= 2
+    # Each recorded Rerank call is two IAM requests; RerankModel's policy allows both, and
+    # without it the function's role allows neither.
+    rerank_calls = [c for service, op, target in calls if op == "Rerank" for c in iam_calls(service, op, target)]
+    assert {c.action for c in rerank_calls} == {"bedrock:Rerank", "bedrock:InvokeModel"}
+    with_reranker = role_statements(stack({**DOMAIN_STACK, "RerankModel": f"bedrock/{RERANK_MODEL}"},
+                                          deployed["secrets"]), "RecallFunction")
+    assert [c.why for c in rerank_calls if iam_policy.decide(with_reranker, c) is None] == []
+    without = role_statements(stack(DOMAIN_STACK, deployed["secrets"]), "RecallFunction")
+    assert all(iam_policy.decide(without, c) is None for c in rerank_calls)

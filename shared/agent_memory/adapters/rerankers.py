@@ -13,6 +13,9 @@ the same on either search index).
 The model is the embedder's (``adapters.embedders.load_local_model``, loaded once per
 process). It needs the ``semantic`` extra (torch), so it is a local or container option,
 not one for the Lambda layer. Measured on LoCoMo in ``bench/locomo.py --reranker``.
+
+``BedrockReranker`` is the deployed stack's: Bedrock's Rerank API (``models.reranker =
+bedrock/<rerank model id>``, template parameter ``RerankModel``).
 """
 
 from __future__ import annotations
@@ -130,3 +133,59 @@ class LateInteractionReranker:
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
             out.append((matrix / np.clip(norms, 1e-6, None)).astype(np.float16))
         return out
+
+
+class BedrockReranker:
+    """``ports.Reranker`` over Amazon Bedrock's Rerank API (``bedrock-agent-runtime``), for the
+    deployed stack, where no local model fits a layer: ``amazon.rerank-v1:0`` or
+    ``cohere.rerank-v3-5:0``, in the regions that offer them.
+
+    One ``Rerank`` call per query scores every candidate (``numberOfResults`` = the candidates;
+    Bedrock answers them best first, we map them back by ``index``). The call has its own short
+    deadline (``timeout_s``, no retries): reranking is a refinement, and any failure or a slow
+    answer raises, which retrieval turns into the fused order with the reason in its trace
+    (``ranking.rerank``). Texts are cut to ``max_chars`` (a candidate's start carries its
+    subject; both models truncate long documents themselves anyway).
+
+    Cost: Bedrock prices reranking per query, where one query covers up to 100 documents
+    (``recipe.rerank_depth`` stays below that, so one query each); see the Bedrock pricing
+    page for the region's rate (docs/deploying.md)."""
+
+    MAX_SOURCES = 100
+
+    def __init__(self, model_id: str, *, region: str | None, timeout_s: float = 1.5, max_chars: int = 2000,
+                 client: Any = None):
+        if client is None:
+            import boto3
+            from botocore.config import Config
+
+            client = boto3.client("bedrock-agent-runtime", region_name=region, config=Config(
+                read_timeout=timeout_s, connect_timeout=min(timeout_s, 2.0),
+                retries={"total_max_attempts": 1, "mode": "standard"}))
+        self._client = client
+        self.model_id = model_id
+        self.name = f"bedrock/{model_id}"
+        self.max_chars = max_chars
+        region = region or client.meta.region_name
+        self.model_arn = f"arn:aws:bedrock:{region}::foundation-model/{model_id}"
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros(0)
+        if len(texts) > self.MAX_SOURCES:
+            raise ValueError(f"Bedrock reranks at most {self.MAX_SOURCES} texts a query, got {len(texts)}")
+        response = self._client.rerank(
+            queries=[{"type": "TEXT", "textQuery": {"text": query[: self.max_chars]}}],
+            sources=[{"type": "INLINE", "inlineDocumentSource": {"type": "TEXT",
+                                                                 "textDocument": {"text": t[: self.max_chars] or " "}}}
+                     for t in texts],
+            rerankingConfiguration={"type": "BEDROCK_RERANKING_MODEL", "bedrockRerankingConfiguration": {
+                "numberOfResults": len(texts), "modelConfiguration": {"modelArn": self.model_arn}}})
+        scores = np.full(len(texts), np.nan)
+        for result in response.get("results", []):
+            index = int(result["index"])
+            if 0 <= index < len(texts):
+                scores[index] = float(result["relevanceScore"])
+        if np.isnan(scores).any():  # ranking.rerank keeps the fused order on a partial answer
+            raise ValueError(f"Bedrock scored {int((~np.isnan(scores)).sum())} of {len(texts)} texts")
+        return scores

@@ -1,0 +1,70 @@
+"""RerankPolicy (template parameter ``RerankModel``), evaluated for the IAM requests one Bedrock
+``Rerank`` call makes: ``bedrock:Rerank`` (no resource) and ``bedrock:InvokeModel`` on the rerank
+model in the stack's region; a Cohere model also needs the AWS Marketplace subscription reads.
+The built recall function's real call is evaluated in tests/deploy/test_built_artifact.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from iam_policy import Call, Stack, decide
+
+from agent_memory.cfn_template import load_template
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = load_template(REPO / "template.yaml")
+ACCOUNT = "123456789012"
+RETRIEVING = {"RecallFunction", "ChatFunction", "FactsFunction"}  # /query, /context, /chat, /reflect
+
+
+def stack(region: str, **params: str) -> Stack:
+    return Stack(TEMPLATE, {"TenantId": "acme", **params}, {n: n for n in TEMPLATE["Resources"]}, {},
+                 region=region, account=ACCOUNT)
+
+
+def rerank_calls(region: str, model: str) -> list[Call]:
+    arn = f"arn:aws:bedrock:{region}::foundation-model/{model}"
+    calls = [Call("bedrock:Rerank", "*", {}, "Rerank"), Call("bedrock:InvokeModel", arn, {}, f"InvokeModel {arn}")]
+    if model.startswith("cohere."):
+        calls += [Call(a, "*", {}, a) for a in ("aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe")]
+    return calls
+
+
+@pytest.mark.parametrize(("region", "model"), [("us-west-2", "amazon.rerank-v1:0"),
+                                               ("eu-central-1", "cohere.rerank-v3-5:0")])
+def test_the_rerank_call_is_allowed_and_nothing_beside_it(region, model):
+    policy = stack(region, RerankModel=f"bedrock/{model}").policy_statements("RerankPolicy")
+    for call in rerank_calls(region, model):
+        assert decide(policy, call), call.why
+    refused = [Call("bedrock:InvokeModel", f"arn:aws:bedrock:{region}::foundation-model/anthropic.claude-opus-4-6-v1"),
+               Call("bedrock:InvokeModel", f"arn:aws:bedrock:ap-south-1::foundation-model/{model}"),
+               Call("bedrock:InvokeModelWithResponseStream", f"arn:aws:bedrock:{region}::foundation-model/{model}"),
+               Call("bedrock:Retrieve", "*")]
+    if model.startswith("amazon."):  # a first-party model needs no Marketplace access
+        refused.append(Call("aws-marketplace:Subscribe", "*"))
+    for call in refused:
+        assert decide(policy, call) is None, call
+
+
+def attached(params: dict[str, str], function: str) -> list:
+    props = TEMPLATE["Resources"][function]["Properties"]
+    return stack("us-east-1", **params).resolve(props.get("Policies", []))
+
+
+def test_only_the_retrieving_functions_get_the_policy_and_only_when_a_reranker_is_set():
+    functions = [n for n, r in TEMPLATE["Resources"].items() if r["Type"] == "AWS::Serverless::Function"]
+    with_reranker = {"RerankModel": "bedrock/amazon.rerank-v1:0"}
+    assert {f for f in functions if "RerankPolicy" in attached(with_reranker, f)} == RETRIEVING
+    assert not any("RerankPolicy" in attached({}, f) for f in functions)
+    assert TEMPLATE["Resources"]["RerankPolicy"]["Condition"] == "HasReranker"
+    assert TEMPLATE["Parameters"]["RerankModel"]["Default"] == "none"
+
+
+def test_the_parameter_takes_only_the_models_the_policy_knows():
+    pattern = re.compile(TEMPLATE["Parameters"]["RerankModel"]["AllowedPattern"])
+    for ok in ("none", "bedrock/amazon.rerank-v1:0", "bedrock/cohere.rerank-v3-5:0"):
+        assert pattern.fullmatch(ok), ok
+    for bad in ("bedrock/amazon.titan-embed-text-v2:0", "local/all-MiniLM-L6-v2", "bedrock/amazon.rerank-v1:0x"):
+        assert not pattern.fullmatch(bad), bad
