@@ -246,7 +246,8 @@ def test_the_documented_registration_snippet_and_tool_table():
     section = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
     snippet = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
     entry = snippet["mcpServers"]["agent-memory"]
-    assert entry["command"] == "agent-memory"
+    # a host starts it without the shell's PATH: an absolute path, as make mcp-config prints it
+    assert entry["command"].startswith("/") and entry["command"].endswith("/.venv/bin/agent-memory")
     args = cli.build_parser().parse_args(entry["args"])
     assert args.command == "mcp" and args.transport == "stdio" and args.context == "acme"
     assert set(entry["env"]) == {"AGENT_MEMORY_URL", "AGENT_MEMORY_API_KEY"}

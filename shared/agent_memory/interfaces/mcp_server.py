@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Awaitable, Callable, Iterable
@@ -452,7 +453,44 @@ async def serve_http(args: argparse.Namespace) -> None:
         await server.serve()
 
 
+def registration(context: str, url: str | None = None, api_key: str | None = None) -> dict[str, Any]:
+    """The ``mcpServers`` block that starts this installation's MCP server over stdio: the
+    ``agent-memory`` script beside this interpreter by its absolute path (a host does not
+    search a venv's bin/), or this interpreter running the CLI module when there is none."""
+    from pathlib import Path
+
+    python = Path(sys.executable).absolute()
+    script = python.with_name("agent-memory")
+    args = ["mcp", "--context", context]
+    if script.is_file():
+        entry: dict[str, Any] = {"command": str(script), "args": args}
+    else:
+        entry = {"command": str(python), "args": ["-m", "agent_memory.interfaces.cli", *args]}
+    env = {"AGENT_MEMORY_URL": url or os.environ.get("AGENT_MEMORY_URL") or "http://127.0.0.1:8080"}
+    key = api_key or os.environ.get("AGENT_MEMORY_API_KEY")
+    if key:
+        env["AGENT_MEMORY_API_KEY"] = key
+    entry["env"] = env
+    return {"mcpServers": {SERVER_NAME: entry}}
+
+
+def _print_registration(args: argparse.Namespace) -> int:
+    print(json.dumps(registration(args.context, args.url, args.api_key), indent=2))
+    return 0
+
+
 def add_command(sub: Any) -> None:
+    config = sub.add_parser(
+        "mcp-config", help="print the mcpServers block that registers this installation's MCP server in a host",
+        description="Print the JSON block an MCP host (Claude Desktop, an IDE agent) needs to start "
+                    "`agent-memory mcp` over stdio, with this installation's command by its absolute path.")
+    config.add_argument("--context", required=True, help="the context the tools read and write, e.g. acme")
+    config.add_argument("--url", default=None,
+                        help="service URL the server calls (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
+    config.add_argument("--api-key", default=None,
+                        help="bearer key to put in the block (AGENT_MEMORY_API_KEY; omitted when unset)")
+    config.set_defaults(func=_print_registration)
+
     mcp = sub.add_parser("mcp", help="serve memory to MCP hosts (stdio or streamable HTTP), through the SDK")
     mcp.add_argument("--context", required=True, help="the context the tools read and write")
     mcp.add_argument("--url", default=None, help="service URL (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
@@ -476,7 +514,8 @@ def run_command(args: argparse.Namespace) -> int:
         import anyio
         import mcp  # noqa: F401
     except ImportError:
-        print("agent-memory: the MCP server needs the mcp extra: pip install 'agent-memory[mcp]'", file=sys.stderr)
+        print("agent-memory: the MCP server needs the mcp extra: `make install` in a checkout, or "
+              "pip install 'mcp>=1.25,<2'", file=sys.stderr)
         return 2
     if args.transport == "http":
         from agent_memory.interfaces.netaddr import is_loopback
