@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
     serve.add_argument("--store", choices=["sqlite", "dynamodb"], default=None)
     serve.add_argument("--create-table", action="store_true",
                        help="with --store dynamodb: create the table from template.yaml if missing")
-    serve.set_defaults(func=run)
+    serve.set_defaults(func=run, announce=True)
 
 
 def run(args: argparse.Namespace) -> int:
