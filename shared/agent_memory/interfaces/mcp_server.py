@@ -760,22 +760,11 @@ def _print_registration(args: argparse.Namespace) -> int:
 
 
 def add_command(sub: Any) -> None:
-    config = sub.add_parser(
-        "mcp-config", help="print the mcpServers block that registers this installation's MCP server in a host",
-        description="Print the JSON block an MCP host (Claude Desktop, an IDE agent) needs to start "
-                    "`agent-memory mcp` over stdio, with this installation's command by its absolute path.")
-    config.add_argument("--context", required=True, help="the context the tools read and write, e.g. acme")
-    config.add_argument("--url", default=None,
-                        help="service URL the server calls (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
-    config.add_argument("--api-key", default=None,
-                        help="bearer key to put in the block (AGENT_MEMORY_API_KEY; omitted when unset)")
-    config.set_defaults(func=_print_registration)
-
     mcp = sub.add_parser("mcp", help="serve memory to MCP hosts (stdio or streamable HTTP), through the SDK")
     mcp.add_argument("--context", required=True, help="the context the tools read and write")
     mcp.add_argument("--url", default=None, help="service URL (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
     mcp.add_argument("--api-key", default=None, help="bearer key (AGENT_MEMORY_API_KEY)")
-    mcp.add_argument("--partition", default=None)
+    mcp.add_argument("--partition", default=None, help="a partition within the context (the x-memory-partition header; default: none)")
     mcp.add_argument("--on-behalf-of", default=None, dest="on_behalf_of",
                      help="act for this principal (the key needs 'delegate')")
     mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio",
@@ -787,6 +776,17 @@ def add_command(sub: Any) -> None:
                      help="with --transport http: bind a non-loopback address (anyone who reaches it acts "
                           "with this server's API key)")
     mcp.set_defaults(func=run_command)
+
+    config = sub.add_parser(
+        "mcp-config", help="print the mcpServers block that registers this installation's MCP server in a host",
+        description="Print the JSON block an MCP host (Claude Desktop, an IDE agent) needs to start "
+                    "`agent-memory mcp` over stdio, with this installation's command by its absolute path.")
+    config.add_argument("--context", required=True, help="the context the tools read and write, e.g. acme")
+    config.add_argument("--url", default=None,
+                        help="service URL the server calls (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
+    config.add_argument("--api-key", default=None,
+                        help="bearer key to put in the block (AGENT_MEMORY_API_KEY; omitted when unset)")
+    config.set_defaults(func=_print_registration)
 
 
 def run_command(args: argparse.Namespace) -> int:

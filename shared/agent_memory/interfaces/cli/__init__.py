@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 
 from agent_memory.interfaces.cli import bench, fake_model, keys, redrive, reindex, serve
 from agent_memory.interfaces.cli.serve import is_loopback, open_mode_refusal
+from agent_memory.kernel.errors import ConfigurationError
 
 __all__ = ["build_parser", "is_loopback", "main", "open_mode_refusal"]
 
@@ -48,11 +50,31 @@ def _add_verbose(parser: argparse.ArgumentParser) -> None:
                 _add_verbose(child)
 
 
+DESCRIPTION = ("A memory service for LLM agents: run it locally (serve), talk to a running one (chat, "
+               "remember, recall, state, history, fact, documents), serve it to MCP hosts (mcp), and operate it "
+               "(reindex, keys, redrive). Run a command with --help for its options.")
+
+
+def _describe_subcommands(parser: argparse.ArgumentParser) -> None:
+    """A subcommand without its own description gets its one-line help as one, so that
+    ``agent-memory <command> --help`` says what the command does."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {a.dest: a.help for a in action._choices_actions}
+        for name, child in action.choices.items():
+            text = helps.get(name) or ""
+            if not child.description and text:
+                child.description = text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+            _describe_subcommands(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agent-memory", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="agent-memory", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     for add in _COMMANDS:
         add(sub)
+    _describe_subcommands(parser)
     _add_verbose(parser)
     return parser
 
@@ -73,7 +95,47 @@ def configure_logging(verbose: bool, announce: bool = False) -> None:
         logging.getLogger("httpcore").setLevel(logging.WARNING)
 
 
+# The extra (pyproject.toml) that brings each optional top-level module a command may import.
+EXTRA_OF_MODULE = {
+    **dict.fromkeys(("uvicorn", "boto3", "botocore", "yaml", "numpy", "tenacity", "openai", "opensearchpy",
+                     "aws_lambda_powertools", "aws_xray_sdk"), "server"),
+    **dict.fromkeys(("mcp", "anyio", "starlette"), "mcp"),
+    "rich": "cli", "faiss": "ann", "sentence_transformers": "semantic",
+}
+
+
+def missing_extra_message(exc: ModuleNotFoundError) -> str:
+    """One line naming the extra a missing module belongs to and an install line that works."""
+    module = (exc.name or "").split(".")[0]
+    extra = EXTRA_OF_MODULE.get(module)
+    if extra is None:
+        return f"agent-memory: a module it needs is not installed: {module or exc}"
+    return (f"agent-memory: this command needs the {extra} extra (module {module} is not installed): "
+            f"`make install` in a checkout, or pip install '.[{extra}]' there")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging(getattr(args, "verbose", False), announce=getattr(args, "announce", False))
-    return args.func(args)
+    verbose = getattr(args, "verbose", False)
+    configure_logging(verbose, announce=getattr(args, "announce", False))
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)  # the ^C stays on its own line
+        return 130
+    except ModuleNotFoundError as exc:
+        if verbose:
+            raise
+        print(missing_extra_message(exc), file=sys.stderr)
+        return 2
+    except ConfigurationError as exc:
+        if verbose:
+            raise
+        print(f"agent-memory: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a command's failure is one line; --verbose shows the traceback
+        if verbose:
+            raise
+        print(f"agent-memory: {type(exc).__name__}: {' '.join(str(exc).split())} (--verbose shows where)",
+              file=sys.stderr)
+        return 1
