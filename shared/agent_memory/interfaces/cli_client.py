@@ -134,7 +134,7 @@ def _recall(memory: AgentMemory, args: argparse.Namespace) -> int:
         print("(nothing found)")
     for n, hit in enumerate(result.hits, 1):
         when = f" {hit.occurred_at}" if hit.occurred_at else ""
-        print(f"{n:>2}. [{hit.source}{when}] {hit.text}  ({hit.score:.3f})")
+        print(f"{n:>2}. [{hit.kind}{when}] {hit.text}  ({hit.score:.3f})")
     return 0
 
 
