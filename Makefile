@@ -1,5 +1,9 @@
 # Two entry points (see README): `make serve` and `make test`. Both create .venv if missing.
 PYTHON ?= python3
+# What `make serve` installs: the service, the MCP server and the progress bars, so every
+# command the README shows runs from .venv/bin.
+SERVE_EXTRAS := server,mcp,cli
+CONTEXT ?= acme
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8080
@@ -16,18 +20,18 @@ export SAM_CLI_TELEMETRY = 0
 	browser-install browser-install-background browser-test \
 	integrations-install integrations-install-background integrations-test \
 	ts-install ts-install-background ts-test \
-	bench-artifact bench-venv install-dev install clean
+	bench-artifact bench-venv install-dev install dist mcp-config clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[server]'
+	$(PY) -m pip install --quiet -e '.[$(SERVE_EXTRAS)]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[server,dev]'
+	$(PY) -m pip install --quiet -e '.[$(SERVE_EXTRAS),dev]'
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
@@ -35,6 +39,16 @@ install-dev: $(VENV)/.installed-dev
 
 serve: install
 	$(VENV)/bin/agent-memory serve --port $(PORT) --data-dir $(AGENT_MEMORY_DATA_DIR)
+
+# The MCP host registration for this checkout: an mcpServers block whose command is this
+# .venv's agent-memory by its absolute path (CONTEXT=acme, the service on PORT).
+mcp-config: install
+	@$(VENV)/bin/agent-memory mcp-config --context $(CONTEXT) --url http://127.0.0.1:$(PORT)
+
+# A wheel of the package into dist/ (pip install dist/agent_memory-*.whl elsewhere: the client;
+# add [server,mcp,cli] for the service).
+dist: $(PY)
+	$(PY) -m pip wheel --quiet --no-deps --wheel-dir dist .
 
 # ruff, then the layer contracts in .importlinter (docs/architecture.md, "Layers")
 lint: install-dev
@@ -186,5 +200,5 @@ $(BENCH_VENV)/.installed: pyproject.toml
 bench-venv: $(BENCH_VENV)/.installed
 
 clean:
-	rm -rf $(VENV) $(TOOLS) $(BENCH_VENV) $(INTEGRATIONS) .aws-sam .pytest_cache .ruff_cache .browser .integrations \
+	rm -rf dist $(VENV) $(TOOLS) $(BENCH_VENV) $(INTEGRATIONS) .aws-sam .pytest_cache .ruff_cache .browser .integrations \
 		test-artifacts .typescript $(TS_DIR)/node_modules

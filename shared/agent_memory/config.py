@@ -147,7 +147,11 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
-        raise ConfigurationError(f"{path}: invalid YAML: {exc}") from exc
+        # one line: a command prints it as its whole error
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        reason = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise ConfigurationError(f"{path}: invalid YAML{where}: {reason}") from exc
     if not isinstance(loaded, dict):
         raise ConfigurationError(f"{path}: expected a mapping at the top level")
     return loaded

@@ -233,3 +233,15 @@ def test_inflight_cap_sheds_load_with_retry_after(client, runtime, model, monkey
     assert results["first"].status_code == 200
     time.sleep(0.05)
     assert client.post(f"{CTX}/chat", json={"message": "third"}).status_code == 200
+
+
+def test_a_statement_is_acknowledged_and_its_compound_values_split(api, model):
+    """The offline reply notes what the statement says (from its own parse, not from the
+    write), and the write stores the employer and the title apart, the pet by its name."""
+    first = chat(api, "I work at Globex as a data engineer.")
+    assert first["reply"] == "Noted: you work at Globex as a data engineer." and first["citations"] == []
+    stored = {(a["key"], a["value"]) for a in first["memoryUpdates"]["attributes"]}
+    assert stored == {("employer", "Globex"), ("job_title", "data engineer")}
+    pet = chat(api, "I have a dog named Rex.", sessionId=first["sessionId"])
+    assert pet["reply"] == "Noted: you have a dog named Rex."
+    assert [(r["label"], r["object"]) for r in pet["memoryUpdates"]["relations"]] == [("pet", "entity:other/rex")]

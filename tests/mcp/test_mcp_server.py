@@ -93,20 +93,35 @@ def run_http(url: str, body: Callable[[ClientSession], Awaitable[None]]) -> None
 
 
 def data(result: types.CallToolResult) -> Any:
+    """The structured content (the API's JSON); the text beside it is short readable lines."""
     assert not result.isError, result.content
-    assert result.structuredContent == json.loads(result.content[0].text)
+    text = result.content[0].text
+    assert text and not text.lstrip().startswith(("{", "[")), text
     return result.structuredContent
 
 
+def text(result: types.CallToolResult) -> str:
+    assert not result.isError, result.content
+    return result.content[0].text
+
+
 async def remember_then_correct(session: ClientSession) -> None:
-    first = data(await session.call_tool("remember", {"text": "I live in London."}))
+    called = await session.call_tool("remember", {"text": "I live in London."})
+    first = data(called)
     attrs = first["extraction"]["attributes"]
     assert [(a["entityId"], a["key"], a["value"]) for a in attrs] == [("entity:person/user", "location", "London")]
+    # the text names what a follow-up call takes: the session, the turn and the fact's id
+    assert text(called).splitlines() == [
+        f"Stored turn {first['turnId']} in session {first['sessionId']}.",
+        f"+ entity:person/user location = London [{attrs[0]['id']}]"]
     data(await session.call_tool("remember", {"text": "I moved to Berlin.", "session_id": first["sessionId"]}))
     history = data(await session.call_tool("history", {"type": "person", "name": "user", "key": "location"}))
     assert [row["value"] for row in history["history"]] == ["London", "Berlin"]
-    hits = data(await session.call_tool("recall", {"query": "Where do I live?", "k": 3}))["hits"]
+    called = await session.call_tool("recall", {"query": "Where do I live?", "k": 3})
+    hits = data(called)["hits"]
     assert hits and "Berlin" in hits[0]["text"]
+    lines = text(called).splitlines()
+    assert len(lines) == len(hits) and lines[0].startswith("1. [") and f"id {hits[0]['id']}" in lines[0]
 
 
 def test_stdio_tools_resources_and_errors(server: str) -> None:
@@ -115,8 +130,11 @@ def test_stdio_tools_resources_and_errors(server: str) -> None:
         assert {t.name for t in tools} == EXPECTED_TOOLS
         await remember_then_correct(session)
 
-        state = data(await session.call_tool("state", {}))
+        called = await session.call_tool("state", {})
+        state = data(called)
         assert any(a["value"] == "Berlin" for a in state["identity"]["attributes"])
+        berlin_row = next(a for a in state["identity"]["attributes"] if a["value"] == "Berlin")
+        assert "person/user location = Berlin" in text(called) and f"[{berlin_row['id']}]" in text(called)
         entity = data(await session.call_tool("entity", {"type": "person", "name": "user"}))
         assert [a["value"] for a in entity["attributes"] if a["key"] == "location"] == ["Berlin"]
         context = data(await session.call_tool("get_context", {"query": "where does the user live"}))
@@ -124,8 +142,10 @@ def test_stdio_tools_resources_and_errors(server: str) -> None:
 
         # One fact by id: the user says Berlin is wrong.
         berlin = next(a for a in state["identity"]["attributes"] if a["value"] == "Berlin")
-        fixed = data(await session.call_tool("correct_fact", {"id": berlin["id"], "value": "Bern", "note": "typo"}))
+        called = await session.call_tool("correct_fact", {"id": berlin["id"], "value": "Bern", "note": "typo"})
+        fixed = data(called)
         assert fixed["corrections"][0]["oldValue"] == "Berlin" and fixed["fact"]["value"] == "Bern"
+        assert "Berlin -> Bern" in text(called) and f"[{fixed['fact']['id']}]" in text(called)
         gone = data(await session.call_tool("delete_fact", {"id": fixed["fact"]["id"]}))
         assert gone["deleted"] == 1
         bad = await session.call_tool("correct_fact", {"id": "act_x", "value": "y"})
@@ -185,9 +205,70 @@ def test_stdio_tool_schemas_come_from_the_request_models(server: str) -> None:
     run_stdio(server, body)
 
 
+def _properties(schema: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for name, prop in schema.get("properties", {}).items():
+        yield name, prop
+    for def_name, definition in schema.get("$defs", {}).items():
+        for name, prop in definition.get("properties", {}).items():
+            yield f"{def_name}.{name}", prop
+
+
+def _enum(prop: dict[str, Any]) -> list[str]:
+    """The allowed values of a property (through anyOf and array items)."""
+    found = list(prop.get("enum", []))
+    for branch in prop.get("anyOf", []):
+        found += _enum(branch)
+    if "items" in prop:
+        found += _enum(prop["items"])
+    return found
+
+
+def assert_every_parameter_described(tools: list[types.Tool]) -> None:
+    """Every parameter of every tool (nested ones too) has a description, and one that names
+    each of its allowed values."""
+    undescribed, unnamed = [], []
+    for tool in tools:
+        for name, prop in _properties(tool.inputSchema):
+            description = (prop.get("description") or "").strip()
+            if not description:
+                undescribed.append(f"{tool.name}.{name}")
+            unnamed += [f"{tool.name}.{name}={v}" for v in _enum(prop) if v not in description]
+    assert not undescribed, undescribed
+    assert not unnamed, unnamed
+
+
+def test_stdio_every_parameter_is_described_and_logs_are_quiet(server: str, tmp_path) -> None:
+    async def body(session: ClientSession) -> None:
+        tools = (await session.list_tools()).tools
+        assert_every_parameter_described(tools)
+        recall = next(t for t in tools if t.name == "recall").inputSchema["properties"]
+        assert "RFC 3339" in recall["as_of"]["description"]
+        data(await session.call_tool("state", {}))
+
+    def logs(*flags: str) -> str:
+        log_file = tmp_path / f"stderr{len(flags)}.txt"
+        params = StdioServerParameters(command=sys.executable, args=[
+            "-m", "agent_memory.interfaces.cli", "mcp", "--context", "acme", *flags],
+            env={k: v for k, v in _env(server).items() if k != "LOG_LEVEL"})
+
+        async def main() -> None:
+            with log_file.open("w") as errlog:
+                async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+                    await s.initialize()
+                    await body(s)
+
+        anyio.run(main)
+        return log_file.read_text()
+
+    assert logs() == ""
+    assert "INFO" in logs("--verbose")
+
+
 def test_streamable_http_tools_threads_and_resources(http_mcp: str) -> None:
     async def body(session: ClientSession) -> None:
-        assert {t.name for t in (await session.list_tools()).tools} == EXPECTED_TOOLS
+        tools = (await session.list_tools()).tools
+        assert {t.name for t in tools} == EXPECTED_TOOLS
+        assert_every_parameter_described(tools)
         await remember_then_correct(session)
         for text in ("planner: draft the schedule", "reviewer: the schedule looks fine"):
             ref = data(await session.call_tool("thread_append", {"thread_id": "t-1", "text": text}))
@@ -206,8 +287,10 @@ def test_streamable_http_tools_threads_and_resources(http_mcp: str) -> None:
 def test_chat_tool_answers_with_citations(server: str, model) -> None:
     async def body(session: ClientSession) -> None:
         data(await session.call_tool("remember", {"text": "I live in London."}))
-        reply = data(await session.call_tool("chat", {"message": "Where do I live?"}))
+        called = await session.call_tool("chat", {"message": "Where do I live?"})
+        reply = data(called)
         assert reply["reply"] and reply["sessionId"].startswith("sess_")
+        assert text(called).startswith(reply["reply"]) and f"session {reply['sessionId']}" in text(called)
         assert any("London" in c["snippet"] for c in reply["citations"]), reply
 
     run_stdio(server, body)
@@ -246,7 +329,8 @@ def test_the_documented_registration_snippet_and_tool_table():
     section = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
     snippet = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
     entry = snippet["mcpServers"]["agent-memory"]
-    assert entry["command"] == "agent-memory"
+    # a host starts it without the shell's PATH: an absolute path, as make mcp-config prints it
+    assert entry["command"].startswith("/") and entry["command"].endswith("/.venv/bin/agent-memory")
     args = cli.build_parser().parse_args(entry["args"])
     assert args.command == "mcp" and args.transport == "stdio" and args.context == "acme"
     assert set(entry["env"]) == {"AGENT_MEMORY_URL", "AGENT_MEMORY_API_KEY"}

@@ -10,9 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def python_block(path: Path, heading: str) -> str:
-    section = path.read_text(encoding="utf-8").split(heading, 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def python_block(path: Path, heading: str, nth: int = 0) -> str:
+    section = path.read_text(encoding="utf-8").split(heading, 1)[1].split("\n### ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)[nth]
 
 
 def run(code: str, env_server: str, name: str) -> dict:
@@ -27,6 +27,20 @@ def test_readme_tour_snippet_runs(env_server, model, capsys):
     run(code, env_server, "README.md")
     out = capsys.readouterr().out
     assert "[S1]" in out or "Berlin" in out
+
+
+def test_readme_async_streaming_snippet_runs(env_server, model, capsys):
+    """The README's async stream: awaited, then iterated: text deltas, then the response."""
+    from agent_memory.client import AgentMemory
+
+    with AgentMemory("acme", base_url=env_server) as memory:
+        memory.remember("I live in Lisbon.")
+    code = python_block(ROOT / "README.md", "### From Python", nth=1)
+    assert "async for part in await memory.chat(" in code
+    run(code, env_server, "README.md")
+    lines = capsys.readouterr().out.splitlines()
+    assert "Lisbon" in "".join(lines[:-1])  # the deltas
+    assert lines[-1].startswith("[Citation(") and "Lisbon" in lines[-1]
 
 
 def test_sdk_page_example_runs(env_server, model, capsys):

@@ -163,6 +163,9 @@ def test_recall_filters(memory):
     assert "seafood" not in far.context
     window = memory.query("deploy freeze", include=["facts"], valid_from="2000-01-01T00:00:00Z")
     assert all(h.source in ("attribute", "relation") for h in window.hits)
+    # a hit's kind, named as a citation names it, beside the source the official client reads
+    assert [h.kind for h in eng.hits + cross.hits + near.hits] == [h.source for h in eng.hits + cross.hits + near.hits]
+    assert {h.kind for h in near.hits} >= {"attribute"}
 
 
 def test_async_surface(env_server, model, tmp_path):

@@ -62,6 +62,9 @@ class _FakeModel:
     def register_structured(self, schema_cls, fn):
         self.handlers[schema_cls] = fn
 
+    def register_responder(self, fn):
+        self.responder = fn
+
 
 def test_register_offline_extractor_registers_for_extraction_output():
     model = _FakeModel()

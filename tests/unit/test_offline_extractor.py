@@ -152,7 +152,7 @@ def test_allergies_languages_interests_pets():
     assert attrs("I'm allergic to peanuts") == [(U, "allergies", "peanuts")]
     assert attrs("I speak English and German") == [(U, "languages", "English"), (U, "languages", "German")]
     assert attrs("I'm interested in astronomy") == [(U, "interests", "astronomy")]
-    assert attrs("I have a dog named Rex") == [(U, "pets", "dog named Rex")]
+    assert attrs("I have a dog") == [(U, "pets", "dog")]
 
 
 def test_age_nationality_diet():
@@ -258,7 +258,7 @@ def test_from_now_on_with_a_subject_is_a_fact():
 def test_instruction_label():
     assert instruction_label("Please always reply in French") == "language"
     assert instruction_label("Call me Al") == "form_of_address"
-    assert instruction_label("Always keep answers short") == "always_keep_answers"
+    assert instruction_label("Always keep answers short") == "response_length"
 
 
 # --- negations ----------------------------------------------------------------------------------
@@ -415,3 +415,39 @@ def test_deterministic_across_processes():
     assert ExtractionOutput.model_validate_json(runs[0]) == offline_extract(text)
     assert [(a.key, a.value) for a in offline_extract(text).attributes] == [
         ("name", "Alice"), ("location", "Berlin"), ("likes", "jazz"), ("likes", "sushi"), ("likes", "hiking")]
+
+
+def test_an_employer_and_the_title_it_employs_as_are_two_facts():
+    assert attrs("I work at Globex as a data engineer.") == [(U, "employer", "Globex"), (U, "job_title", "data engineer")]
+    assert attrs("I work for Globex as a senior data engineer") == [
+        (U, "employer", "Globex"), (U, "job_title", "senior data engineer")]
+    assert attrs("I joined Initech as a CTO last year") == [
+        (U, "employer", "Initech", "last year"), (U, "job_title", "CTO", "last year")]
+    assert attrs("Alice works at Globex as an analyst") == [("Alice", "employer", "Globex"), ("Alice", "job_title", "analyst")]
+    out = offline_extract("I work at Globex as a data engineer.")
+    assert ("Globex", "organisation") in [(e.name, e.type) for e in out.entities]
+
+
+def test_a_named_pet_is_a_pet_with_its_name():
+    out = offline_extract("I have a dog named Rex.")
+    assert [(a.entity, a.key, a.value) for a in out.attributes] == [(U, "pets", "dog"), ("Rex", "species", "dog")]
+    assert [(r.subject, r.label, r.object, r.object_type) for r in out.relations] == [(U, "pet", "Rex", "other")]
+    assert ("Rex", "other") in [(e.name, e.type) for e in out.entities]
+    two = offline_extract("I've got two cats called Tom and Jerry")
+    assert [(r.label, r.object) for r in two.relations] == [("pet", "Tom"), ("pet", "Jerry")]
+    assert [(a.entity, a.key, a.value) for a in two.attributes] == [
+        (U, "pets", "two cats"), ("Tom", "species", "cat"), ("Jerry", "species", "cat")]
+
+
+@pytest.mark.parametrize(("text", "label"), [
+    ("Always answer in short sentences.", "response_length"),
+    ("Please be concise.", None),  # not an instruction the patterns take ("be" leads nothing)
+    ("Always reply in bullet points.", "format"),
+    ("Always use a formal tone", "tone"),
+    ("Always answer in German.", "language"),
+    ("Never answer in Spanish", "language"),
+    ("Don't use emojis", "never_use_emojis"),
+])
+def test_an_instruction_is_labelled_by_what_it_governs(text, label):
+    labels = [i.label for i in offline_extract(text).instructions]
+    assert labels == ([label] if label else [])

@@ -1262,6 +1262,8 @@ export interface components {
             id: string;
             text: string;
             source: components["schemas"]["HitSource"];
+            /** @description What the hit is; the same value as source, under the name a citation gives it (Citation.kind). */
+            kind: components["schemas"]["HitSource"];
             /** @description Fused relevance: relative, higher is better. */
             score: number;
             occurredAt: string | null;

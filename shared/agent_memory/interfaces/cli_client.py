@@ -22,11 +22,11 @@ def add_commands(sub: Any) -> None:
     chat.add_argument("--session", default=None, help="resume a session")
 
     remember = _command(sub, "remember", "store a statement and print what it extracted", _remember)
-    remember.add_argument("text")
+    remember.add_argument("text", help="the statement, e.g. \"I moved to Berlin last month.\"")
     remember.add_argument("--session", default=None, help="append to this session")
 
     recall = _command(sub, "recall", "ranked memory for a query", _recall)
-    recall.add_argument("query")
+    recall.add_argument("query", help="what to look for, e.g. \"Where do I live?\"")
     recall.add_argument("-k", type=int, default=None, help="number of hits (default 10)")
     recall.add_argument("--as-of", default=None, help="facts valid at this RFC 3339 instant")
 
@@ -38,7 +38,7 @@ def add_commands(sub: Any) -> None:
     history.add_argument("key", help="attribute key, e.g. location")
 
     fact = sub.add_parser("fact", help="one remembered fact by its id (state and remember print ids)")
-    fact_sub = fact.add_subparsers(dest="fact", required=True)
+    fact_sub = fact.add_subparsers(dest="fact", required=True, title="commands", metavar="COMMAND")
     show = _command(fact_sub, "show", "print one fact", _fact_show)
     show.add_argument("id", help="attr_..., rel_..., act_... or instr_...")
     correct = _command(fact_sub, "correct", "correct an attribute or relation (history is kept)", _fact_correct)
@@ -50,7 +50,7 @@ def add_commands(sub: Any) -> None:
     delete.add_argument("--purge", action="store_true", help="hard-delete it and its superseded history")
 
     documents = sub.add_parser("documents", help="documents of a context")
-    documents_sub = documents.add_subparsers(dest="documents", required=True)
+    documents_sub = documents.add_subparsers(dest="documents", required=True, title="commands", metavar="COMMAND")
     upload = _command(documents_sub, "upload", "upload a document and wait until it is ingested", _upload)
     upload.add_argument("file", help="a text or markdown file")
     upload.add_argument("--title", default=None, help="default: the file name")
@@ -63,10 +63,11 @@ def add_commands(sub: Any) -> None:
 def _command(sub: Any, name: str, help: str, run: Callable[[AgentMemory, argparse.Namespace], int]
              ) -> argparse.ArgumentParser:
     cmd = sub.add_parser(name, help=help)
-    cmd.add_argument("--context", required=True)
+    cmd.add_argument("--context", required=True,
+                     help="the memory context (tenant) to use, e.g. acme; each context is separate memory")
     cmd.add_argument("--url", default=None, help="service URL (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
     cmd.add_argument("--api-key", default=None, help="bearer key (AGENT_MEMORY_API_KEY)")
-    cmd.add_argument("--partition", default=None)
+    cmd.add_argument("--partition", default=None, help="a partition within the context (the x-memory-partition header; default: none)")
     cmd.add_argument("--on-behalf-of", default=None, dest="on_behalf_of",
                      help="act for this principal (X-Spectron-On-Behalf-Of; the key needs 'delegate')")
     cmd.add_argument("--json", action="store_true", help="print the response JSON")
@@ -133,7 +134,7 @@ def _recall(memory: AgentMemory, args: argparse.Namespace) -> int:
         print("(nothing found)")
     for n, hit in enumerate(result.hits, 1):
         when = f" {hit.occurred_at}" if hit.occurred_at else ""
-        print(f"{n:>2}. [{hit.source}{when}] {hit.text}  ({hit.score:.3f})")
+        print(f"{n:>2}. [{hit.kind}{when}] {hit.text}  ({hit.score:.3f})")
     return 0
 
 

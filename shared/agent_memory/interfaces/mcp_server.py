@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Awaitable, Callable, Iterable
@@ -139,7 +140,7 @@ class ToolSpec:
         schema["additionalProperties"] = False
         schema.pop("title", None)
         schema.pop("description", None)  # the model's docstring; the tool has its own
-        return _prune_defs(schema)
+        return _describe(_prune_defs(schema), self.name)
 
     def parse(self, arguments: dict[str, Any]) -> BaseModel:
         hidden = sorted(set(arguments) & set(self.hidden))
@@ -309,6 +310,286 @@ def _validation_text(tool: str, exc: pydantic.ValidationError) -> str:
     return f"invalid arguments for {tool}: " + "; ".join(parts)
 
 
+# --- what each parameter means (the tool's input schema carries it) ----------------------------
+
+_RFC3339 = "an RFC 3339 timestamp, e.g. 2026-03-10T10:00:00Z"
+_SCOPES = ("where the memory lives, as an OR of AND-clauses of scope paths, e.g. "
+           '[["org/acme/user/alice"]]; a bare path string or a flat list of paths is accepted too')
+
+#: ``field`` or ``tool.field`` (or ``$defs`` name ``Model.field``) -> its description.
+PARAMETERS: dict[str, str] = {
+    "text": "the statement to store, as the user said it (at most 64 KiB)",
+    "thread_append.text": "the turn's text (at most 1 MiB of UTF-8)",
+    "infer": "what to extract: full - extract facts and store them (default); preview - extract and return "
+             "them without storing anything; none - store the turn only, no extraction; triples - not offered "
+             "by this tool (it needs pre-extracted triples)",
+    "session_id": "a session id (sess_...) to append to, as an earlier remember or chat returned it; omit "
+                  "for a new session",
+    "recall.session_id": "only memory from this session (sess_...)",
+    "get_context.session_id": "only memory from this session (sess_...)",
+    "chat.session_id": "continue this session (sess_...), as an earlier chat returned it; omit to start one",
+    "scopes": _SCOPES + "; omit for the key's default write scope",
+    "labels": "labels to attach (non-empty strings of at most 128 characters), e.g. [\"work\"]",
+    "recall.labels": "only memory carrying every one of these labels",
+    "get_context.labels": "only memory carrying every one of these labels",
+    "chat.labels": "labels for what this turn stores, and only memory carrying them is retrieved",
+    "memory_category": "identity (who the user is), knowledge (what they know or work on) or context (the "
+                       "current situation); omit to let extraction choose",
+    "role": "who said the text: user (default), assistant, system or tool",
+    "observed_at": f"when the statement was made, {_RFC3339}; omit for now. Facts take effect from it",
+    "query": "what to look for, in plain words (at most 8192 characters)",
+    "get_context.query": "what the prompt is about (at most 8192 characters); empty: the latest session's "
+                         "recent turns and the standing instructions, no search",
+    "forget.query": "what to forget, in plain words: the closest matching memory goes",
+    "reflect.query": "the topic to reflect on, in plain words",
+    "thread_context.query": "what to look for among the thread's older turns, in plain words",
+    "k": "how many hits to return, 1 to 50 (default 10)",
+    "mode": "how to search: hybrid - words and meaning together (default); vector - meaning only; bm25 - "
+            "exact words only; graph - only facts about the entities the query names",
+    "include": "the kinds of hit to return, any of attribute, relation, action, instruction, entity (one "
+               "profile line per named entity), turn, chunk (document text); facts stands for attribute and "
+               "relation, passages for turn and chunk; default all but entity",
+    "as_of": f"read facts as they were valid at this instant instead of now, {_RFC3339}",
+    "entity.as_of": f"read the record as it was at this instant, {_RFC3339}; omit for now",
+    "at_instant": f"the state at one instant ({_RFC3339}): a superseded value that held then comes back; "
+                  "the same reading as as_of",
+    "valid_from": f"with valid_until: facts whose validity overlaps this window, closed ones included; "
+                  f"its start, {_RFC3339}",
+    "valid_until": f"the window's exclusive end, {_RFC3339}",
+    "lens": "narrow the read to scopes, as an OR of AND-clauses of scope paths without '*', e.g. "
+            '[["org/acme/team/a"]]; it never widens what the key may read',
+    "scope_view": "how the lens is read (needs lens): strict - the lens paths and below; merged - also "
+                  "their ancestors and unscoped memory; crossTeam - also the lens paths' siblings",
+    "source": "turn or chunk: only hits of that kind; any other value: only chunks of the documents "
+              "uploaded with that source (1 to 256 characters)",
+    "location": "only memory about entities whose current lat/lng lie in an area: give near (a circle) or "
+                "within (a WKT polygon)",
+    "Location.near": "a circle: lat, lng and one of radius_km and radius_m",
+    "Location.within": "a WKT POLYGON or MULTIPOLYGON in 'lng lat' order",
+    "Near.lat": "the centre's latitude in degrees, -90 to 90",
+    "Near.lng": "the centre's longitude in degrees, -180 to 180",
+    "Near.radius_km": "the radius in kilometres, 0.001 to 20038 (or radius_m)",
+    "Near.radius_m": "the radius in metres, 1 to 20038000 (or radius_km)",
+    "subject": "the entity the prompt is about: type/name (person/alice), entity:type/name or a name",
+    "message": "the user's message (at most 32 KiB)",
+    "model": "a model name to answer with instead of the configured one; it must be in models.allowed",
+    "suppress_markers": "true: the reply carries no [S1]-style citation markers (the citations still come "
+                        "back); default false",
+    "limit": "rows per table, 1 to 1000 (default 100)",
+    "entity.limit": "attributes and relations at most, 1 to 1000 (default 100)",
+    "forget.limit": "matching items to forget at most, 1 to 20 (default 5)",
+    "min_score": "forget only items at least this similar to the query, -1 to 1 (default 0.25)",
+    "dry_run": "true: only list what would be affected, change nothing; default false",
+    "purge": "true: hard-delete, superseded history included (no undo); default false: a soft delete",
+    "persist": "true: store the reflection's conclusions as facts; default false: only report",
+    "fact_limit": "current facts to read at most, 1 to 5000 (default: the configured cap)",
+    "observation_limit": "observations to return at most, 1 to 500 (default: the configured cap)",
+    "check": "run one check: contradictions, duplicates or injection (text that tries to steer a model); "
+             "omit for all three",
+    "duplicate_threshold": "similarity from which two facts count as duplicates, 0.01 to 1 (default 0.9)",
+    "max_results": "findings per check at most, 1 to 500 (default 50)",
+    "entity_id": "the entity the turn is about, entity:type/name, e.g. entity:person/alice",
+    "thread_context.entity_id": "only turns about this entity (entity:type/name), after taking the last N",
+    "metadata": "a flat JSON object of strings, numbers and booleans kept with the turn",
+    "acl_readers": "principals who may read this turn (default: whoever may read the thread)",
+    "idempotency_key": "any string; a retry with the same key appends the turn once",
+    "last_n_turns": "how many of the latest turns to return, 1 to 1000 (default 10)",
+    "recent_first": "true: newest turn first; default false: oldest first",
+}
+
+
+def _describe(schema: dict[str, Any], tool: str) -> dict[str, Any]:
+    """Sets each property's description from ``PARAMETERS`` (a tool's own entry first),
+    keeping one the model gives only where the table has none."""
+    for name, prop in schema.get("properties", {}).items():
+        text = PARAMETERS.get(f"{tool}.{name}") or PARAMETERS.get(name) or prop.get("description")
+        if text:
+            prop["description"] = text
+    for def_name, definition in schema.get("$defs", {}).items():
+        for name, prop in definition.get("properties", {}).items():
+            text = PARAMETERS.get(f"{def_name}.{name}") or prop.get("description")
+            if text:
+                prop["description"] = text
+    return schema
+
+
+# --- results as text: short lines an agent reads, with the ids a follow-up call takes --------
+
+
+def _get(d: dict[str, Any], snake: str, default: Any = None) -> Any:
+    """A field by its snake_case name or its camelCase spelling (the API uses both)."""
+    if snake in d:
+        return d[snake]
+    head, *rest = snake.split("_")
+    return d.get(head + "".join(p.title() for p in rest), default)
+
+
+def _extraction_lines(x: dict[str, Any] | None) -> list[str]:
+    if not x:
+        return []
+    lines = [f"+ {_get(a, 'entity_id')} {a['key']} = {a['value']} [{a['id']}]" for a in x.get("attributes", [])]
+    lines += [f"+ {r['subject']} {r['label']} {r['object']}" for r in x.get("relations", [])]
+    lines += [f"+ {a['actor']} {a['verb']}: {a['summary']}" for a in x.get("actions", [])]
+    lines += [f"+ instruction ({i['label']}): {i['description']} [{i['id']}]" for i in x.get("instructions", [])]
+    lines += [f"~ corrected {_get(c, 'entity_id')} {c['key']}: {_get(c, 'old_value')} -> "
+              f"{_get(c, 'new_value') or '(no longer true)'}" for c in x.get("corrections", [])]
+    lines += [f"? unsure about {u['about']}: {u['reason']}" for u in x.get("uncertainties", [])]
+    return lines
+
+
+def _fact_line(f: dict[str, Any]) -> str:
+    if "key" in f and "value" in f:
+        line = f"{f.get('entity') or _get(f, 'entity_id')} {f['key']} = {f['value']}"
+    elif "label" in f and "subject" in f:
+        line = f"{f['subject']} {f['label']} {f['object']}"
+    elif "verb" in f:
+        line = f"{f['actor']} {f['verb']}: {f['summary']}"
+    elif "description" in f:
+        line = f"instruction ({f['label']}): {f['description']}"
+    else:
+        line = f.get("text") or f.get("name") or ""
+    since, until = _get(f, "valid_from"), _get(f, "valid_until")
+    if since or until:
+        line += f" ({since or '(start)'} .. {until or 'now'})"
+    return f"{line} [{f['id']}]" if f.get("id") else line
+
+
+def _text_remember(r: dict[str, Any]) -> str:
+    lines = [f"Stored turn {_get(r, 'turn_id')} in session {_get(r, 'session_id')}."
+             if _get(r, "turn_id") else f"Nothing stored ({r.get('mode')}); session {_get(r, 'session_id')}."]
+    extracted = _extraction_lines(r.get("extraction"))
+    lines += extracted or ["Nothing extracted."]
+    return "\n".join(lines)
+
+
+def _text_hits(r: dict[str, Any]) -> str:
+    hits = r.get("hits", [])
+    if not hits:
+        return "Nothing found."
+    lines = []
+    for n, h in enumerate(hits, 1):
+        when = f" {_get(h, 'occurred_at')}" if _get(h, "occurred_at") else ""
+        lines.append(f"{n}. [{h.get('kind') or h.get('source')}{when}] {h['text']} (score {h['score']:.2f}, "
+                     f"id {h['id']})")
+    return "\n".join(lines)
+
+
+def _text_context(r: dict[str, Any]) -> str:
+    sources = [f"{s['marker']} {s.get('kind') or s.get('source')} {s['id']}" for s in r.get("sources", [])]
+    return (r.get("context") or "(no memory for this query)") + ("\n\nSources: " + "; ".join(sources)
+                                                                 if sources else "")
+
+
+def _text_chat(r: dict[str, Any]) -> str:
+    lines = [r["reply"], "", f"session {_get(r, 'session_id')} (pass it as session_id to continue), "
+             f"trace {_get(r, 'trace_id')}"]
+    lines += [f"{c['marker']} {c['kind']} {c['id']}: {c['snippet']}" for c in r.get("citations", [])]
+    lines += _extraction_lines(_get(r, "memory_updates"))
+    return "\n".join(lines)
+
+
+def _text_state(r: dict[str, Any]) -> str:
+    lines = []
+    for name in ("identity", "knowledge", "context"):
+        category = r.get(name) or {}
+        rows = [_fact_line(f) for kind in ("attributes", "relations", "actions") for f in category.get(kind, [])]
+        lines.append(f"{name}:" + ("" if rows else " (empty)"))
+        lines += [f"  {row}" for row in rows]
+    if r.get("instructions"):
+        lines.append("instructions:")
+        lines += [f"  {i['label']}: {i['description']} [{i['id']}]" for i in r["instructions"]]
+    if r.get("unknowns"):
+        lines.append("open questions:")
+        lines += [f"  {u['about']} ({u['reason']})" for u in r["unknowns"]]
+    cut = [k for k, v in (r.get("truncated") or {}).items() if v]
+    if cut:
+        lines.append(f"(truncated: {', '.join(cut)}; raise limit)")
+    return "\n".join(lines)
+
+
+def _text_entity(r: dict[str, Any]) -> str:
+    e = r.get("entity") or {}
+    head = f"{e.get('name')} ({_get(e, 'entity_type')}, {e.get('id')})"
+    if _get(r, "as_of"):
+        head += f" as of {_get(r, 'as_of')}"
+    rows = [f"  {_fact_line(f)}" for f in [*r.get("attributes", []), *r.get("relations", [])]]
+    return "\n".join([head, *(rows or ["  (no current attributes or relations)"])])
+
+
+def _text_history(r: dict[str, Any]) -> str:
+    rows = [f"{_get(a, 'valid_from') or '(start)'} .. {_get(a, 'valid_until') or 'now'}: {a['value']} [{a['id']}]"
+            for a in r.get("history", [])]
+    return "\n".join(rows) or "No values."
+
+
+def _text_forgotten(r: dict[str, Any]) -> str:
+    dry = r.get("deleted") == 0 and r.get("items")
+    lines = [("Would delete:" if dry else f"Deleted {r.get('deleted', 0)}.")]
+    lines += [f"- {i.get('kind', 'item')} {i['text']} [{i['id']}]" for i in r.get("items", [])]
+    lines += [f"- entity {e['name']} (nothing left about it) [{e['id']}]" for e in r.get("entities", [])]
+    return "\n".join(lines)
+
+
+def _text_corrected(r: dict[str, Any]) -> str:
+    lines = [f"~ {_get(c, 'entity_id')} {c['key']}: {_get(c, 'old_value')} -> {_get(c, 'new_value')}"
+             for c in r.get("corrections", [])]
+    return "\n".join([*lines, f"Now: {_fact_line(r['fact'])}"])
+
+
+def _text_reflect(r: dict[str, Any]) -> str:
+    lines = [r.get("reflection", ""), "evidence: " + (", ".join(r.get("evidence", [])) or "(none)")]
+    lines += [f"stored: {_fact_line(a)}" for a in _get(r, "persisted_attributes", [])]
+    return "\n".join(lines)
+
+
+def _text_consolidate(r: dict[str, Any]) -> str:
+    head = (f"{'Would create' if _get(r, 'dry_run') else 'Created'} {r.get('created', 0)}, updated "
+            f"{r.get('updated', 0)}, superseded {r.get('superseded', 0)}.")
+    rows = [f"{o['kind']} {_get(o, 'entity_id')} {o['key']} = {o['value']} (stated {_get(o, 'proof_count')} "
+            f"times{', ' + _get(o, 'observation_id') if _get(o, 'observation_id') else ''})"
+            for o in r.get("outcomes", [])]
+    return "\n".join([head, *rows])
+
+
+def _text_fsck(r: dict[str, Any]) -> str:
+    lines = [f"Checked {r.get('total', 0)} facts."]
+    for check in ("contradictions", "duplicates", "injection"):
+        findings = r.get(check, [])
+        lines.append(f"{check}: {len(findings)}")
+        lines += [f"  {f['reason']} [{', '.join(f['ids'])}]" for f in findings]
+    return "\n".join(lines)
+
+
+def _text_thread_append(r: dict[str, Any]) -> str:
+    return (f"Appended turn {_get(r, 'turn_index')} ({_get(r, 'turn_id')}) to thread {_get(r, 'thread_id')}.")
+
+
+def _text_thread_context(r: dict[str, Any]) -> str:
+    rows = [f"#{_get(i, 'turn_index')} [{i['origin']}] {i.get('text') or '(text not inline)'} "
+            f"({_get(i, 'turn_id')})" for i in r.get("items", [])]
+    return "\n".join(rows) or "No turns."
+
+
+_TEXT: dict[str, Callable[[dict[str, Any]], str]] = {
+    "remember": _text_remember, "recall": _text_hits, "get_context": _text_context, "chat": _text_chat,
+    "state": _text_state, "entity": _text_entity, "history": _text_history, "forget": _text_forgotten,
+    "correct_fact": _text_corrected, "delete_fact": _text_forgotten, "reflect": _text_reflect,
+    "consolidate": _text_consolidate, "fsck": _text_fsck, "thread_append": _text_thread_append,
+    "thread_context": _text_thread_context,
+}
+
+
+def result_text(tool: str, result: Any) -> str:
+    """A tool result as short lines of text (the structured content keeps the full JSON)."""
+    render = _TEXT.get(tool)
+    if render is not None and isinstance(result, dict):
+        try:
+            return render(result)
+        except (KeyError, TypeError, AttributeError):
+            log.debug("no text rendering of this %s result; JSON instead", tool, exc_info=True)
+    return json.dumps(result, ensure_ascii=False)
+
+
 # --- resources ---------------------------------------------------------------------------
 
 
@@ -365,7 +646,7 @@ def build_server(memory: AsyncAgentMemory) -> Any:
             return _error_result(types, f"{exc.status} {exc.title}: {exc.detail}", problem)
         except AgentMemoryError as exc:
             return _error_result(types, f"agent-memory service unavailable: {exc}")
-        return [types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))], result
+        return [types.TextContent(type="text", text=result_text(name, result))], result
 
     @server.list_resources()
     async def list_resources() -> list[types.Resource]:
@@ -452,12 +733,38 @@ async def serve_http(args: argparse.Namespace) -> None:
         await server.serve()
 
 
+def registration(context: str, url: str | None = None, api_key: str | None = None) -> dict[str, Any]:
+    """The ``mcpServers`` block that starts this installation's MCP server over stdio: the
+    ``agent-memory`` script beside this interpreter by its absolute path (a host does not
+    search a venv's bin/), or this interpreter running the CLI module when there is none."""
+    from pathlib import Path
+
+    python = Path(sys.executable).absolute()
+    script = python.with_name("agent-memory")
+    args = ["mcp", "--context", context]
+    if script.is_file():
+        entry: dict[str, Any] = {"command": str(script), "args": args}
+    else:
+        entry = {"command": str(python), "args": ["-m", "agent_memory.interfaces.cli", *args]}
+    env = {"AGENT_MEMORY_URL": url or os.environ.get("AGENT_MEMORY_URL") or "http://127.0.0.1:8080"}
+    key = api_key or os.environ.get("AGENT_MEMORY_API_KEY")
+    if key:
+        env["AGENT_MEMORY_API_KEY"] = key
+    entry["env"] = env
+    return {"mcpServers": {SERVER_NAME: entry}}
+
+
+def _print_registration(args: argparse.Namespace) -> int:
+    print(json.dumps(registration(args.context, args.url, args.api_key), indent=2))
+    return 0
+
+
 def add_command(sub: Any) -> None:
     mcp = sub.add_parser("mcp", help="serve memory to MCP hosts (stdio or streamable HTTP), through the SDK")
     mcp.add_argument("--context", required=True, help="the context the tools read and write")
     mcp.add_argument("--url", default=None, help="service URL (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
     mcp.add_argument("--api-key", default=None, help="bearer key (AGENT_MEMORY_API_KEY)")
-    mcp.add_argument("--partition", default=None)
+    mcp.add_argument("--partition", default=None, help="a partition within the context (the x-memory-partition header; default: none)")
     mcp.add_argument("--on-behalf-of", default=None, dest="on_behalf_of",
                      help="act for this principal (the key needs 'delegate')")
     mcp.add_argument("--transport", choices=["stdio", "http"], default="stdio",
@@ -470,13 +777,25 @@ def add_command(sub: Any) -> None:
                           "with this server's API key)")
     mcp.set_defaults(func=run_command)
 
+    config = sub.add_parser(
+        "mcp-config", help="print the mcpServers block that registers this installation's MCP server in a host",
+        description="Print the JSON block an MCP host (Claude Desktop, an IDE agent) needs to start "
+                    "`agent-memory mcp` over stdio, with this installation's command by its absolute path.")
+    config.add_argument("--context", required=True, help="the context the tools read and write, e.g. acme")
+    config.add_argument("--url", default=None,
+                        help="service URL the server calls (AGENT_MEMORY_URL, default http://127.0.0.1:8080)")
+    config.add_argument("--api-key", default=None,
+                        help="bearer key to put in the block (AGENT_MEMORY_API_KEY; omitted when unset)")
+    config.set_defaults(func=_print_registration)
+
 
 def run_command(args: argparse.Namespace) -> int:
     try:
         import anyio
         import mcp  # noqa: F401
     except ImportError:
-        print("agent-memory: the MCP server needs the mcp extra: pip install 'agent-memory[mcp]'", file=sys.stderr)
+        print("agent-memory: the MCP server needs the mcp extra: `make install` in a checkout, or "
+              "pip install 'mcp>=1.25,<2'", file=sys.stderr)
         return 2
     if args.transport == "http":
         from agent_memory.interfaces.netaddr import is_loopback

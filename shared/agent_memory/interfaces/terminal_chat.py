@@ -27,15 +27,17 @@ def render_turn(result: ChatResponse) -> list[str]:
 
 def run_repl(memory: AgentMemory, session_id: str | None, read: Callable[[str], str] | None = None,
              write: Callable[[str], None] | None = None) -> str | None:
-    """Loop until EOF or an exit word; returns the session id (to resume with --session).
-    An error response is printed and the loop goes on; a service that cannot be reached
-    ends it (``AgentMemoryError``)."""
+    """Loop until EOF (Ctrl-D), Ctrl-C or an exit word; returns the session id (to resume
+    with --session), printed last. Ctrl-D and Ctrl-C end the prompt's line first. An error
+    response is printed and the loop goes on; a service that cannot be reached ends it
+    (``AgentMemoryError``)."""
     read = read or input  # looked up per call, so a replaced input() is honoured
     write = write or print
     while True:
         try:
             message = read("You: ").strip()
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):
+            write("")  # the prompt's line ends before the session line
             break
         if not message:
             continue
@@ -46,6 +48,9 @@ def run_repl(memory: AgentMemory, session_id: str | None, read: Callable[[str], 
         except ApiError as exc:
             write(f"  [error {exc.status}] {exc.title}: {exc.detail}")
             continue
+        except KeyboardInterrupt:  # while waiting on a reply: the turn may or may not be stored
+            write("")
+            break
         session_id = result.session_id
         for line in render_turn(result):
             write(line)

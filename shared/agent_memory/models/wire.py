@@ -324,6 +324,7 @@ class QueryHit(WireModel):
     id: str
     text: str
     source: str
+    kind: str  # = source, named as a citation names it (Citation.kind)
     score: float
     occurred_at: str | None
     role: str | None

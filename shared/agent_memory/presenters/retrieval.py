@@ -10,8 +10,9 @@ from agent_memory.services.retrieval.service import Hit, RetrievalResult
 
 
 def hit(h: Hit) -> dict[str, Any]:
-    """A ``/query`` hit: ``{id, text, source, score, occurredAt, role, ...}``."""
-    out: dict[str, Any] = {"id": h.id, "text": h.text, "source": h.kind, "score": round(h.score, 6),
+    """A ``/query`` hit: ``{id, text, source, kind, score, occurredAt, role, ...}`` (``kind``
+    repeats ``source`` under a citation's name for it; the official client reads ``source``)."""
+    out: dict[str, Any] = {"id": h.id, "text": h.text, "source": h.kind, "kind": h.kind, "score": round(h.score, 6),
                            "occurredAt": h.occurred_at, "role": h.role}
     if h.session_id:
         out["sessionId"] = h.session_id

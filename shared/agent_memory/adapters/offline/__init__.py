@@ -4,6 +4,7 @@ keyless local runs). ``register_offline_extractor`` teaches an ``OfflineLanguage
 
 - ``extractor``: the patterns (the table in its docstring).
 - ``words``: its word lists (data).
+- ``reply``: the chat reply to a statement, acknowledged from the extractor's parse.
 
 The turn comes from the extraction prompt's JSON payload (``agent_memory.rules.turn_data``).
 """
@@ -13,7 +14,7 @@ from agent_memory.adapters.offline.extractor import (
     instruction_label,
     is_question,
     offline_extract,
-    register_offline_extractor,
 )
+from agent_memory.adapters.offline.register import register_offline_extractor
 
 __all__ = ["extraction_handler", "instruction_label", "is_question", "offline_extract", "register_offline_extractor"]

@@ -32,6 +32,8 @@ Patterns (first match per clause wins; ``S`` is the subject):
 "Call me Al", "You can call me Al"          nickname = Al (the legal name stays)
 "I'm a data scientist", "I work as a CTO"   job_title
 "I'm CTO at Acme", "I'm a X at/for Acme"    job_title + employer
+"I work at Acme as a data engineer",
+"I joined Acme as a CTO"                    employer + job_title
 "I work at/for Acme", "I joined Acme"       employer (Acme: organisation)
 "I live in London", "I'm based in Paris"    location (London: location)
 "I moved to Berlin last month"              location = Berlin, valid_from "last month"
@@ -44,7 +46,10 @@ Patterns (first match per clause wins; ``S`` is the subject):
 "I prefer tea over coffee", "I prefer X"    preferences = "tea over coffee" / "X"
 "I'm allergic to X", "I speak X and Y"      allergies / languages
 "I'm interested in X"                       interests
-"I have a dog named Rex"                    pets = "dog named Rex"
+"I have a dog named Rex"                    pets = dog, relation S -pet-> Rex (type other), and
+                                            Rex's species = dog ("two cats called A and B":
+                                            pets = cats, one pet and species per name)
+"I have a dog"                              pets = dog
 "I'm 34", "I'm 34 years old"                age = 34
 "I'm German"                                nationality = German
 "I'm vegan", "I'm a vegetarian"             diet
@@ -64,8 +69,11 @@ Patterns (first match per clause wins; ``S`` is the subject):
 "I'm no longer a X", "My X is no longer Y"  negated job_title / key
 "Always answer in German",
 "Never mention my salary",
-"Don't use emojis"                          instruction (label: language, form_of_address or a
-                                            slug such as never_mention_salary)
+"Don't use emojis"                          instruction, labelled by what it governs: language
+                                            ("in German": a language's name), form_of_address,
+                                            response_length ("short sentences", "concise"),
+                                            format ("bullet points", "markdown"), tone
+                                            ("formal"), else a slug such as never_mention_salary
 "From now on call me Al"                    instruction + nickname = Al
 "I ran a marathon yesterday",
 "I've finished the report"                  action (verb ran, object marathon, occurred_at
@@ -80,16 +88,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent_memory.adapters.offline.words import (
     ADVERBS,
     DEMONYMS,
     DIETS,
     INSTRUCTION_LEAD_WORDS,
+    INSTRUCTION_TOPICS,
     IRREGULAR_PAST,
     JOB_ACRONYMS,
     JOB_REJECT_FIRST,
+    LANGUAGE_NAMES,
     MOTION_PAST,
     PET_WORDS,
     STATIVE_PAST,
@@ -181,16 +190,21 @@ class _Builder:
                     entity=subject, entity_type=stype, key=key, value=v, cardinality=vocab.cardinality(key),
                     negated=negated, confidence=self.confidence, valid_from=when))
 
-    def rel(self, subject: str, label: str, obj: str, *, negated: bool = False, when: str | None = None) -> None:
+    def rel(self, subject: str, label: str, obj: str, *, negated: bool = False, when: str | None = None,
+            object_type: str = "person") -> list[str]:
+        """The relations ``subject -label-> each name in obj``; returns the names."""
         stype = self.type_of(subject)
         subject = self.entity(subject, stype)
+        targets = []
         for name in (self.canon(n) for n in _split_list(obj)):
             if not re.fullmatch(NAME, name):
                 continue
-            target = self.entity(name, "person")
+            target = self.entity(name, object_type)
+            targets.append(target)
             self.out.relations.append(ExtractedRelation(
                 subject=subject, subject_type=stype, label=vocab.normalise_label(label), object=target,
-                object_type="person", negated=negated, valid_from=when))
+                object_type=self.type_of(target), negated=negated, valid_from=when))
+        return targets
 
     def org(self, name: str) -> str:
         name = self.canon(_cut(name))
@@ -361,6 +375,18 @@ def _work_bare(b, s, m, when):
     return None
 
 
+@pattern(r"(?:(?:I (?i:work)|I'm (?i:working)|I've (?i:been working|worked)) (?i:at|for)"
+         r"|I (?i:joined|started at|started working at|started working for|got a job at)) (?P<org>" + NAME + r")"
+         r" (?i:as) (?:(?i:a|an|the) )?(?P<title>[\w/&-]+(?: [\w/&-]+){0,4})")
+def _employer_as(b, s, m, when):
+    """"I work at Globex as a data engineer": the employer, and the title it employs them as."""
+    title = m.group("title")
+    if title.split()[0].lower() in JOB_REJECT_FIRST:
+        return False
+    b.attr(s, "employer", b.org(m.group("org")), when=when)
+    b.attr(s, "job_title", title, when=when)
+
+
 @pattern(r"(?:I (?i:work)|I'm (?i:working)|I've (?i:been working|worked)) (?i:at|for) (?P<v>.+)"
          r"|I'm (?i:employed by) (?P<v2>.+)"
          r"|I (?i:joined|started at|started working at|started working for|got a job at) (?P<v3>" + NAME + ")")
@@ -422,6 +448,23 @@ def _languages(b, s, m, when):
 @pattern(r"I'm (?i:interested in) (?P<v>.+)")
 def _interests(b, s, m, when):
     b.attr(s, "interests", m.group("v"), when=when)
+
+
+@pattern(r"I(?:'ve| (?i:have|own)|'ve got) (?P<kind>(?:(?i:a|an|two|three|\d+) )" + PET_WORDS + r")"
+         r",? (?i:named|called) (?P<names>" + NAME + r"(?:(?:,? and |, )" + NAME + r")*)")
+def _named_pets(b, s, m, when):
+    """"I have a dog named Rex": the pet's kind, and the pet by its name (a pet entity)."""
+    kind = _strip_article(m.group("kind"))
+    b.attr(s, "pets", kind, split=False, when=when)
+    species = _singular(re.sub(r"^(?:two|three|\d+) ", "", kind, flags=re.I))
+    for name in b.rel(s, "pet", m.group("names"), when=when, object_type="other"):
+        b.attr(name, "species", species, when=when)
+
+
+def _singular(noun: str) -> str:
+    if noun.endswith("ies"):
+        return noun[:-3] + "y"
+    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
 
 
 @pattern(r"I(?:'ve| (?i:have|own)|'ve got) (?P<v>(?:(?i:a|an|two|three|\d+) )" + PET_WORDS + r"(?: .+)?)")
@@ -550,11 +593,18 @@ _SUBJECT_START = re.compile(r"^(?:I|I'm|I've|I'd|My|We|Our|" + NAME + r" (?:is|a
 
 
 def instruction_label(text: str) -> str:
-    """``form_of_address`` / ``language`` when recognisable, else a slug of the directive."""
+    """What the instruction governs: ``form_of_address``, ``language`` (only "in <a
+    language's name>"), a topic of ``INSTRUCTION_TOPICS`` (``response_length``, ``format``,
+    ``tone``), else a slug of the directive."""
     if re.search(r"\bcall me\b", text, re.I):
         return "form_of_address"
-    if re.search(r"\b(?:answer|respond|reply|write|speak|talk|communicate)\w*\b.*\bin [A-Z]\w+", text, re.I):
+    language = re.search(r"\b(?:answer|respond|reply|write|speak|talk|communicate)\w*\b.*\bin (?P<lang>[A-Za-z]+)",
+                         text, re.I)
+    if language and language.group("lang").title() in LANGUAGE_NAMES:
         return "language"
+    for label, words in INSTRUCTION_TOPICS:
+        if re.search(words, text, re.I):
+            return label
     text = re.sub(r"\b(?:don't|do not)(?: ever)?\b", "never", text.lower())
     words = [w for w in re.findall(r"[a-z0-9]+", text) if w not in LABEL_STOP_WORDS]
     words = [w for w in words if w not in INSTRUCTION_LEAD_WORDS]
@@ -714,10 +764,3 @@ def extraction_handler(system: str, user: str) -> ExtractionOutput:
             getattr(merged, name).extend(item.model_copy(update={"passage": index}) for item in getattr(part, name))
     return merged
 
-
-def register_offline_extractor(model: Any) -> None:
-    """Teach an ``OfflineLanguageModel`` to answer ``structured(schema=ExtractionOutput)``."""
-    model.register_structured(ExtractionOutput, extraction_handler)
-    from agent_memory.adapters.offline.care import register_offline_care
-
-    register_offline_care(model)

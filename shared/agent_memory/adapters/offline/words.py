@@ -34,3 +34,20 @@ STATIVE_PAST = frozenset(
 ADVERBS = r"(?:now|currently|still|also|actually|really|just|recently|presently|already|absolutely|totally)"
 # Words an instruction slug leaves out besides the label stop words ("From now on ...").
 INSTRUCTION_LEAD_WORDS = frozenset({"please", "from", "now", "going", "forward", "future"})
+
+# Languages an instruction may name ("Always answer in German" -> label language).
+LANGUAGE_NAMES = frozenset(
+    "English German French Spanish Italian Portuguese Dutch Swedish Norwegian Danish Finnish Icelandic Polish "
+    "Czech Slovak Hungarian Romanian Bulgarian Greek Turkish Russian Ukrainian Chinese Mandarin Cantonese "
+    "Japanese Korean Hindi Urdu Bengali Punjabi Tamil Telugu Arabic Hebrew Persian Farsi Vietnamese Thai "
+    "Indonesian Malay Tagalog Filipino Swahili Welsh Irish Catalan Basque Galician Estonian Latvian "
+    "Lithuanian Croatian Serbian Slovenian Latin Esperanto Afrikaans".split())
+# What an instruction governs, by the words in it (first match wins; regexes, case-insensitive).
+INSTRUCTION_TOPICS = (
+    ("response_length", r"\b(?:short|shorter|brief|briefly|concise|concisely|succinct|succinctly|lengthy|verbose|"
+                        r"in detail|detailed|one (?:sentence|line|paragraph)|(?:at most|no more than|under) \d+ "
+                        r"(?:words|sentences|lines))\b"),
+    ("format", r"\b(?:bullet(?:ed)?(?: points?| lists?)?|numbered lists?|markdown|tables?|json|headings|"
+               r"code blocks?|plain text)\b"),
+    ("tone", r"\b(?:formal|informal|casual|friendly|polite|professional|tone)\b"),
+)

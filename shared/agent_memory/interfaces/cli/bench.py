@@ -8,10 +8,11 @@ import sys
 
 def add_parser(sub) -> None:
     bench = sub.add_parser("bench", help="benchmarks (from a checkout: they live in bench/)")
-    bench_sub = bench.add_subparsers(dest="bench", required=True)
+    bench_sub = bench.add_subparsers(dest="bench", required=True, title="commands", metavar="COMMAND")
     locomo = bench_sub.add_parser("locomo", help="LoCoMo evidence recall@k: product vs BM25, dense, RRF")
     locomo.add_argument("directory", help="directory of LoCoMo conversation files (*.json)")
-    locomo.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing")
+    locomo.add_argument("--embedder", choices=["hashing", "minilm"], default="hashing",
+                        help="hashing (offline, default) or minilm (the semantic extra)")
     locomo.add_argument("--out", default=None, help="JSON results (default: bench/results/...)")
     locomo.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     locomo.set_defaults(func=run_locomo)

@@ -12,11 +12,11 @@ from agent_memory.interfaces.cli._settings import settings_for
 
 def add_parser(sub) -> None:
     keys = sub.add_parser("keys", help="create, list and revoke API keys (stored as digests)")
-    keys_sub = keys.add_subparsers(dest="keys", required=True)
+    keys_sub = keys.add_subparsers(dest="keys", required=True, title="commands", metavar="COMMAND")
     create = keys_sub.add_parser("create", help="create a key; it is printed once")
-    create.add_argument("--principal", required=True)
+    create.add_argument("--principal", required=True, help="who the key acts as, e.g. alice")
     create.add_argument("--group", action="append", help="group membership (repeatable)")
-    create.add_argument("--admin", action="store_true")
+    create.add_argument("--admin", action="store_true", help="grant every verb, admin included")
     create.add_argument("--label", default=None, help="a note for `keys list`")
     create.add_argument("--context", action="append", dest="contexts",
                         help="a context the key may use (repeatable; default: any)")
@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
                              "(repeatable; default: read, write, forget)")
     keys_sub.add_parser("list", help="list keys (never the keys themselves)")
     revoke = keys_sub.add_parser("revoke", help="delete a key by its id")
-    revoke.add_argument("key_id")
+    revoke.add_argument("key_id", help="the key's id, as keys list prints it")
     for p in keys_sub.choices.values():
         p.add_argument("--data-dir", default=None, help="local store (AGENT_MEMORY_DATA_DIR)")
         p.add_argument("--table", default=None, help="the tenant's DynamoDB table (stack output TableName)")

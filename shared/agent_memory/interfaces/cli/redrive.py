@@ -13,7 +13,7 @@ def add_parser(sub) -> None:
     redrive.add_argument("--queue-url", required=True, help="the projector's dead-letter queue (stack resource)")
     redrive.add_argument("--context", action="append", default=[],
                          help="contexts to reindex for batches the stream no longer holds (default: all)")
-    redrive.add_argument("--data-dir", default=None)
+    redrive.add_argument("--data-dir", default=None, help="embedded storage directory (AGENT_MEMORY_DATA_DIR)")
     redrive.set_defaults(func=run)
 
 

@@ -12,7 +12,7 @@ def add_parser(sub) -> None:
     reindex = sub.add_parser("reindex", help="rebuild contexts' search units from the record store")
     reindex.add_argument("--context", action="append", default=[],
                          help="context id (repeatable; required unless --rebuild, which defaults to all)")
-    reindex.add_argument("--data-dir", default=None)
+    reindex.add_argument("--data-dir", default=None, help="embedded storage directory (AGENT_MEMORY_DATA_DIR)")
     reindex.add_argument("--fresh", action="store_true",
                          help="embedded index: start a new index file (after an embedder change)")
     reindex.add_argument("--rebuild", action="store_true",

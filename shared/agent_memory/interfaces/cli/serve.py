@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import sys
@@ -13,13 +14,16 @@ from agent_memory.interfaces.netaddr import is_loopback
 
 def add_parser(sub) -> None:
     serve = sub.add_parser("serve", help="run the local service (the deployed API, in-process)")
-    serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8080")))
+    serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"),
+                       help="address to bind (HOST, default 127.0.0.1; another needs API keys)")
+    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8080")),
+                       help="port to listen on (PORT, default 8080; 0 picks a free one)")
     serve.add_argument("--data-dir", default=None, help="embedded storage directory (AGENT_MEMORY_DATA_DIR)")
-    serve.add_argument("--store", choices=["sqlite", "dynamodb"], default=None)
+    serve.add_argument("--store", choices=["sqlite", "dynamodb"], default=None,
+                       help="record store: sqlite in the data directory (default) or dynamodb (AGENT_MEMORY_STORE)")
     serve.add_argument("--create-table", action="store_true",
                        help="with --store dynamodb: create the table from template.yaml if missing")
-    serve.set_defaults(func=run)
+    serve.set_defaults(func=run, announce=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,7 +57,13 @@ def run(args: argparse.Namespace) -> int:
     if refusal:
         print(f"agent-memory: {refusal}", file=sys.stderr)
         return 2
-    server = make_server(args.host, args.port)
+    try:
+        server = make_server(args.host, args.port)
+    except OSError as exc:
+        reason = "the address is already in use (another agent-memory serve?); pick another with --port" \
+            if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        print(f"agent-memory: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
+        return 2
     logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s)",
                                            args.host, server.server_port, settings.describe(), settings.data_dir)
     logging.getLogger("agent_memory").info("memory inspector: http://%s:%d/inspector/", args.host, server.server_port)
