@@ -291,6 +291,21 @@ def test_leak_probe(api, probe):
                     if r.status == 200 and not ok:
                         leaks += leak(f"trace of {writer.name} for {caller.name}/{target and target.name}")
                     wrongful += r.status != 200 and ok
+                # GET /traces lists exactly the traces GET /traces/{id} answers; stats count them
+                listed = api.request("GET", f"{ctx}/traces?limit=500", headers=h)
+                stats = api.request("GET", f"{ctx}/traces/stats", headers=h)
+                assert listed.status == 200 and stats.status == 200, (listed.text, stats.text)
+                ids = {t["id"] for t in listed.json()["traces"]}
+                mine = {t for t, tp, wr in traces if tp == partition and trace_readable(who, read, wr)}
+                for trace_id, _, writer in traces:
+                    checks += 1
+                    if trace_id in ids and trace_id not in mine:
+                        leaks += leak(f"listed trace of {writer.name} for {caller.name}/{target and target.name}")
+                    wrongful += trace_id in mine and trace_id not in ids
+                checks += 1
+                if stats.json()["totalQueries"] != len(mine):
+                    leaks += leak(f"trace stats for {caller.name}/{target and target.name}: "
+                                  f"{stats.json()['totalQueries']} queries, {len(mine)} readable")
             for thread, thread_readers in threads.items():
                 r = api.request("GET", f"{ctx}/threads/{thread}/turns?limit=100", headers=h)
                 # A turn's own reader list wins over the thread's: a reader of one turn sees the
@@ -310,6 +325,11 @@ def test_leak_probe(api, probe):
                     own = readers if readers is not None else thread_readers
                     if token in r.text and not (turn_partition == partition and can_read_turn(who, own)):
                         leaks += leak(f"thread turn {token} for {who.name}")
+    for partition in PARTITIONS:  # an admin lists every principal's traces
+        admin = {"authorization": f"Bearer {ADMIN_KEY}", "x-memory-partition": partition}
+        listed = {t["id"] for t in api.request("GET", f"{ctx}/traces?limit=500", headers=admin).json()["traces"]}
+        checks += 1
+        wrongful += listed != {t for t, tp, _ in traces if tp == partition}
     kinds = sorted({w.kind for w in written})
     print(f"leak probe: {checks} checks over {len(written)} writes ({', '.join(kinds)}), {len(forbidden)} refused; "
           f"{leaks} leaks, {wrongful} wrongful 403s or omissions; {time.perf_counter() - started:.1f} s")

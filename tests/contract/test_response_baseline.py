@@ -117,6 +117,9 @@ def _scenario(api: Any) -> list[dict[str, Any]]:
     call("POST", f"{CTX}/chat", {"message": "What is my dog called?", "sessionId": sid, "stream": True})
     if isinstance(chat, dict) and chat.get("traceId"):
         call("GET", f"{CTX}/traces/{chat['traceId']}")
+    call("GET", f"{CTX}/traces?limit=5")
+    call("GET", f"{CTX}/traces/stats")
+    call("GET", f"{CTX}/traces/stats?windowHours=0")
     call("POST", f"{CTX}/sessions/{sid}/close")
 
     call("POST", f"{CTX}/threads/support-1/turns", {"text": "My order 1234 arrived broken.",

@@ -60,6 +60,8 @@ def run(call: Call) -> None:
     ok("POST", f"{CTX}/context", {"query": "Where do I work?"})
     reply = ok("POST", f"{CTX}/chat", {"message": "Where do I work?", "bypassCache": True})
     ok("GET", f"{CTX}/traces/{reply['traceId']}")
+    assert reply["traceId"] in [t["id"] for t in ok("GET", f"{CTX}/traces?limit=5")["traces"]]
+    assert ok("GET", f"{CTX}/traces/stats")["totalQueries"] >= 1
 
     thread = f"{CTX}/threads/support-1"
     ok("POST", f"{thread}/turns", {"text": "The printer on floor 2 is broken."}, 201)

@@ -83,6 +83,26 @@ def test_chat_streaming_and_the_trace(memory):
     assert memory.traces.get(done.trace_id).query_text == "what's my role?"
 
 
+def test_traces_list_and_stats(memory):
+    assert memory.traces.list().traces == [] and memory.traces.stats().total_queries == 0
+    memory.remember("import", infer="triples", triples=[STU])
+    first = memory.chat("what's my role?")
+    second = memory.chat("what's my role?")  # the same question: the reply cache answers it
+    done = memory.consolidate()
+    listed = memory.traces.list(limit=10).traces
+    assert [t.id for t in listed] == [done.trace_id, second.trace_id, first.trace_id]
+    assert listed[1].cached and not listed[2].cached and listed[2].query_text == "what's my role?"
+    assert listed[2].resolution_tier and listed[2].created_at and listed[0].tier_reason.startswith("consolidate")
+    assert [t.id for t in memory.traces.list(limit=1).traces] == [done.trace_id]
+    stats = memory.traces.stats()
+    assert (stats.total_queries, stats.response_traces_total, stats.cache_hits) == (2, 2, 1)
+    assert stats.cache_hit_rate == 0.5 and stats.response_traces_cached == 1 and stats.window_hours == 24
+    assert stats.avg_latency_ms >= 0 and sum(stats.tier_counts.values()) == 2
+    assert stats.tier_counts.get("2") == 1  # the cached reply
+    assert sum(k["count"] for k in stats.source_kind_distribution) == stats.retrieval["hits"]
+    assert stats.supersession["count"] == 0 and stats.contradiction["count"] == 0
+
+
 def test_documents_upload_list_chunks_and_delete(memory):
     up = memory.documents.upload(POLICY.encode(), filename="policy.md", content_type="text/markdown",
                                  title="Returns policy", source="kb", scopes="org/acme")

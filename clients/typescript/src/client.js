@@ -747,4 +747,16 @@ class Traces {
     const [sdk] = split(options);
     return this._client._send("getTrace", { params: { trace_id: traceId }, sdk });
   }
+
+  /** The caller's most recent traces, newest first (every principal's for an admin key). */
+  list(options = {}) {
+    const [sdk, fields] = split(options);
+    return this._client._send("listTraces", { query: pick(fields, ["limit"]), sdk });
+  }
+
+  /** What the caller's traces of the last `windowHours` (24 by default) say. */
+  stats(options = {}) {
+    const [sdk, fields] = split(options);
+    return this._client._send("getTraceStats", { query: pick(fields, ["windowHours"]), sdk });
+  }
 }

@@ -301,6 +301,8 @@ export interface Documents {
 
 export interface Traces {
   get(traceId: string, options?: CallOptions): Promise<S["Trace"]>;
+  list(options?: { limit?: number } & CallOptions): Promise<S["TraceList"]>;
+  stats(options?: { windowHours?: number } & CallOptions): Promise<S["TraceStats"]>;
 }
 
 /** One entity's memory; `thread(id)` is an ordered conversation of that entity. */

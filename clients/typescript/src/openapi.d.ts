@@ -358,6 +358,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/traces": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description The caller's most recent traces of this context and partition (chat calls and memory-care verbs), newest first, each as its headline; an admin sees every principal's. A trace made with a read region the caller's does not cover is left out, as GET /traces/{trace_id} answers 404 for it. At most 5,000 trace rows are read per call, so a caller whose traces are sparse among others' may get fewer than limit. */
+        get: operations["listTraces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/traces/stats": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description What the traces the caller may read (as GET /traces lists them) say over the last windowHours: queries, mean latency and cache hit rate of the answered ones, tier counts, the kinds of memory retrieval returned, and what the chat turns' fact writes did (supersession: corrections; contradiction: claims held as uncertain). Memory-care verbs count under verbs. truncated is true when the 5,000-row read cap cut the window short. */
+        get: operations["getTraceStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/{context_id}/traces/{trace_id}": {
         parameters: {
             query?: never;
@@ -1980,6 +2028,57 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        TraceSummary: {
+            id: string;
+            queryText: string;
+            resolutionTier: string;
+            tierReason: string;
+            latencyMs: number;
+            cached: boolean;
+            createdAt: string;
+        };
+        TraceList: {
+            traces: components["schemas"]["TraceSummary"][];
+        };
+        TraceStats: {
+            windowHours: number;
+            /** @description Chat traces in the window. */
+            totalQueries: number;
+            /** @description Mean latency of the answered queries (0 with none). */
+            avgLatencyMs: number;
+            cacheHits: number;
+            /** @description Cached replies over answered queries. */
+            cacheHitRate: number;
+            /** @description Queries with a response trace (answered). */
+            responseTracesTotal: number;
+            responseTracesCached: number;
+            /** @description Queries by resolutionTier. */
+            tierCounts: {
+                [key: string]: number;
+            };
+            /** @description Retrieved hits by kind, most frequent first. */
+            sourceKindDistribution: {
+                kind: string;
+                count: number;
+            }[];
+            /** @description queries, hits, avgHits, degraded (queries answered while search was degraded). */
+            retrieval: {
+                [key: string]: unknown;
+            };
+            /** @description count (facts a chat turn superseded by a correction), factsWritten, rate. */
+            supersession: {
+                [key: string]: unknown;
+            };
+            /** @description count (claims a chat turn held as uncertain instead of superseding), rate. */
+            contradiction: {
+                [key: string]: unknown;
+            };
+            /** @description Memory-care traces by verb. */
+            verbs: {
+                [key: string]: number;
+            };
+            truncated: boolean;
+        };
         /** @description null or absent: tenant-visible; non-empty: only these principals or group:<name> memberships (admins bypass, audited); []: quarantine, admins only. */
         ReaderList: string[] | null;
         /** @description Scalar values only (string, number, boolean, null); at most 64 keys of 1-128 characters, 16 KiB as JSON. */
@@ -3123,6 +3222,72 @@ export interface operations {
                 };
             };
             504: components["responses"]["ModelTimeout"];
+        };
+    };
+    listTraces: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The traces, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getTraceStats: {
+        parameters: {
+            query?: {
+                windowHours?: number;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The window's figures. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraceStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
         };
     };
     getTrace: {

@@ -22,6 +22,8 @@ export const OPERATIONS = Object.freeze({
   threadContext: ["POST", "/api/v1/{context_id}/threads/{thread_id}/context", "threads.context"],
   setThreadAcl: ["PUT", "/api/v1/{context_id}/threads/{thread_id}/acl", "threads.setAcl"],
   chat: ["POST", "/api/v1/{context_id}/chat", "chat"],
+  listTraces: ["GET", "/api/v1/{context_id}/traces", "traces.list"],
+  getTraceStats: ["GET", "/api/v1/{context_id}/traces/stats", "traces.stats"],
   getTrace: ["GET", "/api/v1/{context_id}/traces/{trace_id}", "traces.get"],
   listDocuments: ["GET", "/api/v1/{context_id}/documents", "documents.list"],
   uploadDocument: ["POST", "/api/v1/{context_id}/documents", "documents.upload"],

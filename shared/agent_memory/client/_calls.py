@@ -187,6 +187,13 @@ class Calls:
     def trace(self, trace_id: str) -> Call[wire.Trace]:
         return Call("GET", f"{self.prefix}/traces/{_seg(trace_id)}", model(wire.Trace), idempotent=True)
 
+    def traces(self, *, limit: int | None) -> Call[wire.TraceList]:
+        return Call("GET", f"{self.prefix}/traces", model(wire.TraceList), params={"limit": limit}, idempotent=True)
+
+    def trace_stats(self, *, window_hours: int | None) -> Call[wire.TraceStats]:
+        return Call("GET", f"{self.prefix}/traces/stats", model(wire.TraceStats),
+                    params={"windowHours": window_hours}, idempotent=True)
+
     # --- sessions -------------------------------------------------------------------------
 
     def create_session(self, *, scopes: Scopes | None, labels: list[str] | None) -> Call[wire.Session]:

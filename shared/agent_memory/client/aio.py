@@ -637,3 +637,13 @@ class AsyncTraces:
     @operation("getTrace")
     async def get(self, trace_id: str) -> wire.Trace:
         return await self._client._send(self._client._calls.trace(trace_id))
+
+    @operation("listTraces")
+    async def list(self, limit: int | None = None) -> wire.TraceList:
+        """The caller's most recent traces, newest first (every principal's for an admin key)."""
+        return await self._client._send(self._client._calls.traces(limit=limit))
+
+    @operation("getTraceStats")
+    async def stats(self, window_hours: int | None = None) -> wire.TraceStats:
+        """What the caller's traces of the last ``window_hours`` (24 by default) say."""
+        return await self._client._send(self._client._calls.trace_stats(window_hours=window_hours))

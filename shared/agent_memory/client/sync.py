@@ -633,3 +633,13 @@ class Traces:
     @operation("getTrace")
     def get(self, trace_id: str) -> wire.Trace:
         return self._client._send(self._client._calls.trace(trace_id))
+
+    @operation("listTraces")
+    def list(self, limit: int | None = None) -> wire.TraceList:
+        """The caller's most recent traces, newest first (every principal's for an admin key)."""
+        return self._client._send(self._client._calls.traces(limit=limit))
+
+    @operation("getTraceStats")
+    def stats(self, window_hours: int | None = None) -> wire.TraceStats:
+        """What the caller's traces of the last ``window_hours`` (24 by default) say."""
+        return self._client._send(self._client._calls.trace_stats(window_hours=window_hours))

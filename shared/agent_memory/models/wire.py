@@ -317,6 +317,39 @@ class Trace(WireModel):
     created_at: str
 
 
+class TraceSummary(WireModel):
+    """A trace's headline (``GET /traces``): the Spectron client's ``TraceRecord``."""
+
+    id: str
+    query_text: str
+    resolution_tier: str
+    tier_reason: str
+    latency_ms: int
+    cached: bool
+    created_at: str
+
+
+class TraceList(WireModel):
+    traces: list[TraceSummary]
+
+
+class TraceStats(WireModel):
+    window_hours: int
+    total_queries: int
+    avg_latency_ms: float
+    cache_hits: int
+    cache_hit_rate: float
+    response_traces_total: int
+    response_traces_cached: int
+    tier_counts: dict[str, int]
+    source_kind_distribution: list[dict[str, Any]]
+    retrieval: dict[str, Any]
+    supersession: dict[str, Any]
+    contradiction: dict[str, Any]
+    verbs: dict[str, int]
+    truncated: bool
+
+
 # --- recall -------------------------------------------------------------------------
 
 
