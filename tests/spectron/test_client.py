@@ -101,6 +101,12 @@ def test_traces_list_and_stats(memory):
     assert stats.tier_counts.get("2") == 1  # the cached reply
     assert sum(k["count"] for k in stats.source_kind_distribution) == stats.retrieval["hits"]
     assert stats.supersession["count"] == 0 and stats.contradiction["count"] == 0
+    memory.remember("I live in London.")
+    memory.chat("I moved to Berlin.")  # a correction: London is superseded
+    memory.chat("I think I live in Paris.")  # hedged: held as uncertain, not superseding
+    moved = memory.traces.stats()
+    assert moved.total_queries == 4 and moved.supersession["count"] == 1
+    assert moved.contradiction["count"] == 1 and moved.supersession["factsWritten"] >= 1
 
 
 def test_documents_upload_list_chunks_and_delete(memory):
