@@ -52,6 +52,8 @@ def run(call: Call) -> None:
         ok("GET", f"{CTX}/{collection}/{prefix}_missing", status=404)
         ok("DELETE", f"{CTX}/{collection}/{prefix}_missing", status=404)
     ok("PATCH", f"{CTX}/relations/rel_missing", {"value": "person/ann"}, status=404)
+    assert ok("GET", f"{CTX}/inspect?ref=attribute:person/user/employer")["kind"] == "attribute"
+    ok("GET", f"{CTX}/inspect?ref=entity:person", status=400)
     ok("GET", f"{CTX}/state")
     ok("GET", f"{CTX}/profile")
     ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with the bootstrap admin key

@@ -93,7 +93,7 @@ MODELS = {
     wire.CorrectFactResponse: "CorrectFactResponse",
     wire.WriteFactsResponse: "WriteFactsResponse", wire.WriteFactsBatchResponse: "WriteFactsBatchResponse",
     wire.Citation: "CitationJson", wire.ChatResponse: "ChatResponseJson", wire.Trace: "Trace", wire.TraceSummary: "TraceSummary", wire.TraceList: "TraceList",
-    wire.TraceStats: "TraceStats",
+    wire.TraceStats: "TraceStats", wire.Inspection: "Inspection",
     wire.QueryHit: "QueryHit", wire.QueryResponse: "QueryResponse", wire.ContextSource: "ContextSource",
     wire.ContextResponse: "ContextResponse", wire.UploadDocumentResponse: "UploadDocumentResponse",
     wire.Document: "Document", wire.DocumentChunk: "DocumentChunk",

@@ -270,6 +270,15 @@ export class AgentMemory {
   }
 
   /** One page of the audit trail (admin keys); pass `cursor` for the next. */
+  /** One object by reference (`entity:<type>/<name>`, `attribute:<type>/<name>/<key>`,
+   * `relation:<type>/<name>/<label>/<type>/<name>`, `trace:<id>`), with history and provenance. */
+  inspect(ref, options = {}) {
+    const [sdk, fields] = split(options);
+    return this._send("inspect", {
+      query: { ref, ...pick(fields, ["asOf", "atInstant", "validFrom", "validUntil"]) }, sdk,
+    });
+  }
+
   audit(options = {}) {
     const [sdk, fields] = split(options);
     return this._send("listAudit", {

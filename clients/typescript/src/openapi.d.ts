@@ -625,6 +625,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/inspect": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description One memory object by reference, discriminated by kind: entity:<type>/<name> (the entity, its attributes and outgoing relations in the view, every attribute row in history), attribute:<type>/<name>/<key> (that key's rows), relation:<type>/<name>/<label>/<type>/<name> (the subject's rows of that label to that object; an entity: prefix on either side is accepted), or trace:<id> (the trace as GET /traces/{trace_id} answers it). The view is the current state; asOf or atInstant (the same reading) selects the rows valid at an instant; validFrom/validUntil the rows whose validity overlaps the window, closed ones included (an instant and a window together are a 400). provenance groups history by the source that stated each row. Rows outside the caller's read region are left out; an entity or trace the caller cannot read is a 404, as a missing one. At most 500 rows of history (truncated says when it cut). A malformed ref is a 400 naming the grammar. */
+        get: operations["inspect"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/{context_id}/entities": {
         parameters: {
             query?: never;
@@ -2027,6 +2051,36 @@ export interface components {
             response: {
                 [key: string]: unknown;
             } | null;
+        };
+        Inspection: {
+            /** @enum {string} */
+            kind: "entity" | "attribute" | "relation" | "trace";
+            /** @description The reference in normal form (names normalised as entity ids are). */
+            ref: string;
+            view: {
+                /** Format: date-time */
+                asOf: string | null;
+                /** Format: date-time */
+                validFrom: string | null;
+                /** Format: date-time */
+                validUntil: string | null;
+            };
+            /** @description The entity (the relation's subject); null for a trace. */
+            entity: components["schemas"]["MemoryEntity"] | null;
+            /** @description Attribute rows in the view (entity, attribute). */
+            attributes: components["schemas"]["MemoryAttribute"][];
+            /** @description Relation rows in the view (entity, relation). */
+            relations: components["schemas"]["MemoryRelation"][];
+            /** @description Every readable row, superseded and closed ones included, by key, then validFrom. */
+            history: (components["schemas"]["MemoryAttribute"] | components["schemas"]["MemoryRelation"])[];
+            provenance: {
+                source: components["schemas"]["FactSource"];
+                factIds: string[];
+                /** Format: date-time */
+                firstStatedAt: string | null;
+            }[];
+            truncated: boolean;
+            trace: components["schemas"]["Trace"] | null;
         };
         TraceSummary: {
             id: string;
@@ -3704,6 +3758,44 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    inspect: {
+        parameters: {
+            query: {
+                ref: string;
+                asOf?: string;
+                atInstant?: string;
+                validFrom?: string;
+                validUntil?: string;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The object, its history and its provenance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Inspection"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["InvalidContext"];
         };
     };

@@ -35,6 +35,7 @@ export const OPERATIONS = Object.freeze({
   getState: ["GET", "/api/v1/{context_id}/state", "state"],
   getProfile: ["GET", "/api/v1/{context_id}/profile", "profile"],
   listAudit: ["GET", "/api/v1/{context_id}/audit", "audit"],
+  inspect: ["GET", "/api/v1/{context_id}/inspect", "inspect"],
   listEntities: ["GET", "/api/v1/{context_id}/entities", "entities.list"],
   getEntity: ["GET", "/api/v1/{context_id}/entities/{type}/{name}", "entities.get"],
   deleteEntity: ["DELETE", "/api/v1/{context_id}/entities/{type}/{name}", "entities.delete"],

@@ -212,6 +212,15 @@ class AsyncAgentMemory:
     async def state(self, limit: int | None = None) -> wire.State:
         return await self._send(self._calls.state(limit=limit))
 
+    @operation("inspect")
+    async def inspect(self, ref: str, *, as_of: str | None = None, at_instant: str | None = None,
+                valid_from: str | None = None, valid_until: str | None = None) -> wire.Inspection:
+        """One object by reference (``entity:<type>/<name>``, ``attribute:<type>/<name>/<key>``,
+        ``relation:<type>/<name>/<label>/<type>/<name>``, ``trace:<id>``) with its history and
+        provenance, current or as of an instant (``as_of``/``at_instant``) or over a window."""
+        return await self._send(self._calls.inspect(ref, as_of=as_of, at_instant=at_instant, valid_from=valid_from,
+                                                valid_until=valid_until))
+
     @operation("listAudit")
     async def audit(self, limit: int | None = None, cursor: str | None = None) -> wire.AuditPage:
         """One page of the audit trail (admin bypasses, delegated calls); needs an admin key."""

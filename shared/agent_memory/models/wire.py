@@ -317,6 +317,33 @@ class Trace(WireModel):
     created_at: str
 
 
+class InspectionView(WireModel):
+    as_of: str | None
+    valid_from: str | None
+    valid_until: str | None
+
+
+class Provenance(WireModel):
+    source: FactSource
+    fact_ids: list[str]
+    first_stated_at: str | None
+
+
+class Inspection(WireModel):
+    """``GET /inspect``: one object by reference, discriminated by ``kind``."""
+
+    kind: Literal["entity", "attribute", "relation", "trace"]
+    ref: str
+    view: InspectionView
+    entity: MemoryEntity | None
+    attributes: list[MemoryAttribute]
+    relations: list[MemoryRelation]
+    history: list[MemoryAttribute | MemoryRelation]
+    provenance: list[Provenance]
+    truncated: bool
+    trace: Trace | None
+
+
 class TraceSummary(WireModel):
     """A trace's headline (``GET /traces``): the Spectron client's ``TraceRecord``."""
 
