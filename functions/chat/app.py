@@ -1,4 +1,4 @@
-"""Chat area: POST /chat (the whole loop) and GET /traces/{id}.
+"""Chat area: POST /chat (the whole loop), GET /traces (recent), /traces/stats and /traces/{id}.
 
 ``stream: true`` answers text/event-stream. The local server streams frames as they are
 produced (the handler hands it an iterator); API Gateway HTTP APIs buffer Lambda
@@ -29,6 +29,20 @@ def chat(context_id: str):
     events = rt.chat.chat_stream(ctx, req)
     _pending_stream.frames = http.stream_in_request(http.sse_stream(present.stream(events)))
     return http.sse_response(events.degraded)
+
+
+# Registered before /traces/<trace_id>, which would otherwise take "stats" for an id.
+@app.get("/api/v1/<context_id>/traces")
+def list_traces(context_id: str):
+    ctx = http.context(app, context_id)
+    return present.trace_list(get_runtime().traces.recent(ctx, http.query_int(app, "limit", 50, maximum=500)))
+
+
+@app.get("/api/v1/<context_id>/traces/stats")
+def trace_stats(context_id: str):
+    ctx = http.context(app, context_id)
+    window = http.query_int(app, "windowHours", 24, maximum=720)
+    return present.trace_stats(get_runtime().traces.stats(ctx, window))
 
 
 @app.get("/api/v1/<context_id>/traces/<trace_id>")

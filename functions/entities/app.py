@@ -1,7 +1,7 @@
 """Entities area: entities (list, read, asOf, soft delete), attribute history, the paged
 collections (attributes, relations, actions, instructions, uncertainty) with uncertainty
-resolution, and one fact by id (read, correct, delete). Behaviour:
-``agent_memory.services.facts.entities``, ``.collections`` and ``.edits``."""
+resolution, one fact by id (read, correct, delete), and one object by reference (inspect).
+Behaviour: ``agent_memory.services.facts.entities``, ``.collections``, ``.edits`` and ``.inspect``."""
 
 from agent_memory.http import api as http
 from agent_memory.models.reads import CorrectFactRequest, ResolveUncertaintyRequest
@@ -10,6 +10,7 @@ from agent_memory.presenters import facts
 from agent_memory.runtime import get_runtime
 from agent_memory.services.facts.edits import CORRECTABLE, EDITABLE
 from agent_memory.services.facts.entities import entity_ref, parse_entity_param
+from agent_memory.services.facts.inspect import View, parse_ref
 
 app = http.make_resolver()
 
@@ -147,6 +148,15 @@ def resolve_uncertainty(context_id: str, uncertainty_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ResolveUncertaintyRequest)
     return facts.resolved_uncertainty(get_runtime().collections.resolve(ctx, uncertainty_id, req))
+
+
+@app.get(f"{BASE}/inspect")
+def inspect(context_id: str):
+    ctx = http.context(app, context_id)
+    ref = parse_ref(http.query_str(app, "ref"))
+    view = View.of(http.query_instant(app, "asOf"), http.query_instant(app, "atInstant"),
+                   http.query_instant(app, "validFrom"), http.query_instant(app, "validUntil"))
+    return facts.inspection(get_runtime().inspector.inspect(ctx, ref, view))
 
 
 @instrumented

@@ -274,6 +274,12 @@ class Runtime:
         return AuditLog(self.store, ttl_s=self.settings.limits.audit_ttl_s)
 
     @cached_property
+    def inspector(self):
+        from agent_memory.services.facts.inspect import Inspector
+
+        return Inspector(self.store, self.entities, self.traces)
+
+    @cached_property
     def traces(self):
         from agent_memory.services.operations.traces import TraceStore
 

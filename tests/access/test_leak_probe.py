@@ -4,7 +4,8 @@ that make entities, relations and actions, instructions, uncertainties, /facts/b
 sessions, chat, documents; some outside the writer's region, which must be 403), thread turns
 with reader lists; then every caller reads every read route (/state, /profile, /query on the
 embedded index, /entities, /attributes, /relations, /actions, /instructions, /uncertainty,
-entity reads and history, sessions, documents and chunks, traces, threads), directly and on
+entity reads and history, inspect by reference, sessions, documents and chunks, traces listed and
+by id, trace stats, threads), directly and on
 behalf of others. Each read is checked against a small
 reference model of who may see what: 0 leaks, 0 wrongful 403s. Both record stores; a fixed
 seed and one that rotates daily (printed, so a failure can be replayed with PROBE_SEED)."""
@@ -269,13 +270,14 @@ def test_leak_probe(api, probe):
                 for w in written:
                     visible = w.partition == partition and scope_lib.visible(w.scopes, read)
                     paths = {"entity": [f"/entities/person/{w.ref}", f"/entities/person/{w.ref}/history/city",
-                                        f"/attributes?entity=person/{w.ref}"],
+                                        f"/attributes?entity=person/{w.ref}", f"/inspect?ref=entity:person/{w.ref}",
+                                        f"/inspect?ref=attribute:person/{w.ref}/city"],
                              "session": [f"/sessions/{w.ref}/turns"], "chat": [f"/sessions/{w.ref}/turns"],
                              "document": [f"/documents/{w.ref}", f"/documents/{w.ref}/chunks"]}.get(w.kind, [])
                     for path in paths:
                         r = api.request("GET", f"{ctx}{path}", headers=h)
                         checks += 1
-                        if path.startswith("/attributes"):  # a filtered list: 200, the token decides
+                        if path.startswith(("/attributes", "/inspect")):  # 200 or 404: the token decides
                             if w.token in r.text and not visible:
                                 leaks += leak(f"{w.kind} {w.scopes} {partition}{path} for {caller.name}")
                             wrongful += visible and w.token not in r.text
@@ -284,13 +286,37 @@ def test_leak_probe(api, probe):
                                           f"{target and target.name} read={read}")
                         elif r.status != 200 and visible:
                             wrongful += 1
+                    if w.kind == "entity":  # the relation to the employer, by reference
+                        r = api.request("GET", f"{ctx}/inspect?ref=relation:person/{w.ref}/employer/"
+                                               f"organisation/{w.token}org", headers=h)
+                        checks += 1
+                        shown = r.status == 200 and bool(r.json()["relations"])
+                        if shown and not visible:
+                            leaks += leak(f"relation {w.scopes} {partition} by reference for {caller.name}")
+                        wrongful += visible and not shown
                 for trace_id, trace_partition, writer in traces:
-                    r = api.request("GET", f"{ctx}/traces/{trace_id}", headers=h)
                     ok = trace_partition == partition and trace_readable(who, read, writer)
+                    for path in (f"/traces/{trace_id}", f"/inspect?ref=trace:{trace_id}"):
+                        r = api.request("GET", f"{ctx}{path}", headers=h)
+                        checks += 1
+                        if r.status == 200 and not ok:
+                            leaks += leak(f"trace of {writer.name} via {path} for {caller.name}/{target and target.name}")
+                        wrongful += r.status != 200 and ok
+                # GET /traces lists exactly the traces GET /traces/{id} answers; stats count them
+                listed = api.request("GET", f"{ctx}/traces?limit=500", headers=h)
+                stats = api.request("GET", f"{ctx}/traces/stats", headers=h)
+                assert listed.status == 200 and stats.status == 200, (listed.text, stats.text)
+                ids = {t["id"] for t in listed.json()["traces"]}
+                mine = {t for t, tp, wr in traces if tp == partition and trace_readable(who, read, wr)}
+                for trace_id, _, writer in traces:
                     checks += 1
-                    if r.status == 200 and not ok:
-                        leaks += leak(f"trace of {writer.name} for {caller.name}/{target and target.name}")
-                    wrongful += r.status != 200 and ok
+                    if trace_id in ids and trace_id not in mine:
+                        leaks += leak(f"listed trace of {writer.name} for {caller.name}/{target and target.name}")
+                    wrongful += trace_id in mine and trace_id not in ids
+                checks += 1
+                if stats.json()["totalQueries"] != len(mine):
+                    leaks += leak(f"trace stats for {caller.name}/{target and target.name}: "
+                                  f"{stats.json()['totalQueries']} queries, {len(mine)} readable")
             for thread, thread_readers in threads.items():
                 r = api.request("GET", f"{ctx}/threads/{thread}/turns?limit=100", headers=h)
                 # A turn's own reader list wins over the thread's: a reader of one turn sees the
@@ -310,6 +336,11 @@ def test_leak_probe(api, probe):
                     own = readers if readers is not None else thread_readers
                     if token in r.text and not (turn_partition == partition and can_read_turn(who, own)):
                         leaks += leak(f"thread turn {token} for {who.name}")
+    for partition in PARTITIONS:  # an admin lists every principal's traces
+        admin = {"authorization": f"Bearer {ADMIN_KEY}", "x-memory-partition": partition}
+        listed = {t["id"] for t in api.request("GET", f"{ctx}/traces?limit=500", headers=admin).json()["traces"]}
+        checks += 1
+        wrongful += listed != {t for t, tp, _ in traces if tp == partition}
     kinds = sorted({w.kind for w in written})
     print(f"leak probe: {checks} checks over {len(written)} writes ({', '.join(kinds)}), {len(forbidden)} refused; "
           f"{leaks} leaks, {wrongful} wrongful 403s or omissions; {time.perf_counter() - started:.1f} s")

@@ -108,6 +108,9 @@ def _scenario(api: Any) -> list[dict[str, Any]]:
         call("GET", f"{CTX}/entities/{etype}/{name}")
         call("GET", f"{CTX}/entities/{etype}/{name}/history")
     call("GET", f"{CTX}/entities/person/nobody-here")
+    call("GET", f"{CTX}/inspect?ref=attribute:person/user/location")
+    call("GET", f"{CTX}/inspect?ref=entity:person/user&asOf=2026-01-20T00:00:00Z")
+    call("GET", f"{CTX}/inspect?ref=relation:person/user/knows/person")
     for item in (uncertainty or {}).get("items", [])[:1]:
         call("POST", f"{CTX}/uncertainty/{item['id']}/resolve", {"acceptedValue": "decaf", "note": "confirmed"})
     call("POST", f"{CTX}/query", {"query": "Where does the user live?", "k": 5})
@@ -117,6 +120,9 @@ def _scenario(api: Any) -> list[dict[str, Any]]:
     call("POST", f"{CTX}/chat", {"message": "What is my dog called?", "sessionId": sid, "stream": True})
     if isinstance(chat, dict) and chat.get("traceId"):
         call("GET", f"{CTX}/traces/{chat['traceId']}")
+    call("GET", f"{CTX}/traces?limit=5")
+    call("GET", f"{CTX}/traces/stats")
+    call("GET", f"{CTX}/traces/stats?windowHours=0")
     call("POST", f"{CTX}/sessions/{sid}/close")
 
     call("POST", f"{CTX}/threads/support-1/turns", {"text": "My order 1234 arrived broken.",

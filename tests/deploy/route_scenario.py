@@ -52,6 +52,8 @@ def run(call: Call) -> None:
         ok("GET", f"{CTX}/{collection}/{prefix}_missing", status=404)
         ok("DELETE", f"{CTX}/{collection}/{prefix}_missing", status=404)
     ok("PATCH", f"{CTX}/relations/rel_missing", {"value": "person/ann"}, status=404)
+    assert ok("GET", f"{CTX}/inspect?ref=attribute:person/user/employer")["kind"] == "attribute"
+    ok("GET", f"{CTX}/inspect?ref=entity:person", status=400)
     ok("GET", f"{CTX}/state")
     ok("GET", f"{CTX}/profile")
     ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with the bootstrap admin key
@@ -60,6 +62,8 @@ def run(call: Call) -> None:
     ok("POST", f"{CTX}/context", {"query": "Where do I work?"})
     reply = ok("POST", f"{CTX}/chat", {"message": "Where do I work?", "bypassCache": True})
     ok("GET", f"{CTX}/traces/{reply['traceId']}")
+    assert reply["traceId"] in [t["id"] for t in ok("GET", f"{CTX}/traces?limit=5")["traces"]]
+    assert ok("GET", f"{CTX}/traces/stats")["totalQueries"] >= 1
 
     thread = f"{CTX}/threads/support-1"
     ok("POST", f"{thread}/turns", {"text": "The printer on floor 2 is broken."}, 201)

@@ -82,6 +82,11 @@ def test_sessions_context_turns_and_delete(memory, model):
     assert [t.role for t in session.turns(page_size=1)] == ["user", "assistant"]
     trace = memory.traces.get(first.trace_id)
     assert trace.id == first.trace_id and trace.retrieval is not None
+    recent = memory.traces.list(limit=5)
+    assert isinstance(recent, wire.TraceList) and [t.id for t in recent.traces] == [first.trace_id]
+    stats = memory.traces.stats(window_hours=1)
+    assert (stats.window_hours, stats.total_queries, stats.response_traces_total) == (1, 1, 1)
+    assert memory.inspect(f"trace:{first.trace_id}").trace.query_text == "I live in London."
     session.delete()
     with pytest.raises(NotFoundError):
         list(session.turns())
@@ -91,6 +96,10 @@ def test_entities_get_as_of_and_delete(memory):
     seed(memory)
     assert [a.value for a in memory.entities.get("person", "user", "2026-04-01T00:00:00Z").attributes
             if a.key == "location"] == ["London"]
+    then = memory.inspect("attribute:person/user/location", as_of="2026-04-01T00:00:00Z")
+    assert isinstance(then, wire.Inspection) and then.kind == "attribute"
+    assert [a.value for a in then.attributes] == ["London"] and [a.value for a in then.history] == ["London", "Berlin"]
+    assert then.provenance and all(p.source.kind == "turn" for p in then.provenance)
     memory.entities.delete("person", "emma")
     with pytest.raises(NotFoundError) as err:
         memory.entities.get("person", "emma")
@@ -194,6 +203,9 @@ def test_async_surface(env_server, model, tmp_path):
             assert [h.text for h in then.hits] == ["Stu job title: CTO"]
             before = await memory.context("Stu's job title", valid_until="2019-01-01T00:00:00Z", include=["facts"])
             assert "CTO" not in before.context
+            assert [a.value for a in (await memory.inspect("attribute:person/stu/job_title")).attributes] == ["CTO"]
+            assert (await memory.traces.stats()).total_queries == 2
+            assert len((await memory.traces.list()).traces) == 2
             with pytest.raises(NotFoundError) as err:
                 await memory.entities.get("person", "nobody")
             assert err.value.status == 404

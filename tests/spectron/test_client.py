@@ -83,6 +83,75 @@ def test_chat_streaming_and_the_trace(memory):
     assert memory.traces.get(done.trace_id).query_text == "what's my role?"
 
 
+def test_traces_list_and_stats(memory):
+    assert memory.traces.list().traces == [] and memory.traces.stats().total_queries == 0
+    memory.remember("import", infer="triples", triples=[STU])
+    first = memory.chat("what's my role?")
+    second = memory.chat("what's my role?")  # the same question: the reply cache answers it
+    done = memory.consolidate()
+    listed = memory.traces.list(limit=10).traces
+    assert [t.id for t in listed] == [done.trace_id, second.trace_id, first.trace_id]
+    assert listed[1].cached and not listed[2].cached and listed[2].query_text == "what's my role?"
+    assert listed[2].resolution_tier and listed[2].created_at and listed[0].tier_reason.startswith("consolidate")
+    assert [t.id for t in memory.traces.list(limit=1).traces] == [done.trace_id]
+    stats = memory.traces.stats()
+    assert (stats.total_queries, stats.response_traces_total, stats.cache_hits) == (2, 2, 1)
+    assert stats.cache_hit_rate == 0.5 and stats.response_traces_cached == 1 and stats.window_hours == 24
+    assert stats.avg_latency_ms >= 0 and sum(stats.tier_counts.values()) == 2
+    assert stats.tier_counts.get("2") == 1  # the cached reply
+    assert sum(k["count"] for k in stats.source_kind_distribution) == stats.retrieval["hits"]
+    assert stats.supersession["count"] == 0 and stats.contradiction["count"] == 0
+    memory.remember("I live in London.")
+    memory.chat("I moved to Berlin.")  # a correction: London is superseded
+    memory.chat("I think I live in Paris.")  # hedged: held as uncertain, not superseding
+    moved = memory.traces.stats()
+    assert moved.total_queries == 4 and moved.supersession["count"] == 1
+    assert moved.contradiction["count"] == 1 and moved.supersession["factsWritten"] >= 1
+
+
+def test_inspect_by_reference(memory):
+    from surrealdb.spectron import SpectronAPIError, SpectronNotFoundError
+
+    memory.remember("import", infer="triples", triples=[{**STU, "validFrom": "2020-01-01T00:00:00Z"}])
+    memory.remember("import", infer="triples", triples=[{**STU, "value": "CEO", "validFrom": "2023-01-01T00:00:00Z"},
+                                                        {"entity": STU["entity"], "key": "manager",
+                                                         "target": {"type": "person", "name": "Ann"}}])
+    entity = memory.inspect("entity:person/Stu")
+    assert (entity["kind"], entity["ref"], entity["entity"]["id"]) == ("entity", "entity:person/stu", "entity:person/stu")
+    assert [(a["key"], a["value"]) for a in entity["attributes"]] == [("job_title", "CEO")]
+    assert [(r["label"], r["object"]) for r in entity["relations"]] == [("manager", "entity:person/ann")]
+    assert [a["value"] for a in entity["history"]] == ["CTO", "CEO"]
+    assert {p["source"]["kind"] for p in entity["provenance"]} == {"upsert"}
+    assert sorted(i for p in entity["provenance"] for i in p["factIds"]) == sorted(a["id"] for a in entity["history"])
+    then = memory.inspect("attribute:person/stu/job_title", as_of="2021-06-01T00:00:00Z")
+    assert then["kind"] == "attribute" and [a["value"] for a in then["attributes"]] == ["CTO"]
+    assert then["view"]["asOf"].startswith("2021-06-01") and len(then["history"]) == 2
+    assert [a["value"] for a in memory.inspect("attribute:person/stu/job_title",
+                                               at_instant="2024-01-01T00:00:00Z")["attributes"]] == ["CEO"]
+    window = memory.inspect("attribute:person/stu/job_title", valid_from="2019-01-01T00:00:00Z",
+                            valid_until="2024-01-01T00:00:00Z")
+    assert sorted(a["value"] for a in window["attributes"]) == ["CEO", "CTO"]
+    rel = memory.inspect("relation:person/stu/manager/entity:person/ann")
+    assert rel["kind"] == "relation" and [r["object"] for r in rel["relations"]] == ["entity:person/ann"]
+    assert memory.inspect("relation:person/stu/manager/person/bob")["relations"] == []
+    reply = memory.chat("what's my role?")
+    trace = memory.inspect(f"trace:{reply.trace_id}")
+    assert trace["kind"] == "trace" and trace["trace"]["queryText"] == "what's my role?" and trace["entity"] is None
+    for bad in ("person/stu", "entity:person", "attribute:person/stu", "relation:person/stu/manager", "blob:x",
+                "entity:spaceship/x", "trace:"):
+        with pytest.raises(SpectronAPIError) as refused:
+            memory.inspect(bad)
+        assert refused.value.status_code == 400 and refused.value.body["field"] == "ref", bad
+        assert "entity:<type>/<name>" in refused.value.body["detail"], bad
+    with pytest.raises(SpectronAPIError) as both:
+        memory.inspect("entity:person/stu", as_of="2021-01-01T00:00:00Z", valid_from="2020-01-01T00:00:00Z")
+    assert both.value.status_code == 400
+    with pytest.raises(SpectronNotFoundError):
+        memory.inspect("entity:person/nobody")
+    with pytest.raises(SpectronNotFoundError):
+        memory.inspect("trace:trace_01hv0000000000000000000000")
+
+
 def test_documents_upload_list_chunks_and_delete(memory):
     up = memory.documents.upload(POLICY.encode(), filename="policy.md", content_type="text/markdown",
                                  title="Returns policy", source="kb", scopes="org/acme")

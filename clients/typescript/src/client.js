@@ -270,6 +270,15 @@ export class AgentMemory {
   }
 
   /** One page of the audit trail (admin keys); pass `cursor` for the next. */
+  /** One object by reference (`entity:<type>/<name>`, `attribute:<type>/<name>/<key>`,
+   * `relation:<type>/<name>/<label>/<type>/<name>`, `trace:<id>`), with history and provenance. */
+  inspect(ref, options = {}) {
+    const [sdk, fields] = split(options);
+    return this._send("inspect", {
+      query: { ref, ...pick(fields, ["asOf", "atInstant", "validFrom", "validUntil"]) }, sdk,
+    });
+  }
+
   audit(options = {}) {
     const [sdk, fields] = split(options);
     return this._send("listAudit", {
@@ -746,5 +755,17 @@ class Traces {
   get(traceId, options = {}) {
     const [sdk] = split(options);
     return this._client._send("getTrace", { params: { trace_id: traceId }, sdk });
+  }
+
+  /** The caller's most recent traces, newest first (every principal's for an admin key). */
+  list(options = {}) {
+    const [sdk, fields] = split(options);
+    return this._client._send("listTraces", { query: pick(fields, ["limit"]), sdk });
+  }
+
+  /** What the caller's traces of the last `windowHours` (24 by default) say. */
+  stats(options = {}) {
+    const [sdk, fields] = split(options);
+    return this._client._send("getTraceStats", { query: pick(fields, ["windowHours"]), sdk });
   }
 }

@@ -194,6 +194,9 @@ export declare class AgentMemory {
   context(query: string, options?: ContextOptions): Promise<S["ContextResponse"]>;
   state(options?: { limit?: number } & CallOptions): Promise<S["State"]>;
   profile(options?: { limit?: number } & CallOptions): Promise<S["Profile"]>;
+  inspect(ref: string, options?: {
+    asOf?: string; atInstant?: string; validFrom?: string; validUntil?: string;
+  } & CallOptions): Promise<S["Inspection"]>;
   audit(options?: {
     limit?: number; cursor?: string; principal?: string; kind?: string; since?: string; until?: string;
   } & CallOptions): Promise<S["AuditPage"]>;
@@ -301,6 +304,8 @@ export interface Documents {
 
 export interface Traces {
   get(traceId: string, options?: CallOptions): Promise<S["Trace"]>;
+  list(options?: { limit?: number } & CallOptions): Promise<S["TraceList"]>;
+  stats(options?: { windowHours?: number } & CallOptions): Promise<S["TraceStats"]>;
 }
 
 /** One entity's memory; `thread(id)` is an ordered conversation of that entity. */

@@ -358,6 +358,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/traces": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description The caller's most recent traces of this context and partition (chat calls and memory-care verbs), newest first, each as its headline; an admin sees every principal's. A trace made with a read region the caller's does not cover is left out, as GET /traces/{trace_id} answers 404 for it. At most 5,000 trace rows are read per call, so a caller whose traces are sparse among others' may get fewer than limit. */
+        get: operations["listTraces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/traces/stats": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description What the traces the caller may read (as GET /traces lists them) say over the last windowHours: queries, mean latency and cache hit rate of the answered ones, tier counts, the kinds of memory retrieval returned, and what the chat turns' fact writes did (supersession: corrections; contradiction: claims held as uncertain). Memory-care verbs count under verbs. truncated is true when the 5,000-row read cap cut the window short. */
+        get: operations["getTraceStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/{context_id}/traces/{trace_id}": {
         parameters: {
             query?: never;
@@ -569,6 +617,30 @@ export interface paths {
         };
         /** @description The audit trail of this context and partition, newest first: admin bypasses of reader lists and every delegated call (who, on behalf of whom, route, time). A key filter is a 400 (records name the principal, not the key). Records expire after limits.audit_ttl_s (90 days by default). Needs the admin verb. */
         get: operations["listAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/inspect": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description One memory object by reference, discriminated by kind: entity:<type>/<name> (the entity, its attributes and outgoing relations in the view, every attribute row in history), attribute:<type>/<name>/<key> (that key's rows), relation:<type>/<name>/<label>/<type>/<name> (the subject's rows of that label to that object; an entity: prefix on either side is accepted), or trace:<id> (the trace as GET /traces/{trace_id} answers it). The view is the current state; asOf or atInstant (the same reading) selects the rows valid at an instant; validFrom/validUntil the rows whose validity overlaps the window, closed ones included (an instant and a window together are a 400). provenance groups history by the source that stated each row. Rows outside the caller's read region are left out; an entity or trace the caller cannot read is a 404, as a missing one. At most 500 rows of history (truncated says when it cut). A malformed ref is a 400 naming the grammar. */
+        get: operations["inspect"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1982,6 +2054,87 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        Inspection: {
+            /** @enum {string} */
+            kind: "entity" | "attribute" | "relation" | "trace";
+            /** @description The reference in normal form (names normalised as entity ids are). */
+            ref: string;
+            view: {
+                /** Format: date-time */
+                asOf: string | null;
+                /** Format: date-time */
+                validFrom: string | null;
+                /** Format: date-time */
+                validUntil: string | null;
+            };
+            /** @description The entity (the relation's subject); null for a trace. */
+            entity: components["schemas"]["MemoryEntity"] | null;
+            /** @description Attribute rows in the view (entity, attribute). */
+            attributes: components["schemas"]["MemoryAttribute"][];
+            /** @description Relation rows in the view (entity, relation). */
+            relations: components["schemas"]["MemoryRelation"][];
+            /** @description Every readable row, superseded and closed ones included, by key, then validFrom. */
+            history: (components["schemas"]["MemoryAttribute"] | components["schemas"]["MemoryRelation"])[];
+            provenance: {
+                source: components["schemas"]["FactSource"];
+                factIds: string[];
+                /** Format: date-time */
+                firstStatedAt: string | null;
+            }[];
+            truncated: boolean;
+            trace: components["schemas"]["Trace"] | null;
+        };
+        TraceSummary: {
+            id: string;
+            queryText: string;
+            resolutionTier: string;
+            tierReason: string;
+            latencyMs: number;
+            cached: boolean;
+            createdAt: string;
+        };
+        TraceList: {
+            traces: components["schemas"]["TraceSummary"][];
+        };
+        TraceStats: {
+            windowHours: number;
+            /** @description Chat traces in the window. */
+            totalQueries: number;
+            /** @description Mean latency of the answered queries (0 with none). */
+            avgLatencyMs: number;
+            cacheHits: number;
+            /** @description Cached replies over answered queries. */
+            cacheHitRate: number;
+            /** @description Queries with a response trace (answered). */
+            responseTracesTotal: number;
+            responseTracesCached: number;
+            /** @description Queries by resolutionTier. */
+            tierCounts: {
+                [key: string]: number;
+            };
+            /** @description Retrieved hits by kind, most frequent first. */
+            sourceKindDistribution: {
+                kind: string;
+                count: number;
+            }[];
+            /** @description queries, hits, avgHits, degraded (queries answered while search was degraded). */
+            retrieval: {
+                [key: string]: unknown;
+            };
+            /** @description count (facts a chat turn superseded by a correction), factsWritten, rate. */
+            supersession: {
+                [key: string]: unknown;
+            };
+            /** @description count (claims a chat turn held as uncertain instead of superseding), rate. */
+            contradiction: {
+                [key: string]: unknown;
+            };
+            /** @description Memory-care traces by verb. */
+            verbs: {
+                [key: string]: number;
+            };
+            truncated: boolean;
+        };
         /** @description null or absent: tenant-visible; non-empty: only these principals or group:<name> memberships (admins bypass, audited); []: quarantine, admins only. */
         ReaderList: string[] | null;
         /** @description Scalar values only (string, number, boolean, null); at most 64 keys of 1-128 characters, 16 KiB as JSON. */
@@ -3127,6 +3280,72 @@ export interface operations {
             504: components["responses"]["ModelTimeout"];
         };
     };
+    listTraces: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The traces, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getTraceStats: {
+        parameters: {
+            query?: {
+                windowHours?: number;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The window's figures. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TraceStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
     getTrace: {
         parameters: {
             query?: never;
@@ -3541,6 +3760,44 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    inspect: {
+        parameters: {
+            query: {
+                ref: string;
+                asOf?: string;
+                atInstant?: string;
+                validFrom?: string;
+                validUntil?: string;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The object, its history and its provenance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Inspection"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["InvalidContext"];
         };
     };

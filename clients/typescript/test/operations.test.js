@@ -44,7 +44,7 @@ const ARGS = {
   "documents.delete": ["d1"], "documents.chunks": ["d1"], "entities.get": ["person", "alice"],
   "entities.delete": ["person", "alice"], "entities.allHistory": ["person", "alice"],
   "entities.history": ["person", "alice", "location"], "uncertainty.resolve": ["u1", "v"], forget: ["q"],
-  reflect: ["q"], recall: ["q"], context: ["q"],
+  reflect: ["q"], recall: ["q"], context: ["q"], inspect: ["entity:person/alice"],
   ...Object.fromEntries(["attributes", "relations", "actions", "instructions"].flatMap((c) =>
     [[`${c}.get`, ["f1"]], [`${c}.delete`, ["f1"]], [`${c}.update`, ["f1", "v"]]])),
 };

@@ -187,6 +187,19 @@ class Calls:
     def trace(self, trace_id: str) -> Call[wire.Trace]:
         return Call("GET", f"{self.prefix}/traces/{_seg(trace_id)}", model(wire.Trace), idempotent=True)
 
+    def inspect(self, ref: str, *, as_of: str | None, at_instant: str | None, valid_from: str | None,
+                valid_until: str | None) -> Call[wire.Inspection]:
+        return Call("GET", f"{self.prefix}/inspect", model(wire.Inspection),
+                    params={"ref": ref, "asOf": as_of, "atInstant": at_instant, "validFrom": valid_from,
+                            "validUntil": valid_until}, idempotent=True)
+
+    def traces(self, *, limit: int | None) -> Call[wire.TraceList]:
+        return Call("GET", f"{self.prefix}/traces", model(wire.TraceList), params={"limit": limit}, idempotent=True)
+
+    def trace_stats(self, *, window_hours: int | None) -> Call[wire.TraceStats]:
+        return Call("GET", f"{self.prefix}/traces/stats", model(wire.TraceStats),
+                    params={"windowHours": window_hours}, idempotent=True)
+
     # --- sessions -------------------------------------------------------------------------
 
     def create_session(self, *, scopes: Scopes | None, labels: list[str] | None) -> Call[wire.Session]:

@@ -212,6 +212,15 @@ class AsyncAgentMemory:
     async def state(self, limit: int | None = None) -> wire.State:
         return await self._send(self._calls.state(limit=limit))
 
+    @operation("inspect")
+    async def inspect(self, ref: str, *, as_of: str | None = None, at_instant: str | None = None,
+                valid_from: str | None = None, valid_until: str | None = None) -> wire.Inspection:
+        """One object by reference (``entity:<type>/<name>``, ``attribute:<type>/<name>/<key>``,
+        ``relation:<type>/<name>/<label>/<type>/<name>``, ``trace:<id>``) with its history and
+        provenance, current or as of an instant (``as_of``/``at_instant``) or over a window."""
+        return await self._send(self._calls.inspect(ref, as_of=as_of, at_instant=at_instant, valid_from=valid_from,
+                                                valid_until=valid_until))
+
     @operation("listAudit")
     async def audit(self, limit: int | None = None, cursor: str | None = None) -> wire.AuditPage:
         """One page of the audit trail (admin bypasses, delegated calls); needs an admin key."""
@@ -637,3 +646,13 @@ class AsyncTraces:
     @operation("getTrace")
     async def get(self, trace_id: str) -> wire.Trace:
         return await self._client._send(self._client._calls.trace(trace_id))
+
+    @operation("listTraces")
+    async def list(self, limit: int | None = None) -> wire.TraceList:
+        """The caller's most recent traces, newest first (every principal's for an admin key)."""
+        return await self._client._send(self._client._calls.traces(limit=limit))
+
+    @operation("getTraceStats")
+    async def stats(self, window_hours: int | None = None) -> wire.TraceStats:
+        """What the caller's traces of the last ``window_hours`` (24 by default) say."""
+        return await self._client._send(self._client._calls.trace_stats(window_hours=window_hours))

@@ -61,6 +61,13 @@ def ulid_ms(identifier: str) -> int | None:
     return value  # the first 10 characters are bits 129..80: two zero bits, then the 48-bit time
 
 
+def ulid_floor(ms: int) -> str:
+    """The smallest ULID minted at Unix milliseconds ``ms`` (a key-range bound: every id made
+    at or after ``ms`` sorts at or after ``<kind>_<ulid_floor(ms)>``)."""
+    value = max(0, ms) << 80
+    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+
+
 def new_id(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown id kind {kind}")

@@ -317,6 +317,66 @@ class Trace(WireModel):
     created_at: str
 
 
+class InspectionView(WireModel):
+    as_of: str | None
+    valid_from: str | None
+    valid_until: str | None
+
+
+class Provenance(WireModel):
+    source: FactSource
+    fact_ids: list[str]
+    first_stated_at: str | None
+
+
+class Inspection(WireModel):
+    """``GET /inspect``: one object by reference, discriminated by ``kind``."""
+
+    kind: Literal["entity", "attribute", "relation", "trace"]
+    ref: str
+    view: InspectionView
+    entity: MemoryEntity | None
+    attributes: list[MemoryAttribute]
+    relations: list[MemoryRelation]
+    history: list[MemoryAttribute | MemoryRelation]
+    provenance: list[Provenance]
+    truncated: bool
+    trace: Trace | None
+
+
+class TraceSummary(WireModel):
+    """A trace's headline (``GET /traces``): the Spectron client's ``TraceRecord``."""
+
+    id: str
+    query_text: str
+    resolution_tier: str
+    tier_reason: str
+    latency_ms: int
+    cached: bool
+    created_at: str
+
+
+class TraceList(WireModel):
+    traces: list[TraceSummary]
+
+
+class TraceStats(WireModel):
+    window_hours: int
+    total_queries: int
+    avg_latency_ms: float
+    cache_hits: int
+    cache_hit_rate: float
+    response_traces_total: int
+    response_traces_cached: int
+    tier_counts: dict[str, int]
+    source_kind_distribution: list[dict[str, Any]]
+    retrieval: dict[str, Any]
+    supersession: dict[str, Any]
+    contradiction: dict[str, Any]
+    verbs: dict[str, int]
+    truncated: bool
+
+
 # --- recall -------------------------------------------------------------------------
 
 

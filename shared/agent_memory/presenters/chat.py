@@ -37,3 +37,13 @@ def stream(events: Iterable[ChatDelta | ChatDone | ChatFailed]) -> Iterator[tupl
             yield "done", reply(event.reply)
         else:
             yield "error", event.error
+
+
+def trace_list(traces: list[dict[str, Any]]) -> dict[str, Any]:
+    """``TraceList``: the Spectron client's ``TraceListResponse`` (``{"traces": [...]}``)."""
+    return {"traces": traces}
+
+
+def trace_stats(stats: dict[str, Any]) -> dict[str, Any]:
+    """``TraceStats``: the service's figures as they are (already the wire's names)."""
+    return stats

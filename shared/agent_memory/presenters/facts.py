@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from agent_memory.services.facts.edits import CorrectedFact
     from agent_memory.services.facts.entities import EntityView
     from agent_memory.services.facts.forget import ForgetOutcome
+    from agent_memory.services.facts.inspect import Inspection
     from agent_memory.services.facts.state import ProfileView, StateView
     from agent_memory.services.facts.write import BatchWriteOutcome, WriteOutcome
     from agent_memory.services.paging import Paged
@@ -166,3 +167,26 @@ def corrected(c: CorrectedFact) -> dict[str, Any]:
     return {"fact": record_wire(c.fact), "previous": record_wire(c.previous),
             "corrections": [x.model_dump(by_alias=True, mode="json") for x in c.corrections],
             "turnId": c.turn_id}
+
+
+# --- GET /inspect ---------------------------------------------------------------------------
+
+
+def inspection(i: Inspection) -> dict[str, Any]:
+    """``Inspection``: discriminated by ``kind``; ``provenance`` groups the history's rows by
+    the source that stated them (in the order each source first stated one)."""
+    sources: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for fact in i.history:
+        key = (fact.source.kind, fact.source.ref, fact.source.session_id)
+        entry = sources.setdefault(key, {"source": source_wire(fact.source), "factIds": [],
+                                         "firstStatedAt": fact.created_at})
+        entry["factIds"].append(fact.id)
+        if fact.created_at and (not entry["firstStatedAt"] or fact.created_at < entry["firstStatedAt"]):
+            entry["firstStatedAt"] = fact.created_at
+    return {"kind": i.ref.kind, "ref": i.ref.text(), "view": i.view.wire(),
+            "entity": entity_wire(i.entity) if i.entity is not None else None,
+            "attributes": [attribute_wire(a) for a in i.attributes],
+            "relations": [relation_wire(r) for r in i.relations],
+            "history": [record_wire(f) for f in i.history],
+            "provenance": sorted(sources.values(), key=lambda e: e["firstStatedAt"] or ""),
+            "truncated": i.truncated, "trace": i.trace}

@@ -308,12 +308,15 @@ class FactsService:
     def commit_turns(self, ctx: RequestContext, session: Session, pending: Sequence[PendingTurn],
                 scopes: list[list[str]], labels: list[str],
                 reads: PartitionReads | None = None, new_session: bool | None = None,
-                extra: Callable[[list[Turn]], list[WriteOp]] | None = None) -> tuple[list[str], list[ExtractionResult | None]]:
+                extra: Callable[[list[Turn], list[ExtractionResult | None]], list[WriteOp]] | None = None,
+                ) -> tuple[list[str], list[ExtractionResult | None]]:
         """Append the turns and apply each turn's plan in one transaction; on a lost race,
         reload and re-plan (extraction output is reused, never re-requested). ``reads``: what
         the caller read for this write already, used by the first attempt only;
         ``new_session``: whether ``session`` is one ``resolve_for_write`` just made (None:
-        read to tell); ``extra(rows)``: unconditioned puts that commit with the turns (chat's trace rows)."""
+        read to tell); ``extra(rows, results)``: unconditioned puts that commit with the turns (chat's trace rows),
+        built once before the facts are planned (``results`` empty, for the transaction's budget)
+        and again after, with what each turn's facts do (the same rows, a few digits apart)."""
         sessions = self._sessions
         for attempt in range(RECONCILE_ATTEMPTS):
             planner = _TurnPlanner(self, ctx, session.id, pending, scopes, labels, reads if attempt == 0 else None,
@@ -429,7 +432,7 @@ class _TurnPlanner:
     def __init__(self, service: FactsService, ctx: RequestContext, session_id: str,
                  pending: Sequence[PendingTurn], scopes: list[list[str]], labels: list[str],
                  reads: PartitionReads | None = None,
-                 extra: Callable[[list[Turn]], list[WriteOp]] | None = None):
+                 extra: Callable[[list[Turn], list[ExtractionResult | None]], list[WriteOp]] | None = None):
         self.service, self.ctx, self.session_id = service, ctx, session_id
         self.pending, self.scopes, self.labels = pending, scopes, labels
         self.reads = reads
@@ -440,7 +443,7 @@ class _TurnPlanner:
         """The fact operations of ``rows`` (``own``: what the append commits with them, the
         session row and the turn rows), within what one transaction holds beside ``own``:
         ``MAX_TRANSACT_OPS`` operations and ``TRANSACT_BATCH_BYTES`` (``kernel.stored_item``)."""
-        tail = self.extra(rows) if self.extra is not None else []
+        tail = self.extra(rows, []) if self.extra is not None else []
         ops: list = []
         self.results = []
         used_bytes = sum(op_bytes(op) for op in (*own, *tail))
@@ -472,6 +475,8 @@ class _TurnPlanner:
             ops.extend(turn_ops)
             used_bytes += turn_bytes
             self.results.append(plan.to_result(row.id))
+        if self.extra is not None:  # again, now that what the facts do is known (the same rows)
+            tail = self.extra(rows, self.results)
         return ops + tail
 
 

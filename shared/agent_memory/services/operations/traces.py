@@ -1,4 +1,5 @@
-"""Retrieval and response traces, read back with GET /traces/{id}.
+"""Retrieval and response traces, read back with GET /traces/{id}, listed (GET /traces) and
+summarised over a window (GET /traces/stats).
 
 A chat call writes its retrieval trace first (always: what was asked, what retrieval
 returned) and its response trace only on success (tier, hits used, model, token counts,
@@ -10,6 +11,7 @@ naming its ``verb``: what it read, and what it did.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any
 
 from agent_memory.access import scopes as scope_lib
@@ -17,10 +19,17 @@ from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.errors import NotFound
-from agent_memory.kernel.ids import new_id
+from agent_memory.kernel.ids import new_id, ulid_floor
 from agent_memory.ports import Record, RecordStore
 
 TRACE_TTL_S = 30 * 24 * 3600
+#: Trace rows one list or stats call reads at most (two rows a trace): a caller whose own
+#: traces are sparse among others' gets a shorter list, and stats say they were truncated.
+TRACE_SCAN_CAP = 5000
+_SCAN_BATCH = 200
+DEFAULT_WINDOW_HOURS = 24
+MAX_WINDOW_HOURS = TRACE_TTL_S // 3600
+_HIDDEN = ("kind", "part", "traceId", "principal", "readRegion")
 
 
 def traces_pk(ctx: RequestContext) -> str:
@@ -66,12 +75,119 @@ class TraceStore:
         records = self.store.query(traces_pk(ctx), prefix=f"{trace_id}#", limit=10).records if trace_id else []
         if not records or not all(readable(ctx, r.data) for r in records):
             raise NotFound(f"trace {trace_id} does not exist")
-        out: dict[str, Any] = {"id": trace_id, "retrieval": None, "response": None}
-        for record in records:
-            body = {k: v for k, v in record.data.items()
-                    if k not in ("kind", "part", "traceId", "principal", "readRegion")}
-            out[record.data["part"]] = body
-        return {**out, **summary(out["retrieval"] or {}, out["response"] or {})}
+        return _assemble(trace_id, records)
+
+    def _newest(self, ctx: RequestContext, *, since_ms: int | None = None, want: int | None = None,
+                ) -> tuple[list[dict[str, Any]], bool]:
+        """The caller's readable traces, newest first (trace ids are ULIDs: key order is
+        creation order), each assembled from its parts; at most ``want`` of them, only those
+        made at or after ``since_ms``; and whether the scan cap cut the read short. A trace
+        any of whose parts the caller may not read is left out whole (as ``get`` 404s it)."""
+        between = (f"trace_{ulid_floor(since_ms)}", "trace_~") if since_ms is not None else None
+        prefix = None if between else "trace_"
+        now = int(time.time())
+        grouped: dict[str, list[Record]] = {}
+        order: list[str] = []
+        after: dict[str, str] | None = None
+        scanned = 0
+        truncated = False
+        while True:
+            page = self.store.query(traces_pk(ctx), prefix=prefix, between=between, after=after,
+                                    limit=_SCAN_BATCH, forward=False)
+            for record in page.records:
+                if record.expires_at is not None and record.expires_at <= now:
+                    continue
+                tid = record.data.get("traceId") or record.sk.split("#", 1)[0]
+                if tid not in grouped:
+                    grouped[tid] = []
+                    order.append(tid)
+                grouped[tid].append(record)
+            scanned += page.scanned if page.scanned is not None else len(page.records)
+            readable_ids = [t for t in order if all(readable(ctx, r.data) for r in grouped[t])]
+            # one more trace than wanted: the last one's other part may be on the next page
+            if page.last_key is None or (want is not None and len(readable_ids) > want):
+                break
+            if scanned >= TRACE_SCAN_CAP:
+                truncated = True
+                break
+            after = page.last_key
+        readable_ids = [t for t in order if all(readable(ctx, r.data) for r in grouped[t])]
+        if want is not None:
+            readable_ids = readable_ids[:want]
+        return [_assemble(t, grouped[t]) for t in readable_ids], truncated
+
+    def recent(self, ctx: RequestContext, limit: int) -> list[dict[str, Any]]:
+        """``GET /traces``: the caller's most recent traces (every principal's for an admin),
+        newest first, each as its headline (``summary``) with its id."""
+        found, _ = self._newest(ctx, want=limit)
+        return [{k: v for k, v in t.items() if k not in ("retrieval", "response")} for t in found]
+
+    def stats(self, ctx: RequestContext, window_hours: int = DEFAULT_WINDOW_HOURS) -> dict[str, Any]:
+        """``GET /traces/stats``: what the caller's traces of the last ``window_hours`` say
+        (every principal's for an admin): the questions asked and how they were answered
+        (tier, cache, latency), the kinds of memory retrieval returned, and what the chat
+        turns changed (facts superseded by a correction, contradictions held as uncertain)."""
+        since_ms = int(time.time() * 1000) - window_hours * 3600 * 1000
+        found, truncated = self._newest(ctx, since_ms=since_ms)
+        return aggregate(found, window_hours, truncated)
+
+
+def _assemble(trace_id: str, records: list[Record]) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": trace_id, "retrieval": None, "response": None}
+    for record in records:
+        out[record.data["part"]] = {k: v for k, v in record.data.items() if k not in _HIDDEN}
+    return {**out, **summary(out["retrieval"] or {}, out["response"] or {})}
+
+
+def aggregate(traces: list[dict[str, Any]], window_hours: int, truncated: bool = False) -> dict[str, Any]:
+    """The stats of assembled traces (``_assemble``). Chat traces are the queries; a
+    memory-care verb's trace counts under ``verbs`` only. The cache hit rate is over the
+    queries that were answered (a response trace), as is the mean latency."""
+    queries = [t for t in traces if not ((t["retrieval"] or {}).get("verb") or (t["response"] or {}).get("verb"))]
+    answered = [t for t in queries if t["response"] is not None]
+    cached = sum(1 for t in answered if t["cached"])
+    tiers = Counter(t["resolutionTier"] for t in queries if t["resolutionTier"])
+    kinds: Counter[str] = Counter()
+    hits = degraded = 0
+    for t in queries:
+        retrieval = t["retrieval"] or {}
+        found = [h for h in retrieval.get("hits") or [] if isinstance(h, dict)]
+        hits += len(found)
+        kinds.update(str(h.get("kind") or "unknown") for h in found)
+        degraded += 1 if retrieval.get("degraded") else 0
+    corrections = sum(int((t["response"] or {}).get("corrections") or 0) for t in answered)
+    uncertain = sum(int((t["response"] or {}).get("uncertainties") or 0) for t in answered)
+    facts = sum(int((t["response"] or {}).get("factsWritten") or 0) for t in answered)
+    verbs = Counter(str((t["retrieval"] or {}).get("verb") or (t["response"] or {}).get("verb"))
+                    for t in traces if t not in queries)
+    latency = [t["latencyMs"] for t in answered]
+    return {
+        "windowHours": window_hours,
+        "totalQueries": len(queries),
+        "avgLatencyMs": round(sum(latency) / len(latency), 2) if latency else 0.0,
+        "cacheHits": cached,
+        "cacheHitRate": round(cached / len(answered), 4) if answered else 0.0,
+        "responseTracesTotal": len(answered),
+        "responseTracesCached": cached,
+        "tierCounts": dict(sorted(tiers.items())),
+        "sourceKindDistribution": [{"kind": k, "count": n} for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))],
+        "retrieval": {"queries": len(queries), "hits": hits,
+                      "avgHits": round(hits / len(queries), 2) if queries else 0.0, "degraded": degraded},
+        "supersession": {"count": corrections, "rate": round(corrections / facts, 4) if facts else 0.0,
+                         "factsWritten": facts},
+        "contradiction": {"count": uncertain, "rate": round(uncertain / facts, 4) if facts else 0.0},
+        "verbs": dict(sorted(verbs.items())),
+        "truncated": truncated,
+    }
+
+
+def memory_counts(results: Any) -> dict[str, int]:
+    """What a chat turn's fact writes did, for its response trace: facts written, how many
+    superseded an earlier value (a correction), how many were held as uncertain instead."""
+    done = [r for r in results or () if r is not None]
+    return {"factsWritten": sum(len(r.attributes) + len(r.relations) for r in done),
+            "corrections": sum(len(r.corrections) for r in done),
+            "uncertainties": sum(len(r.uncertainties) for r in done)}
 
 
 def summary(retrieval: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from agent_memory.services.conversation.chat.prompt import build_messages
 from agent_memory.services.conversation.chat.window import WindowTurn, session_window
 from agent_memory.services.facts.speakers import self_speaker
 from agent_memory.services.facts.write import PendingTurn
+from agent_memory.services.operations.traces import memory_counts
 
 if TYPE_CHECKING:
     from agent_memory.config_slices import ModelsConfig
@@ -326,15 +327,16 @@ class ChatService:
             pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
                        PendingTurn("assistant", reply, now, "none", None)]
 
-            def traces(rows: list[Any]) -> list[Put]:
-                """Both trace rows, committed with the turns (so one write, not two more)."""
+            def traces(rows: list[Any], results: list[Any]) -> list[Put]:
+                """Both trace rows, committed with the turns (so one write, not two more), with
+                what the turns' facts did (``traces.memory_counts``)."""
                 elapsed = (time.perf_counter() - turn.started) * 1000
                 response = {
                     "tier": turn.tier, "model": None if from_cache else turn.model_name,
                     "promptTokens": completion.prompt_tokens if completion else 0,
                     "completionTokens": completion.completion_tokens if completion else 0,
                     "hitsUsed": [c.id for c in citations], "latencyMs": round(elapsed, 2),
-                    "turnIds": [r.id for r in rows], "cached": from_cache}
+                    "turnIds": [r.id for r in rows], "cached": from_cache, **memory_counts(results)}
                 return [Put(self._traces.record(ctx, turn.trace_id, "retrieval", turn.retrieval_trace)),
                         Put(self._traces.record(ctx, turn.trace_id, "response", response))]
 
