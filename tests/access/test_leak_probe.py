@@ -15,9 +15,11 @@ import os
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.runtime import get_runtime
@@ -26,6 +28,7 @@ PATHS = ["org/acme/user/u0", "org/acme/user/u1", "org/acme/user/u2", "org/acme/t
 REGION_CHOICES = PATHS + ["org/acme/user/*", "org/acme/*", "org/acme/team"]
 PARTITIONS = ["p0", "p1"]
 ADMIN_KEY = "probe-admin-key-000000"
+SPEC_PATHS = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())["paths"]
 SEEDS = [20261201, int(os.environ.get("PROBE_SEED") or time.time() // 86400)]
 
 
@@ -315,3 +318,131 @@ def test_leak_probe(api, probe):
           f"{leaks} leaks, {wrongful} wrongful 403s or omissions; {time.perf_counter() - started:.1f} s")
     assert checks > 2000, checks
     assert leaks == 0 and wrongful == 0, "\n".join(found)
+
+
+# --- the four gaps an independent probe found (issue 33), with two region-limited teams -----
+
+TEAM_KEYS = {"a": "probe-team-a-key-000000", "b": "probe-team-b-key-000000", "ab": "probe-team-ab-key-00000",
+             "admin": ADMIN_KEY}
+TEAM_A, TEAM_B = "org/acme/team/a", "org/acme/team/b"
+TEAMS = [
+    {"key": TEAM_KEYS["a"], "principal": "team-a", "read_region": [TEAM_A], "write_region": [TEAM_A]},
+    {"key": TEAM_KEYS["b"], "principal": "team-b", "read_region": [TEAM_B], "write_region": [TEAM_B]},
+    # reads both teams, writes only team a's
+    {"key": TEAM_KEYS["ab"], "principal": "team-ab", "read_region": [TEAM_A, TEAM_B], "write_region": [TEAM_A]},
+    {"key": ADMIN_KEY, "principal": "probe-admin", "admin": True},
+]
+teams = pytest.mark.parametrize("principals_setting", [TEAMS], ids=["teams"])
+
+
+def _team(api, who: str):
+    from tests.support.callers import As
+
+    return As(api, TEAM_KEYS[who])
+
+
+def _cursor_bytes(value: str) -> bytes:
+    import base64
+
+    raw = value.encode()
+    for part in value.split("."):
+        try:
+            raw += base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+        except ValueError:
+            pass
+    return raw
+
+
+def _walk(caller, path: str, key: str, limit: int = 1) -> tuple[list[str], list[str], list[str]]:
+    """Every page of ``path`` as ``caller``: (ids in order, cursors handed out, starved pages)."""
+    ids: list[str] = []
+    cursors: list[str] = []
+    starved: list[str] = []
+    cursor: str | None = None
+    for _ in range(100):
+        sep = "&" if "?" in path else "?"
+        r = caller.get(f"{path}{sep}limit={limit}" + (f"&cursor={cursor}" if cursor else ""))
+        assert r.status == 200, r.text
+        body = r.json()
+        page = body["page"] if isinstance(body.get("page"), dict) else body
+        rows = body[key]
+        ids += [row.get("id") or row["threadId"] for row in rows]
+        if page["hasMore"] and not rows:
+            starved.append(page["nextCursor"])
+        cursor = page["nextCursor"]
+        assert page["hasMore"] == (cursor is not None)
+        if cursor is None:
+            return ids, cursors, starved
+        cursors.append(cursor)
+    raise AssertionError(f"{path} did not end")
+
+
+@teams
+@pytest.mark.timeout(300)
+def test_pages_of_documents_sessions_and_threads_neither_starve_nor_name_hidden_rows(api):
+    """Gaps 2 and 3: a region-limited reader pages /documents, /sessions and /threads one row a
+    page past many rows it may not read: every page before the last holds a row, the rows are
+    exactly its own, and no cursor carries the id of a hidden row (nor any readable key)."""
+    a, b, admin = _team(api, "a"), _team(api, "b"), _team(api, "admin")
+    own: dict[str, list[str]] = {"documents": [], "sessions": [], "threads": []}
+    hidden: dict[str, list[str]] = {"documents": [], "sessions": [], "threads": []}
+
+    def document(caller, scope: str, n: int) -> str:
+        r = caller.post("/documents", {"title": f"notes {n}", "text": f"# notes {n}\n\nitem {n} of the list.",
+                                       "scopes": [[scope]]})
+        assert r.status in (200, 202), r.text
+        return r.json()["id"]
+
+    def session(caller, scope: str) -> str:
+        r = caller.post("/sessions", {"scopes": [[scope]]})
+        assert r.status == 201, r.text
+        return r.json()["id"]
+
+    own["documents"].append(document(a, TEAM_A, 0))
+    own["sessions"].append(session(a, TEAM_A))
+    for n in range(1, 7):
+        hidden["documents"].append(document(b, TEAM_B, n))
+        hidden["sessions"].append(session(b, TEAM_B))
+    own["documents"].append(document(a, TEAM_A, 7))
+    own["sessions"].append(session(a, TEAM_A))
+    # Thread ids order the list: a readable one, then team b's and a quarantined one, then another.
+    for thread, readers in [("t0-a", ["team-a"]), *((f"t{n}-b", ["team-b"]) for n in range(1, 6)),
+                            ("t6-quarantined", []), ("t7-a", ["team-a", "team-ab"])]:
+        assert admin.put(f"/threads/{thread}/acl", {"acl_readers": readers}).status == 200
+        (own if "team-a" in readers else hidden)["threads"].append(thread)
+    for collection, key in (("documents", "documents"), ("sessions", "items"), ("threads", "items")):
+        ids, cursors, starved = _walk(a, f"/{collection}", key)
+        assert ids == own[collection], (collection, ids)
+        assert not starved, f"/{collection}: empty pages with hasMore"
+        for value in cursors:
+            raw = _cursor_bytes(value)
+            for row_id in hidden[collection] + own[collection]:
+                assert row_id.encode() not in raw, f"/{collection} cursor names {row_id}"
+            assert b"team/b" not in raw and b"acme" not in raw
+        # Team b sees its own and only those, with no empty page either.
+        ids, _, starved = _walk(b, f"/{collection}", key, limit=2)
+        assert set(ids) == {i for i in hidden[collection] if i != "t6-quarantined"} and not starved
+    # A cursor altered by one character, or replayed on another list, is a 400.
+    _, cursors, _ = _walk(a, "/threads", "items")
+    for at in (0, len(cursors[0]) // 2, len(cursors[0]) - 1):
+        forged = cursors[0][:at] + ("A" if cursors[0][at] != "A" else "B") + cursors[0][at + 1:]
+        assert a.get(f"/threads?cursor={forged}").status == 400, at
+    assert a.get(f"/sessions?cursor={cursors[0]}").status == 400
+
+
+@teams
+def test_thread_context_of_an_unreadable_thread_is_404_like_a_missing_one(api):
+    """Gap 4: README, openapi.yaml and the handler agree: 404, exactly as a missing thread."""
+    a, b, admin = _team(api, "a"), _team(api, "b"), _team(api, "admin")
+    assert admin.put("/threads/t-b/acl", {"acl_readers": ["team-b"]}).status == 200
+    assert b.post("/threads/t-b/turns", {"text": "team b's secret plan"}).status == 201
+    assert admin.put("/threads/t-q/acl", {"acl_readers": []}).status == 200
+    assert admin.post("/threads/t-q/turns", {"text": "quarantined words"}).status == 201
+    body = {"query": "plan", "last_n_turns": 5}
+    assert [i["text"] for i in b.post("/threads/t-b/context", body).json()["items"]] == ["team b's secret plan"]
+    answers = [a.post(f"/threads/{t}/context", body) for t in ("t-b", "t-q", "t-missing")]
+    assert [r.status for r in answers] == [404, 404, 404]
+    assert len({r.json()["title"] for r in answers}) == 1
+    assert all("secret" not in r.text and "quarantined" not in r.text for r in answers)
+    documented = SPEC_PATHS["/api/v1/{context_id}/threads/{thread_id}/context"]["post"]["responses"]
+    assert "404" in documented
