@@ -446,3 +446,107 @@ def test_thread_context_of_an_unreadable_thread_is_404_like_a_missing_one(api):
     assert all("secret" not in r.text and "quarantined" not in r.text for r in answers)
     documented = SPEC_PATHS["/api/v1/{context_id}/threads/{thread_id}/context"]["post"]["responses"]
     assert "404" in documented
+
+
+def _triples(caller, scope: str, subject: str, *rows: dict[str, Any]) -> None:
+    triples = [{"entity": {"type": "person", "name": subject}, **row} for row in rows]
+    r = caller.post("/facts", {"text": f"facts about {subject}", "infer": "triples", "triples": triples,
+                               "scopes": [[scope]]})
+    assert r.status == 200, r.text
+
+
+def _about(caller, name: str) -> dict[str, Any]:
+    """What ``caller`` reads about ``person/<name>``: entity status, attribute values, its
+    relations out and in, its actions."""
+    r = caller.get(f"/entities/person/{name}")
+    entity = r.json() if r.status == 200 else None
+    items = lambda path: caller.get(path).json()["items"]  # noqa: E731
+    return {"status": r.status,
+            "attributes": sorted(a["value"] for a in (entity or {}).get("attributes", [])),
+            "listed": f"entity:person/{name}" in {e["id"] for e in caller.get("/entities").json()["entities"]},
+            "out": sorted(x["object"].rpartition("/")[2] for x in items(f"/relations?src=person/{name}")),
+            "in": sorted(x["subject"].rpartition("/")[2] for x in items(f"/relations?dst=person/{name}")),
+            "actions": sorted(x["object"] for x in items(f"/actions?actor=person/{name}"))}
+
+
+@teams
+def test_an_entity_delete_stays_in_the_region_and_the_entity_is_everyones_who_holds_facts(api, runtime):
+    """Gap 1: team a deletes ``person/user``; team b's facts about it (attributes, relations
+    from it and to it, actions) stay, and team b reads the entity though team a wrote first."""
+    a, b, ab, admin = _team(api, "a"), _team(api, "b"), _team(api, "ab"), _team(api, "admin")
+    _triples(a, TEAM_A, "user", {"key": "city", "value": "Paris"}, {"verb": "visited", "object": "Lyon"},
+             {"key": "employer", "target": {"type": "organization", "name": "alphacorp"}})
+    _triples(a, TEAM_A, "anna", {"key": "colleague", "target": {"type": "person", "name": "user"}})
+    _triples(b, TEAM_B, "user", {"key": "city", "value": "Berlin"}, {"verb": "visited", "object": "Bonn"},
+             {"key": "employer", "target": {"type": "organization", "name": "betacorp"}})
+    _triples(b, TEAM_B, "bert", {"key": "colleague", "target": {"type": "person", "name": "user"}})
+    before_b = _about(b, "user")
+    assert before_b == {"status": 200, "attributes": ["Berlin"], "listed": True, "out": ["betacorp"],
+                        "in": ["bert"], "actions": ["Bonn"]}
+    assert _about(a, "user")["attributes"] == ["Paris"]
+    assert _about(ab, "user")["attributes"] == ["Berlin", "Paris"]
+    # Team a reads nothing of team b's and writes none of it.
+    assert "Berlin" not in a.get("/entities/person/user").text
+
+    # Team ab reads both but writes only team a's: its delete takes team a's, and only those.
+    r = ab.request("DELETE", "/entities/person/user")
+    assert r.status == 204, r.text
+    assert _about(b, "user") == before_b
+    assert _about(a, "user") == {"status": 404, "attributes": [], "listed": False, "out": [], "in": [], "actions": []}
+    assert _about(ab, "user") == before_b
+    assert _about(admin, "user")["attributes"] == ["Berlin"]
+    # What is left team ab may read but not write: 403, and nothing changes.
+    snapshot = sorted((r.pk, r.sk, r.version) for r in runtime.store.scan("c#acme#"))
+    r = ab.request("DELETE", "/entities/person/user")
+    assert r.status == 403, r.text
+    assert sorted((r.pk, r.sk, r.version) for r in runtime.store.scan("c#acme#")) == snapshot
+    # Team a cannot see the entity any more: 404, and nothing changes either.
+    assert a.request("DELETE", "/entities/person/user").status == 404
+    assert sorted((r.pk, r.sk, r.version) for r in runtime.store.scan("c#acme#")) == snapshot
+
+    # Team b's own delete removes the rest, and the entity with it.
+    assert b.request("DELETE", "/entities/person/user").status == 204
+    for caller in (a, b, ab, admin):
+        assert _about(caller, "user") == {"status": 404, "attributes": [], "listed": False, "out": [], "in": [],
+                                          "actions": []}
+    # The entities on the other side of the relations are untouched.
+    assert _about(a, "anna")["status"] == _about(b, "bert")["status"] == 200
+    # Mentioning the entity again (team a) makes it afresh, team a's alone.
+    _triples(a, TEAM_A, "user", {"key": "city", "value": "Nice"})
+    assert _about(a, "user")["attributes"] == ["Nice"] and _about(b, "user")["status"] == 404
+
+
+@teams
+def test_an_entity_delete_reads_only_the_entitys_own_rows(api, runtime, monkeypatch):
+    """Gap 1: the delete queries the entity's own partitions (attributes, relations, its
+    reference rows), never every entity's relations, the actions or the uncertainties."""
+    a = _team(api, "a")
+    for n in range(6):
+        _triples(a, TEAM_A, f"other{n}", {"key": "city", "value": f"Town{n}"},
+                 {"key": "friend", "target": {"type": "person", "name": f"other{(n + 1) % 6}"}},
+                 {"verb": "visited", "object": f"Place{n}"})
+    _triples(a, TEAM_A, "user", {"key": "city", "value": "Paris"}, {"verb": "visited", "object": "Lyon"})
+    _triples(a, TEAM_A, "other0", {"key": "sibling", "target": {"type": "person", "name": "user"}})
+    entity = a.get("/entities/person/user").json()
+    ids = {x["id"] for x in entity["attributes"] + entity["relations"]} | {
+        x["id"] for path in ("/actions?actor=person/user", "/relations?dst=person/user")
+        for x in a.get(path).json()["items"]}
+    assert len(ids) == 3, ids
+    queried: list[str] = []
+    query = runtime.store.query
+
+    def counting(pk, *args, **kw):
+        queried.append(pk)
+        return query(pk, *args, **kw)
+
+    monkeypatch.setattr(runtime.store, "query", counting)
+    assert a.request("DELETE", "/entities/person/user").status == 204
+    monkeypatch.setattr(runtime.store, "query", query)
+    own = {f"c#acme#default#{part}#entity:person/user" for part in ("attrs", "rels", "refs")}
+    # Besides them only the derived copies of what it removed (cached replies naming those rows).
+    derived = [pk for pk in queried if pk not in own]
+    assert all("#cache-refs#" in pk and pk.rpartition("#")[2] in ids | {"entity:person/user"} for pk in derived), \
+        sorted(set(derived))
+    assert not [x for x in a.get("/relations?dst=person/user").json()["items"]]
+    assert [x["object"] for x in a.get("/relations?src=person/other0").json()["items"]] == ["entity:person/other1"]
+    assert len(a.get("/actions").json()["items"]) == 6
