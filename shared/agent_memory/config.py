@@ -103,7 +103,7 @@ class Settings:
         return self.data_dir / "search.db"
 
     def cursor_secret(self) -> bytes:
-        """The HMAC key for paging cursors: configured, from Secrets Manager (Lambda), or
+        """The secret paging cursors are encrypted and authenticated under: configured, from Secrets Manager (Lambda), or
         generated once into the data directory (local runs)."""
         if self._cursor_secret:
             return self._cursor_secret

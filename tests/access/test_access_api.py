@@ -139,11 +139,14 @@ def test_restricted_threads_answer_like_missing_ones(as_):
     for path in ("/threads/t-private", "/threads/t-private/turns", "/threads/t-private/turns/1"):
         assert bob.get(path).status == 404, path
         assert bob.get(path.replace("t-private", "t-missing")).status == 404
-    # /context of a thread with nothing to recall yet is an empty list (the spec's loops ask it
-    # before the first turn); a restricted thread answers exactly like a missing one.
+    # /context too: a restricted thread answers exactly like a missing one, 404 (README,
+    # docs/access.md, openapi.yaml).
     hidden = bob.post("/threads/t-private/context", {"query": "hello"})
     missing = bob.post("/threads/t-missing/context", {"query": "hello"})
-    assert (hidden.status, hidden.json()) == (missing.status, missing.json()) == (200, {"items": []})
+    assert hidden.status == missing.status == 404
+    assert {k: v for k, v in hidden.json().items() if k != "detail"} == {
+        k: v for k, v in missing.json().items() if k != "detail"}
+    assert "hello" not in hidden.text
     assert bob.post("/threads/t-private/turns", {"text": "sneaking in"}).status == 404
     turns = as_("alice").get("/threads/t-private/turns").json()["items"]
     assert [t["text"] for t in turns] == ["hello"]

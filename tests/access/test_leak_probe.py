@@ -16,9 +16,11 @@ import os
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.runtime import get_runtime
@@ -27,6 +29,7 @@ PATHS = ["org/acme/user/u0", "org/acme/user/u1", "org/acme/user/u2", "org/acme/t
 REGION_CHOICES = PATHS + ["org/acme/user/*", "org/acme/*", "org/acme/team"]
 PARTITIONS = ["p0", "p1"]
 ADMIN_KEY = "probe-admin-key-000000"
+SPEC_PATHS = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())["paths"]
 SEEDS = [20261201, int(os.environ.get("PROBE_SEED") or time.time() // 86400)]
 
 
@@ -346,3 +349,235 @@ def test_leak_probe(api, probe):
           f"{leaks} leaks, {wrongful} wrongful 403s or omissions; {time.perf_counter() - started:.1f} s")
     assert checks > 2000, checks
     assert leaks == 0 and wrongful == 0, "\n".join(found)
+
+
+# --- the four gaps an independent probe found (issue 33), with two region-limited teams -----
+
+TEAM_KEYS = {"a": "probe-team-a-key-000000", "b": "probe-team-b-key-000000", "ab": "probe-team-ab-key-00000",
+             "admin": ADMIN_KEY}
+TEAM_A, TEAM_B = "org/acme/team/a", "org/acme/team/b"
+TEAMS = [
+    {"key": TEAM_KEYS["a"], "principal": "team-a", "read_region": [TEAM_A], "write_region": [TEAM_A]},
+    {"key": TEAM_KEYS["b"], "principal": "team-b", "read_region": [TEAM_B], "write_region": [TEAM_B]},
+    # reads both teams, writes only team a's
+    {"key": TEAM_KEYS["ab"], "principal": "team-ab", "read_region": [TEAM_A, TEAM_B], "write_region": [TEAM_A]},
+    {"key": ADMIN_KEY, "principal": "probe-admin", "admin": True},
+]
+teams = pytest.mark.parametrize("principals_setting", [TEAMS], ids=["teams"])
+
+
+def _team(api, who: str):
+    from tests.support.callers import As
+
+    return As(api, TEAM_KEYS[who])
+
+
+def _cursor_bytes(value: str) -> bytes:
+    import base64
+
+    raw = value.encode()
+    for part in value.split("."):
+        try:
+            raw += base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+        except ValueError:
+            pass
+    return raw
+
+
+def _walk(caller, path: str, key: str, limit: int = 1) -> tuple[list[str], list[str], list[str]]:
+    """Every page of ``path`` as ``caller``: (ids in order, cursors handed out, starved pages)."""
+    ids: list[str] = []
+    cursors: list[str] = []
+    starved: list[str] = []
+    cursor: str | None = None
+    for _ in range(100):
+        sep = "&" if "?" in path else "?"
+        r = caller.get(f"{path}{sep}limit={limit}" + (f"&cursor={cursor}" if cursor else ""))
+        assert r.status == 200, r.text
+        body = r.json()
+        page = body["page"] if isinstance(body.get("page"), dict) else body
+        rows = body[key]
+        ids += [row.get("id") or row["threadId"] for row in rows]
+        if page["hasMore"] and not rows:
+            starved.append(page["nextCursor"])
+        cursor = page["nextCursor"]
+        assert page["hasMore"] == (cursor is not None)
+        if cursor is None:
+            return ids, cursors, starved
+        cursors.append(cursor)
+    raise AssertionError(f"{path} did not end")
+
+
+@teams
+@pytest.mark.timeout(300)
+def test_pages_of_documents_sessions_and_threads_neither_starve_nor_name_hidden_rows(api):
+    """Gaps 2 and 3: a region-limited reader pages /documents, /sessions and /threads one row a
+    page past many rows it may not read: every page before the last holds a row, the rows are
+    exactly its own, and no cursor carries the id of a hidden row (nor any readable key)."""
+    a, b, admin = _team(api, "a"), _team(api, "b"), _team(api, "admin")
+    own: dict[str, list[str]] = {"documents": [], "sessions": [], "threads": []}
+    hidden: dict[str, list[str]] = {"documents": [], "sessions": [], "threads": []}
+
+    def document(caller, scope: str, n: int) -> str:
+        r = caller.post("/documents", {"title": f"notes {n}", "text": f"# notes {n}\n\nitem {n} of the list.",
+                                       "scopes": [[scope]]})
+        assert r.status in (200, 202), r.text
+        return r.json()["id"]
+
+    def session(caller, scope: str) -> str:
+        r = caller.post("/sessions", {"scopes": [[scope]]})
+        assert r.status == 201, r.text
+        return r.json()["id"]
+
+    own["documents"].append(document(a, TEAM_A, 0))
+    own["sessions"].append(session(a, TEAM_A))
+    for n in range(1, 7):
+        hidden["documents"].append(document(b, TEAM_B, n))
+        hidden["sessions"].append(session(b, TEAM_B))
+    own["documents"].append(document(a, TEAM_A, 7))
+    own["sessions"].append(session(a, TEAM_A))
+    # Thread ids order the list: a readable one, then team b's and a quarantined one, then another.
+    for thread, readers in [("t0-a", ["team-a"]), *((f"t{n}-b", ["team-b"]) for n in range(1, 6)),
+                            ("t6-quarantined", []), ("t7-a", ["team-a", "team-ab"])]:
+        assert admin.put(f"/threads/{thread}/acl", {"acl_readers": readers}).status == 200
+        (own if "team-a" in readers else hidden)["threads"].append(thread)
+    for collection, key in (("documents", "documents"), ("sessions", "items"), ("threads", "items")):
+        ids, cursors, starved = _walk(a, f"/{collection}", key)
+        assert ids == own[collection], (collection, ids)
+        assert not starved, f"/{collection}: empty pages with hasMore"
+        for value in cursors:
+            raw = _cursor_bytes(value)
+            for row_id in hidden[collection] + own[collection]:
+                assert row_id.encode() not in raw, f"/{collection} cursor names {row_id}"
+            assert b"team/b" not in raw and b"acme" not in raw
+        # Team b sees its own and only those, with no empty page either.
+        ids, _, starved = _walk(b, f"/{collection}", key, limit=2)
+        assert set(ids) == {i for i in hidden[collection] if i != "t6-quarantined"} and not starved
+    # A cursor altered by one character, or replayed on another list, is a 400.
+    _, cursors, _ = _walk(a, "/threads", "items")
+    for at in (0, len(cursors[0]) // 2, len(cursors[0]) - 1):
+        forged = cursors[0][:at] + ("A" if cursors[0][at] != "A" else "B") + cursors[0][at + 1:]
+        assert a.get(f"/threads?cursor={forged}").status == 400, at
+    assert a.get(f"/sessions?cursor={cursors[0]}").status == 400
+
+
+@teams
+def test_thread_context_of_an_unreadable_thread_is_404_like_a_missing_one(api):
+    """Gap 4: README, openapi.yaml and the handler agree: 404, exactly as a missing thread."""
+    a, b, admin = _team(api, "a"), _team(api, "b"), _team(api, "admin")
+    assert admin.put("/threads/t-b/acl", {"acl_readers": ["team-b"]}).status == 200
+    assert b.post("/threads/t-b/turns", {"text": "team b's secret plan"}).status == 201
+    assert admin.put("/threads/t-q/acl", {"acl_readers": []}).status == 200
+    assert admin.post("/threads/t-q/turns", {"text": "quarantined words"}).status == 201
+    body = {"query": "plan", "last_n_turns": 5}
+    assert [i["text"] for i in b.post("/threads/t-b/context", body).json()["items"]] == ["team b's secret plan"]
+    answers = [a.post(f"/threads/{t}/context", body) for t in ("t-b", "t-q", "t-missing")]
+    assert [r.status for r in answers] == [404, 404, 404]
+    assert len({r.json()["title"] for r in answers}) == 1
+    assert all("secret" not in r.text and "quarantined" not in r.text for r in answers)
+    documented = SPEC_PATHS["/api/v1/{context_id}/threads/{thread_id}/context"]["post"]["responses"]
+    assert "404" in documented
+
+
+def _triples(caller, scope: str, subject: str, *rows: dict[str, Any]) -> None:
+    triples = [{"entity": {"type": "person", "name": subject}, **row} for row in rows]
+    r = caller.post("/facts", {"text": f"facts about {subject}", "infer": "triples", "triples": triples,
+                               "scopes": [[scope]]})
+    assert r.status == 200, r.text
+
+
+def _about(caller, name: str) -> dict[str, Any]:
+    """What ``caller`` reads about ``person/<name>``: entity status, attribute values, its
+    relations out and in, its actions."""
+    r = caller.get(f"/entities/person/{name}")
+    entity = r.json() if r.status == 200 else None
+    items = lambda path: caller.get(path).json()["items"]  # noqa: E731
+    return {"status": r.status,
+            "attributes": sorted(a["value"] for a in (entity or {}).get("attributes", [])),
+            "listed": f"entity:person/{name}" in {e["id"] for e in caller.get("/entities").json()["entities"]},
+            "out": sorted(x["object"].rpartition("/")[2] for x in items(f"/relations?src=person/{name}")),
+            "in": sorted(x["subject"].rpartition("/")[2] for x in items(f"/relations?dst=person/{name}")),
+            "actions": sorted(x["object"] for x in items(f"/actions?actor=person/{name}"))}
+
+
+@teams
+def test_an_entity_delete_stays_in_the_region_and_the_entity_is_everyones_who_holds_facts(api, runtime):
+    """Gap 1: team a deletes ``person/user``; team b's facts about it (attributes, relations
+    from it and to it, actions) stay, and team b reads the entity though team a wrote first."""
+    a, b, ab, admin = _team(api, "a"), _team(api, "b"), _team(api, "ab"), _team(api, "admin")
+    _triples(a, TEAM_A, "user", {"key": "city", "value": "Paris"}, {"verb": "visited", "object": "Lyon"},
+             {"key": "employer", "target": {"type": "organization", "name": "alphacorp"}})
+    _triples(a, TEAM_A, "anna", {"key": "colleague", "target": {"type": "person", "name": "user"}})
+    _triples(b, TEAM_B, "user", {"key": "city", "value": "Berlin"}, {"verb": "visited", "object": "Bonn"},
+             {"key": "employer", "target": {"type": "organization", "name": "betacorp"}})
+    _triples(b, TEAM_B, "bert", {"key": "colleague", "target": {"type": "person", "name": "user"}})
+    before_b = _about(b, "user")
+    assert before_b == {"status": 200, "attributes": ["Berlin"], "listed": True, "out": ["betacorp"],
+                        "in": ["bert"], "actions": ["Bonn"]}
+    assert _about(a, "user")["attributes"] == ["Paris"]
+    assert _about(ab, "user")["attributes"] == ["Berlin", "Paris"]
+    # Team a reads nothing of team b's and writes none of it.
+    assert "Berlin" not in a.get("/entities/person/user").text
+
+    # Team ab reads both but writes only team a's: its delete takes team a's, and only those.
+    r = ab.request("DELETE", "/entities/person/user")
+    assert r.status == 204, r.text
+    assert _about(b, "user") == before_b
+    assert _about(a, "user") == {"status": 404, "attributes": [], "listed": False, "out": [], "in": [], "actions": []}
+    assert _about(ab, "user") == before_b
+    assert _about(admin, "user")["attributes"] == ["Berlin"]
+    # What is left team ab may read but not write: 403, and nothing changes.
+    snapshot = sorted((r.pk, r.sk, r.version) for r in runtime.store.scan("c#acme#"))
+    r = ab.request("DELETE", "/entities/person/user")
+    assert r.status == 403, r.text
+    assert sorted((r.pk, r.sk, r.version) for r in runtime.store.scan("c#acme#")) == snapshot
+    # Team a cannot see the entity any more: 404, and nothing changes either.
+    assert a.request("DELETE", "/entities/person/user").status == 404
+    assert sorted((r.pk, r.sk, r.version) for r in runtime.store.scan("c#acme#")) == snapshot
+
+    # Team b's own delete removes the rest, and the entity with it.
+    assert b.request("DELETE", "/entities/person/user").status == 204
+    for caller in (a, b, ab, admin):
+        assert _about(caller, "user") == {"status": 404, "attributes": [], "listed": False, "out": [], "in": [],
+                                          "actions": []}
+    # The entities on the other side of the relations are untouched.
+    assert _about(a, "anna")["status"] == _about(b, "bert")["status"] == 200
+    # Mentioning the entity again (team a) makes it afresh, team a's alone.
+    _triples(a, TEAM_A, "user", {"key": "city", "value": "Nice"})
+    assert _about(a, "user")["attributes"] == ["Nice"] and _about(b, "user")["status"] == 404
+
+
+@teams
+def test_an_entity_delete_reads_only_the_entitys_own_rows(api, runtime, monkeypatch):
+    """Gap 1: the delete queries the entity's own partitions (attributes, relations, its
+    reference rows), never every entity's relations, the actions or the uncertainties."""
+    a = _team(api, "a")
+    for n in range(6):
+        _triples(a, TEAM_A, f"other{n}", {"key": "city", "value": f"Town{n}"},
+                 {"key": "friend", "target": {"type": "person", "name": f"other{(n + 1) % 6}"}},
+                 {"verb": "visited", "object": f"Place{n}"})
+    _triples(a, TEAM_A, "user", {"key": "city", "value": "Paris"}, {"verb": "visited", "object": "Lyon"})
+    _triples(a, TEAM_A, "other0", {"key": "sibling", "target": {"type": "person", "name": "user"}})
+    entity = a.get("/entities/person/user").json()
+    ids = {x["id"] for x in entity["attributes"] + entity["relations"]} | {
+        x["id"] for path in ("/actions?actor=person/user", "/relations?dst=person/user")
+        for x in a.get(path).json()["items"]}
+    assert len(ids) == 3, ids
+    queried: list[str] = []
+    query = runtime.store.query
+
+    def counting(pk, *args, **kw):
+        queried.append(pk)
+        return query(pk, *args, **kw)
+
+    monkeypatch.setattr(runtime.store, "query", counting)
+    assert a.request("DELETE", "/entities/person/user").status == 204
+    monkeypatch.setattr(runtime.store, "query", query)
+    own = {f"c#acme#default#{part}#entity:person/user" for part in ("attrs", "rels", "refs")}
+    # Besides them only the derived copies of what it removed (cached replies naming those rows).
+    derived = [pk for pk in queried if pk not in own]
+    assert all("#cache-refs#" in pk and pk.rpartition("#")[2] in ids | {"entity:person/user"} for pk in derived), \
+        sorted(set(derived))
+    assert not [x for x in a.get("/relations?dst=person/user").json()["items"]]
+    assert [x["object"] for x in a.get("/relations?src=person/other0").json()["items"]] == ["entity:person/other1"]
+    assert len(a.get("/actions").json()["items"]) == 6

@@ -3,7 +3,10 @@ against the local server over real HTTP, on both stores."""
 
 from __future__ import annotations
 
+import pytest
+
 from agent_memory.client import Memory, MemoryClient
+from agent_memory.client.errors import NotFoundError
 
 
 def test_support_handoff_as_written(sdk):
@@ -137,7 +140,10 @@ def test_therapy_session_context_as_written(sdk):
 
     # Reader lists and the partition: another principal of clinic A sees nothing, and the same
     # thread id in clinic B is another thread.
+    # The thread has no reader list of its own, so the outsider reads it with none of its turns;
+    # in clinic B it does not exist (404, as every thread read).
     outsider = Memory("patient-7", client=sdk("bob", partition="clinic-a")).thread("patient-7-care")
     assert outsider.context("breathing exercise", last_n_turns=6) == []
     other_clinic = Memory("patient-7", client=sdk("care", partition="clinic-b")).thread("patient-7-care")
-    assert other_clinic.context("breathing exercise", last_n_turns=6) == []
+    with pytest.raises(NotFoundError):
+        other_clinic.context("breathing exercise", last_n_turns=6)

@@ -102,11 +102,11 @@ def test_context_recent_window_then_older_semantic_matches(as_):
     assert api.post(f"{T}/context", {"query": "printer", "lastNTurns": 2, "recentFirst": True}).status == 200
 
 
-def test_context_of_unknown_thread_is_empty(as_):
-    # Nothing to recall yet (the spec's loops ask before the first turn); a restricted thread
-    # answers the same way (tests/access), so the two cannot be told apart.
+def test_context_of_unknown_thread_is_404(as_):
+    # As every thread read; a restricted thread answers the same way (tests/access), so the
+    # two cannot be told apart.
     r = as_().post("/threads/nothing-here/context", {"query": "anything"})
-    assert r.status == 200 and r.json() == {"items": []}
+    assert r.status == 404 and r.json()["status"] == 404
     assert as_().get("/threads/nothing-here").status == 404
     assert as_().get("/threads/nothing-here/turns").status == 404
 

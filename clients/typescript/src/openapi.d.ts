@@ -301,7 +301,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description The latest last_n_turns turns (chronological, or newest first with recent_first), then up to five older semantic matches from the same thread; a turn in both appears once, as recent. With entity_id the last N turns are taken first and then filtered to the entity (no scan further back). 503 with code thread_projection_pending and Retry-After while the thread's latest turn is not yet searchable and older turns exist. */
+        /** @description The latest last_n_turns turns (chronological, or newest first with recent_first), then up to five older semantic matches from the same thread; a turn in both appears once, as recent. With entity_id the last N turns are taken first and then filtered to the entity (no scan further back). 503 with code thread_projection_pending and Retry-After while the thread's latest turn is not yet searchable and older turns exist. 404 for a thread that does not exist and, alike, for one whose reader list excludes the caller when no turn of the answer names the caller (as every thread read). */
         post: operations["threadContext"];
         delete?: never;
         options?: never;
@@ -3179,6 +3179,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };

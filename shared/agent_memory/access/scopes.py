@@ -122,6 +122,26 @@ def visible(scopes: Sequence[Sequence[str]], region: Sequence[str] | None) -> bo
     return any(all(path_covered(p, region) for p in clause) for clause in scopes)
 
 
+def union(a: Sequence[Sequence[str]], b: Sequence[Sequence[str]]) -> Dnf:
+    """The selector visible to exactly the readers of ``a`` or of ``b`` (OR of the clauses):
+    unscoped (``[]``) when either is, else the clauses of both in canonical order."""
+    if not a or not b:
+        return []
+    return normalise_dnf([list(c) for c in (*a, *b)])
+
+
+def removable(scopes: Sequence[Sequence[str]], read_region: Sequence[str] | None,
+              write_region: Sequence[str] | None) -> bool:
+    """Whether a caller may remove a record with ``scopes``: it reads it and writes every path
+    of every clause (``/forget``'s rule: an unscoped record only with an unrestricted write
+    region)."""
+    if not visible(scopes, read_region):
+        return False
+    if write_region is None:
+        return True
+    return bool(scopes) and not writable(scopes, write_region)
+
+
 def ancestors(path: str) -> list[str]:
     """``a/b/c`` -> ``["a", "a/b", "a/b/c"]``: the region paths that would cover ``path``."""
     parts = path.split("/")

@@ -71,8 +71,14 @@ def idempotency_ref_pk(ctx: RequestContext, record_id: str) -> str:
 # relations          c#<ctx>#<part>#rels#<subject>    a#<label>#<rel id>
 #   head rows        c#<ctx>#<part>#rels#<subject>    h#<label>#<scope sig>[#<object>]
 # actions            c#<ctx>#<part>#actions           <occurred at>#<act id>
+# references         c#<ctx>#<part>#refs#<entity>     <kind>#<row id>            (-> a row elsewhere)
 # instructions       c#<ctx>#<part>#instructions      <instr id>
 # uncertainties      c#<ctx>#<part>#uncertainties     <unc id>
+#
+# A reference row points at a row outside the entity's own partitions that names it (a
+# relation to it, stored under its subject; an action it is the actor of; an uncertainty about
+# it), with that row's scopes, written with the row: ``DELETE /entities`` reads the entity's
+# partitions and its references, never another entity's rows.
 #
 # Head rows serialise writers of one single-valued (entity, key, scope): superseding the
 # current value and inserting the new one is one transaction conditioned on the head's
@@ -109,6 +115,14 @@ def head_sk(key: str, scope_sig: str, value: str | None = None) -> str:
 
 def current_gsi(ctx: RequestContext, kind: str) -> str:
     return f"{base(ctx)}#current#{kind}"
+
+
+def refs_pk(ctx: RequestContext, entity_id: str) -> str:
+    return f"{base(ctx)}#refs#{entity_id}"
+
+
+def ref_sk(kind: str, row_id: str) -> str:
+    return f"{kind}#{row_id}"
 
 
 def actions_pk(ctx: RequestContext) -> str:

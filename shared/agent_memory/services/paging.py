@@ -1,4 +1,4 @@
-"""Keyset paging over one record-store query, with a filter, behind signed cursors.
+"""Keyset paging over one record-store query, with a filter, behind encrypted cursors.
 
 Every collection of the read API (``/entities``, ``/attributes``, ``/relations``,
 ``/actions``, ``/instructions``, ``/uncertainty``, entity history) is one partition (or the
@@ -16,7 +16,8 @@ gsi1 current-facts index) read in sort-key order. Pages are cut by *key*, never 
 - the caller's read region is applied by the store inside its query (``read_region``),
   not after it: a narrow region still gets full pages.
 
-Cursors (``agent_memory.kernel.cursor``) are signed over the context and a *collection name* that
+Cursors (``agent_memory.kernel.cursor``) are encrypted and authenticated over the context and a
+*collection name* that
 includes the partition and every filter, so a cursor replayed with other filters, in another
 context or partition, is a 400 rather than a key outside the queried range.
 """

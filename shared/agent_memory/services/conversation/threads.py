@@ -188,12 +188,6 @@ class ThreadService:
         """Whether the thread's own reader list lets the caller see it at all."""
         return reader_access.check(thread.acl_readers, ctx).allowed
 
-    def _readable_thread(self, ctx: RequestContext, thread_id: str) -> Thread | None:
-        """The thread, or ``None`` when it is missing or the caller may not see it: the two
-        answer alike, so a restricted thread's existence does not leak."""
-        thread = self._thread(ctx, thread_id)
-        return thread if thread is not None and self._visible(ctx, thread) else None
-
     def get_thread(self, ctx: RequestContext, thread_id: str) -> Thread:
         """Thread metadata; a thread whose own reader list excludes the caller reads as absent."""
         thread = self._thread(ctx, thread_id)
@@ -322,10 +316,20 @@ class ThreadService:
         return TurnText(row, self._texts(ctx, thread_id, [row])[row.id])
 
     def context(self, ctx: RequestContext, thread_id: str, req: ThreadContextRequest) -> list[ContextItem]:
+        """The recent window and older semantic matches of a thread. A missing thread, and one
+        whose own reader list excludes the caller with no turn of the answer naming it, is 404,
+        alike (as every thread read): no oracle for a restricted thread's existence."""
         req.check()
-        thread = self._readable_thread(ctx, thread_id)
-        if thread is None:  # missing and unreadable threads answer alike: nothing to recall yet
-            return []
+        thread = self._thread(ctx, thread_id)
+        if thread is None:
+            raise NotFound(f"thread {thread_id} does not exist")
+        items = self._context(ctx, thread, req)
+        if not items and not self._visible(ctx, thread):
+            raise NotFound(f"thread {thread_id} does not exist")
+        return items
+
+    def _context(self, ctx: RequestContext, thread: Thread, req: ThreadContextRequest) -> list[ContextItem]:
+        thread_id = thread.id
         pk = keys.thread_turns_pk(ctx, thread_id)
         records = self.store.query(pk, limit=req.last_n_turns, forward=False).records  # newest first
         if not records:

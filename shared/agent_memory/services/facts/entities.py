@@ -7,12 +7,21 @@
   it returns the rows whose validity contains the instant (``validFrom <= t < validUntil``,
   docs/decisions.md, "Time"), read from the history rows, so superseded values come back for the time
   they were true. ``limit`` (default 500) bounds each list; ``truncated`` says when it cut.
-- ``DELETE /entities/{type}/{name}`` is a soft delete: the entity row and every fact row
-  about it (its attributes and relations, history included; relations from other entities
-  to it; its actions; uncertainties about it) are marked ``deleted`` in conditioned
-  transactions, so they leave every read, and projection removes their search units.
-  Readers also hide facts naming a deleted entity (a write racing the delete). Mentioning
-  the entity again later creates it afresh (the write path re-creates a deleted row).
+- An entity is visible to whoever may see a fact about it: its row's scopes are the union
+  (OR) of the scopes of the writes that named it (the write path widens them), so a team that
+  wrote facts about ``person/user`` reads the entity whoever wrote about it first.
+- ``DELETE /entities/{type}/{name}`` is a soft delete of what the caller may both read and
+  write about the entity (``/forget``'s rule): its attributes and relations, history
+  included; relations from other entities to it, its actions and uncertainties about it
+  (found through its reference rows, ``storage_keys``: the delete reads the entity's own
+  partitions, never another entity's, and the store filters them by the read region). They are
+  marked ``deleted`` in conditioned transactions, so they leave every read, and projection
+  removes their search units. What others wrote stays, and so does the entity for them: its
+  scopes lose the clauses nothing readable is left in (a caller who reads everything knows
+  exactly; one who does not keeps the clauses it cannot read or write). Only when nothing is
+  left is the entity row itself deleted; readers then also hide facts naming it (a write racing
+  the delete), and mentioning it again creates it afresh. A caller who reads the entity but
+  may remove nothing about it gets 403 and nothing changes.
 - ``GET /entities/{type}/{name}/history/{key}``: one attribute's rows, oldest to newest
   (by ``validFrom``, then creation), with their ``supersedes``/``supersededBy`` links;
   ``.../history``: every key's rows, paged in key order.
@@ -24,10 +33,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from agent_memory.access import scopes
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
-from agent_memory.kernel.errors import Conflict, InvalidRequest, NotFound
+from agent_memory.kernel.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from agent_memory.kernel.ids import (
     ENTITY_TYPES,
     MAX_ENTITY_NAME_BYTES,
@@ -42,7 +52,7 @@ from agent_memory.ports import Condition, ConditionFailed, Record
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.services import paging
 from agent_memory.services.facts.forget import remove_records, tombstone
-from agent_memory.services.facts.readable import Readable
+from agent_memory.services.facts.readable import Readable, named_entities
 
 if TYPE_CHECKING:
     from agent_memory.kernel.cursor import CursorSecret
@@ -169,36 +179,91 @@ class EntityService:
     # --- delete ------------------------------------------------------------------------
 
     def delete(self, ctx: RequestContext, entity_id: str) -> None:
+        """Remove what the caller may both read and write about the entity (module docstring)."""
         for _ in range(DELETE_ATTEMPTS):
             record = self.load(ctx, entity_id)
+            rows, refs = self._fact_rows(ctx, entity_id)
+            may = [scopes.removable(r.data.get("scopes") or [], ctx.read_region, ctx.write_region) for r in rows]
+            ok = [r for r, m in zip(rows, may, strict=True) if m]
+            kept = [r for r, m in zip(rows, may, strict=True) if not m]
+            left = self._scopes_left(ctx, record.data.get("scopes") or [], ok, kept)
+            if not ok and left is not None and left == scopes.normalise_dnf(record.data.get("scopes") or []):
+                raise Forbidden(f"entity {entity_id.removeprefix('entity:')}: nothing about it lies in your "
+                                "write region", code="scope_not_writable")
+            removed = remove_records(self.store, ok, purge=False)
+            gone = {(r.pk, r.sk) for r in ok}
+            remove_records(self.store, [ref for ref, row in refs if row is None or (row.pk, row.sk) in gone
+                                        if scopes.removable(ref.data.get("scopes") or [], ctx.read_region,
+                                                            ctx.write_region)], purge=True)
+            now = timeutil.now_iso()
+            if left is None:
+                update = tombstone(record, now)
+            else:
+                update = Record(record.pk, record.sk, {**record.data, "scopes": left, "updatedAt": now},
+                                version=record.version + 1, expires_at=record.expires_at)
             try:
-                self.store.put(tombstone(record, timeutil.now_iso()), Condition.version_is(record.version))
-                break
-            except ConditionFailed:
+                self.store.put(update, Condition.version_is(record.version))
+            except ConditionFailed:  # a write widened (or a delete removed) it meanwhile: read again
+                self._forget.after_removal(ctx, removed)
                 continue
-        else:
-            raise Conflict(f"entity {entity_id} is being modified concurrently; retry")
-        rows = self._fact_rows(ctx, entity_id)
-        removed = remove_records(self.store, rows, purge=False)
-        self._forget.after_removal(ctx, removed | {entity_id})
+            self._forget.after_removal(ctx, removed | ({entity_id} if left is None else set()))
+            return
+        raise Conflict(f"entity {entity_id} is being modified concurrently; retry")
 
-    def _fact_rows(self, ctx: RequestContext, entity_id: str) -> list[Record]:
-        """Every live row about the entity (see the module docstring)."""
-        store = self.store
+    @staticmethod
+    def _scopes_left(ctx: RequestContext, entity_scopes: list[list[str]], removed: list[Record],
+                     kept: list[Record]) -> list[list[str]] | None:
+        """The entity's scopes once ``removed`` are gone (``None``: nothing left, the entity goes).
 
-        def live(src: paging.Source, match=lambda d: True) -> list[Record]:
-            return [r for r in paging.scan(store, src, batch=500)
-                    if not r.data.get("deleted") and r.data.get("kind") and match(r.data)]
+        The entity row's scopes are the union of the scopes of what was written about it. A
+        caller who reads everything knows what is left: the union of ``kept``. Any other caller
+        cannot see what lies outside its read region, so the clauses it cannot read stay, as do
+        those it cannot write and those of the rows it keeps; an unscoped entity stays so."""
+        def union(rows: list[Record]) -> list[list[str]] | None:
+            out: list[list[str]] | None = None
+            for r in rows:
+                row_scopes = r.data.get("scopes") or []
+                out = row_scopes if out is None else scopes.union(out, row_scopes)
+            return scopes.normalise_dnf(out) if out is not None else None
+
+        if ctx.read_region is None:
+            return union(kept)
+        if not entity_scopes:
+            return []
+        clauses = [c for c in scopes.normalise_dnf(entity_scopes)
+                   if not scopes.removable([c], ctx.read_region, ctx.write_region)]
+        from_kept = union(kept)
+        if from_kept == []:
+            return []
+        clauses = scopes.normalise_dnf(clauses + (from_kept or []))
+        return clauses or None
+
+    def _fact_rows(self, ctx: RequestContext, entity_id: str) -> tuple[list[Record], list[tuple[Record, Record | None]]]:
+        """The live rows about the entity the caller may read, and its reference rows (each with
+        the row it points at, ``None`` when that is gone), read by key: the entity's attribute
+        and relation partitions, and its references (relations to it from other entities,
+        actions it is the actor of, uncertainties about it), region filtered in the store."""
+        readable = Readable(self.store, ctx)
+
+        def live(src: paging.Source) -> list[Record]:
+            return [r for r in paging.scan(self.store, src, batch=500, read_region=ctx.read_region)
+                    if r.data.get("kind") and readable.visible(r.data)]
 
         rows = live(paging.Source(keys.attrs_pk(ctx, entity_id), prefix="a#"))
         rows += live(paging.Source(keys.rels_pk(ctx, entity_id), prefix="a#"))
-        # Relations from other entities to this one live in their subjects' partitions.
-        for other in paging.scan(store, paging.Source(keys.entities_pk(ctx)), batch=500):
-            subject = other.data.get("id")
-            if subject and subject != entity_id:
-                rows += live(paging.Source(keys.rels_pk(ctx, subject), prefix="a#"),
-                             lambda d: d.get("object") == entity_id)
-        rows += live(paging.Source(keys.actions_pk(ctx)), lambda d: d.get("actor") == entity_id)
-        rows += live(paging.Source(keys.uncertainties_pk(ctx)), lambda d: d.get("entityId") == entity_id)
-        return rows
-
+        refs = live(paging.Source(keys.refs_pk(ctx, entity_id)))
+        wanted = [(r.data["rowPk"], r.data["rowSk"]) for r in refs]
+        found: dict[tuple[str, str], Record] = {}
+        for start in range(0, len(wanted), 100):
+            found.update({(r.pk, r.sk): r for r in self.store.batch_get(wanted[start:start + 100])})
+        pointed: list[tuple[Record, Record | None]] = []
+        for ref in refs:
+            row = found.get((ref.data["rowPk"], ref.data["rowSk"]))
+            names_it = entity_id in named_entities(row.data) or row.data.get("entityId") == entity_id \
+                if row is not None else False
+            if row is not None and (not readable.visible(row.data) or not names_it):
+                row = None
+            pointed.append((ref, row))
+            if row is not None:
+                rows.append(row)
+        return rows, pointed

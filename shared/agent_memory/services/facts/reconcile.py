@@ -68,6 +68,7 @@ from datetime import datetime
 from typing import Literal
 
 from agent_memory.access.scopes import normalise_dnf
+from agent_memory.access.scopes import union as scope_union
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import key_fits, new_id, split_entity_id
 from agent_memory.models.extraction import CorrectionSummary, ExtractionOutput, ExtractionResult
@@ -580,7 +581,10 @@ def _entities(extraction: ExtractionOutput, resolver: EntityResolver, plan: Reco
         name = learned.get(eid) or resolver.names.get(eid) or split_entity_id(eid)[1]
         existing = resolver.existing.get(eid)
         if existing is not None:
-            touches.append(EntityTouch(dataclasses.replace(existing, name=name, updated_at=write.now), False))
+            # The entity is visible to whoever may see a fact about it: its scopes gain this
+            # write's (the repository writes the row only when that widens them).
+            touches.append(EntityTouch(dataclasses.replace(existing, name=name, updated_at=write.now,
+                                                           scopes=scope_union(existing.scopes, write.scopes)), False))
             continue
         cat = "identity" if eid == SELF_ENTITY_ID else vocab.known_category(model_category or vocab.DEFAULT_CATEGORY)
         touches.append(EntityTouch(Entity(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory.access.request_context import RequestContext
+from agent_memory.access.scopes import normalise_dnf
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_name_fits, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Uncertainty
@@ -54,6 +55,8 @@ class Loaded:
     tombstones: dict[str, int] = field(default_factory=dict)
 
 
+# Kinds stored outside their entity's partitions whose rows get a reference row (storage_keys).
+REFERENCED_KINDS = ("action", "uncertainty")
 ENTITY_NAMES = 200  # existing entity names an extraction prompt lists
 
 
@@ -215,6 +218,7 @@ class MemoryRepository:
         names = {eid: e.name for eid, e in loaded.entities.items()}
         for touch in plan.entities:
             names[touch.entity.id] = touch.entity.name
+        widened: dict[str, Entity] = {}  # existing entities a write in new scopes makes visible to more readers
         for touch in plan.entities:
             entity = touch.entity
             if entity.id in loaded.tombstones and entity.id not in loaded.versions:
@@ -222,10 +226,16 @@ class MemoryRepository:
                 ops.append(Put(self._entity_record(ctx, entity, tomb + 1), Condition.version_is(tomb)))
             elif touch.is_new or entity.id not in loaded.versions:
                 ops.append(Put(self._entity_record(ctx, entity, 1), Condition.absent()))
-        renamed = self._self_rename(ctx, plan, loaded)
+            elif (stored := loaded.entities.get(entity.id)) is not None and \
+                    normalise_dnf(entity.scopes) != normalise_dnf(stored.scopes):
+                widened[entity.id] = entity
+        renamed = self._self_rename(ctx, plan, loaded, widened)
         if renamed is not None:
             ops.append(renamed)
             names[SELF_ENTITY_ID] = renamed.record.data["name"]
+        for eid, entity in widened.items():
+            version = loaded.versions[eid]
+            ops.append(Put(self._entity_record(ctx, entity, version + 1), Condition.version_is(version)))
 
         final: dict[str, Fact] = {}
         for row in plan.updated_rows():
@@ -236,16 +246,34 @@ class MemoryRepository:
             final[row.id] = row
             ops.append(Put(self._fact_record(ctx, row, 1, names), Condition.absent()))
         ops.extend(self._head_ops(ctx, plan, loaded, final))
+        for rel in plan.relation_inserts:  # a relation to another entity: a reference in that entity's
+            if rel.object.startswith("entity:") and rel.object != rel.subject:
+                ops.append(self._ref(ctx, rel.object, "relation", rel.id, keys.rels_pk(ctx, rel.subject),
+                                     keys.fact_sk(rel.label, rel.id), rel.scopes))
         for kind in RECORD_KINDS:  # the other kinds' records, where their registry entry keys them
             if kind.store_key is not None:
                 for created in plan.created[kind.kind]:
                     pk, sk = kind.store_key(ctx, created)
                     ops.append(Put(self._plain_record(ctx, pk, sk, kind.kind, created.to_dict(), names),
                                    Condition.absent()))
+                    about = getattr(created, "actor", None) or getattr(created, "entity_id", None)
+                    if kind.kind in REFERENCED_KINDS and about and about.startswith("entity:"):
+                        ops.append(self._ref(ctx, about, kind.kind, created.id, pk, sk, created.scopes))
         return ops
 
-    def _self_rename(self, ctx: RequestContext, plan: ReconcilePlan, loaded: Loaded) -> Put | None:
-        """Learning the user's name renames the self entity for display; its id never changes."""
+    @staticmethod
+    def _ref(ctx: RequestContext, entity_id: str, kind: str, row_id: str, pk: str, sk: str,
+             scopes: list[list[str]]) -> Put:
+        """The reference row telling ``entity_id`` of a row elsewhere that names it (storage_keys)."""
+        data = {"kind": "ref", "of": kind, "rowId": row_id, "rowPk": pk, "rowSk": sk, "entityId": entity_id,
+                "scopes": [list(c) for c in scopes], "contextId": ctx.context_id, "partition": ctx.partition}
+        return Put(Record(pk=keys.refs_pk(ctx, entity_id), sk=keys.ref_sk(kind, row_id), data=data),
+                   Condition.absent())
+
+    def _self_rename(self, ctx: RequestContext, plan: ReconcilePlan, loaded: Loaded,
+                     widened: dict[str, Entity]) -> Put | None:
+        """Learning the user's name renames the self entity for display; its id never changes.
+        A self entity this write also widens is renamed in that one write (taken from ``widened``)."""
         names = [a.value for a in plan.inserts if a.entity_id == SELF_ENTITY_ID and a.key == "name"
                  and a.valid_until is None]
         if not names:
@@ -255,7 +283,7 @@ class MemoryRepository:
         if new_entity is not None:
             new_entity.entity.name = names[-1]
             return None  # the insert above carries the new name
-        entity = loaded.entities.get(SELF_ENTITY_ID)
+        entity = widened.pop(SELF_ENTITY_ID, None) or loaded.entities.get(SELF_ENTITY_ID)
         if entity is None or SELF_ENTITY_ID not in loaded.versions:
             return None
         entity.name = names[-1]

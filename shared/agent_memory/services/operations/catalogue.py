@@ -94,12 +94,15 @@ class CatalogueService:
         def keep(session: Session) -> bool:
             return not session.deleted and scope_lib.visible(session.scopes or [], ctx.read_region)
 
-        return self._page(ctx, "sessions", keys.sessions_pk(ctx), Session.from_item, keep, limit, page_cursor)
+        return self._page(ctx, "sessions", keys.sessions_pk(ctx), Session.from_item, keep, limit, page_cursor,
+                          read_region=ctx.read_region)
 
     def list_threads(self, ctx: RequestContext, limit: int, page_cursor: str | None) -> Page[Thread]:
         def keep(thread: Thread) -> bool:
             return reader_access.check(thread.acl_readers, ctx).allowed
 
+        # Reader lists are not scopes: the store cannot filter them, so the page reads on past
+        # the threads the caller may not read (``paging.read_page``'s scan budget bounds it).
         return self._page(ctx, "threads", keys.threads_pk(ctx), Thread.from_item, keep, limit, page_cursor)
 
     def list_documents(self, ctx: RequestContext, limit: int, page_cursor: str | None, *, page: int | None = None,
@@ -108,8 +111,8 @@ class CatalogueService:
         those with ``status`` or ``mime_type``, paged by number or cursor (``paging.numbered``).
         Reads the context's document rows (at most ``paging.NUMBERED_MAX``) to count the total."""
         rows: list[tuple[str, Document]] = []
-        for record in itertools.islice(paging.scan(self.store, paging.Source(keys.documents_pk(ctx), prefix="doc_")),
-                                       paging.NUMBERED_MAX):
+        src = paging.Source(keys.documents_pk(ctx), prefix="doc_")
+        for record in itertools.islice(paging.scan(self.store, src, read_region=ctx.read_region), paging.NUMBERED_MAX):
             if record.data.get("kind") != Document.KIND:
                 continue  # the documents partition holds other rows beside the documents
             doc = Document.from_item(record.data)
@@ -125,16 +128,32 @@ class CatalogueService:
                                page_cursor=page_cursor)
 
     def _page(self, ctx: RequestContext, collection: str, pk: str, load: Callable[[dict[str, Any]], R | None],
-              keep: Callable[[R], bool], limit: int, page_cursor: str | None) -> Page[R]:
+              keep: Callable[[R], bool], limit: int, page_cursor: str | None, *,
+              read_region: Sequence[str] | None = None) -> Page[R]:
         """Newest first is not an order the store keeps; ids are ULIDs, so oldest first.
-        Rows the caller may not see are skipped, so a page may be short (as in every list)."""
-        secret = self._cursor_secret
-        after = cursor.decode(secret, ctx.context_id, f"{collection}:{ctx.partition}", page_cursor)
-        page = self.store.query(pk, after=after, limit=limit)
-        last = _truthful(self.store, pk, page.last_key)
-        next_cursor = cursor.encode(secret, ctx.context_id, f"{collection}:{ctx.partition}", last)
-        rows = [load(r.data) for r in page.records]
-        return Page([row for row in rows if row is not None and keep(row)], next_cursor)
+
+        A page holds the first ``limit`` rows the caller may see after the cursor
+        (``paging.read_page``: ``read_region`` filtered inside the store's query, ``keep``
+        checked on every row, reading on until the page is full or the scan budget is spent),
+        so a page is short only at the end of the list or past that budget, and ``hasMore`` is
+        truthful. The cursor is encrypted (``kernel.cursor``): when the budget cuts a page past
+        rows the caller may not see, the key it resumes from tells nothing about them."""
+        secret, name = self._cursor_secret, f"{collection}:{ctx.partition}"
+        after = cursor.decode(secret, ctx.context_id, name, page_cursor)
+        loaded: dict[int, R] = {}
+
+        def visible(records: list[Record]) -> list[Record]:
+            out = []
+            for record in records:
+                row = load(record.data)
+                if row is not None and keep(row):
+                    loaded[id(record)] = row
+                    out.append(record)
+            return out
+
+        records, last = paging.read_page(self.store, paging.Source(pk), limit=limit, after=after, keep=visible,
+                                         read_region=read_region)
+        return Page([loaded[id(r)] for r in records], cursor.encode(secret, ctx.context_id, name, last))
 
 
 def _truthful(store: RecordStore, pk: str, last_key: dict[str, str] | None) -> dict[str, str] | None:
