@@ -275,15 +275,20 @@ class StreamOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def _produce(frames: Iterator[Any], out: queue.Queue, stop: threading.Event) -> None:
-    """Makes the frames on its own thread (a frame may wait on the model), then closes them:
-    closing is what stops the model call and releases the in-flight slot."""
+def _produce(frames: Iterator[Any], out: queue.Queue, acks: queue.Queue) -> None:
+    """Makes the frames on its own thread (a frame may wait on the model) in lockstep with the
+    writer: the next frame is made only once the last one was written (``acks``), so no frame,
+    and above all not the ``done`` frame whose making writes the turn, is made after a write
+    failed. Then closes the frames: closing is what stops the model call and releases the
+    in-flight slot."""
     try:
-        for frame in frames:
-            if stop.is_set():
+        while True:
+            try:
+                frame = next(frames)
+            except StopIteration:
                 break
             out.put(("frame", frame))
-            if stop.is_set():
+            if not acks.get():
                 break
     except BaseException as exc:  # noqa: BLE001 - reported as the stream's error
         out.put(("error", exc))
@@ -317,9 +322,9 @@ def send_stream(stream: ResponseStream, response: dict[str, Any], context: Lambd
             frames.close()
         stream.finish()
         return outcome
-    out: queue.Queue = queue.Queue(maxsize=1)  # back-pressure: the producer is a frame ahead at most
-    stop = threading.Event()
-    producer = threading.Thread(target=_produce, args=(iter(frames), out, stop), name="stream-frames",
+    out: queue.Queue = queue.Queue()
+    acks: queue.Queue = queue.Queue()  # True: written, make the next frame; False: stop
+    producer = threading.Thread(target=_produce, args=(iter(frames), out, acks), name="stream-frames",
                                 daemon=True)
     producer.start()
     error: tuple[str, str] | None = None
@@ -346,10 +351,11 @@ def send_stream(stream: ResponseStream, response: dict[str, Any], context: Lambd
             data = item.encode("utf-8") if isinstance(item, str) else bytes(item)
             stream.write(data)
             outcome.chunks += 1
+            acks.put(True)
     except StreamClosed:
         outcome.disconnected = True
     finally:
-        stop.set()
+        acks.put(False)  # a frame made after this (or being made now) is not written
         outcome.bytes_sent = stream.bytes_sent
         # The response ends now (at a deadline, before Lambda would cut it); the producer
         # stops at its next frame and closes the frames, and the loop waits for that, so the

@@ -11,8 +11,8 @@ without timing anything) and its trailers.
         response = api.response(request_id, timeout_s=60)
         response.prelude, response.body_chunks, response.trailers
 
-``invoke(..., disconnect_after=n)`` closes the response connection after its ``n``-th body
-chunk, as Lambda does when the caller of a function URL goes away.
+``invoke(..., disconnect_after=n)`` resets the response connection after its ``n``-th body
+chunk, as Lambda drops the response of a function URL caller that went away.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import itertools
 import json
 import queue
 import socket
+import struct
 import threading
 import time
 import uuid
@@ -90,6 +91,7 @@ class FakeRuntimeApi:
         self._lock = threading.Lock()
         self._disconnect: dict[str, int] = {}
         self._on_chunk: dict[str, Any] = {}
+        self._on_disconnect: dict[str, Any] = {}
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -138,10 +140,16 @@ class FakeRuntimeApi:
                 response.transfer_encoding = self.headers.get("Transfer-Encoding")
                 if (response.transfer_encoding or "").lower() == "chunked":
                     if not self._read_chunks(response):
-                        response.disconnected = True
-                        response.done.set()
+                        # Reset, not a polite close: the loop's very next write fails, as
+                        # when Lambda drops the response of a caller that went away.
                         self.close_connection = True
-                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        self.connection.close()
+                        response.disconnected = True
+                        callback = fake._on_disconnect.get(response.request_id)
+                        if callback is not None:
+                            callback()
+                        response.done.set()
                         return
                 else:
                     response.body = self._read_all()
@@ -193,7 +201,11 @@ class FakeRuntimeApi:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a connection the fake reset on purpose
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -203,15 +215,18 @@ class FakeRuntimeApi:
         return f"{host}:{port}"
 
     def invoke(self, event: Any, *, deadline_s: float = 29.0, disconnect_after: int | None = None,
-               on_chunk: Any = None) -> str:
+               on_chunk: Any = None, on_disconnect: Any = None) -> str:
         """Queues an invocation; its request id. ``on_chunk(chunk)`` runs (on the server's
-        thread) as each body chunk arrives."""
+        thread) as each body chunk arrives, ``on_disconnect()`` once the fake has reset the
+        response connection (``disconnect_after``)."""
         request_id = str(uuid.uuid4())
         self.responses[request_id] = Response(request_id)
         if disconnect_after is not None:
             self._disconnect[request_id] = disconnect_after
         if on_chunk is not None:
             self._on_chunk[request_id] = on_chunk
+        if on_disconnect is not None:
+            self._on_disconnect[request_id] = on_disconnect
         trace = f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};Sampled=0"
         self._pending.put((request_id, event, int((time.time() + deadline_s) * 1000), trace))
         return request_id
@@ -245,3 +260,30 @@ class FakeRuntimeApi:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def function_url_event(method: str, path: str, headers: dict[str, str], body: bytes = b"", query: str = "",
+                       url_id: str = "abc123example", region: str = "us-east-1") -> dict[str, Any]:
+    """A request through a Lambda function URL as Lambda delivers it (payload 2.0: ``routeKey``
+    ``$default``, no path parameters, the URL's own domain)."""
+    from urllib.parse import parse_qsl
+
+    params: dict[str, str] = {}
+    for k, v in parse_qsl(query, keep_blank_values=True):
+        params[k] = f"{params[k]},{v}" if k in params else v
+    now = time.time()
+    domain = f"{url_id}.lambda-url.{region}.on.aws"
+    return {
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": query,
+        "headers": {k.lower(): v for k, v in headers.items()} | {"host": domain},
+        "queryStringParameters": params or None,
+        "requestContext": {
+            "accountId": "anonymous", "apiId": url_id, "domainName": domain, "domainPrefix": url_id,
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "203.0.113.9",
+                     "userAgent": headers.get("user-agent", "")},
+            "requestId": str(uuid.uuid4()), "routeKey": "$default", "stage": "$default",
+            "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)), "timeEpoch": int(now * 1000),
+        },
+        "body": body.decode("utf-8") if body else None,
+        "isBase64Encoded": False,
+    }
