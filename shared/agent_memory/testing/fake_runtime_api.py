@@ -144,6 +144,8 @@ class FakeRuntimeApi:
                         # when Lambda drops the response of a caller that went away.
                         self.close_connection = True
                         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        self.rfile.close()  # the socket closes only once its files are closed too
+                        self.wfile.close()
                         self.connection.close()
                         response.disconnected = True
                         callback = fake._on_disconnect.get(response.request_id)
