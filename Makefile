@@ -79,7 +79,8 @@ sam-validate-result:
 
 unit: install-dev
 	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py \
-		--ignore=tests/deploy/test_built_layer.py --ignore=tests/browser --ignore=tests/integrations
+		--ignore=tests/deploy/test_built_streaming.py --ignore=tests/deploy/test_built_layer.py \
+		--ignore=tests/browser --ignore=tests/integrations
 
 # Two agent-framework integrations of the Spectron client (tests/integrations/): their own venv,
 # since their dependencies (pydantic-ai-slim, strands-agents with boto3 and OpenTelemetry, ~150 MB)
@@ -154,9 +155,11 @@ browser-test: install-dev
 	AGENT_MEMORY_BROWSER_REQUIRED=1 $(PY) -m pytest -p no:xdist tests/browser
 
 # Every function served from what `sam build` made (builds first unless `test` started it),
-# then the layer's own checks (bytecode, nothing Lambda never imports) on the same build.
+# the chat function streaming through our runtime loop, then the layer's own checks (bytecode,
+# nothing Lambda never imports) on the same build.
 artifact-check: install-dev
-	$(PY) -m pytest -p no:xdist tests/deploy/test_built_artifact.py tests/deploy/test_built_layer.py
+	$(PY) -m pytest -p no:xdist tests/deploy/test_built_artifact.py tests/deploy/test_built_streaming.py \
+		tests/deploy/test_built_layer.py
 
 cfn-lint: install-dev
 	$(VENV)/bin/cfn-lint template.yaml

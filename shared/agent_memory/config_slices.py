@@ -65,6 +65,9 @@ class Limits:
     # invocation's remaining time less ``deadline_margin_s`` (see agent_memory.kernel.deadline).
     request_deadline_s: float = 29.0
     deadline_margin_s: float = 0.5
+    # A streamed response (the chat function's URL, agent_memory/http/lambda_runtime.py) that
+    # has said nothing for this long gets an SSE comment, so no idle timeout on its way cuts it.
+    stream_keepalive_s: float = 10.0
     cache_similarity: float = 0.95
     extraction_confidence_floor: float = 0.5
     idempotency_ttl_s: int = 24 * 3600

@@ -188,6 +188,29 @@ def test_stream_error_frame_writes_nothing(api, model):
     assert records_except_traces() == before
 
 
+def test_a_model_still_writing_at_the_deadline_ends_the_stream_with_an_error_and_writes_nothing(
+        api, model, monkeypatch):
+    from agent_memory.kernel import deadline
+
+    chat(api, "I live in Oslo.")
+    before = records_except_traces()
+    inner_stream, past = model.stream, threading.Event()
+
+    def writes_past_the_deadline(messages, **kw):
+        for piece in inner_stream(messages, **kw):
+            yield piece
+            past.set()  # every read answered in time, but the request's time is up
+
+    real_expired = deadline.expired
+    monkeypatch.setattr(model, "stream", writes_past_the_deadline)
+    monkeypatch.setattr(deadline, "expired", lambda: past.is_set() or real_expired())
+    r = api.post(f"{CTX}/chat", {"message": "Where do I live?", "stream": True, "bypassCache": True})
+    events = sse_events(r.text)
+    assert [e for e, _ in events][-2:] == ["error", "message"]
+    assert events[-2][1]["status"] == 504
+    assert records_except_traces() == before
+
+
 def test_local_server_streams_incrementally(server, runtime, model, monkeypatch):
     release = threading.Event()
     inner_stream = model.stream

@@ -107,9 +107,13 @@ export class AgentMemory {
    * `context` names the context; `baseUrl` and `apiKey` default to AGENT_MEMORY_URL /
    * AGENT_MEMORY_API_KEY where there is an environment (Node), else http://127.0.0.1:8080
    * and no key. `partition` and `onBehalfOf` go on every call (and can be set per call).
+   * `streamUrl` (default AGENT_MEMORY_STREAM_URL: a deployed stack's `ChatStreamUrl`, the chat
+   * function's URL) is where `chat(..., { stream: true })` goes, so its deltas arrive as they are
+   * made; without it a streamed chat goes to `baseUrl` (on AWS the HTTP API then delivers the
+   * frames all at once).
    */
   constructor({
-    context, baseUrl, apiKey, partition, onBehalfOf, timeoutMs = DEFAULT_TIMEOUT_MS, maxRetries,
+    context, baseUrl, apiKey, partition, onBehalfOf, streamUrl, timeoutMs = DEFAULT_TIMEOUT_MS, maxRetries,
     retryBudgetMs, contextByteBudget = CONTEXT_BYTE_BUDGET, downloadConcurrency = DOWNLOAD_CONCURRENCY,
     fetch, sleep, headers,
   } = {}) {
@@ -119,6 +123,8 @@ export class AgentMemory {
     this.contextByteBudget = contextByteBudget;
     this.downloadConcurrency = downloadConcurrency;
     this.baseUrl = baseUrl || env("AGENT_MEMORY_URL") || DEFAULT_URL;
+    const stream = streamUrl || env("AGENT_MEMORY_STREAM_URL");
+    this.streamUrl = stream ? String(stream).replace(/\/+$/, "") : null;
     const key = apiKey ?? env("AGENT_MEMORY_API_KEY");
     const defaults = { accept: "application/json" };
     if (typeof window === "undefined") defaults["user-agent"] = USER_AGENT; // browsers forbid setting it
@@ -302,6 +308,7 @@ export class AgentMemory {
     const call = this._call("chat", {
       json: { message: text, ...rest, stream: true }, sdk: { ...sdk, headers: { ...sdk.headers, accept: "text/event-stream" } },
     });
+    if (this.streamUrl) call.baseUrl = this.streamUrl; // the chat function's URL streams; the API buffers
     const { response, controller, release } = await this._transport.response(call, { stream: true });
     const kind = response.headers.get("content-type") || "";
     if (!kind.includes("text/event-stream")) {

@@ -47,6 +47,10 @@ export interface AgentMemoryOptions {
   apiKey?: string;
   partition?: string;
   onBehalfOf?: string;
+  /** Where `chat(..., { stream: true })` goes: a deployed stack's `ChatStreamUrl` (the chat
+   * function's URL, which streams). Default: AGENT_MEMORY_STREAM_URL where there is an
+   * environment; without one a streamed chat goes to `baseUrl`. */
+  streamUrl?: string;
   /** Per-attempt timeout (default 60 000 ms); a stream's body is not bounded by it. */
   timeoutMs?: number;
   /** Retries after the first attempt (default 3). */
@@ -157,6 +161,8 @@ export declare class AgentMemory {
   constructor(options: AgentMemoryOptions);
   readonly contextId: string;
   readonly baseUrl: string;
+  /** Where a streamed chat goes (`streamUrl`), or `null`: to `baseUrl`. */
+  readonly streamUrl: string | null;
   readonly partition: string | null;
   contextByteBudget: number;
   downloadConcurrency: number;

@@ -111,7 +111,7 @@ export class RetryPolicy {
 
 /**
  * One logical call: `{method, path, query, json, form, headers, idempotent, keyedWrite,
- * signal, timeoutMs}`.
+ * signal, timeoutMs}`, and `baseUrl` when it goes elsewhere than the transport's (a streamed chat).
  */
 export class Transport {
   constructor({ baseUrl, headers = {}, timeoutMs = DEFAULT_TIMEOUT_MS, maxRetries, retryBudgetMs,
@@ -126,7 +126,7 @@ export class Transport {
   }
 
   url(call) {
-    return `${this.baseUrl}${call.path}${queryString(call.query)}`;
+    return `${call.baseUrl ?? this.baseUrl}${call.path}${queryString(call.query)}`;
   }
 
   init(call) {

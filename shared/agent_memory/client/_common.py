@@ -3,6 +3,7 @@ request headers, thread-context helpers and the page walker's bookkeeping."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ from agent_memory.models import wire
 DEFAULT_URL = "http://127.0.0.1:8080"
 URL_ENV = "AGENT_MEMORY_URL"
 API_KEY_ENV = "AGENT_MEMORY_API_KEY"
+STREAM_URL_ENV = "AGENT_MEMORY_STREAM_URL"
 PARTITION_HEADER = "x-memory-partition"
 ON_BEHALF_OF_HEADER = "x-spectron-on-behalf-of"
 CONTEXT_BYTE_BUDGET = 16 * 1024 * 1024
@@ -35,6 +37,22 @@ def connection(base_url: str | None, api_key: str | None, partition: str | None,
     if on_behalf_of:
         headers[ON_BEHALF_OF_HEADER] = on_behalf_of
     return url, headers
+
+
+def stream_url(value: str | None) -> str | None:
+    """Where ``chat(..., stream=True)`` goes: ``stream_url``, else ``AGENT_MEMORY_STREAM_URL``
+    (a deployed stack's ``ChatStreamUrl`` output, the chat function's URL, which streams); ``None``
+    sends it to ``base_url`` like every other call (the local server streams there; a deployed
+    HTTP API answers the same frames all at once)."""
+    url = value or os.environ.get(STREAM_URL_ENV) or None
+    return url.rstrip("/") if url else None
+
+
+def on_stream_url(call: Any, url: str | None) -> Any:
+    """The streamed chat call, sent to ``url`` when one is configured (same path, headers, key)."""
+    if url is None:
+        return call
+    return dataclasses.replace(call, path=url + call.path)
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,10 @@ M = TypeVar("M", bound=BaseModel)
 class AgentMemory:
     """One context (and partition, and principal) of an agent-memory service.
 
-    ``base_url`` and ``api_key`` default to ``AGENT_MEMORY_URL`` / ``AGENT_MEMORY_API_KEY``.
+    ``base_url`` and ``api_key`` default to ``AGENT_MEMORY_URL`` / ``AGENT_MEMORY_API_KEY``;
+    ``stream_url`` (default ``AGENT_MEMORY_STREAM_URL``: a deployed stack's ``ChatStreamUrl``) is
+    where ``chat(..., stream=True)`` goes, so its deltas arrive as they are made; without it
+    streamed chat goes to ``base_url`` (on AWS the HTTP API then delivers the frames at once).
     ``on_behalf_of`` sends ``X-Spectron-On-Behalf-Of`` on every call. ``timeout`` bounds each
     HTTP attempt; ``retry_budget_s`` bounds a call's retries (see ``transport``)."""
 
@@ -44,12 +47,13 @@ class AgentMemory:
                  timeout: float = common.DEFAULT_TIMEOUT_S, *, max_retries: int = common.DEFAULT_MAX_RETRIES,
                  retry_budget_s: float = common.DEFAULT_RETRY_BUDGET_S,
                  context_byte_budget: int = common.CONTEXT_BYTE_BUDGET,
-                 download_concurrency: int = common.DOWNLOAD_CONCURRENCY,
+                 download_concurrency: int = common.DOWNLOAD_CONCURRENCY, stream_url: str | None = None,
                  sleep: Callable[[float], None] | None = None, http_transport: httpx.BaseTransport | None = None):
         self.context_id = context
         self.partition = partition
         self.context_byte_budget = context_byte_budget
         self.download_concurrency = download_concurrency
+        self.stream_url = common.stream_url(stream_url)
         url, headers = common.connection(base_url, api_key, partition, on_behalf_of)
         kwargs: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
         self._transport = Transport(url, headers, timeout=timeout, retry_budget_s=retry_budget_s,
@@ -253,7 +257,7 @@ class AgentMemory:
                                 model_name=model, bypass_cache=bypass_cache, suppress_markers=suppress_markers)
         if not stream:
             return self._send(call)
-        return ChatStream(self._transport.response(call, stream=True))
+        return ChatStream(self._transport.response(common.on_stream_url(call, self.stream_url), stream=True))
 
     # --- threads ------------------------------------------------------------------------
 

@@ -48,6 +48,10 @@ class Behaviour:
     failure_rate: float = 0.0  # share of requests answered HTTP 500
     hang_rate: float = 0.0  # share of requests never answered
     stream_chunk_ms: float = 0.0  # pause between streamed chunks after the first
+    # A streamed reply sends ``hold_after`` pieces, then waits (at most 60 s) until ``hold`` is
+    # set: a test orders what it sees against a reply that cannot finish before it lets it.
+    hold: threading.Event | None = None
+    hold_after: int = 1
     seed: int | None = None
     _random: random.Random = field(default_factory=random.Random, repr=False)
 
@@ -239,6 +243,9 @@ class FakeOpenAIApp:
         await send({"type": "http.response.body", "body": _chunk(model, {"role": "assistant", "content": ""}, None),
                     "more_body": True})
         for i, piece in enumerate(pieces):
+            hold = self.behaviour.hold
+            if hold is not None and i == self.behaviour.hold_after:
+                await asyncio.to_thread(hold.wait, 60)
             if self.behaviour.stream_chunk_ms:
                 await asyncio.sleep(self.behaviour.stream_chunk_ms / 1000)
             finish = "stop" if i == len(pieces) - 1 else None

@@ -166,6 +166,36 @@ test("chat with stream: true asks for SSE and yields deltas then done", async ()
   assert.deepEqual(stub.requests[0].json, { message: "Where do I live?", sessionId: "s", stream: true });
 });
 
+test("chat with stream: true goes to streamUrl when set (same path and key); everything else to baseUrl", async () => {
+  const urls = [];
+  const fetch = async (url, init) => {
+    urls.push([url, init.headers.authorization]);
+    const streamed = JSON.parse(init.body ?? "{}").stream === true;
+    return streamed
+      ? new Response(SSE.join(""), { headers: { "content-type": "text/event-stream" } })
+      : new Response(JSON.stringify({ status: "ok" }), { headers: { "content-type": "application/json" } });
+  };
+  const m = new AgentMemory({ context: "acme", baseUrl: "https://api.example", apiKey: "k1", fetch,
+    streamUrl: "https://abc123.lambda-url.us-east-1.on.aws/" });
+  assert.equal(m.streamUrl, "https://abc123.lambda-url.us-east-1.on.aws");
+  assert.equal(await (await m.chat("hi", { stream: true })).text(), "Berlin");
+  await m.health();
+  assert.deepEqual(urls, [["https://abc123.lambda-url.us-east-1.on.aws/api/v1/acme/chat", "Bearer k1"],
+    ["https://api.example/api/v1/health", "Bearer k1"]]);
+
+  urls.length = 0;
+  const saved = process.env.AGENT_MEMORY_STREAM_URL;
+  delete process.env.AGENT_MEMORY_STREAM_URL;
+  try {
+    const buffered = new AgentMemory({ context: "acme", baseUrl: "https://api.example", fetch });
+    assert.equal(buffered.streamUrl, null);
+    assert.equal(await (await buffered.chat("hi", { stream: true })).text(), "Berlin");
+    assert.equal(urls[0][0], "https://api.example/api/v1/acme/chat", "no streamUrl: the buffered route");
+  } finally {
+    if (saved !== undefined) process.env.AGENT_MEMORY_STREAM_URL = saved;
+  }
+});
+
 test("chat stream: an error event raises the problem's class; a 503 before the stream is retried", async () => {
   serve(() => ({ headers: { "content-type": "text/event-stream" },
     body: ["event: delta\ndata: {\"delta\": \"a\"}\n\n", `event: error\ndata: ${JSON.stringify(problem(502, "Model failed", { code: "model_failed" }))}\n\n`] }));

@@ -292,6 +292,10 @@ class ChatService:
         pieces: list[str] = []
         try:
             for delta in model.stream(turn.messages):
+                # A call timeout bounds each read, not a model that keeps writing: the stream
+                # ends at the request deadline (an error frame; nothing is written).
+                if deadline.expired():
+                    raise UpstreamModelTimeout("the response model was still writing at the request deadline")
                 pieces.append(delta)
                 for ready in markers.feed(delta):
                     yield ChatDelta(ready)

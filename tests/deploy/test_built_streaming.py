@@ -1,0 +1,285 @@
+"""The streaming chat path as `sam build` made it: the chat function's artifact, started the way
+Lambda starts it (the exec wrapper named by its ``AWS_LAMBDA_EXEC_WRAPPER``, executed from the
+built layer, running our runtime loop on a CPython 3.11 with the function and the layer on its
+path), against a fake Lambda Runtime API that records every chunk as it arrives
+(``agent_memory.testing.fake_runtime_api``), DynamoDB and Secrets Manager on moto's server and
+the slow fake OpenAI-compatible model (``agent_memory.testing.fake_openai``) answering.
+
+The model holds the rest of its reply until the fake Runtime API has received the first
+``event: delta`` chunk: the reply cannot be finished, so its ``done`` frame cannot be made,
+before the first delta reached the caller. Ordering is by the fake's sequence numbers; nothing
+is timed. Also: the frames are the local server's, byte for byte once the ids are set aside; a
+caller that goes away stops the turn and nothing is written; a model that stalls ends in an
+error frame before the invocation's deadline; a request without a key is refused through the
+URL too; and the HTTP API's invocations are still answered buffered.
+
+Reads ``.aws-sam/build`` (``make sam-build``, which this module runs when
+``AGENT_MEMORY_SAM_BUILD`` is not ``background``), like tests/deploy/test_built_artifact.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_built_artifact import REGION, TABLE, TEMPLATE, build, function_env, layer_root, moto_endpoint  # noqa: F401
+
+from agent_memory.http.gateway import LocalGateway, build_event
+from agent_memory.testing.fake_openai import Behaviour, FakeOpenAIServer
+from agent_memory.testing.fake_runtime_api import FakeRuntimeApi, function_url_event
+
+REPO = Path(__file__).resolve().parents[2]
+CTX = "/api/v1/streaming"
+pytestmark = pytest.mark.timeout(1200)
+WRAPPER = TEMPLATE["Resources"]["ChatFunction"]["Properties"]["Environment"]["Variables"]["AWS_LAMBDA_EXEC_WRAPPER"]
+
+
+class Stack:
+    """The built chat function under our runtime loop, and what it talks to."""
+
+    def __init__(self, built: Path, moto: str, tmp: Path):
+        import boto3
+
+        from agent_memory.adapters.dynamodb_table import create_table_from_template
+
+        aws = {"endpoint_url": moto, "region_name": REGION, "aws_access_key_id": "testing",
+               "aws_secret_access_key": "testing"}
+        self.dynamodb = boto3.client("dynamodb", **aws)
+        if TABLE not in self.dynamodb.list_tables()["TableNames"]:
+            create_table_from_template(self.dynamodb, TABLE, REPO / "template.yaml")
+        sm = boto3.client("secretsmanager", **aws)
+        self.key = "bootstrap-" + os.urandom(16).hex()
+        secrets = {"cursor": sm.create_secret(Name=f"cursor-{os.urandom(4).hex()}",
+                                              SecretString=os.urandom(32).hex())["ARN"],
+                   "bootstrap": sm.create_secret(Name=f"bootstrap-{os.urandom(4).hex()}",
+                                                 SecretString=self.key)["ARN"]}
+        self.behaviour = Behaviour(latency_ms=50)
+        self.model = FakeOpenAIServer(self.behaviour).start()
+        self.api = FakeRuntimeApi().start()
+        # Lambda's /var/lang/bin/python3 is absent here: the wrapper takes python3 from PATH,
+        # the interpreter the layer was compiled for (the venv's base, not the venv).
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "python3").symlink_to(Path(sys.base_prefix) / "bin" / "python3.11")
+        self.env = function_env("ChatFunction", moto, "http://127.0.0.1:9", secrets)
+        self.env.update({
+            "AGENT_MEMORY_SEARCH": "none",
+            "AGENT_MEMORY_MODELS_RESPONSE": "openai/fake-chat", "OPENAI_BASE_URL": self.model.url,
+            "OPENAI_API_KEY": "fake", "AWS_LAMBDA_RUNTIME_API": self.api.address, "_HANDLER": "app.lambda_handler",
+            "LAMBDA_TASK_ROOT": str(built / "ChatFunction"), "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+            "PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1",
+        })
+        # /opt/python/... on Lambda: the same file in the built layer.
+        self.wrapper = layer_root(built) / WRAPPER.removeprefix("/opt/python/")
+        self.proc = subprocess.Popen([str(self.wrapper)], env=self.env, cwd=str(built / "ChatFunction"),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stderr: list[str] = []  # both streams: the JSON log lines go to stdout, as in Lambda
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            threading.Thread(target=lambda p=pipe: self.stderr.extend(p), daemon=True).start()
+
+    def headers(self, key: str | None = "default") -> dict[str, str]:
+        out = {"content-type": "application/json"}
+        if key is not None:
+            out["authorization"] = f"Bearer {self.key if key == 'default' else key}"
+        return out
+
+    def chat_event(self, message: str, ctx: str = CTX, key: str | None = "default", **extra: Any) -> dict:
+        body = json.dumps({"message": message, "stream": True, **extra}).encode()
+        return function_url_event("POST", f"{ctx}/chat", self.headers(key), body)
+
+    def call(self, event: dict, timeout_s: float = 120, **invoke: Any):
+        rid = self.api.invoke(event, **invoke)
+        try:
+            return self.api.response(rid, timeout_s)
+        except TimeoutError:
+            raise AssertionError(f"no response; the function said: {''.join(self.stderr)[-3000:]}") from None
+
+    def items(self) -> list[tuple[str, str]]:
+        found, start = [], None
+        while True:
+            page = self.dynamodb.scan(TableName=TABLE, **({"ExclusiveStartKey": start} if start else {}))
+            found += [(i["pk"]["S"], i["sk"]["S"]) for i in page["Items"]]
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return sorted(found)
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.api.stop()
+        self.model.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(build: Path, moto_endpoint: str, tmp_path_factory) -> Iterator[Stack]:  # noqa: F811
+    s = Stack(build, moto_endpoint, tmp_path_factory.mktemp("streaming"))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture(autouse=True)
+def _plain_model(stack: Stack) -> Iterator[None]:
+    stack.behaviour.hold = None
+    yield
+    if stack.behaviour.hold is not None:
+        stack.behaviour.hold.set()  # a held reply the test left waiting
+    stack.behaviour.hold = None
+
+
+def frames(payload: bytes) -> list[tuple[str, Any]]:
+    out = []
+    for block in payload.decode().strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        data = lines["data"]
+        out.append((lines.get("event", "message"), data if data == "[DONE]" else json.loads(data)))
+    return out
+
+
+def test_the_wrapper_is_an_executable_in_the_built_layer(stack: Stack):
+    assert WRAPPER.startswith("/opt/python/agent_memory/")
+    assert stack.wrapper.stat().st_mode & stat.S_IXUSR, "the exec wrapper must be executable in the layer"
+
+
+def test_the_first_delta_reaches_the_caller_before_the_reply_is_finished(stack: Stack):
+    hold = stack.behaviour.hold = threading.Event()
+    released: list[int] = []
+
+    def on_chunk(chunk) -> None:
+        if chunk.data.startswith(b"event: delta") and not hold.is_set():
+            released.append(stack.api.note("the model may finish its reply"))
+            hold.set()
+
+    response = stack.call(stack.chat_event("Hello! What do you remember about me?", bypassCache=True),
+                          on_chunk=on_chunk)
+    assert response.mode == "streaming" and response.transfer_encoding.lower() == "chunked"
+    assert response.content_type == "application/vnd.awslambda.http-integration-response"
+    assert response.prelude["statusCode"] == 200
+    assert response.prelude["headers"]["Content-Type"].startswith("text/event-stream")
+    body = response.body_chunks()
+    kinds = [frames(c.data)[0][0] for c in body]
+    assert kinds[0] == "delta" and kinds[-2:] == ["done", "message"], kinds
+    # one frame per chunk, each written as it was made
+    assert all(len(frames(c.data)) == 1 for c in body)
+    assert released, "the model was let go by the first delta's arrival, not by its own timeout"
+    done_seq = body[kinds.index("done")].seq
+    assert body[0].seq < released[0] < done_seq
+    done = frames(body[-2].data)[0][1]
+    assert "".join(frames(c.data)[0][1]["delta"] for c in body if frames(c.data)[0][0] == "delta") == done["reply"]
+    assert done["sessionId"] and done["traceId"] and "memoryUpdates" in done
+    assert response.trailers == {}
+    # written after it succeeded: the trace's two parts committed with the turns
+    trace = stack.call(function_url_event("GET", f"{CTX}/traces/{done['traceId']}", stack.headers()))
+    assert trace.prelude["statusCode"] == 200
+    assert {"retrieval", "response"} <= set(json.loads(trace.payload))
+
+
+def _normalised(payload: bytes) -> str:
+    text = payload.decode()
+    text = re.sub(r'"(sess|tr|turn|trace|attr|rel|act|instr|unc|ent|fact)_[A-Za-z0-9_-]+"', r'"\1_ID"', text)
+    text = re.sub(r'"\d{4}-\d\d-\d\dT[0-9:.]+Z"', '"TIME"', text)
+    return re.sub(r'"latencyMs": [0-9.]+', '"latencyMs": 0', text)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_frames_are_the_local_servers(stack: Stack, tmp_path: Path):
+    import httpx
+
+    message = "Hello! Tell me what you know."
+    url = stack.call(stack.chat_event(message, ctx="/api/v1/framing", bypassCache=True))
+    port = _free_port()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO / "shared"),
+           "AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": "local",
+           "OPENAI_BASE_URL": stack.model.url, "OPENAI_API_KEY": "fake",
+           "AGENT_MEMORY_MODELS_RESPONSE": "openai/fake-chat", "AGENT_MEMORY_MODELS_EXTRACTION": "offline/deterministic",
+           "AGENT_MEMORY_MODELS_EMBEDDING": "hashing/v1", "AGENT_MEMORY_SEARCH": "none"}
+    server = subprocess.Popen([shutil.which("agent-memory", path=str(Path(sys.executable).parent)), "serve",
+                               "--port", str(port), "--data-dir", str(tmp_path / "data")],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and server.poll() is None, "the local server did not start"
+                time.sleep(0.2)
+        local = httpx.post(f"http://127.0.0.1:{port}/api/v1/framing/chat", timeout=60,
+                           json={"message": message, "stream": True, "bypassCache": True})
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    assert local.status_code == 200
+    assert _normalised(url.payload) == _normalised(local.content)
+    assert url.prelude["headers"]["Content-Type"] == local.headers["content-type"]
+
+
+def test_a_caller_that_goes_away_stops_the_turn_and_nothing_is_written(stack: Stack):
+    stack.call(stack.chat_event("Hello there.", ctx="/api/v1/gone", bypassCache=True))  # the context exists
+    before = stack.items()
+    hold = stack.behaviour.hold = threading.Event()
+    response = stack.call(stack.chat_event("What do you remember?", ctx="/api/v1/gone", bypassCache=True),
+                          disconnect_after=1, on_disconnect=hold.set)
+    assert response.disconnected
+    # the loop went on to the next invocation once the turn was closed
+    after = stack.call(function_url_event("GET", "/api/v1/gone/traces/tr_none", stack.headers()))
+    assert after.prelude["statusCode"] == 404
+    # nothing but (at most) the turn's retrieval trace, as for a failed synthesis
+    assert [k for k in stack.items() if "#traces" not in k[0]] == [k for k in before if "#traces" not in k[0]]
+    assert "ended early" in "".join(stack.stderr)
+
+
+def test_a_stalled_model_ends_in_an_error_frame_before_the_deadline_and_nothing_is_written(stack: Stack):
+    stack.call(stack.chat_event("Hello there.", ctx="/api/v1/stalled", bypassCache=True))
+    before = stack.items()
+    stack.behaviour.hold = threading.Event()  # never set during the call: the reply stalls
+    response = stack.call(stack.chat_event("What do you remember?", ctx="/api/v1/stalled", bypassCache=True),
+                          deadline_s=5)
+    got = frames(response.payload)
+    assert [k for k, _ in got][-2:] == ["error", "message"], got
+    assert got[-2][1]["status"] == 504
+    assert response.trailers == {}
+    assert [k for k in stack.items() if "#traces" not in k[0]] == [k for k in before if "#traces" not in k[0]]
+
+
+def test_a_request_without_a_key_is_refused_through_the_url(stack: Stack):
+    response = stack.call(stack.chat_event("hi", key=None))
+    assert response.prelude["statusCode"] == 401
+    assert json.loads(response.payload)["status"] == 401
+    wrong = stack.call(stack.chat_event("hi", key="am_live_not-a-key-of-this-stack"))
+    assert wrong.prelude["statusCode"] == 401
+
+
+def test_the_http_apis_invocations_are_still_answered_buffered(stack: Stack):
+    gateway = LocalGateway(REPO)
+    route, params = gateway.match("POST", f"{CTX}/chat")
+    body = json.dumps({"message": "Hello again.", "stream": True}).encode()
+    event = build_event(route, "POST", f"{CTX}/chat", "", stack.headers(), body, params, "203.0.113.9")
+    event["requestContext"]["domainName"] = "abc.execute-api.us-east-1.amazonaws.com"
+    response = stack.call(event)
+    assert response.mode is None and response.chunks == []
+    result = json.loads(response.body)
+    assert result["statusCode"] == 200 and "stream" not in result
+    assert [k for k, _ in frames(result["body"].encode())][-2:] == ["done", "message"]
