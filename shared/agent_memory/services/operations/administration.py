@@ -206,6 +206,28 @@ class Administration:
         self._not_delegated(ctx, "deleting a key")
         self.keys.remove(self._named_key(ctx, name))
 
+    # --- the operator's keys (``agent-memory keys``: the operator's own credentials) ------------
+
+    def operator_create_key(self, principal: str, *, groups: Sequence[str] = (), admin: bool = False,
+                            label: str | None = None, name: str | None = None, ttl_seconds: int | None = None,
+                            **grant: Any) -> tuple[str, StoredKey]:
+        """A key made with the operator's authority (any grants, unbound unless ``contexts``);
+        ``ValueError`` for bad grants, as the CLI reports them."""
+        if name is not None and not KEY_NAME_RE.match(name):
+            raise ValueError("name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+        try:
+            until = _until(ttl_seconds)
+        except InvalidRequest as exc:
+            raise ValueError(exc.detail) from exc
+        return self.keys.create(principal, groups=groups, admin=admin, label=label, name=name, valid_until=until,
+                                **grant)
+
+    def operator_keys(self) -> list[StoredKey]:
+        return self.keys.list()
+
+    def operator_revoke_key(self, key_id: str) -> bool:
+        return self.keys.revoke(key_id)
+
     # --- principals and grants --------------------------------------------------------------
 
     def _keys_of(self, ctx: RequestContext, principal: str, before: str | None = None) -> list[StoredKey]:
