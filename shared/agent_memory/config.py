@@ -49,6 +49,12 @@ class StaticPrincipal:
     write_region: tuple[str, ...] | None = None  # None: unrestricted
     default_write_scope: str | None = None
     verbs: tuple[str, ...] | None = None  # None: memory:read, memory:write, memory:forget
+    # A stored key's principal's grants per context (``{context: {verb: [paths]}}``), kept on
+    # the key record by the administration service: the key's authority there is the
+    # intersection (``agent_memory.access.authority.bounded``). ``None``: the key's own.
+    principal_grants: dict[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
+    # Where the key stops working (RFC 3339, UTC); ``None``: never.
+    valid_until: str | None = None
 
 
 @dataclass(frozen=True)

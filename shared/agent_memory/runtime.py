@@ -211,6 +211,16 @@ class Runtime:
                 return read_secret_uncached(arn, region=self.settings.aws_region)
         return Authenticator(self.settings.principals, self.api_keys, bootstrap)
 
+    @cached_property
+    def administration(self):
+        from agent_memory.access.authentication import BOOTSTRAP_PRINCIPAL
+        from agent_memory.access.principal_grants import PrincipalGrants
+        from agent_memory.services.operations.administration import Administration
+
+        return Administration(self.api_keys, PrincipalGrants(self.base_store),
+                              enforced=self.authenticator.keys_required, bootstrap_principal=BOOTSTRAP_PRINCIPAL,
+                              static=self.settings.principals)
+
     # --- services -------------------------------------------------------------------
 
     @cached_property

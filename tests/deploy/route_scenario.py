@@ -57,6 +57,18 @@ def run(call: Call) -> None:
     ok("GET", f"{CTX}/state")
     ok("GET", f"{CTX}/profile")
     ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with the bootstrap admin key
+    # Administration: who am I, a key minted, listed, rotated and deleted, a principal's grants.
+    me = ok("GET", f"{CTX}/me")
+    assert me["kind"] == "bootstrap" and me["enforce"] is True, me
+    ok("POST", f"{CTX}/keys?ttlSeconds=3600", {"name": "scenario", "grants": {"memory:read": ["/"]}}, 201)
+    assert "scenario" in [k["name"] for k in ok("GET", f"{CTX}/keys")]
+    ok("POST", f"{CTX}/keys/scenario/rotate?overlapSeconds=60")
+    ok("DELETE", f"{CTX}/keys/scenario", status=204)
+    ok("POST", f"{CTX}/principals/reader/grants", {"path": "org/acme", "verbs": ["memory:read"]})
+    assert ok("GET", f"{CTX}/principals/reader/effective?path=org/acme/x")["verbs"] == ["memory:read"]
+    ok("DELETE", f"{CTX}/principals/reader/grants", {"path": "org/acme", "verbs": ["memory:read"]})
+    assert "reader" in [p["id"] for p in ok("GET", f"{CTX}/principals")]
+    ok("GET", f"{CTX}/principals/reader")
 
     ok("POST", f"{CTX}/query", {"query": "Where do I work?", "k": 5})
     ok("POST", f"{CTX}/context", {"query": "Where do I work?"})
@@ -138,6 +150,7 @@ def run_modes(call: Call) -> None:
     state = ok("GET", f"{EXAMPLE}/state", key="support", headers=on_behalf)
     assert "London" in str(state) and "Rome" not in str(state), state
     ok("GET", f"{EXAMPLE}/profile", key="support", headers=on_behalf)
+    assert ok("GET", f"{EXAMPLE}/me", key="support", headers=on_behalf)["delegatedPrincipalId"] == "alice"
     ok("POST", f"{EXAMPLE}/query", {"query": "Where do I live?"}, key="support", headers=on_behalf)
     ok("POST", f"{EXAMPLE}/context", {"query": "Where do I live?"}, key="support", headers=on_behalf)
     ok("GET", f"{EXAMPLE}/entities", key="support", headers=on_behalf)

@@ -108,6 +108,19 @@ def test_keys_cli_creates_lists_and_revokes_in_a_data_dir(tmp_path, capsys):
     assert key_id not in capsys.readouterr().out
 
 
+def test_keys_cli_names_a_key_with_a_ttl_and_the_service_it_shares_with_http_sees_it(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    assert cli.main(["keys", "create", "--principal", "ci", "--name", "deploy", "--ttl-seconds", "600",
+                     "--context", "acme", "--verb", "memory:read", "--data-dir", data]) == 0
+    out = capsys.readouterr().out
+    assert "name: deploy" in out and "valid until: " in out
+    assert cli.main(["keys", "create", "--principal", "ci", "--ttl-seconds", "0", "--data-dir", data]) == 2
+    capsys.readouterr()
+    rt = Runtime(local_settings(tmp_path))
+    (stored,) = rt.administration.operator_keys()
+    assert stored.name == "deploy" and stored.valid_until is not None and stored.grant["contexts"] == ("acme",)
+
+
 def test_serve_refuses_a_public_address_without_keys_and_says_why(tmp_path, capsys):
     rc = cli.main(["serve", "--host", "0.0.0.0", "--port", "0", "--data-dir", str(tmp_path / "data")])
     assert rc == 2

@@ -104,6 +104,8 @@ MODELS = {
     wire.ReflectResponse: "ReflectResponse", wire.ProposedRelation: "ProposedRelation",
     wire.ElaborateOutcome: "ElaborateOutcome", wire.ElaborateResponse: "ElaborateResponse",
     wire.LifecycleResponse: "LifecycleResponse", wire.FsckFinding: "FsckFinding", wire.FsckReport: "FsckReport",
+    wire.Whoami: "Whoami", wire.MintedKey: "MintedKey", wire.KeyDetail: "KeyDetail", wire.Principal: "Principal",
+    wire.EffectiveGrants: "EffectiveGrants",
     extraction.ExtractionResult: "ExtractionResultJson",
 }
 

@@ -296,3 +296,36 @@ def test_memory_care_verbs(memory):
     memory.remember_many([{"role": "user", "content": "I moved to Oslo"}] * 2)
     report = memory.lifecycle.fsck(check="duplicates", duplicate_threshold=0.95, max_results=5)
     assert report.total == len(report.duplicates) >= 1 and report.contradictions == [] and report.injection == []
+
+
+def test_whoami_principals_and_grants(memory):
+    me = memory.whoami()
+    assert me.kind == "local" and me.enforce is False and me.effective_grants["admin"] == ["/"]
+    granted = memory.principals.grant("reader", "org/acme", ["memory:read"])
+    assert granted.id == "reader" and granted.grants == {"memory:read": ["org/acme"]}
+    granted = memory.principals.grant("reader", "org/acme/team", ["memory:write"])
+    assert granted.grants == {"memory:read": ["org/acme"], "memory:write": ["org/acme/team"]}
+    assert memory.principals.effective("reader", "org/acme/team/x").verbs == ["memory:read", "memory:write"]
+    assert memory.principals.effective("reader", "org/other").verbs == []
+    revoked = memory.principals.revoke("reader", "org/acme/team", ["memory:write"])
+    assert revoked.grants == {"memory:read": ["org/acme"]}
+    assert memory.principals.get("reader").grants == revoked.grants
+    assert "reader" in [p.id for p in memory.principals.list()]
+
+
+def test_keys_minted_listed_rotated_and_deleted(memory):
+    minted = memory.keys.create(name="ci", grants={"memory:read": ["/"], "grant:manage": ["/"]}, ttl_seconds=3600)
+    assert minted.key and minted.valid_until
+    # a stored key now exists: keys are required from here on, and the new one is the caller
+    memory._transport.api_key = minted.key
+    me = memory.whoami()
+    assert me.enforce is True and me.effective_grants == {"grant:manage": ["/"], "memory:read": ["/"]}
+    (listed,) = memory.keys.list()
+    assert listed.name == "ci" and listed.id == minted.id and listed.valid_until == minted.valid_until
+    rotated = memory.keys.rotate("ci", ttl_seconds=600)
+    assert rotated.key != minted.key
+    memory._transport.api_key = rotated.key
+    assert [k.name for k in memory.keys.list()] == ["ci"]
+    memory.keys.delete("ci")
+    memory._transport.api_key = API_KEY  # no stored key is left: single-user mode again
+    assert memory.keys.list() == []

@@ -145,6 +145,8 @@ export class AgentMemory {
     this.uncertainty = new Uncertainty(this);
     this.documents = new Documents(this);
     this.traces = new Traces(this);
+    this.keys = new Keys(this);
+    this.principals = new Principals(this);
   }
 
   // --- plumbing -------------------------------------------------------------------------
@@ -290,6 +292,12 @@ export class AgentMemory {
     return this._send("listAudit", {
       query: pick(fields, ["limit", "cursor", "principal", "kind", "since", "until"]), sdk,
     });
+  }
+
+  /** Who this key is here: principal, kind, grants, and what a request may do. */
+  whoami(options = {}) {
+    const [sdk] = split(options);
+    return this._send("whoami", { sdk });
   }
 
   // --- chat -----------------------------------------------------------------------------
@@ -753,6 +761,72 @@ class Documents {
       }
       await this._client._transport.sleep(pollIntervalMs, options.signal);
     }
+  }
+}
+
+/** Keys of this principal in this context (an admin's: every principal's). */
+class Keys {
+  constructor(client) { this._client = client; }
+
+  /** Mint a key (`name`, `grants`, `ttlSeconds`); `result.key` is its secret, shown once. */
+  create(options = {}) {
+    const [sdk, fields] = split(options);
+    const { ttlSeconds, ...body } = fields;
+    return this._client._send("createKey", { json: body, query: { ttlSeconds }, sdk });
+  }
+
+  list(options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("listKeys", { sdk });
+  }
+
+  rotate(name, options = {}) {
+    const [sdk, fields] = split(options);
+    return this._client._send("rotateKey", {
+      params: { key_name: name }, query: pick(fields, ["ttlSeconds", "overlapSeconds"]), sdk,
+    });
+  }
+
+  delete(name, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("deleteKey", { params: { key_name: name }, idempotent: true, sdk });
+  }
+}
+
+/** Principals and their grants in this context (`{path, verbs}` changes, versioned). */
+class Principals {
+  constructor(client) { this._client = client; }
+
+  list(options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("listPrincipals", { sdk });
+  }
+
+  get(principalId, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("getPrincipal", { params: { principal_id: principalId }, sdk });
+  }
+
+  grant(principalId, path, verbs, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("grantPrincipal", {
+      params: { principal_id: principalId }, json: { path, verbs }, idempotent: true, sdk,
+    });
+  }
+
+  revoke(principalId, path, verbs, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("revokePrincipalGrant", {
+      params: { principal_id: principalId }, json: { path, verbs }, idempotent: true, sdk,
+    });
+  }
+
+  /** The verbs the principal holds at `path` (`asOf`: as of a past instant). */
+  effective(principalId, path, options = {}) {
+    const [sdk, fields] = split(options);
+    return this._client._send("getEffectiveGrants", {
+      params: { principal_id: principalId }, query: { path, ...pick(fields, ["asOf"]) }, sdk,
+    });
   }
 }
 

@@ -177,6 +177,8 @@ export declare class AgentMemory {
   readonly uncertainty: UncertaintyApi;
   readonly documents: Documents;
   readonly traces: Traces;
+  readonly keys: Keys;
+  readonly principals: Principals;
 
   health(options?: CallOptions): Promise<S["Health"]>;
   contexts(options?: PageOptions): Paginator<S["ContextInfo"]>;
@@ -206,6 +208,8 @@ export declare class AgentMemory {
   audit(options?: {
     limit?: number; cursor?: string; principal?: string; kind?: string; since?: string; until?: string;
   } & CallOptions): Promise<S["AuditPage"]>;
+  /** Who this key is here: principal, kind, grants, and what a request may do. */
+  whoami(options?: CallOptions): Promise<S["Whoami"]>;
 
   chat(message: string, options?: ChatOptions & { stream?: false }): Promise<ChatResponse>;
   chat(message: string, options: ChatOptions & { stream: true }): Promise<ChatStream>;
@@ -306,6 +310,23 @@ export interface Documents {
   waitReady(documentId: string, options?: {
     timeoutMs?: number; pollIntervalMs?: number; onProgress?: (document: S["Document"]) => void;
   } & CallOptions): Promise<S["Document"]>;
+}
+
+export interface Keys {
+  create(options?: { name?: string; grants?: S["Grants"]; contexts?: string[]; ttlSeconds?: number } & CallOptions):
+    Promise<S["MintedKey"]>;
+  list(options?: CallOptions): Promise<S["KeyDetail"][]>;
+  rotate(name: string, options?: { ttlSeconds?: number; overlapSeconds?: number } & CallOptions): Promise<S["MintedKey"]>;
+  delete(name: string, options?: CallOptions): Promise<void>;
+}
+
+export interface Principals {
+  list(options?: CallOptions): Promise<S["Principal"][]>;
+  get(principalId: string, options?: CallOptions): Promise<S["Principal"]>;
+  grant(principalId: string, path: string, verbs: string[], options?: CallOptions): Promise<S["Principal"]>;
+  revoke(principalId: string, path: string, verbs: string[], options?: CallOptions): Promise<S["Principal"]>;
+  effective(principalId: string, path: string, options?: { asOf?: string } & CallOptions):
+    Promise<S["EffectiveGrants"]>;
 }
 
 export interface Traces {

@@ -1252,10 +1252,281 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/me": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description The caller: its principal, kind, display name, whether keys are enforced, its principal's grants in this context, its key's own grants (tokenGrants) and what this request may do (effectiveGrants, their intersection). With X-Spectron-On-Behalf-Of, the delegated principal and the intersection with its grants. Any key bound to the context that holds a verb may ask. Grants are {verb: [paths]}; '/' is the whole context. */
+        get: operations["whoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/keys": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description The live keys usable in this context (the caller's own; an admin's: every principal's), a bare array, oldest first; never a secret. Needs grant:manage. */
+        get: operations["listKeys"];
+        put?: never;
+        /** @description Mint a key for the caller's own principal, bound to this context (an admin may add contexts) and to the caller's partitions; the secret is answered once and stored as a digest only. grants (default: the caller's own authority here) may not exceed what the caller holds: more is a 403 that writes nothing. Needs grant:manage; not on a delegated call. ttlSeconds: the key stops working that many seconds from now. */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/keys/{key_name}/rotate": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                key_name: components["parameters"]["KeyName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description A new secret for the key with this name, with the same grants and name; the old secret stops working now, or after overlapSeconds. Another principal's key: 403 unless the caller is an admin. ttlSeconds: the new key's lifetime (default: the old one's expiry). */
+        post: operations["rotateKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/keys/{key_name}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                key_name: components["parameters"]["KeyName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** @description Delete the key with this name (the caller's own; another principal's needs admin). */
+        delete: operations["deleteKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/principals": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description Every principal with a key usable here or grants in this context, with its grants (its recorded grants, else what its keys allow), a bare array. Needs grant:manage. */
+        get: operations["listPrincipals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/principals/{principal_id}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                principal_id: components["parameters"]["PrincipalId"];
+            };
+            cookie?: never;
+        };
+        /** @description One principal and its grants in this context. Needs grant:manage. */
+        get: operations["getPrincipal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/principals/{principal_id}/grants": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                principal_id: components["parameters"]["PrincipalId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Grant verbs at a path to a principal in this context (a new version of its grants; its keys are bounded by them). The caller must hold what it grants (403 otherwise, nothing written). memory:read and memory:write take scope paths; every other verb only '/'. Needs grant:manage; not on a delegated call. */
+        post: operations["grantPrincipal"];
+        /** @description Revoke verbs at a path (and below it) from a principal in this context (a new version of its grants). Only within the caller's own authority. */
+        delete: operations["revokePrincipalGrant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/principals/{principal_id}/effective": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                principal_id: components["parameters"]["PrincipalId"];
+            };
+            cookie?: never;
+        };
+        /** @description The verbs a principal holds at a path in this context: its grants (the version in force at asOf, when given) met with what its keys allow. Needs grant:manage. */
+        get: operations["getEffectiveGrants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description Verb -> scope paths ('/': the whole context); only memory:read and memory:write take other paths. */
+        Grants: {
+            [key: string]: string[];
+        };
+        Whoami: {
+            /** @description The principal whose key made the call. */
+            principalId: string;
+            displayName: string;
+            /**
+             * @description local: no keys (single-user mode); bootstrap: the stack's admin key.
+             * @enum {string}
+             */
+            kind: "local" | "bootstrap" | "key";
+            /** @description Whether keys are required. */
+            enforce: boolean;
+            grants: components["schemas"]["Grants"];
+            effectiveGrants: components["schemas"]["Grants"];
+            /** @description The key's own grants (null without a key). */
+            tokenGrants?: components["schemas"]["Grants"] | null;
+            /** @description The principal this call acts for. */
+            delegatedPrincipalId?: string | null;
+        };
+        CreateKeyRequest: {
+            /** @description Unique among the keys of the context (default generated). */
+            name?: string;
+            grants?: components["schemas"]["Grants"];
+            /** @description Admins only - bind the key to these contexts too. */
+            contexts?: string[];
+        };
+        MintedKey: {
+            id: string;
+            /** @description The secret; shown this once. */
+            key: string;
+            name: string;
+            /** Format: date-time */
+            validUntil?: string | null;
+        };
+        KeyDetail: {
+            id: string;
+            name: string;
+            principal: string;
+            /** Format: date-time */
+            createdAt: string;
+            grants: components["schemas"]["Grants"];
+            /** @description The contexts it is bound to (null - any). */
+            contexts?: string[] | null;
+            /**
+             * Format: date-time
+             * @description Not tracked yet - always null.
+             */
+            lastUsedAt?: string | null;
+            /** Format: date-time */
+            validUntil?: string | null;
+        };
+        Principal: {
+            id: string;
+            displayName: string;
+            /** @enum {string} */
+            kind: "principal";
+            grants: components["schemas"]["Grants"];
+        };
+        GrantChange: {
+            /** @description A scope path, or '/' for the whole context. */
+            path: string;
+            verbs: ("memory:read" | "memory:write" | "memory:forget" | "delegate" | "grant:manage" | "admin")[];
+        };
+        EffectiveGrants: {
+            path: string;
+            verbs: string[];
+            /** Format: date-time */
+            asOf?: string | null;
+        };
         QueryRequest: {
             query: string;
             /** @default 10 */
@@ -2617,6 +2888,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description The key stops working this many seconds from now (at most ten years). */
+        TtlSeconds: number;
+        KeyName: string;
+        PrincipalId: string;
         /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
         Partition: string;
         /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
@@ -4963,6 +5238,345 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    whoami: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Who the caller is. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Whoami"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyDetail"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: {
+                /** @description The key stops working this many seconds from now (at most ten years). */
+                ttlSeconds?: components["parameters"]["TtlSeconds"];
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The new key (its secret shown this once). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MintedKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    rotateKey: {
+        parameters: {
+            query?: {
+                /** @description The key stops working this many seconds from now (at most ten years). */
+                ttlSeconds?: components["parameters"]["TtlSeconds"];
+                /** @description How long the old secret keeps working (at most 30 days). */
+                overlapSeconds?: number;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                key_name: components["parameters"]["KeyName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The replacement key (its secret shown this once). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MintedKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    deleteKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                key_name: components["parameters"]["KeyName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    listPrincipals: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The principals. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Principal"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getPrincipal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                principal_id: components["parameters"]["PrincipalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The principal. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Principal"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    grantPrincipal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                principal_id: components["parameters"]["PrincipalId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantChange"];
+            };
+        };
+        responses: {
+            /** @description The principal with its new grants. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Principal"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    revokePrincipalGrant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                principal_id: components["parameters"]["PrincipalId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GrantChange"];
+            };
+        };
+        responses: {
+            /** @description The principal with its new grants. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Principal"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getEffectiveGrants: {
+        parameters: {
+            query: {
+                /** @description A scope path; '/' for the whole context. */
+                path: string;
+                /** @description The grants in force at this instant. */
+                asOf?: string;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                principal_id: components["parameters"]["PrincipalId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The effective verbs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EffectiveGrants"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["InvalidContext"];
         };
     };

@@ -1,9 +1,11 @@
 """API keys kept in the tenant's record store, digest only.
 
 Each key is one item ``pk = t#api-keys``, ``sk = <sha256 of the key>``; the key itself is
-shown once, when it is created, and stored nowhere. ``agent-memory keys`` writes them (with
-the operator's AWS credentials, or into a local data directory); every request's bearer
-key is looked up by its digest.
+shown once, when it is created, and stored nowhere. The administration service
+(``services/operations/administration.py``: ``/keys`` over HTTP, and ``agent-memory keys``,
+which calls it with the operator's AWS credentials or on a local data directory) is the only
+writer; every request's bearer key is looked up by its digest. A key past its
+``valid_until`` is not valid (checked on every lookup, cached or not).
 
 Lookups are cached per process for ``cache_ttl_s`` (hits and misses alike), so a busy
 function reads each key about once a minute, and a revoked key stops working everywhere
@@ -43,16 +45,39 @@ class StoredKey:
     created_at: str
     label: str | None = None
     grant: dict[str, Any] = field(default_factory=dict)  # agent_memory.access.grants fields
+    name: str | None = None  # unique among the keys of a context (``/keys/{name}``)
+    valid_until: str | None = None
+    # {context: {verb: [paths]}}: the principal's grants there (``access.authority.bounded``)
+    principal_grants: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""  # the sort key (sha256 of the key), set when read back
 
     def as_principal(self, key_sha256: str) -> StaticPrincipal:
         return StaticPrincipal(key_sha256=key_sha256, principal=self.principal, groups=self.groups,
-                               admin=self.admin, **self.grant)
+                               admin=self.admin, principal_grants=self.principal_grants or None,
+                               valid_until=self.valid_until, **self.grant)
+
+    def expired(self, now_iso: str | None = None) -> bool:
+        return self.valid_until is not None and self.valid_until <= (now_iso or timeutil.now_iso())
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": "api_key", "key_id": self.key_id, "principal": self.principal, "groups": list(self.groups),
+            "admin": self.admin, "created_at": self.created_at,
+            "grant": {k: list(v) if isinstance(v, tuple) else v for k, v in self.grant.items()}}
+        for name in ("label", "name", "valid_until"):
+            if getattr(self, name):
+                data[name] = getattr(self, name)
+        if self.principal_grants:
+            data["principal_grants"] = self.principal_grants
+        return data
 
     @classmethod
-    def from_data(cls, data: dict[str, Any]) -> StoredKey:
+    def from_data(cls, data: dict[str, Any], digest: str = "") -> StoredKey:
         return cls(key_id=data["key_id"], principal=data["principal"], groups=tuple(data.get("groups") or ()),
                    admin=bool(data.get("admin")), created_at=data.get("created_at", ""), label=data.get("label"),
-                   grant=parse_grant_fields(data.get("grant") or {}))
+                   grant=parse_grant_fields(data.get("grant") or {}), name=data.get("name"),
+                   valid_until=data.get("valid_until"), principal_grants=dict(data.get("principal_grants") or {}),
+                   digest=digest)
 
 
 class ApiKeyStore:
@@ -67,7 +92,8 @@ class ApiKeyStore:
         self._lock = threading.Lock()
 
     def create(self, principal: str, groups: Sequence[str] = (), admin: bool = False,
-               label: str | None = None, **grant: Any) -> tuple[str, StoredKey]:
+               label: str | None = None, *, name: str | None = None, valid_until: str | None = None,
+               principal_grants: dict[str, Any] | None = None, **grant: Any) -> tuple[str, StoredKey]:
         """A new key: returns the key (the only time it exists in clear) and what is stored.
         ``grant``: contexts, partitions, read_region, write_region, default_write_scope, verbs."""
         if not principal.strip() or principal.startswith("group:"):
@@ -76,22 +102,30 @@ class ApiKeyStore:
         raw = KEY_PREFIX + secrets.token_urlsafe(32)
         stored = StoredKey(key_id=new_id("key"), principal=principal.strip(),
                            groups=tuple(g.removeprefix("group:") for g in groups), admin=admin,
-                           created_at=timeutil.now_iso(), label=label, grant=parsed)
-        data = {"kind": "api_key", "key_id": stored.key_id, "principal": stored.principal,
-                "groups": list(stored.groups), "admin": stored.admin, "created_at": stored.created_at,
-                "grant": {k: list(v) if isinstance(v, tuple) else v for k, v in parsed.items()}}
-        if label:
-            data["label"] = label
-        self.store.put(Record(pk=KEYS_PK, sk=digest(raw), data=data), Condition.absent())
+                           created_at=timeutil.now_iso(), label=label, grant=parsed, name=name,
+                           valid_until=valid_until, principal_grants=dict(principal_grants or {}),
+                           digest=digest(raw))
+        self.store.put(Record(pk=KEYS_PK, sk=stored.digest, data=stored.data(), expires_at=_epoch(valid_until)),
+                       Condition.absent())
         self._forget_cached()
         return raw, stored
+
+    def replace(self, stored: StoredKey) -> None:
+        """Rewrite a key read back by ``list`` (its grants, expiry or principal's grants changed)."""
+        self.store.put(Record(pk=KEYS_PK, sk=stored.digest, data=stored.data(),
+                              expires_at=_epoch(stored.valid_until)), Condition.exists())
+        self._forget_cached()
+
+    def remove(self, stored: StoredKey) -> None:
+        self.store.delete(KEYS_PK, stored.digest)
+        self._forget_cached()
 
     def list(self) -> list[StoredKey]:
         found: list[StoredKey] = []
         after = None
         while True:
             page = self.store.query(KEYS_PK, after=after, limit=200)
-            found += [StoredKey.from_data(r.data) for r in page.records if r.data.get("kind") == "api_key"]
+            found += [StoredKey.from_data(r.data, r.sk) for r in page.records if r.data.get("kind") == "api_key"]
             if page.last_key is None:
                 return sorted(found, key=lambda k: (k.created_at, k.key_id))
             after = page.last_key
@@ -105,8 +139,10 @@ class ApiKeyStore:
                 cached = None
         if cached is None:
             table: dict[str, list[StaticPrincipal]] = {}
+            now_iso = timeutil.now_iso()
             for k in self.list():
-                table.setdefault(k.principal, []).append(k.as_principal(""))
+                if not k.expired(now_iso):
+                    table.setdefault(k.principal, []).append(k.as_principal(""))
             cached = (now, table)
             with self._lock:
                 self._by_principal = cached
@@ -131,7 +167,7 @@ class ApiKeyStore:
         with self._lock:
             cached = self._cache.get(key_sha256)
             if cached is not None and now - cached[0] < self.cache_ttl_s:
-                return cached[1]
+                return _unexpired(cached[1])
         record = self.store.get(KEYS_PK, key_sha256)
         found = StoredKey.from_data(record.data).as_principal(key_sha256) \
             if record is not None and record.data.get("kind") == "api_key" else None
@@ -139,7 +175,7 @@ class ApiKeyStore:
             if len(self._cache) > 10_000:  # invalid keys must not grow memory without bound
                 self._cache.clear()
             self._cache[key_sha256] = (now, found)
-        return found
+        return _unexpired(found)
 
     def any(self) -> bool:
         """Whether any key exists (cached like lookups): a local server with stored keys requires them."""
@@ -156,3 +192,16 @@ class ApiKeyStore:
             self._any = None
             self._by_principal = None
 
+
+
+def _unexpired(found: StaticPrincipal | None) -> StaticPrincipal | None:
+    if found is not None and found.valid_until is not None and found.valid_until <= timeutil.now_iso():
+        return None
+    return found
+
+
+def _epoch(instant: str | None) -> int | None:
+    """A TTL hint for the store: a day past expiry (the lookup refuses it from expiry on)."""
+    if instant is None:
+        return None
+    return int(timeutil.parse(instant).timestamp()) + 86_400

@@ -4,8 +4,9 @@ A key (static config, ``agent-memory keys create`` or the tenant's key store) ca
 
 - ``contexts`` / ``partitions``: the ones it may use (``None``: any). Anything else is 403 on
   every verb: the only 403 a read can get.
-- ``verbs``: ``memory:read``, ``memory:write``, ``memory:forget``, ``delegate``, ``admin``
-  (``None``: read, write and forget; an admin key holds every verb).
+- ``verbs``: ``memory:read``, ``memory:write``, ``memory:forget``, ``delegate``, ``grant:manage``
+  (mint keys and change grants, only within the caller's own authority: ``within_authority``),
+  ``admin`` (``None``: read, write and forget; an admin key holds every verb).
 - ``read_region`` / ``write_region``: scope paths (``*`` for one segment) it may read and
   write (``None``: unrestricted). Reads narrow to the read region and never 403; a write
   naming a scope outside the write region is 403 and writes nothing.
@@ -24,7 +25,13 @@ from agent_memory.access import scopes as scope_lib
 from agent_memory.kernel.errors import Forbidden
 
 READ, WRITE, FORGET, DELEGATE, ADMIN = "memory:read", "memory:write", "memory:forget", "delegate", "admin"
-VERBS = (READ, WRITE, FORGET, DELEGATE, ADMIN)
+GRANT_MANAGE = "grant:manage"
+VERBS = (READ, WRITE, FORGET, DELEGATE, GRANT_MANAGE, ADMIN)
+# ``required_verb`` of a route any key bound to the context may call (``GET /me``): it needs
+# some verb, whichever (a key that holds none gets 403 everywhere).
+ANY_VERB = "*"
+# The routes of the administration function that change or reveal authority: keys, principals.
+_GRANT_AREAS = ("keys", "principals")
 DEFAULT_VERBS = (READ, WRITE, FORGET)
 ON_BEHALF_OF_HEADER = "x-spectron-on-behalf-of"
 
@@ -82,7 +89,7 @@ def verbs_of(principal: Any) -> frozenset[str]:
     if principal.admin:
         return frozenset(VERBS)
     verbs = frozenset(principal.verbs if principal.verbs is not None else DEFAULT_VERBS)
-    return verbs | {DELEGATE} if ADMIN in verbs else verbs
+    return verbs | {DELEGATE, GRANT_MANAGE} if ADMIN in verbs else verbs
 
 
 def is_admin(principal: Any) -> bool:
@@ -96,6 +103,12 @@ def required_verb(method: str, path: str) -> str:
     path = path.rstrip("/")
     if path.endswith("/audit"):
         return ADMIN
+    parts = path.split("/")
+    if len(parts) >= 5 and parts[1:3] == ["api", "v1"]:
+        if len(parts) == 5 and parts[4] == "me":
+            return ANY_VERB
+        if parts[4] in _GRANT_AREAS:
+            return GRANT_MANAGE
     if method in ("GET", "HEAD"):
         return READ
     if method == "DELETE" or path.endswith(_FORGET_POSTS):
@@ -115,7 +128,12 @@ def check_binding(principal: Any, context_id: str, partition: str) -> None:
 
 
 def check_verb(principal: Any, verb: str, *, label: str | None = None) -> None:
-    if verb not in verbs_of(principal):
+    held = verbs_of(principal)
+    if verb == ANY_VERB:
+        if not held:
+            raise Forbidden(f"{label or principal.principal} holds no verb", code="verb_not_granted")
+        return
+    if verb not in held:
         who = label or principal.principal
         raise Forbidden(f"{who} does not hold {verb!r}", code="verb_not_granted", verb=verb)
 

@@ -49,6 +49,11 @@ class RequestContext:
     default_write_scope: str | None = None
     # Set on a delegated call: the principal whose key made it (``principal`` is the target).
     delegated_by: str | None = None
+    # The caller's key as stored (before its principal's grants bound it) and, on a delegated
+    # call, the target's grants as they apply in this context (``GET /me``, the administration
+    # service's escalation checks).
+    key: StaticPrincipal | None = field(default=None, compare=False, repr=False)
+    target: StaticPrincipal | None = field(default=None, compare=False, repr=False)
 
     def write_scopes(self, requested: Sequence[Sequence[str]]) -> list[list[str]]:
         """The scopes a write stores (the default write scope when it names none); 403 when
@@ -107,19 +112,25 @@ def resolve(context_id: str, headers: dict[str, str] | None, *, default_principa
 def _granted(caller: StaticPrincipal, context_id: str, partition: str, request_id: str | None,
              verb: str | None, on_behalf_of: str | None,
              named: Callable[[str], StaticPrincipal | None]) -> RequestContext:
+    from agent_memory.access.authority import bounded
+
     grants.check_binding(caller, context_id, partition)
+    key = caller
+    caller = bounded(caller, context_id)
     if verb is not None:
         grants.check_verb(caller, verb)
     if on_behalf_of is None:
         return RequestContext(context_id=context_id, principal=caller.principal, partition=partition,
                               groups=caller.groups, admin=grants.is_admin(caller), request_id=request_id,
                               read_region=caller.read_region, write_region=caller.write_region,
-                              default_write_scope=caller.default_write_scope)
+                              default_write_scope=caller.default_write_scope, key=key)
     grants.check_verb(caller, grants.DELEGATE)
     target = named(on_behalf_of)
     if target is None:
         raise Forbidden(f"unknown principal {on_behalf_of!r} in X-Spectron-On-Behalf-Of",
                         code="unknown_delegation_target")
+    target = bounded(target, context_id)
+    _may_act_for(caller, target)
     # Depth 1: the target's own delegation rights are not used; its binding and verb are.
     grants.check_binding(target, context_id, partition)
     if verb is not None:
@@ -133,10 +144,27 @@ def _granted(caller: StaticPrincipal, context_id: str, partition: str, request_i
                           groups=target.groups, admin=grants.is_admin(caller) and grants.is_admin(target),
                           request_id=request_id, delegated_by=caller.principal,
                           read_region=grants_intersection(caller.read_region, target.read_region),
-                          write_region=write_region, default_write_scope=default_scope)
+                          write_region=write_region, default_write_scope=default_scope, key=key, target=target)
 
 
 grants_intersection = scope_lib.intersect_regions
+
+
+def _may_act_for(caller: StaticPrincipal, target: StaticPrincipal) -> None:
+    """A caller may act only for a principal that sees no more than it does: the target's
+    read region inside the caller's, and an admin target only for an admin caller. Acting
+    for someone gives their identity (reader lists match it), so a wider target would let a
+    delegate read what neither its own region nor the intersection names."""
+    if grants.is_admin(target) and not grants.is_admin(caller):
+        raise Forbidden(f"{target.principal} is an admin; only an admin may act for it",
+                        code="delegation_beyond_authority")
+    if caller.read_region is None:
+        return
+    outside = [p for p in (target.read_region or ("/",)) if target.read_region is None
+               or not scope_lib.path_covered(p, caller.read_region)]
+    if outside:
+        raise Forbidden(f"{target.principal} may read {outside[0]!r}, which this key may not: it may not "
+                        "act for it", code="delegation_beyond_authority")
 
 
 def _named(principals: Sequence[StaticPrincipal], name: str) -> StaticPrincipal | None:

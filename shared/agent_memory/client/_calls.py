@@ -229,6 +229,44 @@ class Calls:
     def profile(self, *, limit: int | None) -> Call[wire.Profile]:
         return Call("GET", f"{self.prefix}/profile", model(wire.Profile), params={"limit": limit}, idempotent=True)
 
+    # --- administration -------------------------------------------------------------------
+
+    def whoami(self) -> Call[wire.Whoami]:
+        return Call("GET", f"{self.prefix}/me", model(wire.Whoami), idempotent=True)
+
+    def create_key(self, *, name: str | None, grants: dict[str, list[str]] | None, ttl_seconds: int | None,
+                   contexts: list[str] | None) -> Call[wire.MintedKey]:
+        # Not retried: a lost reply would leave a key minted twice (the second named apart).
+        return Call("POST", f"{self.prefix}/keys", model(wire.MintedKey),
+                    json=_body(name=name, grants=grants, contexts=contexts), params={"ttlSeconds": ttl_seconds})
+
+    def list_keys(self) -> Call[list[wire.KeyDetail]]:
+        return Call("GET", f"{self.prefix}/keys", lambda r: [wire.KeyDetail.model_validate(k) for k in r.json()],
+                    idempotent=True)
+
+    def rotate_key(self, name: str, *, ttl_seconds: int | None, overlap_seconds: int | None) -> Call[wire.MintedKey]:
+        return Call("POST", f"{self.prefix}/keys/{_seg(name)}/rotate", model(wire.MintedKey),
+                    params={"ttlSeconds": ttl_seconds, "overlapSeconds": overlap_seconds})
+
+    def delete_key(self, name: str) -> Call[None]:
+        return Call("DELETE", f"{self.prefix}/keys/{_seg(name)}", nothing, idempotent=True)
+
+    def list_principals(self) -> Call[list[wire.Principal]]:
+        return Call("GET", f"{self.prefix}/principals",
+                    lambda r: [wire.Principal.model_validate(p) for p in r.json()], idempotent=True)
+
+    def get_principal(self, principal_id: str) -> Call[wire.Principal]:
+        return Call("GET", f"{self.prefix}/principals/{_seg(principal_id)}", model(wire.Principal), idempotent=True)
+
+    def change_grant(self, principal_id: str, path: str, verbs: Sequence[str], *,
+                     revoke: bool) -> Call[wire.Principal]:
+        return Call("DELETE" if revoke else "POST", f"{self.prefix}/principals/{_seg(principal_id)}/grants",
+                    model(wire.Principal), json={"path": path, "verbs": list(verbs)}, idempotent=True)
+
+    def effective_grants(self, principal_id: str, path: str, *, as_of: str | None) -> Call[wire.EffectiveGrants]:
+        return Call("GET", f"{self.prefix}/principals/{_seg(principal_id)}/effective", model(wire.EffectiveGrants),
+                    params={"path": path, "asOf": as_of}, idempotent=True)
+
     def _entity_path(self, type: str, name: str) -> str:
         return f"{self.prefix}/entities/{_seg(type)}/{_seg(name)}"
 

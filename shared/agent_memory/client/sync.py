@@ -234,6 +234,53 @@ class AgentMemory:
     def profile(self, limit: int | None = None) -> wire.Profile:
         return self._send(self._calls.profile(limit=limit))
 
+    # --- administration ------------------------------------------------------------------
+
+    @operation("whoami")
+    def whoami(self) -> wire.Whoami:
+        """Who this key is here: its principal, grants, and what a request may do."""
+        return self._send(self._calls.whoami())
+
+    @operation("createKey")
+    def create_key(self, name: str | None = None, grants: dict[str, list[str]] | None = None,
+                   ttl_seconds: int | None = None, contexts: list[str] | None = None) -> wire.MintedKey:
+        """Mint a key for this principal, bound to this context (the secret is in the reply only)."""
+        return self._send(self._calls.create_key(name=name, grants=grants, ttl_seconds=ttl_seconds,
+                                                     contexts=contexts))
+
+    @operation("listKeys")
+    def list_keys(self) -> list[wire.KeyDetail]:
+        return self._send(self._calls.list_keys())
+
+    @operation("rotateKey")
+    def rotate_key(self, name: str, ttl_seconds: int | None = None,
+                   overlap_seconds: int | None = None) -> wire.MintedKey:
+        return self._send(self._calls.rotate_key(name, ttl_seconds=ttl_seconds, overlap_seconds=overlap_seconds))
+
+    @operation("deleteKey")
+    def delete_key(self, name: str) -> None:
+        return self._send(self._calls.delete_key(name))
+
+    @operation("listPrincipals")
+    def list_principals(self) -> list[wire.Principal]:
+        return self._send(self._calls.list_principals())
+
+    @operation("getPrincipal")
+    def get_principal(self, principal_id: str) -> wire.Principal:
+        return self._send(self._calls.get_principal(principal_id))
+
+    @operation("grantPrincipal")
+    def grant(self, principal_id: str, path: str, verbs: list[str]) -> wire.Principal:
+        return self._send(self._calls.change_grant(principal_id, path, verbs, revoke=False))
+
+    @operation("revokePrincipalGrant")
+    def revoke_grant(self, principal_id: str, path: str, verbs: list[str]) -> wire.Principal:
+        return self._send(self._calls.change_grant(principal_id, path, verbs, revoke=True))
+
+    @operation("getEffectiveGrants")
+    def effective_grants(self, principal_id: str, path: str, as_of: str | None = None) -> wire.EffectiveGrants:
+        return self._send(self._calls.effective_grants(principal_id, path, as_of=as_of))
+
     # --- chat ---------------------------------------------------------------------------
 
     @overload

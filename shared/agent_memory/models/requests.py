@@ -159,3 +159,21 @@ class ChatRequest(ScopedRequest):
     bypass_cache: bool = Field(default=False, validation_alias=AliasChoices("bypassCache", "bypass_cache"))
     suppress_markers: bool = Field(default=False,
                                    validation_alias=AliasChoices("suppressMarkers", "suppress_markers"))
+
+
+# --- administration (/keys, /principals, /scopes) -------------------------------------------
+
+class CreateKeyRequest(RequestModel):
+    """``POST /keys``: ``grants`` is ``{verb: [paths]}`` (``access.authority``); absent, the
+    minter's own authority in this context. ``contexts`` (admins only): bind it there too."""
+
+    name: str | None = None
+    grants: dict[str, Any] | None = None
+    contexts: list[str] | None = None
+
+
+class GrantChangeRequest(RequestModel):
+    """``POST``/``DELETE /principals/{id}/grants``: one path and the verbs granted or revoked there."""
+
+    path: str
+    verbs: list[str] = Field(min_length=1)

@@ -633,3 +633,47 @@ class FsckReport(WireModel):
     contradictions: list[FsckFinding]
     duplicates: list[FsckFinding]
     injection: list[FsckFinding]
+
+
+# --- administration (/me, /keys, /principals) ---------------------------------------------
+
+class Whoami(WireModel):
+    principal_id: str
+    display_name: str
+    kind: str
+    enforce: bool
+    grants: dict[str, list[str]]
+    effective_grants: dict[str, list[str]]
+    token_grants: dict[str, list[str]] | None = None
+    delegated_principal_id: str | None = None
+
+
+class MintedKey(WireModel):
+    id: str
+    key: str
+    name: str
+    valid_until: str | None = None
+
+
+class KeyDetail(WireModel):
+    id: str
+    name: str
+    principal: str
+    created_at: str
+    grants: dict[str, list[str]]
+    contexts: list[str] | None = None
+    last_used_at: str | None = None
+    valid_until: str | None = None
+
+
+class Principal(WireModel):
+    id: str
+    display_name: str
+    kind: str
+    grants: dict[str, list[str]]
+
+
+class EffectiveGrants(WireModel):
+    path: str
+    verbs: list[str]
+    as_of: str | None = None

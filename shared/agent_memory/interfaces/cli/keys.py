@@ -1,5 +1,6 @@
 """``agent-memory keys create|list|revoke``: the API keys stored in the record store (a local
-data dir, or the tenant table with --table and the operator's AWS credentials)."""
+data dir, or the tenant table with --table and the operator's AWS credentials), through the
+administration service that also serves ``/keys`` over HTTP."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ def add_parser(sub) -> None:
     create.add_argument("--group", action="append", help="group membership (repeatable)")
     create.add_argument("--admin", action="store_true", help="grant every verb, admin included")
     create.add_argument("--label", default=None, help="a note for `keys list`")
+    create.add_argument("--name", default=None, help="the key's name (DELETE /keys/{name} over HTTP)")
+    create.add_argument("--ttl-seconds", type=int, default=None, dest="ttl_seconds",
+                        help="the key stops working this many seconds from now")
     create.add_argument("--context", action="append", dest="contexts",
                         help="a context the key may use (repeatable; default: any)")
     create.add_argument("--partition", action="append", dest="partitions",
@@ -29,7 +33,7 @@ def add_parser(sub) -> None:
     create.add_argument("--default-scope", default=None, dest="default_write_scope",
                         help="the scope a write that names none is given")
     create.add_argument("--verb", action="append", dest="verbs",
-                        help="memory:read, memory:write, memory:forget, delegate or admin "
+                        help="memory:read, memory:write, memory:forget, delegate, grant:manage or admin "
                              "(repeatable; default: read, write, forget)")
     keys_sub.add_parser("list", help="list keys (never the keys themselves)")
     revoke = keys_sub.add_parser("revoke", help="delete a key by its id")
@@ -50,28 +54,34 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_for(args)
     if settings is None:
         return 2
-    keys = Runtime(settings).api_keys
+    admin = Runtime(settings).administration
     if args.keys == "create":
         grant = {name: getattr(args, name) for name in GRANT_FIELDS if getattr(args, name) is not None}
         try:
-            raw, stored = keys.create(args.principal, groups=args.group or (), admin=args.admin, label=args.label,
-                                      **grant)
+            raw, stored = admin.operator_create_key(args.principal, groups=args.group or (), admin=args.admin,
+                                                    label=args.label, name=args.name, ttl_seconds=args.ttl_seconds,
+                                                    **grant)
         except ValueError as exc:
             print(f"agent-memory: {exc}", file=sys.stderr)
             return 2
         print(f"key id: {stored.key_id}\nprincipal: {stored.principal}\nadmin: {str(stored.admin).lower()}")
+        for label, value in (("name", stored.name), ("valid until", stored.valid_until)):
+            if value:
+                print(f"{label}: {value}")
         for name, value in stored.grant.items():
             print(f"{name}: {','.join(value) if isinstance(value, tuple) else value}")
         print(f"key (shown once, store it now): {raw}")
         return 0
     if args.keys == "list":
-        for k in keys.list():
+        for k in admin.operator_keys():
             groups = ",".join(k.groups) or "-"
             grant = "".join(f"  {name}={','.join(v) if isinstance(v, tuple) else v}" for name, v in k.grant.items())
             print(f"{k.key_id}  {k.principal}  groups={groups}  admin={str(k.admin).lower()}  "
-                  f"created={k.created_at}" + (f"  label={k.label}" if k.label else "") + grant)
+                  f"created={k.created_at}" + (f"  name={k.name}" if k.name else "")
+                  + (f"  valid_until={k.valid_until}" if k.valid_until else "")
+                  + (f"  label={k.label}" if k.label else "") + grant)
         return 0
-    if keys.revoke(args.key_id):
+    if admin.operator_revoke_key(args.key_id):
         print(f"revoked {args.key_id}")
         return 0
     print(f"agent-memory: no key {args.key_id}", file=sys.stderr)

@@ -1,0 +1,93 @@
+"""Administration area: who am I (GET /me), keys (/keys), principals and their grants
+(/principals). Its own function and role: the only one that writes key records.
+
+Rules: ``agent_memory.services.operations.administration``; shapes: ``presenters.administration``."""
+
+from agent_memory.http import api as http
+from agent_memory.models.requests import CreateKeyRequest, GrantChangeRequest
+from agent_memory.observability import instrumented
+from agent_memory.presenters import administration as wire
+from agent_memory.runtime import get_runtime
+
+app = http.make_resolver()
+
+OVERLAP_MAX_S = 30 * 86_400
+
+
+def _ttl() -> int | None:
+    raw = http.query_str(app, "ttlSeconds")
+    return None if raw is None else http.query_int(app, "ttlSeconds", 0)
+
+
+@app.get("/api/v1/<context_id>/me")
+def whoami(context_id: str):
+    return wire.whoami(get_runtime().administration.whoami(http.context(app, context_id)))
+
+
+@app.post("/api/v1/<context_id>/keys")
+def create_key(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, CreateKeyRequest, optional=True)
+    minted = get_runtime().administration.create_key(ctx, name=req.name, grant_map=req.grants,
+                                                     ttl_seconds=_ttl(), contexts=req.contexts)
+    return http.json_response(wire.minted_key(minted), 201)
+
+
+@app.get("/api/v1/<context_id>/keys")
+def list_keys(context_id: str):
+    return http.json_response(wire.key_list(get_runtime().administration.list_keys(http.context(app, context_id))))
+
+
+@app.post("/api/v1/<context_id>/keys/<key_name>/rotate")
+def rotate_key(context_id: str, key_name: str):
+    ctx = http.context(app, context_id)
+    overlap = http.query_int(app, "overlapSeconds", 0, minimum=0, maximum=OVERLAP_MAX_S)
+    return wire.minted_key(get_runtime().administration.rotate_key(ctx, key_name, ttl_seconds=_ttl(),
+                                                                   overlap_seconds=overlap))
+
+
+@app.delete("/api/v1/<context_id>/keys/<key_name>")
+def delete_key(context_id: str, key_name: str):
+    get_runtime().administration.delete_key(http.context(app, context_id), key_name)
+    return http.empty_response()
+
+
+@app.get("/api/v1/<context_id>/principals")
+def list_principals(context_id: str):
+    principals = get_runtime().administration.list_principals(http.context(app, context_id))
+    return http.json_response(wire.principal_list(principals))
+
+
+@app.get("/api/v1/<context_id>/principals/<principal_id>")
+def get_principal(context_id: str, principal_id: str):
+    return wire.principal(get_runtime().administration.get_principal(http.context(app, context_id), principal_id))
+
+
+@app.post("/api/v1/<context_id>/principals/<principal_id>/grants")
+def grant(context_id: str, principal_id: str):
+    req = http.body(app, GrantChangeRequest)
+    return wire.principal(get_runtime().administration.change_grant(
+        http.context(app, context_id), principal_id, req.path, req.verbs, revoke=False))
+
+
+@app.delete("/api/v1/<context_id>/principals/<principal_id>/grants")
+def revoke(context_id: str, principal_id: str):
+    req = http.body(app, GrantChangeRequest)
+    return wire.principal(get_runtime().administration.change_grant(
+        http.context(app, context_id), principal_id, req.path, req.verbs, revoke=True))
+
+
+@app.get("/api/v1/<context_id>/principals/<principal_id>/effective")
+def effective(context_id: str, principal_id: str):
+    path = http.query_str(app, "path")
+    if path is None:
+        from agent_memory.kernel.errors import InvalidRequest
+
+        raise InvalidRequest("path is required ('/' for the whole context)", field="path")
+    return wire.effective(get_runtime().administration.effective(
+        http.context(app, context_id), principal_id, path, http.query_instant(app, "asOf")))
+
+
+@instrumented
+def lambda_handler(event, lambda_context):
+    return app.resolve(event, lambda_context)

@@ -1,0 +1,47 @@
+"""Who am I, keys and principals on the wire (``/me``, ``/keys``, ``/principals``): the
+official client's shapes (``surrealdb.spectron`` ``WhoamiResponse``, ``MintedKey``,
+``KeyDetail``, ``Principal``, ``EffectiveGrants``); lists are bare arrays, as it reads them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_memory.services.operations.administration import (
+    Effective,
+    KeyView,
+    MintedKey,
+    PrincipalView,
+    WhoAmI,
+)
+
+
+def whoami(me: WhoAmI) -> dict[str, Any]:
+    return {"principalId": me.principal_id, "displayName": me.display_name, "kind": me.kind,
+            "enforce": me.enforce, "grants": me.grants, "effectiveGrants": me.effective_grants,
+            "delegatedPrincipalId": me.delegated_principal_id, "tokenGrants": me.token_grants}
+
+
+def minted_key(key: MintedKey) -> dict[str, Any]:
+    return {"id": key.id, "key": key.key, "name": key.name, "validUntil": key.valid_until}
+
+
+def key_detail(key: KeyView) -> dict[str, Any]:
+    return {"id": key.id, "name": key.name, "principal": key.principal, "createdAt": key.created_at,
+            "grants": key.grants, "contexts": key.contexts, "lastUsedAt": key.last_used_at,
+            "validUntil": key.valid_until}
+
+
+def key_list(keys: list[KeyView]) -> list[dict[str, Any]]:
+    return [key_detail(k) for k in keys]
+
+
+def principal(p: PrincipalView) -> dict[str, Any]:
+    return {"id": p.id, "displayName": p.display_name, "kind": p.kind, "grants": p.grants}
+
+
+def principal_list(ps: list[PrincipalView]) -> list[dict[str, Any]]:
+    return [principal(p) for p in ps]
+
+
+def effective(e: Effective) -> dict[str, Any]:
+    return {"path": e.path, "verbs": e.verbs, "asOf": e.as_of}
