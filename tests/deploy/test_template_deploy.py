@@ -181,3 +181,23 @@ def test_cors_for_the_static_inspector_is_off_unless_origins_are_given():
     on = cors[1]
     assert on["AllowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowedOrigins"}]} and "AllowCredentials" not in on
     assert {"authorization", "x-memory-partition", "content-type"} <= set(on["AllowHeaders"])
+
+
+def test_chat_streams_through_the_chat_functions_url_beside_the_buffered_route():
+    chat = RESOURCES["ChatFunction"]["Properties"]
+    url = chat["FunctionUrlConfig"]
+    # NONE admits the request to the handler, which authenticates it with the stack's keys
+    assert url["AuthType"] == "NONE" and url["InvokeMode"] == "RESPONSE_STREAM"
+    assert url["Cors"]["Fn::If"][0] == "HasCorsOrigins"
+    assert url["Cors"]["Fn::If"][2] == {"Ref": "AWS::NoValue"}
+    assert "authorization" in url["Cors"]["Fn::If"][1]["AllowHeaders"]
+    # the buffered route stays on the HTTP API
+    assert chat["Events"]["Chat"]["Properties"] == {"ApiId": {"Ref": "HttpApi"}, "Path": "/api/v1/{context_id}/chat",
+                                                    "Method": "POST"}
+    # the exec wrapper is our runtime loop's, shipped executable in the layer (/opt/python = shared/)
+    wrapper = chat["Environment"]["Variables"]["AWS_LAMBDA_EXEC_WRAPPER"]
+    shipped = REPO / "shared" / wrapper.removeprefix("/opt/python/")
+    assert wrapper.startswith("/opt/python/agent_memory/") and shipped.is_file()
+    assert shipped.stat().st_mode & 0o111
+    assert "-m agent_memory.http.lambda_runtime" in shipped.read_text()
+    assert TEMPLATE["Outputs"]["ChatStreamUrl"]["Value"] == {"Fn::GetAtt": ["ChatFunctionUrl", "FunctionUrl"]}

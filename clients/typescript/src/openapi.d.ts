@@ -694,7 +694,7 @@ export interface paths {
         get: operations["getEntity"];
         put?: never;
         post?: never;
-        /** @description Soft delete: the entity and every fact about it (history included, relations to it, its actions, uncertainties about it) leave every read and retrieval. */
+        /** @description Soft delete of what the caller may both read and write about the entity (its facts, history included, relations to it, its actions, uncertainties about it): those leave every read and retrieval. What others wrote about it stays, and the entity with it for them; the entity itself goes when nothing is left. 403 when the caller reads the entity but may remove none of it (nothing changes). */
         delete: operations["deleteEntity"];
         options?: never;
         head?: never;
