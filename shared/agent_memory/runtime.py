@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.config import ModelRef, Settings, load_settings
 from agent_memory.kernel.errors import ConfigurationError
@@ -134,7 +134,14 @@ class Runtime:
                 "search", SEARCH_CALLS, search=s.search)  # outside the breaker: its refusals show too
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
-        return traced(EmbeddedSearchIndex(s.search_path, self.embedder), "search", SEARCH_CALLS, search=s.search)
+        index: Any = EmbeddedSearchIndex(s.search_path, self.embedder)
+        ref = s.models.reranker
+        if ref is not None and ref.provider == "local":
+            from agent_memory.adapters.rerankers import PrecomputingIndex
+
+            # each unit's reranker token vectors are computed as it is indexed (write time)
+            index = PrecomputingIndex(index, self.reranker)
+        return traced(index, "search", SEARCH_CALLS, search=s.search)
 
     def provision_search_index(self):
         """The deploy step (functions/search_index): make the current embedder's and mapping's
@@ -384,9 +391,14 @@ class Runtime:
 
             return BedrockReranker(ref.model, region=self.settings.aws_region,
                                    timeout_s=self.settings.limits.rerank_timeout_s)
-        from agent_memory.adapters.rerankers import LateInteractionReranker
+        from agent_memory.adapters.rerankers import LateInteractionReranker, TokenVectorStore
 
-        return LateInteractionReranker(ref.model)
+        # With the embedded index, candidates' token vectors are stored at write time beside it
+        # (the search property wraps the index); a query then encodes only its question.
+        path = self.settings.search_path
+        store = (TokenVectorStore(f"{path}.rerank-tokens", ref.model)
+                 if self.settings.search != "opensearch" and path != ":memory:" else None)
+        return LateInteractionReranker(ref.model, store=store)
 
     @cached_property
     def prompt_context(self):
