@@ -138,9 +138,10 @@ class Runtime:
         ref = s.models.reranker
         if ref is not None and ref.provider == "local":
             from agent_memory.adapters.rerankers import PrecomputingIndex
+            from agent_memory.services.retrieval.service import hit_text
 
             # each unit's reranker token vectors are computed as it is indexed (write time)
-            index = PrecomputingIndex(index, self.reranker)
+            index = PrecomputingIndex(index, self.reranker, hit_text)
         return traced(index, "search", SEARCH_CALLS, search=s.search)
 
     def provision_search_index(self):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -253,14 +253,14 @@ class PrecomputingIndex:
     (``LateInteractionReranker.precompute``), so every path that projects (writes, the
     projector's catch-up, ``agent-memory reindex``) stores the unit's token vectors."""
 
-    def __init__(self, index: Any, reranker: LateInteractionReranker):
-        self._index = index
-        self._reranker = reranker
+    def __init__(self, index: Any, reranker: LateInteractionReranker, text_of: Callable[[Any], str]):
+        # text_of: the text retrieval hands the reranker for a unit (services.retrieval.hit_text)
+        self.__dict__.update(_index=index, _reranker=reranker, _text_of=text_of)
 
     def upsert(self, units: Sequence[Any]) -> None:
         self._index.upsert(units)
         try:
-            self._reranker.precompute([u.text for u in units])
+            self._reranker.precompute([self._text_of(u) for u in units])
         except Exception as exc:  # noqa: BLE001 - a query encodes what is missing
             import logging
 
@@ -268,6 +268,9 @@ class PrecomputingIndex:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._index, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:  # e.g. a bench swapping the embedder
+        setattr(self._index, name, value)
 
 
 class BedrockReranker:
