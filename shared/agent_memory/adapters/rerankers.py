@@ -163,9 +163,9 @@ class TokenVectorStore:
     encoded (the reranker's cold path is its warm one).
 
     Storage budget: at most ``MAX_TOKENS`` (128) kept tokens per text, each quantised to int8
-    (one byte a dimension: 384 bytes a token with MiniLM), so at most 48 KiB a unit and about
-    8 KiB for a typical 20-token turn; rows are unit-norm again when read (the int8 rounding
-    moves a cosine by under 0.01). Keyed by a digest of the text, so units with the same text
+    (one byte a dimension: 384 bytes a token with MiniLM), so at most 48 KiB a unit (about
+    10.6 KiB a LoCoMo turn); rows are unit-norm again when read (the int8 rounding moves a
+    cosine by under 0.01). Keyed by a digest of the text, so units with the same text
     share a row; one model per file (a different model empties it: its vectors would not
     compare). Rows of removed units stay until ``agent-memory reindex`` rebuilds the index
     (which also backfills the rows of units written before the store existed)."""
