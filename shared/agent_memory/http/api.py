@@ -22,7 +22,7 @@ from agent_memory import observability
 from agent_memory.access import grants
 from agent_memory.access.request_context import RequestContext, resolve
 from agent_memory.http import safe_json
-from agent_memory.kernel import deadline
+from agent_memory.kernel import deadline, usage
 from agent_memory.kernel.errors import (
     PROBLEM_TYPE_BASE,
     InvalidRequest,
@@ -122,14 +122,35 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
         state["lambda_context"] = lambda_context
         state["context"] = {}
         started = time.perf_counter()
+        spending = usage.begin()
         try:
             response = super().resolve(event, lambda_context)
-            observability.request_done(str(event.get("routeKey") or "unknown"), response.get("statusCode", 0),
-                                       (time.perf_counter() - started) * 1000)
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            route, status = str(event.get("routeKey") or "unknown"), response.get("statusCode", 0)
+            observability.request_done(route, status, elapsed_ms)
+            _record_cost(state.get("caller"), route, status, elapsed_ms)
             return response
         finally:
+            usage.end(spending)
             state.pop("event", None)
             state.pop("lambda_context", None)
+            state.pop("caller", None)
+
+    def note_caller(self, ctx: RequestContext) -> None:
+        """The request's resolved caller, for its cost row at the end (``_record_cost``)."""
+        self._state()["caller"] = ctx
+
+
+def _record_cost(ctx: RequestContext | None, route: str, status: int, elapsed_ms: float) -> None:
+    """A successful request's cost row (``AuditLog.usage``): handed to the audit sink, which
+    writes it after the response (docs/decisions.md, "Audit costs"); never fails the request."""
+    spent = usage.current()
+    if ctx is None or spent is None or not 200 <= status < 300:
+        return
+    try:
+        get_runtime().audit.usage(ctx, route, status, elapsed_ms, spent)
+    except Exception:
+        log.warning("could not hand the request's cost row to the audit sink", exc_info=True)
 
 
 def request_budget_s(lambda_context: Any) -> float:
@@ -223,6 +244,8 @@ def _resolve_and_record_caller(app: APIGatewayHttpResolver, next_middleware: Any
         ctx = resolve_caller(app, context_id)
         record_access(app, ctx)
         app.append_context(**{_CALLER: ctx})
+        if isinstance(app, ThreadSafeHttpResolver):
+            app.note_caller(ctx)
     return next_middleware(app)
 
 
