@@ -16,6 +16,7 @@ import pytest
 
 from agent_memory.adapters.audit_sinks import LogAuditSink
 from tests.conftest import REPO
+from tests.openapi_schemas import assert_matches
 
 CTX = "/api/v1/acme"
 READS = [("GET", "/state", None), ("GET", "/profile", None), ("GET", "/entities", None),
@@ -32,6 +33,7 @@ def audit_usage_setting() -> str:
 def rows(api: Any, kind: str) -> list[dict[str, Any]]:
     r = api.get(f"{CTX}/audit?kind={kind}&limit=500")
     assert r.status == 200, r.text
+    assert_matches("GET", f"{CTX}/audit", r)
     return r.json()["rows"]
 
 
