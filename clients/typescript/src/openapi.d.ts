@@ -3772,6 +3772,7 @@ export interface operations {
     inspect: {
         parameters: {
             query: {
+                /** @description The object's reference; a type is one of the entity types (or an alias), a name is normalised as entity ids are. A reference outside the grammar is a 400 naming it. */
                 ref: string;
                 asOf?: string;
                 atInstant?: string;
