@@ -57,6 +57,13 @@ def test_each_request_leaves_a_cost_row_with_its_model_calls_tokens_and_rows(api
     assert all(r["status"] == 200 for r in rows(api, "retrieval") + rows(api, "response"))
 
 
+def test_a_streamed_reply_is_costed_when_its_frames_end(any_api):
+    r = any_api.post(f"{CTX}/chat", {"message": "Where do I live?", "stream": True, "bypassCache": True})
+    assert r.status == 200 and "event: done" in r.text, r.text
+    [streamed] = [row for row in rows(any_api, "response") if row["action"] == "POST /api/v1/{context_id}/chat"]
+    assert streamed["modelCalls"] >= 1 and streamed["model"] and streamed["rowsWritten"] > 0
+
+
 def test_read_routes_write_nothing_on_the_request_thread(api, runtime, monkeypatch):
     api.post(f"{CTX}/facts", {"text": "I live in London."})
     writes: list[tuple[str, str]] = []

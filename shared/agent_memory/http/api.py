@@ -123,14 +123,25 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
         state["context"] = {}
         started = time.perf_counter()
         spending = usage.begin()
+        cost: dict[str, Any] = {}
+        cost_token = _cost.set(cost)
         try:
             response = super().resolve(event, lambda_context)
             elapsed_ms = (time.perf_counter() - started) * 1000
             route, status = str(event.get("routeKey") or "unknown"), response.get("statusCode", 0)
             observability.request_done(route, status, elapsed_ms)
-            _record_cost(state.get("caller"), route, status, elapsed_ms)
+            caller, spent = state.get("caller"), usage.current()
+
+            def record() -> None:
+                _record_cost(caller, route, status, (time.perf_counter() - started) * 1000, spent)
+
+            if cost.get("streamed"):
+                cost["record"] = record  # when the stream's frames end (``stream_in_request``)
+            else:
+                record()
             return response
         finally:
+            _cost.reset(cost_token)
             usage.end(spending)
             state.pop("event", None)
             state.pop("lambda_context", None)
@@ -141,10 +152,14 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
         self._state()["caller"] = ctx
 
 
-def _record_cost(ctx: RequestContext | None, route: str, status: int, elapsed_ms: float) -> None:
+# The cost row of the current request, when its response streams: recorded as the frames end.
+_cost: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("agent_memory_cost", default=None)
+
+
+def _record_cost(ctx: RequestContext | None, route: str, status: int, elapsed_ms: float,
+                 spent: usage.Usage | None) -> None:
     """A successful request's cost row (``AuditLog.usage``): handed to the audit sink, which
     writes it after the response (docs/decisions.md, "Audit costs"); never fails the request."""
-    spent = usage.current()
     if ctx is None or spent is None or not 200 <= status < 300:
         return
     try:
@@ -212,6 +227,9 @@ def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
     lease = _lease.get()
     if lease is not None:
         lease.handed_over = True
+    cost = _cost.get()
+    if cost is not None:
+        cost["streamed"] = True  # the request's cost row waits for the last frame
     request_vars = contextvars.copy_context()
 
     def frames_in_request() -> Iterator[str]:
@@ -228,6 +246,9 @@ def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
                 request_vars.run(close)
             if lease is not None:
                 lease.limiter.release()
+            record = cost.get("record") if cost is not None else None
+            if record is not None:
+                record()
 
     return frames_in_request()
 

@@ -82,7 +82,8 @@ class MeteredStore:
 
     def query(self, pk: str, **kwargs: Any) -> Any:
         page = self.inner.query(pk, **kwargs)
-        add(rows_read=len(page.records))
+        scanned = getattr(page, "scanned", None)  # what a filtered query evaluated (and was billed)
+        add(rows_read=scanned if scanned is not None else len(page.records))
         return page
 
     def put(self, record: Any, condition: Any = None) -> None:
