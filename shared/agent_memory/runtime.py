@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory.config import ModelRef, Settings, load_settings
 from agent_memory.kernel.errors import ConfigurationError
+from agent_memory.kernel.usage import MeteredStore
 from agent_memory.services.events import EventPublisher, FactsChanged, RecordsForgotten
 from agent_memory.tracing import traced
 
@@ -67,7 +68,11 @@ class Runtime:
         queue = self.__dict__.get("ingestion_queue")
         if queue is not None and hasattr(queue, "close"):
             queue.close()
+        sink = self.__dict__.get("audit_sink")
+        if sink is not None:
+            sink.flush()  # the cost rows still queued
         store = self.__dict__.get("store")
+        store = getattr(store, "inner", store)  # under the metering
         if store is not None and hasattr(type(store), "stop_retries"):
             store.stop_retries()  # no pending-projection retry after this
 
@@ -76,13 +81,15 @@ class Runtime:
     @cached_property
     def store(self) -> RecordStore:
         """The record store; unless projection runs from DynamoDB Streams, wrapped so that
-        committed changes reach the search index."""
+        committed changes reach the search index; metered (``kernel.usage``: the rows each
+        request reads and writes, for its audit cost row)."""
         base = self.base_store
         if self.search is None or self.settings.projection == "stream":
-            return base
+            return MeteredStore(base)
         from agent_memory.services.operations.projection import ProjectingRecordStore
 
-        return ProjectingRecordStore(base, self.projector, retry_interval_s=self.settings.projection_retry_s)
+        return MeteredStore(ProjectingRecordStore(base, self.projector,
+                                                  retry_interval_s=self.settings.projection_retry_s))
 
     @cached_property
     def projector(self):
@@ -289,7 +296,17 @@ class Runtime:
     def audit(self):
         from agent_memory.services.conversation.reader_access import AuditLog
 
-        return AuditLog(self.store, ttl_s=self.settings.limits.audit_ttl_s)
+        return AuditLog(self.store, ttl_s=self.settings.limits.audit_ttl_s, sink=self.audit_sink)
+
+    @cached_property
+    def audit_sink(self):
+        """Where cost rows go (``settings.audit_usage``); None: they are not kept."""
+        from agent_memory.adapters import audit_sinks
+
+        kind = self.settings.audit_usage
+        if kind == "off":
+            return None
+        return audit_sinks.LogAuditSink() if kind == "log" else audit_sinks.BackgroundAuditSink(self.base_store)
 
     @cached_property
     def inspector(self):

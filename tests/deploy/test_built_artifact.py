@@ -49,7 +49,7 @@ HARNESS = Path(__file__).with_name("lambda_harness.py")
 TEMPLATE = load_template(REPO / "template.yaml")
 RESOURCES = TEMPLATE["Resources"]
 FUNCTIONS = sorted(n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function")
-WORKERS = ("ProjectorFunction", "IngestionFunction", "SearchIndexFunction")  # event consumers, no routes
+WORKERS = ("ProjectorFunction", "IngestionFunction", "SearchIndexFunction", "AuditFunction")  # no routes
 API_FUNCTIONS = [f for f in FUNCTIONS if f not in WORKERS]
 TABLE = "agent-memory-acme"
 UPLOAD_BUCKET = "agent-memory-acme-uploads"
@@ -354,7 +354,16 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         outage = projector_outage(projector, cluster, sqs, secrets["projector_dlq"], records)
         calls = {name: p.finish() for name, p in processes.items()}
         calls["DocumentsFunction"] = calls.get("DocumentsFunction", []) + presigned
-        workers = {"ProjectorFunction": projector, "IngestionFunction": ingestion, "SearchIndexFunction": setup}
+        # The audit's cost rows: the lines the API functions printed, delivered as the log
+        # subscription (AuditLogSubscription) delivers them.
+        cost_lines = [line for p in processes.values() for line in "".join(p.stderr).splitlines()
+                      if '"auditRecord"' in line]
+        audit = FunctionProcess("AuditFunction", build,
+                                function_env("AuditFunction", moto_endpoint, cluster.listen("AuditFunction"), secrets))
+        audited = {"lines": len(cost_lines), "result": audit.invoke(subscription_event(cost_lines)),
+                   "stored": stored_cost_rows(dynamodb)}
+        workers = {"ProjectorFunction": projector, "IngestionFunction": ingestion, "SearchIndexFunction": setup,
+                   "AuditFunction": audit}
         for name, worker in workers.items():
             calls[name] = worker.finish()
         output = {name: "".join(p.stderr) for name, p in {**processes, **workers}.items()}
@@ -366,12 +375,33 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                "search": {n: list(r) for n, r in cluster.requests.items()}, "cluster": cluster,
                "bulk": list(cluster.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()},
                "output": output, "keys": [bootstrap_key, *keys.values()], "secrets": secrets,
-               "outage": outage, "scheduled": scheduled}
+               "outage": outage, "scheduled": scheduled, "audited": audited}
     finally:
         for p in processes.values():
             if p.proc.poll() is None:
                 p.proc.kill()
         cluster.close()
+
+
+def stored_cost_rows(dynamodb: Any) -> int:
+    from agent_memory.adapters.dynamodb_store import record_from_image
+
+    found = 0
+    for page in dynamodb.get_paginator("scan").paginate(TableName=TABLE):
+        found += sum(1 for item in page["Items"] if item["pk"]["S"].endswith("#audit")
+                     and record_from_image(item).data.get("reason") == "usage")
+    return found
+
+
+def subscription_event(lines: list[str]) -> dict[str, Any]:
+    """What CloudWatch Logs hands a subscription's function: the matching lines, gzipped JSON."""
+    import base64
+    import gzip
+
+    payload = {"messageType": "DATA_MESSAGE", "owner": "000000000000", "logGroup": "functions",
+               "logStream": "stream", "subscriptionFilters": ["AuditLogSubscription"],
+               "logEvents": [{"id": str(i), "timestamp": 0, "message": line} for i, line in enumerate(lines)]}
+    return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()}}
 
 
 def projector_outage(projector: FunctionProcess, cluster: SearchCluster, sqs: Any, dlq: str,
@@ -516,6 +546,13 @@ def test_the_built_facts_function_runs_the_lifecycle_schedule(deployed):
     emf = [json.loads(line) for line in deployed["output"]["FactsFunction"].splitlines()
            if line.startswith("{") and "LifecycleExpired" in line]
     assert [d["LifecycleExpired"] for d in emf] in ([1], [[1]])
+
+
+def test_the_built_audit_worker_stores_the_cost_rows_the_api_functions_logged(deployed):
+    audited = deployed["audited"]
+    assert audited["lines"] > 20, "every successful request prints its cost row"
+    assert audited["result"] == {"written": audited["lines"], "skipped": 0}
+    assert audited["stored"] == audited["lines"]
 
 
 def test_the_built_ingestion_worker_ingests_the_queued_documents(deployed):

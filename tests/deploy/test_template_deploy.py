@@ -20,7 +20,7 @@ RESOURCES = TEMPLATE["Resources"]
 # Types CloudFormation gives no Tags property (an OpenSearch Serverless access policy is not taggable).
 UNTAGGABLE = {"AWS::IAM::ManagedPolicy", "AWS::Serverless::LayerVersion", "AWS::OpenSearchServerless::AccessPolicy",
               "AWS::OpenSearchServerless::SecurityPolicy", "AWS::S3::BucketPolicy", "AWS::CloudFormation::CustomResource",
-              "AWS::Lambda::Permission"}
+              "AWS::Lambda::Permission", "AWS::Logs::SubscriptionFilter"}
 
 
 def parameter_overrides(text: str) -> dict[str, str]:

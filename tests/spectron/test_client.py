@@ -181,7 +181,13 @@ def test_state_profile_forget_audit_and_health(memory):
     assert memory.forget("Acme").deleted >= 1
     audit = memory.audit(kind="decision", limit=10)
     assert audit.rows == []  # no admin bypass or delegation happened
-    assert memory.audit(kind="retrieval").rows == []
+    # a cost row per request, newest first: forget, state, profile, and the write
+    costs = memory.audit(kind="retrieval").rows + memory.audit(kind="response").rows
+    assert len(costs) >= 4 and {r.kind for r in costs} <= {"retrieval", "response"}
+    assert all(r.principal == "local-admin" and r.latency_ms >= 0 and r.created_at for r in costs)
+    assert all(r.rows_touched > 0 for r in costs)  # each read or wrote the store
+    reads = memory.audit(kind="retrieval").rows
+    assert all(r.cost == 0.0 and r.model is None for r in reads)
     assert memory.health()["status"] == "ok"
 
 

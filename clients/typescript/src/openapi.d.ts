@@ -615,7 +615,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description The audit trail of this context and partition, newest first: admin bypasses of reader lists and every delegated call (who, on behalf of whom, route, time). A key filter is a 400 (records name the principal, not the key). Records expire after limits.audit_ttl_s (90 days by default). Needs the admin verb. */
+        /** @description The audit trail of this context and partition, newest first: admin bypasses of reader lists and every delegated call (who, on behalf of whom, route, time), and a cost row per successful request (latency, rows read and written, model calls and tokens). A key filter is a 400 (records name the principal, not the key). Records expire after limits.audit_ttl_s (90 days by default). Needs the admin verb. */
         get: operations["listAudit"];
         put?: never;
         post?: never;
@@ -2565,24 +2565,32 @@ export interface components {
             /** Format: date-time */
             at: string;
             /**
-             * @description Every audit record is an access decision (the Spectron client's row kinds).
+             * @description The Spectron client's row kinds: an access decision (reason admin-bypass or delegation), or a successful request's cost row (reason usage): response when it called a model, retrieval otherwise. Cost rows are written after the request answers (docs/decisions.md, Audit costs), so they appear with a short lag.
              * @enum {string}
              */
-            kind: "decision";
-            /** @description The request the decision belongs to (requestId, else the record id). */
+            kind: "decision" | "retrieval" | "response";
+            /** @description The request the row belongs to (requestId, else the record id). */
             traceId: string;
             /**
              * Format: date-time
              * @description The same as at.
              */
             createdAt: string;
-            /** @description Always 0 (an access decision makes no model call). */
+            /** @description Model tokens the request spent (prompt plus completion); 0 for a decision. */
             cost: number;
-            /** @description Always 0. */
+            /** @description The request's milliseconds (0 for a decision). */
             latencyMs: number;
-            /** @description How many records the decision covered (recordIds). */
+            /** @description Records the decision covered (recordIds), or the rows the request read and wrote. */
             rowsTouched: number;
+            /** @description The model a cost row's request called first. */
             model?: string | null;
+            /** @description A cost row's response status. */
+            status?: number;
+            rowsRead?: number;
+            rowsWritten?: number;
+            modelCalls?: number;
+            promptTokens?: number;
+            completionTokens?: number;
             contextId?: string;
             partition?: string;
             /** @description The principal whose key made the call. */
@@ -2593,7 +2601,7 @@ export interface components {
             /** @description The route (delegation) or the read (admin bypass). */
             action: string;
             /** @enum {string} */
-            reason: "admin-bypass" | "delegation";
+            reason: "admin-bypass" | "delegation" | "usage";
             recordIds?: string[];
             requestId?: string | null;
         };
@@ -4004,7 +4012,7 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Records of calls this principal made (or that were made on its behalf). */
                 principal?: string;
-                /** @description Every record is a decision; the others answer an empty page. */
+                /** @description Rows of this kind: decision (access decisions), retrieval or response (requests' cost rows). */
                 kind?: "decision" | "retrieval" | "response";
                 /** @description Records at or after this instant. */
                 since?: string;
@@ -4042,6 +4050,7 @@ export interface operations {
     inspect: {
         parameters: {
             query: {
+                /** @description The object's reference; a type is one of the entity types (or an alias), a name is normalised as entity ids are. A reference outside the grammar is a 400 naming it. */
                 ref: string;
                 asOf?: string;
                 atInstant?: string;
