@@ -158,3 +158,41 @@ def test_grants_are_versioned_and_bound_the_principals_keys(as_):
     assert listed["lead"]["grants"]["memory:read"] == ["org/acme/team"]
     assert as_("ops").get("/principals/nobody").status == 404
     assert as_("ops").post("/principals/lead/grants", {"path": "org/acme", "verbs": ["delegate"]}).status == 400
+
+
+def test_scopes_registry_and_forgetting_a_subtree(as_, api):
+    r = as_("alice").post("/scopes", {"path": "org/acme/user/alice", "displayName": "Alice", "description": "hers"})
+    assert r.status == 201, r.text
+    assert as_("alice").post("/scopes", {"path": "org/acme/user/alice/notes"}).status == 201
+    assert as_("alice").post("/scopes", {"path": "org/acme/user/bob"}).status == 403  # outside her write region
+    assert as_("alice").post("/scopes", {"path": "org/acme/*"}).status == 400
+    assert as_("ops").post("/scopes", {"path": "org/acme/user/bob"}).status == 201
+    assert [n["path"] for n in as_("alice").get("/scopes").json()] == ["org/acme/user/alice",
+                                                                      "org/acme/user/alice/notes"]
+    assert as_("alice").request("DELETE", "/scopes?path=org/acme/user/alice/notes").status == 204
+    listed = {n["path"]: n for n in as_("ops").get("/scopes").json()}
+    assert listed["org/acme/user/alice/notes"]["tombstonedAt"] and listed["org/acme/user/alice"]["displayName"] == "Alice"
+    assert as_("alice").request("DELETE", "/scopes?path=org/acme/user/bob").status == 404  # not hers to see
+
+    assert as_("alice").post("/facts", {"text": "I live in London."}).status == 200  # her default scope
+    assert as_("alice").post("/facts", {"text": "I work at Initech.",
+                                        "scopes": [["org/acme/user/alice/notes"]]}).status == 200
+    assert as_("ops").post("/facts", {"text": "I live in Rome.", "scopes": [["org/acme/user/bob"]]}).status == 200
+    session = as_("alice").post("/sessions", {}).json()
+
+    def values(who: str) -> set[str]:
+        state = as_(who).get("/state").json()
+        return {a["value"] for c in ("identity", "knowledge", "context") for a in state[c]["attributes"]}
+
+    assert {"London", "Initech"} <= values("alice")
+    before = as_("ops").post("/query", {"query": "London Initech", "k": 20, "mode": "bm25"}).json()["hits"]
+    assert [h for h in before if "London" in str(h)]
+    assert as_("alice").post("/scopes/forget", {"path": "org/acme/user/bob"}).status == 403
+    r = as_("alice").post("/scopes/forget", {"path": "org/acme/user/alice"})
+    assert r.status == 200, r.text
+    assert r.json()["forgotten"] >= 3  # two facts at least, and the session
+    assert not {"London", "Initech"} & values("ops") and "Rome" in values("ops")
+    assert as_("alice").get(f"/sessions/{session['id']}/turns").status == 404
+    hits = as_("ops").post("/query", {"query": "London Initech", "k": 20, "mode": "bm25"}).json()["hits"]
+    assert hits is not None and not [h for h in hits if "London" in str(h) or "Initech" in str(h)]  # units too
+    assert as_("alice").post("/scopes/forget", {"path": "org/acme/user/alice"}).json()["forgotten"] == 0

@@ -9,14 +9,10 @@ from __future__ import annotations
 
 # client method (dotted, as on ``Spectron``) -> the sibling issue that adds its route
 EXPECTED_MISSING: dict[str, int] = {
-    # 33: introspection (inspect, traces) and the scopes registry over HTTP
+    # 33: introspection over HTTP (inspect, traces)
     "inspect": 33,
     "traces.list": 33,
     "traces.stats": 33,
-    "scopes.register": 33,
-    "scopes.list": 33,
-    "scopes.delete": 33,
-    "scopes.forget": 33,
     # 34: documents as users have them
     "documents.query": 34,
     "documents.fetch_raw": 34,
