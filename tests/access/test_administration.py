@@ -196,3 +196,14 @@ def test_scopes_registry_and_forgetting_a_subtree(as_, api):
     hits = as_("ops").post("/query", {"query": "London Initech", "k": 20, "mode": "bm25"}).json()["hits"]
     assert hits is not None and not [h for h in hits if "London" in str(h) or "Initech" in str(h)]  # units too
     assert as_("alice").post("/scopes/forget", {"path": "org/acme/user/alice"}).json()["forgotten"] == 0
+
+
+def test_a_key_the_operator_makes_later_is_bounded_by_the_principals_grants_too(as_, runtime):
+    r = as_("ops").request("DELETE", "/principals/carol/grants", {"path": "/", "verbs": ["memory:write"]})
+    assert r.status == 200, r.text  # carol has no key yet: her record starts empty
+    assert as_("ops").post("/principals/carol/grants", {"path": "org/acme/c", "verbs": ["memory:read"]}).status == 200
+    raw, _ = runtime.administration.operator_create_key("carol")  # `agent-memory keys create`: unbound, default verbs
+    me = as_(raw).get("/me").json()
+    assert me["effectiveGrants"] == {"memory:read": ["org/acme/c"]}
+    assert me["tokenGrants"] == {"memory:forget": ["/"], "memory:read": ["/"], "memory:write": ["/"]}
+    assert as_(raw, context="/api/v1/other").get("/me").json()["effectiveGrants"] == me["tokenGrants"]
