@@ -207,3 +207,14 @@ def test_a_key_the_operator_makes_later_is_bounded_by_the_principals_grants_too(
     assert me["effectiveGrants"] == {"memory:read": ["org/acme/c"]}
     assert me["tokenGrants"] == {"memory:forget": ["/"], "memory:read": ["/"], "memory:write": ["/"]}
     assert as_(raw, context="/api/v1/other").get("/me").json()["effectiveGrants"] == me["tokenGrants"]
+
+
+def test_an_admin_binds_a_key_to_more_contexts_and_lists_every_principals_keys(as_):
+    minted = as_("ops").post("/keys", {"name": "both", "contexts": ["other"]}).json()
+    assert as_(minted["key"]).get("/me").status == 200
+    assert as_(minted["key"], context="/api/v1/other").get("/me").status == 200
+    assert as_(minted["key"], context="/api/v1/third").get("/me").status == 403
+    assert as_("lead").post("/keys", {"name": "mine"}).status == 201
+    assert [k["name"] for k in keys_of(as_("lead"))] == ["mine"]  # only its own
+    assert {"both", "mine"} <= {k["name"] for k in keys_of(as_("ops"))}
+    assert as_("ops").request("DELETE", "/keys/mine").status == 204  # an admin may
