@@ -218,3 +218,15 @@ def test_an_admin_binds_a_key_to_more_contexts_and_lists_every_principals_keys(a
     assert [k["name"] for k in keys_of(as_("lead"))] == ["mine"]  # only its own
     assert {"both", "mine"} <= {k["name"] for k in keys_of(as_("ops"))}
     assert as_("ops").request("DELETE", "/keys/mine").status == 204  # an admin may
+
+
+def test_forgetting_a_scope_past_the_deadline_removes_nothing(as_, monkeypatch):
+    from agent_memory.kernel import deadline
+
+    assert as_("alice").post("/facts", {"text": "I live in London."}).status == 200
+    monkeypatch.setattr(deadline, "expired", lambda: True)
+    r = as_("alice").post("/scopes/forget", {"path": "org/acme/user/alice"})
+    assert r.status == 503 and "finding the scope's records" in r.json()["detail"], r.text
+    monkeypatch.undo()
+    state = as_("alice").get("/state").json()
+    assert "London" in str(state)

@@ -12,7 +12,8 @@ forgetting a whole subtree (``POST /scopes/forget``).
   with it (``ForgetService``: a fact's superseded history, entities left with nothing, the
   search units, stored idempotency replies and response-cache entries); records the caller
   may not write stay. Answers how many records went. It walks the partition's records
-  (``RecordStore.scan``): an administrative act, never a hot path.
+  (``RecordStore.scan``): an administrative act, never a hot path; a walk that outlasts the
+  request deadline answers 503 having removed nothing.
 
 Records: ``pk = c#<ctx>#<part>#scopes``, ``sk = <path>``.
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
-from agent_memory.kernel import timeutil
+from agent_memory.kernel import deadline, timeutil
 from agent_memory.kernel.errors import Forbidden, InvalidRequest, NotFound
 from agent_memory.ports import Record, RecordStore
 
@@ -113,6 +114,8 @@ class ScopeRegistry:
         svc = self._forget
         going: list[Record] = []
         for record in self.store.scan(f"{keys.base(ctx)}#"):
+            # Nothing is removed before the walk ends: past the deadline, a 503 that wrote nothing.
+            deadline.check("finding the scope's records")
             data = record.data
             if data.get("kind") in _NOT_MEMORY or record.pk == _pk(ctx):
                 continue
