@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
-from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import deadline, timeutil
+from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Forbidden, InvalidRequest, NotFound
 from agent_memory.ports import Record, RecordStore
 
