@@ -236,6 +236,12 @@ class Runtime:
                               enforced=self.authenticator.keys_required, bootstrap_principal=BOOTSTRAP_PRINCIPAL,
                               static=self.settings.principals)
 
+    @cached_property
+    def scope_registry(self):
+        from agent_memory.services.operations.scopes import ScopeRegistry
+
+        return ScopeRegistry(self.store, self.forget)
+
     # --- services -------------------------------------------------------------------
 
     @cached_property

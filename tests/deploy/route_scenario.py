@@ -69,6 +69,13 @@ def run(call: Call) -> None:
     ok("DELETE", f"{CTX}/principals/reader/grants", {"path": "org/acme", "verbs": ["memory:read"]})
     assert "reader" in [p["id"] for p in ok("GET", f"{CTX}/principals")]
     ok("GET", f"{CTX}/principals/reader")
+    # The scopes registry, and a subtree forgotten with its derived copies (search units, replies).
+    ok("POST", f"{CTX}/scopes", {"path": "org/scenario", "displayName": "Scenario"}, 201)
+    assert [n["path"] for n in ok("GET", f"{CTX}/scopes")] == ["org/scenario"]
+    ok("POST", f"{CTX}/facts", {"text": "I live in Porto.", "scopes": [["org/scenario"]]},
+       headers={"Idempotency-Key": "scenario-scoped"})
+    assert ok("POST", f"{CTX}/scopes/forget", {"path": "org/scenario"})["forgotten"] >= 1
+    ok("DELETE", f"{CTX}/scopes?path=org/scenario", status=204)
 
     ok("POST", f"{CTX}/query", {"query": "Where do I work?", "k": 5})
     ok("POST", f"{CTX}/context", {"query": "Where do I work?"})

@@ -130,10 +130,17 @@ def test_alarms_cover_dead_letters_iterator_age_5xx_errors_and_throttles():
     assert {"5xx", "Count", "Errors", "Throttles"} <= math_metrics
     # the deploy step's failures fail the deploy itself (CloudFormation shows them), not an alarm
     functions = {n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"} - {"SearchIndexFunction"}
-    for alarm in ("FunctionErrorsAlarm", "FunctionThrottlesAlarm"):
+    # One alarm reads at most 10 metrics (a CloudWatch hard limit): the administration
+    # function's errors and throttles have alarms of their own.
+    for group in (("FunctionErrorsAlarm", "AdministrationErrorsAlarm"),
+                  ("FunctionThrottlesAlarm", "AdministrationThrottlesAlarm")):
         covered = {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"]
-                   for m in alarms[alarm]["Metrics"] if "MetricStat" in m}
+                   for alarm in group for m in alarms[alarm]["Metrics"] if "MetricStat" in m}
         assert covered == functions
+        metrics = {m["MetricStat"]["Metric"]["MetricName"] for alarm in group for m in alarms[alarm]["Metrics"]
+                   if "MetricStat" in m}
+        assert len(metrics) == 1
+    assert all(sum("MetricStat" in m for m in p.get("Metrics", [])) <= 10 for p in alarms.values())
 
 
 def test_every_function_is_traced_and_its_role_may_write_traces():

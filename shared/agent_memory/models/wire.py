@@ -684,3 +684,15 @@ class EffectiveGrants(WireModel):
     path: str
     verbs: list[str]
     as_of: str | None = None
+
+
+class ScopeNode(WireModel):
+    path: str
+    created_at: str
+    display_name: str | None = None
+    description: str | None = None
+    tombstoned_at: str | None = None
+
+
+class ForgetScopeResponse(WireModel):
+    forgotten: int
