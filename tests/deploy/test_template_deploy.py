@@ -130,8 +130,8 @@ def test_alarms_cover_dead_letters_iterator_age_5xx_errors_and_throttles():
     assert {"5xx", "Count", "Errors", "Throttles"} <= math_metrics
     # the deploy step's failures fail the deploy itself (CloudFormation shows them), not an alarm
     functions = {n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"} - {"SearchIndexFunction"}
-    # One alarm reads at most 10 metrics (a CloudWatch hard limit): the administration
-    # function's errors and throttles have alarms of their own.
+    # One alarm reads at most 10 metrics (a CloudWatch hard limit): the administration and
+    # audit functions' errors and throttles have alarms of their own.
     for group in (("FunctionErrorsAlarm", "AdministrationErrorsAlarm"),
                   ("FunctionThrottlesAlarm", "AdministrationThrottlesAlarm")):
         covered = {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"]
