@@ -56,10 +56,12 @@ def run(call: Call) -> None:
     ok("GET", f"{CTX}/inspect?ref=entity:person", status=400)
     ok("GET", f"{CTX}/state")
     ok("GET", f"{CTX}/profile")
-    ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with the bootstrap admin key
+    ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with an admin key
     # Administration: who am I, a key minted, listed, rotated and deleted, a principal's grants.
+    # The caller is the stack's bootstrap key or an admin key minted from it.
     me = ok("GET", f"{CTX}/me")
-    assert me["kind"] == "bootstrap" and me["enforce"] is True, me
+    assert me["kind"] in ("bootstrap", "key") and me["enforce"] is True, me
+    assert me["effectiveGrants"].get("admin") == ["/"], me
     ok("POST", f"{CTX}/keys?ttlSeconds=3600", {"name": "scenario", "grants": {"memory:read": ["/"]}}, 201)
     assert "scenario" in [k["name"] for k in ok("GET", f"{CTX}/keys")]
     ok("POST", f"{CTX}/keys/scenario/rotate?overlapSeconds=60")

@@ -833,8 +833,9 @@ def test_the_built_worker_continues_a_document_over_three_invocations_with_no_fa
     (visibility timeout, redrive policy to a dead-letter queue), delivered as Lambda's event
     source does (one message a batch; receive, invoke, delete unless reported failed). Each
     invocation starts at the function's timeout and its context's remaining time falls 90 s
-    with each read, so the worker starts three model calls, then stops and hands the rest on:
-    a nine-chunk document takes three invocations and spends none of the queue's receives."""
+    with each read, so the worker starts three model calls, then stops and hands the rest on.
+    One call reads a window of up to three chunks (``limits.document_window_chars`` by default),
+    so a 27-chunk document takes three invocations and spends none of the queue's receives."""
     import boto3
 
     from agent_memory.adapters.dynamodb_table import create_table_from_template
@@ -879,10 +880,12 @@ def test_the_built_worker_continues_a_document_over_three_invocations_with_no_fa
             return result["statusCode"], json.loads(result.get("body") or "null")
 
         ctx = "/api/v1/continues-ctx"
-        sections = "\n\n".join(f"## Policy {i}\n\nEmployee{i} works at Company{i}." for i in range(9))
+        # Each section fills most of a chunk (1,200 characters), so no two share one.
+        filler = " ".join(["Requests go through the service desk before the end of the month."] * 15)
+        sections = "\n\n".join(f"## Policy {i}\n\nEmployee{i} works at Company{i}. {filler}" for i in range(27))
         status, doc = call("POST", f"{ctx}/documents", {"title": "Policies", "text": f"# Policies\n\n{sections}"})
         assert status == 202, doc
-        assert doc["chunksTotal"] == 9, doc
+        assert doc["chunksTotal"] == 27, doc
 
         deliveries = []
         for _ in range(20):
@@ -903,10 +906,10 @@ def test_the_built_worker_continues_a_document_over_three_invocations_with_no_fa
 
         status, final = call("GET", f"{ctx}/documents/{doc['id']}")
         assert status == 200 and final["status"] == "ready", final
-        assert final["chunksDone"] == final["chunksTotal"] == 9
+        assert final["chunksDone"] == final["chunksTotal"] == 27
         assert len(deliveries) >= 3, deliveries
         assert [(d["body"].get("continuation", 0), d["body"].get("progress", 0)) for d in deliveries] == [
-            (0, 0), (1, 3), (2, 6)]  # each invocation took three chunks further and handed on the rest
+            (0, 0), (1, 9), (2, 18)]  # each invocation took three windows further and handed on the rest
         assert [d["failed"] for d in deliveries] == [False] * 3, ''.join(worker.stderr)[-3000:]
         assert [d["receives"] for d in deliveries] == [1] * 3  # no receive spent on running out of time
         assert _depth(sqs, dlq) == 0 and _depth(sqs, url) == 0
@@ -914,14 +917,14 @@ def test_the_built_worker_continues_a_document_over_three_invocations_with_no_fa
         calls = worker.finish()
         documents.finish()
         cluster.close()
-    # Every chunk stored once: nine chunk rows written by nine puts over the three invocations.
+    # Every chunk stored once: 27 chunk rows written by 27 puts over the three invocations.
     chunk_pk = next(c[2]["LeadingKeys"][0] for c in calls
                     if c[1] == "PutItem" and c[2]["LeadingKeys"][0].endswith(f"#chunks#{doc['id']}"))
     puts = [c for c in calls if c[1] == "PutItem" and c[2]["LeadingKeys"] == [chunk_pk]]
-    assert len(puts) == 9
+    assert len(puts) == 27
     rows = dynamodb.query(TableName=TABLE, KeyConditionExpression="pk = :p",
                           ExpressionAttributeValues={":p": {"S": chunk_pk}})["Items"]
-    assert sorted(r["sk"]["S"] for r in rows) == [f"{i:06d}" for i in range(9)]
+    assert sorted(r["sk"]["S"] for r in rows) == [f"{i:06d}" for i in range(27)]
     # ... and the artifact is as sam build left it.
     assert _artifact_state(build / "IngestionFunction", build / "DocumentsFunction", layer_root(build)) == before
 
