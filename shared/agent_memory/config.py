@@ -55,6 +55,8 @@ class StaticPrincipal:
     principal_grants: dict[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
     # Where the key stops working (RFC 3339, UTC); ``None``: never.
     valid_until: str | None = None
+    # A stored key's id (``key_...``), which its cost rows carry (``access.key_use``); ``None``: a configured key.
+    key_id: str | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True)

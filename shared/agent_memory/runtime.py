@@ -229,12 +229,13 @@ class Runtime:
     @cached_property
     def administration(self):
         from agent_memory.access.authentication import BOOTSTRAP_PRINCIPAL
+        from agent_memory.access.key_use import KeyUse
         from agent_memory.access.principal_grants import PrincipalGrants
         from agent_memory.services.operations.administration import Administration
 
         return Administration(self.api_keys, PrincipalGrants(self.base_store),
                               enforced=self.authenticator.keys_required, bootstrap_principal=BOOTSTRAP_PRINCIPAL,
-                              static=self.settings.principals)
+                              static=self.settings.principals, key_use=KeyUse(self.base_store))
 
     @cached_property
     def scope_registry(self):

@@ -230,3 +230,40 @@ def test_forgetting_a_scope_past_the_deadline_removes_nothing(as_, monkeypatch):
     monkeypatch.undo()
     state = as_("alice").get("/state").json()
     assert "London" in str(state)
+
+
+class TestLastUse:
+    """A key's ``lastUsedAt`` comes from its cost rows, written off the request path
+    (``access.key_use``): null until the key is used, then the time of its latest request."""
+
+    @pytest.fixture
+    def audit_usage_setting(self) -> str:
+        return "store"
+
+    def test_a_key_is_listed_with_its_last_use_once_it_has_been_used(self, as_, runtime):
+        minted = as_("lead").post("/keys", {"name": "used", "grants": {"memory:read": ["org/acme"]}}).json()
+        as_("lead").post("/keys", {"name": "idle", "grants": {"memory:read": ["org/acme"]}})
+        runtime.audit_sink.flush()
+        assert {k["name"]: k["lastUsedAt"] for k in keys_of(as_("lead"))} == {"used": None, "idle": None}
+        assert as_(minted["key"]).get("/state").status == 200
+        runtime.audit_sink.flush()
+        first = {k["name"]: k["lastUsedAt"] for k in keys_of(as_("lead"))}
+        assert first["idle"] is None and first["used"] is not None
+        assert as_(minted["key"]).get("/profile").status == 200
+        runtime.audit_sink.flush()
+        later = {k["name"]: k["lastUsedAt"] for k in keys_of(as_("lead"))}["used"]
+        assert later > first["used"]
+
+    def test_a_late_batch_never_turns_last_use_back(self, runtime):
+        from agent_memory.access.key_use import KeyUse, latest_uses
+        from agent_memory.ports import Record
+
+        def row(at: str) -> Record:
+            return Record(pk="c#acme#default#audit", sk=f"{at}#audit_x", data={"keyId": "key_1", "at": at})
+
+        use = KeyUse(runtime.base_store)
+        assert use.record(latest_uses([row("2026-01-02T00:00:00Z"), row("2026-01-01T00:00:00Z")])) == 1
+        assert use.record(latest_uses([row("2026-01-01T12:00:00Z")])) == 0  # redelivered, older
+        assert use.last_used() == {"key_1": "2026-01-02T00:00:00Z"}
+        assert use.record(latest_uses([row("2026-01-03T00:00:00Z")])) == 1
+        assert use.last_used() == {"key_1": "2026-01-03T00:00:00Z"}

@@ -361,7 +361,9 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         audit = FunctionProcess("AuditFunction", build,
                                 function_env("AuditFunction", moto_endpoint, cluster.listen("AuditFunction"), secrets))
         audited = {"lines": len(cost_lines), "result": audit.invoke(subscription_event(cost_lines)),
-                   "stored": stored_cost_rows(dynamodb)}
+                   "stored": stored_cost_rows(dynamodb), "key_use": key_use_rows(dynamodb),
+                   "used": {json.loads(line[line.index("{"):])["auditRecord"]["data"].get("keyId")
+                            for line in cost_lines} - {None}}
         workers = {"ProjectorFunction": projector, "IngestionFunction": ingestion, "SearchIndexFunction": setup,
                    "AuditFunction": audit}
         for name, worker in workers.items():
@@ -391,6 +393,16 @@ def stored_cost_rows(dynamodb: Any) -> int:
         found += sum(1 for item in page["Items"] if item["pk"]["S"].endswith("#audit")
                      and record_from_image(item).data.get("reason") == "usage")
     return found
+
+
+def key_use_rows(dynamodb: Any) -> dict[str, str]:
+    from agent_memory.access.key_use import KEY_USE_PK
+
+    items = dynamodb.query(TableName=TABLE, KeyConditionExpression="pk = :p",
+                           ExpressionAttributeValues={":p": {"S": KEY_USE_PK}})["Items"]
+    from agent_memory.adapters.dynamodb_store import record_from_image
+
+    return {item["sk"]["S"]: record_from_image(item).data["lastUsedAt"] for item in items}
 
 
 def subscription_event(lines: list[str]) -> dict[str, Any]:
@@ -553,6 +565,8 @@ def test_the_built_audit_worker_stores_the_cost_rows_the_api_functions_logged(de
     assert audited["lines"] > 20, "every successful request prints its cost row"
     assert audited["result"] == {"written": audited["lines"], "skipped": 0}
     assert audited["stored"] == audited["lines"]
+    # ... and each stored key's last use (GET /keys lastUsedAt), from the same rows
+    assert audited["used"] and set(audited["key_use"]) == audited["used"]
 
 
 def test_the_built_ingestion_worker_ingests_the_queued_documents(deployed):

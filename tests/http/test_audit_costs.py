@@ -122,3 +122,23 @@ def test_deployed_cost_rows_travel_as_log_lines_that_the_audit_worker_stores(api
     stored = rows(api, "retrieval")
     assert sorted(r["action"] for r in stored) == sorted(f"{m} /api/v1/{{context_id}}{p}" for m, p, _ in READS[:3])
     assert not any(r.pk.endswith("#sessions") and r.sk == "x" for r in runtime.base_store.scan("c#acme#"))
+
+
+def test_the_audit_worker_moves_a_keys_last_use_forward_from_its_cost_rows(api, runtime, monkeypatch):
+    from agent_memory.access.key_use import KeyUse
+
+    out = io.StringIO()
+    monkeypatch.setattr(runtime.audit, "sink", LogAuditSink(out))
+    for method, path, body in READS[:2]:
+        assert api.request(method, f"{CTX}{path}", body).status == 200
+    lines = []
+    for line in out.getvalue().splitlines():  # as a stored key's requests log them
+        row = json.loads(line)
+        row["auditRecord"]["data"]["keyId"] = "key_stored"
+        lines.append(json.dumps(row))
+    handler = _audit_handler()
+    assert handler(_subscription(lines[1:]), None)["written"] == 1
+    newest = json.loads(lines[1])["auditRecord"]["data"]["at"]
+    assert KeyUse(runtime.base_store).last_used() == {"key_stored": newest}
+    assert handler(_subscription(lines[:1]), None)["written"] == 1  # an older row, delivered late
+    assert KeyUse(runtime.base_store).last_used() == {"key_stored": newest}

@@ -54,7 +54,7 @@ class StoredKey:
     def as_principal(self, key_sha256: str) -> StaticPrincipal:
         return StaticPrincipal(key_sha256=key_sha256, principal=self.principal, groups=self.groups,
                                admin=self.admin, principal_grants=self.principal_grants or None,
-                               valid_until=self.valid_until, **self.grant)
+                               valid_until=self.valid_until, key_id=self.key_id, **self.grant)
 
     def expired(self, now_iso: str | None = None) -> bool:
         return self.valid_until is not None and self.valid_until <= (now_iso or timeutil.now_iso())

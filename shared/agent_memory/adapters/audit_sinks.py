@@ -19,6 +19,7 @@ import sys
 import threading
 from typing import Any
 
+from agent_memory.access.key_use import KeyUse, latest_uses
 from agent_memory.ports import Put, Record, RecordStore
 
 log = logging.getLogger("agent_memory.audit")
@@ -85,6 +86,7 @@ class BackgroundAuditSink:
                 rows = [r for r in batch if r is not None]
                 if rows:
                     self.store.transact([Put(r) for r in rows])
+                    KeyUse(self.store).record(latest_uses(rows))
             except Exception:  # a lost cost row must not stop the ones after it
                 log.warning("could not write %d audit cost rows", len(batch), exc_info=True)
             finally:

@@ -86,6 +86,8 @@ class AuditLog:
                 "model": spent.models[0] if spent.models else None}
         if ctx.delegated_by is not None:
             data["onBehalfOf"], data["principal"] = ctx.principal, ctx.delegated_by
+        if ctx.key is not None and ctx.key.key_id:
+            data["keyId"] = ctx.key.key_id  # the key's last use is read off these rows (access.key_use)
         expires = int(time.time()) + self.ttl_s if self.ttl_s else None
         self.sink.emit(Record(pk=keys.audit_pk(ctx), sk=f"{at}#{audit_id}", data=data, expires_at=expires))
 

@@ -27,6 +27,7 @@ from typing import Any
 from agent_memory.access import authority as auth
 from agent_memory.access import grants
 from agent_memory.access.api_keys import ApiKeyStore, StoredKey
+from agent_memory.access.key_use import KeyUse
 from agent_memory.access.principal_grants import PrincipalGrants
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import timeutil
@@ -86,7 +87,8 @@ class Effective:
 
 class Administration:
     def __init__(self, keys: ApiKeyStore, principals: PrincipalGrants, *, enforced: Callable[[], bool],
-                 bootstrap_principal: str = "bootstrap-admin", static: Sequence[Any] = ()):
+                 bootstrap_principal: str = "bootstrap-admin", static: Sequence[Any] = (),
+                 key_use: KeyUse | None = None):
         """``static``: the configured keys (``StaticPrincipal``); they are listed with their
         principals, but their grants are the configuration's (only stored keys are bounded by
         a principal's recorded grants)."""
@@ -95,6 +97,7 @@ class Administration:
         self.static = tuple(static)
         self._enforced = enforced
         self._bootstrap = bootstrap_principal
+        self.key_use = key_use
 
     # --- who am I ---------------------------------------------------------------------------
 
@@ -131,7 +134,9 @@ class Administration:
 
     def list_keys(self, ctx: RequestContext) -> list[KeyView]:
         self._not_delegated(ctx, "listing keys")
-        return [_key_view(k) for k in self._usable_here(ctx) if ctx.admin or k.principal == ctx.principal]
+        mine = [k for k in self._usable_here(ctx) if ctx.admin or k.principal == ctx.principal]
+        used = self.key_use.last_used() if self.key_use is not None and mine else {}
+        return [replace(_key_view(k), last_used_at=used.get(k.key_id)) for k in mine]
 
     def _named_key(self, ctx: RequestContext, name: str) -> StoredKey:
         found = [k for k in self._usable_here(ctx) if (k.name or k.key_id) == name]

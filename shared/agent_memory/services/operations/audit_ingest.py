@@ -7,7 +7,8 @@ data}}`` (``adapters/audit_sinks.LogAuditSink``). CloudWatch Logs delivers those
 writes them here, in transactions of up to 25 rows. Only cost rows travel this way, and
 only into an audit partition (``c#<context>#<partition>#audit``): a line that is not one is
 skipped and counted. A batch delivered twice writes the same rows again (unconditioned puts
-of the same keys and data), so redelivery duplicates nothing.
+of the same keys and data), so redelivery duplicates nothing. The keys' last use moves
+forward from the same rows (``access.key_use``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from agent_memory.access.key_use import KeyUse, latest_uses
 from agent_memory.ports import Put, Record, RecordStore
 
 LOG_KEY = "auditRecord"
@@ -66,4 +68,5 @@ def ingest(store: RecordStore, lines: Iterable[str]) -> Ingested:
     ordered = list(rows.values())
     for start in range(0, len(ordered), BATCH):
         store.transact([Put(r) for r in ordered[start:start + BATCH]])
+    KeyUse(store).record(latest_uses(ordered))
     return Ingested(written=len(ordered), skipped=skipped)
