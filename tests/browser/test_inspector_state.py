@@ -92,7 +92,7 @@ def test_the_state_panel_shows_every_fact_of_state_in_its_category(page, server,
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"state-panel-{width}.png"), full_page=True)
     # The entity page: both locations current, each with its scope, in the table and the timeline.
-    page.locator('#state-body a[data-entity="entity:person/user"]').first.click()
+    page.locator('#state-body a[data-entity="entity:person/user"]').click()
     table = page.locator("#asof-attributes")
     expect(table.locator(f'tr[data-attr="{locations["Berlin"]["id"]}"] .scope')).to_have_text("scope: org/acme/user/alice")
     expect(table.locator(f'tr[data-attr="{locations["Madrid"]["id"]}"] .scope')).to_have_text("scope: unscoped")
@@ -110,7 +110,7 @@ def test_relations_and_actions_follow_the_as_of_slider(page, server):
         detail = c.get(f"/api/v1/{CTX}/entities/person/user").json()
     assert detail["relations"]
     open_inspector(page, server)
-    page.locator('#state-body a[data-entity="entity:person/user"]').first.click()
+    page.locator('#state-body a[data-entity="entity:person/user"]').click()
     relations, actions = page.locator("#entity-relations"), page.locator("#entity-actions")
     expect(relations).to_contain_text("sister")
     expect(actions).to_contain_text("Rome")

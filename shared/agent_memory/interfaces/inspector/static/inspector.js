@@ -213,7 +213,9 @@ async function loadState() {
       const rels = c.relations.filter((r) => r.subject === id);
       const acts = c.actions.filter((a) => a.actor === id);
       section.append(el("article", { class: "entity-card", "data-entity-card": id },
-        el("h4", {}, el("a", { href: `#entity=${entityPath(id)}`, class: "entity-link", "data-entity": id,
+        el("h4", {}, el("a", { href: `#entity=${entityPath(id)}`, class: "entity-link",
+          // its own category's card is the entity's link; a card elsewhere holds facts of other categories
+          [entity.cat === cat ? "data-entity" : "data-entity-elsewhere"]: id,
           onclick: (e) => { e.preventDefault(); openEntity(id); } }, entity.name),
           entity.entityType ? el("span", { class: "type", text: entity.entityType }) : null,
           entity.cat !== cat ? el("span", { class: "elsewhere", text: `entity in ${entity.cat}` }) : null),
@@ -557,7 +559,8 @@ $("#chat-form").addEventListener("submit", async (ev) => {
     if (done) {
       chatSession = done.sessionId;
       reply.replaceChildren(...withMarkers(done.reply, turnNo, done.citations));
-      turn.append(citationList(done.citations, turnNo), updatesList(done.memoryUpdates));
+      // append() writes a null argument as the text "null": a reply that learned nothing has no list
+      turn.append(...[citationList(done.citations, turnNo), updatesList(done.memoryUpdates)].filter(Boolean));
     }
   } catch (err) {
     reply.classList.remove("streaming");
@@ -651,7 +654,15 @@ async function openTurns(kind, id, highlight = null) {
 async function loadDocuments() {
   await pager(ctxPath("/documents"), { list: $("#document-list"), more: $("#documents-more"), key: "documents",
     render: (d) => el("li", { "data-id": d.id }, el("button", { type: "button", class: "link", onclick: () => openChunks(d.id, d.title) }, d.title),
-      el("span", { class: `doc-status status-${d.status}`, text: ` ${d.status} ${d.chunksDone}/${d.chunksTotal}` })) });
+      el("span", { class: `doc-status status-${d.status}`, text: ` ${d.status} ${chunkProgress(d)}` })) });
+}
+
+// "3/12 chunks", from whichever counts the document carries (never "undefined/12").
+function chunkProgress(d) {
+  const total = d.chunksTotal ?? d.chunkCount;
+  const done = d.chunksDone ?? (d.status === "ready" ? total : null);
+  if (total === null || total === undefined) return done === null || done === undefined ? "" : `${done} chunks`;
+  return `${done ?? 0}/${total} chunks`;
 }
 
 async function openChunks(id, title, highlightOrdinal = null) {
@@ -692,13 +703,14 @@ $("#upload-form").addEventListener("submit", (ev) => {
     if (xhr.status >= 400) { say(`Upload failed: ${xhr.status} ${body.detail || ""}`); return; }
     bar.value = 100;
     say(`${body.deduplicated ? "Already stored" : "Uploaded"}: ${body.title} (${body.status})`);
-    let doc = body;
+    // The upload's answer has no chunksDone (a re-upload answers "ready" at once): read the document.
+    let doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(body.id)}`));
     for (let i = 0; i < 120 && doc.status === "ingesting"; i += 1) {
+      say(`Ingesting ${doc.title}: ${chunkProgress(doc)}`);
       await new Promise((r) => setTimeout(r, 250));
       doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(body.id)}`));
-      say(`Ingesting ${doc.title}: ${doc.chunksDone}/${doc.chunksTotal} chunks`);
     }
-    say(`${doc.title}: ${doc.status}, ${doc.chunksDone}/${doc.chunksTotal} chunks`);
+    say(`${doc.title}: ${doc.status}, ${chunkProgress(doc)}${body.deduplicated ? " (already stored)" : ""}`);
     await loadDocuments();
     await openChunks(doc.id, doc.title);
   };
