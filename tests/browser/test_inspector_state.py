@@ -151,6 +151,17 @@ def test_chat_without_memory_updates_prints_no_null(page, server):
     assert "Porto" in turns.nth(1).locator(".updates").inner_text()
     for i in range(2):
         assert not NO_LITERALS.search(turns.nth(i).inner_text()), turns.nth(i).inner_text()
+    # nor in the panels that list what the chat wrote
+    page.get_by_role("tab", name="Sessions & threads").click()
+    page.locator("#session-list li button").first.click()
+    page.locator("#turn-list li").first.wait_for()
+    page.get_by_role("tab", name="Search").click()
+    page.get_by_label("Query", exact=True).fill("Where do I live?")
+    page.get_by_role("button", name="Search").click()
+    page.locator("#search-hits tbody tr").first.wait_for()
+    for panel in ("#panel-sessions", "#panel-search"):
+        text = page.locator(panel).inner_text()
+        assert not NO_LITERALS.search(text.split("Ranking trace")[0]), text  # the trace is raw JSON
 
 
 def test_a_re_uploaded_document_reads_its_chunk_counts(page, server, tmp_path: Path):
