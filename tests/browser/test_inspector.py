@@ -47,6 +47,11 @@ def test_the_page_is_served_with_its_module_and_styles(server):
         assert c.get("/inspector/inspector.css").status_code == 200
         assert c.get("/inspector/nope.js").status_code == 404
         assert c.get("/inspector/../openapi.yaml").status_code == 404
+        for icon in ("/favicon.ico", "/inspector/favicon.ico"):  # browsers ask the root for it
+            r = c.get(icon)
+            assert r.status_code == 200 and r.headers["content-type"] == "image/x-icon"
+            assert r.content[:4] == b"\x00\x00\x01\x00" and len(r.content) == int(r.headers["content-length"])
+        assert c.post("/favicon.ico").status_code == 405
 
 
 def test_correction_timeline_and_as_of_slider(page, server):

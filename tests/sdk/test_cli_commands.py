@@ -69,3 +69,29 @@ def test_fact_commands_show_correct_and_delete_by_id(env_server, capsys):
     assert code == 1 and "404" in err
     code, out, _ = run(capsys, "state", "--context", "acme")
     assert "Leeds" not in out
+
+
+def test_values_side_by_side_in_two_scopes_show_their_scope(env_server, memory, capsys):
+    # The README's example: a session scoped to org/acme/user/alice. Its Berlin supersedes only
+    # a location of that scope, so it is current beside the unscoped Madrid, and both say so.
+    run(capsys, "remember", "--context", "acme", "I live in London.")
+    run(capsys, "remember", "--context", "acme", "I moved to Madrid.")
+    session = memory.sessions.create(scopes=["org/acme/user/alice"])
+    memory.chat("I moved to Berlin last month.", session_id=session.id)
+    code, out, _ = run(capsys, "state", "--context", "acme")
+    assert code == 0
+    assert "location = Madrid  (scope: unscoped)" in out
+    assert "location = Berlin  (scope: org/acme/user/alice)" in out
+    state = memory.state()
+    assert sorted((a.value, a.scopes) for a in state.identity.attributes if a.key == "location") == [
+        ("Berlin", [["org/acme/user/alice"]]), ("Madrid", [])]
+    code, out, _ = run(capsys, "history", "--context", "acme", "person/user", "location")
+    assert sorted(line.split(": ", 1)[1] for line in out.splitlines()) == [  # "last month": Berlin is oldest
+        "Berlin  (scope: org/acme/user/alice)", "London  (scope: unscoped)", "Madrid  (scope: unscoped)"]
+    code, out, _ = run(capsys, "fact", "show", "--context", "acme",
+                       next(a.id for a in state.identity.attributes if a.value == "Berlin"))
+    assert "(scope: org/acme/user/alice)" in out
+    # one scope only: nothing to tell apart, so no scope is printed
+    code, out, _ = run(capsys, "remember", "--context", "acme", "I like hiking.")
+    code, out, _ = run(capsys, "state", "--context", "acme")
+    assert "likes = hiking  [" in out

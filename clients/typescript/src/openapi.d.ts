@@ -1851,6 +1851,8 @@ export interface components {
             createdAt: string;
             /** @description The labels the write that stated it carried. */
             labels?: string[];
+            /** @description The scopes the write that stated it carried (empty: unscoped). A value supersedes only a value of the same scope, so values written under different scopes are current side by side. */
+            scopes?: components["schemas"]["CanonicalScopes"];
         };
         MemoryRelation: {
             id: string;
@@ -1870,6 +1872,8 @@ export interface components {
             createdAt: string;
             /** @description The labels the write that stated it carried. */
             labels?: string[];
+            /** @description The scopes the write that stated it carried (empty: unscoped). A value supersedes only a value of the same scope, so values written under different scopes are current side by side. */
+            scopes?: components["schemas"]["CanonicalScopes"];
         };
         MemoryAction: {
             id: string;

@@ -143,10 +143,14 @@ def _state(memory: AgentMemory, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(state)
         return 0
-    for name in ("identity", "knowledge", "context"):
-        category: wire.StateCategory = getattr(state, name)
-        rows = [f"  {a.entity} {a.key} = {a.value}  [{a.id}]" for a in category.attributes]
-        rows += [f"  {r.subject} {r.label} {r.object}  [{r.id}]" for r in category.relations]
+    categories: list[wire.StateCategory] = [getattr(state, name) for name in ("identity", "knowledge", "context")]
+    scoped = side_by_side([((a.entity, a.key), a.scopes) for c in categories for a in c.attributes]
+                          + [((r.subject, "rel", r.label), r.scopes) for c in categories for r in c.relations])
+    for name, category in zip(("identity", "knowledge", "context"), categories, strict=True):
+        rows = [f"  {a.entity} {a.key} = {a.value}{_scope_note(scoped, (a.entity, a.key), a.scopes)}  [{a.id}]"
+                for a in category.attributes]
+        rows += [f"  {r.subject} {r.label} {r.object}{_scope_note(scoped, (r.subject, 'rel', r.label), r.scopes)}"
+                 f"  [{r.id}]" for r in category.relations]
         rows += [f"  {a.actor} {a.verb}: {a.summary}  [{a.id}]" for a in category.actions]
         print(f"{name}:" if rows else f"{name}: (empty)")
         for row in rows:
@@ -210,6 +214,8 @@ def _fact_line(fact: Any) -> str:
         line = f"{fact.actor} {fact.verb}: {fact.summary}"
     else:
         line = f"instruction {fact.label}: {fact.description}"
+    if getattr(fact, "scopes", None):
+        line += f"  (scope: {scope_text(fact.scopes)})"
     if getattr(fact, "superseded_by", None):
         line += f"  (superseded by {fact.superseded_by})"
     elif getattr(fact, "valid_until", None):
@@ -263,7 +269,28 @@ def _history(memory: AgentMemory, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(chain)
         return 0
+    scoped = side_by_side([("chain", a.scopes) for a in chain])
     for a in chain:
         until = a.valid_until or "now"
-        print(f"{a.valid_from or '(start)'} .. {until}: {a.value}")
+        print(f"{a.valid_from or '(start)'} .. {until}: {a.value}{_scope_note(scoped, 'chain', a.scopes)}")
     return 0
+
+
+def scope_text(scopes: list[list[str]]) -> str:
+    """A DNF scope for people: ``unscoped``, ``org/acme/user/alice``, ``a + b | c`` (clauses
+    OR-ed with ``|``, the paths of one clause AND-ed with ``+``)."""
+    return " | ".join(" + ".join(clause) for clause in scopes) or "unscoped"
+
+
+def side_by_side(slots: list[tuple[Any, list[list[str]]]]) -> set[Any]:
+    """The slots (an entity's key, a subject's label, a history chain) holding values of more
+    than one scope: a value supersedes only one of its own scope, so there values coexist,
+    and each is shown with its scope."""
+    seen: dict[Any, set[str]] = {}
+    for slot, scopes in slots:
+        seen.setdefault(slot, set()).add(scope_text(scopes))
+    return {slot for slot, found in seen.items() if len(found) > 1}
+
+
+def _scope_note(scoped: set[Any], slot: Any, scopes: list[list[str]]) -> str:
+    return f"  (scope: {scope_text(scopes)})" if slot in scoped else ""

@@ -119,6 +119,9 @@ class MemoryAttribute(WireModel):
     source: FactSource
     created_at: str
     labels: list[str] = Field(default_factory=list)
+    #: The DNF scopes the stating write carried ([] unscoped): values of one single-valued key
+    #: written under different scopes are current side by side (each supersedes only its own).
+    scopes: list[list[str]] = Field(default_factory=list)
 
 
 class MemoryRelation(WireModel):
@@ -135,6 +138,7 @@ class MemoryRelation(WireModel):
     source: FactSource
     created_at: str
     labels: list[str] = Field(default_factory=list)
+    scopes: list[list[str]] = Field(default_factory=list)
 
 
 class MemoryAction(WireModel):

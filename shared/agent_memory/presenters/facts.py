@@ -43,14 +43,16 @@ def attribute_wire(a: Attribute) -> dict[str, Any]:
     return wire.MemoryAttribute(id=a.id, entity=a.entity_id, key=a.key, value=a.value, memory_category=a.category,
                                 importance=a.importance, valid_from=a.valid_from, valid_until=a.valid_until,
                                 supersedes=a.supersedes, superseded_by=a.superseded_by, source=_source(a.source),
-                                created_at=a.created_at, labels=list(a.labels)).to_wire()
+                                created_at=a.created_at, labels=list(a.labels),
+                                scopes=[list(c) for c in a.scopes]).to_wire()
 
 
 def relation_wire(r: Relation) -> dict[str, Any]:
     return wire.MemoryRelation(id=r.id, subject=r.subject, label=r.label, object=r.object,
                                memory_category=r.category, importance=r.importance, valid_from=r.valid_from,
                                valid_until=r.valid_until, supersedes=r.supersedes, superseded_by=r.superseded_by,
-                               source=_source(r.source), created_at=r.created_at, labels=list(r.labels)).to_wire()
+                               source=_source(r.source), created_at=r.created_at, labels=list(r.labels),
+                               scopes=[list(c) for c in r.scopes]).to_wire()
 
 
 def action_wire(a: Action) -> dict[str, Any]:

@@ -37,6 +37,25 @@ function status(text, isError = false) {
 const fmtTime = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+Z$|Z$/, " UTC") : "—");
 const entityPath = (id) => id.replace(/^entity:/, "");
 
+// A DNF scope for people: "unscoped", "org/acme/user/alice", "a + b | c" (clauses OR-ed, the
+// paths of one clause AND-ed), as `agent-memory state` prints it.
+const scopeText = (scopes) => (scopes || []).map((clause) => clause.join(" + ")).join(" | ") || "unscoped";
+
+// The slots ([slot, scopes] pairs) holding values of more than one scope: a value supersedes
+// only one of its own scope, so there values are current side by side and each shows its scope.
+function sideBySide(pairs) {
+  const seen = new Map();
+  for (const [slot, scopes] of pairs) {
+    if (!seen.has(slot)) seen.set(slot, new Set());
+    seen.get(slot).add(scopeText(scopes));
+  }
+  return new Set([...seen].filter(([, found]) => found.size > 1).map(([slot]) => slot));
+}
+
+const scopeTag = (scoped, slot, scopes) => (scoped.has(slot)
+  ? el("span", { class: "scope", title: "Written under this scope; values of other scopes do not supersede it",
+    text: `scope: ${scopeText(scopes)}` }) : null);
+
 // --- the API ----------------------------------------------------------------------------
 
 class ApiError extends Error {
@@ -167,23 +186,46 @@ async function loadState() {
   $("#state-counts").textContent = `${count("entities")} entities · ${count("attributes")} attributes · ` +
     `${count("relations")} relations · ${count("actions")} actions · ${state.instructions.length} instructions · ` +
     `${pending.items.length} open uncertainties`;
+  // Every fact sits in the category /state gives it, which may differ from its entity's
+  // (a context-category mood of an identity entity): it is shown there, on a card for its
+  // entity, so the panel holds exactly what /state returned.
+  const known = Object.fromEntries(cats.flatMap((c) => state[c].entities.map((e) => [e.id, { ...e, cat: c }])));
+  const all = (what) => cats.flatMap((c) => state[c][what]);
+  const scoped = sideBySide([...all("attributes").map((a) => [`${a.entity}\u0000${a.key}`, a.scopes]),
+    ...all("relations").map((r) => [`${r.subject}\u0000rel\u0000${r.label}`, r.scopes])]);
   const parts = [];
   for (const cat of cats) {
     const c = state[cat];
-    const section = el("section", { class: "category", "aria-labelledby": `cat-${cat}` },
+    const ids = [...c.entities.map((e) => e.id), ...c.attributes.map((a) => a.entity),
+      ...c.relations.map((r) => r.subject), ...c.actions.map((a) => a.actor)];
+    const total = c.entities.length + c.attributes.length + c.relations.length + c.actions.length;
+    const summary = [[c.entities.length, "entity", "entities"], [c.attributes.length, "attribute", "attributes"],
+      [c.relations.length, "relation", "relations"], [c.actions.length, "action", "actions"]]
+      .filter(([n]) => n).map(([n, one, many]) => `${n} ${n === 1 ? one : many}`).join(" · ");
+    const section = el("section", { class: "category", id: `state-${cat}`, "aria-labelledby": `cat-${cat}` },
       el("h3", { id: `cat-${cat}` }, `${cat[0].toUpperCase()}${cat.slice(1)} `,
-        el("span", { class: "badge", text: String(c.entities.length) })));
-    if (!c.entities.length) section.append(el("p", { class: "hint", text: "No entities." }));
-    for (const entity of c.entities) {
-      const attrs = c.attributes.filter((a) => a.entity === entity.id);
-      const rels = c.relations.filter((r) => r.subject === entity.id);
-      section.append(el("article", { class: "entity-card" },
-        el("h4", {}, el("a", { href: `#entity=${entityPath(entity.id)}`, class: "entity-link", "data-entity": entity.id,
-          onclick: (e) => { e.preventDefault(); openEntity(entity.id); } }, entity.name),
-          el("span", { class: "type", text: entity.entityType })),
-        attrs.length ? el("dl", {}, attrs.flatMap((a) => [el("dt", { text: a.key }), el("dd", { text: a.value })])) : null,
-        rels.length ? el("ul", { class: "relations" }, rels.map((r) => el("li", {}, `${r.label} → `,
-          el("a", { href: "#", onclick: (e) => { e.preventDefault(); openEntity(r.object); } }, entityPath(r.object))))) : null));
+        el("span", { class: "badge", "data-count": String(total), title: summary || "nothing",
+          text: summary || "0" })));
+    if (!total) section.append(el("p", { class: "hint", text: "Nothing here." }));
+    for (const id of [...new Set(ids)]) {
+      const entity = known[id] || { id, name: entityPath(id), entityType: "", cat };
+      const attrs = c.attributes.filter((a) => a.entity === id);
+      const rels = c.relations.filter((r) => r.subject === id);
+      const acts = c.actions.filter((a) => a.actor === id);
+      section.append(el("article", { class: "entity-card", "data-entity-card": id },
+        el("h4", {}, el("a", { href: `#entity=${entityPath(id)}`, class: "entity-link",
+          // its own category's card is the entity's link; a card elsewhere holds facts of other categories
+          [entity.cat === cat ? "data-entity" : "data-entity-elsewhere"]: id,
+          onclick: (e) => { e.preventDefault(); openEntity(id); } }, entity.name),
+          entity.entityType ? el("span", { class: "type", text: entity.entityType }) : null,
+          entity.cat !== cat ? el("span", { class: "elsewhere", text: `entity in ${entity.cat}` }) : null),
+        attrs.length ? el("dl", {}, attrs.flatMap((a) => [el("dt", { text: a.key }),
+          el("dd", { "data-kind": "attribute", "data-id": a.id }, a.value, scopeTag(scoped, `${a.entity}\u0000${a.key}`, a.scopes))])) : null,
+        rels.length ? el("ul", { class: "relations" }, rels.map((r) => el("li", { "data-kind": "relation", "data-id": r.id }, `${r.label} → `,
+          el("a", { href: "#", onclick: (e) => { e.preventDefault(); openEntity(r.object); } }, entityPath(r.object)),
+          scopeTag(scoped, `${r.subject}\u0000rel\u0000${r.label}`, r.scopes)))) : null,
+        acts.length ? el("ul", { class: "actions", "aria-label": "Actions" }, acts.map((a) => el("li", { "data-kind": "action", "data-id": a.id },
+          el("span", { class: "when", text: `${fmtTime(a.occurredAt || a.createdAt)} ` }), a.summary))) : null));
     }
     parts.push(section);
   }
@@ -235,9 +277,10 @@ async function loadEntity(path) {
   } catch (err) { showError(body, err); return; }
   const actions = await api("GET", ctxPath("/actions"), { params: { actor: detail.entity.id, limit: 100 } })
     .catch(() => ({ items: [] }));
-  entityCurrent = { encoded, detail, rows };
+  entityCurrent = { encoded, detail, rows, actions: actions.items };
   $("#entity-title").textContent = `Entity: ${detail.entity.name}`;
-  const times = rows.flatMap((r) => [r.validFrom || r.createdAt, r.validUntil]).filter(Boolean).map(Date.parse);
+  const times = [...rows, ...detail.relations].flatMap((r) => [r.validFrom || r.createdAt, r.validUntil])
+    .concat(actions.items.map((a) => a.occurredAt || a.createdAt)).filter(Boolean).map(Date.parse);
   const now = Date.now();
   const lo = times.length ? Math.min(...times) : now - 86400000;
   const hi = lo + Math.ceil((Math.max(now, ...times) - lo) / 1000) * 1000; // on the slider's 1 s steps
@@ -251,31 +294,47 @@ async function loadEntity(path) {
     asofText.textContent = t >= hi ? "now" : fmtTime(new Date(t).toISOString());
     moveCursor(t);
     clearTimeout(timer);
-    timer = setTimeout(() => readAsOf(t >= hi ? null : new Date(t).toISOString(), asofTable), 120);
+    timer = setTimeout(() => readAsOf(t >= hi ? null : new Date(t).toISOString()), 120);
   });
+  const relList = el("div", { id: "entity-relations" });
+  const actList = el("div", { id: "entity-actions" });
   body.replaceChildren(
     el("p", { class: "meta" }, `${detail.entity.entityType} · ${detail.entity.memoryCategory} · importance ${detail.entity.importance}`),
     el("section", { "aria-labelledby": "timeline-h" }, el("h3", { id: "timeline-h", text: "Attribute history" }),
       timeline(rows, lo, hi),
       el("div", { class: "slider" }, el("label", { for: "asof-slider", text: "As of" }), slider, asofText)),
     el("section", { "aria-labelledby": "asof-h" }, el("h3", { id: "asof-h", text: "Attributes at that time" }), asofTable),
-    el("section", { "aria-labelledby": "rel-h" }, el("h3", { id: "rel-h", text: "Relations" }),
-      detail.relations.length ? el("ul", { id: "entity-relations" }, detail.relations.map((r) => el("li", {},
-        `${r.label} → `, el("a", { href: "#", onclick: (e) => { e.preventDefault(); openEntity(r.object); } }, entityPath(r.object)),
-        el("span", { class: "when", text: ` since ${fmtTime(r.validFrom)}${r.validUntil ? ` until ${fmtTime(r.validUntil)}` : ""}` }))))
-        : el("p", { class: "hint", text: "None." })),
-    el("section", { "aria-labelledby": "act-h" }, el("h3", { id: "act-h", text: "Actions" }),
-      actions.items.length ? el("ul", { id: "entity-actions" }, actions.items.map((a) => el("li", {},
-        el("span", { class: "when", text: `${fmtTime(a.occurredAt || a.createdAt)} ` }), a.summary)))
-        : el("p", { class: "hint", text: "None." })));
-  renderAttrs(detail.attributes, asofTable);
+    el("section", { "aria-labelledby": "rel-h" }, el("h3", { id: "rel-h", text: "Relations at that time" }), relList),
+    el("section", { "aria-labelledby": "act-h" }, el("h3", { id: "act-h", text: "Actions until then" }), actList));
+  showAsOf(detail, null);
+}
+
+// The attributes, relations and actions of the entity as of ``iso`` (null: now): the entity
+// read with asOf gives the facts valid then; actions are those that had happened by then.
+function showAsOf(detail, iso) {
+  const when = iso ? Date.parse(iso) : Infinity;
+  const acts = entityCurrent.actions.filter((a) => Date.parse(a.occurredAt || a.createdAt) <= when);
+  const scoped = sideBySide(detail.relations.map((r) => [r.label, r.scopes]));
+  const relList = $("#entity-relations"), actList = $("#entity-actions"), table = $("#asof-attributes");
+  renderAttrs(detail.attributes, table, { editable: !iso });  // only what is true now is corrected
+  relList.replaceChildren(detail.relations.length ? el("ul", {}, detail.relations.map((r) => el("li", { "data-kind": "relation", "data-id": r.id },
+    `${r.label} → `, el("a", { href: "#", onclick: (e) => { e.preventDefault(); openEntity(r.object); } }, entityPath(r.object)),
+    scopeTag(scoped, r.label, r.scopes),
+    el("span", { class: "when", text: ` since ${fmtTime(r.validFrom)}${r.validUntil ? ` until ${fmtTime(r.validUntil)}` : ""}` }))))
+    : el("p", { class: "hint", text: iso ? "None then." : "None." }));
+  actList.replaceChildren(acts.length ? el("ul", {}, acts.map((a) => el("li", { "data-kind": "action", "data-id": a.id },
+    el("span", { class: "when", text: `${fmtTime(a.occurredAt || a.createdAt)} ` }), a.summary)))
+    : el("p", { class: "hint", text: iso ? "None by then." : "None." }));
+  for (const node of [table, relList, actList]) node.dataset.asof = iso || "now";
 }
 
 function renderAttrs(attrs, where, { editable = true } = {}) {
+  const scoped = sideBySide(attrs.map((a) => [a.key, a.scopes]));
   where.replaceChildren(attrs.length
     ? el("table", {}, el("thead", {}, el("tr", {}, el("th", { text: "Key" }), el("th", { text: "Value" }), el("th", { text: "Valid from" }),
       editable ? el("th", { text: "" }) : null)),
-      el("tbody", {}, attrs.map((a) => el("tr", { "data-attr": a.id }, el("td", { text: a.key }), el("td", { text: a.value }),
+      el("tbody", {}, attrs.map((a) => el("tr", { "data-attr": a.id }, el("td", { text: a.key }),
+        el("td", {}, a.value, scopeTag(scoped, a.key, a.scopes)),
         el("td", { text: fmtTime(a.validFrom) }),
         editable ? el("td", {}, el("button", { type: "button", class: "wrong", "aria-label": `This is wrong: ${a.key} ${a.value}`,
           onclick: (e) => correctForm(a, e.target.closest("tr")) }, "This is wrong")) : null))))
@@ -316,20 +375,24 @@ function correctForm(a, row) {
   input.focus();
 }
 
-async function readAsOf(iso, where) {
+async function readAsOf(iso) {
   if (!entityCurrent) return;
   try {
     const detail = await api("GET", ctxPath(`/entities/${entityCurrent.encoded}`), { params: { asOf: iso } });
-    renderAttrs(detail.attributes, where, { editable: !iso });  // only what is true now is corrected
-    where.dataset.asof = iso || "now";
-  } catch (err) { showError(where, err); }
+    showAsOf(detail, iso);
+  } catch (err) { showError($("#asof-attributes"), err); }
 }
 
 // One row per key; each value a bar over [validFrom, validUntil); an arrow from a value to
 // the one that superseded it.
 function timeline(rows, lo, hi) {
-  const keys = [...new Set(rows.map((r) => r.key))];
-  const W = 760, left = 120, right = 16, rowH = 40, top = 30;
+  // A key whose values were written under more than one scope gets a row per scope: each
+  // scope's values supersede only each other, so there two bars can be current at once.
+  const scoped = sideBySide(rows.map((r) => [r.key, r.scopes]));
+  const lane = (r) => (scoped.has(r.key) ? `${r.key} · ${scopeText(r.scopes)}` : r.key);
+  const keys = [...new Set(rows.map(lane))];
+  const W = 760, right = 16, rowH = 40, top = 30;
+  const left = Math.min(320, Math.max(120, 12 + 7.3 * Math.max(0, ...keys.map((k) => k.length))));  // 12 px monospace
   const H = top + Math.max(1, keys.length) * rowH + 24;
   const x = (t) => left + ((t - lo) / Math.max(1, hi - lo)) * (W - left - right);
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "list", id: "timeline", class: "timeline",
@@ -345,18 +408,20 @@ function timeline(rows, lo, hi) {
     root.append(tick);
   }
   const pos = {};
-  keys.forEach((key, i) => {
+  keys.forEach((name_, i) => {
     const y = top + i * rowH;
     const name = svg("text", { x: "4", y: String(y + rowH / 2 + 6), class: "key" });
-    name.textContent = key;
+    name.textContent = name_;
     root.append(name);
-    for (const r of rows.filter((row) => row.key === key)) {
+    for (const r of rows.filter((row) => lane(row) === name_)) {
+      const key = r.key;
       const from = Date.parse(r.validFrom || r.createdAt);
       const until = r.validUntil ? Date.parse(r.validUntil) : hi;
       const x0 = x(from), x1 = Math.max(x(until), x0 + 4);
       const current = !r.validUntil && !r.supersededBy;
-      const g = svg("g", { class: `bar${current ? " current" : ""}`, "data-attr": r.id, "data-key": key, "data-value": r.value, tabindex: "0",
-        role: "listitem", "aria-label": `${key} = ${r.value}, from ${fmtTime(r.validFrom)} ${r.validUntil ? `until ${fmtTime(r.validUntil)}` : "(current)"}` });
+      const g = svg("g", { class: `bar${current ? " current" : ""}`, "data-attr": r.id, "data-key": key, "data-value": r.value,
+        "data-scope": scopeText(r.scopes), tabindex: "0",
+        role: "listitem", "aria-label": `${name_} = ${r.value}, from ${fmtTime(r.validFrom)} ${r.validUntil ? `until ${fmtTime(r.validUntil)}` : "(current)"}` });
       const title = svg("title");
       title.textContent = `${r.value}\n${fmtTime(r.validFrom)} → ${r.validUntil ? fmtTime(r.validUntil) : "now"}`;
       g.append(title, svg("rect", { x: String(x0), y: String(y + 10), width: String(x1 - x0), height: String(rowH - 16), rx: "3" }));
@@ -494,7 +559,8 @@ $("#chat-form").addEventListener("submit", async (ev) => {
     if (done) {
       chatSession = done.sessionId;
       reply.replaceChildren(...withMarkers(done.reply, turnNo, done.citations));
-      turn.append(citationList(done.citations, turnNo), updatesList(done.memoryUpdates));
+      // append() writes a null argument as the text "null": a reply that learned nothing has no list
+      turn.append(...[citationList(done.citations, turnNo), updatesList(done.memoryUpdates)].filter(Boolean));
     }
   } catch (err) {
     reply.classList.remove("streaming");
@@ -588,7 +654,15 @@ async function openTurns(kind, id, highlight = null) {
 async function loadDocuments() {
   await pager(ctxPath("/documents"), { list: $("#document-list"), more: $("#documents-more"), key: "documents",
     render: (d) => el("li", { "data-id": d.id }, el("button", { type: "button", class: "link", onclick: () => openChunks(d.id, d.title) }, d.title),
-      el("span", { class: `doc-status status-${d.status}`, text: ` ${d.status} ${d.chunksDone}/${d.chunksTotal}` })) });
+      el("span", { class: `doc-status status-${d.status}`, text: ` ${d.status} ${chunkProgress(d)}` })) });
+}
+
+// "3/12 chunks", from whichever counts the document carries (never "undefined/12").
+function chunkProgress(d) {
+  const total = d.chunksTotal ?? d.chunkCount;
+  const done = d.chunksDone ?? (d.status === "ready" ? total : null);
+  if (total === null || total === undefined) return done === null || done === undefined ? "" : `${done} chunks`;
+  return `${done ?? 0}/${total} chunks`;
 }
 
 async function openChunks(id, title, highlightOrdinal = null) {
@@ -629,13 +703,14 @@ $("#upload-form").addEventListener("submit", (ev) => {
     if (xhr.status >= 400) { say(`Upload failed: ${xhr.status} ${body.detail || ""}`); return; }
     bar.value = 100;
     say(`${body.deduplicated ? "Already stored" : "Uploaded"}: ${body.title} (${body.status})`);
-    let doc = body;
+    // The upload's answer has no chunksDone (a re-upload answers "ready" at once): read the document.
+    let doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(body.id)}`));
     for (let i = 0; i < 120 && doc.status === "ingesting"; i += 1) {
+      say(`Ingesting ${doc.title}: ${chunkProgress(doc)}`);
       await new Promise((r) => setTimeout(r, 250));
       doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(body.id)}`));
-      say(`Ingesting ${doc.title}: ${doc.chunksDone}/${doc.chunksTotal} chunks`);
     }
-    say(`${doc.title}: ${doc.status}, ${doc.chunksDone}/${doc.chunksTotal} chunks`);
+    say(`${doc.title}: ${doc.status}, ${chunkProgress(doc)}${body.deduplicated ? " (already stored)" : ""}`);
     await loadDocuments();
     await openChunks(doc.id, doc.title);
   };
