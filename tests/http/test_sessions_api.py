@@ -167,3 +167,20 @@ def test_unknown_session_is_404_and_writes_nothing(any_api):
     r = any_api.post(f"{CTX}/facts", {"text": "x", "infer": "none", "sessionId": "sess_nope"})
     assert r.status == 404
     assert _count_records(get_runtime()) == before
+
+
+def test_facts_written_into_a_scoped_session_keep_its_scope_unless_they_name_their_own(any_api):
+    session = any_api.post(f"{CTX}/sessions", {"scopes": ["org/acme/user/alice"]}).json()
+    r = any_api.post(f"{CTX}/facts", {"text": "I live in Berlin.", "sessionId": session["id"]})
+    assert r.status == 200, r.text
+    batch = any_api.post(f"{CTX}/facts/batch", {"sessionId": session["id"],
+                                               "messages": [{"role": "user", "content": "I work at Globex."}]})
+    assert batch.status == 200, batch.text
+    own = any_api.post(f"{CTX}/facts", {"text": "My dog is Rex.", "sessionId": session["id"],
+                                        "scopes": [["org/acme/team"]]})
+    assert own.status == 200, own.text
+    attrs = {a["key"]: a["scopes"] for a in any_api.get(f"{CTX}/attributes").json()["items"]}
+    assert attrs["location"] == [["org/acme/user/alice"]]
+    assert attrs["employer"] == [["org/acme/user/alice"]]
+    turns = any_api.get(f"{CTX}/sessions/{session['id']}/turns").json()["turns"]
+    assert len(turns) == 3

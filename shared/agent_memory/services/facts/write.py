@@ -157,15 +157,16 @@ class FactsService:
             raise Unprocessable("triples are only accepted with infer: triples", field="triples")
         sessions = self._sessions
         session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        scopes = _turn_scopes(req.scopes, session, req.session_id)
         speaker = speaker_record(req.speaker)
         reads = self.repo.partition_reads()  # the speaker's partition: read once for prompt and plan
         if req.infer in ("full", "preview"):
             extraction = self.extract(ctx, req.text, observed, speaker=speaker, reads=reads)
         pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind, speaker=speaker)
         if req.infer == "preview":
-            result = self._reconcile_only(ctx, pending, session.id, req.scopes, req.labels)
+            result = self._reconcile_only(ctx, pending, session.id, scopes, req.labels)
             return WriteOutcome("preview", req.session_id, None, result)
-        turn_ids, results = self.commit_turns(ctx, session, [pending], req.scopes, req.labels, reads=reads,
+        turn_ids, results = self.commit_turns(ctx, session, [pending], scopes, req.labels, reads=reads,
                                               new_session=req.session_id is None)
         return WriteOutcome(req.infer, session.id, turn_ids[0], results[0])
 
@@ -176,6 +177,7 @@ class FactsService:
             raise Unprocessable("infer: triples is not available for batches; use POST /facts", field="infer")
         sessions = self._sessions
         session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        scopes = _turn_scopes(req.scopes, session, req.session_id)
         extract = req.infer in ("full", "preview")
         pending: list[PendingTurn] = []
         if extract and req.extract == "whole_conversation":
@@ -194,15 +196,15 @@ class FactsService:
             pending = [PendingTurn(m.role, m.content, m.ts, req.infer, by_index.get(i), speaker=speakers[i])
                        for i, m in enumerate(req.messages)]
         if req.infer == "preview":
-            results = [self._reconcile_only(ctx, p, session.id, req.scopes, req.labels) for p in pending]
+            results = [self._reconcile_only(ctx, p, session.id, scopes, req.labels) for p in pending]
             return BatchWriteOutcome(req.session_id, [], results)
         # Every model call is done before the first write. A turn with facts then commits in
         # its own transaction, so a later turn reconciles against what the earlier ones stored;
         # the turns between them (no facts) commit together, as many as one transaction holds.
         turn_ids: list[str] = []
         results: list[ExtractionResult | None] = []
-        for group in plan_turn_transactions(ctx, session, pending, req.scopes, req.labels):
-            ids, res = self.commit_turns(ctx, session, group, req.scopes, req.labels)
+        for group in plan_turn_transactions(ctx, session, pending, scopes, req.labels):
+            ids, res = self.commit_turns(ctx, session, group, scopes, req.labels)
             turn_ids += ids
             results += res
         return BatchWriteOutcome(session.id, turn_ids, results)
@@ -613,3 +615,12 @@ def _entity_ref(ref: Any, where: str) -> tuple[str, str]:
         raise Unprocessable(f"{where}.name: at most {MAX_ENTITY_NAME_BYTES} bytes once normalised",
                             field=f"{where}.name")
     return etype, name.strip()
+
+
+def _turn_scopes(requested: list[list[str]], session: Session, session_id: str | None) -> list[list[str]]:
+    """The scopes a write into a session stores: those the request names, else the session's
+    own (as a chat turn in that session is scoped), so a session created for one user keeps
+    what is written into it there."""
+    if requested or session_id is None:
+        return requested
+    return [list(clause) for clause in (session.scopes or [])]
