@@ -293,6 +293,7 @@ class Citation(WireModel):
     score: float
     document_title: str | None = None
     position_percent: int | None = None
+    page: int | None = None
     occurred_at: str | None = None
     role: str | None = None
 
@@ -393,6 +394,7 @@ class QueryHit(WireModel):
     document_id: str | None = None
     document_title: str | None = None
     position_percent: int | None = None
+    page: int | None = None
 
 
 class QueryResponse(WireModel):
@@ -411,6 +413,7 @@ class ContextSource(WireModel):
     role: str | None = None
     document_title: str | None = None
     position_percent: int | None = None
+    page: int | None = None
 
 
 class ContextResponse(WireModel):
@@ -444,7 +447,7 @@ class Document(WireModel):
     chunks_done: int
     status: str
     error: Problem | None = None
-    format: Literal["text", "markdown"]
+    format: Literal["text", "markdown", "pdf", "docx", "html"]
     filename: str | None = None
     created_at: str
     observed_at: str
@@ -476,6 +479,7 @@ class DocumentChunk(WireModel):
     offset: int
     position_percent: int
     heading_path: list[str]
+    page: int | None = None
     text: str
     # the Spectron client's names
     document: str

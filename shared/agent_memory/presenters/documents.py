@@ -65,7 +65,7 @@ def completed(doc: Document, queued: bool) -> tuple[dict[str, Any], int]:
 def chunk_wire(chunk: Chunk) -> dict[str, Any]:
     return {"id": chunk.id, "documentId": chunk.document_id, "documentTitle": chunk.document_title,
             "ordinal": chunk.ordinal, "offset": chunk.offset, "positionPercent": chunk.position_percent,
-            "headingPath": chunk.heading_path, "text": chunk.text,
+            "headingPath": chunk.heading_path, "page": chunk.page, "text": chunk.text,
             # The Spectron client's names: characters of the normalised document text
             "document": chunk.document_id, "position": chunk.ordinal, "charStart": chunk.offset,
             "charEnd": None if chunk.offset is None else chunk.offset + len(chunk.text),

@@ -214,7 +214,7 @@ class DocumentIngestion:
                                             doc.observed_at)
         chunk = Chunk(id=part.chunk_id, context_id=ctx.context_id, partition=ctx.partition, document_id=doc.id,
                       document_title=doc.title, text=part.text, ordinal=part.ordinal, offset=part.offset,
-                      position_percent=part.position_percent, heading_path=part.heading_path,
+                      position_percent=part.position_percent, heading_path=part.heading_path, page=part.page,
                       scopes=doc.scopes, labels=doc.labels, observed_at=doc.observed_at, created_at=doc.created_at,
                       created_by=doc.created_by)
         try:
@@ -318,7 +318,8 @@ def part_rows(ctx: RequestContext, doc_id: str, chunks: list[Any], new_chunk_id:
     return [Put(Record(keys.document_parts_pk(ctx, doc_id, c.ordinal), keys.chunk_sk(c.ordinal),
                        DocumentPart(chunk_id=new_chunk_id(), document_id=doc_id, text=c.text, ordinal=c.ordinal,
                                     offset=c.offset, position_percent=c.position_percent,
-                                    heading_path=list(c.heading_path)).to_item()), Condition.absent())
+                                    heading_path=list(c.heading_path), page=getattr(c, "page", None)).to_item()),
+                Condition.absent())
             for c in chunks]
 
 

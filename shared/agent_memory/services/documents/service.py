@@ -58,7 +58,12 @@ from agent_memory.kernel.errors import (
 )
 from agent_memory.kernel.ids import new_id
 from agent_memory.kernel.stored_item import transaction_batches
-from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
+from agent_memory.models.documents import (
+    FORMAT_MIME_TYPES,
+    MARKDOWN_SUFFIXES,
+    DocumentFileUpload,
+    DocumentUploadTicketRequest,
+)
 from agent_memory.models.records import Chunk, Document, DocumentHash, NumberedPage
 from agent_memory.ports import (
     Condition,
@@ -70,7 +75,7 @@ from agent_memory.ports import (
     UploadStore,
 )
 from agent_memory.services import paging
-from agent_memory.services.documents import chunking
+from agent_memory.services.documents import chunking, formats
 from agent_memory.services.documents.ingestion import (
     IngestionJob,
     part_rows,
@@ -94,6 +99,24 @@ class IngestResult:
 
     document: Document
     created: bool
+
+
+@dataclass(frozen=True)
+class OriginalFile:
+    """An uploaded file as it came: its bytes and declared content type (``None``: untyped)."""
+
+    data: bytes
+    content_type: str | None
+
+
+@dataclass(frozen=True)
+class RawOriginal:
+    """``GET /documents/{id}/raw``: the original's bytes, or a URL to them (large, S3)."""
+
+    content_type: str
+    data: bytes | None = None
+    url: str | None = None
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,28 +151,31 @@ class DocumentService:
 
     # --- ingest ---------------------------------------------------------------------
 
-    def ingest(self, ctx: RequestContext, upload: DocumentUpload) -> IngestResult:
+    def ingest(self, ctx: RequestContext, upload: DocumentFileUpload,
+               original: OriginalFile | None = None) -> IngestResult:
+        """A JSON upload (``upload.text``), or a file (``original``: its bytes, read as its
+        content type says and checked against them, ``services/documents/formats.py``)."""
         cap = self._document_bytes
-        if len(upload.text.encode("utf-8")) > cap:
-            raise PayloadTooLarge(f"document is over the {cap}-byte limit")
-        text = chunking.normalise(upload.text)
-        if not text:
-            raise InvalidRequest("text: the document is empty", field="text")
-        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        content = _content(upload, original, cap)
+        text, fmt, chunks = content.text, content.format, content.chunks
         digest = chunking.content_hash(text)
         hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(upload.scopes)}")
         existing = self._live_document(ctx, hash_key)
         if existing is not None:
             return IngestResult(existing, created=False)
 
-        chunks = chunking.chunk(text, fmt)
         now = timeutil.now_iso()
-        doc = Document(id=new_id("doc"), context_id=ctx.context_id, partition=ctx.partition,
-                       title=upload.title or _default_title(text, fmt, upload.filename), content_hash=digest,
-                       size=len(text.encode("utf-8")), chunk_count=len(chunks), chunks_done=0, status="ingesting",
-                       format=fmt, filename=upload.filename, created_at=now, updated_at=now,
-                       observed_at=upload.observed_at or now, scopes=upload.scopes, labels=upload.labels,
-                       created_by=ctx.principal, source=upload.source, mime_type=upload.mime_type)
+        doc_id = new_id("doc")
+        uploads = self._uploads()
+        doc = Document(id=doc_id, context_id=ctx.context_id, partition=ctx.partition,
+                       title=upload.title or content.title or _default_title(text, fmt, upload.filename),
+                       content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks), chunks_done=0,
+                       status="ingesting", format=content.kind, filename=upload.filename, created_at=now,
+                       updated_at=now, observed_at=upload.observed_at or now, scopes=upload.scopes,
+                       labels=upload.labels, created_by=ctx.principal, source=upload.source,
+                       mime_type=upload.mime_type or content.mime_type,
+                       original_key=original_key(doc_id) if uploads is not None else None,
+                       original_size=len(content.raw))
         for _ in range(CLAIM_ATTEMPTS):
             try:
                 self.store.transact([
@@ -166,6 +192,8 @@ class DocumentService:
 
         # The chunks' sources are stored, then the job is queued; the worker does the model calls.
         try:
+            if uploads is not None:
+                uploads.write(original_key(doc.id), content.raw, content.mime_type)
             parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
             for batch in transaction_batches(parts):
                 self.store.transact(batch)
@@ -191,16 +219,16 @@ class DocumentService:
         now = timeutil.now_iso()
         doc_id = new_id("doc")
         fmt = req.format or ("markdown" if (req.filename or "").lower().endswith(MARKDOWN_SUFFIXES) else None)
-        content_type = "text/markdown" if fmt == "markdown" else "text/plain"
+        content_type = formats.ticket_type(req.mime_type, req.filename, fmt)
         ttl = self._upload_url_ttl_s
         expires = timeutil.iso(timeutil.now() + timedelta(seconds=ttl))
         doc = Document(id=doc_id, context_id=ctx.context_id, partition=ctx.partition, title=req.title or "",
                        title_given=req.title, format_given=fmt, content_hash="", size=req.size, chunk_count=0,
                        chunks_done=0, status="uploading", format=fmt or "text", filename=req.filename,
                        created_at=now, updated_at=now, observed_at=req.observed_at or now, scopes=req.scopes,
-                       labels=req.labels, created_by=ctx.principal, upload_key=f"documents/{doc_id}",
-                       upload_expires_at=expires)
-        url = uploads.presign_put(f"documents/{doc_id}", req.size, content_type, ttl)
+                       labels=req.labels, created_by=ctx.principal, upload_key=staging_key(doc_id),
+                       upload_expires_at=expires, mime_type=content_type)
+        url = uploads.presign_put(staging_key(doc_id), req.size, content_type, ttl)
         self.store.put(Record(keys.documents_pk(ctx), doc_id, doc.to_item()), Condition.absent())
         return UploadTicket(doc, url, content_type, expires)
 
@@ -230,33 +258,32 @@ class DocumentService:
                 raise PayloadTooLarge(str(exc), limit=cap) from exc
             if raw is None:
                 raise InvalidRequest("nothing was uploaded to the document's upload URL", code="upload_missing")
-            try:
-                upload = DocumentUpload(text=raw.decode("utf-8"), title=doc.title_given,
-                                        format=doc.format_given, filename=doc.filename)
-            except (UnicodeDecodeError, ValueError) as exc:
-                raise InvalidRequest("the uploaded document is not UTF-8 text without NUL characters",
-                                     field="text") from exc
-            text = chunking.normalise(upload.text)
-            if not text:
-                raise InvalidRequest("text: the document is empty", field="text")
+            upload = DocumentFileUpload(title=doc.title_given, format=doc.format_given, filename=doc.filename)
+            content = _content(upload, OriginalFile(raw, doc.mime_type), cap)
         except MemoryError_ as exc:
+            _drop(uploads, doc.upload_key)
             return self._fail_upload(record, exc)
-        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        text, fmt, chunks = content.text, content.format, content.chunks
         digest = chunking.content_hash(text)
         hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
-        chunks = chunking.chunk(text, fmt)
         # Sources first (a redelivery before the claim replaces them), then the claim.
         remove_parts(self.store, ctx, doc.id)
         parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
         for batch in transaction_batches(parts):
             self.store.transact(batch)
-        claimed = replace(doc, title=upload.title or _default_title(text, fmt, upload.filename),
+        # The original is kept before the claim names it (a redelivery writes it again).
+        uploads.write(original_key(doc.id), content.raw, content.mime_type)  # type: ignore[union-attr]
+        claimed = replace(doc, title=upload.title or content.title or _default_title(text, fmt, upload.filename),
                           content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks),
-                          chunks_done=0, status="ingesting", format=fmt, updated_at=timeutil.now_iso())
+                          chunks_done=0, status="ingesting", format=content.kind, updated_at=timeutil.now_iso(),
+                          mime_type=content.mime_type, original_key=original_key(doc.id),
+                          original_size=len(content.raw))
         for _ in range(CLAIM_ATTEMPTS):
             existing = self._live_document(ctx, hash_key)
             if existing is not None and existing.id != doc.id:
                 remove_parts(self.store, ctx, doc.id)
+                _drop(uploads, original_key(doc.id))
+                _drop(uploads, doc.upload_key)
                 return self._fail_upload(record, Conflict(
                     f"the same content is already stored as document {existing.id}",
                     code="duplicate_document", documentId=existing.id))
@@ -271,6 +298,7 @@ class DocumentService:
                 current = self.store.get(record.pk, record.sk)
                 if current is None or document_of(current).deleted:
                     remove_parts(self.store, ctx, doc.id)
+                    _drop(uploads, original_key(doc.id))
                     return "gone"
                 if current.version != record.version:
                     return document_of(current).status  # another delivery claimed it
@@ -316,6 +344,7 @@ class DocumentService:
         its hash row."""
         remove_parts(self.store, ctx, doc_id)
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
+        self.remove_original(doc_id)
         if hash_key is not None:
             claim = self.store.get(*hash_key)
             if claim is not None and DocumentHash.from_item(claim.data).document_id == doc_id:
@@ -324,6 +353,33 @@ class DocumentService:
                 except ConditionFailed:
                     pass  # another upload took the claim over meanwhile
         self.store.delete(keys.documents_pk(ctx), doc_id)
+
+    def remove_original(self, doc_id: str) -> None:
+        """Remove a document's original and any staged upload (delete, forget and purge call this)."""
+        uploads = self._uploads()
+        if uploads is None:
+            return
+        uploads.delete(original_key(doc_id))
+        uploads.delete(staging_key(doc_id))
+
+    # --- reads ----------------------------------------------------------------------
+
+    def raw(self, ctx: RequestContext, doc_id: str, *, inline_bytes: int) -> RawOriginal:
+        """The original as uploaded: its bytes, or (an object over ``inline_bytes`` in a store
+        that presigns reads, S3) a URL to fetch it from. 404 when none is kept."""
+        doc = document_of(self._load(ctx, doc_id))
+        uploads = self._uploads()
+        content_type = doc.mime_type or FORMAT_MIME_TYPES.get(doc.format, "application/octet-stream")
+        if uploads is None or not doc.original_key:
+            raise NotFound(f"document {doc_id} has no original kept", code="original_unavailable")
+        if doc.original_size is not None and doc.original_size > inline_bytes:
+            url = uploads.presign_get(doc.original_key, self._upload_url_ttl_s, content_type)
+            if url is not None:
+                return RawOriginal(content_type, url=url, size=doc.original_size)
+        data = uploads.read(doc.original_key, max(self._document_bytes, doc.original_size or 0))
+        if data is None:
+            raise NotFound(f"the original of document {doc_id} is no longer kept", code="original_unavailable")
+        return RawOriginal(content_type, data=data, size=len(data))
 
     # --- reads ----------------------------------------------------------------------
 
@@ -369,6 +425,66 @@ class DocumentService:
                 raise Conflict(f"document {doc_id} is being modified concurrently; retry") from exc
         hash_key = (keys.document_hashes_pk(ctx), f"{doc.content_hash}#{scope_sig(doc.scopes)}")
         self._discard(ctx, doc_id, hash_key)
+
+
+def staging_key(doc_id: str) -> str:
+    return f"staging/{doc_id}"
+
+
+def original_key(doc_id: str) -> str:
+    return f"originals/{doc_id}"
+
+
+def _drop(uploads: UploadStore | None, key: str | None) -> None:
+    if uploads is None or not key:
+        return
+    try:
+        uploads.delete(key)
+    except Exception:  # the staging lifecycle rule, or the next delete, removes it later
+        log.warning("could not delete object %s", key, exc_info=True)
+
+
+@dataclass(frozen=True)
+class _Content:
+    raw: bytes
+    kind: str
+    mime_type: str
+    text: str
+    format: str
+    chunks: list[chunking.Chunk]
+    title: str | None = None
+
+
+def _content(upload: DocumentFileUpload, original: OriginalFile | None, cap: int) -> _Content:
+    """An upload's bytes, text and chunks; every refusal (413/415/422/400) before anything is written."""
+    if original is None:
+        text_in = upload.text  # type: ignore[attr-defined]
+        raw = text_in.encode("utf-8")
+        if len(raw) > cap:
+            raise PayloadTooLarge(f"document is over the {cap}-byte limit")
+        text = chunking.normalise(text_in)
+        if not text:
+            raise InvalidRequest("text: the document is empty", field="text")
+        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        return _Content(raw, fmt, upload.mime_type or FORMAT_MIME_TYPES[fmt], text, fmt, chunking.chunk(text, fmt))
+    if len(original.data) > cap:
+        raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
+    if not original.data:
+        raise InvalidRequest("the document is empty (the file part has no content)", field="file")
+    got = formats.extract(original.data, original.content_type, upload.filename, format_hint=upload.format)
+    if got.pages is not None:
+        text, chunks = chunking.paged(got.pages)
+        fmt = "text"
+    else:
+        text = chunking.normalise(got.text)
+        fmt = got.format
+        if got.kind in ("text", "markdown") and upload.format is None:
+            fmt = "markdown" if got.kind == "markdown" or chunking.looks_like_markdown(text) else "text"
+        chunks = chunking.chunk(text, fmt)  # type: ignore[arg-type]
+    if not text:
+        raise InvalidRequest("the document is empty", field="file")
+    kind = got.kind if got.kind not in ("text", "markdown") else fmt
+    return _Content(original.data, kind, got.mime_type, text, fmt, chunks, got.title)
 
 
 def _hash_row(ctx: RequestContext, hash_key: tuple[str, str], doc_id: str, digest: str) -> Record:

@@ -37,5 +37,6 @@ def chunk_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
         occurred_at=chunk.observed_at, source_ids=[chunk.document_id],
         metadata={"documentId": chunk.document_id, "documentTitle": chunk.document_title,
                   "positionPercent": chunk.position_percent, "ordinal": chunk.ordinal,
-                  "headingPath": HEADING_SEPARATOR.join(chunk.heading_path or [])},
+                  "headingPath": HEADING_SEPARATOR.join(chunk.heading_path or []),
+                  **({"page": chunk.page} if chunk.page is not None else {})},
     )]
