@@ -105,6 +105,7 @@ def run(call: Call) -> None:
     doc_id = doc.get("id") or doc.get("documentId")
     ok("GET", f"{CTX}/documents/{doc_id}")
     ok("GET", f"{CTX}/documents/{doc_id}/chunks")
+    ok("GET", f"{CTX}/documents/{doc_id}/raw")  # the original, from the upload bucket
     assert doc_id in [d["id"] for d in ok("GET", f"{CTX}/documents")["documents"]]
 
     ok("POST", f"{CTX}/forget", {"query": "Lisbon", "dryRun": True})

@@ -16,7 +16,6 @@ EXPECTED_MISSING: dict[str, int] = {
     "scopes.forget": 33,
     # 34: documents as users have them
     "documents.query": 34,
-    "documents.fetch_raw": 34,
     "documents.reprocess": 34,
     "documents.recompute_links": 34,
     "documents.keywords.list": 34,

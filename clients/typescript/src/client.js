@@ -738,6 +738,19 @@ class Documents {
     return this._client._send("getDocument", { params: { document_id: documentId }, sdk });
   }
 
+  /** The original bytes as uploaded; a large original kept in S3 is fetched from the presigned
+   * URL the API redirects to. */
+  async fetchRaw(documentId, options = {}) {
+    const [sdk] = split(options);
+    const call = this._client._call("getDocumentRaw", { params: { document_id: documentId }, sdk });
+    const { response, release } = await this._client._transport.response(call, { stream: true });
+    try {
+      return new Uint8Array(await response.arrayBuffer());
+    } finally {
+      release();
+    }
+  }
+
   chunks(documentId, { pageSize, ...options } = {}) {
     const [sdk] = split(options);
     return this._client._paged("listDocumentChunks", { params: { document_id: documentId }, key: "chunks", pageSize, sdk });

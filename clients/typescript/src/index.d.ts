@@ -306,6 +306,8 @@ export interface Documents {
   list(options?: { status?: string; mimeType?: string } & PageOptions): Paginator<S["Document"]>;
   get(documentId: string, options?: CallOptions): Promise<S["Document"]>;
   chunks(documentId: string, options?: PageOptions): Paginator<S["DocumentChunk"]>;
+  /** The original bytes as uploaded. */
+  fetchRaw(documentId: string, options?: CallOptions): Promise<Uint8Array>;
   delete(documentId: string, options?: CallOptions): Promise<void>;
   waitReady(documentId: string, options?: {
     timeoutMs?: number; pollIntervalMs?: number; onProgress?: (document: S["Document"]) => void;

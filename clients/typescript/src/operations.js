@@ -32,6 +32,7 @@ export const OPERATIONS = Object.freeze({
   getDocument: ["GET", "/api/v1/{context_id}/documents/{document_id}", "documents.get"],
   deleteDocument: ["DELETE", "/api/v1/{context_id}/documents/{document_id}", "documents.delete"],
   listDocumentChunks: ["GET", "/api/v1/{context_id}/documents/{document_id}/chunks", "documents.chunks"],
+  getDocumentRaw: ["GET", "/api/v1/{context_id}/documents/{document_id}/raw", "documents.fetchRaw"],
   getState: ["GET", "/api/v1/{context_id}/state", "state"],
   getProfile: ["GET", "/api/v1/{context_id}/profile", "profile"],
   listAudit: ["GET", "/api/v1/{context_id}/audit", "audit"],
