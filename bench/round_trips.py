@@ -120,6 +120,7 @@ def _environment(stub_url: str) -> dict[str, str]:
     return {
         "AGENT_MEMORY_STORE": "dynamodb", "AGENT_MEMORY_TABLE": TABLE, "AGENT_MEMORY_TENANT": "acme",
         "AGENT_MEMORY_SEARCH": "opensearch", "AGENT_MEMORY_PROJECTION": "stream",
+        "AGENT_MEMORY_AUDIT_USAGE": "log",  # a request's cost row is a stdout line, no store call
         "AGENT_MEMORY_OPENSEARCH_URL": stub_url, "AGENT_MEMORY_OPENSEARCH_SERVICE": "es",
         "AGENT_MEMORY_OPENSEARCH_INDEX": "agent-memory-acme", "AGENT_MEMORY_OPENSEARCH_ENGINE": "lucene",
         "AGENT_MEMORY_OPENSEARCH_CREATE_INDEX": "false",

@@ -103,9 +103,18 @@ def principals_setting() -> list[dict[str, Any]] | None:
 
 
 @pytest.fixture
+def audit_usage_setting() -> str:
+    """``settings.audit_usage`` of ``runtime``. Off here: a cost row per request, written by a
+    background thread, would land in the store snapshots tests take around a request at an
+    instant of its own choosing; the tests of the cost rows (tests/spectron, tests/http/
+    test_audit_costs.py) override this with ``store``."""
+    return "off"
+
+
+@pytest.fixture
 def runtime(store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-            principals_setting: list[dict[str, Any]] | None) -> Iterator[Runtime]:
-    settings = make_settings(tmp_path, store_kind)
+            principals_setting: list[dict[str, Any]] | None, audit_usage_setting: str) -> Iterator[Runtime]:
+    settings = make_settings(tmp_path, store_kind, audit_usage=audit_usage_setting)
     if principals_setting is not None:
         settings = dataclasses.replace(settings, principals=parse_principals(None, principals_setting))
     if store_kind == "dynamodb":

@@ -1,10 +1,16 @@
 """Administration area: who am I (GET /me), keys (/keys), principals and their grants
-(/principals). Its own function and role: the only one that writes key records.
+(/principals), the scopes registry (/scopes, /scopes/forget). Its own function and role: the
+only one that writes key records.
 
 Rules: ``agent_memory.services.operations.administration``; shapes: ``presenters.administration``."""
 
 from agent_memory.http import api as http
-from agent_memory.models.requests import CreateKeyRequest, GrantChangeRequest
+from agent_memory.models.requests import (
+    CreateKeyRequest,
+    ForgetScopeRequest,
+    GrantChangeRequest,
+    RegisterScopeRequest,
+)
 from agent_memory.observability import instrumented
 from agent_memory.presenters import administration as wire
 from agent_memory.runtime import get_runtime
@@ -86,6 +92,37 @@ def effective(context_id: str, principal_id: str):
         raise InvalidRequest("path is required ('/' for the whole context)", field="path")
     return wire.effective(get_runtime().administration.effective(
         http.context(app, context_id), principal_id, path, http.query_instant(app, "asOf")))
+
+
+@app.post("/api/v1/<context_id>/scopes")
+def register_scope(context_id: str):
+    req = http.body(app, RegisterScopeRequest)
+    node, created = get_runtime().scope_registry.register(http.context(app, context_id), req.path,
+                                                          req.display_name, req.description)
+    return http.json_response(wire.scope_node(node), 201 if created else 200)
+
+
+@app.get("/api/v1/<context_id>/scopes")
+def list_scopes(context_id: str):
+    return http.json_response(wire.scope_list(get_runtime().scope_registry.list(http.context(app, context_id))))
+
+
+@app.delete("/api/v1/<context_id>/scopes")
+def delete_scope(context_id: str):
+    ctx = http.context(app, context_id)
+    path = http.query_str(app, "path")
+    if path is None:
+        from agent_memory.kernel.errors import InvalidRequest
+
+        raise InvalidRequest("path is required", field="path")
+    get_runtime().scope_registry.delete(ctx, path)
+    return http.empty_response()
+
+
+@app.post("/api/v1/<context_id>/scopes/forget")
+def forget_scope(context_id: str):
+    req = http.body(app, ForgetScopeRequest)
+    return wire.scope_forgotten(get_runtime().scope_registry.forget(http.context(app, context_id), req.path))
 
 
 @instrumented

@@ -1,9 +1,10 @@
 """Chat area: POST /chat (the whole loop), GET /traces (recent), /traces/stats and /traces/{id}.
 
-``stream: true`` answers text/event-stream. The local server streams frames as they are
-produced (the handler hands it an iterator); API Gateway HTTP APIs buffer Lambda
-responses, so on AWS the same frames arrive together when the reply is complete (see
-README, Streaming)."""
+``stream: true`` answers text/event-stream. The local server and, on AWS, the function's URL
+(our runtime loop, agent_memory/http/lambda_runtime.py) stream frames as they are produced (the
+handler hands them an iterator when the context ``supports_streaming``); the HTTP API buffers
+Lambda responses, so there the same frames arrive together when the reply is complete
+(docs/deploying.md, "Streaming chat")."""
 
 import threading
 

@@ -66,6 +66,10 @@ class Settings:
     # How written records reach the search index: inline (after each commit), background
     # (a worker thread), or stream (DynamoDB Streams -> the projector function, on AWS).
     projection: Literal["inline", "background", "stream"] = "inline"
+    # Where the audit log's cost rows (one per successful API request) go: store (a background
+    # thread writes them to the record store: the local server), log (a JSON line on stdout that
+    # the stack's log subscription writes to the table: deployed), or off.
+    audit_usage: Literal["store", "log", "off"] = "store"
     limits: Limits = field(default_factory=Limits)
     tenant: str = "local"
     table_name: str = "agent-memory"
@@ -258,6 +262,9 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
     projection = pick("AGENT_MEMORY_PROJECTION", file_storage.get("projection"), "inline")
     if projection not in ("inline", "background", "stream"):
         raise ConfigurationError(f"storage.projection: expected inline, background or stream, got {projection!r}")
+    audit_usage = pick("AGENT_MEMORY_AUDIT_USAGE", file_storage.get("audit_usage"), "store")
+    if audit_usage not in ("store", "log", "off"):
+        raise ConfigurationError(f"storage.audit_usage: expected store, log or off, got {audit_usage!r}")
     tenant = pick("AGENT_MEMORY_TENANT", file_cfg.get("tenant"), "local")
     breaker_cfg = file_storage.get("search_breaker") or {}
     if not isinstance(breaker_cfg, dict) or set(breaker_cfg) - {"failures", "cool_down_s"}:
@@ -276,6 +283,7 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         store=store,
         search=search,
         projection=projection,
+        audit_usage=audit_usage,
         models=models,
         limits=limits,
         tenant=tenant,

@@ -37,6 +37,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_memory import tracing
+from agent_memory.kernel import usage
 from agent_memory.tracing import span
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "agent-memory")
@@ -153,6 +154,7 @@ class MeteredLanguageModel:
         finally:
             count("ModelCalls")
             count("ModelLatency", (time.perf_counter() - started) * 1000, "Milliseconds")
+            usage.add(model_calls=1, model=self.name)
 
     def structured(self, *, system: str, user: str, schema: type) -> Any:
         return self._timed(lambda: self.inner.structured(system=system, user=user, schema=schema), "structured")
@@ -161,11 +163,14 @@ class MeteredLanguageModel:
         completion = self._timed(lambda: self.inner.complete(messages, max_tokens=max_tokens), "complete")
         count("PromptTokens", getattr(completion, "prompt_tokens", 0) or 0)
         count("CompletionTokens", getattr(completion, "completion_tokens", 0) or 0)
+        usage.add(prompt_tokens=getattr(completion, "prompt_tokens", 0) or 0,
+                  completion_tokens=getattr(completion, "completion_tokens", 0) or 0)
         return completion
 
     def stream(self, messages: Sequence[Any], *, max_tokens: int | None = None) -> Iterator[str]:
         started = time.perf_counter()
         count("ModelCalls")
+        usage.add(model_calls=1, model=self.name)
         # The span covers opening the stream (errors on opening surface here), not the reading:
         # a subsegment left open by an unread stream would unbalance the invocation's trace.
         with span("model.stream", model=self.name):

@@ -176,6 +176,17 @@ class RecordStore(Protocol):
 
 
 @runtime_checkable
+class AuditSink(Protocol):
+    """Takes the audit log's cost rows off the request path (``adapters/audit_sinks``):
+    ``emit`` must not block on storage; ``flush`` waits for what was emitted in this process
+    where that is possible (the local sink), and returns at once where it is not."""
+
+    def emit(self, record: Record) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+@runtime_checkable
 class JobQueue(Protocol):
     """Where document ingestion jobs go: SQS when deployed, an in-process pool locally."""
 

@@ -15,10 +15,11 @@ import logging
 import os
 import threading
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.config import ModelRef, Settings, load_settings
 from agent_memory.kernel.errors import ConfigurationError
+from agent_memory.kernel.usage import MeteredStore
 from agent_memory.services.events import EventPublisher, FactsChanged, RecordsForgotten
 from agent_memory.tracing import traced
 
@@ -68,7 +69,11 @@ class Runtime:
         queue = self.__dict__.get("ingestion_queue")
         if queue is not None and hasattr(queue, "close"):
             queue.close()
+        sink = self.__dict__.get("audit_sink")
+        if sink is not None:
+            sink.flush()  # the cost rows still queued
         store = self.__dict__.get("store")
+        store = getattr(store, "inner", store)  # under the metering
         if store is not None and hasattr(type(store), "stop_retries"):
             store.stop_retries()  # no pending-projection retry after this
 
@@ -77,13 +82,15 @@ class Runtime:
     @cached_property
     def store(self) -> RecordStore:
         """The record store; unless projection runs from DynamoDB Streams, wrapped so that
-        committed changes reach the search index."""
+        committed changes reach the search index; metered (``kernel.usage``: the rows each
+        request reads and writes, for its audit cost row)."""
         base = self.base_store
         if self.search is None or self.settings.projection == "stream":
-            return base
+            return MeteredStore(base)
         from agent_memory.services.operations.projection import ProjectingRecordStore
 
-        return ProjectingRecordStore(base, self.projector, retry_interval_s=self.settings.projection_retry_s)
+        return MeteredStore(ProjectingRecordStore(base, self.projector,
+                                                  retry_interval_s=self.settings.projection_retry_s))
 
     @cached_property
     def projector(self):
@@ -135,7 +142,15 @@ class Runtime:
                 "search", SEARCH_CALLS, search=s.search)  # outside the breaker: its refusals show too
         from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
 
-        return traced(EmbeddedSearchIndex(s.search_path, self.embedder), "search", SEARCH_CALLS, search=s.search)
+        index: Any = EmbeddedSearchIndex(s.search_path, self.embedder)
+        ref = s.models.reranker
+        if ref is not None and ref.provider == "local":
+            from agent_memory.adapters.rerankers import PrecomputingIndex
+            from agent_memory.services.retrieval.service import hit_text
+
+            # each unit's reranker token vectors are computed as it is indexed (write time)
+            index = PrecomputingIndex(index, self.reranker, hit_text)
+        return traced(index, "search", SEARCH_CALLS, search=s.search)
 
     def provision_search_index(self):
         """The deploy step (functions/search_index): make the current embedder's and mapping's
@@ -222,6 +237,12 @@ class Runtime:
                               enforced=self.authenticator.keys_required, bootstrap_principal=BOOTSTRAP_PRINCIPAL,
                               static=self.settings.principals)
 
+    @cached_property
+    def scope_registry(self):
+        from agent_memory.services.operations.scopes import ScopeRegistry
+
+        return ScopeRegistry(self.store, self.forget)
+
     # --- services -------------------------------------------------------------------
 
     @cached_property
@@ -282,7 +303,17 @@ class Runtime:
     def audit(self):
         from agent_memory.services.conversation.reader_access import AuditLog
 
-        return AuditLog(self.store, ttl_s=self.settings.limits.audit_ttl_s)
+        return AuditLog(self.store, ttl_s=self.settings.limits.audit_ttl_s, sink=self.audit_sink)
+
+    @cached_property
+    def audit_sink(self):
+        """Where cost rows go (``settings.audit_usage``); None: they are not kept."""
+        from agent_memory.adapters import audit_sinks
+
+        kind = self.settings.audit_usage
+        if kind == "off":
+            return None
+        return audit_sinks.LogAuditSink() if kind == "log" else audit_sinks.BackgroundAuditSink(self.base_store)
 
     @cached_property
     def inspector(self):
@@ -391,9 +422,14 @@ class Runtime:
 
             return BedrockReranker(ref.model, region=self.settings.aws_region,
                                    timeout_s=self.settings.limits.rerank_timeout_s)
-        from agent_memory.adapters.rerankers import LateInteractionReranker
+        from agent_memory.adapters.rerankers import LateInteractionReranker, TokenVectorStore
 
-        return LateInteractionReranker(ref.model)
+        # With the embedded index, candidates' token vectors are stored at write time beside it
+        # (the search property wraps the index); a query then encodes only its question.
+        path = self.settings.search_path
+        store = (TokenVectorStore(f"{path}.rerank-tokens", ref.model)
+                 if self.settings.search != "opensearch" and path != ":memory:" else None)
+        return LateInteractionReranker(ref.model, store=store)
 
     @cached_property
     def prompt_context(self):

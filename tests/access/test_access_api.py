@@ -240,3 +240,31 @@ def test_containers_outside_the_read_region_answer_like_missing_ones(as_):
     assert as_("support", on_behalf_of="alice").get(f"/sessions/{sid}/turns").status == 200
     assert as_("support", on_behalf_of="bob").get(f"/sessions/{sid}/turns").status == 404
     assert as_("support", on_behalf_of="bob").get(f"/traces/{tid}").status == 404
+
+
+def test_inspect_and_traces_obey_the_read_region_and_the_principal(as_):
+    triple = {"entity": {"type": "person", "name": "Dana"}, "key": "city", "value": "Lisbon"}
+    assert as_("alice").post("/facts", {"text": "Dana lives in Lisbon.", "infer": "triples",
+                                        "triples": [triple]}).status == 200
+    assert as_("bob").post("/facts", {"text": "Dana lives in Porto.", "infer": "triples",
+                                      "triples": [{**triple, "value": "Porto"}]}).status == 200
+    for who, mine, theirs in (("alice", "Lisbon", "Porto"), ("bob", "Porto", "Lisbon")):
+        seen = as_(who).get("/inspect?ref=attribute:person/dana/city")
+        text = seen.text if seen.status == 200 else ""
+        assert theirs not in text, (who, seen.text)  # neither the value nor its history
+        if seen.status == 200:  # bob may get 404: the entity record is in the region of its first writer
+            assert mine in text
+        else:
+            assert (who, seen.status) == ("bob", 404), seen.text
+    chat = as_("alice").post("/chat", {"message": "Where does Dana live?", "bypassCache": True})
+    assert chat.status == 200, chat.text
+    trace = chat.json()["traceId"]
+    assert [t["id"] for t in as_("alice").get("/traces").json()["traces"]] == [trace]
+    assert as_("bob").get("/traces").json()["traces"] == []  # another principal's trace
+    assert as_("bob").get("/traces/stats").json()["totalQueries"] == 0
+    assert as_("bob").get(f"/inspect?ref=trace:{trace}").status == 404
+    assert as_("alice").get(f"/inspect?ref=trace:{trace}").json()["trace"]["id"] == trace
+    assert trace in [t["id"] for t in as_("admin").get("/traces").json()["traces"]]  # an admin sees all
+    # support for alice: alice's traces, as the intersection of the regions covers hers
+    assert [t["id"] for t in as_("support", on_behalf_of="alice").get("/traces").json()["traces"]] == [trace]
+    assert as_("support").get("/traces").json()["traces"] == []  # support's own: none

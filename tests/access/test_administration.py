@@ -158,3 +158,75 @@ def test_grants_are_versioned_and_bound_the_principals_keys(as_):
     assert listed["lead"]["grants"]["memory:read"] == ["org/acme/team"]
     assert as_("ops").get("/principals/nobody").status == 404
     assert as_("ops").post("/principals/lead/grants", {"path": "org/acme", "verbs": ["delegate"]}).status == 400
+
+
+def test_scopes_registry_and_forgetting_a_subtree(as_, api):
+    r = as_("alice").post("/scopes", {"path": "org/acme/user/alice", "displayName": "Alice", "description": "hers"})
+    assert r.status == 201, r.text
+    assert as_("alice").post("/scopes", {"path": "org/acme/user/alice/notes"}).status == 201
+    assert as_("alice").post("/scopes", {"path": "org/acme/user/bob"}).status == 403  # outside her write region
+    assert as_("alice").post("/scopes", {"path": "org/acme/*"}).status == 400
+    assert as_("ops").post("/scopes", {"path": "org/acme/user/bob"}).status == 201
+    assert [n["path"] for n in as_("alice").get("/scopes").json()] == ["org/acme/user/alice",
+                                                                      "org/acme/user/alice/notes"]
+    assert as_("alice").request("DELETE", "/scopes?path=org/acme/user/alice/notes").status == 204
+    listed = {n["path"]: n for n in as_("ops").get("/scopes").json()}
+    assert listed["org/acme/user/alice/notes"]["tombstonedAt"] and listed["org/acme/user/alice"]["displayName"] == "Alice"
+    assert as_("alice").request("DELETE", "/scopes?path=org/acme/user/bob").status == 404  # not hers to see
+
+    assert as_("alice").post("/facts", {"text": "I live in London."}).status == 200  # her default scope
+    assert as_("alice").post("/facts", {"text": "I work at Initech.",
+                                        "scopes": [["org/acme/user/alice/notes"]]}).status == 200
+    assert as_("ops").post("/facts", {"text": "I live in Rome.", "scopes": [["org/acme/user/bob"]]}).status == 200
+    session = as_("alice").post("/sessions", {}).json()
+
+    def values(who: str) -> set[str]:
+        state = as_(who).get("/state").json()
+        return {a["value"] for c in ("identity", "knowledge", "context") for a in state[c]["attributes"]}
+
+    assert {"London", "Initech"} <= values("alice")
+    before = as_("ops").post("/query", {"query": "London Initech", "k": 20, "mode": "bm25"}).json()["hits"]
+    assert [h for h in before if "London" in str(h)]
+    assert as_("alice").post("/scopes/forget", {"path": "org/acme/user/bob"}).status == 403
+    r = as_("alice").post("/scopes/forget", {"path": "org/acme/user/alice"})
+    assert r.status == 200, r.text
+    assert r.json()["forgotten"] >= 3  # two facts at least, and the session
+    assert not {"London", "Initech"} & values("ops") and "Rome" in values("ops")
+    assert as_("alice").get(f"/sessions/{session['id']}/turns").status == 404
+    hits = as_("ops").post("/query", {"query": "London Initech", "k": 20, "mode": "bm25"}).json()["hits"]
+    assert hits is not None and not [h for h in hits if "London" in str(h) or "Initech" in str(h)]  # units too
+    assert as_("alice").post("/scopes/forget", {"path": "org/acme/user/alice"}).json()["forgotten"] == 0
+
+
+def test_a_key_the_operator_makes_later_is_bounded_by_the_principals_grants_too(as_, runtime):
+    r = as_("ops").request("DELETE", "/principals/carol/grants", {"path": "/", "verbs": ["memory:write"]})
+    assert r.status == 200, r.text  # carol has no key yet: her record starts empty
+    assert as_("ops").post("/principals/carol/grants", {"path": "org/acme/c", "verbs": ["memory:read"]}).status == 200
+    raw, _ = runtime.administration.operator_create_key("carol")  # `agent-memory keys create`: unbound, default verbs
+    me = as_(raw).get("/me").json()
+    assert me["effectiveGrants"] == {"memory:read": ["org/acme/c"]}
+    assert me["tokenGrants"] == {"memory:forget": ["/"], "memory:read": ["/"], "memory:write": ["/"]}
+    assert as_(raw, context="/api/v1/other").get("/me").json()["effectiveGrants"] == me["tokenGrants"]
+
+
+def test_an_admin_binds_a_key_to_more_contexts_and_lists_every_principals_keys(as_):
+    minted = as_("ops").post("/keys", {"name": "both", "contexts": ["other"]}).json()
+    assert as_(minted["key"]).get("/me").status == 200
+    assert as_(minted["key"], context="/api/v1/other").get("/me").status == 200
+    assert as_(minted["key"], context="/api/v1/third").get("/me").status == 403
+    assert as_("lead").post("/keys", {"name": "mine"}).status == 201
+    assert [k["name"] for k in keys_of(as_("lead"))] == ["mine"]  # only its own
+    assert {"both", "mine"} <= {k["name"] for k in keys_of(as_("ops"))}
+    assert as_("ops").request("DELETE", "/keys/mine").status == 204  # an admin may
+
+
+def test_forgetting_a_scope_past_the_deadline_removes_nothing(as_, monkeypatch):
+    from agent_memory.kernel import deadline
+
+    assert as_("alice").post("/facts", {"text": "I live in London."}).status == 200
+    monkeypatch.setattr(deadline, "expired", lambda: True)
+    r = as_("alice").post("/scopes/forget", {"path": "org/acme/user/alice"})
+    assert r.status == 503 and "finding the scope's records" in r.json()["detail"], r.text
+    monkeypatch.undo()
+    state = as_("alice").get("/state").json()
+    assert "London" in str(state)

@@ -591,3 +591,60 @@ def test_an_entity_delete_reads_only_the_entitys_own_rows(api, runtime, monkeypa
     assert not [x for x in a.get("/relations?dst=person/user").json()["items"]]
     assert [x["object"] for x in a.get("/relations?src=person/other0").json()["items"]] == ["entity:person/other1"]
     assert len(a.get("/actions").json()["items"]) == 6
+
+
+def test_leak_probe_of_the_administration_routes(api, probe):
+    """The same random principals on the administration routes: ``/me`` tells each exactly
+    what the reference model gives it (directly and on behalf of others, or 403); the scopes
+    registry lists only paths a caller's region covers; none of them (no ``grant:manage``)
+    reaches keys or principals, and none can register or forget outside its write region."""
+    rng, principals = probe
+    ctx = "/api/v1/acme"
+    admin = {"authorization": f"Bearer {ADMIN_KEY}", "x-memory-partition": PARTITIONS[0]}
+    for path in PATHS:
+        assert api.request("POST", f"{ctx}/scopes", {"path": path}, headers=admin).status == 201
+    problems: list[str] = []
+    checks = 0
+    for caller in principals:
+        for target in [None, *principals]:
+            if target is caller:
+                continue
+            h = {"authorization": f"Bearer {caller.key}", "x-memory-partition": PARTITIONS[0]}
+            if target is not None:
+                h["x-spectron-on-behalf-of"] = target.name
+            bound = allowed_partition(caller, PARTITIONS[0]) and (target is None or (
+                caller.delegate and may_act_for(caller, target) and allowed_partition(target, PARTITIONS[0])))
+            me = api.request("GET", f"{ctx}/me", headers=h)
+            scopes = api.request("GET", f"{ctx}/scopes", headers=h)
+            checks += 2
+            if not bound:
+                if (me.status, scopes.status) != (403, 403):
+                    problems.append(f"{caller.name} for {target and target.name}: {me.status}/{scopes.status}, not 403")
+                continue
+            read, write, _ = effective(caller, target)
+            grants = me.json()["effectiveGrants"]
+            if grants.get("memory:read") != (["/"] if read is None else sorted(read)):
+                problems.append(f"/me of {caller.name} for {target and target.name}: read {grants.get('memory:read')}")
+            if grants.get("memory:write") != (["/"] if write is None else sorted(write)):
+                problems.append(f"/me of {caller.name} for {target and target.name}: write {grants.get('memory:write')}")
+            if me.json()["delegatedPrincipalId"] != (target.name if target else None):
+                problems.append(f"/me of {caller.name} for {target and target.name}: delegation")
+            listed = [n["path"] for n in scopes.json()]
+            if listed != [p for p in sorted(PATHS) if scope_lib.path_covered(p, read)]:
+                problems.append(f"/scopes of {caller.name} for {target and target.name}: {listed}")
+        h = {"authorization": f"Bearer {caller.key}", "x-memory-partition": PARTITIONS[0]}
+        if not allowed_partition(caller, PARTITIONS[0]):
+            continue
+        for method, path, body in (("POST", "/keys", {}), ("GET", "/keys", None), ("GET", "/principals", None),
+                                   ("POST", f"/principals/{caller.name}/grants", {"path": "/", "verbs": ["admin"]})):
+            checks += 1
+            if (got := api.request(method, f"{ctx}{path}", body, headers=h).status) != 403:
+                problems.append(f"{caller.name} {method} {path}: {got}, not 403")
+        outside = next((p for p in PATHS if not scope_lib.path_covered(p, caller.write)), None)
+        if outside is not None:
+            checks += 2
+            for path, body in (("/scopes", {"path": outside}), ("/scopes/forget", {"path": outside})):
+                if (got := api.request("POST", f"{ctx}{path}", body, headers=h).status) != 403:
+                    problems.append(f"{caller.name} POST {path} {outside}: {got}, not 403")
+    print(f"administration leak probe: {checks} checks; {len(problems)} problems")
+    assert checks > 50 and problems == [], "\n".join(problems[:20])

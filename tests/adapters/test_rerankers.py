@@ -116,3 +116,80 @@ def test_serve_with_a_reranker_but_without_the_semantic_extra_stops_at_startup(t
         get_runtime().close()
         set_runtime(None)
     assert "semantic" in capsys.readouterr().err
+
+
+# --- token vectors stored at write time (TokenVectorStore, PrecomputingIndex) -------------
+
+
+def test_stored_token_vectors_make_a_query_encode_only_its_question(tmp_path):
+    from agent_memory.adapters.rerankers import TokenVectorStore
+
+    model = StandInModel()
+    store = TokenVectorStore(str(tmp_path / "tokens"), "all-MiniLM-L6-v2")
+    writer = LateInteractionReranker("all-MiniLM-L6-v2", loaded=model, store=store)
+    texts = ["priya can repair boats", "dana went sailing", "priya likes tea"]
+    assert writer.precompute([*texts, texts[0], ""]) == 3 and writer.precompute(texts) == 0
+    assert store.stats()[0] == 3
+    # a fresh process (empty LRU) over the same file: only the question is encoded
+    model.encoded.clear()
+    reader = LateInteractionReranker("all-MiniLM-L6-v2", loaded=model,
+                                     store=TokenVectorStore(str(tmp_path / "tokens"), "all-MiniLM-L6-v2"))
+    scores = reader.score("What did Priya repair?", texts)
+    assert model.encoded == ["What did Priya repair?"]
+    # the int8 rows score as the float ones do
+    exact = LateInteractionReranker("all-MiniLM-L6-v2", loaded=StandInModel()).score("What did Priya repair?", texts)
+    assert int(np.argmax(scores)) == int(np.argmax(exact)) == 0
+    assert np.abs(scores - exact).max() < 0.02
+    # a text not stored at write time is encoded once and stored for the next query
+    model.encoded.clear()
+    reader.score("boats", ["priya sold boats"])
+    assert model.encoded == ["boats", "priya sold boats"] and store.stats()[0] == 4
+
+
+def test_the_budget_caps_tokens_and_another_model_empties_the_store(tmp_path):
+    from agent_memory.adapters.rerankers import TokenVectorStore
+
+    store = TokenVectorStore(str(tmp_path / "tokens"), "m1")
+    long = np.eye(200, 64, dtype=np.float32)
+    store.put_many({"long": long, "short": long[:3]})
+    got = store.get_many(["long", "short", "absent"])
+    assert set(got) == {"long", "short"} and got["long"].shape == (TokenVectorStore.MAX_TOKENS, 64)
+    assert store.stats() == (2, (TokenVectorStore.MAX_TOKENS + 3) * 64)  # one byte a dimension
+    assert np.allclose(np.linalg.norm(got["short"].astype(np.float32), axis=1), 1.0, atol=1e-3)
+    store.close()
+    assert TokenVectorStore(str(tmp_path / "tokens"), "m2").stats() == (0, 0)
+
+
+def test_with_a_local_reranker_every_indexed_unit_gets_its_tokens_and_reindex_backfills(tmp_path, monkeypatch):
+    from agent_memory.access.request_context import RequestContext
+    from agent_memory.adapters import rerankers
+    from agent_memory.models.requests import WriteFactsRequest
+    from agent_memory.runtime import Runtime
+
+    model = StandInModel()
+    real = rerankers.LateInteractionReranker.__init__
+    monkeypatch.setattr(rerankers.LateInteractionReranker, "__init__",
+                        lambda self, m, **kw: real(self, m, loaded=model, **kw))
+    settings = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path), "AGENT_MEMORY_CURSOR_SECRET": "s",
+                                  "AGENT_MEMORY_MODELS_RERANKER": "local/all-MiniLM-L6-v2"})
+    runtime = Runtime(settings)
+    admin = RequestContext(context_id="acme", principal="tester", admin=True)
+    try:
+        for text in ("The harbour ferry leaves at nine.", "I keep my ferry pass in the blue wallet.",
+                     "Lunch is at the harbour cafe."):
+            runtime.facts.write(admin, WriteFactsRequest(text=text, infer="none"))
+        store = runtime.reranker.store
+        stored, size = store.stats()
+        assert stored >= 3 and size > 0  # each turn's unit, at write time
+        model.encoded.clear()
+        result = runtime.retrieval.retrieve(admin, "ferry wallet", k=2)
+        assert "rerank" in result.trace and "failed" not in result.trace["rerank"]
+        assert model.encoded == ["ferry wallet"]  # candidates were read, not encoded
+        # a store lost (or a unit written before it existed): reindex writes the rows again
+        store._db.execute("DELETE FROM tokens")
+        from agent_memory.services.operations.reindex import reindex_context
+
+        reindex_context(runtime.base_store, runtime.search, "acme")
+        assert store.stats()[0] == stored
+    finally:
+        runtime.close()

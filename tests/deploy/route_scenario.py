@@ -56,10 +56,12 @@ def run(call: Call) -> None:
     ok("GET", f"{CTX}/inspect?ref=entity:person", status=400)
     ok("GET", f"{CTX}/state")
     ok("GET", f"{CTX}/profile")
-    ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with the bootstrap admin key
+    ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with an admin key
     # Administration: who am I, a key minted, listed, rotated and deleted, a principal's grants.
+    # The caller is the stack's bootstrap key or an admin key minted from it.
     me = ok("GET", f"{CTX}/me")
-    assert me["kind"] == "bootstrap" and me["enforce"] is True, me
+    assert me["kind"] in ("bootstrap", "key") and me["enforce"] is True, me
+    assert me["effectiveGrants"].get("admin") == ["/"], me
     ok("POST", f"{CTX}/keys?ttlSeconds=3600", {"name": "scenario", "grants": {"memory:read": ["/"]}}, 201)
     assert "scenario" in [k["name"] for k in ok("GET", f"{CTX}/keys")]
     ok("POST", f"{CTX}/keys/scenario/rotate?overlapSeconds=60")
@@ -69,6 +71,13 @@ def run(call: Call) -> None:
     ok("DELETE", f"{CTX}/principals/reader/grants", {"path": "org/acme", "verbs": ["memory:read"]})
     assert "reader" in [p["id"] for p in ok("GET", f"{CTX}/principals")]
     ok("GET", f"{CTX}/principals/reader")
+    # The scopes registry, and a subtree forgotten with its derived copies (search units, replies).
+    ok("POST", f"{CTX}/scopes", {"path": "org/scenario", "displayName": "Scenario"}, 201)
+    assert [n["path"] for n in ok("GET", f"{CTX}/scopes")] == ["org/scenario"]
+    ok("POST", f"{CTX}/facts", {"text": "I live in Porto.", "scopes": [["org/scenario"]]},
+       headers={"Idempotency-Key": "scenario-scoped"})
+    assert ok("POST", f"{CTX}/scopes/forget", {"path": "org/scenario"})["forgotten"] >= 1
+    ok("DELETE", f"{CTX}/scopes?path=org/scenario", status=204)
 
     ok("POST", f"{CTX}/query", {"query": "Where do I work?", "k": 5})
     ok("POST", f"{CTX}/context", {"query": "Where do I work?"})

@@ -49,7 +49,7 @@ HARNESS = Path(__file__).with_name("lambda_harness.py")
 TEMPLATE = load_template(REPO / "template.yaml")
 RESOURCES = TEMPLATE["Resources"]
 FUNCTIONS = sorted(n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function")
-WORKERS = ("ProjectorFunction", "IngestionFunction", "SearchIndexFunction")  # event consumers, no routes
+WORKERS = ("ProjectorFunction", "IngestionFunction", "SearchIndexFunction", "AuditFunction")  # no routes
 API_FUNCTIONS = [f for f in FUNCTIONS if f not in WORKERS]
 TABLE = "agent-memory-acme"
 UPLOAD_BUCKET = "agent-memory-acme-uploads"
@@ -354,7 +354,16 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         outage = projector_outage(projector, cluster, sqs, secrets["projector_dlq"], records)
         calls = {name: p.finish() for name, p in processes.items()}
         calls["DocumentsFunction"] = calls.get("DocumentsFunction", []) + presigned
-        workers = {"ProjectorFunction": projector, "IngestionFunction": ingestion, "SearchIndexFunction": setup}
+        # The audit's cost rows: the lines the API functions printed, delivered as the log
+        # subscription (AuditLogSubscription) delivers them.
+        cost_lines = [line for p in processes.values() for line in "".join(p.stderr).splitlines()
+                      if '"auditRecord"' in line]
+        audit = FunctionProcess("AuditFunction", build,
+                                function_env("AuditFunction", moto_endpoint, cluster.listen("AuditFunction"), secrets))
+        audited = {"lines": len(cost_lines), "result": audit.invoke(subscription_event(cost_lines)),
+                   "stored": stored_cost_rows(dynamodb)}
+        workers = {"ProjectorFunction": projector, "IngestionFunction": ingestion, "SearchIndexFunction": setup,
+                   "AuditFunction": audit}
         for name, worker in workers.items():
             calls[name] = worker.finish()
         output = {name: "".join(p.stderr) for name, p in {**processes, **workers}.items()}
@@ -366,12 +375,33 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                "search": {n: list(r) for n, r in cluster.requests.items()}, "cluster": cluster,
                "bulk": list(cluster.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()},
                "output": output, "keys": [bootstrap_key, *keys.values()], "secrets": secrets,
-               "outage": outage, "scheduled": scheduled}
+               "outage": outage, "scheduled": scheduled, "audited": audited}
     finally:
         for p in processes.values():
             if p.proc.poll() is None:
                 p.proc.kill()
         cluster.close()
+
+
+def stored_cost_rows(dynamodb: Any) -> int:
+    from agent_memory.adapters.dynamodb_store import record_from_image
+
+    found = 0
+    for page in dynamodb.get_paginator("scan").paginate(TableName=TABLE):
+        found += sum(1 for item in page["Items"] if item["pk"]["S"].endswith("#audit")
+                     and record_from_image(item).data.get("reason") == "usage")
+    return found
+
+
+def subscription_event(lines: list[str]) -> dict[str, Any]:
+    """What CloudWatch Logs hands a subscription's function: the matching lines, gzipped JSON."""
+    import base64
+    import gzip
+
+    payload = {"messageType": "DATA_MESSAGE", "owner": "000000000000", "logGroup": "functions",
+               "logStream": "stream", "subscriptionFilters": ["AuditLogSubscription"],
+               "logEvents": [{"id": str(i), "timestamp": 0, "message": line} for i, line in enumerate(lines)]}
+    return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()}}
 
 
 def projector_outage(projector: FunctionProcess, cluster: SearchCluster, sqs: Any, dlq: str,
@@ -516,6 +546,13 @@ def test_the_built_facts_function_runs_the_lifecycle_schedule(deployed):
     emf = [json.loads(line) for line in deployed["output"]["FactsFunction"].splitlines()
            if line.startswith("{") and "LifecycleExpired" in line]
     assert [d["LifecycleExpired"] for d in emf] in ([1], [[1]])
+
+
+def test_the_built_audit_worker_stores_the_cost_rows_the_api_functions_logged(deployed):
+    audited = deployed["audited"]
+    assert audited["lines"] > 20, "every successful request prints its cost row"
+    assert audited["result"] == {"written": audited["lines"], "skipped": 0}
+    assert audited["stored"] == audited["lines"]
 
 
 def test_the_built_ingestion_worker_ingests_the_queued_documents(deployed):
@@ -796,8 +833,9 @@ def test_the_built_worker_continues_a_document_over_three_invocations_with_no_fa
     (visibility timeout, redrive policy to a dead-letter queue), delivered as Lambda's event
     source does (one message a batch; receive, invoke, delete unless reported failed). Each
     invocation starts at the function's timeout and its context's remaining time falls 90 s
-    with each read, so the worker starts three model calls, then stops and hands the rest on:
-    a nine-chunk document takes three invocations and spends none of the queue's receives."""
+    with each read, so the worker starts three model calls, then stops and hands the rest on.
+    One call reads a window of up to three chunks (``limits.document_window_chars`` by default),
+    so a 27-chunk document takes three invocations and spends none of the queue's receives."""
     import boto3
 
     from agent_memory.adapters.dynamodb_table import create_table_from_template
@@ -842,10 +880,12 @@ def test_the_built_worker_continues_a_document_over_three_invocations_with_no_fa
             return result["statusCode"], json.loads(result.get("body") or "null")
 
         ctx = "/api/v1/continues-ctx"
-        sections = "\n\n".join(f"## Policy {i}\n\nEmployee{i} works at Company{i}." for i in range(9))
+        # Each section fills most of a chunk (1,200 characters), so no two share one.
+        filler = " ".join(["Requests go through the service desk before the end of the month."] * 15)
+        sections = "\n\n".join(f"## Policy {i}\n\nEmployee{i} works at Company{i}. {filler}" for i in range(27))
         status, doc = call("POST", f"{ctx}/documents", {"title": "Policies", "text": f"# Policies\n\n{sections}"})
         assert status == 202, doc
-        assert doc["chunksTotal"] == 9, doc
+        assert doc["chunksTotal"] == 27, doc
 
         deliveries = []
         for _ in range(20):
@@ -866,10 +906,10 @@ def test_the_built_worker_continues_a_document_over_three_invocations_with_no_fa
 
         status, final = call("GET", f"{ctx}/documents/{doc['id']}")
         assert status == 200 and final["status"] == "ready", final
-        assert final["chunksDone"] == final["chunksTotal"] == 9
+        assert final["chunksDone"] == final["chunksTotal"] == 27
         assert len(deliveries) >= 3, deliveries
         assert [(d["body"].get("continuation", 0), d["body"].get("progress", 0)) for d in deliveries] == [
-            (0, 0), (1, 3), (2, 6)]  # each invocation took three chunks further and handed on the rest
+            (0, 0), (1, 9), (2, 18)]  # each invocation took three windows further and handed on the rest
         assert [d["failed"] for d in deliveries] == [False] * 3, ''.join(worker.stderr)[-3000:]
         assert [d["receives"] for d in deliveries] == [1] * 3  # no receive spent on running out of time
         assert _depth(sqs, dlq) == 0 and _depth(sqs, url) == 0
@@ -877,14 +917,14 @@ def test_the_built_worker_continues_a_document_over_three_invocations_with_no_fa
         calls = worker.finish()
         documents.finish()
         cluster.close()
-    # Every chunk stored once: nine chunk rows written by nine puts over the three invocations.
+    # Every chunk stored once: 27 chunk rows written by 27 puts over the three invocations.
     chunk_pk = next(c[2]["LeadingKeys"][0] for c in calls
                     if c[1] == "PutItem" and c[2]["LeadingKeys"][0].endswith(f"#chunks#{doc['id']}"))
     puts = [c for c in calls if c[1] == "PutItem" and c[2]["LeadingKeys"] == [chunk_pk]]
-    assert len(puts) == 9
+    assert len(puts) == 27
     rows = dynamodb.query(TableName=TABLE, KeyConditionExpression="pk = :p",
                           ExpressionAttributeValues={":p": {"S": chunk_pk}})["Items"]
-    assert sorted(r["sk"]["S"] for r in rows) == [f"{i:06d}" for i in range(9)]
+    assert sorted(r["sk"]["S"] for r in rows) == [f"{i:06d}" for i in range(27)]
     # ... and the artifact is as sam build left it.
     assert _artifact_state(build / "IngestionFunction", build / "DocumentsFunction", layer_root(build)) == before
 

@@ -106,6 +106,16 @@ class Stack:
         except TimeoutError:
             raise AssertionError(f"no response; the function said: {''.join(self.stderr)[-3000:]}") from None
 
+    def log_line(self, *parts: str) -> str:
+        """The function's first output line holding every one of ``parts`` (read off its pipes
+        by a thread, so it is waited for a while)."""
+        for _ in range(200):
+            found = [x for x in self.stderr if all(p in x for p in parts)]
+            if found:
+                return found[0]
+            time.sleep(0.05)
+        raise AssertionError(f"no output line with {parts}: {''.join(self.stderr)[-2000:]}")
+
     def items(self) -> list[tuple[str, str]]:
         found, start = [], None
         while True:
@@ -188,6 +198,9 @@ def test_the_first_delta_reaches_the_caller_before_the_reply_is_finished(stack: 
     trace = stack.call(function_url_event("GET", f"{CTX}/traces/{done['traceId']}", stack.headers()))
     assert trace.prelude["statusCode"] == 200
     assert {"retrieval", "response"} <= set(json.loads(trace.payload))
+    # the URL's stand-in for an access log: one line per streamed response, sizes and outcome only
+    line = stack.log_line("stream done", response.request_id)
+    assert "remember" not in line and "bearer" not in line.lower()
 
 
 def _normalised(payload: bytes) -> str:
@@ -248,7 +261,7 @@ def test_a_caller_that_goes_away_stops_the_turn_and_nothing_is_written(stack: St
     assert after.prelude["statusCode"] == 404
     # nothing but (at most) the turn's retrieval trace, as for a failed synthesis
     assert [k for k in stack.items() if "#traces" not in k[0]] == [k for k in before if "#traces" not in k[0]]
-    assert "ended early" in "".join(stack.stderr)
+    assert '"disconnected": true' in stack.log_line("stream ended early", response.request_id).replace('\\"', '"')
 
 
 def test_a_stalled_model_ends_in_an_error_frame_before_the_deadline_and_nothing_is_written(stack: Stack):

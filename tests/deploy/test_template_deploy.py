@@ -20,7 +20,7 @@ RESOURCES = TEMPLATE["Resources"]
 # Types CloudFormation gives no Tags property (an OpenSearch Serverless access policy is not taggable).
 UNTAGGABLE = {"AWS::IAM::ManagedPolicy", "AWS::Serverless::LayerVersion", "AWS::OpenSearchServerless::AccessPolicy",
               "AWS::OpenSearchServerless::SecurityPolicy", "AWS::S3::BucketPolicy", "AWS::CloudFormation::CustomResource",
-              "AWS::Lambda::Permission"}
+              "AWS::Lambda::Permission", "AWS::Logs::SubscriptionFilter"}
 
 
 def parameter_overrides(text: str) -> dict[str, str]:
@@ -130,10 +130,17 @@ def test_alarms_cover_dead_letters_iterator_age_5xx_errors_and_throttles():
     assert {"5xx", "Count", "Errors", "Throttles"} <= math_metrics
     # the deploy step's failures fail the deploy itself (CloudFormation shows them), not an alarm
     functions = {n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"} - {"SearchIndexFunction"}
-    for alarm in ("FunctionErrorsAlarm", "FunctionThrottlesAlarm"):
+    # One alarm reads at most 10 metrics (a CloudWatch hard limit): the administration and
+    # audit functions' errors and throttles have alarms of their own.
+    for group in (("FunctionErrorsAlarm", "AdministrationErrorsAlarm"),
+                  ("FunctionThrottlesAlarm", "AdministrationThrottlesAlarm")):
         covered = {m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]["Ref"]
-                   for m in alarms[alarm]["Metrics"] if "MetricStat" in m}
+                   for alarm in group for m in alarms[alarm]["Metrics"] if "MetricStat" in m}
         assert covered == functions
+        metrics = {m["MetricStat"]["Metric"]["MetricName"] for alarm in group for m in alarms[alarm]["Metrics"]
+                   if "MetricStat" in m}
+        assert len(metrics) == 1
+    assert all(sum("MetricStat" in m for m in p.get("Metrics", [])) <= 10 for p in alarms.values())
 
 
 def test_every_function_is_traced_and_its_role_may_write_traces():
@@ -181,3 +188,23 @@ def test_cors_for_the_static_inspector_is_off_unless_origins_are_given():
     on = cors[1]
     assert on["AllowOrigins"] == {"Fn::Split": [",", {"Ref": "CorsAllowedOrigins"}]} and "AllowCredentials" not in on
     assert {"authorization", "x-memory-partition", "content-type"} <= set(on["AllowHeaders"])
+
+
+def test_chat_streams_through_the_chat_functions_url_beside_the_buffered_route():
+    chat = RESOURCES["ChatFunction"]["Properties"]
+    url = chat["FunctionUrlConfig"]
+    # NONE admits the request to the handler, which authenticates it with the stack's keys
+    assert url["AuthType"] == "NONE" and url["InvokeMode"] == "RESPONSE_STREAM"
+    assert url["Cors"]["Fn::If"][0] == "HasCorsOrigins"
+    assert url["Cors"]["Fn::If"][2] == {"Ref": "AWS::NoValue"}
+    assert "authorization" in url["Cors"]["Fn::If"][1]["AllowHeaders"]
+    # the buffered route stays on the HTTP API
+    assert chat["Events"]["Chat"]["Properties"] == {"ApiId": {"Ref": "HttpApi"}, "Path": "/api/v1/{context_id}/chat",
+                                                    "Method": "POST"}
+    # the exec wrapper is our runtime loop's, shipped executable in the layer (/opt/python = shared/)
+    wrapper = chat["Environment"]["Variables"]["AWS_LAMBDA_EXEC_WRAPPER"]
+    shipped = REPO / "shared" / wrapper.removeprefix("/opt/python/")
+    assert wrapper.startswith("/opt/python/agent_memory/") and shipped.is_file()
+    assert shipped.stat().st_mode & 0o111
+    assert "-m agent_memory.http.lambda_runtime" in shipped.read_text()
+    assert TEMPLATE["Outputs"]["ChatStreamUrl"]["Value"] == {"Fn::GetAtt": ["ChatFunctionUrl", "FunctionUrl"]}

@@ -15,7 +15,8 @@ The rules, by the detail text of the 400:
   multipart upload with both a file part and a text field, an empty file part, metadata keys
   longer than the limit (OpenAPI 3.0 has no ``propertyNames``), entity names over the byte
   limit (``maxLength`` counts characters), a model-call budget over the deployment's own
-  limit (``limits`` in its settings);
+  limit (``limits`` in its settings), an inspect reference's entity type and normalised names,
+  and an instant with a window on inspect;
 - rules the schema does not state yet (a follow-up for openapi.yaml): label, reader,
   scope-path and entity-id characters, blank titles.
 
@@ -69,6 +70,10 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"scopeView: needs a lens to view",
     r"lens paths name scopes: no '\*' segments",
     r"location\.within: ",  # a WKT polygon's grammar and ring rules
+    # GET /inspect: a reference's type from the closed vocabulary, its names and keys normalised
+    # (every such 400 names the grammar), and an instant and a window are two readings
+    r"a reference is entity:<type>/<name>",
+    r"an instant \(asOf, atInstant\) and a window \(validFrom, validUntil\) are two readings",
     # a bound a deployment sets (limits in its settings), which a static schema cannot name
     r"at most \d+ \(this deployment's limit\)",
 ]))

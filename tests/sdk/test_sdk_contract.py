@@ -105,7 +105,7 @@ MODELS = {
     wire.ElaborateOutcome: "ElaborateOutcome", wire.ElaborateResponse: "ElaborateResponse",
     wire.LifecycleResponse: "LifecycleResponse", wire.FsckFinding: "FsckFinding", wire.FsckReport: "FsckReport",
     wire.Whoami: "Whoami", wire.MintedKey: "MintedKey", wire.KeyDetail: "KeyDetail", wire.Principal: "Principal",
-    wire.EffectiveGrants: "EffectiveGrants",
+    wire.EffectiveGrants: "EffectiveGrants", wire.ScopeNode: "ScopeNode", wire.ForgetScopeResponse: "ForgetScopeResponse",
     extraction.ExtractionResult: "ExtractionResultJson",
 }
 

@@ -71,6 +71,11 @@ class _Raw:
 
 
 @pytest.fixture
+def audit_usage_setting() -> str:
+    return "store"  # the client reads the audit's cost rows (test_state_profile_forget_audit_and_health)
+
+
+@pytest.fixture
 def memory(any_api: Any) -> Iterator[Any]:
     from surrealdb.spectron import Spectron
     from surrealdb.spectron._transport import BlockingTransport

@@ -9,11 +9,6 @@ from __future__ import annotations
 
 # client method (dotted, as on ``Spectron``) -> the sibling issue that adds its route
 EXPECTED_MISSING: dict[str, int] = {
-    # 33: the scopes registry over HTTP
-    "scopes.register": 33,
-    "scopes.list": 33,
-    "scopes.delete": 33,
-    "scopes.forget": 33,
     # 34: documents as users have them
     "documents.query": 34,
     "documents.reprocess": 34,

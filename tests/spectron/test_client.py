@@ -181,7 +181,13 @@ def test_state_profile_forget_audit_and_health(memory):
     assert memory.forget("Acme").deleted >= 1
     audit = memory.audit(kind="decision", limit=10)
     assert audit.rows == []  # no admin bypass or delegation happened
-    assert memory.audit(kind="retrieval").rows == []
+    # a cost row per request, newest first: forget, state, profile, and the write
+    costs = memory.audit(kind="retrieval").rows + memory.audit(kind="response").rows
+    assert len(costs) >= 4 and {r.kind for r in costs} <= {"retrieval", "response"}
+    assert all(r.principal == "local-admin" and r.latency_ms >= 0 and r.created_at for r in costs)
+    assert all(r.rows_touched > 0 for r in costs)  # each read or wrote the store
+    reads = memory.audit(kind="retrieval").rows
+    assert all(r.cost == 0.0 and r.model is None for r in reads)
     assert memory.health()["status"] == "ok"
 
 
@@ -329,3 +335,20 @@ def test_keys_minted_listed_rotated_and_deleted(memory):
     memory.keys.delete("ci")
     memory._transport.api_key = API_KEY  # no stored key is left: single-user mode again
     assert memory.keys.list() == []
+
+
+def test_scopes_register_list_delete_and_forget(memory):
+    node = memory.scopes.register("org/acme/team", display_name="Team", description="the team's")
+    assert node.path == "org/acme/team" and node.created_at and node.tombstoned_at is None
+    memory.scopes.register("org/acme/other")
+    assert [n.path for n in memory.scopes.list()] == ["org/acme/other", "org/acme/team"]
+    memory.scopes.delete("org/acme/other")
+    assert {n.path: n.tombstoned_at is not None for n in memory.scopes.list()} == {"org/acme/other": True,
+                                                                                  "org/acme/team": False}
+    memory.remember("import", infer="triples", triples=[STU], scopes="org/acme/team")
+    memory.remember("import", infer="triples", scopes="org/acme/other",
+                    triples=[{"entity": {"type": "person", "name": "Ann"}, "key": "job_title", "value": "CFO"}])
+    assert memory.scopes.forget("org/acme/team").forgotten >= 1
+    names = {e.name for e in memory.entities.list(entity_type="person").entities}
+    assert "Stu" not in names and "Ann" in names  # Stu had nothing left; Ann's scope was not forgotten
+    assert memory.scopes.forget("org/acme/team").forgotten == 0

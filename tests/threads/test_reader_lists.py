@@ -118,7 +118,10 @@ def test_thread_list_is_the_default_and_an_explicit_turn_list_wins(as_):
     admin.put(f"{T}/acl", {"aclReaders": []})
     assert listed(alice) == [2]  # an explicit turn list still reaches alice
     assert bob.get(f"{T}/turns").status == care.get(f"{T}/turns").status == 404  # as if missing
-    assert context_indexes(bob, "sleep hygiene", 4) == {"recent": [], "semantic": []}
+    r = bob.post(f"{T}/context", {"query": "sleep hygiene", "last_n_turns": 4})  # /context too (404)
+    assert r.status == 404 and "sleep" not in r.text
+    # alice still reads her own turn there (older than the window: a semantic match)
+    assert context_indexes(alice, "sleep hygiene", 4) == {"recent": [], "semantic": [2]}
     # the search units followed the re-stamp (checked behind the API)
     ctx = RequestContext(context_id="acme", principal="t", admin=True)
     row = get_runtime().store.get(keys.thread_turns_pk(ctx, "care-log"), keys.thread_turn_sk(1))

@@ -147,6 +147,7 @@ export class AgentMemory {
     this.traces = new Traces(this);
     this.keys = new Keys(this);
     this.principals = new Principals(this);
+    this.scopes = new Scopes(this);
   }
 
   // --- plumbing -------------------------------------------------------------------------
@@ -840,6 +841,35 @@ class Principals {
     return this._client._send("getEffectiveGrants", {
       params: { principal_id: principalId }, query: { path, ...pick(fields, ["asOf"]) }, sdk,
     });
+  }
+}
+
+/** The scopes registry of this context and partition. */
+class Scopes {
+  constructor(client) { this._client = client; }
+
+  register(path, options = {}) {
+    const [sdk, fields] = split(options);
+    return this._client._send("registerScope", {
+      json: { path, ...pick(fields, ["displayName", "description"]) }, idempotent: true, sdk,
+    });
+  }
+
+  list(options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("listScopes", { sdk });
+  }
+
+  /** Tombstone a registered scope (what was written under it stays). */
+  delete(path, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("deleteScope", { query: { path }, idempotent: true, sdk });
+  }
+
+  /** Remove everything written under the subtree that this key may read and write. */
+  forget(path, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("forgetScope", { json: { path }, idempotent: true, sdk });
   }
 }
 

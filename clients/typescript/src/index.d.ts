@@ -179,6 +179,7 @@ export declare class AgentMemory {
   readonly traces: Traces;
   readonly keys: Keys;
   readonly principals: Principals;
+  readonly scopes: Scopes;
 
   health(options?: CallOptions): Promise<S["Health"]>;
   contexts(options?: PageOptions): Paginator<S["ContextInfo"]>;
@@ -329,6 +330,14 @@ export interface Principals {
   revoke(principalId: string, path: string, verbs: string[], options?: CallOptions): Promise<S["Principal"]>;
   effective(principalId: string, path: string, options?: { asOf?: string } & CallOptions):
     Promise<S["EffectiveGrants"]>;
+}
+
+export interface Scopes {
+  register(path: string, options?: { displayName?: string; description?: string } & CallOptions):
+    Promise<S["ScopeNode"]>;
+  list(options?: CallOptions): Promise<S["ScopeNode"][]>;
+  delete(path: string, options?: CallOptions): Promise<void>;
+  forget(path: string, options?: CallOptions): Promise<S["ForgetScopeResponse"]>;
 }
 
 export interface Traces {

@@ -640,7 +640,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description The audit trail of this context and partition, newest first: admin bypasses of reader lists and every delegated call (who, on behalf of whom, route, time). A key filter is a 400 (records name the principal, not the key). Records expire after limits.audit_ttl_s (90 days by default). Needs the admin verb. */
+        /** @description The audit trail of this context and partition, newest first: admin bypasses of reader lists and every delegated call (who, on behalf of whom, route, time), and a cost row per successful request (latency, rows read and written, model calls and tokens). A key filter is a 400 (records name the principal, not the key). Records expire after limits.audit_ttl_s (90 days by default). Needs the admin verb. */
         get: operations["listAudit"];
         put?: never;
         post?: never;
@@ -719,7 +719,7 @@ export interface paths {
         get: operations["getEntity"];
         put?: never;
         post?: never;
-        /** @description Soft delete: the entity and every fact about it (history included, relations to it, its actions, uncertainties about it) leave every read and retrieval. */
+        /** @description Soft delete of what the caller may both read and write about the entity (its facts, history included, relations to it, its actions, uncertainties about it): those leave every read and retrieval. What others wrote about it stays, and the entity with it for them; the entity itself goes when nothing is left. 403 when the caller reads the entity but may remove none of it (nothing changes). */
         delete: operations["deleteEntity"];
         options?: never;
         head?: never;
@@ -1476,10 +1476,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/scopes": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description The registered scopes the caller's read region covers, tombstoned ones included, in path order (a bare array). */
+        get: operations["listScopes"];
+        put?: never;
+        /** @description Register a scope path of this context and partition with a display name and a description (again: updates them and lifts a tombstone). The path must lie inside the caller's write region (403 otherwise); no wildcards. */
+        post: operations["registerScope"];
+        /** @description Tombstone a registered scope (it stays listed with tombstonedAt); what was written under it is untouched (POST /scopes/forget removes that). Needs memory:forget and the path inside the write region. */
+        delete: operations["deleteScope"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/scopes/forget": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Remove everything written under a scope subtree (every record with a scope path at or below path) that the caller may both read and write, hard-deleted, with what forget removes with it: superseded history, entities left with nothing, search units, stored replies and cached responses. Needs memory:forget and the path inside the write region. forgotten counts the records removed (entities left with nothing not included). */
+        post: operations["forgetScope"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        RegisterScopeRequest: {
+            path: string;
+            displayName?: string;
+            description?: string;
+        };
+        ScopeNode: {
+            path: string;
+            /** Format: date-time */
+            createdAt: string;
+            displayName?: string | null;
+            description?: string | null;
+            /** Format: date-time */
+            tombstonedAt?: string | null;
+        };
+        ForgetScopeRequest: {
+            path: string;
+        };
+        ForgetScopeResponse: {
+            forgotten: number;
+        };
         /** @description Verb -> scope paths ('/': the whole context); only memory:read and memory:write take other paths. */
         Grants: {
             [key: string]: string[];
@@ -2605,24 +2675,32 @@ export interface components {
             /** Format: date-time */
             at: string;
             /**
-             * @description Every audit record is an access decision (the Spectron client's row kinds).
+             * @description The Spectron client's row kinds: an access decision (reason admin-bypass or delegation), or a successful request's cost row (reason usage): response when it called a model, retrieval otherwise. Cost rows are written after the request answers (docs/decisions.md, Audit costs), so they appear with a short lag.
              * @enum {string}
              */
-            kind: "decision";
-            /** @description The request the decision belongs to (requestId, else the record id). */
+            kind: "decision" | "retrieval" | "response";
+            /** @description The request the row belongs to (requestId, else the record id). */
             traceId: string;
             /**
              * Format: date-time
              * @description The same as at.
              */
             createdAt: string;
-            /** @description Always 0 (an access decision makes no model call). */
+            /** @description Model tokens the request spent (prompt plus completion); 0 for a decision. */
             cost: number;
-            /** @description Always 0. */
+            /** @description The request's milliseconds (0 for a decision). */
             latencyMs: number;
-            /** @description How many records the decision covered (recordIds). */
+            /** @description Records the decision covered (recordIds), or the rows the request read and wrote. */
             rowsTouched: number;
+            /** @description The model a cost row's request called first. */
             model?: string | null;
+            /** @description A cost row's response status. */
+            status?: number;
+            rowsRead?: number;
+            rowsWritten?: number;
+            modelCalls?: number;
+            promptTokens?: number;
+            completionTokens?: number;
             contextId?: string;
             partition?: string;
             /** @description The principal whose key made the call. */
@@ -2633,7 +2711,7 @@ export interface components {
             /** @description The route (delegation) or the read (admin bypass). */
             action: string;
             /** @enum {string} */
-            reason: "admin-bypass" | "delegation";
+            reason: "admin-bypass" | "delegation" | "usage";
             recordIds?: string[];
             requestId?: string | null;
         };
@@ -4105,7 +4183,7 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Records of calls this principal made (or that were made on its behalf). */
                 principal?: string;
-                /** @description Every record is a decision; the others answer an empty page. */
+                /** @description Rows of this kind: decision (access decisions), retrieval or response (requests' cost rows). */
                 kind?: "decision" | "retrieval" | "response";
                 /** @description Records at or after this instant. */
                 since?: string;
@@ -4143,6 +4221,7 @@ export interface operations {
     inspect: {
         parameters: {
             query: {
+                /** @description The object's reference; a type is one of the entity types (or an alias), a name is normalised as entity ids are. A reference outside the grammar is a 400 naming it. */
                 ref: string;
                 asOf?: string;
                 atInstant?: string;
@@ -5678,6 +5757,147 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    listScopes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The scopes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopeNode"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    registerScope: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegisterScopeRequest"];
+            };
+        };
+        responses: {
+            /** @description The scope was registered already; updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopeNode"];
+                };
+            };
+            /** @description Registered. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScopeNode"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    deleteScope: {
+        parameters: {
+            query: {
+                path: string;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Tombstoned. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    forgetScope: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForgetScopeRequest"];
+            };
+        };
+        responses: {
+            /** @description What went. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetScopeResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
         };
     };

@@ -48,6 +48,7 @@ const ARGS = {
   "keys.rotate": ["k1"], "keys.delete": ["k1"],
   "principals.get": ["p1"], "principals.grant": ["p1", "/", ["memory:read"]],
   "principals.revoke": ["p1", "/", ["memory:read"]], "principals.effective": ["p1", "/"],
+  "scopes.register": ["org/acme"], "scopes.delete": ["org/acme"], "scopes.forget": ["org/acme"],
   ...Object.fromEntries(["attributes", "relations", "actions", "instructions"].flatMap((c) =>
     [[`${c}.get`, ["f1"]], [`${c}.delete`, ["f1"]], [`${c}.update`, ["f1", "v"]]])),
 };

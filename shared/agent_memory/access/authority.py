@@ -3,7 +3,7 @@
 The official client speaks of grants as a map from verb to scope paths
 (``{"memory:read": ["org/acme/*"], "admin": ["/"]}``) and changes them one ``{path, verbs}``
 at a time. Ours (``agent_memory.access.grants``) are verbs plus a read and a write region.
-The mapping (docs/decisions.md, "Grants on the wire"):
+The mapping (docs/decisions.md, "Administration"):
 
 - ``memory:read`` paths are the read region, ``memory:write`` paths the write region; ``/``
   is the whole context (an unrestricted region, unscoped records included);

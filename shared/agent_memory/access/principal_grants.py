@@ -49,6 +49,15 @@ class PrincipalGrants:
         found = [v for v in self.history(context_id, principal) if v.valid_from <= instant]
         return found[-1] if found else None
 
+    def of_principal(self, principal: str) -> dict[str, dict[str, list[str]]]:
+        """``{context: grants}``: a principal's current grants in every context that records
+        any (the whole partition is read: for minting a key, never a request's hot path)."""
+        latest: dict[str, GrantVersion] = {}
+        for v in self._versions(""):
+            if v.principal == principal:
+                latest[v.context_id] = v
+        return {c: v.grants for c, v in latest.items()}
+
     def principals(self, context_id: str) -> dict[str, GrantVersion]:
         """Every principal with grants in ``context_id``: its current version."""
         latest: dict[str, GrantVersion] = {}
@@ -72,7 +81,7 @@ class PrincipalGrants:
         found: list[GrantVersion] = []
         after = None
         while True:
-            page = self.store.query(PRINCIPALS_PK, prefix=prefix, after=after, limit=200)
+            page = self.store.query(PRINCIPALS_PK, prefix=prefix or None, after=after, limit=200)
             for r in page.records:
                 d = r.data
                 if d.get("kind") == "principal_grants":

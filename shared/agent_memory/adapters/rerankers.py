@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -81,7 +81,7 @@ class LateInteractionReranker:
     after question."""
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", *, device: str | None = None, batch_size: int = 64,
-                 cache_texts: int = 4096, loaded: Any = None):
+                 cache_texts: int = 4096, loaded: Any = None, store: TokenVectorStore | None = None):
         if loaded is None:
             from agent_memory.adapters.embedders import load_local_model
 
@@ -94,6 +94,18 @@ class LateInteractionReranker:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_texts = cache_texts
         self._lock = threading.Lock()
+        self.store = store
+
+    def precompute(self, texts: Sequence[str]) -> int:
+        """Encode and store the token vectors of ``texts`` the store lacks (write time, so a
+        query encodes only its question); returns how many were encoded. No store: nothing."""
+        if self.store is None:
+            return 0
+        missing = self.store.missing(list(dict.fromkeys(t for t in texts if t)))
+        for start in range(0, len(missing), self.batch_size):
+            batch = missing[start:start + self.batch_size]
+            self.store.put_many(dict(zip(batch, self._tokens(batch, drop_stop_words=False), strict=True)))
+        return len(missing)
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -106,15 +118,25 @@ class LateInteractionReranker:
             for t in cached:
                 self._cache.move_to_end(t)
         missing = [t for t in dict.fromkeys(texts) if t not in cached]
-        if missing:
+        if missing and self.store is not None:
+            stored = self.store.get_many(missing)
+            self._remember(stored)
+            cached.update(stored)
+            missing = [t for t in missing if t not in stored]
+        if missing:  # not seen at write time (no store, or a unit written before it existed)
             fresh = dict(zip(missing, self._tokens(missing, drop_stop_words=False), strict=True))
-            with self._lock:
-                for t, tokens in fresh.items():
-                    self._cache[t] = tokens
-                while len(self._cache) > self._cache_texts:
-                    self._cache.popitem(last=False)
+            if self.store is not None:
+                self.store.put_many(fresh)
+            self._remember(fresh)
             cached.update(fresh)
         return late_interaction_scores(q.astype(np.float32), [cached[t] for t in texts])
+
+    def _remember(self, tokens: dict[str, np.ndarray]) -> None:
+        with self._lock:
+            for t, vectors in tokens.items():
+                self._cache[t] = vectors
+            while len(self._cache) > self._cache_texts:
+                self._cache.popitem(last=False)
 
     def _tokens(self, texts: list[str], *, drop_stop_words: bool) -> list[np.ndarray]:
         """Each text's kept token vectors, unit-norm, float16."""
@@ -133,6 +155,122 @@ class LateInteractionReranker:
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
             out.append((matrix / np.clip(norms, 1e-6, None)).astype(np.float16))
         return out
+
+
+class TokenVectorStore:
+    """The late-interaction reranker's per-text token vectors, computed when a unit is written
+    and kept on disk beside the embedded search index, so a query's candidates are read, not
+    encoded (the reranker's cold path is its warm one).
+
+    Storage budget: at most ``MAX_TOKENS`` (128) kept tokens per text, each quantised to int8
+    (one byte a dimension: 384 bytes a token with MiniLM), so at most 48 KiB a unit (about
+    10.6 KiB a LoCoMo turn); rows are unit-norm again when read (the int8 rounding moves a
+    cosine by under 0.01). Keyed by a digest of the text, so units with the same text
+    share a row; one model per file (a different model empties it: its vectors would not
+    compare). Rows of removed units stay until ``agent-memory reindex`` rebuilds the index
+    (which also backfills the rows of units written before the store existed)."""
+
+    MAX_TOKENS = 128
+
+    def __init__(self, path: str, model: str):
+        import sqlite3
+
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        self._db.execute("CREATE TABLE IF NOT EXISTS tokens (digest BLOB PRIMARY KEY, n INTEGER, dim INTEGER, "
+                         "data BLOB)")
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+        if row is None or row[0] != model:
+            with self._lock:
+                self._db.execute("DELETE FROM tokens")
+                self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('model', ?)", (model,))
+
+    @staticmethod
+    def digest(text: str) -> bytes:
+        import hashlib
+
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+    def missing(self, texts: list[str]) -> list[str]:
+        have = self._present([self.digest(t) for t in texts])
+        return [t for t in texts if self.digest(t) not in have]
+
+    def get_many(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """The stored token vectors (float16, rows unit-norm) of those ``texts`` that have them."""
+        by_digest = {self.digest(t): t for t in texts}
+        out: dict[str, np.ndarray] = {}
+        for chunk in _chunks(list(by_digest), 500):
+            with self._lock:
+                rows = self._db.execute(f"SELECT digest, n, dim, data FROM tokens WHERE digest IN "
+                                        f"({','.join('?' * len(chunk))})", chunk).fetchall()
+            for digest, n, dim, data in rows:
+                matrix = np.frombuffer(data, dtype=np.int8).reshape(n, dim).astype(np.float32)
+                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+                out[by_digest[bytes(digest)]] = (matrix / np.clip(norms, 1e-6, None)).astype(np.float16)
+        return out
+
+    def put_many(self, tokens: dict[str, np.ndarray]) -> None:
+        rows = []
+        for text, matrix in tokens.items():
+            kept = np.asarray(matrix, dtype=np.float32)[: self.MAX_TOKENS]
+            quantised = np.clip(np.rint(kept * 127.0), -127, 127).astype(np.int8)
+            rows.append((self.digest(text), int(quantised.shape[0]),
+                         int(quantised.shape[1]) if quantised.ndim == 2 else 0, quantised.tobytes()))
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO tokens (digest, n, dim, data) VALUES (?, ?, ?, ?)", rows)
+            self._db.execute("COMMIT")
+
+    def stats(self) -> tuple[int, int]:
+        """(texts stored, bytes of token data)."""
+        with self._lock:
+            count, size = self._db.execute("SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM tokens").fetchone()
+        return int(count), int(size)
+
+    def _present(self, digests: list[bytes]) -> set[bytes]:
+        found: set[bytes] = set()
+        for chunk in _chunks(digests, 500):
+            with self._lock:
+                found |= {bytes(r[0]) for r in self._db.execute(
+                    f"SELECT digest FROM tokens WHERE digest IN ({','.join('?' * len(chunk))})", chunk)}
+        return found
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+class PrecomputingIndex:
+    """A ``SearchIndex`` that hands each upserted unit's text to the reranker first
+    (``LateInteractionReranker.precompute``), so every path that projects (writes, the
+    projector's catch-up, ``agent-memory reindex``) stores the unit's token vectors."""
+
+    def __init__(self, index: Any, reranker: LateInteractionReranker, text_of: Callable[[Any], str]):
+        # text_of: the text retrieval hands the reranker for a unit (services.retrieval.hit_text)
+        self.__dict__.update(_index=index, _reranker=reranker, _text_of=text_of)
+
+    def upsert(self, units: Sequence[Any]) -> None:
+        self._index.upsert(units)
+        try:
+            self._reranker.precompute([self._text_of(u) for u in units])
+        except Exception as exc:  # noqa: BLE001 - a query encodes what is missing
+            import logging
+
+            logging.getLogger(__name__).warning("reranker token precompute failed: %s", exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:  # e.g. a bench swapping the embedder
+        setattr(self._index, name, value)
 
 
 class BedrockReranker:

@@ -267,6 +267,21 @@ class Calls:
         return Call("GET", f"{self.prefix}/principals/{_seg(principal_id)}/effective", model(wire.EffectiveGrants),
                     params={"path": path, "asOf": as_of}, idempotent=True)
 
+    def register_scope(self, path: str, *, display_name: str | None, description: str | None) -> Call[wire.ScopeNode]:
+        return Call("POST", f"{self.prefix}/scopes", model(wire.ScopeNode),
+                    json=_body(path=path, displayName=display_name, description=description), idempotent=True)
+
+    def list_scopes(self) -> Call[list[wire.ScopeNode]]:
+        return Call("GET", f"{self.prefix}/scopes", lambda r: [wire.ScopeNode.model_validate(n) for n in r.json()],
+                    idempotent=True)
+
+    def delete_scope(self, path: str) -> Call[None]:
+        return Call("DELETE", f"{self.prefix}/scopes", nothing, params={"path": path}, idempotent=True)
+
+    def forget_scope(self, path: str) -> Call[wire.ForgetScopeResponse]:
+        return Call("POST", f"{self.prefix}/scopes/forget", model(wire.ForgetScopeResponse), json={"path": path},
+                    idempotent=True)
+
     def _entity_path(self, type: str, name: str) -> str:
         return f"{self.prefix}/entities/{_seg(type)}/{_seg(name)}"
 

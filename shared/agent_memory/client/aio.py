@@ -281,6 +281,25 @@ class AsyncAgentMemory:
     async def effective_grants(self, principal_id: str, path: str, as_of: str | None = None) -> wire.EffectiveGrants:
         return await self._send(self._calls.effective_grants(principal_id, path, as_of=as_of))
 
+    @operation("registerScope")
+    async def register_scope(self, path: str, display_name: str | None = None,
+                       description: str | None = None) -> wire.ScopeNode:
+        return await self._send(self._calls.register_scope(path, display_name=display_name, description=description))
+
+    @operation("listScopes")
+    async def list_scopes(self) -> list[wire.ScopeNode]:
+        return await self._send(self._calls.list_scopes())
+
+    @operation("deleteScope")
+    async def delete_scope(self, path: str) -> None:
+        """Tombstone a registered scope (what was written under it stays)."""
+        return await self._send(self._calls.delete_scope(path))
+
+    @operation("forgetScope")
+    async def forget_scope(self, path: str) -> wire.ForgetScopeResponse:
+        """Remove everything written under the subtree that this key may read and write."""
+        return await self._send(self._calls.forget_scope(path))
+
     # --- chat ---------------------------------------------------------------------------
 
     @overload

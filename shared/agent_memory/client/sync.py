@@ -281,6 +281,25 @@ class AgentMemory:
     def effective_grants(self, principal_id: str, path: str, as_of: str | None = None) -> wire.EffectiveGrants:
         return self._send(self._calls.effective_grants(principal_id, path, as_of=as_of))
 
+    @operation("registerScope")
+    def register_scope(self, path: str, display_name: str | None = None,
+                       description: str | None = None) -> wire.ScopeNode:
+        return self._send(self._calls.register_scope(path, display_name=display_name, description=description))
+
+    @operation("listScopes")
+    def list_scopes(self) -> list[wire.ScopeNode]:
+        return self._send(self._calls.list_scopes())
+
+    @operation("deleteScope")
+    def delete_scope(self, path: str) -> None:
+        """Tombstone a registered scope (what was written under it stays)."""
+        return self._send(self._calls.delete_scope(path))
+
+    @operation("forgetScope")
+    def forget_scope(self, path: str) -> wire.ForgetScopeResponse:
+        """Remove everything written under the subtree that this key may read and write."""
+        return self._send(self._calls.forget_scope(path))
+
     # --- chat ---------------------------------------------------------------------------
 
     @overload

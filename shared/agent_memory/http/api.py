@@ -22,7 +22,7 @@ from agent_memory import observability
 from agent_memory.access import grants
 from agent_memory.access.request_context import RequestContext, resolve
 from agent_memory.http import safe_json
-from agent_memory.kernel import deadline
+from agent_memory.kernel import deadline, usage
 from agent_memory.kernel.errors import (
     PROBLEM_TYPE_BASE,
     InvalidRequest,
@@ -143,14 +143,50 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
         state["lambda_context"] = lambda_context
         state["context"] = {}
         started = time.perf_counter()
+        spending = usage.begin()
+        cost: dict[str, Any] = {}
+        cost_token = _cost.set(cost)
         try:
             response = super().resolve(event, lambda_context)
-            observability.request_done(str(event.get("routeKey") or "unknown"), response.get("statusCode", 0),
-                                       (time.perf_counter() - started) * 1000)
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            route, status = str(event.get("routeKey") or "unknown"), response.get("statusCode", 0)
+            observability.request_done(route, status, elapsed_ms)
+            caller, spent = state.get("caller"), usage.current()
+
+            def record() -> None:
+                _record_cost(caller, route, status, (time.perf_counter() - started) * 1000, spent)
+
+            if cost.get("streamed"):
+                cost["record"] = record  # when the stream's frames end (``stream_in_request``)
+            else:
+                record()
             return response
         finally:
+            _cost.reset(cost_token)
+            usage.end(spending)
             state.pop("event", None)
             state.pop("lambda_context", None)
+            state.pop("caller", None)
+
+    def note_caller(self, ctx: RequestContext) -> None:
+        """The request's resolved caller, for its cost row at the end (``_record_cost``)."""
+        self._state()["caller"] = ctx
+
+
+# The cost row of the current request, when its response streams: recorded as the frames end.
+_cost: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("agent_memory_cost", default=None)
+
+
+def _record_cost(ctx: RequestContext | None, route: str, status: int, elapsed_ms: float,
+                 spent: usage.Usage | None) -> None:
+    """A successful request's cost row (``AuditLog.usage``): handed to the audit sink, which
+    writes it after the response (docs/decisions.md, "Audit costs"); never fails the request."""
+    if ctx is None or spent is None or not 200 <= status < 300:
+        return
+    try:
+        get_runtime().audit.usage(ctx, route, status, elapsed_ms, spent)
+    except Exception:
+        log.warning("could not hand the request's cost row to the audit sink", exc_info=True)
 
 
 def request_budget_s(lambda_context: Any) -> float:
@@ -212,6 +248,9 @@ def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
     lease = _lease.get()
     if lease is not None:
         lease.handed_over = True
+    cost = _cost.get()
+    if cost is not None:
+        cost["streamed"] = True  # the request's cost row waits for the last frame
     request_vars = contextvars.copy_context()
 
     def frames_in_request() -> Iterator[str]:
@@ -228,6 +267,9 @@ def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
                 request_vars.run(close)
             if lease is not None:
                 lease.limiter.release()
+            record = cost.get("record") if cost is not None else None
+            if record is not None:
+                record()
 
     return frames_in_request()
 
@@ -244,6 +286,8 @@ def _resolve_and_record_caller(app: APIGatewayHttpResolver, next_middleware: Any
         ctx = resolve_caller(app, context_id)
         record_access(app, ctx)
         app.append_context(**{_CALLER: ctx})
+        if isinstance(app, ThreadSafeHttpResolver):
+            app.note_caller(ctx)
     return next_middleware(app)
 
 

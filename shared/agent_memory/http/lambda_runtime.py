@@ -405,11 +405,18 @@ def serve_one(api: RuntimeApi, handler: Callable[[Any, Any], Any], limits: Strea
         api.respond(invocation.request_id, result)
         return None
     response = result if isinstance(result, dict) else {"statusCode": 200, "body": json.dumps(result)}
+    started = time.monotonic()
     outcome = send_stream(api.stream(invocation.request_id), response, context, limits)
+    # The URL has no access log: each streamed response leaves one line (sizes and outcome,
+    # never a header or a frame's text) beside the request line the resolver writes.
+    summary = {"requestId": invocation.request_id, "status": response.get("statusCode"),
+               "chunks": outcome.chunks, "bytes": outcome.bytes_sent, "keepalives": outcome.keepalives,
+               "ms": round((time.monotonic() - started) * 1000, 1), "disconnected": outcome.disconnected,
+               "timedOut": outcome.timed_out, "error": outcome.error and outcome.error.split(":", 1)[0]}
     if outcome.disconnected or outcome.timed_out or outcome.error:
-        log.warning("stream of %s ended early: %s", invocation.request_id,
-                    {"disconnected": outcome.disconnected, "timed_out": outcome.timed_out,
-                     "error": outcome.error, "chunks": outcome.chunks, "bytes": outcome.bytes_sent})
+        log.warning("stream ended early: %s", json.dumps(summary))
+    else:
+        log.info("stream done: %s", json.dumps(summary))
     return outcome
 
 

@@ -177,3 +177,17 @@ class GrantChangeRequest(RequestModel):
 
     path: str
     verbs: list[str] = Field(min_length=1)
+
+
+class RegisterScopeRequest(RequestModel):
+    """``POST /scopes``: a scope path of the context, with a name and a description to show."""
+
+    path: str
+    display_name: str | None = both("display_name", "displayName")
+    description: str | None = None
+
+
+class ForgetScopeRequest(RequestModel):
+    """``POST /scopes/forget``: the subtree whose records go."""
+
+    path: str

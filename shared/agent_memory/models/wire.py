@@ -543,7 +543,7 @@ class AuditRecord(WireModel):
     at: str
     principal: str
     action: str
-    reason: Literal["admin-bypass", "delegation"]
+    reason: Literal["admin-bypass", "delegation", "usage"]
     on_behalf_of: str | None = None
     context_id: str | None = None
     partition: str | None = None
@@ -551,13 +551,20 @@ class AuditRecord(WireModel):
     record_ids: list[str] = Field(default_factory=list)
     request_id: str | None = None
     # the Spectron client's row fields
-    kind: Literal["decision"]
+    kind: Literal["decision", "retrieval", "response"]
     trace_id: str
     created_at: str
     cost: float
     latency_ms: int
     rows_touched: int
     model: str | None = None
+    # a cost row's own (reason "usage"; docs/decisions.md, "Audit costs")
+    status: int | None = None
+    rows_read: int | None = None
+    rows_written: int | None = None
+    model_calls: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
 
 class AuditPage(WireModel):
@@ -681,3 +688,15 @@ class EffectiveGrants(WireModel):
     path: str
     verbs: list[str]
     as_of: str | None = None
+
+
+class ScopeNode(WireModel):
+    path: str
+    created_at: str
+    display_name: str | None = None
+    description: str | None = None
+    tombstoned_at: str | None = None
+
+
+class ForgetScopeResponse(WireModel):
+    forgotten: int

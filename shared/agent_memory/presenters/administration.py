@@ -1,6 +1,7 @@
-"""Who am I, keys and principals on the wire (``/me``, ``/keys``, ``/principals``): the
-official client's shapes (``surrealdb.spectron`` ``WhoamiResponse``, ``MintedKey``,
-``KeyDetail``, ``Principal``, ``EffectiveGrants``); lists are bare arrays, as it reads them."""
+"""Who am I, keys, principals and scopes on the wire (``/me``, ``/keys``, ``/principals``,
+``/scopes``): the official client's shapes (``surrealdb.spectron`` ``WhoamiResponse``,
+``MintedKey``, ``KeyDetail``, ``Principal``, ``EffectiveGrants``, ``ScopeNode``,
+``ForgetScopeResponse``); lists are bare arrays, as it reads them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from agent_memory.services.operations.administration import (
     PrincipalView,
     WhoAmI,
 )
+from agent_memory.services.operations.scopes import ScopeNode
 
 
 def whoami(me: WhoAmI) -> dict[str, Any]:
@@ -45,3 +47,16 @@ def principal_list(ps: list[PrincipalView]) -> list[dict[str, Any]]:
 
 def effective(e: Effective) -> dict[str, Any]:
     return {"path": e.path, "verbs": e.verbs, "asOf": e.as_of}
+
+
+def scope_node(node: ScopeNode) -> dict[str, Any]:
+    return {"path": node.path, "createdAt": node.created_at, "displayName": node.display_name,
+            "description": node.description, "tombstonedAt": node.tombstoned_at}
+
+
+def scope_list(nodes: list[ScopeNode]) -> list[dict[str, Any]]:
+    return [scope_node(n) for n in nodes]
+
+
+def scope_forgotten(count: int) -> dict[str, Any]:
+    return {"forgotten": count}

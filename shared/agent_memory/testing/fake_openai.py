@@ -48,6 +48,7 @@ class Behaviour:
     failure_rate: float = 0.0  # share of requests answered HTTP 500
     hang_rate: float = 0.0  # share of requests never answered
     stream_chunk_ms: float = 0.0  # pause between streamed chunks after the first
+    stream_piece_chars: int = 16  # characters per streamed chunk (4 is about one token)
     # A streamed reply sends ``hold_after`` pieces, then waits (at most 60 s) until ``hold`` is
     # set: a test orders what it sees against a reply that cannot finish before it lets it.
     hold: threading.Event | None = None
@@ -239,7 +240,8 @@ class FakeOpenAIApp:
             return
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
-        pieces = [text[i:i + 16] for i in range(0, len(text), 16)]
+        size = max(1, self.behaviour.stream_piece_chars)
+        pieces = [text[i:i + size] for i in range(0, len(text), size)]
         await send({"type": "http.response.body", "body": _chunk(model, {"role": "assistant", "content": ""}, None),
                     "more_body": True})
         for i, piece in enumerate(pieces):

@@ -52,6 +52,8 @@ class Response:
     error_type: str | None = None
     disconnected: bool = False
     body: bytes = b""  # a buffered response's whole body
+    taken_at: float | None = None  # time.monotonic() when the loop took the invocation (next)
+    received_at: float | None = None  # ... when the whole response had arrived
     done: threading.Event = field(default_factory=threading.Event)
 
     @property
@@ -109,6 +111,7 @@ class FakeRuntimeApi:
                     self.close_connection = True
                     return
                 request_id, event, deadline_ms, trace = item
+                fake.responses[request_id].taken_at = time.monotonic()
                 body = json.dumps(event).encode()
                 self.send_response(200)
                 self.send_header("Lambda-Runtime-Aws-Request-Id", request_id)
@@ -155,6 +158,7 @@ class FakeRuntimeApi:
                         return
                 else:
                     response.body = self._read_all()
+                response.received_at = time.monotonic()
                 response.status = 202
                 self._answer(202, b'{"status":"OK"}')
                 response.done.set()

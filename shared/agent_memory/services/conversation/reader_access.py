@@ -18,15 +18,18 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import cursor, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import new_id
 from agent_memory.models.records import Page
-from agent_memory.ports import Condition, Record, RecordStore
+from agent_memory.ports import AuditSink, Condition, Record, RecordStore
 from agent_memory.services import paging
+
+if TYPE_CHECKING:
+    from agent_memory.kernel.usage import Usage
 
 
 @dataclass(frozen=True)
@@ -49,17 +52,42 @@ def effective(own: Sequence[str] | None, default: Sequence[str] | None) -> list[
     return None if chosen is None else list(chosen)
 
 
-# What every audit record is, in the Spectron client's kinds (decision / retrieval / response):
-# an access decision (an admin bypass or a delegated call).
+# The Spectron client's row kinds: an access ``decision`` (an admin bypass or a delegated
+# call), and a request's cost: ``retrieval`` (a request that made no model call: its rows
+# and latency) or ``response`` (one that did: the models, calls and tokens too).
 AUDIT_KIND = "decision"
+COST_KINDS = ("retrieval", "response")
 
 
 class AuditLog:
-    """Append-only audit records: ``c#<ctx>#<part>#audit`` / ``<at>#<audit id>`` (time order)."""
+    """Append-only audit records: ``c#<ctx>#<part>#audit`` / ``<at>#<audit id>`` (time order).
 
-    def __init__(self, store: RecordStore, ttl_s: int | None = None):
+    Decisions are written by the request that makes them, before it answers (an admin
+    bypass is never handed out unaudited). Cost rows (``usage``) go to ``sink``, which
+    writes them after the response (docs/decisions.md, "Audit costs")."""
+
+    def __init__(self, store: RecordStore, ttl_s: int | None = None, sink: AuditSink | None = None):
         self.store = store
         self.ttl_s = ttl_s
+        self.sink = sink
+
+    def usage(self, ctx: RequestContext, route: str, status: int, latency_ms: float, spent: Usage) -> None:
+        """The cost row of one request (``kernel.usage``), handed to the sink."""
+        if self.sink is None:
+            return
+        at = timeutil.now_iso()
+        audit_id = new_id("audit")
+        kind = "response" if spent.model_calls else "retrieval"
+        data = {"kind": "audit", "auditKind": kind, "id": audit_id, "at": at, "contextId": ctx.context_id,
+                "partition": ctx.partition, "principal": ctx.principal, "action": route, "reason": "usage",
+                "status": status, "requestId": ctx.request_id, "latencyMs": int(round(latency_ms)),
+                "rowsRead": spent.rows_read, "rowsWritten": spent.rows_written, "modelCalls": spent.model_calls,
+                "promptTokens": spent.prompt_tokens, "completionTokens": spent.completion_tokens,
+                "model": spent.models[0] if spent.models else None}
+        if ctx.delegated_by is not None:
+            data["onBehalfOf"], data["principal"] = ctx.principal, ctx.delegated_by
+        expires = int(time.time()) + self.ttl_s if self.ttl_s else None
+        self.sink.emit(Record(pk=keys.audit_pk(ctx), sk=f"{at}#{audit_id}", data=data, expires_at=expires))
 
     def bypass(self, ctx: RequestContext, action: str, record_ids: Sequence[str], **subject: Any) -> None:
         """Record that ``ctx``'s admin principal read ``record_ids`` past their reader lists."""
@@ -95,17 +123,19 @@ class AuditLog:
         """``GET /audit``: newest first, expired records left out, paged by cursor; ``since`` and
         ``until`` (normalised instants) bound ``at`` inclusively in the query itself, ``principal``
         keeps the records that principal made (directly or on someone's behalf). Every record is
-        an access decision (``AUDIT_KIND``): asking only for other kinds answers an empty page."""
-        if kinds is not None and AUDIT_KIND not in kinds:
-            return Page([], None)
-        collection = f"audit:{ctx.partition}:{principal or ''}:{since or ''}:{until or ''}"
+        a decision (``AUDIT_KIND``) or a cost row (``COST_KINDS``); ``kinds`` keeps those."""
+        if self.sink is not None:
+            self.sink.flush()  # locally, the cost rows still queued; deployed, nothing to wait for
+        wanted = set(kinds) if kinds is not None else None
+        collection = f"audit:{ctx.partition}:{principal or ''}:{since or ''}:{until or ''}:{','.join(sorted(wanted or []))}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         now = int(time.time())
         between = (since or "0", (until or "9999") + "#~") if since or until else None
 
         def keep(records: list[Record]) -> list[Record]:
             return [r for r in records if (r.expires_at is None or r.expires_at > now)
-                    and (principal is None or principal in (r.data.get("principal"), r.data.get("onBehalfOf")))]
+                    and (principal is None or principal in (r.data.get("principal"), r.data.get("onBehalfOf")))
+                    and (wanted is None or r.data.get("auditKind", AUDIT_KIND) in wanted)]
 
         records, last = paging.read_page(self.store, paging.Source(keys.audit_pk(ctx), between=between, forward=False),
                                          limit=limit, after=after, keep=keep)

@@ -84,8 +84,8 @@ def parse_ref(raw: str | None) -> Ref:
     if not sep or kind not in KINDS:
         raise _bad(f"{raw[:80]!r} names no known kind")
     if kind == "trace":
-        if not body or "/" in body:
-            raise _bad("trace: needs one trace id")
+        if not body or "/" in body or "#" in body or len(body) > 128:
+            raise _bad("trace: needs one trace id (at most 128 characters, no '/' or '#')")
         return Ref("trace", trace_id=body)
     body = body.removeprefix("entity:")
     if kind == "relation":  # an entity: prefix may sit before the object's type too

@@ -219,8 +219,10 @@ class Administration:
             until = _until(ttl_seconds)
         except InvalidRequest as exc:
             raise ValueError(exc.detail) from exc
+        # Bounded by the principal's recorded grants where it has any, as every key of it is.
+        bounds = self.principals.of_principal(principal.strip())
         return self.keys.create(principal, groups=groups, admin=admin, label=label, name=name, valid_until=until,
-                                **grant)
+                                principal_grants=bounds or None, **grant)
 
     def operator_keys(self) -> list[StoredKey]:
         return self.keys.list()

@@ -582,11 +582,7 @@ class RetrievalService:
         return ranking, legs
 
     def _hit(self, unit: SearchUnit, score: float, structured: bool) -> Hit:
-        text = unit.text
-        speaker = unit.metadata.get("speaker") if unit.kind == "turn" else None
-        if speaker and SELF_ENTITY_ID not in unit.entity_ids:  # the user's own turns need no name
-            text = f"{speaker}: {text}"
-        return Hit(id=unit.id, kind=unit.kind, text=text, score=score, occurred_at=unit.occurred_at,
+        return Hit(id=unit.id, kind=unit.kind, text=hit_text(unit), score=score, occurred_at=unit.occurred_at,
                    role=unit.role if unit.kind == "turn" else None, session_id=unit.session_id,
                    source_ids=list(unit.source_ids), metadata=dict(unit.metadata), structured=structured)
 
@@ -603,6 +599,16 @@ def expand_kinds(include: Sequence[str]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown hit kinds {unknown} (known: {', '.join(ALL_KINDS)}, facts, passages)")
     return list(dict.fromkeys(out))
+
+
+def hit_text(unit: SearchUnit) -> str:
+    """The text a unit is shown, cited and reranked as: another speaker's turn names them
+    (the user's own turns need no name). The local reranker stores token vectors of this text
+    at write time (runtime: ``PrecomputingIndex``)."""
+    speaker = unit.metadata.get("speaker") if unit.kind == "turn" else None
+    if speaker and SELF_ENTITY_ID not in unit.entity_ids:
+        return f"{speaker}: {unit.text}"
+    return unit.text
 
 
 def _seed_order(unit: SearchUnit, qa: QueryAnalysis) -> tuple[float, ...]:

@@ -739,9 +739,78 @@ $("#reflect-form").addEventListener("submit", async (ev) => {
   } catch (err) { showError(body, err); }
 });
 
+// --- access: who am I, keys, principals ----------------------------------------------------
+
+const grantText = (g) => Object.entries(g || {}).map(([verb, paths]) => `${verb} ${paths.join(", ")}`).join(" · ") || "none";
+
+async function loadAccess() {
+  const who = $("#whoami-body");
+  try {
+    const me = await api("GET", ctxPath("/me"));
+    who.replaceChildren(el("dl", { id: "whoami" },
+      el("dt", { text: "Principal" }), el("dd", { id: "whoami-principal", text: me.principalId }),
+      el("dt", { text: "Kind" }), el("dd", { text: me.kind }),
+      el("dt", { text: "Keys required" }), el("dd", { text: me.enforce ? "yes" : "no (single-user mode)" }),
+      me.delegatedPrincipalId ? [el("dt", { text: "On behalf of" }), el("dd", { text: me.delegatedPrincipalId })] : null,
+      el("dt", { text: "May do here" }), el("dd", { id: "whoami-effective", text: grantText(me.effectiveGrants) })));
+  } catch (err) { showError(who, err); return; }
+  await loadKeys();
+  await loadPrincipals();
+}
+
+const notManaged = (err) => (err.status === 403 ? "This key may not manage keys or grants (grant:manage)." : err.message);
+
+async function loadKeys() {
+  const list = $("#key-list");
+  try {
+    const keys = await api("GET", ctxPath("/keys"));
+    list.replaceChildren(...keys.map((k) => el("li", { "data-key": k.name },
+      el("strong", { text: k.name }),
+      el("span", { class: "when", text: ` ${k.principal} · ${grantText(k.grants)} · created ${fmtTime(k.createdAt)}${k.validUntil ? ` · until ${fmtTime(k.validUntil)}` : ""} ` }),
+      el("button", { type: "button", text: "Rotate", onclick: () => keyAction("POST", `/keys/${encodeURIComponent(k.name)}/rotate`) }), " ",
+      el("button", { type: "button", text: "Delete", onclick: () => keyAction("DELETE", `/keys/${encodeURIComponent(k.name)}`) }))));
+    if (!keys.length) list.append(el("li", { class: "hint", text: "No stored keys here." }));
+  } catch (err) { list.replaceChildren(el("li", { class: "hint", text: notManaged(err) })); }
+}
+
+function showSecret(minted) {
+  $("#key-secret").replaceChildren(`Key ${minted.name} (shown once, copy it now): `, el("code", { id: "minted-key", text: minted.key }));
+}
+
+async function keyAction(method, path) {
+  try {
+    const r = await api(method, ctxPath(path));
+    if (r && r.key) showSecret(r);
+    else $("#key-secret").textContent = "Deleted.";
+    await loadKeys();
+  } catch (err) { status(err.message, true); }
+}
+
+$("#key-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const name = $("#key-name").value.trim();
+  const ttl = $("#key-ttl").value.trim();
+  try {
+    const minted = await api("POST", ctxPath("/keys"), { body: name ? { name } : {}, params: { ttlSeconds: ttl } });
+    showSecret(minted);
+    await loadKeys();
+  } catch (err) { $("#key-secret").textContent = notManaged(err); }
+});
+
+async function loadPrincipals() {
+  const list = $("#principal-list");
+  try {
+    const principals = await api("GET", ctxPath("/principals"));
+    list.replaceChildren(...principals.map((p) => el("li", { "data-principal": p.id },
+      el("strong", { text: p.displayName || p.id }), el("span", { class: "when", text: ` ${grantText(p.grants)}` }))));
+    if (!principals.length) list.append(el("li", { class: "hint", text: "No principals." }));
+  } catch (err) { list.replaceChildren(el("li", { class: "hint", text: notManaged(err) })); }
+}
+
 // --- start ------------------------------------------------------------------------------
 
-const loaders = { "tab-state": loadState, "tab-sessions": loadSessions, "tab-documents": loadDocuments };
+const loaders = { "tab-state": loadState, "tab-sessions": loadSessions, "tab-documents": loadDocuments,
+  "tab-access": loadAccess };
 
 if (location.protocol.startsWith("http")) $("#base-url").value = location.origin;
 conn.base = $("#base-url").value;
