@@ -1,4 +1,4 @@
-"""Documents area: upload (JSON or multipart/form-data), read, page chunks, delete.
+"""Documents area: upload (JSON or multipart/form-data), read, page chunks, reprocess, relink, delete.
 
 Ingest behaviour (chunking, dedupe, extraction, the order of writes) is documented in
 ``agent_memory.services.documents.service``; this module only parses and answers. Chunk pages are
@@ -100,6 +100,22 @@ def delete_document(context_id: str, document_id: str):
     ctx = http.context(app, context_id)
     get_runtime().documents.delete(ctx, document_id)
     return http.empty_response(204)
+
+
+@app.put(f"{BASE}/<document_id>")
+def reprocess_document(context_id: str, document_id: str):
+    ctx = http.context(app, context_id)
+    documents = get_runtime().documents
+    return http.idempotent(app, ctx, "reprocess-document", {"documentId": document_id},
+                           lambda: documents_wire.reprocessed(*documents.reprocess(ctx, document_id)), status=202)
+
+
+@app.post(f"{BASE}/recompute-links")
+def recompute_document_links(context_id: str):
+    ctx = http.context(app, context_id)
+    documents = get_runtime().documents
+    return http.idempotent(app, ctx, "recompute-links", {},
+                           lambda: documents_wire.relinked(documents.recompute_links(ctx)), status=202)
 
 
 @app.get(f"{BASE}/<document_id>/raw")

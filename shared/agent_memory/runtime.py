@@ -374,7 +374,8 @@ class Runtime:
 
         return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
                                  concurrency=self.settings.limits.document_concurrency,
-                                 window_chars=self.settings.limits.document_window_chars)
+                                 window_chars=self.settings.limits.document_window_chars,
+                                 claim_reprocess=self.documents.claim_reprocess, relink=self.documents.relink_job)
 
     @cached_property
     def upload_store(self):

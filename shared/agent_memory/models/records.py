@@ -180,6 +180,8 @@ class Document(StoredItem):
     mime_type: str | None = _optional()  # as uploaded; rows without it: from ``format``
     original_key: str | None = _optional()  # the original's object key (``originals/<id>``); rows before: none kept
     original_size: int | None = _optional()  # bytes of the original as uploaded
+    reprocess: bool = _optional(False)  # PUT /documents/{id} queued a re-ingest from the original
+    content_version: int | None = _optional()  # 1 as uploaded (absent), +1 for each reprocess
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,6 +236,7 @@ class Chunk(StoredItem):
     page: int | None = _optional()  # a paged document's (PDF) 1-based page
     scopes: list[list[str]] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    entity_ids: list[str] | None = _optional()  # the entities the chunk mentions (services/documents/links.py)
     observed_at: str | None = None
     created_at: str | None = None
     created_by: str | None = None

@@ -85,8 +85,10 @@ def first_heading(text: str) -> str | None:
     return None
 
 
-def chunk(normalised: str, fmt: Format = "text", *, max_chars: int = MAX_CHARS) -> list[Chunk]:
-    """Chunks of an already ``normalise``d text (see the module docstring for the rules)."""
+def chunk(normalised: str, fmt: Format = "text", *, max_chars: int | None = None) -> list[Chunk]:
+    """Chunks of an already ``normalise``d text (see the module docstring for the rules);
+    ``max_chars`` defaults to ``MAX_CHARS`` as it is when called."""
+    max_chars = MAX_CHARS if max_chars is None else max_chars
     total = len(normalised)
     out: list[Chunk] = []
     for path, blocks in _sections(normalised, fmt):
@@ -97,7 +99,7 @@ def chunk(normalised: str, fmt: Format = "text", *, max_chars: int = MAX_CHARS) 
     return out
 
 
-def paged(pages: list[str] | tuple[str, ...], *, max_chars: int = MAX_CHARS) -> tuple[str, list[Chunk]]:
+def paged(pages: list[str] | tuple[str, ...], *, max_chars: int | None = None) -> tuple[str, list[Chunk]]:
     """The joined normalised text of a paged document and its chunks, each within one page."""
     spans: list[tuple[int, int, str]] = []  # (page number, offset in the joined text, page text)
     offset = 0

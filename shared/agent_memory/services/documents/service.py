@@ -43,6 +43,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
@@ -68,6 +69,7 @@ from agent_memory.models.records import Chunk, Document, DocumentHash, NumberedP
 from agent_memory.ports import (
     Condition,
     ConditionFailed,
+    Delete,
     JobQueue,
     Put,
     Record,
@@ -75,7 +77,7 @@ from agent_memory.ports import (
     UploadStore,
 )
 from agent_memory.services import paging
-from agent_memory.services.documents import chunking, formats
+from agent_memory.services.documents import chunking, formats, links
 from agent_memory.services.documents.ingestion import (
     IngestionJob,
     part_rows,
@@ -88,6 +90,7 @@ from agent_memory.services.facts.repository import scope_sig
 log = logging.getLogger("agent_memory.documents")
 
 STALE_INGEST_S = 15 * 60
+RELINK_SYNC_CHUNKS = 2_000  # chunks a recompute-links request relinks itself; the rest go to the worker
 CLAIM_ATTEMPTS = 3
 TITLE_FROM_TEXT_CHARS = 120
 
@@ -117,6 +120,65 @@ class RawOriginal:
     data: bytes | None = None
     url: str | None = None
     size: int = 0
+
+
+@dataclass(frozen=True)
+class RelinkResult:
+    """What one recompute-links call did: documents relinked, the document-entity links they
+    hold, and (when the rest was queued) the last document done."""
+
+    documents: int
+    links: int
+    next_after: str | None = None
+
+
+@dataclass(frozen=True)
+class CarryPlan:
+    """A reprocess: for each new chunk its id (an unchanged chunk's own), the old chunk rows
+    to remove (vanished, or moved to another ordinal), the carried chunks to write at their new
+    place (``(new chunk, old row)``), and how many chunks are carried over."""
+
+    chunk_ids: list[str]
+    removed: list[Chunk]
+    rewritten: list[tuple[Any, Chunk]]
+    carried: int
+
+
+def carry_plan(old: list[Chunk], new: list[Any], new_chunk_id: Callable[[], str] = lambda: new_id("chunk")) -> CarryPlan:
+    """Match the new chunks to the stored ones by text (in order, each old chunk used once)."""
+    by_text: dict[str, list[Chunk]] = {}
+    for chunk in sorted((c for c in old if not c.deleted), key=lambda c: c.ordinal or 0):
+        by_text.setdefault(chunk.text, []).append(chunk)
+    ids: list[str] = []
+    keep: dict[int, Chunk] = {}  # ordinal -> the old row that stays there untouched
+    rewritten: list[tuple[Any, Chunk]] = []
+    carried = 0
+    for c in new:
+        same = by_text.get(c.text)
+        if not same:
+            ids.append(new_chunk_id())
+            continue
+        # the one at the same ordinal if there is one, else the first
+        kept = next((o for o in same if o.ordinal == c.ordinal), same[0])
+        same.remove(kept)
+        ids.append(kept.id)
+        carried += 1
+        place_same = (kept.ordinal == c.ordinal and kept.offset == c.offset
+                      and kept.position_percent == c.position_percent
+                      and list(kept.heading_path or []) == list(c.heading_path)
+                      and kept.page == getattr(c, "page", None))
+        if place_same:
+            keep[c.ordinal] = kept
+        else:
+            rewritten.append((c, kept))
+    # An old row stays where it is, or is overwritten by its own chunk; every other row goes.
+    in_place = {id(k) for n, k in rewritten if n.ordinal == k.ordinal} | {id(k) for k in keep.values()}
+    removed = [o for o in old if id(o) not in in_place]
+    return CarryPlan(ids, removed, rewritten, carried)
+
+
+def _budget(chunks: int) -> Callable[[int], bool]:
+    return lambda seen: seen >= chunks
 
 
 @dataclass(frozen=True)
@@ -361,6 +423,179 @@ class DocumentService:
             return
         uploads.delete(original_key(doc_id))
         uploads.delete(staging_key(doc_id))
+
+    # --- reprocess (PUT /documents/{id}) -------------------------------------------------
+
+    def reprocess(self, ctx: RequestContext, doc_id: str) -> tuple[Document, bool]:
+        """Queue a re-ingest of the document from its stored original; ``(document, queued)``.
+        A document already ingesting or uploading answers as it is (nothing more is queued: a
+        repeat while one runs starts no second). The flip to ``ingesting`` is conditioned on
+        the row's version, so of two concurrent calls one queues."""
+        record = self._load(ctx, doc_id)
+        doc = document_of(record)
+        if doc.status in ("ingesting", "uploading"):
+            return doc, False
+        if not doc.original_key or self._uploads() is None:
+            raise Conflict(f"document {doc_id} has no original kept to reprocess from; upload it again",
+                           code="original_unavailable")
+        queued = replace(doc, status="ingesting", reprocess=True, error=None, updated_at=timeutil.now_iso())
+        try:
+            self.store.put(Record(record.pk, record.sk, queued.to_item(), version=record.version + 1),
+                           Condition.version_is(record.version))
+        except ConditionFailed:
+            return self.get(ctx, doc_id), False
+        try:
+            self._queue().send(IngestionJob.for_document(ctx, doc_id))
+        except BaseException:  # not queued: the document goes back to what it was
+            current = self.store.get(record.pk, record.sk)
+            if current is not None and current.version == record.version + 1:
+                self.store.put(Record(record.pk, record.sk, doc.to_item(), version=current.version + 1),
+                               Condition.version_is(current.version))
+            raise
+        return queued, True
+
+    def claim_reprocess(self, ctx: RequestContext, record: Record) -> str:
+        """The worker's first step of a reprocess: read the original, extract and chunk it again
+        (the limits and checks of an upload), carry over each chunk whose text is unchanged (its
+        id, its facts and links: not extracted again, rewritten only when its place moved), remove
+        the chunks that vanished, and store the sources of the new ones as part rows for the
+        worker to extract. Returns ``ingesting`` (the worker continues), ``failed`` or ``gone``.
+        Facts learned from vanished chunks stay, as for a deleted document; facts of changed
+        chunks are extracted again and reconciled with what is stored (a fact already known
+        stores nothing new, a changed single value supersedes the old one)."""
+        doc = document_of(record)
+        uploads = self._uploads()
+        cap = self._document_bytes
+        try:
+            if uploads is None or not doc.original_key:
+                raise Conflict(f"document {doc.id} has no original kept", code="original_unavailable")
+            try:
+                raw = uploads.read(doc.original_key, max(cap, doc.original_size or 0))
+            except ValueError as exc:
+                raise PayloadTooLarge(str(exc), limit=cap) from exc
+            if raw is None:
+                raise Conflict(f"the original of document {doc.id} is no longer kept", code="original_unavailable")
+            hint = doc.format if doc.format in ("text", "markdown") else None
+            upload = DocumentFileUpload(format=hint, filename=doc.filename)  # type: ignore[arg-type]
+            content = _content(upload, OriginalFile(raw, doc.mime_type), cap)
+        except MemoryError_ as exc:  # the old chunks stay searchable; the error says why
+            unflagged = Record(record.pk, record.sk, replace(doc, reprocess=False).to_item(), version=record.version)
+            return self._fail_upload(unflagged, exc)
+        chunks_pk = keys.chunks_pk(ctx, doc.id)
+        old = [Chunk.from_item(r.data) for r in paging.scan(self.store, paging.Source(chunks_pk))]
+        plan = carry_plan(old, content.chunks)
+        # Vanished and moved rows go first (their own transactions), so that the projection
+        # removes their units before the moved chunks' rows (same ids) are written again.
+        stale = [Delete(chunks_pk, keys.chunk_sk(c.ordinal or 0)) for c in plan.removed]
+        for batch in transaction_batches(stale):  # type: ignore[arg-type]
+            self.store.transact(batch)
+        remove_parts(self.store, ctx, doc.id)
+        ids = iter(plan.chunk_ids)
+        parts = part_rows(ctx, doc.id, content.chunks, lambda: next(ids))
+        for batch in transaction_batches(parts):
+            self.store.transact(batch)
+        moved = [Put(Record(chunks_pk, keys.chunk_sk(new.ordinal), replace(
+                     kept, ordinal=new.ordinal, offset=new.offset, position_percent=new.position_percent,
+                     heading_path=list(new.heading_path), page=getattr(new, "page", None),
+                     document_title=doc.title).to_item()))
+                 for new, kept in plan.rewritten]
+        for batch in transaction_batches(moved):
+            self.store.transact(batch)
+        text = content.text
+        digest = chunking.content_hash(text)
+        claimed = replace(doc, content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(content.chunks),
+                          chunks_done=plan.carried, status="ingesting", reprocess=False, format=content.kind,
+                          content_version=(doc.content_version or 1) + 1,
+                          updated_at=timeutil.now_iso(), original_size=len(content.raw))
+        ops: list[Any] = [Put(Record(record.pk, record.sk, claimed.to_item(), version=record.version + 1),
+                              Condition.version_is(record.version))]
+        if digest != doc.content_hash:  # the content-hash row follows the new text when it is free
+            old_key = (keys.document_hashes_pk(ctx), f"{doc.content_hash}#{scope_sig(doc.scopes)}")
+            new_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
+            if self.store.get(*new_key) is None:
+                ops.append(Put(_hash_row(ctx, new_key, doc.id, digest), Condition.absent()))
+                claim = self.store.get(*old_key)
+                if claim is not None and DocumentHash.from_item(claim.data).document_id == doc.id:
+                    ops.append(Delete(*old_key, Condition.version_is(claim.version)))
+        try:
+            self.store.transact(ops)
+        except ConditionFailed:
+            current = self.store.get(record.pk, record.sk)
+            if current is None or document_of(current).deleted:
+                return "gone"
+            if current.version != record.version:
+                return document_of(current).status
+            self.store.transact(ops[:1])  # the hash rows moved meanwhile: keep the document's claim as it was
+        return "ingesting"
+
+    # --- links (POST /documents/recompute-links) ----------------------------------------
+
+    def recompute_links(self, ctx: RequestContext, *, chunk_budget: int = RELINK_SYNC_CHUNKS) -> RelinkResult:
+        """Rebuild the chunk-entity links (``links.py``) of the context's documents, in id order:
+        whole documents in this call while ``chunk_budget`` chunks are not spent, the rest in
+        one queued job (the worker hands it on until every document is done). Idempotent: a
+        repeat rebuilds the same links."""
+        names = links.load_entity_names(self.store, ctx)
+        result = self._relink(ctx, names, after="", stop=_budget(chunk_budget))
+        if result.next_after is not None:
+            self._queue().send(IngestionJob.for_links(ctx, result.next_after))
+        return result
+
+    def relink_job(self, job: IngestionJob, should_stop: Callable[[], bool]) -> str:
+        """The worker's part of a recompute-links: every document after ``job.after``; out of
+        time, the rest is handed on (``IngestionInterrupted`` carrying the last document done)."""
+        from agent_memory.services.documents.ingestion import IngestionInterrupted
+
+        ctx = job.request_context()
+        names = links.load_entity_names(self.store, ctx)
+        result = self._relink(ctx, names, after=job.after, stop=lambda _chunks: should_stop())
+        if result.next_after is not None:
+            raise IngestionInterrupted(f"recompute-links: out of time after document {result.next_after}",
+                                       done=job.progress + result.documents, after=result.next_after)
+        log.info("recompute-links of %s: %d documents, %d links", ctx.context_id,
+                 job.progress + result.documents, result.links)
+        return "relinked"
+
+    def _relink(self, ctx: RequestContext, names: links.EntityNames, *, after: str,
+                stop: Callable[[int], bool]) -> RelinkResult:
+        documents = linked = chunks_seen = 0
+        last = after
+        src = paging.Source(keys.documents_pk(ctx), prefix="doc_")
+        start = {"pk": src.pk, "sk": after} if after else None
+        for record in paging.scan(self.store, src, after=start):
+            if record.data.get("kind") != Document.KIND:
+                continue
+            if documents and stop(chunks_seen):
+                return RelinkResult(documents, linked, next_after=last)
+            doc = document_of(record)
+            if not doc.deleted:
+                n_chunks, n_links = self._relink_document(ctx, doc.id, names)
+                chunks_seen += n_chunks
+                linked += n_links
+            documents += 1
+            last = record.sk
+        return RelinkResult(documents, linked)
+
+    def _relink_document(self, ctx: RequestContext, doc_id: str, names: links.EntityNames) -> tuple[int, int]:
+        """Rewrite the links of the document's chunks whose links changed; ``(chunks, links)``,
+        ``links`` counting the distinct entities the document mentions."""
+        mentioned: set[str] = set()
+        n = 0
+        for record in paging.scan(self.store, paging.Source(keys.chunks_pk(ctx, doc_id))):
+            chunk = Chunk.from_item(record.data)
+            if chunk.deleted:
+                continue
+            n += 1
+            ids = names.mentioned(chunk.text)
+            mentioned.update(ids)
+            if ids != sorted(chunk.entity_ids or []):
+                updated = replace(chunk, entity_ids=ids or None)
+                try:
+                    self.store.put(Record(record.pk, record.sk, updated.to_item(), version=record.version + 1),
+                                   Condition.version_is(record.version))
+                except ConditionFailed:
+                    pass  # rewritten meanwhile (a reprocess, a forget): the next recompute sees it
+        return n, len(mentioned)
 
     # --- reads ----------------------------------------------------------------------
 
