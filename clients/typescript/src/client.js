@@ -757,6 +757,22 @@ class Documents {
     return this._client._paged("listDocumentChunks", { params: { document_id: documentId }, key: "chunks", pageSize, sdk });
   }
 
+  /** Re-ingests the document from its stored original (same id; unchanged chunks keep theirs);
+   * then `waitReady`. `queued` is false when one was already running. */
+  reprocess(documentId, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("reprocessDocument", {
+      params: { document_id: documentId }, idempotent: true, keyedWrite: true, sdk,
+    });
+  }
+
+  /** Rebuilds the links between the documents' chunks and the entities they mention;
+   * `continued`: the rest runs in the background. */
+  recomputeLinks(options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("recomputeDocumentLinks", { idempotent: true, keyedWrite: true, sdk });
+  }
+
   async delete(documentId, options = {}) {
     const [sdk] = split(options);
     await this._client._send("deleteDocument", { params: { document_id: documentId }, idempotent: true, sdk });

@@ -520,10 +520,35 @@ export interface paths {
             cookie?: never;
         };
         get: operations["getDocument"];
-        put?: never;
+        /** @description Re-ingests the document from its stored original (after a chunking or extractor change), in the background like an upload (202, status ingesting). The document keeps its id, and each chunk whose text is unchanged keeps its id, its facts and its links (no model call); vanished chunks leave the store and search (facts learned from them stay, as for a deleted document); new chunks are extracted. A document already ingesting or uploading answers 202 as it is with queued false (no second run). Without a stored original, 409 (code original_unavailable). No body. */
+        put: operations["reprocessDocument"];
         post?: never;
         /** @description Deletes the document and its chunks, which leave retrieval; facts learned from it stay. While the document is ingesting, the ingestion stops and nothing of it stays. */
         delete: operations["deleteDocument"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/documents/recompute-links": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Rebuilds the links between the context's document chunks and the entities they mention (an entity's name occurring in a chunk's text as whole words), against the entities stored now. The call relinks whole documents, in id order, while 2,000 chunks are not spent, and queues the rest for the ingestion worker (continued true), which hands on until every document is done. Idempotent (a repeat rebuilds the same links). No body. */
+        post: operations["recomputeDocumentLinks"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2258,6 +2283,28 @@ export interface components {
             chunkCount?: number;
             /** @description Chunks to ingest (the same as chunkCount). */
             chunksTotal?: number;
+        };
+        ReprocessDocumentResponse: {
+            id: string;
+            /** @enum {string} */
+            status: "uploading" | "ingesting" | "ready" | "failed";
+            /** @description sha256 (hex) of the normalised text (as of the last ingest). */
+            contentHash: string;
+            /** @description Always false (the client's upload shape). */
+            deduplicated: boolean;
+            title?: string;
+            chunkCount?: number;
+            chunksTotal?: number;
+            /** @description Whether this call queued the re-ingest (false - one is already running). */
+            queued: boolean;
+        };
+        RecomputeLinksResponse: {
+            /** @description Document-entity links (distinct entities per document) the documents relinked by this call hold. */
+            linksEmitted: number;
+            /** @description Documents this call relinked. */
+            documentsRelinked: number;
+            /** @description The remaining documents were queued for the worker. */
+            continued: boolean;
         };
         CreateDocumentUploadRequest: {
             /** @description Bytes to be PUT (the URL is signed for exactly this); at most 5 MiB (413 above). */
@@ -3994,6 +4041,52 @@ export interface operations {
             422: components["responses"]["InvalidContext"];
         };
     };
+    reprocessDocument: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A replay of an earlier call with the same Idempotency-Key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReprocessDocumentResponse"];
+                };
+            };
+            /** @description Queued (queued true), or already running (queued false); the document's status. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReprocessDocumentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["InvalidContext"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     deleteDocument: {
         parameters: {
             query?: never;
@@ -4023,6 +4116,50 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
+        };
+    };
+    recomputeDocumentLinks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A replay of an earlier call with the same Idempotency-Key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecomputeLinksResponse"];
+                };
+            };
+            /** @description What this call relinked; the rest, if any, continues in the background. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecomputeLinksResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["InvalidContext"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listDocumentChunks: {

@@ -31,6 +31,8 @@ export const OPERATIONS = Object.freeze({
   completeDocumentUpload: ["POST", "/api/v1/{context_id}/documents/{document_id}/complete", "documents.completeUpload"],
   getDocument: ["GET", "/api/v1/{context_id}/documents/{document_id}", "documents.get"],
   deleteDocument: ["DELETE", "/api/v1/{context_id}/documents/{document_id}", "documents.delete"],
+  reprocessDocument: ["PUT", "/api/v1/{context_id}/documents/{document_id}", "documents.reprocess"],
+  recomputeDocumentLinks: ["POST", "/api/v1/{context_id}/documents/recompute-links", "documents.recomputeLinks"],
   listDocumentChunks: ["GET", "/api/v1/{context_id}/documents/{document_id}/chunks", "documents.chunks"],
   getDocumentRaw: ["GET", "/api/v1/{context_id}/documents/{document_id}/raw", "documents.fetchRaw"],
   getState: ["GET", "/api/v1/{context_id}/state", "state"],

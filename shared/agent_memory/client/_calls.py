@@ -369,6 +369,18 @@ class Calls:
         return Call("GET", f"{self.prefix}/documents/{_seg(document_id)}/raw", lambda response: response,
                     idempotent=True)
 
+    def reprocess_document(self, document_id: str, *, idempotency_key: str | None = None
+                           ) -> Call[wire.ReprocessDocumentResponse]:
+        # A repeat while one runs queues nothing: safe to retry (and keyed, a replay).
+        return Call("PUT", f"{self.prefix}/documents/{_seg(document_id)}", model(wire.ReprocessDocumentResponse),
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()}, idempotent=True,
+                    keyed_write=True)
+
+    def recompute_document_links(self, *, idempotency_key: str | None = None) -> Call[wire.RecomputeLinksResponse]:
+        return Call("POST", f"{self.prefix}/documents/recompute-links", model(wire.RecomputeLinksResponse),
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()}, idempotent=True,
+                    keyed_write=True)
+
     def delete_document(self, document_id: str) -> Call[None]:
         return Call("DELETE", f"{self.prefix}/documents/{_seg(document_id)}", nothing, idempotent=True)
 

@@ -704,6 +704,20 @@ class AsyncDocuments:
         return self._client._paged(f"/documents/{quote(document_id, safe='')}/chunks", {}, "chunks",
                                    wire.DocumentChunk, page_size)
 
+    @operation("reprocessDocument")
+    async def reprocess(self, document_id: str, *, idempotency_key: str | None = None
+                        ) -> wire.ReprocessDocumentResponse:
+        """Re-ingests the document from its stored original (same id; unchanged chunks keep
+        theirs); then ``wait_ready``. ``queued`` is false when one was already running."""
+        return await self._client._send(self._client._calls.reprocess_document(document_id,
+                                                                               idempotency_key=idempotency_key))
+
+    @operation("recomputeDocumentLinks")
+    async def recompute_links(self, *, idempotency_key: str | None = None) -> wire.RecomputeLinksResponse:
+        """Rebuilds the links between the documents' chunks and the entities they mention;
+        ``continued``: the rest runs in the background."""
+        return await self._client._send(self._client._calls.recompute_document_links(idempotency_key=idempotency_key))
+
     @operation("deleteDocument")
     async def delete(self, document_id: str) -> None:
         await self._client._send(self._client._calls.delete_document(document_id))

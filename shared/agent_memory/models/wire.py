@@ -437,6 +437,23 @@ class UploadDocumentResponse(WireModel):
     chunks_total: int | None = None
 
 
+class ReprocessDocumentResponse(WireModel):
+    id: str
+    status: str
+    content_hash: str
+    deduplicated: bool
+    queued: bool
+    title: str | None = None
+    chunk_count: int | None = None
+    chunks_total: int | None = None
+
+
+class RecomputeLinksResponse(WireModel):
+    links_emitted: int
+    documents_relinked: int
+    continued: bool
+
+
 class Document(WireModel):
     id: str
     title: str
