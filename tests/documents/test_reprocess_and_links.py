@@ -206,6 +206,16 @@ def test_the_links_job_hands_on_when_out_of_time(runtime, api):
     assert runtime.ingestion.deliver(handed[0], should_stop=lambda: False, hand_on=handed.append) == "relinked"
 
 
+def test_a_links_job_survives_the_queue_message_round_trip():
+    from agent_memory.services.documents.ingestion import IngestionJob
+
+    job = IngestionJob.for_links(RequestContext(context_id="acme", principal="p", read_region=("org/acme",)), "doc_1")
+    back = IngestionJob.from_message(job.to_message())
+    assert back == job and back.request_context().read_region == ("org/acme",)
+    plain = IngestionJob.for_document(RC, "doc_2")
+    assert IngestionJob.from_message(plain.to_message()) == plain
+
+
 def test_entity_names_match_whole_words_only():
     names = links.EntityNames()
     names.add("entity:org/acme", "Acme")

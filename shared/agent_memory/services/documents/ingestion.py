@@ -88,6 +88,7 @@ class IngestionJob:
     # the context's documents after ``after`` (a document id; ``links.py``); ``document_id`` empty.
     task: str = "ingest"
     after: str = ""
+    read_region: tuple[str, ...] | None = None  # a links job: the documents the caller may read
 
     @classmethod
     def for_document(cls, ctx: RequestContext, document_id: str) -> IngestionJob:
@@ -96,7 +97,7 @@ class IngestionJob:
     @classmethod
     def for_links(cls, ctx: RequestContext, after: str) -> IngestionJob:
         return cls(ctx.context_id, ctx.partition, ctx.principal, "", tuple(ctx.groups), ctx.admin,
-                   task="links", after=after)
+                   task="links", after=after, read_region=ctx.read_region)
 
     def continued(self, done: int, after: str | None = None) -> IngestionJob:
         """The message that hands the rest of this job on, with ``done`` chunks committed
@@ -105,18 +106,20 @@ class IngestionJob:
                        after=self.after if after is None else after)
 
     def to_message(self) -> dict[str, Any]:
-        return {**asdict(self), "groups": list(self.groups)}
+        region = None if self.read_region is None else list(self.read_region)
+        return {**asdict(self), "groups": list(self.groups), "read_region": region}
 
     @classmethod
     def from_message(cls, data: dict[str, Any]) -> IngestionJob:
         return cls(str(data["context_id"]), str(data["partition"]), str(data["principal"]),
                    str(data["document_id"]), tuple(data.get("groups") or ()), bool(data.get("admin")),
                    int(data.get("continuation") or 0), int(data.get("progress") or 0),
-                   str(data.get("task") or "ingest"), str(data.get("after") or ""))
+                   str(data.get("task") or "ingest"), str(data.get("after") or ""),
+                   None if data.get("read_region") is None else tuple(data["read_region"]))
 
     def request_context(self) -> RequestContext:
         return RequestContext(context_id=self.context_id, principal=self.principal, partition=self.partition,
-                              groups=self.groups, admin=self.admin)
+                              groups=self.groups, admin=self.admin, read_region=self.read_region)
 
 
 def problem_of(exc: MemoryError_) -> dict[str, Any]:

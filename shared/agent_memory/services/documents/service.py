@@ -568,7 +568,7 @@ class DocumentService:
             if documents and stop(chunks_seen):
                 return RelinkResult(documents, linked, next_after=last)
             doc = document_of(record)
-            if not doc.deleted:
+            if not doc.deleted and scope_lib.visible(doc.scopes or [], ctx.read_region):
                 n_chunks, n_links = self._relink_document(ctx, doc.id, names)
                 chunks_seen += n_chunks
                 linked += n_links
