@@ -124,6 +124,19 @@ def test_reprocess_while_one_runs_starts_no_second(api, runtime, monkeypatch):
     assert api.get(f"{DOCS}/{doc_id}").json()["status"] == "ready"
 
 
+def test_reprocess_requeues_an_ingest_that_died(api, runtime, monkeypatch):
+    doc_id = upload(api)
+    before = chunks_of(api, doc_id)
+    store = runtime.store
+    record = store.get(keys.documents_pk(RC), doc_id)
+    stuck = {**record.data, "status": "ingesting", "updatedAt": "2020-01-01T00:00:00Z"}
+    store.put(type(record)(record.pk, record.sk, stuck, version=record.version + 1))
+    r = api.request("PUT", f"{DOCS}/{doc_id}")
+    assert r.status == 202 and r.json()["queued"] is True
+    settle()
+    assert api.get(f"{DOCS}/{doc_id}").json()["status"] == "ready" and chunks_of(api, doc_id) == before
+
+
 def test_reprocess_honours_the_idempotency_key(api, runtime, monkeypatch):
     doc_id = upload(api)
     sent = []
