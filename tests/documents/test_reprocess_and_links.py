@@ -199,12 +199,24 @@ def test_recompute_links_drops_a_link_to_a_removed_entity(api, runtime):
 
 def test_recompute_links_beyond_the_request_budget_continues_in_the_worker(api, runtime):
     ids = [upload(api, GUIDE.replace("Guide", f"Guide {i}")) for i in range(3)]
-    result = runtime.documents.recompute_links(RC, chunk_budget=1)  # one document in the request
+    result = runtime.documents.recompute_links(RC, chunk_budget=3)  # one document (3 chunks) in the request
     assert result.documents == 1 and result.next_after == ids[0]
     settle()  # the queued job relinked the other two
     for doc_id in ids:
         intro = next(c for c in stored_chunks(doc_id) if "Alice" in c.text)
         assert "entity:person/alice" in (intro.entity_ids or [])
+
+
+def test_a_document_over_the_request_budget_goes_to_the_worker_whole(api, runtime, monkeypatch):
+    doc_id = upload(api)
+    sent = []
+    monkeypatch.setattr(runtime.ingestion_queue, "send", sent.append)
+    result = runtime.documents.recompute_links(RC, chunk_budget=2)  # the document has 3 chunks
+    assert (result.documents, result.links, result.next_after) == (0, 0, "")
+    assert [(j.task, j.after) for j in sent] == [("links", "")]
+    assert runtime.ingestion.process(sent[0]) == "relinked"
+    intro = next(c for c in stored_chunks(doc_id) if "Alice" in c.text)
+    assert "entity:person/alice" in (intro.entity_ids or [])
 
 
 def test_the_links_job_hands_on_when_out_of_time(runtime, api):

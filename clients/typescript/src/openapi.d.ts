@@ -546,7 +546,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Rebuilds the links between the context's document chunks and the entities they mention (an entity's name occurring in a chunk's text as whole words), against the entities stored now. The call relinks whole documents, in id order, while 2,000 chunks are not spent, and queues the rest for the ingestion worker (continued true), which hands on until every document is done. Idempotent (a repeat rebuilds the same links). No body. */
+        /** @description Rebuilds the links between the context's document chunks and the entities they mention (an entity's name occurring in a chunk's text as whole words), against the entities stored now, for the documents the caller may read. The call relinks whole documents, in id order, while their chunks stay within 2,000, and queues the rest for the ingestion worker (continued true), which hands on until every document is done. Idempotent (a repeat rebuilds the same links). No body. */
         post: operations["recomputeDocumentLinks"];
         delete?: never;
         options?: never;

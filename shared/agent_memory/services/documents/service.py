@@ -177,10 +177,6 @@ def carry_plan(old: list[Chunk], new: list[Any], new_chunk_id: Callable[[], str]
     return CarryPlan(ids, removed, rewritten, carried)
 
 
-def _budget(chunks: int) -> Callable[[int], bool]:
-    return lambda seen: seen >= chunks
-
-
 @dataclass(frozen=True)
 class UploadTicket:
     """A presigned upload: the ``uploading`` document and where (and how) to PUT its bytes."""
@@ -532,12 +528,13 @@ class DocumentService:
     # --- links (POST /documents/recompute-links) ----------------------------------------
 
     def recompute_links(self, ctx: RequestContext, *, chunk_budget: int = RELINK_SYNC_CHUNKS) -> RelinkResult:
-        """Rebuild the chunk-entity links (``links.py``) of the context's documents, in id order:
-        whole documents in this call while ``chunk_budget`` chunks are not spent, the rest in
+        """Rebuild the chunk-entity links (``links.py``) of the documents the caller may read, in
+        id order: whole documents in this call while their chunks stay within ``chunk_budget``, the rest in
         one queued job (the worker hands it on until every document is done). Idempotent: a
         repeat rebuilds the same links."""
         names = links.load_entity_names(self.store, ctx)
-        result = self._relink(ctx, names, after="", stop=_budget(chunk_budget))
+        # A document that would take the request past the budget goes to the worker, whole.
+        result = self._relink(ctx, names, after="", stop=lambda seen, next_doc: seen + next_doc > chunk_budget)
         if result.next_after is not None:
             self._queue().send(IngestionJob.for_links(ctx, result.next_after))
         return result
@@ -549,7 +546,7 @@ class DocumentService:
 
         ctx = job.request_context()
         names = links.load_entity_names(self.store, ctx)
-        result = self._relink(ctx, names, after=job.after, stop=lambda _chunks: should_stop())
+        result = self._relink(ctx, names, after=job.after, stop=lambda _seen, _next: should_stop(), progress=True)
         if result.next_after is not None:
             raise IngestionInterrupted(f"recompute-links: out of time after document {result.next_after}",
                                        done=job.progress + result.documents, after=result.next_after)
@@ -558,7 +555,10 @@ class DocumentService:
         return "relinked"
 
     def _relink(self, ctx: RequestContext, names: links.EntityNames, *, after: str,
-                stop: Callable[[int], bool]) -> RelinkResult:
+                stop: Callable[[int, int], bool], progress: bool = False) -> RelinkResult:
+        """Relink the documents after ``after`` until ``stop(chunks so far, the next
+        document's chunks)``; ``progress``: the first document is relinked whatever ``stop``
+        says (a worker delivery always advances)."""
         documents = linked = chunks_seen = 0
         last = after
         src = paging.Source(keys.documents_pk(ctx), prefix="doc_")
@@ -566,9 +566,9 @@ class DocumentService:
         for record in paging.scan(self.store, src, after=start):
             if record.data.get("kind") != Document.KIND:
                 continue
-            if documents and stop(chunks_seen):
-                return RelinkResult(documents, linked, next_after=last)
             doc = document_of(record)
+            if (documents or not progress) and stop(chunks_seen, doc.chunk_count):
+                return RelinkResult(documents, linked, next_after=last)
             if not doc.deleted and scope_lib.visible(doc.scopes or [], ctx.read_region):
                 n_chunks, n_links = self._relink_document(ctx, doc.id, names)
                 chunks_seen += n_chunks
