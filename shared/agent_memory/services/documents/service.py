@@ -426,8 +426,9 @@ class DocumentService:
         """Queue a re-ingest of the document from its stored original; ``(document, queued)``.
         A document already ingesting or uploading answers as it is (nothing more is queued: a
         repeat while one runs starts no second), unless its ingest died (``STALE_INGEST_S``
-        without progress): then this queues it again, carrying what was committed. The flip to ``ingesting`` is conditioned on
-        the row's version, so of two concurrent calls one queues."""
+        without progress): then this queues it again, carrying what was committed. The flip
+        to ``ingesting`` is conditioned on the row's version, so of two concurrent calls one
+        queues."""
         record = self._load(ctx, doc_id)
         doc = document_of(record)
         if doc.status == "uploading" or (doc.status == "ingesting" and not _stale(doc)):
