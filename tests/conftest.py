@@ -5,6 +5,7 @@ loopback."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import threading
@@ -142,6 +143,7 @@ class ApiResponse:
     status: int
     headers: dict[str, str]
     text: str
+    body: bytes = b""  # the body's bytes (a base64-encoded binary response decoded)
 
     def json(self) -> Any:
         return json.loads(self.text) if self.text else None
@@ -159,8 +161,9 @@ class InProcessApi:
         hdrs = {"content-type": "application/json", **(headers or {})}
         resp = self.gateway.invoke(method, path, hdrs, data)
         body = resp.get("body") or "".join(resp.get("stream") or [])
+        content = base64.b64decode(body) if resp.get("isBase64Encoded") else body.encode()
         return ApiResponse(resp["statusCode"], {k.lower(): v for k, v in (resp.get("headers") or {}).items()},
-                           body)
+                           body, content)
 
     def get(self, path: str, **kw: Any) -> ApiResponse:
         return self.request("GET", path, **kw)

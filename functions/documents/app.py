@@ -1,14 +1,18 @@
-"""Documents area: upload (JSON or multipart/form-data), read, page chunks, delete.
+"""Documents area: upload (JSON or multipart/form-data), read, page chunks, reprocess, relink, delete.
 
 Ingest behaviour (chunking, dedupe, extraction, the order of writes) is documented in
 ``agent_memory.services.documents.service``; this module only parses and answers. Chunk pages are
 written with ``ensure_ascii=False`` (escaping non-ASCII text would multiply their size).
 """
 
+from dataclasses import replace
+from typing import Any
+from urllib.parse import urljoin
+
 from agent_memory.http import api as http
 from agent_memory.http import multipart
 from agent_memory.kernel.errors import PayloadTooLarge
-from agent_memory.models.documents import DocumentUpload, DocumentUploadTicketRequest
+from agent_memory.models.documents import DocumentFileUpload, DocumentUpload, DocumentUploadTicketRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import documents as documents_wire
 from agent_memory.runtime import get_runtime
@@ -19,7 +23,7 @@ BASE = "/api/v1/<context_id>/documents"
 DOCUMENT_STATUSES = ("uploading", "ingesting", "ready", "failed")
 
 
-def _upload(context_id: str) -> DocumentUpload:
+def _upload(context_id: str) -> tuple[DocumentFileUpload, Any]:
     limits = get_runtime().settings.limits
     # A synchronous request stays below Lambda's 6 MB payload limit (limits.sync_body_bytes);
     # a larger document goes through a presigned upload, which the 413 names.
@@ -32,9 +36,15 @@ def _upload(context_id: str) -> DocumentUpload:
             limit=limits.sync_body_bytes, uploadRoute=f"/api/v1/{context_id}/documents/uploads")
     content_type = http.header(app, "content-type")
     if multipart.is_multipart(content_type):
+        from agent_memory.services.documents.service import OriginalFile
+
         parts = multipart.parse_form(content_type, body)
-        return http.validate(DocumentUpload, multipart.document_upload_fields(parts))
-    return http.body(app, DocumentUpload)
+        fields = multipart.document_upload_fields(parts, keep_file=True)
+        file = parts.get("file")
+        if file is None:
+            return http.validate(DocumentUpload, fields), None
+        return http.validate(DocumentFileUpload, fields), OriginalFile(file.data, file.declared_type)
+    return http.body(app, DocumentUpload), None
 
 
 def _page_size() -> int:
@@ -48,7 +58,8 @@ def _page_size() -> int:
 @app.post(BASE)
 def upload_document(context_id: str):
     ctx = http.context(app, context_id)
-    result = get_runtime().documents.ingest(ctx, ctx.scoped(_upload(context_id)))
+    upload, original = _upload(context_id)
+    result = get_runtime().documents.ingest(ctx, ctx.scoped(upload), original)
     return http.json_response(*documents_wire.ingested(result))
 
 
@@ -56,7 +67,10 @@ def upload_document(context_id: str):
 def create_document_upload(context_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, DocumentUploadTicketRequest)
-    return http.json_response(*documents_wire.upload_ticket(get_runtime().documents.create_upload(ctx, ctx.scoped(req))))
+    ticket = get_runtime().documents.create_upload(ctx, ctx.scoped(req))
+    # The local upload store signs a path on this server: made absolute against the caller's origin.
+    ticket = replace(ticket, url=urljoin(http.request_origin(app) + "/", ticket.url))
+    return http.json_response(*documents_wire.upload_ticket(ticket))
 
 
 @app.post(f"{BASE}/<document_id>/complete")
@@ -86,6 +100,34 @@ def delete_document(context_id: str, document_id: str):
     ctx = http.context(app, context_id)
     get_runtime().documents.delete(ctx, document_id)
     return http.empty_response(204)
+
+
+@app.put(f"{BASE}/<document_id>")
+def reprocess_document(context_id: str, document_id: str):
+    ctx = http.context(app, context_id)
+    documents = get_runtime().documents
+    return http.idempotent(app, ctx, "reprocess-document", {"documentId": document_id},
+                           lambda: documents_wire.reprocessed(*documents.reprocess(ctx, document_id)), status=202)
+
+
+@app.post(f"{BASE}/recompute-links")
+def recompute_document_links(context_id: str):
+    ctx = http.context(app, context_id)
+    documents = get_runtime().documents
+    return http.idempotent(app, ctx, "recompute-links", {},
+                           lambda: documents_wire.relinked(documents.recompute_links(ctx)), status=202)
+
+
+@app.get(f"{BASE}/<document_id>/raw")
+def get_document_raw(context_id: str, document_id: str):
+    ctx = http.context(app, context_id)
+    limits = get_runtime().settings.limits
+    # Inline below Lambda's 6 MB response limit (base64 adds a third); larger: a presigned GET.
+    raw = get_runtime().documents.raw(ctx, document_id, inline_bytes=limits.sync_body_bytes)
+    if raw.data is None:
+        return http.redirect_response(raw.url or "")
+    return http.bytes_response(raw.data, raw.content_type,
+                               headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})
 
 
 @app.get(f"{BASE}/<document_id>/chunks")

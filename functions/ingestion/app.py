@@ -1,5 +1,6 @@
 """Ingestion worker: SQS consumer (no route) of document ingestion jobs
-(``services.ingestion``). Each message is one document; its chunks are extracted with
+(``services.ingestion``), reprocess jobs (``PUT /documents/{id}``, the same job on a document
+flagged ``reprocess``) and recompute-links jobs (``task: "links"``). Each message is one document; its chunks are extracted with
 bounded parallelism and committed one by one. A job that runs out of time after committing
 chunks hands the rest on as a new message (a continuation carrying its progress) and counts
 as done, so running out of time spends none of the queue's receives. A message whose delivery
@@ -35,6 +36,8 @@ def lambda_handler(event, lambda_context):
             status = runtime.ingestion.deliver(job, should_stop=out_of_time, hand_on=runtime.ingestion_queue.send)
             if status == "continued":
                 count("DocumentsContinued")
+            elif status == "relinked":  # a recompute-links job (POST /documents/recompute-links) finished
+                count("DocumentLinksRecomputed")
             else:
                 count("DocumentsIngested" if status == "ready" else "DocumentsNotIngested")
         except Exception:

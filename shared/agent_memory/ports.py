@@ -200,11 +200,15 @@ class JobQueue(Protocol):
 
 @runtime_checkable
 class UploadStore(Protocol):
-    """Where large documents are uploaded directly by the caller (presigned PUT), and read by
-    the ingestion worker. Keys are chosen by the service (one per document)."""
+    """Object storage for documents: large uploads PUT directly by the caller (presigned, under
+    ``staging/``, read once by the ingestion worker) and every document's original bytes (under
+    ``originals/``, kept until the document is deleted, forgotten or purged). Keys are chosen by
+    the service (one per document). Implementations: S3 (``adapters.upload_store.S3UploadStore``)
+    and a directory under the local data directory (``LocalUploadStore``)."""
 
     def presign_put(self, key: str, size: int, content_type: str, expires_s: int) -> str:
-        """A URL the caller PUTs exactly ``size`` bytes of ``content_type`` to, until ``expires_s``."""
+        """A URL the caller PUTs exactly ``size`` bytes of ``content_type`` to, until ``expires_s``.
+        A URL without a scheme and host is relative to the API's own origin (the local server)."""
         ...
 
     def read(self, key: str, max_bytes: int) -> bytes | None:
@@ -212,7 +216,18 @@ class UploadStore(Protocol):
         ``ValueError``."""
         ...
 
-    def delete(self, key: str) -> None: ...
+    def write(self, key: str, data: bytes, content_type: str) -> None:
+        """Store ``data`` under ``key`` (replacing what is there), encrypted at rest."""
+        ...
+
+    def presign_get(self, key: str, expires_s: int, content_type: str) -> str | None:
+        """A URL the caller GETs the object from, or ``None`` when this store only serves bytes
+        through the API itself (the local store)."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove the object; a missing one is no error."""
+        ...
 
 
 @runtime_checkable

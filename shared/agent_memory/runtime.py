@@ -12,6 +12,7 @@ and tests share exactly the wiring a deployed function uses.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -374,13 +375,20 @@ class Runtime:
 
         return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
                                  concurrency=self.settings.limits.document_concurrency,
-                                 window_chars=self.settings.limits.document_window_chars)
+                                 window_chars=self.settings.limits.document_window_chars,
+                                 claim_reprocess=self.documents.claim_reprocess, relink=self.documents.relink_job)
 
     @cached_property
     def upload_store(self):
-        """Presigned document uploads (S3), or ``None`` when no bucket is configured."""
+        """Document objects (presigned uploads and originals): S3 when a bucket is configured,
+        else a directory under the data directory (local runs), else (a function without a
+        bucket) ``None``."""
         if not self.settings.upload_bucket:
-            return None
+            if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+                return None
+            from agent_memory.adapters.upload_store import LocalUploadStore
+
+            return LocalUploadStore(self.settings.data_dir / "uploads")
         from agent_memory.adapters.upload_store import S3UploadStore
 
         return S3UploadStore(self.settings.upload_bucket, region=self.settings.aws_region)

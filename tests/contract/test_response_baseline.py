@@ -152,6 +152,13 @@ def _scenario(api: Any) -> list[dict[str, Any]]:
         call("GET", f"{CTX}/documents/{doc_id}/chunks")
         call("GET", f"{CTX}/documents")
         call("POST", f"{CTX}/query", {"query": "how long does shipping take", "k": 3})
+        call("POST", f"{CTX}/documents/recompute-links")
+        call("PUT", f"{CTX}/documents/{doc_id}")  # reprocess: the same text, every chunk carried over
+        for _ in range(200):
+            if api.request("GET", f"{CTX}/documents/{doc_id}").json().get("status") in ("ready", "failed"):
+                break
+            time.sleep(0.05)
+        call("GET", f"{CTX}/documents/{doc_id}")
         call("DELETE", f"{CTX}/documents/{doc_id}")
     call("GET", "/api/v1/contexts")
     call("GET", f"{CTX}/audit")

@@ -114,6 +114,9 @@ def run(call: Call) -> None:
     doc_id = doc.get("id") or doc.get("documentId")
     ok("GET", f"{CTX}/documents/{doc_id}")
     ok("GET", f"{CTX}/documents/{doc_id}/chunks")
+    ok("GET", f"{CTX}/documents/{doc_id}/raw")  # the original, from the upload bucket
+    ok("PUT", f"{CTX}/documents/{doc_id}", status=202)  # reprocess from the original (or already queued)
+    ok("POST", f"{CTX}/documents/recompute-links", status=202)
     assert doc_id in [d["id"] for d in ok("GET", f"{CTX}/documents")["documents"]]
 
     ok("POST", f"{CTX}/forget", {"query": "Lisbon", "dryRun": True})

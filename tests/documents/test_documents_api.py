@@ -130,7 +130,7 @@ def test_multipart_binary_body_survives_base64_transport(client):
     chunks = client.get(f"{DOCS}/{r.json()['id']}/chunks").json()["chunks"]
     assert chunks[0]["text"] == text and chunks[0]["documentTitle"] == "Caf\u00e9 rules"
     bad = client.post(DOCS, files={"file": ("x.txt", b"\xff\xfe\xfa broken", "text/plain")})
-    assert bad.status_code == 400 and bad.json()["field"] == "file"
+    assert bad.status_code == 415 and bad.json()["field"] == "file"
 
 
 def test_same_content_twice_is_deduplicated_without_model_calls(api, model):

@@ -54,7 +54,7 @@ def api(s3_runtime: Runtime) -> InProcessApi:
 
 def put(doc_id: str, body: bytes) -> None:
     """The caller's PUT to the presigned URL (in-process moto: through boto3)."""
-    boto3.client("s3", region_name="us-east-1").put_object(Bucket=BUCKET, Key=f"documents/{doc_id}", Body=body)
+    boto3.client("s3", region_name="us-east-1").put_object(Bucket=BUCKET, Key=f"staging/{doc_id}", Body=body)
 
 
 def ticket(api: InProcessApi, size: int, **extra) -> dict:
@@ -68,7 +68,7 @@ def test_a_presigned_upload_is_ingested_by_the_worker_and_the_object_removed(api
     t = ticket(api, len(body), labels=["policy"])
     assert t["status"] == "uploading" and t["method"] == "PUT"
     assert t["headers"] == {"Content-Type": "text/plain", "Content-Length": str(len(body))}
-    assert BUCKET in t["uploadUrl"] and f"documents/{t['id']}" in t["uploadUrl"]
+    assert BUCKET in t["uploadUrl"] and f"staging/{t['id']}" in t["uploadUrl"]
     assert "X-Amz-Signature" in t["uploadUrl"] and "content-length" in t["uploadUrl"].lower()
     assert api.get(f"{DOCS}/{t['id']}").json()["status"] == "uploading"
     put(t["id"], body)
@@ -80,10 +80,17 @@ def test_a_presigned_upload_is_ingested_by_the_worker_and_the_object_removed(api
     assert doc["title"] == "Travel policy" and doc["format"] == "markdown" and doc["labels"] == ["policy"]
     again = api.post(f"{DOCS}/{t['id']}/complete")  # a repeat queues nothing
     assert again.status == 200 and again.json()["status"] == "ready"
-    listed = boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket=BUCKET)
-    assert listed.get("KeyCount", 0) == 0, "the worker leaves the uploaded object behind"
+    s3 = boto3.client("s3", region_name="us-east-1")
+    listed = s3.list_objects_v2(Bucket=BUCKET)
+    # the staged upload is gone; the original is kept, encrypted at rest, until the document is deleted
+    assert [o["Key"] for o in listed.get("Contents", [])] == [f"originals/{t['id']}"]
+    assert s3.head_object(Bucket=BUCKET, Key=f"originals/{t['id']}")["ServerSideEncryption"] == "AES256"
+    raw = api.get(f"{DOCS}/{t['id']}/raw")
+    assert raw.status == 200 and raw.body == body and raw.headers["content-type"].startswith("text/plain")
     hits = fused_search(get_runtime().search, "trains", SearchFilter(context_id="acme", kinds=["chunk"], admin=True))
     assert any("trains" in h.unit.text for h in hits)
+    assert api.delete(f"{DOCS}/{t['id']}").status == 204
+    assert s3.list_objects_v2(Bucket=BUCKET).get("KeyCount", 0) == 0, "delete leaves the original behind"
 
 
 def test_complete_without_an_upload_fails_the_document_with_a_problem(api):
@@ -149,9 +156,43 @@ def test_a_synchronous_body_over_the_lambda_safe_cap_is_413_naming_the_upload_ro
     assert not get_runtime().store.query(keys.documents_pk(RC), limit=10).records
 
 
-def test_without_an_upload_bucket_the_route_is_503(runtime):
-    r = InProcessApi().post(f"{DOCS}/uploads", {"size": 10})
-    assert r.status == 503 and r.json()["code"] == "uploads_unavailable"
+def test_without_an_upload_bucket_uploads_go_to_the_local_store_on_the_same_server(runtime):
+    api = InProcessApi()
+    body = TEXT.encode()
+    t = ticket(api, len(body), filename="travel.md")
+    assert t["uploadUrl"].startswith("http://localhost/_local/uploads/staging/"), t["uploadUrl"]
+    assert t["headers"] == {"Content-Type": "text/markdown", "Content-Length": str(len(body))}
+    path = t["uploadUrl"].removeprefix("http://localhost")
+    gateway = api.gateway
+    put_ = lambda target, data, ctype="text/markdown": gateway.invoke("PUT", target, {"content-type": ctype}, data)  # noqa: E731
+    assert put_(path, body[:-1])["statusCode"] == 400  # another size than signed
+    assert put_(path, body, "text/plain")["statusCode"] == 400  # another type than signed
+    assert put_(path.replace("signature=", "signature=0"), body)["statusCode"] == 403
+    assert put_(path.replace("staging/doc_", "staging/doc_x"), body)["statusCode"] == 403  # signed for another key
+    assert gateway.invoke("GET", path, {}, b"")["statusCode"] == 405
+    assert api.get(f"{DOCS}/{t['id']}").json()["status"] == "uploading"
+    assert put_(path, body)["statusCode"] == 200
+    assert api.post(f"{DOCS}/{t['id']}/complete").status == 202
+    settle()
+    doc = api.get(f"{DOCS}/{t['id']}").json()
+    assert doc["status"] == "ready" and doc["format"] == "markdown" and doc["title"] == "Travel policy"
+    assert api.get(f"{DOCS}/{t['id']}/raw").body == body
+    uploads = runtime.settings.data_dir / "uploads"
+    assert not (uploads / "staging" / t["id"]).exists() and (uploads / "originals" / t["id"]).exists()
+    assert api.delete(f"{DOCS}/{t['id']}").status == 204
+    assert not (uploads / "originals" / t["id"]).exists()
+
+
+def test_an_expired_local_upload_url_is_refused(runtime, monkeypatch):
+    import time as time_module
+
+    api = InProcessApi()
+    t = ticket(api, 4)
+    path = t["uploadUrl"].removeprefix("http://localhost")
+    later = time_module.time() + runtime.settings.limits.upload_url_ttl_s + 1
+    monkeypatch.setattr("agent_memory.adapters.upload_store.time.time", lambda: later)
+    answer = api.gateway.invoke("PUT", path, {"content-type": "text/plain"}, b"abcd")
+    assert answer["statusCode"] == 403 and "expired" in answer["body"]
 
 
 # --- over HTTP: the SDK, the local server and a presigned PUT to moto_server -----------

@@ -98,6 +98,7 @@ MODELS = {
     wire.ContextResponse: "ContextResponse", wire.UploadDocumentResponse: "UploadDocumentResponse",
     wire.Document: "Document", wire.DocumentChunk: "DocumentChunk",
     wire.DocumentUploadTicket: "DocumentUploadTicket",
+    wire.ReprocessDocumentResponse: "ReprocessDocumentResponse", wire.RecomputeLinksResponse: "RecomputeLinksResponse",
     wire.AppendThreadTurnResponse: "AppendThreadTurnResponse", wire.ThreadTurn: "ThreadTurn",
     wire.Thread: "Thread", wire.ThreadContextItem: "ThreadContextItem", wire.Problem: "Problem",
     wire.ConsolidateOutcome: "ConsolidateOutcome", wire.ConsolidateResponse: "ConsolidateResponse",

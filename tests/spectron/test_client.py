@@ -175,6 +175,29 @@ def test_documents_upload_list_chunks_and_delete(memory):
     assert [d.id for d in memory.documents.list().documents] == [up.id]
 
 
+def test_documents_reprocess_and_recompute_links(memory, monkeypatch):
+    from agent_memory.services.documents import chunking
+
+    long_section = " ".join(f"Rule {i}: items of kind {i} return within {i + 10} days." for i in range(10))
+    text = f"# Returns\n\nReturns are accepted within 30 days. Alice works at Acme.\n\n# Rules\n\n{long_section}\n"
+    up = memory.documents.upload(text.encode(), filename="rules.md", content_type="text/markdown")
+    ready(memory, up.id)
+    before = {c.text: c.id for c in memory.documents.chunks(up.id).chunks}
+    monkeypatch.setattr(chunking, "MAX_CHARS", 200)
+    again = memory.documents.reprocess(up.id)
+    assert (again.id, again.status, again.deduplicated) == (up.id, "ingesting", False) and again.content_hash
+    doc = ready(memory, up.id)
+    assert doc.version == 2
+    after = memory.documents.chunks(up.id).chunks
+    assert len(after) > len(before)
+    kept = [c for c in after if c.text in before]
+    assert kept and all(c.id == before[c.text] for c in kept)
+    assert all(c.id not in before.values() for c in after if c.text not in before)
+    links = memory.documents.recompute_links()
+    assert links.links_emitted >= 1  # the returns section names Alice (an entity its facts created)
+    assert memory.documents.recompute_links().links_emitted == links.links_emitted
+
+
 def test_state_profile_forget_audit_and_health(memory):
     memory.remember("I work at Acme as CTO")
     assert memory.profile().dynamic and memory.state().identity

@@ -739,9 +739,38 @@ class Documents {
     return this._client._send("getDocument", { params: { document_id: documentId }, sdk });
   }
 
+  /** The original bytes as uploaded; a large original kept in S3 is fetched from the presigned
+   * URL the API redirects to. */
+  async fetchRaw(documentId, options = {}) {
+    const [sdk] = split(options);
+    const call = this._client._call("getDocumentRaw", { params: { document_id: documentId }, sdk });
+    const { response, release } = await this._client._transport.response(call, { stream: true });
+    try {
+      return new Uint8Array(await response.arrayBuffer());
+    } finally {
+      release();
+    }
+  }
+
   chunks(documentId, { pageSize, ...options } = {}) {
     const [sdk] = split(options);
     return this._client._paged("listDocumentChunks", { params: { document_id: documentId }, key: "chunks", pageSize, sdk });
+  }
+
+  /** Re-ingests the document from its stored original (same id; unchanged chunks keep theirs);
+   * then `waitReady`. `queued` is false when one was already running. */
+  reprocess(documentId, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("reprocessDocument", {
+      params: { document_id: documentId }, idempotent: true, keyedWrite: true, sdk,
+    });
+  }
+
+  /** Rebuilds the links between the documents' chunks and the entities they mention;
+   * `continued`: the rest runs in the background. */
+  recomputeLinks(options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("recomputeDocumentLinks", { idempotent: true, keyedWrite: true, sdk });
   }
 
   async delete(documentId, options = {}) {

@@ -307,6 +307,12 @@ export interface Documents {
   list(options?: { status?: string; mimeType?: string } & PageOptions): Paginator<S["Document"]>;
   get(documentId: string, options?: CallOptions): Promise<S["Document"]>;
   chunks(documentId: string, options?: PageOptions): Paginator<S["DocumentChunk"]>;
+  /** The original bytes as uploaded. */
+  fetchRaw(documentId: string, options?: CallOptions): Promise<Uint8Array>;
+  /** Re-ingests the document from its stored original (202; `queued` false: one already runs). */
+  reprocess(documentId: string, options?: CallOptions): Promise<S["ReprocessDocumentResponse"]>;
+  /** Rebuilds the chunk-entity links of the context's documents. */
+  recomputeLinks(options?: CallOptions): Promise<S["RecomputeLinksResponse"]>;
   delete(documentId: string, options?: CallOptions): Promise<void>;
   waitReady(documentId: string, options?: {
     timeoutMs?: number; pollIntervalMs?: number; onProgress?: (document: S["Document"]) => void;

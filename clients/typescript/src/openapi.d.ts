@@ -447,7 +447,7 @@ export interface paths {
         /** @description Documents of the partition whose scopes the caller's read region covers, with their ingestion status. */
         get: operations["listDocuments"];
         put?: never;
-        /** @description Accepts a text or markdown document (at most 5 MiB of UTF-8 text; 413 above) for asynchronous ingestion and answers 202 at once (status ingesting, chunksTotal). The document is split into chunks that follow its structure (markdown headings and paragraphs; each chunk keeps its heading path and position); a background worker extracts facts from every chunk (one model call each, a bounded number at once) as authoritative document facts: a later conversational contradiction becomes an uncertainty. Each chunk is committed, and becomes searchable, as its call returns; GET the document for chunksDone/chunksTotal and its final status: ready, or failed with a problem document (error). The same normalised content in the same context, partition and scopes is stored once: a repeat answers 200 with the existing document and deduplicated true (also when two uploads race); a failed document is replaced by a new upload. A request body over 3,000,000 bytes (limits.sync_body_bytes, which keeps the request below Lambda's 6 MB synchronous payload limit) is refused with 413 and code use_presigned_upload, naming POST /documents/uploads (uploadRoute), which takes documents up to 5 MiB. */
+        /** @description Accepts a document (PDF, DOCX, HTML, Markdown or plain text; at most 5 MiB; 413 above) for asynchronous ingestion (a PDF's text is read page by page and each chunk keeps its page; an HTML or DOCX document's headings are its sections); the original bytes are kept (GET /documents/{document_id}/raw) and answers 202 at once (status ingesting, chunksTotal). The document is split into chunks that follow its structure (markdown headings and paragraphs; each chunk keeps its heading path and position); a background worker extracts facts from every chunk (one model call each, a bounded number at once) as authoritative document facts: a later conversational contradiction becomes an uncertainty. Each chunk is committed, and becomes searchable, as its call returns; GET the document for chunksDone/chunksTotal and its final status: ready, or failed with a problem document (error). The same normalised content in the same context, partition and scopes is stored once: a repeat answers 200 with the existing document and deduplicated true (also when two uploads race); a failed document is replaced by a new upload. A request body over 3,000,000 bytes (limits.sync_body_bytes, which keeps the request below Lambda's 6 MB synchronous payload limit) is refused with 413 and code use_presigned_upload, naming POST /documents/uploads (uploadRoute), which takes documents up to 5 MiB. */
         post: operations["uploadDocument"];
         delete?: never;
         options?: never;
@@ -471,7 +471,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description A large document (up to 5 MiB of UTF-8 text): answers 201 with the document id and a presigned URL. PUT exactly size bytes there, with the headers given, before expiresAt; then POST /documents/{document_id}/complete. The document reads status uploading until the worker takes it; from then on it behaves as an uploaded one (ingesting, chunksDone, ready or failed). Content already stored as another live document in the same context, partition and scopes fails with a 409 problem (code duplicate_document) naming it. 503 (code uploads_unavailable) where the deployment has no upload bucket. */
+        /** @description A large document (up to 5 MiB; PDF, DOCX, HTML, Markdown or text, as for a synchronous upload): answers 201 with the document id and a presigned URL (S3; on the local server, a signed, size-bound, expiring URL on the server itself under /_local/uploads/, served by its local upload store in the data directory). PUT exactly size bytes there, with the headers given, before expiresAt; then POST /documents/{document_id}/complete. The document reads status uploading until the worker takes it; from then on it behaves as an uploaded one (ingesting, chunksDone, ready or failed). Content already stored as another live document in the same context, partition and scopes fails with a 409 problem (code duplicate_document) naming it. 503 (code uploads_unavailable) only where a deployed function has no upload bucket configured. */
         post: operations["createDocumentUpload"];
         delete?: never;
         options?: never;
@@ -520,10 +520,35 @@ export interface paths {
             cookie?: never;
         };
         get: operations["getDocument"];
-        put?: never;
+        /** @description Re-ingests the document from its stored original (after a chunking or extractor change), in the background like an upload (202, status ingesting). The document keeps its id, and each chunk whose text is unchanged keeps its id, its facts and its links (no model call); vanished chunks leave the store and search (facts learned from them stay, as for a deleted document); new chunks are extracted. A document already ingesting or uploading answers 202 as it is with queued false (no second run). Without a stored original, 409 (code original_unavailable). No body. */
+        put: operations["reprocessDocument"];
         post?: never;
         /** @description Deletes the document and its chunks, which leave retrieval; facts learned from it stay. While the document is ingesting, the ingestion stops and nothing of it stays. */
         delete: operations["deleteDocument"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/documents/recompute-links": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Rebuilds the links between the context's document chunks and the entities they mention (an entity's name occurring in a chunk's text as whole words), against the entities stored now, for the documents the caller may read. The call relinks whole documents, in id order, while their chunks stay within 2,000, and queues the rest for the ingestion worker (continued true), which hands on until every document is done. Idempotent (a repeat rebuilds the same links). No body. */
+        post: operations["recomputeDocumentLinks"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -545,6 +570,31 @@ export interface paths {
             cookie?: never;
         };
         get: operations["listDocumentChunks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/documents/{document_id}/raw": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The document's original bytes as uploaded, with their content type (the PDF, DOCX, HTML, Markdown or text file; a JSON upload's text as UTF-8). Originals are kept in object storage, encrypted at rest, and removed with the document (delete, forget and purge). An original over 3,000,000 bytes (limits.sync_body_bytes) is answered, where the store can sign reads (S3), with a 303 to a short-lived URL. 404 (code original_unavailable) for a document uploaded before originals were kept, or whose original was removed. */
+        get: operations["getDocumentRaw"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1688,6 +1738,8 @@ export interface components {
             documentId?: string | null;
             documentTitle?: string | null;
             positionPercent?: number | null;
+            /** @description A PDF chunk's 1-based page (other formats - null). */
+            page?: number | null;
         };
         QueryResponse: {
             /**
@@ -1787,6 +1839,8 @@ export interface components {
             role?: string | null;
             documentTitle?: string | null;
             positionPercent?: number | null;
+            /** @description A PDF chunk's 1-based page (other formats - null). */
+            page?: number | null;
         };
         ContextResponse: {
             /** @description The delimited untrusted-data block. */
@@ -2198,7 +2252,7 @@ export interface components {
             mime_type?: string;
             mimeType?: string;
         };
-        /** @description The document as a file part (or a text field). scopes and labels are JSON (a bare string is one scope path / label). A .md/.markdown file name or a text/markdown part means markdown. */
+        /** @description The document as a file part (or a text field). scopes and labels are JSON (a bare string is one scope path / label). The file is PDF, DOCX, HTML, Markdown or plain text, known from the part's Content-Type (else the file name's suffix, else its bytes) and checked against its bytes: a file that is not what it claims or of another type is a 415; an encrypted file, one with no extractable text, or one past the page, archive or parse-time limits is a 422. A .md/.markdown file name or a text/markdown part means markdown. */
         UploadDocumentForm: {
             /**
              * Format: binary
@@ -2234,6 +2288,28 @@ export interface components {
             /** @description Chunks to ingest (the same as chunkCount). */
             chunksTotal?: number;
         };
+        ReprocessDocumentResponse: {
+            id: string;
+            /** @enum {string} */
+            status: "uploading" | "ingesting" | "ready" | "failed";
+            /** @description sha256 (hex) of the normalised text (as of the last ingest). */
+            contentHash: string;
+            /** @description Always false (the client's upload shape). */
+            deduplicated: boolean;
+            title?: string;
+            chunkCount?: number;
+            chunksTotal?: number;
+            /** @description Whether this call queued the re-ingest (false - one is already running). */
+            queued: boolean;
+        };
+        RecomputeLinksResponse: {
+            /** @description Document-entity links (distinct entities per document) the documents relinked by this call hold. */
+            linksEmitted: number;
+            /** @description Documents this call relinked. */
+            documentsRelinked: number;
+            /** @description The remaining documents were queued for the worker. */
+            continued: boolean;
+        };
         CreateDocumentUploadRequest: {
             /** @description Bytes to be PUT (the URL is signed for exactly this); at most 5 MiB (413 above). */
             size: number;
@@ -2245,6 +2321,10 @@ export interface components {
              * @enum {string}
              */
             format?: "text" | "markdown";
+            /** @description The file's content type, which the URL is signed for (application/pdf, the DOCX type, text/html, text/markdown, text/plain; 415 for another). Default - from the file name's suffix, else format. Also mime_type, contentType. */
+            mimeType?: string;
+            mime_type?: string;
+            contentType?: string;
             scopes?: components["schemas"]["Scopes"];
             labels?: string[];
             /**
@@ -2290,8 +2370,11 @@ export interface components {
             status: "uploading" | "ingesting" | "ready" | "failed";
             /** @description Why ingestion failed (status failed only). */
             error?: components["schemas"]["Problem"];
-            /** @enum {string} */
-            format: "text" | "markdown";
+            /**
+             * @description What the document was uploaded as (detected from the content type, checked against the bytes).
+             * @enum {string}
+             */
+            format: "text" | "markdown" | "pdf" | "docx" | "html";
             filename?: string | null;
             /** Format: date-time */
             createdAt: string;
@@ -2319,6 +2402,8 @@ export interface components {
             offset: number;
             positionPercent: number;
             headingPath: string[];
+            /** @description A PDF chunk's 1-based page (other formats - null). */
+            page?: number | null;
             text: string;
             /** @description The same as documentId. */
             document: string;
@@ -2368,6 +2453,8 @@ export interface components {
             score: number;
             documentTitle?: string | null;
             positionPercent?: number | null;
+            /** @description A PDF chunk's 1-based page (other formats - null). */
+            page?: number | null;
             occurredAt?: string | null;
             role?: string | null;
         };
@@ -2943,6 +3030,24 @@ export interface components {
         };
         /** @description Invalid context id, or semantically invalid input. */
         InvalidContext: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The file is not PDF, DOCX, HTML, Markdown or plain text, or not what its content type says (code unsupported_format or not_what_it_claims); nothing was stored. */
+        UnsupportedDocument: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Invalid context id, or a file that cannot be read - encrypted_document, no_extractable_text, too_many_pages, archive_limits (a zip bomb), parse_time_exceeded, text_limit or malformed_document (code); nothing was stored. */
+        UnreadableDocument: {
             headers: {
                 [name: string]: unknown;
             };
@@ -3823,7 +3928,8 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
-            422: components["responses"]["InvalidContext"];
+            415: components["responses"]["UnsupportedDocument"];
+            422: components["responses"]["UnreadableDocument"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3860,6 +3966,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedDocument"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };
@@ -3938,6 +4045,52 @@ export interface operations {
             422: components["responses"]["InvalidContext"];
         };
     };
+    reprocessDocument: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A replay of an earlier call with the same Idempotency-Key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReprocessDocumentResponse"];
+                };
+            };
+            /** @description Queued (queued true), or already running (queued false); the document's status. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReprocessDocumentResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["InvalidContext"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     deleteDocument: {
         parameters: {
             query?: never;
@@ -3967,6 +4120,50 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
+        };
+    };
+    recomputeDocumentLinks: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A replay of an earlier call with the same Idempotency-Key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecomputeLinksResponse"];
+                };
+            };
+            /** @description What this call relinked; the rest, if any, continues in the background. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecomputeLinksResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["InvalidContext"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listDocumentChunks: {
@@ -4002,6 +4199,47 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["DocumentChunkPage"];
                 };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getDocumentRaw: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The original bytes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description A large original - Location is a presigned URL to GET it from. */
+            303: {
+                headers: {
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

@@ -41,7 +41,7 @@ const ARGS = {
   "threads.append": ["t1", "x"], "threads.turns": ["t1"], "threads.turn": ["t1", 2], "threads.context": ["t1", "q"],
   "threads.setAcl": ["t1", ["r"]], chat: ["hi"], "traces.get": ["tr1"], "documents.upload": ["text"],
   "documents.createUpload": [10], "documents.completeUpload": ["d1"], "documents.get": ["d1"],
-  "documents.delete": ["d1"], "documents.chunks": ["d1"], "entities.get": ["person", "alice"],
+  "documents.delete": ["d1"], "documents.chunks": ["d1"], "documents.fetchRaw": ["d1"], "documents.reprocess": ["d1"], "entities.get": ["person", "alice"],
   "entities.delete": ["person", "alice"], "entities.allHistory": ["person", "alice"],
   "entities.history": ["person", "alice", "location"], "uncertainty.resolve": ["u1", "v"], forget: ["q"],
   reflect: ["q"], recall: ["q"], context: ["q"], inspect: ["entity:person/alice"],

@@ -337,22 +337,23 @@ class Calls:
 
     def upload_document(self, source: DocumentSource, *, title: str | None, filename: str | None,
                         format: str | None, scopes: Scopes | None, labels: list[str] | None,
-                        observed_at: str | None) -> Call[wire.UploadDocumentResponse]:
+                        observed_at: str | None, content_type: str | None = None
+                        ) -> Call[wire.UploadDocumentResponse]:
         name, content = _document_content(source, filename)
         fields = _body(title=title, filename=filename, format=format, observedAt=observed_at,
                        scopes=json.dumps(_scopes(scopes)) if scopes is not None else None,
                        labels=json.dumps(labels) if labels is not None else None)
-        ctype = "text/markdown" if name.lower().endswith((".md", ".markdown")) else "text/plain"
+        ctype = content_type or document_type(name)
         # The service stores the same content once (a repeat answers deduplicated), so a retry
         # after a lost reply cannot store the document twice.
         return Call("POST", f"{self.prefix}/documents", model(wire.UploadDocumentResponse),
                     files={"file": (name, content, ctype)}, data=fields, idempotent=True)
 
     def create_document_upload(self, size: int, *, title: str | None, filename: str | None, format: str | None,
-                               scopes: Scopes | None, labels: list[str] | None, observed_at: str | None
-                               ) -> Call[wire.DocumentUploadTicket]:
+                               scopes: Scopes | None, labels: list[str] | None, observed_at: str | None,
+                               content_type: str | None = None) -> Call[wire.DocumentUploadTicket]:
         body = _body(size=size, title=title, filename=filename, format=format, observedAt=observed_at,
-                     scopes=_scopes(scopes) if scopes is not None else None, labels=labels)
+                     scopes=_scopes(scopes) if scopes is not None else None, labels=labels, mimeType=content_type)
         return Call("POST", f"{self.prefix}/documents/uploads", model(wire.DocumentUploadTicket), json=body)
 
     def complete_document_upload(self, document_id: str) -> Call[wire.Document]:
@@ -362,6 +363,23 @@ class Calls:
 
     def get_document(self, document_id: str) -> Call[wire.Document]:
         return Call("GET", f"{self.prefix}/documents/{_seg(document_id)}", model(wire.Document), idempotent=True)
+
+    def get_document_raw(self, document_id: str) -> Call[httpx.Response]:
+        """The original's bytes (200), or a 303 to a presigned URL (a large original on S3)."""
+        return Call("GET", f"{self.prefix}/documents/{_seg(document_id)}/raw", lambda response: response,
+                    idempotent=True)
+
+    def reprocess_document(self, document_id: str, *, idempotency_key: str | None = None
+                           ) -> Call[wire.ReprocessDocumentResponse]:
+        # A repeat while one runs queues nothing: safe to retry (and keyed, a replay).
+        return Call("PUT", f"{self.prefix}/documents/{_seg(document_id)}", model(wire.ReprocessDocumentResponse),
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()}, idempotent=True,
+                    keyed_write=True)
+
+    def recompute_document_links(self, *, idempotency_key: str | None = None) -> Call[wire.RecomputeLinksResponse]:
+        return Call("POST", f"{self.prefix}/documents/recompute-links", model(wire.RecomputeLinksResponse),
+                    headers={"Idempotency-Key": idempotency_key or new_idempotency_key()}, idempotent=True,
+                    keyed_write=True)
 
     def delete_document(self, document_id: str) -> Call[None]:
         return Call("DELETE", f"{self.prefix}/documents/{_seg(document_id)}", nothing, idempotent=True)
@@ -402,6 +420,18 @@ class Calls:
         return Call("POST", self.thread_path(thread_id, "/context"),
                     lambda r: [wire.ThreadContextItem.model_validate(i) for i in r.json()["items"]],
                     json=body, idempotent=True)
+
+
+#: The content type an upload declares for its file name's suffix (the service checks it against the bytes).
+DOCUMENT_TYPES = {".md": "text/markdown", ".markdown": "text/markdown", ".txt": "text/plain",
+                  ".html": "text/html", ".htm": "text/html", ".pdf": "application/pdf",
+                  ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
+
+
+def document_type(name: str) -> str:
+    """``text/plain`` for a name without a known suffix (``document.txt`` when none was given)."""
+    lower = name.lower()
+    return next((t for suffix, t in DOCUMENT_TYPES.items() if lower.endswith(suffix)), "text/plain")
 
 
 def _document_content(source: DocumentSource, filename: str | None) -> tuple[str, bytes]:

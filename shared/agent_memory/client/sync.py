@@ -638,20 +638,21 @@ class Documents:
     @operation("uploadDocument")
     def upload(self, source: DocumentSource, title: str | None = None, *, filename: str | None = None,
                format: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
-               observed_at: str | None = None) -> wire.UploadDocumentResponse:
-        """Uploads a document from a path, bytes or a file object."""
+               observed_at: str | None = None, content_type: str | None = None) -> wire.UploadDocumentResponse:
+        """Uploads a document (PDF, DOCX, HTML, Markdown or text) from a path, bytes or a file
+        object; ``content_type`` defaults from the file name's suffix."""
         return self._client._send(self._client._calls.upload_document(
             source, title=title, filename=filename, format=format, scopes=scopes, labels=labels,
-            observed_at=observed_at))
+            observed_at=observed_at, content_type=content_type))
 
     @operation("createDocumentUpload")
     def create_upload(self, size: int, title: str | None = None, *, filename: str | None = None,
                       format: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
-                      observed_at: str | None = None) -> wire.DocumentUploadTicket:
+                      observed_at: str | None = None, content_type: str | None = None) -> wire.DocumentUploadTicket:
         """A presigned URL to PUT a large document (``size`` bytes) to; then ``complete_upload``."""
         return self._client._send(self._client._calls.create_document_upload(
             size, title=title, filename=filename, format=format, scopes=scopes, labels=labels,
-            observed_at=observed_at))
+            observed_at=observed_at, content_type=content_type))
 
     @operation("completeDocumentUpload")
     def complete_upload(self, document_id: str) -> wire.Document:
@@ -660,12 +661,13 @@ class Documents:
 
     def upload_large(self, source: DocumentSource, title: str | None = None, *, filename: str | None = None,
                      format: str | None = None, scopes: Scopes | None = None, labels: list[str] | None = None,
-                     observed_at: str | None = None, timeout: float = 300.0) -> wire.Document:
+                     observed_at: str | None = None, timeout: float = 300.0,
+                     content_type: str | None = None) -> wire.Document:
         """A document over the synchronous body cap: ``create_upload``, the PUT of its bytes to
         the presigned URL (no API key goes there), then ``complete_upload``."""
         name, content = _document_content(source, filename)
         ticket = self.create_upload(len(content), title, filename=filename or name, format=format, scopes=scopes,
-                                    labels=labels, observed_at=observed_at)
+                                    labels=labels, observed_at=observed_at, content_type=content_type)
         response = httpx.put(ticket.upload_url, content=content, headers=ticket.headers, timeout=timeout)
         if response.status_code >= 300:
             raise AgentMemoryError(f"the presigned upload answered {response.status_code}: {response.text[:300]}")
@@ -680,10 +682,34 @@ class Documents:
     def get(self, document_id: str) -> wire.Document:
         return self._client._send(self._client._calls.get_document(document_id))
 
+    @operation("getDocumentRaw")
+    def fetch_raw(self, document_id: str, *, timeout: float = 300.0) -> bytes:
+        """The original bytes as uploaded. A large original kept in S3 comes from the presigned
+        URL the API redirects to (fetched without the API key)."""
+        response = self._client._send(self._client._calls.get_document_raw(document_id))
+        if response.status_code == 303:
+            response = httpx.get(response.headers["location"], timeout=timeout)
+            if response.status_code >= 300:
+                raise AgentMemoryError(f"the original's URL answered {response.status_code}")
+        return response.content
+
     @operation("listDocumentChunks")
     def chunks(self, document_id: str, *, page_size: int | None = None) -> Iterator[wire.DocumentChunk]:
         return self._client._paged(f"/documents/{quote(document_id, safe='')}/chunks", {}, "chunks",
                                    wire.DocumentChunk, page_size)
+
+    @operation("reprocessDocument")
+    def reprocess(self, document_id: str, *, idempotency_key: str | None = None) -> wire.ReprocessDocumentResponse:
+        """Re-ingests the document from its stored original (same id; unchanged chunks keep
+        theirs); then ``wait_ready``. ``queued`` is false when one was already running."""
+        return self._client._send(self._client._calls.reprocess_document(document_id,
+                                                                         idempotency_key=idempotency_key))
+
+    @operation("recomputeDocumentLinks")
+    def recompute_links(self, *, idempotency_key: str | None = None) -> wire.RecomputeLinksResponse:
+        """Rebuilds the links between the documents' chunks and the entities they mention;
+        ``continued``: the rest runs in the background."""
+        return self._client._send(self._client._calls.recompute_document_links(idempotency_key=idempotency_key))
 
     @operation("deleteDocument")
     def delete(self, document_id: str) -> None:

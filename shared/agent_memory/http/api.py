@@ -81,6 +81,27 @@ def empty_response(status: int = 204) -> Response:
     return Response(status_code=status, content_type="application/json", body="")
 
 
+def bytes_response(data: bytes, content_type: str, headers: dict[str, str] | None = None) -> Response:
+    """Binary bytes as they are (API Gateway gets them base64-encoded, ``isBase64Encoded``)."""
+    return Response(status_code=200, content_type=content_type, body=data, headers=headers)
+
+
+def redirect_response(location: str, status: int = 303) -> Response:
+    return Response(status_code=status, content_type="application/json", body="",
+                    headers={"Location": location, "Cache-Control": "no-store"})
+
+
+def request_origin(app: APIGatewayHttpResolver) -> str:
+    """``scheme://host`` the caller reached this API at (a relative URL the service hands out
+    is resolved against it)."""
+    event = app.current_event
+    host = header(app, "x-forwarded-host") or header(app, "host") or event.request_context.domain_name or "localhost"
+    proto = (header(app, "x-forwarded-proto") or "").split(",", 1)[0].strip()
+    if not proto:
+        proto = "http" if host.split(":", 1)[0] in ("localhost", "127.0.0.1", "[::1]") else "https"
+    return f"{proto}://{host.split(',', 1)[0].strip()}"
+
+
 _request_state = threading.local()
 
 

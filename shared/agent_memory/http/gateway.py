@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
+from agent_memory.adapters.upload_store import LOCAL_UPLOAD_PATH
 from agent_memory.cfn_template import function_routes, load_openapi, load_template, repo_root
 from agent_memory.interfaces import inspector
 
@@ -170,6 +171,8 @@ class LocalGateway:
         parts = urlsplit(target)
         if inspector.is_inspector_path(parts.path):  # the inspector page, same origin as the API
             return inspector.static_response(method, parts.path)
+        if parts.path.startswith(LOCAL_UPLOAD_PATH):  # presigned uploads to the local upload store
+            return local_upload(method, unquote(parts.path[len(LOCAL_UPLOAD_PATH):]), parts.query, headers, body)
         found = self.match(method, parts.path)
         if found is None:
             # A known path asked with a method it does not route is 405 naming the ones it does
@@ -184,6 +187,31 @@ class LocalGateway:
         del body  # the event holds the body now; one copy per request, not two
         handler = self.handlers.get(route.handler)
         return handler(event, LambdaContext(route.handler.split("/")[1], _function_timeout_s()))
+
+
+def local_upload(method: str, key: str, query: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    """A PUT to a URL the local upload store signed (``adapters.upload_store.LocalUploadStore``):
+    200 once stored; 403 for a bad or expired signature, 400 for another size or type, 405 for
+    another method, 501 when this server's upload store is not the local one (a bucket is configured:
+    the URLs it signs point at S3)."""
+    from agent_memory.adapters.upload_store import UploadRefused
+    from agent_memory.runtime import get_runtime
+
+    if method != "PUT":
+        return _problem(405, "Method not allowed", "a presigned upload URL takes PUT", "method-not-allowed",
+                        headers={"Allow": "PUT"})
+    accept = getattr(get_runtime().upload_store, "accept_put", None)
+    if accept is None:
+        return _problem(501, "Not implemented", "this server signs no local uploads (an upload bucket is configured)",
+                        "not-implemented")
+    try:
+        accept(key, query, headers.get("content-type"), bytes(body))
+    except UploadRefused as exc:
+        slug = {403: "forbidden", 404: "not-found"}.get(exc.status, "invalid-request")
+        return _problem(exc.status, {403: "Forbidden", 404: "Not found"}.get(exc.status, "Bad request"),
+                        exc.detail, slug)
+    return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}",
+            "isBase64Encoded": False}
 
 
 def _function_timeout_s() -> float:

@@ -36,6 +36,7 @@ class FormPart:
     filename: str | None = None
     content_type: str = "text/plain"
     charset: str | None = None
+    declared_type: str | None = None  # the part's Content-Type header as sent (None: none sent)
 
     def text(self, field: str | None = None) -> str:
         """The part as text: its declared charset, else UTF-8 (a byte-order mark is dropped)."""
@@ -82,15 +83,18 @@ def _form_part(part: Message) -> FormPart:
     if part.get_content_disposition() != "form-data" or not isinstance(name, str) or not name:
         raise InvalidRequest("each multipart part needs Content-Disposition: form-data with a name", field="body")
     data = part.get_payload(decode=True)
+    declared = part.get("content-type")
     return FormPart(name=name, data=data if isinstance(data, bytes) else b"", filename=part.get_filename(),
-                    content_type=part.get_content_type(), charset=part.get_content_charset())
+                    content_type=part.get_content_type(), charset=part.get_content_charset(),
+                    declared_type=str(declared) if declared else None)
 
 
-def document_upload_fields(parts: dict[str, FormPart]) -> dict[str, Any]:
+def document_upload_fields(parts: dict[str, FormPart], *, keep_file: bool = False) -> dict[str, Any]:
     """An upload form as the JSON fields ``models.documents.DocumentUpload`` validates (400 on a bad field).
 
-    The ``file`` part, or a ``text`` field, becomes ``text``; ``scopes`` and ``labels`` are JSON
-    fields (or one bare value)."""
+    The ``file`` part, or a ``text`` field, becomes ``text``; with ``keep_file`` a file part is
+    left out (the caller passes its bytes on: ``models.documents.DocumentFileUpload``).
+    ``scopes`` and ``labels`` are JSON fields (or one bare value)."""
     unknown = sorted(set(parts) - _UPLOAD_FIELDS)
     if unknown:
         raise InvalidRequest(f"unknown form field {unknown[0]!r}", field=unknown[0])
@@ -101,9 +105,12 @@ def document_upload_fields(parts: dict[str, FormPart]) -> dict[str, Any]:
     if upload is None:
         raise InvalidRequest("a file part (or text field) is required", field="file")
     part_name = "file" if "file" in parts else "text"
-    data["text"] = upload.text(part_name)
-    if not data["text"]:
+    if not upload.data:
         raise InvalidRequest(f"the document is empty (the {part_name} part has no content)", field=part_name)
+    if not (keep_file and part_name == "file"):
+        data["text"] = upload.text(part_name)
+        if not data["text"]:
+            raise InvalidRequest(f"the document is empty (the {part_name} part has no content)", field=part_name)
     if upload.filename:
         data["filename"] = upload.filename
     for name in ("title", "filename", "format", "observedAt", "observed_at", "source", "mime_type", "mimeType"):

@@ -19,7 +19,8 @@ MARKDOWN_TYPES = {"text/markdown", "text/x-markdown"}
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 # type/subtype (RFC 6838 restricted names), without parameters
 MIME_TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$"
-FORMAT_MIME_TYPES = {"text": "text/plain", "markdown": "text/markdown"}
+FORMAT_MIME_TYPES = {"text": "text/plain", "markdown": "text/markdown", "pdf": "application/pdf", "html": "text/html",
+                     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}
 
 
 def document_text(value: str | None) -> str | None:
@@ -43,8 +44,10 @@ def document_title(value: str | None) -> str | None:
     return value.strip() if value is not None else None
 
 
-class DocumentUpload(ScopedRequest):
-    text: str = Field(min_length=1)
+class DocumentFileUpload(ScopedRequest):
+    """An upload's fields beside its content: a multipart file part travels as bytes (its
+    format detected and its text extracted by ``services.documents.formats``)."""
+
     title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
     format: Literal["text", "markdown"] | None = None
     observed_at: str | None = both("observed_at", "observedAt")
@@ -54,8 +57,15 @@ class DocumentUpload(ScopedRequest):
                                   validation_alias=AliasChoices("mime_type", "mimeType"))
 
     _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
-    _text = field_validator("text")(classmethod(lambda cls, v: document_text(v)))
     _title = field_validator("title")(classmethod(lambda cls, v: document_title(v)))
+
+
+class DocumentUpload(DocumentFileUpload):
+    """A JSON upload (or a form's ``text`` field): the document as text."""
+
+    text: str = Field(min_length=1)
+
+    _text = field_validator("text")(classmethod(lambda cls, v: document_text(v)))
 
 
 class DocumentUploadTicketRequest(ScopedRequest):
@@ -66,6 +76,10 @@ class DocumentUploadTicketRequest(ScopedRequest):
     format: Literal["text", "markdown"] | None = None
     observed_at: str | None = both("observed_at", "observedAt")
     filename: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    mime_type: str | None = Field(default=None, pattern=MIME_TYPE_PATTERN, max_length=255,
+                                  validation_alias=AliasChoices("mime_type", "mimeType", "contentType"),
+                                  description="The file's type (PDF, DOCX, HTML, Markdown, text); default from "
+                                              "the file name's suffix, else format.")
 
     _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
     _title = field_validator("title")(classmethod(lambda cls, v: document_title(v)))

@@ -178,6 +178,10 @@ class Document(StoredItem):
     deleted: bool = _optional(False)
     source: str | None = _optional()  # where the caller says it came from (a knowledge base, a URL)
     mime_type: str | None = _optional()  # as uploaded; rows without it: from ``format``
+    original_key: str | None = _optional()  # the original's object key (``originals/<id>``); rows before: none kept
+    original_size: int | None = _optional()  # bytes of the original as uploaded
+    reprocess: bool = _optional(False)  # PUT /documents/{id} queued a re-ingest from the original
+    content_version: int | None = _optional()  # 1 as uploaded (absent), +1 for each reprocess
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,6 +206,7 @@ class DocumentPart(StoredItem):
     offset: int
     position_percent: float
     heading_path: list[str] = field(default_factory=list)
+    page: int | None = _optional()  # a paged document's (PDF) 1-based page
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,8 +233,10 @@ class Chunk(StoredItem):
     offset: int | None = None
     position_percent: float | None = None
     heading_path: list[str] = field(default_factory=list)
+    page: int | None = _optional()  # a paged document's (PDF) 1-based page
     scopes: list[list[str]] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    entity_ids: list[str] | None = _optional()  # the entities the chunk mentions (services/documents/links.py)
     observed_at: str | None = None
     created_at: str | None = None
     created_by: str | None = None

@@ -297,6 +297,7 @@ class Citation(WireModel):
     score: float
     document_title: str | None = None
     position_percent: int | None = None
+    page: int | None = None
     occurred_at: str | None = None
     role: str | None = None
 
@@ -397,6 +398,7 @@ class QueryHit(WireModel):
     document_id: str | None = None
     document_title: str | None = None
     position_percent: int | None = None
+    page: int | None = None
 
 
 class QueryResponse(WireModel):
@@ -415,6 +417,7 @@ class ContextSource(WireModel):
     role: str | None = None
     document_title: str | None = None
     position_percent: int | None = None
+    page: int | None = None
 
 
 class ContextResponse(WireModel):
@@ -438,6 +441,23 @@ class UploadDocumentResponse(WireModel):
     chunks_total: int | None = None
 
 
+class ReprocessDocumentResponse(WireModel):
+    id: str
+    status: str
+    content_hash: str
+    deduplicated: bool
+    queued: bool
+    title: str | None = None
+    chunk_count: int | None = None
+    chunks_total: int | None = None
+
+
+class RecomputeLinksResponse(WireModel):
+    links_emitted: int
+    documents_relinked: int
+    continued: bool
+
+
 class Document(WireModel):
     id: str
     title: str
@@ -448,7 +468,7 @@ class Document(WireModel):
     chunks_done: int
     status: str
     error: Problem | None = None
-    format: Literal["text", "markdown"]
+    format: Literal["text", "markdown", "pdf", "docx", "html"]
     filename: str | None = None
     created_at: str
     observed_at: str
@@ -480,6 +500,7 @@ class DocumentChunk(WireModel):
     offset: int
     position_percent: int
     heading_path: list[str]
+    page: int | None = None
     text: str
     # the Spectron client's names
     document: str

@@ -6,9 +6,9 @@ from typing import Any
 
 from agent_memory.models.documents import FORMAT_MIME_TYPES
 from agent_memory.models.records import Chunk, Document
-from agent_memory.services.documents.service import IngestResult, NumberedPage, UploadTicket
+from agent_memory.services.documents.service import IngestResult, NumberedPage, RelinkResult, UploadTicket
 
-# A document's content version: 1 until re-ingestion from the stored original exists (issue 34).
+# A document's content version: 1 as uploaded, one more for each reprocess (PUT /documents/{id}).
 DOCUMENT_VERSION = 1
 
 
@@ -23,7 +23,7 @@ def document_wire(doc: Document) -> dict[str, Any]:
             "format": doc.format, "filename": doc.filename, "createdAt": doc.created_at,
             "observedAt": doc.observed_at, "scopes": doc.scopes, "labels": doc.labels,
             # The Spectron client's names (docs/decisions.md, "One shape for both readers")
-            "sizeBytes": doc.size, "mimeType": mime_type(doc), "version": DOCUMENT_VERSION,
+            "sizeBytes": doc.size, "mimeType": mime_type(doc), "version": doc.content_version or DOCUMENT_VERSION,
             "source": doc.source, "updatedAt": doc.updated_at or doc.created_at}
     if doc.error:
         wire["error"] = doc.error
@@ -62,10 +62,24 @@ def completed(doc: Document, queued: bool) -> tuple[dict[str, Any], int]:
     return document_wire(doc), 202 if queued else 200
 
 
+def reprocessed(doc: Document, queued: bool) -> dict[str, Any]:
+    """``PUT /documents/{id}`` (202): the document's status and whether this call queued the
+    re-ingest (``false``: one was already running, or the document is still being uploaded)."""
+    return {"id": doc.id, "status": doc.status, "contentHash": doc.content_hash, "deduplicated": False,
+            "title": doc.title, "chunkCount": doc.chunk_count, "chunksTotal": doc.chunk_count, "queued": queued}
+
+
+def relinked(result: RelinkResult) -> dict[str, Any]:
+    """``POST /documents/recompute-links`` (202): what this call relinked; ``continued`` when the
+    remaining documents were queued for the worker."""
+    return {"linksEmitted": result.links, "documentsRelinked": result.documents,
+            "continued": result.next_after is not None}
+
+
 def chunk_wire(chunk: Chunk) -> dict[str, Any]:
     return {"id": chunk.id, "documentId": chunk.document_id, "documentTitle": chunk.document_title,
             "ordinal": chunk.ordinal, "offset": chunk.offset, "positionPercent": chunk.position_percent,
-            "headingPath": chunk.heading_path, "text": chunk.text,
+            "headingPath": chunk.heading_path, "page": chunk.page, "text": chunk.text,
             # The Spectron client's names: characters of the normalised document text
             "document": chunk.document_id, "position": chunk.ordinal, "charStart": chunk.offset,
             "charEnd": None if chunk.offset is None else chunk.offset + len(chunk.text),

@@ -19,7 +19,7 @@ def hit(h: Hit) -> dict[str, Any]:
     if h.source_ids:
         out["sourceIds"] = list(h.source_ids)
     if h.kind == "chunk":
-        for key in ("documentId", "documentTitle", "positionPercent"):
+        for key in ("documentId", "documentTitle", "positionPercent", "page"):
             out[key] = h.metadata.get(key)
     return out
 
@@ -39,6 +39,7 @@ def sources(markers: dict[str, Any]) -> list[dict[str, Any]]:
         if hit.kind == "chunk":
             item["documentTitle"] = meta.get("documentTitle")
             item["positionPercent"] = meta.get("positionPercent")
+            item["page"] = meta.get("page")
         out.append(item)
     return out
 

@@ -24,6 +24,10 @@ follow the document's own structure rather than a fixed window:
   (about 800-1200 for typical paragraphs), and a short section stays a short chunk of its own.
 - ``position_percent`` = ``offset * 100 // len(normalised)``: 0 for a chunk at the start,
   never above 100.
+- **Pages** (PDF, ``paged``): each page is normalised on its own, the non-empty pages are
+  joined by one blank line (that joined text is what is hashed and offsets refer to), and each
+  page is chunked as plain text of its own, so a chunk never spans two pages and carries its
+  1-based ``page`` (page numbers of the file, empty pages included in the count).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ class Chunk:
     text: str
     heading_path: tuple[str, ...]
     position_percent: int
+    page: int | None = None  # 1-based, a paged document's (PDF) chunks only
 
 
 def normalise(text: str) -> str:
@@ -80,8 +85,10 @@ def first_heading(text: str) -> str | None:
     return None
 
 
-def chunk(normalised: str, fmt: Format = "text", *, max_chars: int = MAX_CHARS) -> list[Chunk]:
-    """Chunks of an already ``normalise``d text (see the module docstring for the rules)."""
+def chunk(normalised: str, fmt: Format = "text", *, max_chars: int | None = None) -> list[Chunk]:
+    """Chunks of an already ``normalise``d text (see the module docstring for the rules);
+    ``max_chars`` defaults to ``MAX_CHARS`` as it is when called."""
+    max_chars = MAX_CHARS if max_chars is None else max_chars
     total = len(normalised)
     out: list[Chunk] = []
     for path, blocks in _sections(normalised, fmt):
@@ -90,6 +97,29 @@ def chunk(normalised: str, fmt: Format = "text", *, max_chars: int = MAX_CHARS) 
             out.append(Chunk(ordinal=len(out), offset=start, text=normalised[start:end], heading_path=path,
                              position_percent=min(100, start * 100 // max(1, total))))
     return out
+
+
+def paged(pages: list[str] | tuple[str, ...], *, max_chars: int | None = None) -> tuple[str, list[Chunk]]:
+    """The joined normalised text of a paged document and its chunks, each within one page."""
+    spans: list[tuple[int, int, str]] = []  # (page number, offset in the joined text, page text)
+    offset = 0
+    for number, raw in enumerate(pages, start=1):
+        text = normalise(raw)
+        if not text:
+            continue
+        if spans:
+            offset += 2  # the "\n\n" between pages
+        spans.append((number, offset, text))
+        offset += len(text)
+    joined = "\n\n".join(text for _, _, text in spans)
+    total = len(joined)
+    out: list[Chunk] = []
+    for number, start, text in spans:
+        for c in chunk(text, "text", max_chars=max_chars):
+            at = start + c.offset
+            out.append(Chunk(ordinal=len(out), offset=at, text=c.text, heading_path=(),
+                             position_percent=min(100, at * 100 // max(1, total)), page=number))
+    return joined, out
 
 
 # --- structure ------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from agent_memory.kernel import timeutil
 from agent_memory.kernel.errors import PROBLEM_TYPE_BASE, MemoryError_
 from agent_memory.models.records import Chunk, Document, DocumentPart
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore
+from agent_memory.services.documents.links import EntityNames, add_entities, load_entity_names
 
 if TYPE_CHECKING:
     from agent_memory.models.extraction import ExtractionOutput
@@ -61,10 +62,12 @@ class IngestionInterrupted(Exception):
     """The job stopped before finishing (out of time); deliver it again to continue.
     ``done``: the document's chunks committed when it stopped (``None``: unknown)."""
 
-    def __init__(self, message: str, *, done: int | None = None, total: int | None = None):
+    def __init__(self, message: str, *, done: int | None = None, total: int | None = None,
+                 after: str | None = None):
         super().__init__(message)
         self.done = done
         self.total = total
+        self.after = after  # a links job: the last document relinked
 
 
 @dataclass(frozen=True)
@@ -81,27 +84,42 @@ class IngestionJob:
     # one, and the chunks done when this one was sent (what the next delivery must pass).
     continuation: int = 0
     progress: int = 0
+    # ``"ingest"`` (the document's chunks), or ``"links"``: rebuild the chunk-entity links of
+    # the context's documents after ``after`` (a document id; ``links.py``); ``document_id`` empty.
+    task: str = "ingest"
+    after: str = ""
+    read_region: tuple[str, ...] | None = None  # a links job: the documents the caller may read
 
     @classmethod
     def for_document(cls, ctx: RequestContext, document_id: str) -> IngestionJob:
         return cls(ctx.context_id, ctx.partition, ctx.principal, document_id, tuple(ctx.groups), ctx.admin)
 
-    def continued(self, done: int) -> IngestionJob:
-        """The message that hands the rest of this job on, with ``done`` chunks committed."""
-        return replace(self, continuation=self.continuation + 1, progress=done)
+    @classmethod
+    def for_links(cls, ctx: RequestContext, after: str) -> IngestionJob:
+        return cls(ctx.context_id, ctx.partition, ctx.principal, "", tuple(ctx.groups), ctx.admin,
+                   task="links", after=after, read_region=ctx.read_region)
+
+    def continued(self, done: int, after: str | None = None) -> IngestionJob:
+        """The message that hands the rest of this job on, with ``done`` chunks committed
+        (a links job: ``done`` documents relinked, the next after document ``after``)."""
+        return replace(self, continuation=self.continuation + 1, progress=done,
+                       after=self.after if after is None else after)
 
     def to_message(self) -> dict[str, Any]:
-        return {**asdict(self), "groups": list(self.groups)}
+        region = None if self.read_region is None else list(self.read_region)
+        return {**asdict(self), "groups": list(self.groups), "read_region": region}
 
     @classmethod
     def from_message(cls, data: dict[str, Any]) -> IngestionJob:
         return cls(str(data["context_id"]), str(data["partition"]), str(data["principal"]),
                    str(data["document_id"]), tuple(data.get("groups") or ()), bool(data.get("admin")),
-                   int(data.get("continuation") or 0), int(data.get("progress") or 0))
+                   int(data.get("continuation") or 0), int(data.get("progress") or 0),
+                   str(data.get("task") or "ingest"), str(data.get("after") or ""),
+                   None if data.get("read_region") is None else tuple(data["read_region"]))
 
     def request_context(self) -> RequestContext:
         return RequestContext(context_id=self.context_id, principal=self.principal, partition=self.partition,
-                              groups=self.groups, admin=self.admin)
+                              groups=self.groups, admin=self.admin, read_region=self.read_region)
 
 
 def problem_of(exc: MemoryError_) -> dict[str, Any]:
@@ -118,9 +136,13 @@ class DocumentIngestion:
     ``window_chars`` is how much consecutive chunk text one call covers (``windows``)."""
 
     def __init__(self, store: RecordStore, *, claim_upload: Callable[[RequestContext, Record], str],
-                 facts: FactsService, concurrency: int, window_chars: int = 0):
+                 facts: FactsService, concurrency: int, window_chars: int = 0,
+                 claim_reprocess: Callable[[RequestContext, Record], str] | None = None,
+                 relink: Callable[[IngestionJob, Callable[[], bool]], str] | None = None):
         self.store = store
         self.claim_upload = claim_upload
+        self.claim_reprocess = claim_reprocess
+        self.relink = relink
         self.facts = facts
         self.concurrency = max(1, concurrency)
         self.window_chars = max(0, window_chars)
@@ -130,6 +152,10 @@ class DocumentIngestion:
         """Ingest the job's document; returns its final status (``ready``, ``failed``, or
         ``gone`` when it was deleted). Raises ``IngestionInterrupted`` when ``should_stop``."""
         ctx = job.request_context()
+        if job.task == "links":  # POST /documents/recompute-links beyond what the request did
+            if self.relink is None:
+                raise RuntimeError("this worker cannot relink documents")
+            return self.relink(job, should_stop)
         record = self.store.get(keys.documents_pk(ctx), job.document_id)
         doc = Document.from_item(record.data) if record is not None else None
         if record is None or doc is None or doc.deleted:
@@ -144,12 +170,23 @@ class DocumentIngestion:
             if record is None or doc is None or doc.deleted:
                 self._remove_written(ctx, job.document_id)
                 return "gone"
+        if doc.status == "ingesting" and doc.reprocess and self.claim_reprocess is not None:
+            # PUT /documents/{id}: re-chunk the original, carry the unchanged chunks over first
+            status = self.claim_reprocess(ctx, record)
+            if status != "ingesting":
+                return status
+            record = self.store.get(keys.documents_pk(ctx), job.document_id)
+            doc = Document.from_item(record.data) if record is not None else None
+            if record is None or doc is None or doc.deleted:
+                self._remove_written(ctx, job.document_id)
+                return "gone"
         if doc.status != "ingesting":
             return doc.status  # a duplicate delivery of a finished job
         parts = self._parts(ctx, job.document_id)
         committed = {r.sk for r in self._all(keys.chunks_pk(ctx, job.document_id))}
         todo = [p for p in parts if p.sk not in committed]
         state = _Progress(record, done=len(parts) - len(todo))
+        state.names = load_entity_names(self.store, ctx) if todo else None
         concurrency = self.concurrency
         pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="extract")
         pending: dict[Future, list[DocumentPart]] = {}
@@ -193,7 +230,7 @@ class DocumentIngestion:
         except IngestionInterrupted as stopped:
             if stopped.done is None or stopped.done <= job.progress:
                 raise
-            hand_on(job.continued(stopped.done))
+            hand_on(job.continued(stopped.done, stopped.after))
             log.info("document %s: %s; continued as message %d", job.document_id, stopped, job.continuation + 1)
             return "continued"
 
@@ -210,13 +247,17 @@ class DocumentIngestion:
             return False
         doc = state.document
         if not extraction.is_empty():
-            self.facts.write_document_facts(ctx, [(part.chunk_id, extraction)], doc.scopes, doc.labels,
-                                            doc.observed_at)
+            results = self.facts.write_document_facts(ctx, [(part.chunk_id, extraction)], doc.scopes, doc.labels,
+                                                      doc.observed_at)
+            if state.names is not None:
+                with self._row_lock:
+                    add_entities(state.names, (e for r in results for e in r.entities))
         chunk = Chunk(id=part.chunk_id, context_id=ctx.context_id, partition=ctx.partition, document_id=doc.id,
                       document_title=doc.title, text=part.text, ordinal=part.ordinal, offset=part.offset,
-                      position_percent=part.position_percent, heading_path=part.heading_path,
+                      position_percent=part.position_percent, heading_path=part.heading_path, page=part.page,
                       scopes=doc.scopes, labels=doc.labels, observed_at=doc.observed_at, created_at=doc.created_at,
-                      created_by=doc.created_by)
+                      created_by=doc.created_by,
+                      entity_ids=(state.names.mentioned(part.text) or None) if state.names is not None else None)
         try:
             self.store.put(Record(keys.chunks_pk(ctx, doc.id), keys.chunk_sk(part.ordinal), chunk.to_item()),
                            Condition.absent())
@@ -318,7 +359,8 @@ def part_rows(ctx: RequestContext, doc_id: str, chunks: list[Any], new_chunk_id:
     return [Put(Record(keys.document_parts_pk(ctx, doc_id, c.ordinal), keys.chunk_sk(c.ordinal),
                        DocumentPart(chunk_id=new_chunk_id(), document_id=doc_id, text=c.text, ordinal=c.ordinal,
                                     offset=c.offset, position_percent=c.position_percent,
-                                    heading_path=list(c.heading_path)).to_item()), Condition.absent())
+                                    heading_path=list(c.heading_path), page=getattr(c, "page", None)).to_item()),
+                Condition.absent())
             for c in chunks]
 
 
@@ -328,6 +370,7 @@ class _Progress:
     def __init__(self, record: Record, done: int):
         self.record = record
         self.done = done
+        self.names: EntityNames | None = None  # what chunks are linked against (``links.py``)
 
     @property
     def document(self) -> Document:

@@ -43,6 +43,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
@@ -58,11 +59,17 @@ from agent_memory.kernel.errors import (
 )
 from agent_memory.kernel.ids import new_id
 from agent_memory.kernel.stored_item import transaction_batches
-from agent_memory.models.documents import MARKDOWN_SUFFIXES, DocumentUpload, DocumentUploadTicketRequest
+from agent_memory.models.documents import (
+    FORMAT_MIME_TYPES,
+    MARKDOWN_SUFFIXES,
+    DocumentFileUpload,
+    DocumentUploadTicketRequest,
+)
 from agent_memory.models.records import Chunk, Document, DocumentHash, NumberedPage
 from agent_memory.ports import (
     Condition,
     ConditionFailed,
+    Delete,
     JobQueue,
     Put,
     Record,
@@ -70,7 +77,7 @@ from agent_memory.ports import (
     UploadStore,
 )
 from agent_memory.services import paging
-from agent_memory.services.documents import chunking
+from agent_memory.services.documents import chunking, formats, links
 from agent_memory.services.documents.ingestion import (
     IngestionJob,
     part_rows,
@@ -83,6 +90,7 @@ from agent_memory.services.facts.repository import scope_sig
 log = logging.getLogger("agent_memory.documents")
 
 STALE_INGEST_S = 15 * 60
+RELINK_SYNC_CHUNKS = 2_000  # chunks a recompute-links request relinks itself; the rest go to the worker
 CLAIM_ATTEMPTS = 3
 TITLE_FROM_TEXT_CHARS = 120
 
@@ -94,6 +102,79 @@ class IngestResult:
 
     document: Document
     created: bool
+
+
+@dataclass(frozen=True)
+class OriginalFile:
+    """An uploaded file as it came: its bytes and declared content type (``None``: untyped)."""
+
+    data: bytes
+    content_type: str | None
+
+
+@dataclass(frozen=True)
+class RawOriginal:
+    """``GET /documents/{id}/raw``: the original's bytes, or a URL to them (large, S3)."""
+
+    content_type: str
+    data: bytes | None = None
+    url: str | None = None
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class RelinkResult:
+    """What one recompute-links call did: documents relinked, the document-entity links they
+    hold, and (when the rest was queued) the last document done."""
+
+    documents: int
+    links: int
+    next_after: str | None = None
+
+
+@dataclass(frozen=True)
+class CarryPlan:
+    """A reprocess: for each new chunk its id (an unchanged chunk's own), the old chunk rows
+    to remove (vanished, or moved to another ordinal), the carried chunks to write at their new
+    place (``(new chunk, old row)``), and how many chunks are carried over."""
+
+    chunk_ids: list[str]
+    removed: list[Chunk]
+    rewritten: list[tuple[Any, Chunk]]
+    carried: int
+
+
+def carry_plan(old: list[Chunk], new: list[Any], new_chunk_id: Callable[[], str] = lambda: new_id("chunk")) -> CarryPlan:
+    """Match the new chunks to the stored ones by text (in order, each old chunk used once)."""
+    by_text: dict[str, list[Chunk]] = {}
+    for chunk in sorted((c for c in old if not c.deleted), key=lambda c: c.ordinal or 0):
+        by_text.setdefault(chunk.text, []).append(chunk)
+    ids: list[str] = []
+    keep: dict[int, Chunk] = {}  # ordinal -> the old row that stays there untouched
+    rewritten: list[tuple[Any, Chunk]] = []
+    carried = 0
+    for c in new:
+        same = by_text.get(c.text)
+        if not same:
+            ids.append(new_chunk_id())
+            continue
+        # the one at the same ordinal if there is one, else the first
+        kept = next((o for o in same if o.ordinal == c.ordinal), same[0])
+        same.remove(kept)
+        ids.append(kept.id)
+        carried += 1
+        place_same = (kept.ordinal == c.ordinal and kept.offset == c.offset
+                      and kept.position_percent == c.position_percent
+                      and list(kept.heading_path or []) == list(c.heading_path)
+                      and kept.page == getattr(c, "page", None))
+        if place_same:
+            keep[c.ordinal] = kept
+        else:
+            rewritten.append((c, kept))
+    # An old row stays where it is, or is overwritten by its own chunk; every other row goes.
+    in_place = {id(k) for n, k in rewritten if n.ordinal == k.ordinal} | {id(k) for k in keep.values()}
+    removed = [o for o in old if id(o) not in in_place]
+    return CarryPlan(ids, removed, rewritten, carried)
 
 
 @dataclass(frozen=True)
@@ -128,28 +209,31 @@ class DocumentService:
 
     # --- ingest ---------------------------------------------------------------------
 
-    def ingest(self, ctx: RequestContext, upload: DocumentUpload) -> IngestResult:
+    def ingest(self, ctx: RequestContext, upload: DocumentFileUpload,
+               original: OriginalFile | None = None) -> IngestResult:
+        """A JSON upload (``upload.text``), or a file (``original``: its bytes, read as its
+        content type says and checked against them, ``services/documents/formats.py``)."""
         cap = self._document_bytes
-        if len(upload.text.encode("utf-8")) > cap:
-            raise PayloadTooLarge(f"document is over the {cap}-byte limit")
-        text = chunking.normalise(upload.text)
-        if not text:
-            raise InvalidRequest("text: the document is empty", field="text")
-        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        content = _content(upload, original, cap)
+        text, fmt, chunks = content.text, content.format, content.chunks
         digest = chunking.content_hash(text)
         hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(upload.scopes)}")
         existing = self._live_document(ctx, hash_key)
         if existing is not None:
             return IngestResult(existing, created=False)
 
-        chunks = chunking.chunk(text, fmt)
         now = timeutil.now_iso()
-        doc = Document(id=new_id("doc"), context_id=ctx.context_id, partition=ctx.partition,
-                       title=upload.title or _default_title(text, fmt, upload.filename), content_hash=digest,
-                       size=len(text.encode("utf-8")), chunk_count=len(chunks), chunks_done=0, status="ingesting",
-                       format=fmt, filename=upload.filename, created_at=now, updated_at=now,
-                       observed_at=upload.observed_at or now, scopes=upload.scopes, labels=upload.labels,
-                       created_by=ctx.principal, source=upload.source, mime_type=upload.mime_type)
+        doc_id = new_id("doc")
+        uploads = self._uploads()
+        doc = Document(id=doc_id, context_id=ctx.context_id, partition=ctx.partition,
+                       title=upload.title or content.title or _default_title(text, fmt, upload.filename),
+                       content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks), chunks_done=0,
+                       status="ingesting", format=content.kind, filename=upload.filename, created_at=now,
+                       updated_at=now, observed_at=upload.observed_at or now, scopes=upload.scopes,
+                       labels=upload.labels, created_by=ctx.principal, source=upload.source,
+                       mime_type=upload.mime_type or content.mime_type,
+                       original_key=original_key(doc_id) if uploads is not None else None,
+                       original_size=len(content.raw))
         for _ in range(CLAIM_ATTEMPTS):
             try:
                 self.store.transact([
@@ -166,6 +250,8 @@ class DocumentService:
 
         # The chunks' sources are stored, then the job is queued; the worker does the model calls.
         try:
+            if uploads is not None:
+                uploads.write(original_key(doc.id), content.raw, content.mime_type)
             parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
             for batch in transaction_batches(parts):
                 self.store.transact(batch)
@@ -191,16 +277,16 @@ class DocumentService:
         now = timeutil.now_iso()
         doc_id = new_id("doc")
         fmt = req.format or ("markdown" if (req.filename or "").lower().endswith(MARKDOWN_SUFFIXES) else None)
-        content_type = "text/markdown" if fmt == "markdown" else "text/plain"
+        content_type = formats.ticket_type(req.mime_type, req.filename, fmt)
         ttl = self._upload_url_ttl_s
         expires = timeutil.iso(timeutil.now() + timedelta(seconds=ttl))
         doc = Document(id=doc_id, context_id=ctx.context_id, partition=ctx.partition, title=req.title or "",
                        title_given=req.title, format_given=fmt, content_hash="", size=req.size, chunk_count=0,
                        chunks_done=0, status="uploading", format=fmt or "text", filename=req.filename,
                        created_at=now, updated_at=now, observed_at=req.observed_at or now, scopes=req.scopes,
-                       labels=req.labels, created_by=ctx.principal, upload_key=f"documents/{doc_id}",
-                       upload_expires_at=expires)
-        url = uploads.presign_put(f"documents/{doc_id}", req.size, content_type, ttl)
+                       labels=req.labels, created_by=ctx.principal, upload_key=staging_key(doc_id),
+                       upload_expires_at=expires, mime_type=content_type)
+        url = uploads.presign_put(staging_key(doc_id), req.size, content_type, ttl)
         self.store.put(Record(keys.documents_pk(ctx), doc_id, doc.to_item()), Condition.absent())
         return UploadTicket(doc, url, content_type, expires)
 
@@ -230,33 +316,32 @@ class DocumentService:
                 raise PayloadTooLarge(str(exc), limit=cap) from exc
             if raw is None:
                 raise InvalidRequest("nothing was uploaded to the document's upload URL", code="upload_missing")
-            try:
-                upload = DocumentUpload(text=raw.decode("utf-8"), title=doc.title_given,
-                                        format=doc.format_given, filename=doc.filename)
-            except (UnicodeDecodeError, ValueError) as exc:
-                raise InvalidRequest("the uploaded document is not UTF-8 text without NUL characters",
-                                     field="text") from exc
-            text = chunking.normalise(upload.text)
-            if not text:
-                raise InvalidRequest("text: the document is empty", field="text")
+            upload = DocumentFileUpload(title=doc.title_given, format=doc.format_given, filename=doc.filename)
+            content = _content(upload, OriginalFile(raw, doc.mime_type), cap)
         except MemoryError_ as exc:
+            _drop(uploads, doc.upload_key)
             return self._fail_upload(record, exc)
-        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        text, fmt, chunks = content.text, content.format, content.chunks
         digest = chunking.content_hash(text)
         hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
-        chunks = chunking.chunk(text, fmt)
         # Sources first (a redelivery before the claim replaces them), then the claim.
         remove_parts(self.store, ctx, doc.id)
         parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
         for batch in transaction_batches(parts):
             self.store.transact(batch)
-        claimed = replace(doc, title=upload.title or _default_title(text, fmt, upload.filename),
+        # The original is kept before the claim names it (a redelivery writes it again).
+        uploads.write(original_key(doc.id), content.raw, content.mime_type)  # type: ignore[union-attr]
+        claimed = replace(doc, title=upload.title or content.title or _default_title(text, fmt, upload.filename),
                           content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks),
-                          chunks_done=0, status="ingesting", format=fmt, updated_at=timeutil.now_iso())
+                          chunks_done=0, status="ingesting", format=content.kind, updated_at=timeutil.now_iso(),
+                          mime_type=content.mime_type, original_key=original_key(doc.id),
+                          original_size=len(content.raw))
         for _ in range(CLAIM_ATTEMPTS):
             existing = self._live_document(ctx, hash_key)
             if existing is not None and existing.id != doc.id:
                 remove_parts(self.store, ctx, doc.id)
+                _drop(uploads, original_key(doc.id))
+                _drop(uploads, doc.upload_key)
                 return self._fail_upload(record, Conflict(
                     f"the same content is already stored as document {existing.id}",
                     code="duplicate_document", documentId=existing.id))
@@ -271,6 +356,7 @@ class DocumentService:
                 current = self.store.get(record.pk, record.sk)
                 if current is None or document_of(current).deleted:
                     remove_parts(self.store, ctx, doc.id)
+                    _drop(uploads, original_key(doc.id))
                     return "gone"
                 if current.version != record.version:
                     return document_of(current).status  # another delivery claimed it
@@ -316,6 +402,7 @@ class DocumentService:
         its hash row."""
         remove_parts(self.store, ctx, doc_id)
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
+        self.remove_original(doc_id)
         if hash_key is not None:
             claim = self.store.get(*hash_key)
             if claim is not None and DocumentHash.from_item(claim.data).document_id == doc_id:
@@ -324,6 +411,212 @@ class DocumentService:
                 except ConditionFailed:
                     pass  # another upload took the claim over meanwhile
         self.store.delete(keys.documents_pk(ctx), doc_id)
+
+    def remove_original(self, doc_id: str) -> None:
+        """Remove a document's original and any staged upload (delete, forget and purge call this)."""
+        uploads = self._uploads()
+        if uploads is None:
+            return
+        uploads.delete(original_key(doc_id))
+        uploads.delete(staging_key(doc_id))
+
+    # --- reprocess (PUT /documents/{id}) -------------------------------------------------
+
+    def reprocess(self, ctx: RequestContext, doc_id: str) -> tuple[Document, bool]:
+        """Queue a re-ingest of the document from its stored original; ``(document, queued)``.
+        A document already ingesting or uploading answers as it is (nothing more is queued: a
+        repeat while one runs starts no second), unless its ingest died (``STALE_INGEST_S``
+        without progress): then this queues it again, carrying what was committed. The flip
+        to ``ingesting`` is conditioned on the row's version, so of two concurrent calls one
+        queues."""
+        record = self._load(ctx, doc_id)
+        doc = document_of(record)
+        if doc.status == "uploading" or (doc.status == "ingesting" and not _stale(doc)):
+            return doc, False
+        if not doc.original_key or self._uploads() is None:
+            raise Conflict(f"document {doc_id} has no original kept to reprocess from; upload it again",
+                           code="original_unavailable")
+        queued = replace(doc, status="ingesting", reprocess=True, error=None, updated_at=timeutil.now_iso())
+        try:
+            self.store.put(Record(record.pk, record.sk, queued.to_item(), version=record.version + 1),
+                           Condition.version_is(record.version))
+        except ConditionFailed:
+            return self.get(ctx, doc_id), False
+        try:
+            self._queue().send(IngestionJob.for_document(ctx, doc_id))
+        except BaseException:  # not queued: the document goes back to what it was
+            current = self.store.get(record.pk, record.sk)
+            if current is not None and current.version == record.version + 1:
+                self.store.put(Record(record.pk, record.sk, doc.to_item(), version=current.version + 1),
+                               Condition.version_is(current.version))
+            raise
+        return queued, True
+
+    def claim_reprocess(self, ctx: RequestContext, record: Record) -> str:
+        """The worker's first step of a reprocess: read the original, extract and chunk it again
+        (the limits and checks of an upload), carry over each chunk whose text is unchanged (its
+        id, its facts and links: not extracted again, rewritten only when its place moved), remove
+        the chunks that vanished, and store the sources of the new ones as part rows for the
+        worker to extract. Returns ``ingesting`` (the worker continues), ``failed`` or ``gone``.
+        Facts learned from vanished chunks stay, as for a deleted document; facts of changed
+        chunks are extracted again and reconciled with what is stored (a fact already known
+        stores nothing new, a changed single value supersedes the old one)."""
+        doc = document_of(record)
+        uploads = self._uploads()
+        cap = self._document_bytes
+        try:
+            if uploads is None or not doc.original_key:
+                raise Conflict(f"document {doc.id} has no original kept", code="original_unavailable")
+            try:
+                raw = uploads.read(doc.original_key, max(cap, doc.original_size or 0))
+            except ValueError as exc:
+                raise PayloadTooLarge(str(exc), limit=cap) from exc
+            if raw is None:
+                raise Conflict(f"the original of document {doc.id} is no longer kept", code="original_unavailable")
+            hint = doc.format if doc.format in ("text", "markdown") else None
+            upload = DocumentFileUpload(format=hint, filename=doc.filename)  # type: ignore[arg-type]
+            content = _content(upload, OriginalFile(raw, doc.mime_type), cap)
+        except MemoryError_ as exc:  # the old chunks stay searchable; the error says why
+            unflagged = Record(record.pk, record.sk, replace(doc, reprocess=False).to_item(), version=record.version)
+            return self._fail_upload(unflagged, exc)
+        chunks_pk = keys.chunks_pk(ctx, doc.id)
+        old = [Chunk.from_item(r.data) for r in paging.scan(self.store, paging.Source(chunks_pk))]
+        plan = carry_plan(old, content.chunks)
+        # Vanished and moved rows go first (their own transactions), so that the projection
+        # removes their units before the moved chunks' rows (same ids) are written again.
+        stale = [Delete(chunks_pk, keys.chunk_sk(c.ordinal or 0)) for c in plan.removed]
+        for batch in transaction_batches(stale):  # type: ignore[arg-type]
+            self.store.transact(batch)
+        remove_parts(self.store, ctx, doc.id)
+        ids = iter(plan.chunk_ids)
+        parts = part_rows(ctx, doc.id, content.chunks, lambda: next(ids))
+        for batch in transaction_batches(parts):
+            self.store.transact(batch)
+        moved = [Put(Record(chunks_pk, keys.chunk_sk(new.ordinal), replace(
+                     kept, ordinal=new.ordinal, offset=new.offset, position_percent=new.position_percent,
+                     heading_path=list(new.heading_path), page=getattr(new, "page", None),
+                     document_title=doc.title).to_item()))
+                 for new, kept in plan.rewritten]
+        for batch in transaction_batches(moved):
+            self.store.transact(batch)
+        text = content.text
+        digest = chunking.content_hash(text)
+        claimed = replace(doc, content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(content.chunks),
+                          chunks_done=plan.carried, status="ingesting", reprocess=False, format=content.kind,
+                          content_version=(doc.content_version or 1) + 1,
+                          updated_at=timeutil.now_iso(), original_size=len(content.raw))
+        ops: list[Any] = [Put(Record(record.pk, record.sk, claimed.to_item(), version=record.version + 1),
+                              Condition.version_is(record.version))]
+        if digest != doc.content_hash:  # the content-hash row follows the new text when it is free
+            old_key = (keys.document_hashes_pk(ctx), f"{doc.content_hash}#{scope_sig(doc.scopes)}")
+            new_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
+            if self.store.get(*new_key) is None:
+                ops.append(Put(_hash_row(ctx, new_key, doc.id, digest), Condition.absent()))
+                claim = self.store.get(*old_key)
+                if claim is not None and DocumentHash.from_item(claim.data).document_id == doc.id:
+                    ops.append(Delete(*old_key, Condition.version_is(claim.version)))
+        try:
+            self.store.transact(ops)
+        except ConditionFailed:
+            current = self.store.get(record.pk, record.sk)
+            if current is None or document_of(current).deleted:
+                return "gone"
+            if current.version != record.version:
+                return document_of(current).status
+            self.store.transact(ops[:1])  # the hash rows moved meanwhile: keep the document's claim as it was
+        return "ingesting"
+
+    # --- links (POST /documents/recompute-links) ----------------------------------------
+
+    def recompute_links(self, ctx: RequestContext, *, chunk_budget: int = RELINK_SYNC_CHUNKS) -> RelinkResult:
+        """Rebuild the chunk-entity links (``links.py``) of the documents the caller may read, in
+        id order: whole documents in this call while their chunks stay within ``chunk_budget``, the rest in
+        one queued job (the worker hands it on until every document is done). Idempotent: a
+        repeat rebuilds the same links."""
+        names = links.load_entity_names(self.store, ctx)
+        # A document that would take the request past the budget goes to the worker, whole.
+        result = self._relink(ctx, names, after="", stop=lambda seen, next_doc: seen + next_doc > chunk_budget)
+        if result.next_after is not None:
+            self._queue().send(IngestionJob.for_links(ctx, result.next_after))
+        return result
+
+    def relink_job(self, job: IngestionJob, should_stop: Callable[[], bool]) -> str:
+        """The worker's part of a recompute-links: every document after ``job.after``; out of
+        time, the rest is handed on (``IngestionInterrupted`` carrying the last document done)."""
+        from agent_memory.services.documents.ingestion import IngestionInterrupted
+
+        ctx = job.request_context()
+        names = links.load_entity_names(self.store, ctx)
+        result = self._relink(ctx, names, after=job.after, stop=lambda _seen, _next: should_stop(), progress=True)
+        if result.next_after is not None:
+            raise IngestionInterrupted(f"recompute-links: out of time after document {result.next_after}",
+                                       done=job.progress + result.documents, after=result.next_after)
+        log.info("recompute-links of %s: %d documents, %d links", ctx.context_id,
+                 job.progress + result.documents, result.links)
+        return "relinked"
+
+    def _relink(self, ctx: RequestContext, names: links.EntityNames, *, after: str,
+                stop: Callable[[int, int], bool], progress: bool = False) -> RelinkResult:
+        """Relink the documents after ``after`` until ``stop(chunks so far, the next
+        document's chunks)``; ``progress``: the first document is relinked whatever ``stop``
+        says (a worker delivery always advances)."""
+        documents = linked = chunks_seen = 0
+        last = after
+        src = paging.Source(keys.documents_pk(ctx), prefix="doc_")
+        start = {"pk": src.pk, "sk": after} if after else None
+        for record in paging.scan(self.store, src, after=start):
+            if record.data.get("kind") != Document.KIND:
+                continue
+            doc = document_of(record)
+            if (documents or not progress) and stop(chunks_seen, doc.chunk_count):
+                return RelinkResult(documents, linked, next_after=last)
+            if not doc.deleted and scope_lib.visible(doc.scopes or [], ctx.read_region):
+                n_chunks, n_links = self._relink_document(ctx, doc.id, names)
+                chunks_seen += n_chunks
+                linked += n_links
+            documents += 1
+            last = record.sk
+        return RelinkResult(documents, linked)
+
+    def _relink_document(self, ctx: RequestContext, doc_id: str, names: links.EntityNames) -> tuple[int, int]:
+        """Rewrite the links of the document's chunks whose links changed; ``(chunks, links)``,
+        ``links`` counting the distinct entities the document mentions."""
+        mentioned: set[str] = set()
+        n = 0
+        for record in paging.scan(self.store, paging.Source(keys.chunks_pk(ctx, doc_id))):
+            chunk = Chunk.from_item(record.data)
+            if chunk.deleted:
+                continue
+            n += 1
+            ids = names.mentioned(chunk.text)
+            mentioned.update(ids)
+            if ids != sorted(chunk.entity_ids or []):
+                updated = replace(chunk, entity_ids=ids or None)
+                try:
+                    self.store.put(Record(record.pk, record.sk, updated.to_item(), version=record.version + 1),
+                                   Condition.version_is(record.version))
+                except ConditionFailed:
+                    pass  # rewritten meanwhile (a reprocess, a forget): the next recompute sees it
+        return n, len(mentioned)
+
+    # --- reads ----------------------------------------------------------------------
+
+    def raw(self, ctx: RequestContext, doc_id: str, *, inline_bytes: int) -> RawOriginal:
+        """The original as uploaded: its bytes, or (an object over ``inline_bytes`` in a store
+        that presigns reads, S3) a URL to fetch it from. 404 when none is kept."""
+        doc = document_of(self._load(ctx, doc_id))
+        uploads = self._uploads()
+        content_type = doc.mime_type or FORMAT_MIME_TYPES.get(doc.format, "application/octet-stream")
+        if uploads is None or not doc.original_key:
+            raise NotFound(f"document {doc_id} has no original kept", code="original_unavailable")
+        if doc.original_size is not None and doc.original_size > inline_bytes:
+            url = uploads.presign_get(doc.original_key, self._upload_url_ttl_s, content_type)
+            if url is not None:
+                return RawOriginal(content_type, url=url, size=doc.original_size)
+        data = uploads.read(doc.original_key, max(self._document_bytes, doc.original_size or 0))
+        if data is None:
+            raise NotFound(f"the original of document {doc_id} is no longer kept", code="original_unavailable")
+        return RawOriginal(content_type, data=data, size=len(data))
 
     # --- reads ----------------------------------------------------------------------
 
@@ -369,6 +662,66 @@ class DocumentService:
                 raise Conflict(f"document {doc_id} is being modified concurrently; retry") from exc
         hash_key = (keys.document_hashes_pk(ctx), f"{doc.content_hash}#{scope_sig(doc.scopes)}")
         self._discard(ctx, doc_id, hash_key)
+
+
+def staging_key(doc_id: str) -> str:
+    return f"staging/{doc_id}"
+
+
+def original_key(doc_id: str) -> str:
+    return f"originals/{doc_id}"
+
+
+def _drop(uploads: UploadStore | None, key: str | None) -> None:
+    if uploads is None or not key:
+        return
+    try:
+        uploads.delete(key)
+    except Exception:  # the staging lifecycle rule, or the next delete, removes it later
+        log.warning("could not delete object %s", key, exc_info=True)
+
+
+@dataclass(frozen=True)
+class _Content:
+    raw: bytes
+    kind: str
+    mime_type: str
+    text: str
+    format: str
+    chunks: list[chunking.Chunk]
+    title: str | None = None
+
+
+def _content(upload: DocumentFileUpload, original: OriginalFile | None, cap: int) -> _Content:
+    """An upload's bytes, text and chunks; every refusal (413/415/422/400) before anything is written."""
+    if original is None:
+        text_in = upload.text  # type: ignore[attr-defined]
+        raw = text_in.encode("utf-8")
+        if len(raw) > cap:
+            raise PayloadTooLarge(f"document is over the {cap}-byte limit")
+        text = chunking.normalise(text_in)
+        if not text:
+            raise InvalidRequest("text: the document is empty", field="text")
+        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
+        return _Content(raw, fmt, upload.mime_type or FORMAT_MIME_TYPES[fmt], text, fmt, chunking.chunk(text, fmt))
+    if len(original.data) > cap:
+        raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
+    if not original.data:
+        raise InvalidRequest("the document is empty (the file part has no content)", field="file")
+    got = formats.extract(original.data, original.content_type, upload.filename, format_hint=upload.format)
+    if got.pages is not None:
+        text, chunks = chunking.paged(got.pages)
+        fmt = "text"
+    else:
+        text = chunking.normalise(got.text)
+        fmt = got.format
+        if got.kind in ("text", "markdown") and upload.format is None:
+            fmt = "markdown" if got.kind == "markdown" or chunking.looks_like_markdown(text) else "text"
+        chunks = chunking.chunk(text, fmt)  # type: ignore[arg-type]
+    if not text:
+        raise InvalidRequest("the document is empty", field="file")
+    kind = got.kind if got.kind not in ("text", "markdown") else fmt
+    return _Content(original.data, kind, got.mime_type, text, fmt, chunks, got.title)
 
 
 def _hash_row(ctx: RequestContext, hash_key: tuple[str, str], doc_id: str, digest: str) -> Record:

@@ -81,6 +81,8 @@ def describe(hit: Any) -> str:
         where = f"\"{sanitise(meta['documentTitle'], 120)}\""
         if meta.get("positionPercent") is not None:
             where += f" {meta['positionPercent']}%"
+        if meta.get("page") is not None:
+            where += f" p. {meta['page']}"
         tags.append(where)
     when = getattr(hit, "occurred_at", None)
     if when:

@@ -96,19 +96,21 @@ class Citation:
     position_percent: Any = None
     occurred_at: str | None = None
     role: str | None = None
+    page: int | None = None  # a PDF chunk's page
 
     def to_stored(self) -> dict[str, Any]:
         """The response cache's stored form."""
         return {"marker": self.marker, "id": self.id, "kind": self.kind, "snippet": self.snippet,
                 "score": self.score, "documentTitle": self.document_title,
-                "positionPercent": self.position_percent, "occurredAt": self.occurred_at, "role": self.role}
+                "positionPercent": self.position_percent, "occurredAt": self.occurred_at, "role": self.role,
+                **({"page": self.page} if self.page is not None else {})}
 
     @classmethod
     def from_stored(cls, data: dict[str, Any]) -> Citation:
         return cls(marker=data["marker"], id=data["id"], kind=data["kind"], snippet=data["snippet"],
                    score=data["score"], document_title=data.get("documentTitle"),
                    position_percent=data.get("positionPercent"), occurred_at=data.get("occurredAt"),
-                   role=data.get("role"))
+                   role=data.get("role"), page=data.get("page"))
 
 
 @dataclass
@@ -369,7 +371,8 @@ class ChatService:
         return Citation(marker=f"[{marker}]", id=hit.id, kind=hit.kind, snippet=hit.text[:280],
                         score=round(float(hit.score), 6), document_title=meta.get("documentTitle"),
                         position_percent=meta.get("positionPercent"), occurred_at=getattr(hit, "occurred_at", None),
-                        role=getattr(hit, "role", None) if hit.kind == "turn" else None)
+                        role=getattr(hit, "role", None) if hit.kind == "turn" else None,
+                        page=meta.get("page") if hit.kind == "chunk" else None)
 
 
 def _cached_citations(cached: dict[str, Any]) -> list[Citation]:
