@@ -343,6 +343,14 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
             status, ingested[doc_id] = call("GET", f"{route_scenario.CTX}/documents/{doc_id}")
             if status == 404:
                 del ingested[doc_id]
+        # One ingested document reprocessed from its original: the worker reads it back from S3.
+        again_id = next(d for d, doc in ingested.items() if doc["title"] == "Visitors")
+        status, payload = call("PUT", f"{route_scenario.CTX}/documents/{again_id}")
+        assert status == 202 and payload["queued"] is True, payload
+        requeued = sqs.receive_message(QueueUrl=secrets["ingestion_queue"], MaxNumberOfMessages=10)["Messages"]
+        reprocessed = ingestion.invoke({"Records": [{"messageId": m["MessageId"], "body": m["Body"],
+                                                     "eventSource": "aws:sqs"} for m in requeued]})
+        status, ingested[again_id] = call("GET", f"{route_scenario.CTX}/documents/{again_id}")
         records = stream_records(boto3.client("dynamodbstreams", **aws), dynamodb)
         projector = FunctionProcess("ProjectorFunction", build,
                                     function_env("ProjectorFunction", moto_endpoint,
@@ -377,7 +385,8 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                "search": {n: list(r) for n, r in cluster.requests.items()}, "cluster": cluster,
                "bulk": list(cluster.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()},
                "output": output, "keys": [bootstrap_key, *keys.values()], "secrets": secrets,
-               "outage": outage, "scheduled": scheduled, "audited": audited}
+               "outage": outage, "scheduled": scheduled, "audited": audited,
+               "reprocessed": {"jobs": len(requeued), "result": reprocessed, "id": again_id}}
     finally:
         for p in processes.values():
             if p.proc.poll() is None:
@@ -576,6 +585,10 @@ def test_the_built_ingestion_worker_ingests_the_queued_documents(deployed):
     assert deployed["jobs"] == {"batchItemFailures": []}, deployed["output"]["IngestionFunction"][-4000:]
     kept = deployed["ingested"]
     assert sorted(d["title"] for d in kept.values()) == ["Parking", "Visitors"]
+    # ... and one of them again, from its stored original (PUT /documents/{id})
+    again = deployed["reprocessed"]
+    assert again["jobs"] == 1 and again["result"] == {"batchItemFailures": []}, again
+    assert kept[again["id"]]["status"] == "ready" and kept[again["id"]]["version"] == 2, kept[again["id"]]
     for doc in kept.values():
         assert doc["status"] == "ready", doc
         assert doc["chunksDone"] == doc["chunksTotal"] >= 1
