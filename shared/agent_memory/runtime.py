@@ -366,14 +366,26 @@ class Runtime:
         limits = self.settings.limits
         return DocumentService(self.store, self.settings.cursor_secret, ingestion_queue=lambda: self.ingestion_queue,
                                upload_store=lambda: self.upload_store, document_bytes=limits.document_bytes,
-                               upload_url_ttl_s=limits.upload_url_ttl_s)
+                               upload_url_ttl_s=limits.upload_url_ttl_s, keywords=self.keywords)
+
+    @cached_property
+    def keywords(self):
+        from agent_memory.services.documents.keywords import KeywordIndex
+
+        return KeywordIndex(self.store, self.settings.cursor_secret)
+
+    @cached_property
+    def corpus(self):
+        from agent_memory.services.retrieval.corpus import CorpusSearch
+
+        return CorpusSearch(self.store, self.search, self.retrieval)
 
     @cached_property
     def ingestion(self):
         from agent_memory.services.documents.ingestion import DocumentIngestion
 
         return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
-                                 concurrency=self.settings.limits.document_concurrency,
+                                 keywords=self.keywords, concurrency=self.settings.limits.document_concurrency,
                                  window_chars=self.settings.limits.document_window_chars)
 
     @cached_property
