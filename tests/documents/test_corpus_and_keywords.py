@@ -210,3 +210,17 @@ def test_corpus_query_expand_graph_adds_chunks_of_linked_entities(any_api):
     assert [r["chunk"]["documentId"] for r in only_a["results"]] == [a]
     high = any_api.post(f"{DOCS}/query", {"query": q, "k": 1, "expandGraph": True, "threshold": 0.6}).json()
     assert [r["chunk"]["documentId"] for r in high["results"]] == [a]
+
+
+def test_indexing_a_document_again_replaces_its_terms(api):
+    doc_id = upload(api, REFUNDS, "Refunds")
+    index = get_runtime().keywords
+    doc = get_runtime().documents.get(RC, doc_id)
+    assert index.add_document(RC, doc, [REFUNDS]) == len(kw.extract([REFUNDS]))  # the same again: nothing moves
+    before = {k["normalised"]: k["documentCount"] for k in api.get(f"{DOCS}/keywords?page_size=500").json()["keywords"]}
+    assert before["refund policy"] == 1
+    index.add_document(RC, doc, ["Warehouse staff repack parcels. Warehouse staff sort parcels."])
+    after = {k["normalised"]: k["documentCount"] for k in api.get(f"{DOCS}/keywords?page_size=500").json()["keywords"]}
+    assert "refund policy" not in after and after["warehouse staff"] == 1 and after["parcels"] == 1
+    mine = [k["normalised"] for k in api.get(f"{DOCS}/{doc_id}/keywords").json()["keywords"]]
+    assert mine[0] == "warehouse staff" and "refund" not in mine

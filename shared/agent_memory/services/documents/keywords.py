@@ -165,11 +165,27 @@ class KeywordIndex:
 
     def add_document(self, ctx: RequestContext, doc: Document, texts: Iterable[str]) -> int:
         """Index ``doc``'s keywords (extracted from ``texts``); returns how many it has.
-        Idempotent: a term already indexed for the document is skipped."""
+        Idempotent: a term already indexed for the document with the same score is skipped;
+        one it no longer has, or with another score (a document ingested again), is replaced."""
         found = extract(texts)
+        wanted = {kw.normalised: kw for kw in found}
+        for record in self._rows(keys.document_keywords_pk(ctx, doc.id)):
+            kept = wanted.get(record.sk)
+            if kept is None or DocumentKeyword.from_item(record.data).score != kept.score:
+                self._remove(ctx, doc.id, record)
         for kw in found:
             self._add(ctx, doc, kw)
         return len(found)
+
+    def _rows(self, pk: str) -> list[Record]:
+        out: list[Record] = []
+        after = None
+        while True:
+            page = self.store.query(pk, after=after, limit=100)
+            out += page.records
+            if page.last_key is None or not page.records:
+                return out
+            after = page.last_key
 
     def _add(self, ctx: RequestContext, doc: Document, kw: ExtractedKeyword) -> None:
         sig = scope_sig(doc.scopes or [])
