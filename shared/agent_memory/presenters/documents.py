@@ -3,13 +3,15 @@ search ``/documents/query`` and the keyword index ``/documents/keywords``, in th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.models.documents import FORMAT_MIME_TYPES
 from agent_memory.models.records import Chunk, Document, DocumentKeyword
-from agent_memory.services.documents.keywords import KeywordDetailView, KeywordView
 from agent_memory.services.documents.service import IngestResult, NumberedPage, UploadTicket
-from agent_memory.services.retrieval.corpus import CorpusHit, CorpusResult
+
+if TYPE_CHECKING:  # corpus search ranks with numpy: the other document routes never load it
+    from agent_memory.services.documents.keywords import KeywordDetailView, KeywordView
+    from agent_memory.services.retrieval.corpus import CorpusHit, CorpusResult
 
 # A document's content version: 1 until re-ingestion from the stored original exists (issue 34).
 DOCUMENT_VERSION = 1
