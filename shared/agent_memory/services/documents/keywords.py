@@ -29,6 +29,7 @@ rows, the ``keyword`` row under its version, so concurrent documents sharing a t
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections import Counter
@@ -93,37 +94,49 @@ def _candidate(word: str) -> bool:
 
 
 def extract(texts: Iterable[str], limit: int = KEYWORDS_PER_DOCUMENT) -> list[ExtractedKeyword]:
-    """A document's keywords (its text given in pieces, e.g. its chunks), best first."""
-    counts: Counter[str] = Counter()
-    spellings: dict[str, Counter[str]] = {}
+    """A document's keywords (its text given in pieces, e.g. its chunks), best first.
 
-    def note(norm: str, surface: str) -> None:
-        counts[norm] += 1
-        spellings.setdefault(norm, Counter())[surface] += 1
-
+    Words and adjacent pairs are counted as written (C-level counting), each distinct spelling
+    is folded once, and spellings are gathered for the kept terms alone."""
+    raw_words: Counter[str] = Counter()
+    raw_pairs: Counter[tuple[str, str]] = Counter()
     for text in texts:
         for sentence in _SENTENCE.split(unicodedata.normalize("NFKC", text)):
-            previous: tuple[str, str] | None = None
-            for word in _WORD.findall(sentence):
-                folded = _fold_word(word)
-                if not _candidate(folded):
-                    previous = None
-                    continue
-                shown = _surface(word)
-                note(folded, shown)
-                if previous is not None:
-                    note(f"{previous[0]} {folded}", f"{previous[1]} {shown}")
-                previous = (folded, shown)
+            words = _WORD.findall(sentence)
+            raw_words.update(words)
+            raw_pairs.update(itertools.pairwise(words))
+    folded_of: dict[str, str | None] = {}  # a spelling -> its folded form, None: not a candidate
+    counts: Counter[str] = Counter()
+    for word, n in raw_words.items():
+        f = _fold_word(word)
+        folded_of[word] = f = f if _candidate(f) else None
+        if f is not None:
+            counts[f] += n
+    for (a, b), n in raw_pairs.items():
+        fa, fb = folded_of[a], folded_of[b]
+        if fa is not None and fb is not None:
+            counts[f"{fa} {fb}"] += n
     weights = {term: n * (term.count(" ") + 1) for term, n in counts.items()
                if (" " not in term or n >= MIN_BIGRAM_COUNT) and len(term) <= MAX_KEYWORD_CHARS}
     best = sorted(weights, key=lambda t: (-weights[t], t))[:limit]
     if not best:
         return []
     top = weights[best[0]]
+    # The spellings of the kept terms only (first-seen order: ties go to the first spelling).
+    spellings: dict[str, Counter[str]] = {term: Counter() for term in best}
+    for word, n in raw_words.items():
+        f = folded_of[word]
+        if f in spellings:
+            spellings[f][_surface(word)] += n
+    if any(" " in term for term in best):
+        for (a, b), n in raw_pairs.items():
+            fa, fb = folded_of[a], folded_of[b]
+            if fa is not None and fb is not None and f"{fa} {fb}" in spellings:
+                spellings[f"{fa} {fb}"][f"{_surface(a)} {_surface(b)}"] += n
     out = []
     for term in best:
         spelled = spellings[term]
-        text = max(spelled, key=lambda s: spelled[s])  # the first seen of the most frequent
+        text = max(spelled, key=lambda sp: spelled[sp])  # the first seen of the most frequent
         out.append(ExtractedKeyword(term, text, round(weights[term] / top, 4), weights[term]))
     return out
 
