@@ -53,6 +53,7 @@ class Runtime:
         # Stored replies first, then cached responses: the order forget documents (its step 5).
         self.events.subscribe(RecordsForgotten, self._forget_idempotent_replies_naming)
         self.events.subscribe(RecordsForgotten, self._invalidate_responses_using)
+        self.events.subscribe(RecordsForgotten, self._unindex_forgotten_documents)
 
     def _invalidate_responses_citing(self, event: FactsChanged) -> None:
         self.response_cache.invalidate(event.ctx, entity_ids=event.entity_ids)
@@ -63,6 +64,11 @@ class Runtime:
     def _invalidate_responses_using(self, event: RecordsForgotten) -> None:
         self.response_cache.invalidate(event.ctx, entity_ids=[i for i in event.ids if i.startswith("entity:")],
                                        unit_ids=[i for i in event.ids if not i.startswith("entity:")])
+
+    def _unindex_forgotten_documents(self, event: RecordsForgotten) -> None:
+        """A document removed by a forget (a scope forget takes document rows): its keywords go."""
+        for doc_id in sorted(i for i in event.ids if i.startswith("doc_")):
+            self.keywords.remove_document(event.ctx, doc_id)
 
     def close(self) -> None:
         """Let background work started by this runtime finish (the local ingestion worker)."""

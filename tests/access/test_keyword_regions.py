@@ -62,3 +62,26 @@ def test_keywords_and_corpus_search_follow_the_read_region(api, store_kind):
     by_id = api.request("POST", f"{DOCS}/query", {"query": "parcel tracking", "filter": {"id": ids["bob"]}},
                         headers=as_("alice")).json()
     assert by_id["results"] == []
+
+
+def test_a_scope_forget_takes_the_documents_keywords_with_it(api):
+    ids = {}
+    for who in ("alice", "bob"):
+        r = api.request("POST", DOCS, {"text": "Badge readers sit at the door. Badge readers log entries.",
+                                       "title": who}, headers=as_(who))
+        ids[who] = r.json()["id"]
+    get_runtime().ingestion_queue.join(timeout=60)
+    keyword = f"{DOCS}/keywords/badge%20readers"
+    assert api.request("GET", keyword, headers=as_("admin")).json()["documentCount"] == 2
+    r = api.request("POST", f"{CTX}/scopes/forget", {"path": "org/acme/user/bob"}, headers=as_("admin"))
+    assert r.status == 200, r.text
+    assert api.request("GET", f"{DOCS}/{ids['bob']}", headers=as_("admin")).status == 404
+    detail = api.request("GET", keyword, headers=as_("admin")).json()
+    assert detail["documentCount"] == 1 and [d["id"] for d in detail["documents"]] == [ids["alice"]]
+    listed = api.request("GET", f"{DOCS}/keywords?page_size=500", headers=as_("admin")).json()["keywords"]
+    assert {k["normalised"]: k["documentCount"] for k in listed}["badge readers"] == 1
+    from agent_memory.access.request_context import RequestContext
+    from agent_memory.kernel import storage_keys as keys
+
+    rc = RequestContext(context_id="acme", principal="ops", admin=True)
+    assert not get_runtime().store.query(keys.document_keywords_pk(rc, ids["bob"]), limit=5).records

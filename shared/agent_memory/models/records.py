@@ -222,14 +222,16 @@ class Keyword(StoredItem):
 
 @dataclass(frozen=True, kw_only=True)
 class KeywordDocument(StoredItem):
-    """A document carrying a keyword (listed under the keyword), with its scopes."""
+    """A document carrying a keyword (listed under the keyword), with the document's scopes
+    (``document_scopes``: a scope forget removes the document, and the keyword index follows
+    through the ``RecordsForgotten`` event, so that its counts stay right)."""
 
     KIND: ClassVar[str] = "keyword-document"
     document_id: str
     normalised: str
     title: str = ""
     score: float = 0.0
-    scopes: list[list[str]] = field(default_factory=list)
+    document_scopes: list[list[str]] = field(default_factory=list)
     scope_sig: str = "-"
 
 
@@ -242,6 +244,7 @@ class DocumentKeyword(StoredItem):
     normalised: str
     text: str
     score: float = 0.0
+    scope_sig: str = "-"  # which of the keyword's counts the document is in
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -217,9 +217,10 @@ class KeywordIndex:
                                                                       sig: doc.scopes or []})
                 head = Put(Record(pk, kw.normalised, keyword.to_item(), version=current.version + 1),
                            Condition.version_is(current.version))
-            mine = DocumentKeyword(document_id=doc.id, normalised=kw.normalised, text=kw.text, score=kw.score)
+            mine = DocumentKeyword(document_id=doc.id, normalised=kw.normalised, text=kw.text, score=kw.score,
+                                   scope_sig=sig)
             member = KeywordDocument(document_id=doc.id, normalised=kw.normalised, title=doc.title,
-                                     score=kw.score, scopes=doc.scopes or [], scope_sig=sig)
+                                     score=kw.score, document_scopes=doc.scopes or [], scope_sig=sig)
             try:
                 self.store.transact([
                     Put(Record(keys.document_keywords_pk(ctx, doc.id), kw.normalised, mine.to_item()),
@@ -248,26 +249,23 @@ class KeywordIndex:
     def _remove(self, ctx: RequestContext, doc_id: str, mine: Record) -> None:
         normalised = mine.sk
         member_key = (keys.keyword_documents_pk(ctx, normalised), doc_id)
+        sig = DocumentKeyword.from_item(mine.data).scope_sig
         pk = keys.keywords_pk(ctx)
         for _ in range(COMMIT_ATTEMPTS):
-            member = self.store.get(*member_key)
             current = self.store.get(pk, normalised)
-            ops: list[Any] = [Delete(mine.pk, mine.sk)]
-            if member is not None:
-                ops.append(Delete(*member_key))
-                if current is not None:
-                    keyword = Keyword.from_item(current.data)
-                    sig = KeywordDocument.from_item(member.data).scope_sig
-                    counts = dict(keyword.counts or {})
-                    counts[sig] = counts.get(sig, 0) - 1
-                    if counts[sig] <= 0:
-                        counts.pop(sig)
-                    if not counts:
-                        ops.append(Delete(pk, normalised, Condition.version_is(current.version)))
-                    else:
-                        sets = {s: v for s, v in (keyword.scope_sets or {}).items() if s in counts}
-                        ops.append(Put(Record(pk, normalised, replace(keyword, counts=counts, scope_sets=sets).to_item(),
-                                              version=current.version + 1), Condition.version_is(current.version)))
+            ops: list[Any] = [Delete(mine.pk, mine.sk), Delete(*member_key)]
+            if current is not None:
+                keyword = Keyword.from_item(current.data)
+                counts = dict(keyword.counts or {})
+                counts[sig] = counts.get(sig, 0) - 1
+                if counts[sig] <= 0:
+                    counts.pop(sig)
+                if not counts:
+                    ops.append(Delete(pk, normalised, Condition.version_is(current.version)))
+                else:
+                    sets = {s: v for s, v in (keyword.scope_sets or {}).items() if s in counts}
+                    ops.append(Put(Record(pk, normalised, replace(keyword, counts=counts, scope_sets=sets).to_item(),
+                                          version=current.version + 1), Condition.version_is(current.version)))
             try:
                 self.store.transact(ops)
                 return
@@ -324,7 +322,7 @@ class KeywordIndex:
         keyword = Keyword.from_item(record.data)
         members = [KeywordDocument.from_item(r.data)
                    for r in self.store.query(keys.keyword_documents_pk(ctx, norm), limit=DOCUMENTS_PER_KEYWORD).records]
-        members = [m for m in members if scope_lib.visible(m.scopes or [], ctx.read_region)]
+        members = [m for m in members if scope_lib.visible(m.document_scopes or [], ctx.read_region)]
         if not members:
             return None
         members.sort(key=lambda m: (-m.score, m.document_id))
