@@ -1,18 +1,27 @@
-"""Documents area: upload (JSON or multipart/form-data), read, page chunks, reprocess, relink, delete.
+"""Documents area: upload (JSON or multipart/form-data), read, page chunks, reprocess, relink, delete;
+corpus search (``POST /documents/query``) and the keyword index (``/documents/keywords``,
+``/documents/{id}/keywords``).
 
 Ingest behaviour (chunking, dedupe, extraction, the order of writes) is documented in
 ``agent_memory.services.documents.service``; this module only parses and answers. Chunk pages are
 written with ``ensure_ascii=False`` (escaping non-ASCII text would multiply their size).
 """
 
+import time
 from dataclasses import replace
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import unquote, urljoin
 
 from agent_memory.http import api as http
 from agent_memory.http import multipart
-from agent_memory.kernel.errors import PayloadTooLarge
-from agent_memory.models.documents import DocumentFileUpload, DocumentUpload, DocumentUploadTicketRequest
+from agent_memory.kernel.errors import InvalidRequest, NotFound, PayloadTooLarge
+from agent_memory.models.documents import (
+    DocumentFileUpload,
+    DocumentQueryRequest,
+    DocumentUpload,
+    DocumentUploadTicketRequest,
+    KeywordSearchRequest,
+)
 from agent_memory.observability import instrumented
 from agent_memory.presenters import documents as documents_wire
 from agent_memory.runtime import get_runtime
@@ -21,6 +30,8 @@ app = http.make_resolver()
 
 BASE = "/api/v1/<context_id>/documents"
 DOCUMENT_STATUSES = ("uploading", "ingesting", "ready", "failed")
+KEYWORD_SORTS = ("documentCount", "normalised")
+QUERY_BODY_CAP = 64 * 1024
 
 
 def _upload(context_id: str) -> tuple[DocumentFileUpload, Any]:
@@ -87,6 +98,57 @@ def list_documents(context_id: str):
         ctx, _page_size(), http.query_str(app, "cursor"), page=http.query_int(app, "page", 1),
         status=http.query_choice(app, "status", DOCUMENT_STATUSES), mime_type=http.query_str(app, "mime_type"))
     return http.json_response(documents_wire.document_page(page), ensure_ascii=False)
+
+
+# Literal paths before ``<document_id>`` ones: the resolver takes the first route that matches.
+@app.post(f"{BASE}/query")
+def query_documents(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, DocumentQueryRequest, max_bytes=QUERY_BODY_CAP)
+    mode = "hybrid" if req.mode == "graph" else req.mode
+    result = get_runtime().corpus.query(ctx, req.query, k=req.k, mode=mode, threshold=req.threshold,
+                                        expand_graph=req.expand_graph or req.mode == "graph", filter=req.filter)
+    return http.answer(documents_wire.corpus_result(result), result.degraded)
+
+
+@app.get(f"{BASE}/keywords")
+def list_document_keywords(context_id: str):
+    ctx = http.context(app, context_id)
+    q = http.query_str(app, "q")
+    if q is not None and len(q) > 200:
+        raise InvalidRequest("q: at most 200 characters", field="q")
+    page = get_runtime().keywords.page(
+        ctx, q=q, min_document_count=http.query_int(app, "minDocumentCount", 1, minimum=1),
+        sort=http.query_choice(app, "sort", KEYWORD_SORTS) or "documentCount", limit=_page_size(),
+        page_cursor=http.query_str(app, "cursor"), page=http.query_int(app, "page", 1))
+    return http.json_response(documents_wire.keyword_page(page), ensure_ascii=False)
+
+
+@app.post(f"{BASE}/keywords/search")
+def search_document_keywords(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, KeywordSearchRequest, max_bytes=QUERY_BODY_CAP)
+    started = time.perf_counter()
+    found = get_runtime().keywords.search(ctx, req.query, k=req.k, threshold=req.threshold)
+    return http.json_response(documents_wire.keyword_search(found, (time.perf_counter() - started) * 1000),
+                              ensure_ascii=False)
+
+
+@app.get(f"{BASE}/keywords/<normalised>")
+def get_document_keyword(context_id: str, normalised: str):
+    ctx = http.context(app, context_id)
+    term = unquote(normalised)
+    detail = get_runtime().keywords.keyword(ctx, term)
+    if detail is None:
+        raise NotFound(f"no document carries the keyword {term[:200]!r}")
+    return http.json_response(documents_wire.keyword_detail(detail), ensure_ascii=False)
+
+
+@app.get(f"{BASE}/<document_id>/keywords")
+def list_keywords_of_document(context_id: str, document_id: str):
+    ctx = http.context(app, context_id)
+    found = get_runtime().documents.keywords_of(ctx, document_id)
+    return http.json_response(documents_wire.document_keywords(found), ensure_ascii=False)
 
 
 @app.get(f"{BASE}/<document_id>")

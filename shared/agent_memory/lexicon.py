@@ -31,6 +31,14 @@ OVERLAP_STOP_WORDS = (FUNCTION_WORDS - {"us"}) | frozenset(
     "ourselves out over own please same should some such tell than theirs themselves through too under "
     "until up very while yours yourself yourselves".split())
 
+# The documents' keyword index (services/documents/keywords.py): the overlap list and the query
+# list together, plus words that are everywhere in prose and name no topic. It decides what
+# is indexed: a change shows on documents ingested after it.
+KEYWORD_STOP_WORDS = OVERLAP_STOP_WORDS | QUERY_STOP_WORDS | frozenset(
+    "also among another because become becomes could does done each either else etc even every "
+    "given got however into lets many may might much must neither one ones onto per rather really "
+    "since still thus upon use used uses using via well within without yes".split())
+
 # The hashing embedder: a shorter list plus the pieces a contraction splits into ("alice's",
 # "don't", "we'll"). It decides stored vectors: changing it changes every embedding.
 EMBEDDING_STOP_WORDS = (FUNCTION_WORDS - frozenset(

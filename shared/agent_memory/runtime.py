@@ -53,6 +53,7 @@ class Runtime:
         # Stored replies first, then cached responses: the order forget documents (its step 5).
         self.events.subscribe(RecordsForgotten, self._forget_idempotent_replies_naming)
         self.events.subscribe(RecordsForgotten, self._invalidate_responses_using)
+        self.events.subscribe(RecordsForgotten, self._unindex_forgotten_documents)
 
     def _invalidate_responses_citing(self, event: FactsChanged) -> None:
         self.response_cache.invalidate(event.ctx, entity_ids=event.entity_ids)
@@ -63,6 +64,11 @@ class Runtime:
     def _invalidate_responses_using(self, event: RecordsForgotten) -> None:
         self.response_cache.invalidate(event.ctx, entity_ids=[i for i in event.ids if i.startswith("entity:")],
                                        unit_ids=[i for i in event.ids if not i.startswith("entity:")])
+
+    def _unindex_forgotten_documents(self, event: RecordsForgotten) -> None:
+        """A document removed by a forget (a scope forget takes document rows): its keywords go."""
+        for doc_id in sorted(i for i in event.ids if i.startswith("doc_")):
+            self.keywords.remove_document(event.ctx, doc_id)
 
     def close(self) -> None:
         """Let background work started by this runtime finish (the local ingestion worker)."""
@@ -367,14 +373,26 @@ class Runtime:
         limits = self.settings.limits
         return DocumentService(self.store, self.settings.cursor_secret, ingestion_queue=lambda: self.ingestion_queue,
                                upload_store=lambda: self.upload_store, document_bytes=limits.document_bytes,
-                               upload_url_ttl_s=limits.upload_url_ttl_s)
+                               upload_url_ttl_s=limits.upload_url_ttl_s, keywords=self.keywords)
+
+    @cached_property
+    def keywords(self):
+        from agent_memory.services.documents.keywords import KeywordIndex
+
+        return KeywordIndex(self.store, self.settings.cursor_secret)
+
+    @cached_property
+    def corpus(self):
+        from agent_memory.services.retrieval.corpus import CorpusSearch
+
+        return CorpusSearch(self.store, self.search, self.retrieval)
 
     @cached_property
     def ingestion(self):
         from agent_memory.services.documents.ingestion import DocumentIngestion
 
         return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
-                                 concurrency=self.settings.limits.document_concurrency,
+                                 keywords=self.keywords, concurrency=self.settings.limits.document_concurrency,
                                  window_chars=self.settings.limits.document_window_chars,
                                  claim_reprocess=self.documents.claim_reprocess, relink=self.documents.relink_job)
 

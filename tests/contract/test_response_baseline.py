@@ -152,6 +152,12 @@ def _scenario(api: Any) -> list[dict[str, Any]]:
         call("GET", f"{CTX}/documents/{doc_id}/chunks")
         call("GET", f"{CTX}/documents")
         call("POST", f"{CTX}/query", {"query": "how long does shipping take", "k": 3})
+        call("POST", f"{CTX}/documents/query", {"query": "how long does shipping take", "k": 3,
+                                                "expandGraph": True, "filter": {"format": "markdown"}})
+        call("GET", f"{CTX}/documents/keywords?page_size=5")
+        call("GET", f"{CTX}/documents/keywords/shipping")
+        call("POST", f"{CTX}/documents/keywords/search", {"query": "shipping days"})
+        call("GET", f"{CTX}/documents/{doc_id}/keywords")
         call("POST", f"{CTX}/documents/recompute-links")
         call("PUT", f"{CTX}/documents/{doc_id}")  # reprocess: the same text, every chunk carried over
         for _ in range(200):

@@ -118,6 +118,12 @@ def run(call: Call) -> None:
     ok("PUT", f"{CTX}/documents/{doc_id}", status=202)  # reprocess from the original (or already queued)
     ok("POST", f"{CTX}/documents/recompute-links", status=202)
     assert doc_id in [d["id"] for d in ok("GET", f"{CTX}/documents")["documents"]]
+    # Corpus search and the keyword index (the document may still be ingesting: shapes only).
+    assert "queryMs" in ok("POST", f"{CTX}/documents/query", {"query": "trains", "expandGraph": True})
+    ok("GET", f"{CTX}/documents/keywords?q=train")
+    ok("POST", f"{CTX}/documents/keywords/search", {"query": "trains"})
+    ok("GET", f"{CTX}/documents/keywords/zeppelin", status=404)
+    ok("GET", f"{CTX}/documents/{doc_id}/keywords")
 
     ok("POST", f"{CTX}/forget", {"query": "Lisbon", "dryRun": True})
     ok("DELETE", f"{CTX}/documents/{doc_id}", status=204)

@@ -198,6 +198,46 @@ def test_documents_reprocess_and_recompute_links(memory, monkeypatch):
     assert memory.documents.recompute_links().links_emitted == links.links_emitted
 
 
+def test_documents_query_and_the_keyword_index(memory):
+    returns = memory.documents.upload(POLICY.encode(), filename="policy.md", content_type="text/markdown",
+                                      title="Returns policy", source="kb")
+    ready(memory, returns.id)
+    shipping = memory.documents.upload(b"Refund requests for shipping damage take 30 days. Shipping damage is rare.",
+                                       filename="ship.txt", title="Shipping", source="wiki")
+    ready(memory, shipping.id)
+    found = memory.documents.query("refund window", k=3)
+    assert found.results and found.results[0].score == 1.0 and found.query_ms >= 0
+    top = found.results[0]
+    assert top.chunk["documentId"] == returns.id and top.document["id"] == returns.id
+    assert "refund window" in top.chunk["text"] and top.graph_evidence is None
+    only_wiki = memory.documents.query("refund window", filter={"source": "wiki"})
+    assert {r.document["id"] for r in only_wiki.results} == {shipping.id}
+    strict = memory.documents.query("refund window", threshold=1.0)
+    assert [r.chunk["id"] for r in strict.results] == [top.chunk["id"]]
+    assert memory.documents.query("refund window", mode="bm25", expand_graph=True).results
+
+    page = memory.documents.keywords.list(page=1, page_size=50)
+    counts = {k.normalised: k.document_count for k in page.keywords}
+    assert counts["refund"] == 2 and counts["shipping damage"] == 1 and page.total == len(page.keywords)
+    assert [k.normalised for k in memory.documents.keywords.list(q="ship", page_size=50).keywords] == \
+        sorted((n for n in counts if "ship" in n), key=lambda n: (-counts[n], n))
+    assert all(k.document_count == 2 for k in memory.documents.keywords.list(min_document_count=2).keywords)
+    one = memory.documents.keywords.get("refund")
+    assert (one.id, one.document_count) == ("refund", 2)
+    assert {d["id"] for d in one.documents} == {returns.id, shipping.id}
+    hits = memory.documents.keywords.search("shipping damage", k=3)
+    assert hits.results[0].normalised == "shipping damage" and hits.results[0].score == 1.0
+    mine = memory.documents.keywords.for_document(shipping.id)
+    assert mine.keywords[0].normalised == "shipping damage" and mine.keywords[0].score == 1.0
+    assert memory.documents.get(shipping.id).keyword_count == len(mine.keywords)
+    memory.documents.delete(shipping.id)
+    assert memory.documents.keywords.get("refund").document_count == 1
+    from surrealdb.spectron import SpectronNotFoundError
+
+    with pytest.raises(SpectronNotFoundError):
+        memory.documents.keywords.get("shipping damage")
+
+
 def test_state_profile_forget_audit_and_health(memory):
     memory.remember("I work at Acme as CTO")
     assert memory.profile().dynamic and memory.state().identity
@@ -239,6 +279,12 @@ def test_async_client_over_http(server):
             listed = await memory.documents.list(page=1, page_size=10)
             assert listed.total == 1 and listed.documents[0].source == "kb"
             assert (await memory.documents.chunks(up.id)).chunks[0].document == up.id
+            found = await memory.documents.query("refund window", filter={"source": "kb"}, threshold=0.5)
+            assert found.results[0].document["id"] == up.id and found.results[0].score == 1.0
+            assert (await memory.documents.keywords.get("Refund")).documents[0]["id"] == up.id
+            assert (await memory.documents.keywords.list(q="refund")).total >= 2
+            assert (await memory.documents.keywords.search("refunds")).results
+            assert (await memory.documents.keywords.for_document(up.id)).keywords
             stream = await memory.chat("where did I move?", stream=True)
             frames = [c async for c in stream]
             done = next(c for c in frames if c.done and c.trace_id)

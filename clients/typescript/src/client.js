@@ -773,6 +773,44 @@ class Documents {
     return this._client._send("recomputeDocumentLinks", { idempotent: true, keyedWrite: true, sdk });
   }
 
+  /** Corpus search: the best chunks for `query` (`result.results`, best first), with `k`,
+   * `mode`, `threshold` (0-1, of the best hit's score), `expandGraph` and a metadata `filter`. */
+  query(query, options = {}) {
+    const [sdk, fields] = split(options);
+    return this._client._send("queryDocuments", {
+      json: { query, ...pick(fields, ["k", "mode", "threshold", "expandGraph", "filter"]) }, idempotent: true, sdk,
+    });
+  }
+
+  /** The context's keyword index, most documents first (`sort: "normalised"`: alphabetical);
+   * `q` keeps the keywords containing it, `minDocumentCount` those that many documents carry. */
+  keywords({ pageSize, q, minDocumentCount, sort, ...options } = {}) {
+    const [sdk] = split(options);
+    return this._client._paged("listDocumentKeywords", {
+      query: { q, minDocumentCount, sort }, key: "keywords", pageSize, sdk,
+    });
+  }
+
+  /** One keyword with the documents that carry it. */
+  keyword(normalised, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("getDocumentKeyword", { params: { normalised }, sdk });
+  }
+
+  /** Keywords matching `query`'s words (`result.results`), with `k` and `threshold`. */
+  searchKeywords(query, options = {}) {
+    const [sdk, fields] = split(options);
+    return this._client._send("searchDocumentKeywords", {
+      json: { query, ...pick(fields, ["k", "threshold"]) }, idempotent: true, sdk,
+    });
+  }
+
+  /** A document's keywords, best first. */
+  documentKeywords(documentId, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("listKeywordsOfDocument", { params: { document_id: documentId }, sdk });
+  }
+
   async delete(documentId, options = {}) {
     const [sdk] = split(options);
     await this._client._send("deleteDocument", { params: { document_id: documentId }, idempotent: true, sdk });

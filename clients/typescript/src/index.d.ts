@@ -313,6 +313,17 @@ export interface Documents {
   reprocess(documentId: string, options?: CallOptions): Promise<S["ReprocessDocumentResponse"]>;
   /** Rebuilds the chunk-entity links of the context's documents. */
   recomputeLinks(options?: CallOptions): Promise<S["RecomputeLinksResponse"]>;
+  /** Corpus search over the documents' chunks. */
+  query(query: string, options?: {
+    k?: number; mode?: "hybrid" | "vector" | "bm25" | "graph"; threshold?: number; expandGraph?: boolean;
+    filter?: Record<string, string | string[]>;
+  } & CallOptions): Promise<S["DocumentQueryResponse"]>;
+  keywords(options?: { q?: string; minDocumentCount?: number; sort?: "documentCount" | "normalised" } & PageOptions
+  ): Paginator<S["Keyword"]>;
+  keyword(normalised: string, options?: CallOptions): Promise<S["KeywordDetail"]>;
+  searchKeywords(query: string, options?: { k?: number; threshold?: number } & CallOptions
+  ): Promise<S["KeywordSearchResponse"]>;
+  documentKeywords(documentId: string, options?: CallOptions): Promise<S["DocumentKeywords"]>;
   delete(documentId: string, options?: CallOptions): Promise<void>;
   waitReady(documentId: string, options?: {
     timeoutMs?: number; pollIntervalMs?: number; onProgress?: (document: S["Document"]) => void;

@@ -603,6 +603,127 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/documents/query": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Corpus search: the retrieval of POST /query restricted to document chunks (the same legs, ranking and visibility). score is the retrieval score over the best hit's (the best chunk scores 1); threshold drops chunks below it. filter keeps the chunks of documents whose metadata match (id, title, source, mimeType, format, filename, status: a string or any of a list; labels: all of them), inside the search. expandGraph (or mode graph) adds, after the direct hits, the chunks other facts about the entities the top chunks mention were extracted from, each with its graphEvidence and half the score of the chunk that led to it. */
+        post: operations["queryDocuments"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/documents/keywords": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description The context's keyword index (terms and phrases extracted from each document as it becomes ready; docs/documents.md, "Keywords"), each with the number of documents the caller may read that carry it. Most documents first (sort documentCount, ties alphabetical) or alphabetical (sort normalised). */
+        get: operations["listDocumentKeywords"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/documents/keywords/search": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Keywords matching the query's words (a word matches a keyword word it equals, or starts when at least four letters long). score is the share of the keyword's words matched times the share of the query's words found (an exact match scores 1); threshold drops lower ones. */
+        post: operations["searchDocumentKeywords"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/documents/keywords/{normalised}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The keyword's normalised form (any spelling of it is normalised first). */
+                normalised: string;
+            };
+            cookie?: never;
+        };
+        get: operations["getDocumentKeyword"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/documents/{document_id}/keywords": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        get: operations["listKeywordsOfDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/{context_id}/state": {
         parameters: {
             query?: never;
@@ -2392,6 +2513,8 @@ export interface components {
             source?: string | null;
             /** Format: date-time */
             updatedAt: string;
+            /** @description Keywords indexed when it became ready (null before). */
+            keywordCount?: number | null;
         };
         DocumentChunk: {
             id: string;
@@ -2415,6 +2538,106 @@ export interface components {
             charEnd: number;
             /** @description The heading path joined with " / ". */
             section?: string | null;
+        };
+        DocumentQueryRequest: {
+            query: string;
+            /** @default 10 */
+            k: number;
+            /**
+             * @description graph - hybrid with expandGraph.
+             * @default hybrid
+             * @enum {string}
+             */
+            mode: "hybrid" | "vector" | "bm25" | "graph";
+            /** @description Drop chunks scoring below this (the best scores 1). */
+            threshold?: number;
+            /**
+             * @description Also expand_graph.
+             * @default false
+             */
+            expandGraph: boolean;
+            expand_graph?: boolean;
+            /** @description Document metadata: id (documentId), title, source, mimeType, format, filename, status - a string or any of a list; labels - every one. */
+            filter?: {
+                [key: string]: string | string[];
+            };
+        };
+        DocumentQueryHit: {
+            /** @description Relative to the best hit (1). */
+            score: number;
+            /** @description The chunk as GET /documents/{id}/chunks shows it (no charStart/charEnd). */
+            chunk: {
+                [key: string]: unknown;
+            };
+            /** @description The chunk's document as GET /documents/{id} shows it. */
+            document: {
+                [key: string]: unknown;
+            };
+            /** @description expandGraph hits: {entity, factId, factKind, fact, via (the top chunk that mentions the entity)}; null for direct hits. */
+            graphEvidence: {
+                [key: string]: unknown;
+            }[] | null;
+        };
+        DocumentQueryResponse: {
+            results: components["schemas"]["DocumentQueryHit"][];
+            queryMs: number;
+        };
+        Keyword: {
+            /** @description The normalised form. */
+            id: string;
+            normalised: string;
+            /** @description The most frequent spelling as written. */
+            text: string;
+            /** @description Documents the caller may read that carry it. */
+            documentCount: number;
+        };
+        KeywordPage: {
+            keywords: components["schemas"]["Keyword"][];
+            page: number;
+            pageSize: number;
+            total: number;
+            hasMore: boolean;
+            nextCursor: string | null;
+        };
+        KeywordDocument: {
+            id: string;
+            documentId: string;
+            title: string;
+            /** @description The keyword's score in that document (its best scores 1). */
+            score: number;
+        };
+        KeywordDetail: {
+            id: string;
+            normalised: string;
+            text: string;
+            documentCount: number;
+            documents: components["schemas"]["KeywordDocument"][];
+        };
+        KeywordSearchRequest: {
+            query: string;
+            /** @default 10 */
+            k: number;
+            threshold?: number;
+        };
+        KeywordSearchHit: {
+            id: string;
+            normalised: string;
+            text: string;
+            documentCount: number;
+            score: number;
+        };
+        KeywordSearchResponse: {
+            results: components["schemas"]["KeywordSearchHit"][];
+            queryMs: number;
+        };
+        DocumentKeyword: {
+            id: string;
+            normalised: string;
+            text: string;
+            score: number;
+        };
+        DocumentKeywords: {
+            keywords: components["schemas"]["DocumentKeyword"][];
         };
         /** @description Paged by number (page, page_size; the Spectron client's paging) and by cursor (nextCursor; a cursor is the key of the page's last row, so writes between pages shift nothing). */
         DocumentChunkPage: {
@@ -4240,6 +4463,189 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    queryDocuments: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DocumentQueryRequest"];
+            };
+        };
+        responses: {
+            /** @description Chunk hits, best first. */
+            200: {
+                headers: {
+                    "X-Memory-Degraded": components["headers"]["MemoryDegraded"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentQueryResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    listDocumentKeywords: {
+        parameters: {
+            query?: {
+                /** @description Only keywords whose normalised form contains this (normalised). */
+                q?: string;
+                minDocumentCount?: number;
+                sort?: "documentCount" | "normalised";
+                limit?: components["parameters"]["Limit"];
+                /** @description Opaque; the nextCursor of the previous page. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description The page number (1-based; a cursor wins over it). */
+                page?: number;
+                /** @description The Spectron client's spelling of limit (wins over it). */
+                page_size?: number;
+            };
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of keywords. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeywordPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    searchDocumentKeywords: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeywordSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description Keywords, best first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeywordSearchResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    getDocumentKeyword: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description The keyword's normalised form (any spelling of it is normalised first). */
+                normalised: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keyword with the documents the caller may read that carry it, best scored first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeywordDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    listKeywordsOfDocument: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                document_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document's keywords, best first (none until it is ready). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentKeywords"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

@@ -34,14 +34,16 @@ test("the operation table matches openapi.yaml's methods and paths, and names no
 // Arguments that reach each method's route; path parameters take these values.
 const PARAMS = { context_id: "acme", session_id: "s1", thread_id: "t1", turn_index: "2", trace_id: "tr1",
   document_id: "d1", type: "person", name: "alice", key: "location", uncertainty_id: "u1",
-  fact_id: "f1", key_name: "k1", principal_id: "p1" };
+  fact_id: "f1", key_name: "k1", principal_id: "p1", normalised: "refund" };
 const ARGS = {
   "sessions.create": [{}], "sessions.delete": ["s1"], "sessions.close": ["s1"], "sessions.turns": ["s1"],
   "sessions.context": ["s1", "q"], remember: ["t"], rememberMany: [["t"]], "threads.get": ["t1"],
   "threads.append": ["t1", "x"], "threads.turns": ["t1"], "threads.turn": ["t1", 2], "threads.context": ["t1", "q"],
   "threads.setAcl": ["t1", ["r"]], chat: ["hi"], "traces.get": ["tr1"], "documents.upload": ["text"],
   "documents.createUpload": [10], "documents.completeUpload": ["d1"], "documents.get": ["d1"],
-  "documents.delete": ["d1"], "documents.chunks": ["d1"], "documents.fetchRaw": ["d1"], "documents.reprocess": ["d1"], "entities.get": ["person", "alice"],
+  "documents.delete": ["d1"], "documents.chunks": ["d1"], "documents.fetchRaw": ["d1"], "documents.reprocess": ["d1"],
+  "documents.query": ["q"], "documents.keyword": ["refund"], "documents.searchKeywords": ["q"],
+  "documents.documentKeywords": ["d1"], "entities.get": ["person", "alice"],
   "entities.delete": ["person", "alice"], "entities.allHistory": ["person", "alice"],
   "entities.history": ["person", "alice", "location"], "uncertainty.resolve": ["u1", "v"], forget: ["q"],
   reflect: ["q"], recall: ["q"], context: ["q"], inspect: ["entity:person/alice"],

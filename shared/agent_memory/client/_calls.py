@@ -384,6 +384,29 @@ class Calls:
     def delete_document(self, document_id: str) -> Call[None]:
         return Call("DELETE", f"{self.prefix}/documents/{_seg(document_id)}", nothing, idempotent=True)
 
+    def query_documents(self, query: str, *, k: int | None, mode: str | None, threshold: float | None,
+                        expand_graph: bool | None, filter: dict[str, Any] | None) -> Call[wire.DocumentQueryResponse]:
+        body = _body(query=query, k=k, mode=mode, threshold=threshold, expandGraph=expand_graph, filter=filter)
+        return Call("POST", f"{self.prefix}/documents/query", model(wire.DocumentQueryResponse), json=body,
+                    idempotent=True)
+
+    @staticmethod
+    def keyword_params(*, q: str | None, min_document_count: int | None, sort: str | None) -> dict[str, Any]:
+        return {"q": q, "minDocumentCount": min_document_count, "sort": sort}
+
+    def get_document_keyword(self, normalised: str) -> Call[wire.KeywordDetail]:
+        return Call("GET", f"{self.prefix}/documents/keywords/{_seg(normalised)}", model(wire.KeywordDetail),
+                    idempotent=True)
+
+    def search_document_keywords(self, query: str, *, k: int | None,
+                                 threshold: float | None) -> Call[wire.KeywordSearchResponse]:
+        return Call("POST", f"{self.prefix}/documents/keywords/search", model(wire.KeywordSearchResponse),
+                    json=_body(query=query, k=k, threshold=threshold), idempotent=True)
+
+    def keywords_of_document(self, document_id: str) -> Call[wire.DocumentKeywords]:
+        return Call("GET", f"{self.prefix}/documents/{_seg(document_id)}/keywords", model(wire.DocumentKeywords),
+                    idempotent=True)
+
     # --- threads --------------------------------------------------------------------------
 
     def thread_path(self, thread_id: str, suffix: str = "") -> str:

@@ -718,6 +718,39 @@ class AsyncDocuments:
         ``continued``: the rest runs in the background."""
         return await self._client._send(self._client._calls.recompute_document_links(idempotency_key=idempotency_key))
 
+    @operation("queryDocuments")
+    async def query(self, query: str, *, k: int | None = None, mode: str | None = None, threshold: float | None = None,
+              expand_graph: bool | None = None, filter: dict[str, Any] | None = None) -> wire.DocumentQueryResponse:
+        """Corpus search: the best chunks for ``query``. ``threshold`` (0-1) drops chunks scoring
+        below that share of the best; ``filter`` matches document metadata (``source``,
+        ``mimeType``, ``labels``...); ``expand_graph`` adds chunks about the entities the top
+        chunks mention."""
+        return await self._client._send(self._client._calls.query_documents(
+            query, k=k, mode=mode, threshold=threshold, expand_graph=expand_graph, filter=filter))
+
+    @operation("listDocumentKeywords")
+    def keywords(self, *, q: str | None = None, min_document_count: int | None = None, sort: str | None = None,
+                 page_size: int | None = None) -> AsyncIterator[wire.Keyword]:
+        """The context's keyword index (following pages lazily): most documents first, or
+        alphabetical with ``sort="normalised"``; ``q`` keeps those containing it."""
+        params = self._client._calls.keyword_params(q=q, min_document_count=min_document_count, sort=sort)
+        return self._client._paged("/documents/keywords", params, "keywords", wire.Keyword, page_size)
+
+    @operation("getDocumentKeyword")
+    async def keyword(self, normalised: str) -> wire.KeywordDetail:
+        """One keyword with the documents that carry it."""
+        return await self._client._send(self._client._calls.get_document_keyword(normalised))
+
+    @operation("searchDocumentKeywords")
+    async def search_keywords(self, query: str, *, k: int | None = None,
+                        threshold: float | None = None) -> wire.KeywordSearchResponse:
+        return await self._client._send(self._client._calls.search_document_keywords(query, k=k, threshold=threshold))
+
+    @operation("listKeywordsOfDocument")
+    async def document_keywords(self, document_id: str) -> wire.DocumentKeywords:
+        """A document's keywords, best first."""
+        return await self._client._send(self._client._calls.keywords_of_document(document_id))
+
     @operation("deleteDocument")
     async def delete(self, document_id: str) -> None:
         await self._client._send(self._client._calls.delete_document(document_id))

@@ -214,6 +214,25 @@ def document_hashes_pk(ctx: RequestContext) -> str:
     return f"{base(ctx)}#doc-hashes"
 
 
+# The keyword index (services/documents/keywords.py):
+#
+# keywords             c#<ctx>#<part>#keywords                       <normalised term>
+# a keyword's docs     c#<ctx>#<part>#keyword-docs#<term digest>     <document id>
+# a document's terms   c#<ctx>#<part>#doc-keywords#<document id>     <normalised term>
+
+def keywords_pk(ctx: RequestContext) -> str:
+    return f"{base(ctx)}#keywords"
+
+
+def keyword_documents_pk(ctx: RequestContext, normalised: str) -> str:
+    # A digest: a term may hold characters and lengths a key should not.
+    return f"{base(ctx)}#keyword-docs#{hashlib.sha1(normalised.encode()).hexdigest()[:20]}"
+
+
+def document_keywords_pk(ctx: RequestContext, document_id: str) -> str:
+    return f"{base(ctx)}#doc-keywords#{document_id}"
+
+
 # --- catalogue --------------------------------------------------------------------------
 #
 # contexts           contexts                        <context id>      (one row per context written to)

@@ -12,7 +12,8 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 
-from agent_memory.models.requests import ScopedRequest, both, rfc3339
+from agent_memory.models.requests import RequestModel, ScopedRequest, both, rfc3339
+from agent_memory.models.retrieval import K_DEFAULT, K_MAX, QUERY_MAX_CHARS
 
 MAX_TITLE_CHARS = 512
 MARKDOWN_TYPES = {"text/markdown", "text/x-markdown"}
@@ -83,3 +84,37 @@ class DocumentUploadTicketRequest(ScopedRequest):
 
     _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
     _title = field_validator("title")(classmethod(lambda cls, v: document_title(v)))
+
+
+class DocumentQueryRequest(RequestModel):
+    """``POST /documents/query``: corpus search (``services/retrieval/corpus.py``)."""
+
+    query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
+    k: int = Field(default=K_DEFAULT, ge=1, le=K_MAX)
+    mode: Literal["hybrid", "vector", "bm25", "graph"] = Field(
+        default="hybrid", description="graph: hybrid with expandGraph.")
+    threshold: float | None = Field(default=None, ge=0, le=1)
+    expand_graph: bool = Field(default=False, validation_alias=AliasChoices("expand_graph", "expandGraph"))
+    filter: dict[str, str | list[str]] | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class KeywordSearchRequest(RequestModel):
+    """``POST /documents/keywords/search``."""
+
+    query: str = Field(min_length=1, max_length=1024)
+    k: int = Field(default=K_DEFAULT, ge=1, le=100)
+    threshold: float | None = Field(default=None, ge=0, le=1)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value

@@ -182,6 +182,7 @@ class Document(StoredItem):
     original_size: int | None = _optional()  # bytes of the original as uploaded
     reprocess: bool = _optional(False)  # PUT /documents/{id} queued a re-ingest from the original
     content_version: int | None = _optional()  # 1 as uploaded (absent), +1 for each reprocess
+    keyword_count: int | None = _optional()  # keywords indexed when it became ready (none before)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,6 +208,45 @@ class DocumentPart(StoredItem):
     position_percent: float
     heading_path: list[str] = field(default_factory=list)
     page: int | None = _optional()  # a paged document's (PDF) 1-based page
+
+
+@dataclass(frozen=True, kw_only=True)
+class Keyword(StoredItem):
+    """A term of the context's keyword index (``services/documents/keywords.py``): how many
+    documents carry it per scope set (``counts`` by ``scope_sig``; ``scope_sets`` the sets)."""
+
+    KIND: ClassVar[str] = "keyword"
+    normalised: str
+    text: str
+    counts: dict[str, int] = field(default_factory=dict)
+    scope_sets: dict[str, list[list[str]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeywordDocument(StoredItem):
+    """A document carrying a keyword (listed under the keyword), with the document's scopes
+    (``document_scopes``: a scope forget removes the document, and the keyword index follows
+    through the ``RecordsForgotten`` event, so that its counts stay right)."""
+
+    KIND: ClassVar[str] = "keyword-document"
+    document_id: str
+    normalised: str
+    title: str = ""
+    score: float = 0.0
+    document_scopes: list[list[str]] = field(default_factory=list)
+    scope_sig: str = "-"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DocumentKeyword(StoredItem):
+    """One keyword of a document (listed under the document), with its score there."""
+
+    KIND: ClassVar[str] = "document-keyword"
+    document_id: str
+    normalised: str
+    text: str
+    score: float = 0.0
+    scope_sig: str = "-"  # which of the keyword's counts the document is in
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -480,6 +480,7 @@ class Document(WireModel):
     version: int
     source: str | None = None
     updated_at: str
+    keyword_count: int | None = None
 
 
 class DocumentUploadTicket(WireModel):
@@ -508,6 +509,73 @@ class DocumentChunk(WireModel):
     char_start: int
     char_end: int
     section: str | None = None
+
+
+class DocumentQueryHit(WireModel):
+    score: float
+    chunk: dict[str, Any]
+    document: dict[str, Any]
+    graph_evidence: list[dict[str, Any]] | None = None
+
+
+class DocumentQueryResponse(WireModel):
+    results: list[DocumentQueryHit]
+    query_ms: int
+
+
+class Keyword(WireModel):
+    id: str
+    normalised: str
+    text: str
+    document_count: int
+
+
+class KeywordPage(WireModel):
+    keywords: list[Keyword]
+    page: int
+    page_size: int
+    total: int
+    has_more: bool
+    next_cursor: str | None = None
+
+
+class KeywordDocument(WireModel):
+    id: str
+    document_id: str
+    title: str
+    score: float
+
+
+class KeywordDetail(WireModel):
+    id: str
+    normalised: str
+    text: str
+    document_count: int
+    documents: list[KeywordDocument]
+
+
+class KeywordSearchHit(WireModel):
+    id: str
+    normalised: str
+    text: str
+    document_count: int
+    score: float
+
+
+class KeywordSearchResponse(WireModel):
+    results: list[KeywordSearchHit]
+    query_ms: int
+
+
+class DocumentKeyword(WireModel):
+    id: str
+    normalised: str
+    text: str
+    score: float
+
+
+class DocumentKeywords(WireModel):
+    keywords: list[DocumentKeyword]
 
 
 # --- threads ------------------------------------------------------------------------

@@ -1,12 +1,17 @@
-"""Documents on the wire (``/documents``, ``/documents/uploads``, ``/documents/{id}/chunks``)."""
+"""Documents on the wire (``/documents``, ``/documents/uploads``, ``/documents/{id}/chunks``, corpus
+search ``/documents/query`` and the keyword index ``/documents/keywords``, in the Spectron client's shapes)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.models.documents import FORMAT_MIME_TYPES
-from agent_memory.models.records import Chunk, Document
+from agent_memory.models.records import Chunk, Document, DocumentKeyword
 from agent_memory.services.documents.service import IngestResult, NumberedPage, RelinkResult, UploadTicket
+
+if TYPE_CHECKING:  # corpus search ranks with numpy: the other document routes never load it
+    from agent_memory.services.documents.keywords import KeywordDetailView, KeywordView
+    from agent_memory.services.retrieval.corpus import CorpusHit, CorpusResult
 
 # A document's content version: 1 as uploaded, one more for each reprocess (PUT /documents/{id}).
 DOCUMENT_VERSION = 1
@@ -24,7 +29,8 @@ def document_wire(doc: Document) -> dict[str, Any]:
             "observedAt": doc.observed_at, "scopes": doc.scopes, "labels": doc.labels,
             # The Spectron client's names (docs/decisions.md, "One shape for both readers")
             "sizeBytes": doc.size, "mimeType": mime_type(doc), "version": doc.content_version or DOCUMENT_VERSION,
-            "source": doc.source, "updatedAt": doc.updated_at or doc.created_at}
+            "source": doc.source, "updatedAt": doc.updated_at or doc.created_at,
+            "keywordCount": doc.keyword_count}
     if doc.error:
         wire["error"] = doc.error
     return wire
@@ -88,3 +94,61 @@ def chunk_wire(chunk: Chunk) -> dict[str, Any]:
 
 def chunk_page(page: NumberedPage[Chunk]) -> dict[str, Any]:
     return numbered("chunks", page, chunk_wire)
+
+
+# --- corpus search --------------------------------------------------------------------------
+
+
+def _hit_chunk(hit: CorpusHit) -> dict[str, Any]:
+    """A chunk hit as ``chunk_wire`` shows a chunk (its text without the context line the
+    search unit leads with, ``services/documents/units.py``)."""
+    h = hit.hit
+    meta = h.metadata
+    heading = meta.get("headingPath") or ""
+    context = heading or meta.get("documentTitle") or ""
+    text = h.text[len(context) + 2:] if context and h.text.startswith(context + "\n\n") else h.text
+    path = heading.split(" > ") if heading else []
+    ordinal = meta.get("ordinal")
+    return {"id": h.id, "documentId": meta.get("documentId"), "documentTitle": meta.get("documentTitle"),
+            "ordinal": ordinal, "positionPercent": meta.get("positionPercent"), "headingPath": path,
+            "page": meta.get("page"), "text": text, "document": meta.get("documentId"), "position": ordinal,
+            "section": " / ".join(path) or None}
+
+
+def corpus_result(result: CorpusResult) -> dict[str, Any]:
+    """``{results: [{score, chunk, document, graphEvidence}], queryMs}``, best first."""
+    results = []
+    for hit in result.hits:
+        doc = result.documents.get(hit.hit.metadata.get("documentId") or "")
+        results.append({"score": hit.score, "chunk": _hit_chunk(hit),
+                         "document": document_wire(doc) if doc is not None else {"id": hit.hit.metadata.get("documentId")},
+                         "graphEvidence": hit.graph_evidence})
+    return {"results": results, "queryMs": round(result.query_ms)}
+
+
+# --- the keyword index ----------------------------------------------------------------------
+
+
+def keyword_wire(view: KeywordView) -> dict[str, Any]:
+    """A keyword; its ``id`` is its normalised form (what ``/documents/keywords/{normalised}`` takes)."""
+    return {"id": view.normalised, "normalised": view.normalised, "text": view.text,
+            "documentCount": view.document_count}
+
+
+def keyword_page(page: NumberedPage[KeywordView]) -> dict[str, Any]:
+    return numbered("keywords", page, keyword_wire)
+
+
+def keyword_detail(detail: KeywordDetailView) -> dict[str, Any]:
+    return {**keyword_wire(detail.keyword),
+            "documents": [{"id": m.document_id, "documentId": m.document_id, "title": m.title, "score": m.score}
+                          for m in detail.documents]}
+
+
+def keyword_search(found: list[KeywordView], query_ms: float) -> dict[str, Any]:
+    return {"results": [{**keyword_wire(v), "score": v.score} for v in found], "queryMs": round(query_ms)}
+
+
+def document_keywords(found: list[DocumentKeyword]) -> dict[str, Any]:
+    return {"keywords": [{"id": k.normalised, "normalised": k.normalised, "text": k.text, "score": k.score}
+                         for k in found]}

@@ -51,6 +51,7 @@ from agent_memory.services.documents.links import EntityNames, add_entities, loa
 
 if TYPE_CHECKING:
     from agent_memory.models.extraction import ExtractionOutput
+    from agent_memory.services.documents.keywords import KeywordIndex
     from agent_memory.services.facts.write import FactsService
 
 log = logging.getLogger("agent_memory.ingestion")
@@ -133,13 +134,16 @@ class DocumentIngestion:
     """``claim_upload`` is the first step of a presigned upload (``DocumentService.claim_upload``:
     read the object, store its parts, claim the document); ``facts`` extracts and writes each
     chunk's facts; ``concurrency`` bounds the model calls in flight per document;
-    ``window_chars`` is how much consecutive chunk text one call covers (``windows``)."""
+    ``window_chars`` is how much consecutive chunk text one call covers (``windows``);
+    ``keywords`` indexes a document's keywords as it becomes ready (``documents/keywords.py``)."""
 
     def __init__(self, store: RecordStore, *, claim_upload: Callable[[RequestContext, Record], str],
                  facts: FactsService, concurrency: int, window_chars: int = 0,
+                 keywords: KeywordIndex | None = None,
                  claim_reprocess: Callable[[RequestContext, Record], str] | None = None,
                  relink: Callable[[IngestionJob, Callable[[], bool]], str] | None = None):
         self.store = store
+        self.keywords = keywords
         self.claim_upload = claim_upload
         self.claim_reprocess = claim_reprocess
         self.relink = relink
@@ -217,7 +221,7 @@ class DocumentIngestion:
                                            done=state.done, total=len(parts))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-        return self._finish(ctx, state, len(parts))
+        return self._finish(ctx, state, len(parts), keyword_texts([DocumentPart.from_item(p.data) for p in parts]))
 
     def deliver(self, job: IngestionJob, *, should_stop: Callable[[], bool],
                 hand_on: Callable[[IngestionJob], None]) -> str:
@@ -266,8 +270,13 @@ class DocumentIngestion:
         state.done += 1
         return self._save(state, chunks_done=state.done) is not None
 
-    def _finish(self, ctx: RequestContext, state: _Progress, total: int) -> str:
-        if self._save(state, status="ready", chunks_done=total) is None:
+    def _finish(self, ctx: RequestContext, state: _Progress, total: int, texts: list[str]) -> str:
+        # The keyword index takes the document before it reads ready (a redelivery redoes
+        # what is missing); a delete meanwhile removes them with the rest.
+        changes: dict[str, Any] = {}
+        if self.keywords is not None:
+            changes["keyword_count"] = self.keywords.add_document(ctx, state.document, texts)
+        if self._save(state, status="ready", chunks_done=total, **changes) is None:
             self._remove_written(ctx, state.document.id)
             return "gone"
         self._remove_parts(ctx, state.document.id)
@@ -319,9 +328,24 @@ class DocumentIngestion:
         remove_parts(self.store, ctx, doc_id)
 
     def _remove_written(self, ctx: RequestContext, doc_id: str) -> None:
-        """A deleted document: nothing of it may stay (its chunks, parts)."""
+        """A deleted document: nothing of it may stay (its chunks, parts, keywords)."""
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
         remove_parts(self.store, ctx, doc_id)
+        if self.keywords is not None:
+            self.keywords.remove_document(ctx, doc_id)
+
+
+def keyword_texts(parts: list[DocumentPart]) -> list[str]:
+    """What a document's keywords are extracted from: its chunks' text, each section's headings
+    once (chunk text leaves its heading lines out; the heading path carries them)."""
+    out: list[str] = []
+    previous: list[str] | None = None
+    for part in parts:
+        if part.heading_path and part.heading_path != previous:
+            out.append("\n".join(part.heading_path))
+        previous = part.heading_path
+        out.append(part.text)
+    return out
 
 
 def windows(parts: list[DocumentPart], budget: int) -> list[list[DocumentPart]]:

@@ -65,7 +65,7 @@ from agent_memory.models.documents import (
     DocumentFileUpload,
     DocumentUploadTicketRequest,
 )
-from agent_memory.models.records import Chunk, Document, DocumentHash, NumberedPage
+from agent_memory.models.records import Chunk, Document, DocumentHash, DocumentKeyword, NumberedPage
 from agent_memory.ports import (
     Condition,
     ConditionFailed,
@@ -85,6 +85,7 @@ from agent_memory.services.documents.ingestion import (
     remove_all,
     remove_parts,
 )
+from agent_memory.services.documents.keywords import KeywordIndex
 from agent_memory.services.facts.repository import scope_sig
 
 log = logging.getLogger("agent_memory.documents")
@@ -199,8 +200,9 @@ class DocumentService:
 
     def __init__(self, store: RecordStore, cursor_secret: cursor.CursorSecret, *,
                  ingestion_queue: Callable[[], JobQueue], upload_store: Callable[[], UploadStore | None],
-                 document_bytes: int, upload_url_ttl_s: int):
+                 document_bytes: int, upload_url_ttl_s: int, keywords: KeywordIndex | None = None):
         self.store = store
+        self.keywords = keywords
         self._cursor_secret = cursor_secret
         self._document_bytes = document_bytes
         self._upload_url_ttl_s = upload_url_ttl_s
@@ -402,6 +404,8 @@ class DocumentService:
         its hash row."""
         remove_parts(self.store, ctx, doc_id)
         remove_all(self.store, keys.chunks_pk(ctx, doc_id))
+        if self.keywords is not None:
+            self.keywords.remove_document(ctx, doc_id)
         self.remove_original(doc_id)
         if hash_key is not None:
             claim = self.store.get(*hash_key)
@@ -643,6 +647,11 @@ class DocumentService:
         return paging.numbered(self._cursor_secret, ctx.context_id, f"chunks:{doc_id}",
                                [(sk, c) for sk, c in rows if not c.deleted], page=page, page_size=limit,
                                page_cursor=page_cursor)
+
+    def keywords_of(self, ctx: RequestContext, doc_id: str) -> list[DocumentKeyword]:
+        """``GET /documents/{id}/keywords``: a readable document's keywords, best first."""
+        self._load(ctx, doc_id)
+        return self.keywords.for_document(ctx, doc_id) if self.keywords is not None else []
 
     # --- delete ---------------------------------------------------------------------
 

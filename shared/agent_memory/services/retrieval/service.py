@@ -191,7 +191,8 @@ class RetrievalService:
                  subject: str | None = None, reads: WriteReads | None = None,
                  valid_window: tuple[str | None, str | None] | None = None,
                  lens: Sequence[Sequence[str]] | None = None, scope_view: str = "strict",
-                 source: str | None = None, area: geo.Area | None = None) -> RetrievalResult:
+                 source: str | None = None, area: geo.Area | None = None,
+                 documents: Sequence[str] | None = None) -> RetrievalResult:
         """Best ``k`` hits for ``query`` that ``ctx`` may read.
 
         - ``mode``: ``hybrid`` | ``bm25`` | ``vector`` | ``graph`` (structured reads only).
@@ -216,6 +217,8 @@ class RetrievalService:
           the chunks of the documents the caller may read that carry it.
         - ``area``: only hits about an entity whose current ``lat``/``lng`` attributes lie in it
           (``rules.geo``): its facts and profile, and turns and chunks that mention it.
+        - ``documents``: only chunks of these documents (``POST /documents/query``'s metadata
+          filter, resolved to ids by ``retrieval/corpus.py``); other kinds are dropped.
         """
         started = time.perf_counter()
         # Looked up on every call: a benchmark swaps recipes in.
@@ -234,6 +237,10 @@ class RetrievalService:
             else:
                 kinds = [x for x in kinds if x == "chunk"]
                 source_ids = self._documents_from(ctx, source) if kinds else []
+        if documents is not None:
+            kinds = [x for x in kinds if x == "chunk"]
+            wanted = list(dict.fromkeys(documents))
+            source_ids = wanted if source_ids is None else [d for d in source_ids if d in set(wanted)]
         anchor = timeutil.parse(as_of) if as_of else timeutil.now()
         qa = analyse(query, anchor=anchor)
         flt = SearchFilter(
