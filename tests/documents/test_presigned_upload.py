@@ -290,3 +290,26 @@ def test_an_upload_ticket_checks_its_title_as_an_upload_does(api, title):
     assert r.status == 400, r.text
     assert r.json()["field"] == "title", r.text
     assert not get_runtime().store.query(keys.documents_pk(RC), limit=10).records
+
+
+def test_a_deployed_function_without_an_upload_bucket_says_so_with_501_not_load(tmp_path, monkeypatch):
+    """No bucket on a deployed function: the upload cannot be taken there at all. That is a
+    missing capability, not load: 501 naming it, no Retry-After (clients retry a 503), nothing
+    stored; the synchronous route still takes a document under its cap."""
+    rt = Runtime(make_settings(tmp_path))
+    set_runtime(rt)
+    try:
+        monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "agent-memory-documents")
+        assert rt.upload_store is None  # what Runtime builds on a function without a bucket
+        monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")  # (the local gateway then needs no API key)
+        api = InProcessApi()
+        r = api.post(f"{DOCS}/uploads", {"size": 10, "filename": "notes.md"})
+        assert r.status == 501 and r.headers["content-type"] == "application/problem+json", r.text
+        assert r.json()["code"] == "uploads_unavailable" and "retry-after" not in r.headers
+        assert "POST /documents" in r.json()["detail"]
+        assert not rt.store.query(keys.documents_pk(RC), limit=10).records
+        r = api.post(DOCS, {"text": TEXT})
+        assert r.status == 202 and api.get(f"{DOCS}/{r.json()['id']}/raw").status == 404  # no original kept
+    finally:
+        rt.close()
+        set_runtime(None)
