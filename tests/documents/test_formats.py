@@ -193,6 +193,7 @@ def test_a_json_upload_keeps_its_text_as_the_original(api):
     assert api.get(f"{DOCS}/doc_01HV0000000000000000000000/raw").status == 404
 
 
+@pytest.mark.over_http
 def test_the_sdk_uploads_a_pdf_and_fetches_it_back_over_http(client):
     from agent_memory.client import AgentMemory
 
@@ -206,6 +207,11 @@ def test_the_sdk_uploads_a_pdf_and_fetches_it_back_over_http(client):
         assert pages == [1, 3]
 
 
+# Over HTTP these run on SQLite (``over_http``: the loopback server in front of moto is the
+# slowest fixture pair, and a 4 MB document's ~1900 chunks there outlast the test timeout);
+# DynamoDB is covered in process, here and in tests/documents/test_presigned_upload.py.
+
+
 def _big_markdown() -> bytes:
     body = "\n\n".join(f"## Section {i}\n\n" + f"Policy line {i} says what it says. " * 60 for i in range(1900))
     data = ("# Big policy\n\n" + body).encode()
@@ -213,6 +219,7 @@ def _big_markdown() -> bytes:
     return data
 
 
+@pytest.mark.over_http
 def test_a_4_mb_document_uploads_locally_through_the_sdk_presigned_flow(client, runtime):
     from agent_memory.client import AgentMemory
 
@@ -227,6 +234,7 @@ def test_a_4_mb_document_uploads_locally_through_the_sdk_presigned_flow(client, 
         assert memory.documents.fetch_raw(doc.id) == data
 
 
+@pytest.mark.over_http
 def test_the_cli_uploads_a_4_mb_document_locally(client, tmp_path, capsys):
     from agent_memory.interfaces import cli
 
