@@ -224,7 +224,9 @@ def test_a_4_mb_document_uploads_locally_through_the_sdk_presigned_flow(client, 
     from agent_memory.client import AgentMemory
 
     data = _big_markdown()
-    assert client.post(DOCS, files={"file": ("big.md", data, "text/markdown")}).status_code == 413
+    too_big = client.post(DOCS, files={"file": ("big.md", data, "text/markdown")})
+    assert too_big.status_code == 413 and too_big.headers["content-type"] == "application/problem+json"
+    assert (too_big.json()["code"], too_big.json()["uploadRoute"]) == ("use_presigned_upload", f"{DOCS}/uploads")
     with AgentMemory("acme", str(client.base_url)) as memory:
         doc = memory.documents.upload_large(data, filename="big.md")
         assert doc.status in ("uploading", "ingesting", "ready")
