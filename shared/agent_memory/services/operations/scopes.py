@@ -127,12 +127,17 @@ class ScopeRegistry:
             if not scope_lib.visible(scopes, ctx.read_region) or scope_lib.writable(scopes, ctx.write_region):
                 continue
             going.append(record)
-        # A document's original (object storage) goes first: a failure there removes nothing.
-        svc.remove_originals(r.data.get("id") or "" for r in going  # type: ignore[attr-defined]
-                             if r.data.get("kind") == "document")
+        # The originals (object storage) of the documents going, and of those losing chunks, go
+        # first, once each: a failure there removes nothing. Chunks then go as plain records.
+        svc.remove_originals([r.data.get("id") or "" for r in going  # type: ignore[attr-defined]
+                              if r.data.get("kind") == "document"]
+                             + [r.data.get("documentId") or "" for r in going if r.data.get("kind") == "chunk"])
         removed: set[str] = set()
         generic: list[Record] = []
         for record in going:
+            if record.data.get("kind") == "chunk":
+                generic.append(record)
+                continue
             forgetter = BY_KIND[record.data["kind"]].forgetter if record.data.get("kind") in BY_KIND else \
                 FORGETTERS.get(str(record.data.get("id", "")).split("_", 1)[0])
             if forgetter is None:
