@@ -313,3 +313,22 @@ def test_a_deployed_function_without_an_upload_bucket_says_so_with_501_not_load(
     finally:
         rt.close()
         set_runtime(None)
+
+
+@pytest.mark.over_http
+def test_the_async_sdk_uploads_through_the_local_servers_own_upload_store(server, runtime):
+    """No bucket, no AWS: the ticket's URL is the local server's, and the async SDK's PUT lands
+    in the local upload store."""
+    import asyncio
+
+    from agent_memory.client import AsyncAgentMemory
+
+    async def main():
+        async with AsyncAgentMemory("acme", server) as mem:
+            doc = await mem.documents.upload_large(TEXT.encode(), "Travel", filename="travel.md")
+            runtime.ingestion_queue.join(timeout=60)
+            return await mem.documents.wait_ready(doc.id, timeout=30), await mem.documents.fetch_raw(doc.id)
+
+    done, raw = asyncio.run(main())
+    assert done.status == "ready" and done.title == "Travel" and done.format == "markdown" and raw == TEXT.encode()
+    assert (runtime.settings.data_dir / "uploads" / "originals" / done.id).read_bytes() == TEXT.encode()
