@@ -288,7 +288,13 @@ class Runtime:
     def forget(self):
         from agent_memory.services.facts.forget import ForgetService
 
-        return ForgetService(self.store, self.search, self.sessions, self.events)
+        # A forgotten chunk or document takes its kept original (object storage) with it.
+        return ForgetService(self.store, self.search, self.sessions, self.events,
+                             remove_originals=self._remove_originals)
+
+    def _remove_originals(self, document_ids) -> None:
+        for doc_id in document_ids:
+            self.documents.remove_original(doc_id)
 
     @cached_property
     def fact_edits(self):

@@ -140,6 +140,27 @@ def test_upload_a_document_and_read_its_chunks(page, server, tmp_path: Path):
     assert "Book trains" in page.locator("#chunk-list").inner_text()
 
 
+def test_a_file_over_the_synchronous_cap_goes_through_the_presigned_flow(page, server, tmp_path: Path):
+    """A ~4 MB file: POST /documents answers 413 naming POST /documents/uploads, and the page
+    switches to the presigned flow (the local server's own signed URL), then completes it."""
+    body = "\n\n".join(f"## Section {i}\n\n" + f"Policy line {i} says what it says. " * 60 for i in range(1900))
+    data = ("# Big policy\n\n" + body).encode()
+    assert 3_900_000 < len(data) < 5 * 1024 * 1024
+    doc = tmp_path / "big.md"
+    doc.write_bytes(data)
+    open_inspector(page, server)
+    page.get_by_role("tab", name="Documents").click()
+    page.get_by_label("File", exact=True).set_input_files(str(doc))
+    with page.expect_response(lambda r: r.url.endswith("/documents") and r.request.method == "POST") as first:
+        page.get_by_role("button", name="Upload", exact=True).click()
+    assert first.value.status == 413
+    page.locator("#upload-status").get_by_text(re.compile(r"Big policy: ready")).wait_for(timeout=180_000)
+    listed = httpx.get(f"{server}/api/v1/{CTX}/documents").json()["documents"]
+    [big] = [d for d in listed if d["title"] == "Big policy"]
+    assert big["status"] == "ready" and big["chunksDone"] == big["chunksTotal"] > 100
+    assert httpx.get(f"{server}/api/v1/{CTX}/documents/{big['id']}/raw", timeout=30).content == data
+
+
 # --- under keys: the page shows only what the key may read --------------------------------
 
 KEYS = {"alice": "key-alice-0000000000", "bob": "key-bob-000000000000"}

@@ -290,3 +290,45 @@ def test_an_upload_ticket_checks_its_title_as_an_upload_does(api, title):
     assert r.status == 400, r.text
     assert r.json()["field"] == "title", r.text
     assert not get_runtime().store.query(keys.documents_pk(RC), limit=10).records
+
+
+def test_a_deployed_function_without_an_upload_bucket_says_so_with_501_not_load(tmp_path, monkeypatch):
+    """No bucket on a deployed function: the upload cannot be taken there at all. That is a
+    missing capability, not load: 501 naming it, no Retry-After (clients retry a 503), nothing
+    stored; the synchronous route still takes a document under its cap."""
+    rt = Runtime(make_settings(tmp_path))
+    set_runtime(rt)
+    try:
+        monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "agent-memory-documents")
+        assert rt.upload_store is None  # what Runtime builds on a function without a bucket
+        monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")  # (the local gateway then needs no API key)
+        api = InProcessApi()
+        r = api.post(f"{DOCS}/uploads", {"size": 10, "filename": "notes.md"})
+        assert r.status == 501 and r.headers["content-type"] == "application/problem+json", r.text
+        assert r.json()["code"] == "uploads_unavailable" and "retry-after" not in r.headers
+        assert "POST /documents" in r.json()["detail"]
+        assert not rt.store.query(keys.documents_pk(RC), limit=10).records
+        r = api.post(DOCS, {"text": TEXT})
+        assert r.status == 202 and api.get(f"{DOCS}/{r.json()['id']}/raw").status == 404  # no original kept
+    finally:
+        rt.close()
+        set_runtime(None)
+
+
+@pytest.mark.over_http
+def test_the_async_sdk_uploads_through_the_local_servers_own_upload_store(server, runtime):
+    """No bucket, no AWS: the ticket's URL is the local server's, and the async SDK's PUT lands
+    in the local upload store."""
+    import asyncio
+
+    from agent_memory.client import AsyncAgentMemory
+
+    async def main():
+        async with AsyncAgentMemory("acme", server) as mem:
+            doc = await mem.documents.upload_large(TEXT.encode(), "Travel", filename="travel.md")
+            runtime.ingestion_queue.join(timeout=60)
+            return await mem.documents.wait_ready(doc.id, timeout=30), await mem.documents.fetch_raw(doc.id)
+
+    done, raw = asyncio.run(main())
+    assert done.status == "ready" and done.title == "Travel" and done.format == "markdown" and raw == TEXT.encode()
+    assert (runtime.settings.data_dir / "uploads" / "originals" / done.id).read_bytes() == TEXT.encode()

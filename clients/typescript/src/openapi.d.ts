@@ -471,7 +471,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description A large document (up to 5 MiB; PDF, DOCX, HTML, Markdown or text, as for a synchronous upload): answers 201 with the document id and a presigned URL (S3; on the local server, a signed, size-bound, expiring URL on the server itself under /_local/uploads/, served by its local upload store in the data directory). PUT exactly size bytes there, with the headers given, before expiresAt; then POST /documents/{document_id}/complete. The document reads status uploading until the worker takes it; from then on it behaves as an uploaded one (ingesting, chunksDone, ready or failed). Content already stored as another live document in the same context, partition and scopes fails with a 409 problem (code duplicate_document) naming it. 503 (code uploads_unavailable) only where a deployed function has no upload bucket configured. */
+        /** @description A large document (up to 5 MiB; PDF, DOCX, HTML, Markdown or text, as for a synchronous upload): answers 201 with the document id and a presigned URL (S3; on the local server, a signed, size-bound, expiring URL on the server itself under /_local/uploads/, served by its local upload store in the data directory). PUT exactly size bytes there, with the headers given, before expiresAt; then POST /documents/{document_id}/complete. The document reads status uploading until the worker takes it; from then on it behaves as an uploaded one (ingesting, chunksDone, ready or failed). Content already stored as another live document in the same context, partition and scopes fails with a 409 problem (code duplicate_document) naming it. 501 (code uploads_unavailable) only where a deployed function has no upload bucket configured: the upload cannot be taken there at all (it is not load, so not a 503). */
         post: operations["createDocumentUpload"];
         delete?: never;
         options?: never;
@@ -3242,6 +3242,15 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description This deployment lacks what the operation needs (not load: retrying does not help, and no Retry-After is sent). code says what: uploads_unavailable (no upload bucket is configured, so presigned uploads cannot be taken; a document up to the synchronous limit can still go to POST /documents). */
+        NotAvailable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description Body over its cap. */
         TooLarge: {
             headers: {
@@ -4191,6 +4200,7 @@ export interface operations {
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedDocument"];
             422: components["responses"]["InvalidContext"];
+            501: components["responses"]["NotAvailable"];
             503: components["responses"]["Unavailable"];
         };
     };

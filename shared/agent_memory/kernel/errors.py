@@ -107,6 +107,15 @@ class UpstreamModelTimeout(MemoryError_):
     type_slug = "model-timeout"
 
 
+class NotAvailable(MemoryError_):
+    """A capability this deployment does not have (no upload bucket, say): not load, so no
+    Retry-After and no client retry; ``code`` names what is missing."""
+
+    status = 501
+    title = "Not available in this deployment"
+    type_slug = "not-available"
+
+
 class ServiceBusy(MemoryError_):
     status = 503
     title = "Service busy"

@@ -18,8 +18,8 @@ magic numbers before parsing anything:
   the member count, each member's declared size and compression ratio and the total are
   checked (a zip bomb -> 422 ``archive_limits``); ``word/document.xml`` is read with a bound
   (the declared size is not trusted) and a DTD is refused (no entity expansion). Paragraphs in
-  document order (table cells included); ``Heading N`` / ``Title`` styles become markdown
-  headings, so they are sections. A password-protected Word file is an OLE container, not a
+  document order (table cells included); ``Heading N`` styles become markdown headings, so
+  they are sections; the first ``Title`` paragraph is the default title. A password-protected Word file is an OLE container, not a
   zip -> 422 ``encrypted_document``.
 - HTML (``html.parser``): text without markup; ``<h1>``..``<h6>`` become markdown headings
   (sections), block elements end paragraphs, ``<script>``/``<style>``/``<template>`` and the
@@ -65,6 +65,7 @@ SUPPORTED = "PDF, DOCX, HTML, Markdown or plain text"
 _PDF_MAGIC = b"%PDF-"
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ATX_LIKE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
@@ -206,7 +207,8 @@ def extract(data: bytes, content_type: str | None, filename: str | None, *, form
         if magic != "zip" or not _is_docx_zip(data):
             raise UnsupportedDocument("the file claims to be DOCX but is not a zip holding word/document.xml",
                                       code="not_what_it_claims", field="file", claimed=DOCX_TYPE)
-        return _checked(Extracted("docx", DOCX_TYPE, _docx_markdown(data, limits), "markdown"), limits)
+        body, title = _docx_markdown(data, limits)
+        return _checked(Extracted("docx", DOCX_TYPE, body, "markdown", title=title), limits)
     if magic is not None:
         found = {"pdf": "a PDF", "zip": "a zip archive", "ole": "an OLE (legacy Office) file"}[magic]
         raise UnsupportedDocument(f"the file claims to be {MIME_OF[kind]} but is {found}", code="not_what_it_claims",
@@ -301,7 +303,7 @@ def _pdf_pages(data: bytes, limits: FormatLimits) -> tuple[list[str], str | None
 # --- DOCX -----------------------------------------------------------------------------
 
 
-def _docx_markdown(data: bytes, limits: FormatLimits) -> str:
+def _docx_markdown(data: bytes, limits: FormatLimits) -> tuple[str, str | None]:
     from xml.etree import ElementTree
 
     try:
@@ -338,13 +340,17 @@ def _docx_markdown(data: bytes, limits: FormatLimits) -> str:
         raise _unprocessable(f"the DOCX's document part is not well-formed XML ({exc})", "malformed_document") from exc
     body = root.find(f"{_W}body")
     blocks: list[str] = []
+    title = None
     for para in (body.iter(f"{_W}p") if body is not None else ()):
         text = _docx_text(para).strip()
         if not text:
             continue
         level = _heading_level(para)
+        if level < 0:  # the Title style: the document's title, not a section
+            title = title or " ".join(text.split())
+            continue
         blocks.append(f"{'#' * level} {' '.join(text.split())}" if level else _escape_heading(text))
-    return "\n\n".join(blocks)
+    return "\n\n".join(blocks), title
 
 
 def _docx_text(para) -> str:
@@ -364,14 +370,14 @@ def _heading_level(para) -> int:
     name = (style.get(f"{_W}val") or "") if style is not None else ""
     compact = name.replace(" ", "").lower()
     if compact == "title":
-        return 1
+        return -1
     match = re.fullmatch(r"heading([1-6])", compact)
     return int(match.group(1)) if match else 0
 
 
 def _escape_heading(text: str) -> str:
     """A paragraph that merely starts with ``#`` stays a paragraph (the chunker reads markdown)."""
-    return "\n".join(("\\" + line) if re.match(r"^ {0,3}#", line) else line for line in text.split("\n"))
+    return "\n".join(("\\" + line) if _ATX_LIKE.match(line) else line for line in text.split("\n"))
 
 
 # --- HTML -----------------------------------------------------------------------------

@@ -53,9 +53,9 @@ from agent_memory.kernel.errors import (
     Conflict,
     InvalidRequest,
     MemoryError_,
+    NotAvailable,
     NotFound,
     PayloadTooLarge,
-    ServiceBusy,
 )
 from agent_memory.kernel.ids import new_id
 from agent_memory.kernel.stored_item import transaction_batches
@@ -271,8 +271,9 @@ class DocumentService:
     def create_upload(self, ctx: RequestContext, req: DocumentUploadTicketRequest) -> UploadTicket:
         uploads = self._uploads()
         if uploads is None:
-            raise ServiceBusy("presigned uploads need an upload bucket (AGENT_MEMORY_UPLOAD_BUCKET), and this "
-                              "deployment has none configured", code="uploads_unavailable", retry_after=3600)
+            raise NotAvailable("presigned uploads need an upload bucket (AGENT_MEMORY_UPLOAD_BUCKET), and this "
+                               "deployment has none configured; a document up to the synchronous limit can "
+                               "still go to POST /documents", code="uploads_unavailable")
         cap = self._document_bytes
         if req.size > cap:
             raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
@@ -311,7 +312,7 @@ class DocumentService:
         cap = self._document_bytes
         try:
             if uploads is None:
-                raise ServiceBusy("the ingestion worker has no upload bucket configured", code="uploads_unavailable")
+                raise NotAvailable("the ingestion worker has no upload bucket configured", code="uploads_unavailable")
             try:
                 raw = uploads.read(doc.upload_key or "", cap)
             except ValueError as exc:

@@ -29,7 +29,8 @@
    once, whatever the projection lag), and a ``RecordsForgotten`` event names the removed
    ids (``services/events.py``): its subscribers delete stored idempotency replies that
    mention one, then the response cache entries that used one. Session delete publishes the
-   same event for its turns.
+   same event for its turns. A forgotten document chunk also takes its document's kept
+   original (the uploaded file) out of object storage, before the records go.
 
 Soft-deleted rows stay in the store (an audit trail an operator can inspect); forgotten
 rows never come back through the API, and a later statement of the same fact is stored
@@ -178,13 +179,20 @@ class TurnForgetter(Forgetter):
 @register_forgetter("chunk")
 class ChunkForgetter(Forgetter):
     """A forgotten chunk is marked deleted (its text emptied like a turn's); the document
-    keeps its other chunks. Its unit carries the document id and ordinal that key it."""
+    keeps its other chunks, but not its original (the uploaded file, which holds the forgotten
+    text as well). Its unit carries the document id and ordinal that key it."""
 
     def locate(self, svc: ForgetService, ctx: RequestContext, unit: SearchUnit) -> Record | None:
         meta = unit.metadata or {}
         if "documentId" not in meta or meta.get("ordinal") is None:
             return None
         return _live(svc.store.get(keys.chunks_pk(ctx, meta["documentId"]), keys.chunk_sk(int(meta["ordinal"]))))
+
+    def remove(self, svc: ForgetService, ctx: RequestContext, records: list[Record], purge: bool) -> set[str]:
+        # The document's original holds the forgotten text too: it goes first (the document
+        # keeps its other chunks; ``GET /documents/{id}/raw`` answers 404 from then on).
+        svc.remove_originals(r.data.get("documentId") or "" for r in records)
+        return svc.remove(records, purge)
 
 
 # --- entities left with nothing ---------------------------------------------------------
@@ -293,11 +301,19 @@ class ForgetService:
     response cache)."""
 
     def __init__(self, store: RecordStore, search: SearchIndex | None, sessions: SessionService,
-                 events: DomainEvents):
+                 events: DomainEvents, *, remove_originals: Callable[[Iterable[str]], None] | None = None):
         self.store = store
         self.search = search
         self.sessions = sessions
         self._events = events
+        self._remove_originals = remove_originals
+
+    def remove_originals(self, document_ids: Iterable[str]) -> None:
+        """Remove the kept originals (object storage) of these documents: called before the
+        records that name them go, so a failure leaves the forget to be retried whole."""
+        ids = sorted({d for d in document_ids if d})
+        if ids and self._remove_originals is not None:
+            self._remove_originals(ids)
 
     def remove(self, records: list[Record], purge: bool) -> set[str]:
         """Soft-delete (or purge) records, the way every forget rule removes by default."""

@@ -10,7 +10,8 @@ forgetting a whole subtree (``POST /scopes/forget``).
 - ``forget``: every record written under the subtree (a record with a scope path at or below
   it) that the caller may both read and write goes, hard-deleted, with what forget removes
   with it (``ForgetService``: a fact's superseded history, entities left with nothing, the
-  search units, stored idempotency replies and response-cache entries); records the caller
+  search units, stored idempotency replies and response-cache entries, a document's kept
+  original in object storage); records the caller
   may not write stay. Answers how many records went. It walks the partition's records
   (``RecordStore.scan``): an administrative act, never a hot path; a walk that outlasts the
   request deadline answers 503 having removed nothing.
@@ -126,9 +127,17 @@ class ScopeRegistry:
             if not scope_lib.visible(scopes, ctx.read_region) or scope_lib.writable(scopes, ctx.write_region):
                 continue
             going.append(record)
+        # The originals (object storage) of the documents going, and of those losing chunks, go
+        # first, once each: a failure there removes nothing. Chunks then go as plain records.
+        svc.remove_originals([r.data.get("id") or "" for r in going  # type: ignore[attr-defined]
+                              if r.data.get("kind") == "document"]
+                             + [r.data.get("documentId") or "" for r in going if r.data.get("kind") == "chunk"])
         removed: set[str] = set()
         generic: list[Record] = []
         for record in going:
+            if record.data.get("kind") == "chunk":
+                generic.append(record)
+                continue
             forgetter = BY_KIND[record.data["kind"]].forgetter if record.data.get("kind") in BY_KIND else \
                 FORGETTERS.get(str(record.data.get("id", "")).split("_", 1)[0])
             if forgetter is None:

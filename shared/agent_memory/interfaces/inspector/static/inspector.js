@@ -682,41 +682,83 @@ async function openChunksFor(citation) {
   if (li) { li.classList.add("highlight"); li.focus(); }
 }
 
-$("#upload-form").addEventListener("submit", (ev) => {
+// XMLHttpRequest: the one browser API that reports upload progress. Resolves with the status
+// and the parsed JSON body (empty when there is none); rejects on a network error.
+function sendWithProgress(method, target, body, hdrs, bar) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open(method, target);
+    for (const [k, v] of Object.entries(hdrs)) xhr.setRequestHeader(k, v);
+    xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = Math.round((100 * e.loaded) / e.total); };
+    xhr.onerror = () => reject(new Error("network error"));
+    xhr.onload = () => {
+      let data = {};
+      try { data = JSON.parse(xhr.responseText || "{}"); } catch { /* not JSON */ }
+      resolve({ status: xhr.status, data });
+    };
+    xhr.send(body);
+  });
+}
+
+// A file over the synchronous body cap (413 naming POST /documents/uploads): a presigned upload.
+// The ticket's URL is S3 when deployed, the local server's own signed URL locally; the API key
+// never goes there (the URL is the permission). Then POST /documents/{id}/complete.
+async function presignedUpload(file, title, bar, say) {
+  const req = { size: file.size, filename: file.name };
+  if (title) req.title = title;
+  const ticket = await api("POST", ctxPath("/documents/uploads"), { body: req });
+  say(`Uploading ${file.name} (${Math.round(file.size / 1024)} KiB) through a presigned URL…`);
+  // The browser sets Content-Length itself (a page may not); the URL is signed for file.size.
+  const put = Object.fromEntries(Object.entries(ticket.headers || {}).filter(([k]) => k.toLowerCase() !== "content-length"));
+  bar.value = 0;
+  const sent = await sendWithProgress(ticket.method || "PUT", ticket.uploadUrl, file, put, bar);
+  if (sent.status >= 300) throw new ApiError(sent.data || {}, sent.status);
+  return api("POST", ctxPath(`/documents/${encodeURIComponent(ticket.id)}/complete`));
+}
+
+$("#upload-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const file = $("#upload-file").files[0];
   if (!file) return;
+  const title = $("#upload-title").value.trim();
   const form = new FormData();
   form.append("file", file, file.name);
-  if ($("#upload-title").value.trim()) form.append("title", $("#upload-title").value.trim());
+  if (title) form.append("title", title);
   const bar = $("#upload-progress");
-  const say = (t) => { $("#upload-status").textContent = t; };
-  // XMLHttpRequest: the one browser API that reports upload progress.
-  const xhr = new XMLHttpRequest();
-  xhr.open("POST", url(ctxPath("/documents")));
-  for (const [k, v] of Object.entries(headers())) xhr.setRequestHeader(k, v);
-  xhr.upload.onprogress = (e) => { if (e.lengthComputable) bar.value = Math.round((100 * e.loaded) / e.total); };
-  xhr.onerror = () => say("Upload failed: network error.");
-  xhr.onload = async () => {
-    let body = {};
-    try { body = JSON.parse(xhr.responseText || "{}"); } catch { /* not JSON */ }
-    if (xhr.status >= 400) { say(`Upload failed: ${xhr.status} ${body.detail || ""}`); return; }
-    bar.value = 100;
-    say(`${body.deduplicated ? "Already stored" : "Uploaded"}: ${body.title} (${body.status})`);
-    // The upload's answer has no chunksDone (a re-upload answers "ready" at once): read the document.
-    let doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(body.id)}`));
-    for (let i = 0; i < 120 && doc.status === "ingesting"; i += 1) {
-      say(`Ingesting ${doc.title}: ${chunkProgress(doc)}`);
-      await new Promise((r) => setTimeout(r, 250));
-      doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(body.id)}`));
-    }
-    say(`${doc.title}: ${doc.status}, ${chunkProgress(doc)}${body.deduplicated ? " (already stored)" : ""}`);
-    await loadDocuments();
-    await openChunks(doc.id, doc.title);
-  };
+  const status = $("#upload-status");
+  const say = (t) => { status.textContent = t; };
   bar.value = 0;
   say(`Uploading ${file.name}…`);
-  xhr.send(form);
+  let doc;
+  try {
+    const first = await sendWithProgress("POST", url(ctxPath("/documents")), form, headers(), bar);
+    if (first.status === 413 && (first.data.code === "use_presigned_upload" || first.data.uploadRoute)) {
+      doc = await presignedUpload(file, title, bar, say);
+    } else if (first.status >= 400) {
+      throw new ApiError(first.data || {}, first.status);
+    } else {
+      doc = first.data;
+    }
+  } catch (err) {
+    status.dataset.state = "failed";
+    say(`Upload failed: ${err.status ? err.status + " " : ""}${err.message || ""}`);
+    return;
+  }
+  bar.value = 100;
+  const deduplicated = Boolean(doc.deduplicated);
+  say(`${deduplicated ? "Already stored" : "Uploaded"}: ${doc.title || file.name} (${doc.status})`);
+  const id = doc.id;
+  // The upload's answer has no chunksDone (a re-upload answers "ready" at once): read the document.
+  doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(id)}`));
+  for (let i = 0; i < 1200 && (doc.status === "ingesting" || doc.status === "uploading"); i += 1) {
+    say(`Ingesting ${doc.title || file.name}: ${chunkProgress(doc)}`);
+    await new Promise((r) => setTimeout(r, 250));
+    doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(id)}`));
+  }
+  status.dataset.state = doc.status;
+  say(`${doc.title}: ${doc.status}, ${chunkProgress(doc)}${deduplicated ? " (already stored)" : ""}`);
+  await loadDocuments();
+  await openChunks(doc.id, doc.title);
 });
 
 // --- memory care: fsck, consolidate and expire (dry runs by default), reflect -------------
