@@ -103,11 +103,11 @@ def test_kind_factor_weighs_assistant_turns_current_facts_and_facts_but_the_spar
     assert out.tolist() == [1.0, 0.5, 1.5, 1.0, 1.5, 1.0]
 
 
-def test_key_hint_factor_lifts_only_attributes_with_an_asked_key():
-    kind = np.array(["attribute", "attribute", "relation", "turn"], dtype=object)
-    key = np.array(["location", "employer", "location", None], dtype=object)
-    out = rules.key_hint_factor(kind, key, frozenset({"location"}), 2.5)
-    assert out.tolist() == [2.5, 1.0, 1.0, 1.0]
+def test_key_hint_factor_lifts_only_facts_with_an_asked_key_or_label():
+    kind = np.array(["attribute", "attribute", "relation", "relation", "turn"], dtype=object)
+    key = np.array(["location", "employer", "manager", "sister", "location"], dtype=object)
+    out = rules.key_hint_factor(kind, key, frozenset({"location", "manager"}), 2.5)
+    assert out.tolist() == [2.5, 1.0, 2.5, 1.0, 1.0]
 
 
 def test_time_factor_boosts_units_said_in_the_window_or_shortly_after():
