@@ -556,7 +556,7 @@ def _question_words(question: str) -> set[str]:
     words = _content_words(question)
     asked = asked_slots(question).slots
     if asked:
-        return words | {w for slot in asked for w in slot.split("_")}
+        return words | _content_words(" ".join(slot.replace("_", " ") for slot in asked))
     for w in _WORD.findall(question.lower()):
         words |= ANSWER_WORD_HINTS.get(w, frozenset())
     return words
