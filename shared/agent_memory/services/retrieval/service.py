@@ -532,7 +532,8 @@ class RetrievalService:
         now = timeutil.now_iso()
         instant_iso = timeutil.normalise(flt.as_of) if flt.as_of else now
         any_kind = dataclasses.replace(flt, kinds=None)  # profiles summarise attributes even when not returned
-        any_time = dataclasses.replace(any_kind, as_of=None, valid_window=None)
+        # Every validity (an open window admits closed facts too): which turns said what no longer holds.
+        any_time = dataclasses.replace(any_kind, as_of=None, valid_window=(None, None))
         units: list[tuple[tuple[float, ...], SearchUnit]] = []
         profiles: list[SearchUnit] = []
         for entity in entities[:3]:
@@ -543,8 +544,7 @@ class RetrievalService:
                 for unit in self._fact_units(store, token, pk, kind, reads):
                     if unit_visible(unit, any_kind, now):
                         facts.append((_seed_order(unit, qa), unit))
-                    if said is not None and unit.source_ids and unit_visible(
-                            dataclasses.replace(unit, valid_until=None), any_time, now):
+                    if said is not None and unit.source_ids and unit_visible(unit, any_time, now):
                         said.add(unit, instant_iso, qa.key_hints)
             facts.sort(key=lambda ou: ou[0])
             wanted = flt.kinds or ()
