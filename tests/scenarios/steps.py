@@ -1,7 +1,7 @@
 """The steps a scenario is written in, and how each runs against the local server.
 
 A scenario is a name and a list of steps; a step is a write (``say``, ``facts``, ``reply``,
-``chat``) or a check (``ask``, ``values``, ``context``). Checks name texts as the API shows
+``document``, ``chat``) or a check (``ask``, ``values``, ``context``). Checks name texts as the API shows
 them (``"User location: Berlin"``, a turn's text), so a scenario reads as what a user would
 see. Adding one is a few lines in ``table.py``.
 """
@@ -69,6 +69,21 @@ def attribute(key: str, value: str, entity: dict[str, str] = ME, **times: str) -
 
 def relation(label: str, name: str, entity: dict[str, str] = ME) -> dict[str, Any]:
     return {"entity": entity, "key": label, "target": {"type": "person", "name": name}}
+
+
+@dataclass(frozen=True)
+class document(Step):  # noqa: N801
+    """``POST /documents``, then waits for the in-process ingestion worker to chunk it."""
+
+    title: str
+    text: str
+
+    def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
+        from agent_memory.runtime import get_runtime
+
+        r = api.post(f"{ctx}/documents", {"title": self.title, "text": self.text})
+        assert r.status in (200, 202), r.text
+        get_runtime().ingestion_queue.join(timeout=60)
 
 
 @dataclass(frozen=True)

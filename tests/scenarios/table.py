@@ -3,7 +3,19 @@
 
 from __future__ import annotations
 
-from scenarios.steps import Scenario, ask, attribute, chat, context, facts, relation, reply, say, values
+from scenarios.steps import (
+    Scenario,
+    ask,
+    attribute,
+    chat,
+    context,
+    document,
+    facts,
+    relation,
+    reply,
+    say,
+    values,
+)
 
 SCENARIOS = [
     Scenario("a move supersedes the old city, which stays in the past and below the new", [
@@ -81,6 +93,12 @@ SCENARIOS = [
         chat("Where do I live?", says=["Berlin"], never=["From memory: From memory"]),
         ask("Where do I live?", first="User location: Berlin",
             order=["User location: Berlin", "I moved to Berlin last month.", "Where do I live?"]),
+    ]),
+    Scenario("a stored question ranks below the document passage that answers it", [
+        say("How long does shipping take?", infer="none", at="2026-03-01"),
+        document("Policy", "# Shipping\n\nShipping takes three working days.\n\n# Returns\n\nReturns are free."),
+        ask("How long does shipping take?", order=["Shipping\n\nShipping takes three working days.",
+                                                   "How long does shipping take?"]),
     ]),
     Scenario("an assistant echo ranks below the user's own words", [
         say("My favourite tea is oolong, sometimes with a little honey.", infer="none", at="2026-03-01"),
