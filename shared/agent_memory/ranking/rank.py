@@ -17,8 +17,8 @@ from agent_memory.ranking.recipes import SearchRecipe
 @dataclass(frozen=True)
 class QueryFacts:
     """What the rules know of the query, as plain values (the caller analyses it):
-    ``key_hints``, the attribute keys it asks about ("where" -> location), and ``window``, the
-    ``[start, end)`` its time phrase names; ``stale``, the ids of turns whose facts all no
+    ``key_hints``, the attribute keys and relation labels it asks about ("where do I live" ->
+    location); ``window``, the ``[start, end)`` its time phrase names; ``stale``, the ids of turns whose facts all no
     longer hold at the query's instant, and ``supports``, of turns that state a value of an
     asked key holding then (``rules.said_factor``)."""
 
