@@ -43,7 +43,8 @@ also helps the validation set.
 ``speaker`` field (turns written without it), extraction (``infer: none``, so no facts), the
 entity legs, the time boost, the neighbour share (and its window: adjacent turns only), the
 session prior, the fusion's ``rrf_k`` at its earlier 60, the legs' own scores (ranks only), and
-tier-1 structured reads, and the reranker (with ``--reranker``); recall
+tier-1 structured reads, the reranker (with ``--reranker``), and the evidence rules of issue
+35 (superseded turns below current ones, questions below statements, tier 1's answer leading); recall
 per split. Recipe stages reuse one ingest; the speaker and facts rows ingest again.
 """
 
@@ -81,6 +82,9 @@ ABLATIONS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
     "structured reads off": ({}, {"structured": 0.0}),
     "reranker off": ({}, {"rerank": 0.0}),
     "reply share off": ({}, {"reply_share": 0.0}),
+    "superseded/support off": ({}, {"superseded_factor": 1.0, "support_factor": 1.0}),
+    "question factor off": ({}, {"question_factor": 1.0}),
+    "tier-1 answer lead off": ({}, {"lead_answer": False}),
 }
 
 

@@ -53,23 +53,41 @@ QUESTION_WORDS = frozenset(
     "who what where when why how which whom whose do does did is are was were can could would will "
     "should shall have has am".split())
 
-# Question words -> attribute keys they usually ask about (orders structured facts in /query).
-KEY_HINTS: dict[str, frozenset[str]] = {
-    word: frozenset(keys_) for word, keys_ in {
-        "where": ("location", "hometown", "address"), "live": ("location", "address"),
-        "lives": ("location", "address"), "living": ("location",), "based": ("location",),
-        "born": ("birthday", "hometown"), "nationality": ("nationality",),
-        "work": ("employer", "job_title"), "works": ("employer", "job_title"), "job": ("job_title", "employer"),
-        "employer": ("employer",), "company": ("employer",), "role": ("job_title",), "title": ("job_title",),
-        "old": ("age", "birthday"), "age": ("age",), "birthday": ("birthday",), "name": ("name", "nickname"),
-        "called": ("name", "nickname"), "call": ("nickname", "name"), "email": ("email",), "phone": ("phone",),
-        "like": ("likes", "preferences", "interests", "hobbies"), "likes": ("likes", "interests", "hobbies"),
-        "enjoy": ("likes", "hobbies"), "hate": ("dislikes",), "dislike": ("dislikes",),
-        "prefer": ("preferences",), "speak": ("languages", "native_language"), "language": ("languages",),
-        "languages": ("languages",), "pet": ("pets",), "pets": ("pets",), "allergic": ("allergies",),
-        "eat": ("diet", "allergies"), "diet": ("diet",), "hobby": ("hobbies",), "hobbies": ("hobbies",),
-    }.items()
-}
+# Question phrases -> the attribute keys and relation labels they ask about. Each pattern is
+# a whole phrase of a lower-cased question ("<s>" stands for its subject: "i", "emma", "my
+# sister"), never one word: "where do i work" asks for the employer although "where" alone
+# would say location. A "my|<name>'s <noun>" or "what|which <noun>" in a question also asks
+# for the registry key or label the noun normalises to (``rules.vocabulary``: "company" ->
+# employer, "boss" -> manager); ``rules.questions.asked_slots`` applies both. Values are
+# registry keys (``rules.vocabulary.KEYS``) or labels (``LABELS``).
+SLOT_QUESTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"where (?:do|does|did) <s> (?:live|stay|reside)", ("location",)),
+    (r"where (?:am|is|are|was|were) <s> (?:living|based|staying|now)", ("location",)),
+    (r"where (?:did|has|have) <s> (?:move|moved|relocate|relocated)", ("location",)),
+    (r"(?:what|which) (?:city|town|country|place) (?:do|does|did) <s> (?:live|stay|reside|move)", ("location",)),
+    (r"where (?:am|is|are|was|were) <s> from", ("hometown",)),
+    (r"where (?:was|were) <s> (?:born|raised)|where did <s> grow up", ("hometown",)),
+    (r"where (?:do|does|did) <s> work|who (?:do|does|did) <s> work for|who employs <s>"
+     r"|(?:what|which) (?:company|firm|organi[sz]ation) (?:do|does|did) <s> work", ("employer",)),
+    (r"what (?:do|does|did) <s> do (?:for (?:a living|work)|at work)|what (?:do|does|did) <s> work as"
+     r"|what (?:is|was) <s> (?:job|role|occupation|profession|position)", ("job_title",)),
+    (r"what (?:am|is|are|was|were) <s> working on", ("current_project", "current_task")),
+    (r"how old (?:am|is|are|was|were) <s>|what age (?:am|is|are) <s>", ("age",)),
+    (r"when (?:was|were) <s> born|when (?:is|was) <s> birthday", ("birthday",)),
+    (r"what (?:am|is|are) <s> called|what (?:do|does) <s> go by", ("name", "nickname")),
+    (r"what (?:do|should) (?:you|we|they|people) call <s>", ("nickname", "name")),
+    (r"(?:what|which) languages? (?:do|does|can) <s> speak|(?:do|does|can) <s> speak", ("languages",)),
+    (r"what (?:do|does) <s> (?:like|love|enjoy)", ("likes", "interests")),
+    (r"what (?:do|does) <s> (?:dislike|hate)|what (?:do|does) <s> not like", ("dislikes",)),
+    (r"what (?:do|does) <s> prefer", ("preferences",)),
+    (r"what (?:is|am|are) <s> allergic to|(?:is|am|are) <s> allergic", ("allergies",)),
+    (r"(?:do|does) <s> have (?:a |any )?pets?", ("pets",)),
+    (r"what (?:do|does|can|can't) <s> (?:not )?eat", ("diet", "allergies")),
+    (r"how (?:am|is|are) <s> feeling", ("mood",)),
+    (r"what (?:am|is|are) <s> (?:planning|going to do)", ("plans",)),
+    (r"who (?:do|does) <s> report to", ("manager",)),
+    (r"who (?:is|are) <s> married to", ("spouse",)),
+)
 
 # Question words -> the words stored facts use for the same thing ("Where do I live?" is
 # answered by "User location: Berlin"; a fact line renders its key in words). The offline

@@ -439,7 +439,8 @@ class RowRanking:
     few it keeps (``decode``).
 
     - ``legs[j]``: candidate indices of leg ``j``, best first (a candidate at most once per leg).
-    - ``kind``, ``role``, ``session_id``, ``key`` (``metadata["key"]``), ``occurred_at``:
+    - ``kind``, ``role``, ``session_id``, ``key`` (``metadata["key"]``; a relation
+      built from its unit, ``metadata["label"]``), ``occurred_at``:
       object arrays (``None`` where the unit has none); ``seq``: int64 ``metadata["seq"]``
       (``NO_SEQ`` when it is not an integer, or beyond +-2**62); ``current``: bool, ``valid_until is None``; ``labels``: one
       frozenset per candidate.

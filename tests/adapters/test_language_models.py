@@ -463,6 +463,27 @@ def test_offline_default_responder_quotes_and_cites_the_best_line():
     assert completion.prompt_tokens == sum(len(m.content) // 4 for m in _prompt("Where does Alice live?"))
 
 
+def test_offline_default_responder_never_quotes_an_assistant_reply_as_memory():
+    """Its own earlier reply matches the question best word for word; the statement answers."""
+    context = "\n".join([
+        "[S1] (turn, assistant, 2026-05-21) From memory: I moved to Berlin last month. (S3)",
+        "[S2] (turn, user, 2026-05-20) I moved to Berlin last month.",
+    ])
+    messages = [ChatMessage("system", context), ChatMessage("user", "Where did I move to last month?")]
+    assert default_offline_responder(messages) == "From memory: I moved to Berlin last month. [S2]"
+    only_echo = [ChatMessage("system", context.splitlines()[0]), ChatMessage("user", "Where did I move?")]
+    assert default_offline_responder(only_echo) == NO_MEMORY_REPLY
+
+
+def test_offline_default_responder_matches_the_key_the_question_asks_for():
+    """"Where do I work?" asks for the employer: the location line shares the word "where"'s
+    old hint (location), not what is asked."""
+    context = "\n".join(["[S1] (attribute, 2026-05-01) User location: Madrid",
+                         "[S2] (attribute, 2026-04-01) User employer: Globex"])
+    messages = [ChatMessage("system", context), ChatMessage("user", "Where do I work?")]
+    assert default_offline_responder(messages) == "From memory: User employer: Globex [S2]"
+
+
 @pytest.mark.parametrize("messages", [
     _prompt("What is my favourite colour?"),  # context present, nothing relevant
     [ChatMessage("user", "Where does Alice live?")],  # no context at all

@@ -132,7 +132,17 @@ def test_suppress_markers(api, model):
     assert "[S" not in reply["reply"] and reply["citations"]
 
 
-def test_assistant_replies_are_cited_with_role_assistant(api, model):
+def test_assistant_replies_are_cited_with_role_assistant(api, model, monkeypatch):
+    """A model that cites a stored assistant reply gets it back as a citation with role
+    ``assistant`` (the offline model never quotes one: here a stand-in responder does)."""
+    import re
+
+    def cite_the_reply(messages):
+        prompt = "\n".join(m.content for m in messages)
+        found = re.search(r"^\[(S\d+)\] \(turn, assistant[^)]*\) (.*)$", prompt, re.MULTILINE)
+        return f"It says: {found.group(2)} [{found.group(1)}]" if found else "Nothing."
+
+    monkeypatch.setattr("agent_memory.adapters.language_models.default_offline_responder", cite_the_reply)
     sid = chat(api, "Tell me a fact.")["sessionId"]
     rt = get_runtime()
     from agent_memory.access.request_context import RequestContext

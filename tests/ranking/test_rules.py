@@ -103,11 +103,11 @@ def test_kind_factor_weighs_assistant_turns_current_facts_and_facts_but_the_spar
     assert out.tolist() == [1.0, 0.5, 1.5, 1.0, 1.5, 1.0]
 
 
-def test_key_hint_factor_lifts_only_attributes_with_an_asked_key():
-    kind = np.array(["attribute", "attribute", "relation", "turn"], dtype=object)
-    key = np.array(["location", "employer", "location", None], dtype=object)
-    out = rules.key_hint_factor(kind, key, frozenset({"location"}), 2.5)
-    assert out.tolist() == [2.5, 1.0, 1.0, 1.0]
+def test_key_hint_factor_lifts_only_facts_with_an_asked_key_or_label():
+    kind = np.array(["attribute", "attribute", "relation", "relation", "turn"], dtype=object)
+    key = np.array(["location", "employer", "manager", "sister", "location"], dtype=object)
+    out = rules.key_hint_factor(kind, key, frozenset({"location", "manager"}), 2.5)
+    assert out.tolist() == [2.5, 1.0, 2.5, 1.0, 1.0]
 
 
 def test_time_factor_boosts_units_said_in_the_window_or_shortly_after():
@@ -120,3 +120,29 @@ def test_time_factor_boosts_units_said_in_the_window_or_shortly_after():
     assert out.tolist() == [2.0, 2.0, 1.0, 1.0, 1.0, 1.0]
     candidates[0] = False  # only candidates are boosted
     assert rules.time_factor(occurred, candidates, start, end, 14.0, 1.0).tolist()[0] == 1.0
+
+
+def test_said_factor_lowers_stale_turns_and_lifts_turns_stating_the_asked_value():
+    ids = ["t-old", "t-new", "t-other", "a-fact"]
+    out = rules.said_factor(ids, frozenset({"t-old"}), frozenset({"t-new"}), superseded=0.25, support=2.0)
+    assert out.tolist() == [0.25, 2.0, 1.0, 1.0]
+    assert rules.said_factor(ids, frozenset(), frozenset(), superseded=0.25, support=2.0).tolist() == [1.0] * 4
+
+
+def test_evidence_factor_lowers_questions_echoes_and_stale_turns_only():
+    kind = np.array(["turn", "turn", "turn", "turn", "chunk", "attribute"], dtype=object)
+    role = np.array(["user", "user", "assistant", "user", None, None], dtype=object)
+    asks = np.array([True, False, False, False, True, False])
+    stale = np.array([False, False, False, True, False, True])
+    out = rules.evidence_factor(kind, role, asks, stale, question=0.25, assistant=0.5, superseded=0.4)
+    assert out.tolist() == pytest.approx([0.25, 1.0, 0.5, 0.4, 1.0, 1.0])
+    plain = rules.evidence_factor(kind, role, asks, stale, question=0.25)
+    assert plain.tolist() == pytest.approx([0.25, 1.0, 1.0, 1.0, 1.0, 1.0])
+
+
+def test_lead_raises_the_answer_just_above_the_best_and_never_lowers_it():
+    scores = np.array([0.9, 0.4, 0.2])
+    seen = np.array([True, True, False])
+    out = rules.lead(scores, seen, 1)
+    assert out[1] > out[0] == 0.9 and out[2] == 0.2
+    assert rules.lead(scores, seen, 0)[0] >= 0.9

@@ -138,7 +138,10 @@ def test_a_tier1_answer_stays_first_whatever_the_reranker_prefers(runtime):
     reranker = WordReranker("London")  # the superseded value's turn matches the words best
     result = service(runtime, reranker).retrieve(ADMIN, "Where do I live?", k=5)
     assert result.tier == 1 and result.hits[0].text == "User location: Berlin"
-    assert result.hits[1].text == "I live in London."  # the rest is reranked
+    # The rest is reranked, but a superseded statement stays below the current one after it too.
+    texts = [h.text for h in result.hits]
+    assert texts.index("I moved to Berlin last month.") < texts.index("I live in London.")
+    assert result.hits[texts.index("I live in London.")].superseded_at.startswith("2026-04-20")
     assert all("User location" not in text for _, pool in reranker.calls for text in pool)
 
 

@@ -36,8 +36,11 @@ def test_entities_the_query_names_seed_their_current_facts_first(runtime):
     graph = retrieve(runtime, "Tell me about Emma", mode="graph", k=5)
     assert graph.hits and {h.kind for h in graph.hits} <= {"attribute", "relation", "entity"}
     assert any(h.kind == "entity" and h.id == "entity:person/emma" for h in graph.hits)
-    by_subject = retrieve(runtime, "where", subject="person/emma", k=3)
-    assert by_subject.hits[0].text == "Emma location: Oslo"
+    by_subject = retrieve(runtime, "Where does she live?", subject="person/emma", k=3)
+    assert by_subject.hits[0].text == "Emma location: Oslo" and by_subject.trace["tier1Key"] == "location"
+    # A bare "where" names no key: tier 1 does not guess one.
+    bare = retrieve(runtime, "where", subject="person/emma", k=3)
+    assert bare.tier == 3 and bare.trace["askedKeys"] == [] and bare.trace["tier1Key"] is None
 
 
 def test_current_facts_rank_above_superseded_ones_and_as_of_reads_the_past(runtime):

@@ -33,6 +33,7 @@ from agent_memory.kernel import deadline
 from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.lexicon import ANSWER_WORD_HINTS, OVERLAP_STOP_WORDS
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelOutputInvalid, ModelTimeout
+from agent_memory.rules.questions import asked_slots
 
 __all__ = [
     "BedrockConverseModel",
@@ -549,7 +550,13 @@ def _content_words(text: str) -> set[str]:
 
 
 def _question_words(question: str) -> set[str]:
+    """The question's content words plus the words its facts are stored under: those of the
+    keys and labels it asks for as a whole phrase ("where do I work" -> employer), else the
+    per-word hints ("where" -> location)."""
     words = _content_words(question)
+    asked = asked_slots(question).slots
+    if asked:
+        return words | _content_words(" ".join(slot.replace("_", " ") for slot in asked))
     for w in _WORD.findall(question.lower()):
         words |= ANSWER_WORD_HINTS.get(w, frozenset())
     return words
@@ -568,7 +575,8 @@ def default_offline_responder(messages: Sequence[ChatMessage]) -> str:
     "location") and quotes it with its marker. It never cites a marker that is not in the
     prompt, and says it knows nothing when no line shares a word with the question (quoting
     an unrelated line would be a confident wrong answer). Ties go to the earlier line,
-    which retrieval ranked higher.
+    which retrieval ranked higher. A line describing an assistant turn (``(turn, assistant,
+    ...)``) is never quoted: an earlier reply is the model's own output, not memory.
     """
     question = next((m.content for m in reversed(messages) if m.role == "user"), "")
     question = question.removeprefix("# Question").strip()
@@ -582,6 +590,9 @@ def default_offline_responder(messages: Sequence[ChatMessage]) -> str:
             if not found:
                 continue
             marker, snippet = found.group(1), _MARKER.sub("", found.group(2)).strip()
+            descriptor = _DESCRIPTOR.match(snippet)
+            if descriptor and descriptor.group(0).startswith("(turn, assistant"):
+                continue  # its own earlier reply is not memory of what was said
             snippet = _DESCRIPTOR.sub("", snippet)  # "(attribute, 2026-04-20) " describes, it is not said
             if not snippet or snippet.strip().lower() == question.strip().lower():
                 continue

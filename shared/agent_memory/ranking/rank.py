@@ -17,18 +17,24 @@ from agent_memory.ranking.recipes import SearchRecipe
 @dataclass(frozen=True)
 class QueryFacts:
     """What the rules know of the query, as plain values (the caller analyses it):
-    ``key_hints``, the attribute keys it asks about ("where" -> location), and ``window``, the
-    ``[start, end)`` its time phrase names."""
+    ``key_hints``, the attribute keys and relation labels it asks about ("where do I live" ->
+    location); ``window``, the ``[start, end)`` its time phrase names; ``stale``, the ids of turns whose facts all no
+    longer hold at the query's instant, and ``supports``, of turns that state a value of an
+    asked key holding then (``rules.said_factor``)."""
 
     key_hints: frozenset[str] = frozenset()
     window: tuple[datetime, datetime] | None = None
+    stale: frozenset[str] = frozenset()
+    supports: frozenset[str] = frozenset()
 
 
 def rank(recipe: SearchRecipe, ranking: RowRanking, legs: Sequence[Leg], k: int,
          query: QueryFacts = QueryFacts()) -> tuple[list[tuple[int, float]], int]:
     """The best ``k`` candidates (indices into ``ranking``) with their scores, and how many
     candidates there were. In order: fusion, the neighbour share, the factors for what a unit
-    is, the key hint and the time window, then the session prior."""
+    is, the key hint, what the turns' facts say (superseded, supporting) and the time window,
+    then the session prior; last, tier 1's answer (the structured leg's first row, when its key
+    is one the question asks for) leads."""
     fused = fuse(len(ranking.ids), legs, recipe.rrf_k, recipe.score_share)
     scores, seen = fused.scores, fused.seen
     kind = ranking.kind
@@ -42,6 +48,9 @@ def rank(recipe: SearchRecipe, ranking: RowRanking, legs: Sequence[Leg], k: int,
                                current_fact=recipe.current_fact_factor, fact=recipe.fact_factor)
     if query.key_hints:
         factor = factor * rules.key_hint_factor(kind, ranking.key, query.key_hints, recipe.key_hint_factor)
+    if query.stale or query.supports:
+        factor = factor * rules.said_factor(ranking.ids, query.stale, query.supports,
+                                            superseded=recipe.superseded_factor, support=recipe.support_factor)
     if recipe.time_boost and query.window is not None:
         start, end = query.window
         factor = factor * rules.time_factor(ranking.occurred_at, seen, start, end, recipe.time_slack_days,
@@ -49,4 +58,8 @@ def rank(recipe: SearchRecipe, ranking: RowRanking, legs: Sequence[Leg], k: int,
     scores = scores * factor
     if recipe.session_prior:
         scores = rules.session_prior(scores, seen, ranking.session_id, recipe.session_prior)
+    if recipe.lead_answer and query.key_hints and spared.size:
+        answer = int(spared[0])
+        if kind[answer] in ("attribute", "relation") and ranking.key[answer] in query.key_hints:
+            scores = rules.lead(scores, seen, answer)
     return best_k(scores, fused.best_rank, seen, ranking.ids, k), int(np.count_nonzero(seen))

@@ -63,6 +63,17 @@ class SearchRecipe:
     fact_factor: float = 1.0
     # Attributes with a key the question asks for ("where" -> location) score x this: tier 1's answer leads.
     key_hint_factor: float = 1.5
+    # Turns none of whose facts holds at the query's instant (superseded) score x this: what used to be
+    # true stays retrievable, below what is.
+    superseded_factor: float = 0.25
+    # Turns stating a value that holds of the key the question asks for score x this: the current statement.
+    support_factor: float = 2.0
+    # User turns that only ask (question form, no fact) score x this: a question is not its answer.
+    question_factor: float = 0.25
+    # Tier 1's answer (the current fact of the key the question asks for) ranks first.
+    lead_answer: bool = True
+    # Hits decoded beyond k for the rule above (it reads the text): a question lowered leaves room.
+    evidence_margin: int = 10
     # With a reranker: final = (1 - this) x fused score / the best + this x reranker score, min-max scaled.
     rerank: float = 0.0
     # Fused candidates the reranker scores again: it is slow, and what ranks lower rarely answers.
@@ -85,7 +96,7 @@ RECIPES: dict[str, SearchRecipe] = {
     # matches (thread turns have no sessions, speakers' roles or facts for the rules to weigh).
     "rrf": SearchRecipe("rrf", structured=0.0, bm25=1.0, vector=1.0, entity_bm25=0.0, entity_vector=0.0,
                         neighbour_share=0.0, time_boost=0.0, assistant_factor=1.0, current_fact_factor=1.0,
-                        key_hint_factor=1.0),
+                        key_hint_factor=1.0, superseded_factor=1.0, support_factor=1.0, question_factor=1.0),
 }
 
 #: The recipes ``RetrievalService.retrieve`` takes as its ``mode`` (``models.retrieval.RetrievalMode``).

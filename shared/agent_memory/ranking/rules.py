@@ -122,12 +122,56 @@ def kind_factor(kind: np.ndarray, role: np.ndarray, current: np.ndarray, spared:
 
 def key_hint_factor(kind: np.ndarray, key: np.ndarray, key_hints: frozenset[str],
                     weight: float) -> np.ndarray:
-    """x ``weight`` for attributes whose key the question asks about (``key_hints``: "where"
-    -> location), so the fact that answers outranks turns that merely share its words."""
+    """x ``weight`` for attributes and relations whose key or label (``key``) the question asks
+    about (``key_hints``: "where do I live" -> location), so the fact that answers outranks
+    turns that merely share its words."""
     hinted = np.fromiter((k in key_hints for k in key.tolist()), dtype=bool, count=key.size)
     factor = np.ones(kind.size)
-    factor[(kind == "attribute") & hinted] *= weight
+    factor[((kind == "attribute") | (kind == "relation")) & hinted] *= weight
     return factor
+
+
+def said_factor(ids: Sequence[str], stale: frozenset[str], supports: frozenset[str], *,
+                superseded: float, support: float) -> np.ndarray:
+    """x ``superseded`` for turns whose facts all no longer hold at the query's instant
+    (``stale``: superseded, or not valid yet under ``asOf``), x ``support`` for turns that state
+    a value holding then of the key the question asks for (``supports``): of two turns about
+    one slot, the one that says what holds outranks the one that said what used to. A stale
+    turn stays a candidate (history questions want it)."""
+    factor = np.ones(len(ids))
+    if stale and superseded != 1.0:
+        factor[np.fromiter((i in stale for i in ids), dtype=bool, count=len(ids))] *= superseded
+    if supports and support != 1.0:
+        factor[np.fromiter((i in supports for i in ids), dtype=bool, count=len(ids))] *= support
+    return factor
+
+
+def evidence_factor(kind: np.ndarray, role: np.ndarray, asks: np.ndarray, stale: np.ndarray, *,
+                    question: float, assistant: float = 1.0, superseded: float = 1.0) -> np.ndarray:
+    """Each decoded candidate's multiplier for what kind of evidence it is: a user turn that
+    only asks (``asks``: question form, no fact stated) x ``question``, an assistant reply x
+    ``assistant``, a stale turn (see ``said_factor``) x ``superseded``. Statements and
+    document chunks keep their score, so of two that match equally the question, the echo
+    and the superseded statement rank below. Applied to decoded hits (the question form is
+    read from the text), after a reranker when there is one: it scores texts afresh, and a
+    question repeats the query's words."""
+    turns = kind == "turn"
+    factor = np.ones(kind.size)
+    factor[turns & asks] *= question
+    factor[turns & (role == "assistant")] *= assistant
+    factor[turns & stale] *= superseded
+    return factor
+
+
+def lead(scores: np.ndarray, seen: np.ndarray, row: int) -> np.ndarray:
+    """``scores`` with candidate ``row`` (tier 1's answer: the current fact of the key the
+    question asks for) raised just above the best, so it leads whatever shares its words:
+    "I work at Globex." matches "Where do I work?" word for word, "User employer: Globex" is
+    the answer."""
+    out = scores.copy()
+    top = float(scores[seen].max(initial=0.0))
+    out[row] = max(float(scores[row]), top * (1.0 + 1e-9) + 1e-12)
+    return out
 
 
 def time_factor(occurred_at: np.ndarray, candidates: np.ndarray, start: datetime, end: datetime,

@@ -205,6 +205,9 @@ def summary(retrieval: dict[str, Any], response: dict[str, Any]) -> dict[str, An
         reason = "cache: a semantically equal question was answered from the reply cache"
     elif degraded:
         reason = f"degraded: {degraded.get('reason') if isinstance(degraded, dict) else degraded}"
+    elif response and retrieval.get("tier1Key"):
+        reason = (f"retrieval: the reply was generated from retrieved memory, led by the current "
+                  f"{retrieval['tier1Key']} fact the question asks for")
     elif response:
         reason = "retrieval: the reply was generated from retrieved memory"
     else:

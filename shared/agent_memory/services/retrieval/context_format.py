@@ -8,7 +8,7 @@ previous instructions". The block therefore
   (``<<<MEMORY 3f9a1c2e`` ... ``MEMORY 3f9a1c2e>>>``), and item text can contain neither
   ``<<<`` nor ``>>>``, so nothing inside can close it;
 - holds one line per item, always starting with its marker (``[S1] (turn, user,
-  2023-05-08) ...``): newlines in retrieved text are flattened, so it cannot start a line of
+  2023-05-08) ...``; a turn whose facts were all superseded says since when): newlines in retrieved text are flattened, so it cannot start a line of
   its own, a markdown heading or a fence;
 - rewrites look-alike markers inside item text (``[S7]`` -> ``(S7)``) so a document cannot
   claim to be another source, and drops control, zero-width and bidi-override characters;
@@ -71,7 +71,9 @@ def sanitise(text: Any, max_chars: int = MAX_ITEM_CHARS) -> str:
 
 
 def describe(hit: Any) -> str:
-    """``turn, user, 2023-05-08`` / ``chunk, "Handbook" 34%`` / ``attribute, 2024-01-02``."""
+    """``turn, user, 2023-05-08`` / ``chunk, "Handbook" 34%`` / ``attribute, 2024-01-02`` /
+    ``turn, user, 2026-03-10, superseded 2026-04-20`` (every fact the turn stated was replaced
+    on that date)."""
     tags = [str(hit.kind)]
     role = getattr(hit, "role", None)
     if role and hit.kind == "turn":
@@ -87,6 +89,9 @@ def describe(hit: Any) -> str:
     when = getattr(hit, "occurred_at", None)
     if when:
         tags.append(str(when)[:10])
+    superseded = getattr(hit, "superseded_at", None)
+    if superseded:  # a turn whose facts were all replaced since: not what holds now
+        tags.append(f"superseded {str(superseded)[:10]}")
     return ", ".join(tags)
 
 

@@ -19,6 +19,9 @@ Why each part exists (measured on LoCoMo, see ``bench/locomo.py``):
   a "what/which <noun> ..." question asks for stays ("Which boats did Priya repair?" ->
   "boats repair"): it names the kind of answer (LoCoMo tuning recall@10 +0.011, validation
   +0.014 with the hashing embedder).
+- **Asked keys** ("Where do I work?" -> ``employer``; "Who is my boss?" -> ``manager``): the
+  attribute keys and relation labels the question asks about, read from whole phrases
+  (``rules.questions``), order tier 1's facts; a question that names none asks for none.
 - **Time** ("When did Dana go sailing in July?", "... on 3 March, 2021"): a time phrase
   becomes a window; units said inside it (or shortly after: people talk about an event
   after it happened) are boosted. A month or day without a year is the most recent one
@@ -33,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 
 from agent_memory import lexicon
 from agent_memory.rules import event_time
+from agent_memory.rules.questions import asked_slots
 
 _QUESTION_LEAD = re.compile(
     r"^\s*(?:(?:what|which|who|whom|whose|when|where|why|how)(?:\s+(?:kind|type|sort|much|many|long|often|old"
@@ -57,7 +61,6 @@ _POSSESSIVE = re.compile(r"['\u2019]s?$")
 _NOT_NAMES = lexicon.NOT_NAME_WORDS | frozenset(event_time.MONTHS) | frozenset(event_time.WEEKDAYS)
 STOPWORDS = lexicon.QUERY_STOP_WORDS
 
-KEY_HINTS = lexicon.KEY_HINTS  # question words -> attribute keys (orders tier-1 facts)
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class QueryAnalysis:
     content: str = ""  # statement without names and self pronouns (entity legs, vectors)
     content_words: list[str] = field(default_factory=list)
     time: TimeHint | None = None
+    # The attribute keys and relation labels the question asks about, as a whole phrase
+    # (``rules.questions.asked_slots``: "where do I work" -> employer); empty when it names none.
     key_hints: frozenset[str] = frozenset()
 
 
@@ -108,7 +113,7 @@ def analyse(query: str, *, anchor: datetime | None = None) -> QueryAnalysis:
     # Lower-case words are offered to the store as entity names only when nothing is
     # capitalised ("where does bob live"); otherwise they would dilute the names' legs.
     lookup = names or [w for w in content_words if len(w) > 2]
-    hints = frozenset(k for w in (x.lower() for x in _WORD.findall(text)) for k in KEY_HINTS.get(w, ()))
+    hints = asked_slots(text).slots
     return QueryAnalysis(text=text, names=names, lookup_names=lookup[:16], self_reference=self_ref,
                          statement=statement, content=content, content_words=content_words,
                          time=time_hint(text, anchor), key_hints=hints)

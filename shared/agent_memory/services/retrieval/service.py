@@ -60,8 +60,10 @@ from agent_memory.ranking.rank import QueryFacts, rank
 from agent_memory.ranking.recipes import RECIPES, RETRIEVAL_MODES, SearchRecipe
 from agent_memory.ranking.rerank import rerank
 from agent_memory.ranking.rows import ranking_from_units, ranking_with_units
+from agent_memory.ranking.rules import evidence_factor
 from agent_memory.ranking.visibility import unit_visible
 from agent_memory.rules import geo
+from agent_memory.rules.questions import asks_only
 from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse
@@ -118,6 +120,9 @@ class Hit:
     source_ids: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     structured: bool = False  # found by a tier-1 structured read
+    # A turn whose facts were all superseded by the query's instant: when the last of them
+    # was (the context block says so, so a model does not take it as current).
+    superseded_at: str | None = None
 
 
 
@@ -261,6 +266,7 @@ class RetrievalService:
         depth = candidate_depth(k, recipe.min_depth, recipe.depth_per_k)
         legs: list[Leg] = []
         seeds: list[SearchUnit] = []
+        said = TurnFacts()
         structured = bool(recipe.structured and (flt.kinds or "entity" in kinds))
         if structured:
             # Next to search results, a named entity's fact is a candidate only when it bears
@@ -268,7 +274,7 @@ class RetrievalService:
             # every fact would otherwise crowd out what answers the question.
             seeds = self._seeds(ctx, [e for e in entities if e.stored is not None], flt, qa,
                                 with_profiles="entity" in kinds, bearing_only=bool(recipe.bm25 or recipe.vector),
-                                reads=reads)
+                                reads=reads, said=said)
         ranking = ranking_from_units([])
         degraded: str | None = None
         if flt.kinds:
@@ -295,30 +301,65 @@ class RetrievalService:
             # takes the full score share of its leg, like a search leg's clear winner.
             legs.insert(0, Leg(STRUCTURED_LEG, recipe.structured, seed_rows, np.ones(seed_rows.size)))
         reranker = self._reranker if recipe.rerank > 0 else None
-        facts = QueryFacts(qa.key_hints, (qa.time.start, qa.time.end) if qa.time else None)
-        pool = max(k, recipe.rerank_depth) if reranker else k
+        facts = QueryFacts(qa.key_hints, (qa.time.start, qa.time.end) if qa.time else None,
+                           stale=frozenset(said.stale), supports=frozenset(said.supports))
+        # Room below k: the evidence rule (questions ranked below what answers them) runs on
+        # decoded hits, and a hit it lowers leaves its place to the next one.
+        pool = max(k, recipe.rerank_depth) if reranker else k + max(recipe.evidence_margin, 0)
         ranked, candidates = rank(recipe, ranking, legs, pool, facts)
         seed_ids = {u.id for u in seeds}
         units = ranking.decode([i for i, _ in ranked])
         hits = [self._hit(unit, score, unit.id in seed_ids)
                 for unit, (_, score) in zip(units, ranked, strict=True) if unit is not None]
+        for h in hits:
+            if h.id in said.stale:
+                h.superseded_at = said.stale[h.id]
+        answer = tier1_answer(hits, qa)
         trace = {
             "mode": mode, "entities": [e.id for e in entities],
             "legs": {leg.name: len(leg.rows) for leg in legs}, "candidates": candidates,
             "vectorQuery": qa.content, "timeWindow": qa.time.to_wire() if qa.time else None,
+            # The keys and labels the question asks for, and the one tier 1 answered with.
+            "askedKeys": sorted(qa.key_hints), "tier1Key": _slot(hits[0]) if answer else None,
         }
+        if said.stale:
+            trace["superseded"] = {uid: when for uid, when in said.stale.items() if when}
         if reranker is not None:
-            # A tier-1 answer (the current fact of what the query names and asks) stays first.
-            pin = bool(hits and hits[0].structured)
+            # A tier-1 answer (the current fact of the key the query asks for) stays first.
             order, trace["rerank"] = rerank(reranker, query, hits, weight=recipe.rerank,
-                                            reply_share=recipe.reply_share, pin_first=pin)
+                                            reply_share=recipe.reply_share, pin_first=answer)
             hits = [dataclasses.replace(hits[i], score=score) for i, score in order]
-        hits = hits[:k]
-        tier = 1 if hits and hits[0].structured else 3
+        hits = self._evidence_order(recipe, hits, said, pinned=answer, reranked=reranker is not None)[:k]
+        answer = tier1_answer(hits, qa)
+        tier = 1 if answer else 3
         elapsed = (time.perf_counter() - started) * 1000
         if degraded is not None:
             trace["degraded"] = degraded
         return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace, degraded=degraded)
+
+    @staticmethod
+    def _evidence_order(recipe: SearchRecipe, hits: list[Hit], said: TurnFacts, *, pinned: bool,
+                        reranked: bool) -> list[Hit]:
+        """``hits`` reordered by ``rules.evidence_factor``: a user turn that only asks (and
+        states no fact) below statements and chunks that match as well. After a reranker
+        (which scored the texts again) assistant replies and superseded turns are lowered
+        here too; without one ``rank`` already did. A pinned tier-1 answer stays first."""
+        head, rest = (hits[:1], hits[1:]) if pinned else ([], hits)
+        if not rest:
+            return hits
+        kind = np.asarray([h.kind for h in rest], dtype=object)
+        role = np.asarray([h.role for h in rest], dtype=object)
+        asks = np.fromiter((h.kind == "turn" and h.role == "user" and h.id not in said.sources
+                            and asks_only(h.text) for h in rest), dtype=bool, count=len(rest))
+        stale = np.fromiter((h.id in said.stale for h in rest), dtype=bool, count=len(rest))
+        factor = evidence_factor(kind, role, asks, stale, question=recipe.question_factor,
+                                 assistant=recipe.assistant_factor if reranked else 1.0,
+                                 superseded=recipe.superseded_factor if reranked else 1.0)
+        if not (factor != 1.0).any():
+            return hits
+        scored = [(h.score * float(f), i, h) for i, (h, f) in enumerate(zip(rest, factor.tolist(), strict=True))]
+        scored.sort(key=lambda t: (-t[0], t[1]))  # ties keep the order they came in
+        return head + [dataclasses.replace(h, score=score) for score, _, h in scored]
 
     def _documents_from(self, ctx: RequestContext, source: str) -> list[str]:
         """Ids of the documents ``ctx`` may read whose ``source`` is ``source`` (at most
@@ -487,15 +528,19 @@ class RetrievalService:
 
     def _seeds(self, ctx: RequestContext, entities: Sequence[NamedEntity], flt: SearchFilter, qa: QueryAnalysis,
                *, with_profiles: bool, bearing_only: bool = False,
-               reads: WriteReads | None = None) -> list[SearchUnit]:
+               reads: WriteReads | None = None, said: TurnFacts | None = None) -> list[SearchUnit]:
         """Current (or ``as_of``) attributes and relations of the named entities, as the
         units search would return for them, visible under ``flt``, best first (with
         ``bearing_only``, only those that bear on the question: a key it asks about, or a
-        content word in common)."""
+        content word in common). ``said`` collects what the entities' facts, closed ones
+        included, say of the turns that stated them (``TurnFacts``)."""
         store = self._store
         token = self._reads.token(store)
         now = timeutil.now_iso()
+        instant_iso = timeutil.normalise(flt.as_of) if flt.as_of else now
         any_kind = dataclasses.replace(flt, kinds=None)  # profiles summarise attributes even when not returned
+        # Every validity (an open window admits closed facts too): which turns said what no longer holds.
+        any_time = dataclasses.replace(any_kind, as_of=None, valid_window=(None, None))
         units: list[tuple[tuple[float, ...], SearchUnit]] = []
         profiles: list[SearchUnit] = []
         for entity in entities[:3]:
@@ -506,6 +551,8 @@ class RetrievalService:
                 for unit in self._fact_units(store, token, pk, kind, reads):
                     if unit_visible(unit, any_kind, now):
                         facts.append((_seed_order(unit, qa), unit))
+                    if said is not None and unit.source_ids and unit_visible(unit, any_time, now):
+                        said.add(unit, instant_iso, qa.key_hints)
             facts.sort(key=lambda ou: ou[0])
             wanted = flt.kinds or ()
             units += [(o, u) for o, u in facts if u.kind in wanted and (not bearing_only or o[0] or o[1])]
@@ -595,6 +642,51 @@ class RetrievalService:
 
 
 # --- helpers ------------------------------------------------------------------------------
+
+
+@dataclass
+class TurnFacts:
+    """What the named entities' facts (closed ones included) say of the turns that stated
+    them, at the query's instant: ``sources``, every turn some fact came from; ``stale``, the
+    turns none of whose facts holds at that instant (superseded, or not yet valid under
+    ``asOf``), each with when the last of its facts was superseded (``None``: none was, they
+    are not valid yet); ``supports``, the turns that state a value holding at that instant of a
+    key or label the question asks for."""
+
+    sources: set[str] = field(default_factory=set)
+    stale: dict[str, str | None] = field(default_factory=dict)
+    supports: set[str] = field(default_factory=set)
+    _holds: set[str] = field(default_factory=set)
+
+    def add(self, unit: SearchUnit, instant_iso: str, asked: frozenset[str]) -> None:
+        start = timeutil.normalise(unit.valid_from) if unit.valid_from else None
+        end = timeutil.normalise(unit.valid_until) if unit.valid_until else None
+        holds = (start is None or start <= instant_iso) and (end is None or end > instant_iso)
+        for turn in unit.source_ids:
+            self.sources.add(turn)
+            if holds:
+                self._holds.add(turn)
+                self.stale.pop(turn, None)
+                if _unit_slot(unit) in asked:
+                    self.supports.add(turn)
+            elif turn not in self._holds:
+                closed = end if end is not None and end <= instant_iso else None
+                before = self.stale.get(turn)
+                self.stale[turn] = max(x for x in (before, closed) if x) if (before or closed) else None
+
+
+def tier1_answer(hits: Sequence[Hit], qa: QueryAnalysis) -> bool:
+    """Whether the first hit is a tier-1 answer: a structured read of a key or label the
+    question asks for. A question that names none gets no tier-1 answer, whatever was read."""
+    return bool(hits) and hits[0].structured and _slot(hits[0]) in qa.key_hints
+
+
+def _slot(hit: Hit) -> str | None:
+    return hit.metadata.get("label") if hit.kind == "relation" else hit.metadata.get("key")
+
+
+def _unit_slot(unit: SearchUnit) -> str | None:
+    return unit.metadata.get("label") if unit.kind == "relation" else unit.metadata.get("key")
 
 
 def expand_kinds(include: Sequence[str]) -> list[str]:

@@ -232,6 +232,8 @@ class ChatService:
         trace_id = self._traces.new_id()
         retrieval_trace = {
             "query": req.message, "sessionId": None if is_new else session.id, "tier": result.tier,
+            # the keys the question asks for and the one tier 1 answered with (None: no tier-1 answer)
+            "askedKeys": result.trace.get("askedKeys", []), "tier1Key": result.trace.get("tier1Key"),
             "excluded": [t.id for t in window], "latencyMs": round(retrieval_ms, 2),
             "hits": [{"marker": m, "id": h.id, "kind": h.kind, "score": round(float(h.score), 6)}
                      for m, h in sources.items()]}

@@ -1,0 +1,121 @@
+"""What a question asks for, and whether a turn only asks: the rules query analysis, ranking's
+callers and the offline model share.
+
+``asked_slots("Where do I work?")`` is ``employer``: the attribute keys and relation labels a
+question asks about, read from whole phrases (``lexicon.SLOT_QUESTIONS``), and from a
+possessive or question noun that names a registry key or label ("my company" -> employer,
+"Emma's boss" -> manager, "which city" -> location; synonyms are the registry's,
+``vocabulary.normalise_key`` / ``normalise_label``, the same that file a model's ``workplace``
+or ``city`` under its key at write time). A question that names no key asks for none: there is
+no fallback by single words ("where", "work") or by what was said last.
+
+``asks_only(text)``: every sentence of ``text`` is a question (greetings and thanks of two
+words or fewer aside), so the text states nothing that could answer one.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from agent_memory import lexicon
+from agent_memory.rules import vocabulary as vocab
+
+_SUBJECT = r"(?:[\w\-']+ ){0,2}?[\w\-']+"
+_PHRASES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(r"\b(?:" + pattern.replace("<s>", _SUBJECT) + r")\b"), slots)
+    for pattern, slots in lexicon.SLOT_QUESTIONS)
+_WORD = re.compile(r"[a-z0-9][\w\-]*(?:'s)?")
+_POSSESSORS = frozenset({"my", "your", "his", "her", "their", "our"})
+_WHAT_IS = re.compile(r"^what(?:'s| is| are| was| were)$")
+_HEAD = frozenset({"what", "which"})
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class AskedSlots:
+    """The attribute ``keys`` and relation ``labels`` a question asks about."""
+
+    keys: frozenset[str] = frozenset()
+    labels: frozenset[str] = frozenset()
+
+    @property
+    def slots(self) -> frozenset[str]:
+        """Keys and labels together (a fact's slot is its key or its label)."""
+        return self.keys | self.labels
+
+    def __bool__(self) -> bool:
+        return bool(self.keys or self.labels)
+
+
+def _normal(text: str) -> str:
+    text = text.replace("\u2019", "'").replace("\u2018", "'").lower()
+    return " ".join(re.sub(r"[^\w\s'\-]", " ", text).split())
+
+
+def _registered(words: list[str]) -> tuple[str | None, str | None]:
+    """The registry key and label the noun phrase ``words`` names (longest first), if any."""
+    for n in range(len(words), 0, -1):
+        phrase = " ".join(words[:n])
+        key, label = vocab.normalise_key(phrase), vocab.normalise_label(phrase)
+        found = (key if key in vocab.KEYS else None, label if label in vocab.LABELS else None)
+        if any(found):
+            return found
+    return None, None
+
+
+@functools.lru_cache(maxsize=4096)
+def asked_slots(question: str) -> AskedSlots:
+    """The keys and labels ``question`` asks about (see the module docstring)."""
+    text = _normal(question)
+    keys: set[str] = set()
+    labels: set[str] = set()
+    for pattern, slots in _PHRASES:
+        if pattern.search(text):
+            for slot in slots:
+                (keys if slot in vocab.KEYS else labels).add(slot)
+    words = _WORD.findall(text)
+    for i, word in enumerate(words):
+        possessor = word in _POSSESSORS or (word.endswith("'s") and len(word) > 2)
+        if not (possessor or word in _HEAD) or i + 1 >= len(words):
+            continue
+        following = []
+        for w in words[i + 1:i + 3]:
+            following.append(w.removesuffix("'s"))
+            if w.endswith("'s"):
+                break  # "my sister's job": the sister here, the job at the next possessor
+        key, label = _registered(following)
+        if key:
+            keys.add(key)
+        if label:
+            labels.add(label)
+        if not (key or label) and possessor and i >= 1 and _WHAT_IS.match(" ".join(words[i - 1:i]) if i < 2
+                                                                           else " ".join(words[i - 2:i])):
+            # "what is my favourite colour": a key the registry does not know, asked by name
+            named = vocab.normalise_key(" ".join(following))
+            if named:
+                keys.add(named)
+    return AskedSlots(frozenset(keys), frozenset(labels))
+
+
+def is_question(sentence: str) -> bool:
+    """A sentence ending in "?" or starting with a question word (not "do not ...")."""
+    s = sentence.strip()
+    if s.endswith("?"):
+        return True
+    words = s.lower().split()
+    return bool(words) and words[0] in lexicon.QUESTION_WORDS and words[:2] != ["do", "not"]
+
+
+def asks_only(text: str) -> bool:
+    """Whether every sentence of ``text`` is a question (two-word interjections aside): a
+    turn that asks and states nothing."""
+    parts = [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
+    asked = False
+    for part in parts:
+        if is_question(part):
+            asked = True
+        elif len(part.split()) > 2:
+            return False
+    return asked

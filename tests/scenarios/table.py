@@ -1,0 +1,110 @@
+"""The scenarios: memory over time as a user lives it. Each runs in a fresh context; see
+``steps`` for what a step does. To add one, append a ``Scenario`` here."""
+
+from __future__ import annotations
+
+from scenarios.steps import (
+    Scenario,
+    ask,
+    attribute,
+    chat,
+    context,
+    document,
+    facts,
+    relation,
+    reply,
+    say,
+    values,
+)
+
+SCENARIOS = [
+    Scenario("a move supersedes the old city, which stays in the past and below the new", [
+        say("I live in London.", at="2026-03-10"),
+        say("I moved to Berlin last month.", at="2026-05-20"),
+        values("location", ["Berlin"]),
+        values("location", ["London"], as_of="2026-04-01"),
+        ask("Where do I live?", first="User location: Berlin", tier=1, key="location",
+            order=["User location: Berlin", "I moved to Berlin last month.", "I live in London."],
+            absent=["User location: London"]),
+        ask("Where do I live?", as_of="2026-04-01", first="User location: London",
+            order=["I live in London.", "I moved to Berlin last month."], absent=["User location: Berlin"]),
+        context("Where do I live?", contains=["(turn, user, 2026-03-10, superseded 2026-04-20) I live in London."]),
+        chat("Where do I live?", says=["Berlin"], never=["London"]),
+    ]),
+    Scenario("a correction replaces the value it corrects", [
+        say("I am 30 years old.", at="2026-03-01"),
+        say("Actually I am 31.", at="2026-03-02"),
+        values("age", ["31"]),
+        ask("How old am I?", first="User age: 31", tier=1, key="age", absent=["User age: 30"]),
+        chat("How old am I?", says=["31"], never=["30"]),
+    ]),
+    Scenario("a negation closes the value it negates", [
+        say("I like olives.", at="2026-03-01"),
+        say("I like sailing.", at="2026-03-01"),
+        say("I don't like olives anymore.", at="2026-04-01"),
+        values("likes", ["sailing"]),
+        values("likes", ["olives", "sailing"], as_of="2026-03-15"),
+        ask("What do I like?", first="User likes: sailing", tier=1, absent=["User likes: olives"]),
+    ]),
+    Scenario("values of a multi-valued key accumulate", [
+        say("I speak French.", at="2026-03-01"),
+        say("I speak German.", at="2026-03-05"),
+        values("languages", ["French", "German"]),
+        ask("What languages do I speak?", tier=1, key="languages",
+            order=["User languages: German", "User languages: French"]),
+    ]),
+    Scenario("values in different scopes coexist", [
+        facts("I live in Madrid.", attribute("location", "Madrid")),
+        facts("I live in Berlin.", attribute("location", "Berlin"), scopes=[["org/acme/user/alice"]]),
+        values("location", ["Berlin", "Madrid"]),
+        ask("Where do I live?", tier=1, key="location", order=["User location: Berlin", "User location: Madrid"]),
+    ]),
+    Scenario("a statement that arrives late takes its place in the past", [
+        say("I live in Berlin.", at="2026-05-20"),
+        say("I live in London.", at="2026-03-10"),  # observed earlier, written later
+        values("location", ["Berlin"]),
+        values("location", ["London"], as_of="2026-04-01"),
+        ask("Where do I live?", first="User location: Berlin", tier=1,
+            order=["I live in Berlin.", "I live in London."]),
+        ask("Where do I live?", as_of="2026-04-01", first="User location: London",
+            order=["I live in London.", "I live in Berlin."]),
+    ]),
+    Scenario("the question's key decides the answer, whatever was said last", [
+        say("I work at Globex.", at="2026-03-01"),
+        say("I moved to Madrid.", at="2026-03-02"),
+        ask("Where do I work?", first="User employer: Globex", tier=1, key="employer"),
+        ask("Who is my employer?", first="User employer: Globex", tier=1, key="employer"),
+        ask("Where do I live?", first="User location: Madrid", tier=1, key="location"),
+        chat("Where do I work?", says=["Globex"], never=["Madrid"]),
+    ]),
+    Scenario("a relation answers the role it names", [
+        facts("Ann is my boss.", relation("boss", "Ann")),
+        facts("Bob is a friend of mine.", relation("friend", "Bob")),
+        ask("Who is my boss?", first="User manager: Ann", tier=1, key="manager"),
+        ask("Who are my friends?", first="User friend: Bob", tier=1, key="friend"),
+    ]),
+    Scenario("a question that names no key gets no tier-1 answer", [
+        say("I work at Globex.", at="2026-03-01"),
+        ask("Tell me something.", tier=3),
+    ]),
+    Scenario("questions and the assistant's replies rank below the statement that answers", [
+        say("I moved to Berlin last month.", at="2026-05-20"),
+        chat("Where do I live?", says=["Berlin"]),
+        chat("Where do I live?", says=["Berlin"], never=["From memory: From memory"]),
+        ask("Where do I live?", first="User location: Berlin",
+            order=["User location: Berlin", "I moved to Berlin last month.", "Where do I live?"]),
+    ]),
+    Scenario("a stored question ranks below the document passage that answers it", [
+        say("How long does shipping take?", infer="none", at="2026-03-01"),
+        document("Policy", "# Shipping\n\nShipping takes three working days.\n\n# Returns\n\nReturns are free."),
+        ask("How long does shipping take?", order=["Shipping\n\nShipping takes three working days.",
+                                                   "How long does shipping take?"]),
+    ]),
+    Scenario("an assistant echo ranks below the user's own words", [
+        say("My favourite tea is oolong, sometimes with a little honey.", infer="none", at="2026-03-01"),
+        reply("Favourite tea oolong: your favourite tea is oolong.", at="2026-03-02"),
+        ask("favourite tea oolong", order=["My favourite tea is oolong, sometimes with a little honey.",
+                                           "Favourite tea oolong: your favourite tea is oolong."]),
+        chat("What is my favourite tea?", says=["honey"], never=["Favourite tea oolong"]),
+    ]),
+]
