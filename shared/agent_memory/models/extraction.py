@@ -29,7 +29,7 @@ _CATEGORIES = {"identity", "knowledge", "context"}
 
 
 class _Extracted(BaseModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
+    model_config = ConfigDict(extra="ignore")
 
     @field_validator("*", mode="before")
     @classmethod

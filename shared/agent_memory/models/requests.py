@@ -34,7 +34,7 @@ def both(snake: str, camel: str) -> Any:
 
 
 class RequestModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, str_strip_whitespace=False, defer_build=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, str_strip_whitespace=False)
 
     @model_validator(mode="before")
     @classmethod

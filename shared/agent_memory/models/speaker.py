@@ -20,7 +20,7 @@ MAX_SPEAKER_NAME_CHARS = 128
 
 
 class Speaker(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     name: str = Field(min_length=1, max_length=MAX_SPEAKER_NAME_CHARS)
     entity_id: str | None = Field(default=None, validation_alias=AliasChoices("entityId", "entity_id"))

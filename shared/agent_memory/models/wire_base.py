@@ -16,7 +16,7 @@ from pydantic.alias_generators import to_camel
 class WireModel(BaseModel):
     """camelCase on the wire, snake_case in Python, subscriptable by either name."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow", defer_build=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
     def __getitem__(self, name: str) -> Any:
         field = _field_by_alias(type(self)).get(name, name)
