@@ -8,7 +8,8 @@ projection, the environment template.yaml sets), in process: DynamoDB is moto's
 (a real HTTP server; it answers searches with no hits), and each request is an API Gateway
 v2 event into the route's ``functions/<area>/app.py`` handler (``LocalGateway``). Every
 DynamoDB call is counted below the SDK (``botocore``'s ``_make_api_call``; a
-``TransactWriteItems`` or ``BatchGetItem`` is one call), every request the stub receives is
+``TransactWriteItems`` or ``BatchGetItem`` is one call; the calls the code runs at once,
+through ``kernel.fan_out.run_at_once``, are one round trip), every request the stub receives is
 a search call, and every language-model call and uncached embedding batch is a model call
 (offline models: no latency, the same calls a hosted model would get).
 
@@ -25,6 +26,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,23 +54,49 @@ GOALS = {"POST /facts": {"dynamodb": 5}, "POST /query": {"dynamodb": 3, "search"
          "POST /chat": {"dynamodb": 8, "search": 1}}
 
 
-RECENT_READ = "Query[recent-units]"  # one shard of a search's recent-units read
+RECENT_READ = "Query[recent-units]"  # one shard (and bucket) of a search's recent-units read
+
+
+def _rounds(calls: list[tuple[str, tuple[tuple[int, int], ...]]], depth: int = 0) -> list[list[str]]:
+    """Calls in issue order, each with its ``kernel.fan_out.branch()``, as round trips: a call
+    outside any fan-out is a round of its own; the calls of one fan-out (``run_at_once``) run
+    at once, so the fan-out takes as many rounds as its longest call (a call reading two pages
+    takes two), round ``i`` holding the ``i``-th round of each of its calls."""
+    out: list[list[str]] = []
+    i = 0
+    while i < len(calls):
+        op, path = calls[i]
+        if len(path) <= depth:
+            out.append([op])
+            i += 1
+            continue
+        fan = path[depth][0]
+        j = i
+        while j < len(calls) and len(calls[j][1]) > depth and calls[j][1][depth][0] == fan:
+            j += 1
+        by_call: dict[int, list[tuple[str, tuple[tuple[int, int], ...]]]] = {}
+        for call in calls[i:j]:
+            by_call.setdefault(call[1][depth][1], []).append(call)
+        nested = [_rounds(group, depth + 1) for group in by_call.values()]
+        out += [[op for rounds in nested if r < len(rounds) for op in rounds[r]]
+                for r in range(max(len(rounds) for rounds in nested))]
+        i = j
+    return out
 
 
 @dataclass
 class Calls:
     dynamodb: list[str] = field(default_factory=list)
+    branches: list[tuple[tuple[int, int], ...]] = field(default_factory=list)  # fan_out.branch() of each
     other_aws: list[str] = field(default_factory=list)
     search: list[str] = field(default_factory=list)
     model: list[str] = field(default_factory=list)
     status: int = 0
 
     def rounds(self) -> list[str]:
-        """The DynamoDB calls as round trips: the recent-units shard reads of a search run at
-        once (adapters/recent_units.py), so they count as one round, however many shards (and
-        buckets, in a bucket's first minute) they read."""
-        plain = [op for op in self.dynamodb if op != RECENT_READ]
-        return plain + ([RECENT_READ] if len(plain) < len(self.dynamodb) else [])
+        """The DynamoDB calls as round trips (``_rounds``), each named by its operations
+        ("Query" for two queries at once, "Query[recent-units]" for a search's shard reads)."""
+        return [" + ".join(sorted(set(ops))) for ops in _rounds(list(zip(self.dynamodb, self.branches, strict=True)))]
 
     def counts(self) -> dict[str, int]:
         return {"dynamodb": len(self.rounds()), "search": len(self.search), "model": len(self.model),
@@ -145,12 +173,14 @@ def deployed_path() -> Iterator[Callable[[str, str, Any], Calls]]:
     from agent_memory.adapters.dynamodb_table import create_table_from_template
     from agent_memory.config import load_settings
     from agent_memory.http.gateway import LocalGateway
+    from agent_memory.kernel import fan_out
     from agent_memory.runtime import Runtime, set_runtime
 
     cluster = SearchCluster()
     saved_env = dict(os.environ)
     os.environ.update(_environment(cluster.listen("bench")))
     recorder = Recorder()
+    lock = threading.Lock()
     make_api_call = botocore.client.BaseClient._make_api_call
 
     def recording(client: Any, operation: str, params: Any) -> Any:
@@ -158,7 +188,12 @@ def deployed_path() -> Iterator[Callable[[str, str, Any], Calls]]:
         label = operation
         if operation == "Query" and "#recent-units#" in str((params.get("ExpressionAttributeValues") or {}).get(":p")):
             label = RECENT_READ
-        (calls.dynamodb if client.meta.service_model.signing_name == "dynamodb" else calls.other_aws).append(label)
+        if client.meta.service_model.signing_name == "dynamodb":
+            with lock:  # the calls of a fan-out record from their own threads
+                calls.dynamodb.append(label)
+                calls.branches.append(fan_out.branch())
+        else:
+            calls.other_aws.append(label)
         return make_api_call(client, operation, params)
 
     try:
@@ -231,7 +266,7 @@ def main() -> int:
             sys.stdout = saved
     print("calls per request, deployed code path (moto DynamoDB, loopback search stub, offline models),"
           f" warm = median of {args.repeat}; goal in brackets")
-    print("ddb = DynamoDB round trips (a search's parallel recent-units shard reads are one); calls = every call")
+    print("ddb = DynamoDB round trips (the calls of one kernel.fan_out.run_at_once are one round); calls = every call")
     print(f"{'route':<15} {'status':>6} {'ddb cold':>8} {'ddb warm':>8} {'calls':>5} {'search cold':>11} {'search warm':>11} "
           f"{'model warm':>10}  DynamoDB operations (warm)")
     for label, r in results.items():

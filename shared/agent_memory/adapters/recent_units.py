@@ -30,8 +30,9 @@ search reads an expired row:
   window's first minute of a bucket), of every shard, at most ``ceil(MAX_CANDIDATES / SHARDS)``
   rows a shard: at most ``MAX_CANDIDATES`` rows in all. Expired rows, which DynamoDB deletes up
   to days late, lie outside the range and are never read, and no row is read twice. The reads
-  of one search run at once (``READ_CONCURRENCY``); a unit noted twice (rewritten) is kept
-  once, its newest copy.
+  of one search (each shard's bucket or two) run at once (``kernel.fan_out``, at most
+  ``READ_CONCURRENCY``: one round trip); a unit noted twice (rewritten) is kept once, its
+  newest copy.
 
 Cost: one extra put per indexed unit, and ``SHARDS`` range queries per vector search (twice as
 many in the window's first minute of each bucket), run in parallel.
@@ -40,6 +41,7 @@ many in the window's first minute of each bucket), run in parallel.
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import time
 import zlib
@@ -48,6 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from agent_memory.kernel import fan_out
 from agent_memory.ports import Record, RecordStore, SearchUnit
 
 RECENT_WINDOW_S = 60
@@ -120,22 +123,26 @@ class RecentUnits:
         buckets = list(range(self._bucket(now), self._bucket(now - self.window_s) - 1, -1))  # newest first
         per_shard = math.ceil(MAX_CANDIDATES / SHARDS)
 
-        def shard_rows(shard: int) -> list[Record]:
+        def bucket_rows(shard: int, bucket: int) -> list[Record]:
             out: list[Record] = []
-            for bucket in buckets:
-                after = None
-                pk = recent_pk(context_id, partition, bucket, shard)
-                while len(out) < per_shard:
-                    page = self.store.query(pk, between=(low, "9" * 13 + "~"), after=after, forward=False,
-                                            limit=min(500, per_shard - len(out)))
-                    out += page.records
-                    if page.last_key is None or not page.records:
-                        break
-                    after = page.last_key
+            after = None
+            pk = recent_pk(context_id, partition, bucket, shard)
+            while len(out) < per_shard:
+                page = self.store.query(pk, between=(low, "9" * 13 + "~"), after=after, forward=False,
+                                        limit=min(500, per_shard - len(out)))
+                out += page.records
+                if page.last_key is None or not page.records:
+                    break
+                after = page.last_key
             return out
 
-        with ThreadPoolExecutor(max_workers=min(READ_CONCURRENCY, SHARDS), thread_name_prefix="recent") as pool:
-            rows = [r for shard in pool.map(shard_rows, range(SHARDS)) for r in shard]
+        # Every (shard, bucket) read at once: one round trip, in a bucket's first minute too.
+        reads = [(shard, bucket) for shard in range(SHARDS) for bucket in buckets]
+        found = fan_out.run_at_once([functools.partial(bucket_rows, shard, bucket) for shard, bucket in reads],
+                                    max_workers=READ_CONCURRENCY, name="recent")
+        rows: list[Record] = []
+        for shard in range(SHARDS):  # each shard's newest rows, newer bucket first, at most per_shard
+            rows += [r for (s, _), got in zip(reads, found, strict=True) if s == shard for r in got][:per_shard]
         rows.sort(key=lambda r: r.sk, reverse=True)
         seen: set[str] = set()
         out: list[tuple[SearchUnit, np.ndarray]] = []

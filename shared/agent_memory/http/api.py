@@ -15,13 +15,13 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from pydantic import BaseModel, ValidationError
 
 from agent_memory import observability
 from agent_memory.access import grants
 from agent_memory.access.request_context import RequestContext, resolve
 from agent_memory.http import safe_json
+from agent_memory.http.powertools_resolver import APIGatewayHttpResolver, Response
 from agent_memory.kernel import deadline, usage
 from agent_memory.kernel.errors import (
     PROBLEM_TYPE_BASE,

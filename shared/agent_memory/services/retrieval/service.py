@@ -49,8 +49,8 @@ import numpy as np
 
 from agent_memory.access import scopes
 from agent_memory.access.request_context import RequestContext
+from agent_memory.kernel import fan_out, timeutil
 from agent_memory.kernel import storage_keys as keys
-from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_id, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Entity
 from agent_memory.ports import RowLeg, RowRanking, SearchFilter, SearchUnavailable, SearchUnit
@@ -543,16 +543,29 @@ class RetrievalService:
         any_time = dataclasses.replace(any_kind, as_of=None, valid_window=(None, None))
         units: list[tuple[tuple[float, ...], SearchUnit]] = []
         profiles: list[SearchUnit] = []
-        for entity in entities[:3]:
+        picked = entities[:3]
+        wanted_reads = [(entity.id, kind, pk) for entity in picked
+                        for kind, pk in (("attribute", keys.attrs_pk(ctx, entity.id)),
+                                         ("relation", keys.rels_pk(ctx, entity.id)))
+                        if kind in (flt.kinds or ()) or with_profiles]
+        # The partitions do not depend on each other: those not decoded already are read at
+        # once, one round trip for all.
+        calls = [functools.partial(self._fact_units, store, token, pk, kind, reads) for _, kind, pk in wanted_reads]
+        cached = [reads is None and self._reads.get(token, ("facts", pk, kind)) is not None
+                  for _, kind, pk in wanted_reads]
+        fetched = iter(fan_out.run_at_once([c for c, hit in zip(calls, cached, strict=True) if not hit],
+                                           name="tier1"))
+        read = [call() if hit else next(fetched) for call, hit in zip(calls, cached, strict=True)]
+        by_entity: dict[str, list[SearchUnit]] = {}
+        for (eid, _, _), found in zip(wanted_reads, read, strict=True):
+            by_entity.setdefault(eid, []).extend(found)
+        for entity in picked:
             facts: list[tuple[tuple[float, ...], SearchUnit]] = []
-            for kind, pk in (("attribute", keys.attrs_pk(ctx, entity.id)), ("relation", keys.rels_pk(ctx, entity.id))):
-                if kind not in (flt.kinds or ()) and not with_profiles:
-                    continue
-                for unit in self._fact_units(store, token, pk, kind, reads):
-                    if unit_visible(unit, any_kind, now):
-                        facts.append((_seed_order(unit, qa), unit))
-                    if said is not None and unit.source_ids and unit_visible(unit, any_time, now):
-                        said.add(unit, instant_iso, qa.key_hints)
+            for unit in by_entity.get(entity.id, ()):
+                if unit_visible(unit, any_kind, now):
+                    facts.append((_seed_order(unit, qa), unit))
+                if said is not None and unit.source_ids and unit_visible(unit, any_time, now):
+                    said.add(unit, instant_iso, qa.key_hints)
             facts.sort(key=lambda ou: ou[0])
             wanted = flt.kinds or ()
             units += [(o, u) for o, u in facts if u.kind in wanted and (not bearing_only or o[0] or o[1])]
