@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from scenarios.steps import (
+from tests.scenarios.steps import (
     Scenario,
     ask,
     attribute,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import HttpApi
 
-from scenarios.table import SCENARIOS
+from tests.conftest import HttpApi
+from tests.scenarios.table import SCENARIOS
 
 
 def _slug(name: str) -> str:
