@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, field_validator
 
 from agent_memory.models.requests import RequestModel, ScopedRequest, both, rfc3339
-from agent_memory.models.retrieval import K_DEFAULT, K_MAX, QUERY_MAX_CHARS
+from agent_memory.models.retrieval import K_DEFAULT, K_MAX, QUERY_MAX_CHARS, not_blank
 
 MAX_TITLE_CHARS = 512
 MARKDOWN_TYPES = {"text/markdown", "text/x-markdown"}
@@ -97,12 +97,7 @@ class DocumentQueryRequest(RequestModel):
     expand_graph: bool = Field(default=False, validation_alias=AliasChoices("expand_graph", "expandGraph"))
     filter: dict[str, str | list[str]] | None = None
 
-    @field_validator("query")
-    @classmethod
-    def _query(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
+    _query = field_validator("query")(staticmethod(not_blank))
 
 
 class KeywordSearchRequest(RequestModel):
@@ -112,9 +107,4 @@ class KeywordSearchRequest(RequestModel):
     k: int = Field(default=K_DEFAULT, ge=1, le=100)
     threshold: float | None = Field(default=None, ge=0, le=1)
 
-    @field_validator("query")
-    @classmethod
-    def _query(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
+    _query = field_validator("query")(staticmethod(not_blank))

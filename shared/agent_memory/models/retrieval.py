@@ -133,18 +133,19 @@ class RecallFilters(RequestModel):
                 "area": self.location.area if self.location is not None else None}
 
 
+def not_blank(value: str) -> str:
+    """A question's text: something besides whitespace (the models' ``query`` validators)."""
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
 class QueryRequest(RecallFilters):
     query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
     k: int = Field(default=K_DEFAULT, ge=1, le=K_MAX)
     mode: RetrievalMode = "hybrid"
 
-    @field_validator("query")
-    @classmethod
-    def _query(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
-
+    _query = field_validator("query")(staticmethod(not_blank))
 
 
 class ContextRequest(RecallFilters):
@@ -159,4 +160,4 @@ class SessionContextRequest(RequestModel):
     query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
     k: int = Field(default=K_DEFAULT, ge=1, le=K_MAX)
 
-    _query = field_validator("query")(classmethod(lambda cls, v: QueryRequest._query(v)))
+    _query = field_validator("query")(staticmethod(not_blank))

@@ -165,18 +165,13 @@ class DocumentIngestion:
         if record is None or doc is None or doc.deleted:
             self._remove_written(ctx, job.document_id)
             return "gone"
-        if doc.status == "uploading":  # a presigned upload: read and claim it first
-            status = self.claim_upload(ctx, record)
-            if status != "ingesting":
-                return status
-            record = self.store.get(keys.documents_pk(ctx), job.document_id)
-            doc = Document.from_item(record.data) if record is not None else None
-            if record is None or doc is None or doc.deleted:
-                self._remove_written(ctx, job.document_id)
-                return "gone"
-        if doc.status == "ingesting" and doc.reprocess and self.claim_reprocess is not None:
-            # PUT /documents/{id}: re-chunk the original, carry the unchanged chunks over first
-            status = self.claim_reprocess(ctx, record)
+        # A presigned upload is read and claimed first; a reprocess (PUT /documents/{id})
+        # re-chunks the original, carrying the unchanged chunks over. Either rewrites the row.
+        for claim, due in ((self.claim_upload, lambda d: d.status == "uploading"),
+                           (self.claim_reprocess, lambda d: d.status == "ingesting" and d.reprocess)):
+            if claim is None or not due(doc):
+                continue
+            status = claim(ctx, record)
             if status != "ingesting":
                 return status
             record = self.store.get(keys.documents_pk(ctx), job.document_id)
