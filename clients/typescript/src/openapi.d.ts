@@ -2442,10 +2442,15 @@ export interface components {
              * @enum {string}
              */
             format?: "text" | "markdown";
-            /** @description The file's content type, which the URL is signed for (application/pdf, the DOCX type, text/html, text/markdown, text/plain; 415 for another). Default - from the file name's suffix, else format. Also mime_type, contentType. */
-            mimeType?: string;
-            mime_type?: string;
-            contentType?: string;
+            /**
+             * @description The file's content type, which the URL is signed for (application/pdf, the DOCX type, text/html, text/markdown, text/plain; 415 for another). Default - from the file name's suffix, else format. Also mime_type, contentType.
+             * @enum {string}
+             */
+            mimeType?: "application/pdf" | "application/x-pdf" | "application/vnd.openxmlformats-officedocument.wordprocessingml.document" | "text/html" | "application/xhtml+xml" | "text/markdown" | "text/x-markdown" | "text/plain" | "application/octet-stream" | "binary/octet-stream";
+            /** @enum {string} */
+            mime_type?: "application/pdf" | "application/x-pdf" | "application/vnd.openxmlformats-officedocument.wordprocessingml.document" | "text/html" | "application/xhtml+xml" | "text/markdown" | "text/x-markdown" | "text/plain" | "application/octet-stream" | "binary/octet-stream";
+            /** @enum {string} */
+            contentType?: "application/pdf" | "application/x-pdf" | "application/vnd.openxmlformats-officedocument.wordprocessingml.document" | "text/html" | "application/xhtml+xml" | "text/markdown" | "text/x-markdown" | "text/plain" | "application/octet-stream" | "binary/octet-stream";
             scopes?: components["schemas"]["Scopes"];
             labels?: string[];
             /**
