@@ -738,6 +738,12 @@ UNREACHED_PATHS = {
         "(services/facts/write.py), and the live check of search hits: the stub's searches find nothing",
     ("ChatFunction", "RecordWritePolicy", "dynamodb:DeleteItem"):
         "the answer cache evicting entries beyond its limit (chat/cache.py _evict)",
+    ("FactsFunction", "DocumentObjectsDeletePolicy", "s3:DeleteObject"):
+        "forget hitting a document's chunk removes the document's original (services/facts/forget.py): "
+        "the stub's searches find nothing to forget (tests/documents/test_originals_removed.py runs it on moto S3)",
+    ("AdministrationFunction", "DocumentObjectsDeletePolicy", "s3:DeleteObject"):
+        "scope forget of a subtree holding a document removes its original (services/operations/scopes.py): "
+        "the scenario's scoped write is a fact (tests/documents/test_originals_removed.py runs it on moto S3)",
 }
 
 
