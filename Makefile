@@ -16,7 +16,7 @@ SAM := $(TOOLS)/bin/sam
 SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result tools test-opensearch bench-cold-start \
+.PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result test-moved-clock tools test-opensearch bench-cold-start \
 	browser-install browser-install-background browser-test \
 	integrations-install integrations-install-background integrations-test \
 	ts-install ts-install-background ts-test \
@@ -81,6 +81,13 @@ unit: install-dev
 	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py \
 		--ignore=tests/deploy/test_built_streaming.py --ignore=tests/deploy/test_built_layer.py \
 		--ignore=tests/browser --ignore=tests/integrations
+
+# The contract baseline and the scenarios once more with the clock 400 days ahead: nothing they
+# hold may depend on the day the suite runs (docs/testing.md).
+CLOCK_SHIFT_DAYS ?= 400
+test-moved-clock: install-dev
+	AGENT_MEMORY_TEST_CLOCK_SHIFT_DAYS=$(CLOCK_SHIFT_DAYS) $(PY) -m pytest -p no:xdist \
+		tests/contract/test_response_baseline.py tests/scenarios
 
 # Two agent-framework integrations of the Spectron client (tests/integrations/): their own venv,
 # since their dependencies (pydantic-ai-slim, strands-agents with boto3 and OpenTelemetry, ~150 MB)
@@ -169,6 +176,7 @@ sam-validate: $(SAM)
 
 # cfn-lint itself runs in the unit tests (tests/http/test_routing_contract.py).
 test: lint sam-build-background browser-install-background integrations-install-background ts-install-background unit
+	$(MAKE) -s test-moved-clock
 	$(MAKE) -s browser-test
 	$(MAKE) -s integrations-test
 	$(MAKE) -s ts-test

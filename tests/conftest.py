@@ -26,14 +26,74 @@ TEST_SECRET = "test-cursor-secret"
 FULL_MATRIX_ENV = "AGENT_MEMORY_FULL_MATRIX"
 
 
+# `make test-moved-clock`: the whole session runs this many days ahead of the real clock, so a
+# recorded expectation that holds today's date (or a hash of it) fails there, not next month.
+CLOCK_SHIFT_ENV = "AGENT_MEMORY_TEST_CLOCK_SHIFT_DAYS"
+# `AGENT_MEMORY_TEST_ORDER=reverse`: every test in the opposite order (files and the tests in
+# them), to find tests that pass only after another one ran (docs/testing.md).
+ORDER_ENV = "AGENT_MEMORY_TEST_ORDER"
+_clock: Any = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Moves the clock before collection (a module may read it on import); time-machine moves
+    every thread's clock, the local server's workers included, and lets it tick."""
+    import os
+
+    config.addinivalue_line("markers", "real_clock(reason): cannot run under a moved clock (says why); "
+                                       f"skipped when {CLOCK_SHIFT_ENV} is set")
+    days = os.environ.get(CLOCK_SHIFT_ENV)
+    if days:
+        global _clock
+        from datetime import UTC, datetime, timedelta
+
+        import time_machine
+
+        _clock = time_machine.travel(datetime.now(UTC) + timedelta(days=int(days)), tick=True)
+        _clock.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _clock
+    if _clock is not None:
+        _clock.stop()
+        _clock = None
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    import os
+    from datetime import UTC, datetime
+
+    lines = []
+    if _clock is not None:
+        lines.append(f"moved clock: {os.environ[CLOCK_SHIFT_ENV]} days ahead, now {datetime.now(UTC):%Y-%m-%d}")
+    if os.environ.get(ORDER_ENV):
+        lines.append(f"test order: {os.environ[ORDER_ENV]}")
+    return lines
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``any_api`` x ``store_kind`` is a cross product whose fourth corner adds nothing: the
     HTTP transport is tested on SQLite, DynamoDB in process (as Lambda calls it), and the
     built-artifact check drives every route over DynamoDB. So the HTTP-over-DynamoDB cases
     (a loopback server in front of moto, the slowest fixture pair; also tests marked
-    ``over_http``) are deselected unless ``AGENT_MEMORY_FULL_MATRIX=1``."""
+    ``over_http``) are deselected unless ``AGENT_MEMORY_FULL_MATRIX=1``.
+
+    Under a moved clock, tests marked ``real_clock`` skip with their reason; with
+    ``AGENT_MEMORY_TEST_ORDER=reverse`` the order is reversed."""
     import os
 
+    if _clock is not None:
+        for item in items:
+            marker = item.get_closest_marker("real_clock")
+            if marker is not None:
+                reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+                item.add_marker(pytest.mark.skip(reason=f"needs the real clock: {reason}"))
+    order = os.environ.get(ORDER_ENV, "")
+    if order == "reverse":
+        items.reverse()
+    elif order:
+        raise pytest.UsageError(f"{ORDER_ENV}={order!r}: the one order offered is 'reverse'")
     if os.environ.get(FULL_MATRIX_ENV) == "1":
         return
     keep, drop = [], []

@@ -42,7 +42,10 @@ def store_kind(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: Playwright's sync API keeps its event loop set as the running
+# loop while it is open, so held to the session's end it made every later asyncio.run() in the
+# same process fail ("cannot be called from a running event loop").
+@pytest.fixture(scope="module")
 def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     missing = _wait_for_chromium()
     if missing:

@@ -33,8 +33,9 @@ _DURATION = re.compile(r'("(?:[a-zA-Z]*(?:Ms|_ms|Seconds|_seconds))"\s*:\s*)-?\d
 _CURSOR = re.compile(r'("(?:nextCursor|next_cursor|cursor)"\s*:\s*)"[^"]*"')
 _REQUEST_ID = re.compile(r'("(?:requestId|request_id)"\s*:\s*)"[^"]*"')
 # A write without observedAt is dated today, and a context block's fence nonce is drawn
-# from the block's text: both follow the day the scenario runs on.
-_FENCE = re.compile(r"<<<MEMORY [0-9a-f]{8}")
+# from the block's text: both follow the day the scenario runs on. The nonce opens and closes
+# the block, so both lines are masked, as one numbered value that must still match.
+_FENCE = re.compile(r"(<<<MEMORY |MEMORY )([0-9a-f]{8})\b(>>>)?")
 
 
 class Masker:
@@ -58,7 +59,7 @@ class Masker:
         text = _REQUEST_ID.sub(lambda m: m.group(1) + '"<request-id>"', text)
         text = _DURATION.sub(lambda m: m.group(1) + "<duration>", text)
         text = _ID.sub(lambda m: self._token(m.group(0).split("_")[0], m.group(0)), text)
-        text = _FENCE.sub("<<<MEMORY <fence>", text)
+        text = _FENCE.sub(lambda m: m.group(1) + self._token("fence", m.group(2)) + (m.group(3) or ""), text)
         # clock times are masked without numbering: two records may or may not share a tick
         text = _TIME.sub(lambda m: m.group(0) if m.group(0) in FIXED_TIMES else "<time>", text)
         return self._today.sub("<today>", text)

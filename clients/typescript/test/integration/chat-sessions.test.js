@@ -23,7 +23,7 @@ test("chat-sessions.md: the readline chat loop prints the replies and the correc
   assert.equal(lines.filter((l) => l.includes("[memory corrected]")).length, 1, stdout);
 
   // The loop's session was closed on "exit" and holds its three exchanges.
-  const memory = new AgentMemory({ context: "acme-prod", baseUrl: service.url });
+  const memory = new AgentMemory({ context: service.context("acme-prod"), baseUrl: service.url });
   const [session] = await memory.sessions.list().toArray();
   assert.ok(session.closedAt, "the session was closed");
   const turns = await memory.sessions.turns(session.id).toArray();

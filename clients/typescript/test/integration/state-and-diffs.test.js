@@ -27,7 +27,7 @@ test("state-and-diffs.md: remember with corrections, state, state({ limit: 200 }
   assert.ok(profile && typeof profile === "object");
 
   // The supersession chain and asOf reads behind the correction.
-  const memory = new AgentMemory({ context: "acme-prod", baseUrl: service.url });
+  const memory = new AgentMemory({ context: service.context("acme-prod"), baseUrl: service.url });
   const chain = await memory.entities.history("person", "user", "location");
   assert.deepEqual(chain.map((a) => a.value).sort(), ["Berlin", "London"]);
   // "last month" back-dates Berlin's validity: read as of then, and as of a day before.
@@ -43,7 +43,7 @@ test("state-and-diffs.md: remember with corrections, state, state({ limit: 200 }
 test("one fact by id: get, update (a correction with previous/current), delete; 404 after", async (t) => {
   if (skipWithout(service, t)) return;
   const { NotFoundError } = await import("agent-memory");
-  const memory = new AgentMemory({ context: "acme-byid", baseUrl: service.url });
+  const memory = new AgentMemory({ context: service.context("acme-byid"), baseUrl: service.url });
   await memory.remember("I live in London.");
   await memory.remember("I like sushi.");
   const [home] = await memory.attributes.list({ key: "location" }).toArray();

@@ -12,7 +12,7 @@ const service = useService({ before, after });
 
 test("modeling-conversations.md: a thread of one entity, appended and read back as context", async (t) => {
   if (skipWithout(service, t)) return;
-  const client = new AgentMemory({ context: "support", baseUrl: service.url });
+  const client = new AgentMemory({ context: service.context("support"), baseUrl: service.url });
   const memory = new Memory("customer-42", { client });
   const thread = memory.thread("ticket-8492");
 
@@ -52,7 +52,7 @@ test("modeling-conversations.md: a thread of one entity, appended and read back 
 
 test("streamed chat: deltas then the final response, the same turn a plain chat would store", async (t) => {
   if (skipWithout(service, t)) return;
-  const memory = new AgentMemory({ context: "stream", baseUrl: service.url });
+  const memory = new AgentMemory({ context: service.context("stream"), baseUrl: service.url });
   const session = await memory.sessions.create({ scopes: ["org/acme/user/alice"] });
   await memory.remember("I live in Lisbon.", { sessionId: session.id });
   const stream = await memory.chat("Where do I live?", { sessionId: session.id, stream: true });
@@ -73,7 +73,7 @@ test("streamed chat: deltas then the final response, the same turn a plain chat 
 
 test("documents: upload, wait until ready, chunks, recall cites them, delete", async (t) => {
   if (skipWithout(service, t)) return;
-  const memory = new AgentMemory({ context: "docs", baseUrl: service.url });
+  const memory = new AgentMemory({ context: service.context("docs"), baseUrl: service.url });
   const upload = await memory.documents.upload("# Team handbook\n\nAlice is CTO at Acme, based in Berlin.",
     { title: "Team handbook", format: "markdown" });
   const doc = await memory.documents.waitReady(upload.id, { pollIntervalMs: 100 });

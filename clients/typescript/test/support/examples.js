@@ -1,18 +1,35 @@
 // Runs the spec's JavaScript examples (examples/spec) as child processes
-// against a service started by useService.
+// against a service from useService.
 import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const example = (name) => fileURLToPath(new URL(`../../examples/spec/${name}`, import.meta.url));
+// Inside the package, so the example's `import ... from "agent-memory"` still resolves to it.
+const RUN_DIR = fileURLToPath(new URL("../../.examples-run/", import.meta.url));
 
-/** Runs an example with AGENT_MEMORY_URL pointing at the service; with `answers`, types
- * each one after a "You: " prompt appears (as a person at the terminal would). */
+/** The example as written, but for its `context: "..."` literals, which become this run's
+ * contexts (`service.context(name)`): a shared service already holds other runs' data. */
+function runCopy(service, name) {
+  const text = readFileSync(example(name), "utf8")
+    .replace(/context: "([a-z0-9-]+)"/g, (_, ctx) => `context: "${service.context(ctx)}"`);
+  mkdirSync(RUN_DIR, { recursive: true });
+  const path = `${RUN_DIR}${service.runId}-${name}`;
+  writeFileSync(path, text);
+  return path;
+}
+
+/** Runs an example with AGENT_MEMORY_URL pointing at the service (and AGENT_MEMORY_API_KEY as
+ * the spec's SPECTRON_API_KEY, when set); with `answers`, types each one after a "You: " prompt
+ * appears (as a person at the terminal would). */
 export function runExample(service, name, { answers = [] } = {}) {
+  const script = runCopy(service, name);
   return new Promise((resolve, reject) => {
     const env = { ...process.env, AGENT_MEMORY_URL: service.url };
     delete env.SPECTRON_API_KEY;
-    delete env.AGENT_MEMORY_API_KEY;
-    const child = spawn(process.execPath, [example(name)], { env, stdio: ["pipe", "pipe", "pipe"] });
+    if (service.external && process.env.AGENT_MEMORY_API_KEY) env.SPECTRON_API_KEY = process.env.AGENT_MEMORY_API_KEY;
+    else delete env.AGENT_MEMORY_API_KEY;
+    const child = spawn(process.execPath, [script], { env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     let prompts = 0;
@@ -28,8 +45,8 @@ export function runExample(service, name, { answers = [] } = {}) {
       }
     });
     child.stderr.on("data", (d) => { stderr += d; });
-    child.once("error", reject);
-    child.once("exit", (code) => resolve({ code, stdout, stderr }));
+    child.once("error", (err) => { rmSync(script, { force: true }); reject(err); });
+    child.once("exit", (code) => { rmSync(script, { force: true }); resolve({ code, stdout, stderr }); });
   });
 }
 

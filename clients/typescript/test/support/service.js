@@ -1,12 +1,19 @@
-// Starts the real local service (`agent-memory serve`) on a free port with a fresh data
-// directory and the offline models, for the integration tests.
+// The service the integration tests run against.
 //
-// The executable is AGENT_MEMORY_BIN, else the repository's .venv/bin/agent-memory, else
+// With AGENT_MEMORY_URL set, that service (a deployed stack included; AGENT_MEMORY_API_KEY is
+// sent when set): it is not empty, so every test names its contexts through `service.context()`,
+// which adds this run's random suffix. Otherwise the tests start the real local service
+// (`agent-memory serve`) on a free port with a fresh data directory and the offline models:
+// the executable is AGENT_MEMORY_BIN, else the repository's .venv/bin/agent-memory, else
 // `agent-memory` on PATH; the repository's shared/ goes first on PYTHONPATH so a worktree's
-// code is what runs. When it cannot start the tests skip with the reason, unless
-// AGENT_MEMORY_TS_REQUIRED is set (as `make ts-test` does): then they fail.
+// code is what runs.
+//
+// When no service can be had the tests skip with the reason, and `test/run.mjs` repeats it as
+// the run's last line; under CI=true or AGENT_MEMORY_TS_REQUIRED (as `make ts-test` sets) they
+// fail instead.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { appendFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
@@ -18,7 +25,10 @@ const STARTUP_MS = Number(process.env.AGENT_MEMORY_TS_STARTUP_MS || 120_000);
 const CLEARED = ["OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENT_MEMORY_CONFIG", "AGENT_MEMORY_STORE", "AGENT_MEMORY_SEARCH",
   "AGENT_MEMORY_DATA_DIR", "AWS_PROFILE", "AGENT_MEMORY_API_KEY", "AGENT_MEMORY_URL"];
 
-export const required = Boolean(process.env.AGENT_MEMORY_TS_REQUIRED);
+const truthy = (value) => Boolean(value) && !["0", "false", "no"].includes(String(value).toLowerCase());
+export const required = truthy(process.env.AGENT_MEMORY_TS_REQUIRED) || truthy(process.env.CI);
+// One suffix per run (test/run.mjs passes it to every file; a file run alone draws its own).
+const RUN_ID = process.env.AGENT_MEMORY_TS_RUN_ID || randomBytes(4).toString("hex");
 
 function executable() {
   if (process.env.AGENT_MEMORY_BIN) return process.env.AGENT_MEMORY_BIN;
@@ -35,6 +45,19 @@ function freePort() {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** `{url, external}` of the service AGENT_MEMORY_URL names once it answers /api/v1/health, or
+ * `{skip: reason}`. */
+async function externalService(url) {
+  const base = url.replace(/\/+$/, "");
+  try {
+    const response = await fetch(`${base}/api/v1/health`, { signal: AbortSignal.timeout(15_000) });
+    if (!response.ok) return { skip: `AGENT_MEMORY_URL=${base}: /api/v1/health answered ${response.status}` };
+  } catch (err) {
+    return { skip: `AGENT_MEMORY_URL=${base} does not answer: ${err.cause?.code || err.message}` };
+  }
+  return { url: base, external: true };
 }
 
 /** `{url, stop(), log()}` of a running service, or `{skip: reason}`. */
@@ -89,14 +112,22 @@ export async function startService() {
   return { skip: `${bin} serve did not answer /api/v1/health within ${STARTUP_MS} ms:\n${output.slice(-2000)}` };
 }
 
-/** Starts the service for a test file: `before` sets `service.url`, or skips (or fails
- * when required) with the reason. */
+/** The service for a test file: `before` sets `service.url` (AGENT_MEMORY_URL's service, else
+ * a local one of its own), or skips (or fails when required) with the reason.
+ * `service.context(name)` is `name` with this run's and this file's suffix. */
 export function useService({ before, after }) {
-  const service = { url: null, skip: null };
+  // Each file's own contexts too: a local service is the file's own, a shared one is not.
+  const suffix = `${RUN_ID}-${randomBytes(2).toString("hex")}`;
+  const service = { url: null, skip: null, external: false, runId: suffix,
+    context: (name) => `${name}-${suffix}` };
   before(async () => {
-    const started = await startService();
+    const started = process.env.AGENT_MEMORY_URL
+      ? await externalService(process.env.AGENT_MEMORY_URL) : await startService();
     if (started.skip) {
-      if (required) throw new Error(`the local agent-memory service is required: ${started.skip}`);
+      if (process.env.AGENT_MEMORY_TS_SKIPS) appendFileSync(process.env.AGENT_MEMORY_TS_SKIPS, `${started.skip.split("\n")[0]}\n`);
+      if (required) {
+        throw new Error(`the agent-memory service is required (CI or AGENT_MEMORY_TS_REQUIRED is set): ${started.skip}`);
+      }
       service.skip = started.skip;
       console.log(`skipping the integration tests: ${started.skip}`);
       return;
