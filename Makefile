@@ -78,7 +78,7 @@ sam-validate-result:
 	@cat .aws-sam/validate.log; test "$$(cat .aws-sam/validate.rc 2>/dev/null)" = 0
 
 unit: install-dev
-	$(PY) -m pytest -n auto --dist loadfile --ignore=tests/deploy/test_built_artifact.py \
+	$(PY) -m pytest -n auto --dist loadfile --durations=10 --ignore=tests/deploy/test_built_artifact.py \
 		--ignore=tests/deploy/test_built_streaming.py --ignore=tests/deploy/test_built_layer.py \
 		--ignore=tests/browser --ignore=tests/integrations
 
