@@ -141,12 +141,13 @@ GRANTS: dict[str, Grant] = {
         [allow("RecordBatchRead", ["dynamodb:BatchGetItem"], TABLE_ARN)]),
     "RecordWrite": Grant(
         "writes of context records and the catalogue (single or in a transaction, each item authorised "
-        "alone); never API keys (t#...) and never audit rows (the deny below)",
+        "alone), the audit row of a delegated read included; never API keys (t#...)",
         [allow("RecordWrite", ["dynamodb:PutItem", "dynamodb:DeleteItem"], TABLE_ARN,
                leading_keys("c#*", "contexts", "contexts#*"))]),
-    "NoAuditRows": Grant(
-        "c#* would cover the audit partitions: a function without AuditWrite may not touch them",
-        [{"Sid": "NoAuditRowWrites", "Effect": "Deny", "Action": ["dynamodb:PutItem", "dynamodb:DeleteItem"],
+    "NoAuditRowDeletes": Grant(
+        "audit rows are append-only (they expire by TTL): c#* would let a function without the audit grant "
+        "delete them",
+        [{"Sid": "NoAuditRowDeletes", "Effect": "Deny", "Action": ["dynamodb:DeleteItem"],
           "Resource": TABLE_ARN,
           "Condition": {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["c#*#audit"]}}}]),
     "AdministrationWrite": Grant(
@@ -284,7 +285,7 @@ def role_name(function: str) -> str:
 def grants_of(function: str) -> list[str]:
     names = [*EVERY, *FUNCTIONS[function]]
     if "RecordWrite" in names and "AuditWrite" not in names:
-        names.append("NoAuditRows")
+        names.append("NoAuditRowDeletes")
     return names
 
 

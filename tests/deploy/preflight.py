@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+if str(Path(__file__).parent) not in sys.path:  # run as a script: its neighbours (stack_figures, iam_table)
+    sys.path.insert(0, str(Path(__file__).parent))
 if str(REPO / "shared") not in sys.path:  # the tools venv has no agent_memory installed
     sys.path.insert(0, str(REPO / "shared"))
 
@@ -488,14 +490,23 @@ def main(argv: list[str] | None = None) -> int:
     source = sam_input(args.template)
     findings = check_template_body(args.template)
     largest: dict[str, int] = {}
+    figures_differ: list[str] = []
     for label, params in CONFIGURATIONS.items():
         translated = translate(source, params)
+        if label == "defaults":  # the docs' figures, from the template as SAM expands it
+            import stack_figures
+
+            figures_differ = stack_figures.differences(stack_figures.blocks(translated))
         findings += check_template(translated, params, label)
         for kind, n in count_kinds(translated, params).items():
             largest[kind] = max(largest.get(kind, 0), n)
     if args.build_dir is not None:
         findings += check_built_artifacts(args.build_dir)
     text, ok = report(findings)
+    if figures_differ:
+        text += "\n\nthe docs' figures differ (python tests/deploy/stack_figures.py --write):\n  " + \
+            "\n  ".join(figures_differ)
+        ok = False
     print(text)
     print("\n| account quota (default) | limit | per stack, largest configuration | tenant stacks it allows | source |")
     print("|---|---|---|---|---|")

@@ -67,15 +67,17 @@ def _stack(**params: str) -> Stack:
     return Stack(TEMPLATE, {"TenantId": "acme", **params}, {n: n for n in RESOURCES}, {}, stand_in_attributes=True)
 
 
-def test_only_functions_with_audit_grants_may_write_audit_rows():
+def test_audit_rows_are_put_by_the_functions_that_serve_delegated_reads_and_deleted_by_administration_only():
     from iam_policy import Call, decide
 
-    put = Call("dynamodb:PutItem", "arn:aws:stand-in:us-east-1:123456789012:MemoryTable.Arn",
-               {"dynamodb:LeadingKeys": ["c#acme#audit"]})
+    table = "arn:aws:stand-in:us-east-1:123456789012:MemoryTable.Arn"
+    key = {"dynamodb:LeadingKeys": ["c#acme#default#audit"]}
     s = _stack(SearchBackend="collection")
-    writers = {f for f in FUNCTIONS if decide(s.role_statements(iam_table.role_name(f)), put)}
-    assert writers == {f for f in FUNCTIONS if "AuditWrite" in iam_table.FUNCTIONS[f]}
-    assert writers == {"StateFunction", "RecallFunction", "AdministrationFunction", "AuditFunction"}
+    roles = {f: s.role_statements(iam_table.role_name(f)) for f in FUNCTIONS}
+    putters = {f for f in FUNCTIONS if decide(roles[f], Call("dynamodb:PutItem", table, key))}
+    deleters = {f for f in FUNCTIONS if decide(roles[f], Call("dynamodb:DeleteItem", table, key))}
+    assert putters == {f for f in FUNCTIONS if {"AuditWrite", "RecordWrite"} & set(iam_table.FUNCTIONS[f])}
+    assert deleters == {"AdministrationFunction"}  # /scopes/forget erases a scope, its audit rows with it
 
 
 def test_the_ingestion_worker_polls_only_its_queue():
