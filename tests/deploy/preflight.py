@@ -115,6 +115,32 @@ CONFIGURATIONS: dict[str, dict[str, str]] = {"defaults": {}}
 for _mode, _params in _SEARCH.items():
     CONFIGURATIONS[f"{_mode}"] = dict(_params)
     CONFIGURATIONS[f"{_mode}+all-options"] = {**_params, **_ALL_OPTIONS}
+
+
+def _longest(prefix: str, length: int, tail: str = "") -> str:
+    return prefix + "x" * (length - len(prefix) - len(tail)) + tail
+
+
+# Every parameter a quota can break at its worst: free strings that reach an environment variable
+# or a policy at their MaxLength (model ids as inference profiles, so every routed statement is
+# there too), with every option on.
+_LONGEST = {
+    **_ALL_OPTIONS,
+    "ExtractionModel": _longest("bedrock/global.anthropic.", 200),
+    "ResponseModel": _longest("bedrock/eu.anthropic.", 200),
+    "EmbeddingModel": _longest("bedrock/us.amazon.", 200),
+    "AllowedModels": _longest("bedrock/eu.anthropic.", 1000),
+    "OpenAISecretArn": _longest(f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:", 512, "-AbCdEf"),
+    "LifecycleSchedule": _longest("rate(", 256, ")"),
+    "CorsAllowedOrigins": _longest("https://", 1000, ".example.com"),
+    "AlarmEmail": _longest("a", 254, "@example.com"),
+    "RetentionDays": "36500", "ReservedConcurrency": "69",
+}
+CONFIGURATIONS["collection+longest-values"] = {**_SEARCH["collection"], **_LONGEST}
+CONFIGURATIONS["shared-es+longest-values"] = {
+    **_SEARCH["shared-es"], **_LONGEST,
+    "OpenSearchEndpoint": _longest("https://search-", 256, f".{REGION}.es.amazonaws.com"),
+    "OpenSearchResourceArn": _longest(f"arn:aws:es:{REGION}:{ACCOUNT}:domain/", 256)}
 CONFIGURATIONS["collection+all-options+alarm-topic"] = {
     **_SEARCH["collection"], **_ALL_OPTIONS, "AlarmEmail": "",
     "AlarmTopicArn": f"arn:aws:sns:{REGION}:{ACCOUNT}:platform-alarms", "SearchAccessPolicyName": "a" * 32}
@@ -469,7 +495,9 @@ def report(findings: list[Finding]) -> tuple[str, bool]:
     for key, quota in QUOTAS.items():
         f = top.get(key)
         if f is None:
-            lines.append(f"| {quota.what} | {quota.limit:,} | - | not measured | skipped | {quota.source} |")
+            why = "needs a build (--build-dir)" if key == "unzipped-bytes" else "none in the stack"
+            lines.append(f"| {quota.what} | {quota.limit:,} | - | {why} | {'skipped' if key == 'unzipped-bytes' else 'ok'}"
+                         f" | {quota.source} |")
             continue
         lines.append(f"| {quota.what} | {quota.limit:,} | {f.value:,} | {f.where} | "
                      f"{'ok' if f.ok else 'FAIL'} | {quota.source} |")

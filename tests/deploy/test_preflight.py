@@ -129,6 +129,22 @@ def test_each_parameter_set_names_only_template_parameters_and_passes_its_patter
             assert re.fullmatch(spec["AllowedPattern"], value), (name, value)
         if "AllowedValues" in spec:
             assert value in [str(v) for v in spec["AllowedValues"]], (name, value)
+        if "MaxLength" in spec:
+            assert len(value) <= spec["MaxLength"], (name, len(value))
+        if spec.get("Type") == "Number":
+            assert float(value) >= spec.get("MinValue", float("-inf")), (name, value)
+
+
+def test_the_longest_values_reach_every_free_strings_max_length():
+    """A quota a parameter can break is checked at that parameter's worst value."""
+    template = sam_input()
+    for label in ("collection+longest-values", "shared-es+longest-values"):
+        values = preflight.CONFIGURATIONS[label]
+        for name, spec in template["Parameters"].items():
+            if "MaxLength" in spec and name in values and name not in ("OpenSearchEndpoint", "OpenSearchResourceArn"):
+                assert len(values[name]) == spec["MaxLength"], (label, name)
+    es = preflight.CONFIGURATIONS["shared-es+longest-values"]
+    assert len(es["OpenSearchEndpoint"]) == len(es["OpenSearchResourceArn"]) == 256
 
 
 def test_the_openapi_document_replaces_the_include():
