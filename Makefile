@@ -16,7 +16,7 @@ SAM := $(TOOLS)/bin/sam
 SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: serve test lint unit preflight preflight-after-tools artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result test-moved-clock tools test-opensearch bench-cold-start \
+.PHONY: serve test lint unit preflight preflight-after-tools generate-deploy artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result test-moved-clock tools test-opensearch bench-cold-start \
 	browser-install browser-install-background browser-test \
 	integrations-install integrations-install-background integrations-test \
 	ts-install ts-install-background ts-test \
@@ -81,6 +81,12 @@ sam-build-background:
 PREFLIGHT_BUILD := $(if $(filter 0,$(shell cat .aws-sam/build.rc 2>/dev/null)),--build-dir .aws-sam/build)
 preflight: $(SAM)
 	$(TOOLS)/bin/python tests/deploy/preflight.py $(PREFLIGHT_BUILD)
+
+# After editing tests/deploy/iam_table.py (a function's grants) or the template: rewrites
+# template.yaml's roles and the docs' stack figures (tests check both are current).
+generate-deploy: install-dev
+	$(PY) tests/deploy/iam_table.py --write
+	$(PY) tests/deploy/stack_figures.py --write
 
 # In `make test`: waits for the background job's tools venv (never two pip installs into it).
 preflight-after-tools:
