@@ -107,6 +107,11 @@ class Grant:
 
 
 INVOKE = ["bedrock:InvokeModel"]
+# Cohere Rerank 3.5's AWS Marketplace product id (its Bedrock model card,
+# https://docs.aws.amazon.com/bedrock/latest/userguide/model-card-cohere-rerank-3-5.html): Bedrock
+# subscribes the account on first use, and Subscribe can be limited to the product
+# (https://docs.aws.amazon.com/bedrock/latest/userguide/model-access.html).
+COHERE_RERANK_PRODUCT = "prod-2o5bej62oxkbi"
 INVOKE_STREAM = ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
 
 GRANTS: dict[str, Grant] = {
@@ -188,8 +193,10 @@ GRANTS: dict[str, Grant] = {
         "a Cohere model also needs the Marketplace subscription reads Bedrock checks (no resource types)",
         [allow("Rerank", ["bedrock:Rerank"], "*"),
          allow("RerankModel", ["bedrock:InvokeModel"], _foundation_arn("RerankModel")),
-         when("RerankerIsCohere", allow("RerankMarketplace", ["aws-marketplace:ViewSubscriptions",
-                                                              "aws-marketplace:Subscribe"], "*"))],
+         when("RerankerIsCohere", allow("RerankMarketplaceView", ["aws-marketplace:ViewSubscriptions"], "*")),
+         when("RerankerIsCohere", allow("RerankMarketplaceSubscribe", ["aws-marketplace:Subscribe"], "*",
+                                        {"ForAnyValue:StringEquals": {"aws-marketplace:ProductId":
+                                                                      [COHERE_RERANK_PRODUCT]}}))],
         condition="HasReranker"),
     # --- search -----------------------------------------------------------------------------
     "SearchRead": Grant(
@@ -271,7 +278,9 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
 STAR_GRANTS = {
     "LambdaSendsTraces": "xray:PutTraceSegments and PutTelemetryRecords have no resource types",
     "Rerank": "bedrock:Rerank has no resource types (the model is authorised by InvokeModel, scoped)",
-    "RerankMarketplace": "AWS Marketplace's subscription actions have no resource types (Cohere only)",
+    "RerankMarketplaceView": "aws-marketplace:ViewSubscriptions has no resource types (Cohere only)",
+    "RerankMarketplaceSubscribe": "aws-marketplace:Subscribe has no resource types; limited by a condition to "
+                                  "the Cohere Rerank 3.5 product (Cohere only)",
     "NoSearch": "a Deny, not a grant: with SearchBackend=none no OpenSearch call at all",
 }
 

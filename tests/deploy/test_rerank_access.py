@@ -33,7 +33,9 @@ def rerank_calls(region: str, model: str) -> list[Call]:
     arn = f"arn:aws:bedrock:{region}::foundation-model/{model}"
     calls = [Call("bedrock:Rerank", "*", {}, "Rerank"), Call("bedrock:InvokeModel", arn, {}, f"InvokeModel {arn}")]
     if model.startswith("cohere."):
-        calls += [Call(a, "*", {}, a) for a in ("aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe")]
+        calls += [Call("aws-marketplace:ViewSubscriptions", "*", {}, "ViewSubscriptions"),
+                  Call("aws-marketplace:Subscribe", "*", {"aws-marketplace:ProductId": [iam_table.COHERE_RERANK_PRODUCT]},
+                       "Subscribe to Cohere Rerank 3.5")]
     return calls
 
 
@@ -48,7 +50,9 @@ def test_the_rerank_call_is_allowed_and_nothing_beside_it(region, model):
                Call("bedrock:InvokeModelWithResponseStream", f"arn:aws:bedrock:{region}::foundation-model/{model}"),
                Call("bedrock:Retrieve", "*")]
     if model.startswith("amazon."):  # a first-party model needs no Marketplace access
-        refused.append(Call("aws-marketplace:Subscribe", "*"))
+        refused.append(Call("aws-marketplace:Subscribe", "*", {"aws-marketplace:ProductId": ["prod-2o5bej62oxkbi"]}))
+    # never a subscription to another product
+    refused.append(Call("aws-marketplace:Subscribe", "*", {"aws-marketplace:ProductId": ["prod-anotherproduct"]}))
     for call in refused:
         assert decide(policy, call) is None, call
 
