@@ -95,6 +95,10 @@ def test_serverless_search_names():
               "Properties": {"Name": {"Fn::Sub": "am-${TenantId}"}, "Type": "network"}}
     assert _worst(_template({"N": policy}), "aoss-name-chars", {"TenantId": "t" * 29}) == 32
     assert not report(check_template(_template({"N": policy}), {"TenantId": "t" * 30}, "t"))[1]
+    access = {"Type": "AWS::OpenSearchServerless::AccessPolicy",
+              "Properties": {"Name": "am-x", "Type": "data", "Policy": {"Fn::Sub": "[${TenantId}]"}}}
+    assert _worst(_template({"A": access}), "aoss-policy-chars", {"TenantId": "t" * 20479}) == 20481
+    assert not report(check_template(_template({"A": access}), {"TenantId": "t" * 20479}, "t"))[1]
 
 
 def test_built_artifact_size(tmp_path):
