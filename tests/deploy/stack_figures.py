@@ -8,8 +8,8 @@ tests/deploy/test_stack_figures.py fails when a block differs from what this com
 tools venv's Python, this script translates too; without samtranslator it reads template.yaml,
 whose functions all name their role, so SAM adds no role, alarm or secret to what it counts).
 
-Prices: one table (``PRICES``), us-east-1 list prices on demand, each with its page and the date
-it was read. A tenant stack's own charges only: free tiers are per account and shared by every
+Prices: one table (``PRICES``), us-east-1 list prices on demand, each with its page, the date it
+was put in the table and how it was checked. A tenant stack's own charges only: free tiers are per account and shared by every
 tenant in it, so none is subtracted.
 """
 
@@ -34,23 +34,25 @@ class Price:
     usd: float
     unit: str
     source: str
-    read: str  # the date the price was read from the source
+    read: str  # the date the price was put in this table
+    checked: str = ("carried over from docs/deploying.md and docs/opensearch.md as they stood on 2026-12-04; "
+                    "not re-read from the page (no network where the table was made): re-read before relying on it")
 
 
 PRICES = {
-    "secret": Price(0.40, "per secret-month", "https://aws.amazon.com/secrets-manager/pricing/", "2026-03-01"),
+    "secret": Price(0.40, "per secret-month", "https://aws.amazon.com/secrets-manager/pricing/", "2026-12-04"),
     "alarm_metric": Price(0.10, "per standard-resolution alarm metric-month",
-                          "https://aws.amazon.com/cloudwatch/pricing/", "2026-03-01"),
+                          "https://aws.amazon.com/cloudwatch/pricing/", "2026-12-04"),
     "custom_metric": Price(0.30, "per custom metric-month (first 10,000)",
-                           "https://aws.amazon.com/cloudwatch/pricing/", "2026-03-01"),
+                           "https://aws.amazon.com/cloudwatch/pricing/", "2026-12-04"),
     "sqs_request": Price(0.40 / 1e6, "per standard queue request", "https://aws.amazon.com/sqs/pricing/",
-                         "2026-03-01"),
-    "lambda_request": Price(0.20 / 1e6, "per invocation", "https://aws.amazon.com/lambda/pricing/", "2026-03-01"),
+                         "2026-12-04"),
+    "lambda_request": Price(0.20 / 1e6, "per invocation", "https://aws.amazon.com/lambda/pricing/", "2026-12-04"),
     "lambda_gb_s": Price(0.0000166667, "per GB-second, x86_64", "https://aws.amazon.com/lambda/pricing/",
-                         "2026-03-01"),
-    "xray_trace": Price(5.00 / 1e6, "per trace recorded", "https://aws.amazon.com/xray/pricing/", "2026-03-01"),
+                         "2026-12-04"),
+    "xray_trace": Price(5.00 / 1e6, "per trace recorded", "https://aws.amazon.com/xray/pricing/", "2026-12-04"),
     "ocu_hour": Price(0.24, "per OCU-hour (OpenSearch Serverless)",
-                      "https://aws.amazon.com/opensearch-service/pricing/", "2026-03-01"),
+                      "https://aws.amazon.com/opensearch-service/pricing/", "2026-12-04"),
 }
 HOURS = 730  # AWS's month
 MINUTES = HOURS * 60
@@ -188,8 +190,8 @@ def block_costs_idle(figs: dict[str, Figures]) -> str:
         "$0.20; the index $0.024 per GB-month). The **shared floor** is OpenSearch Serverless's minimum",
         "capacity, paid once per account and region by the collections sharing a key and standby",
         f"setting: 2 OCUs with standby replicas, {usd(floor)}; 1 OCU without, {usd(floor / 2)}. Prices, their "
-        "pages and the date",
-        "they were read: `PRICES` in `tests/deploy/stack_figures.py` (these figures come from it).",
+        "pages, their date",
+        "and how each was checked: `PRICES` in `tests/deploy/stack_figures.py` (these figures come from it).",
     ])
 
 

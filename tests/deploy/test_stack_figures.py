@@ -31,10 +31,10 @@ def test_a_changed_figure_is_caught(tmp_path, monkeypatch):
                                                    "tests/deploy/stack_figures.py's figures"]
 
 
-def test_every_price_names_its_page_and_the_date_it_was_read():
+def test_every_price_names_its_page_the_date_and_how_it_was_checked():
     for name, price in stack_figures.PRICES.items():
         assert price.source.startswith("https://aws.amazon.com/"), name
-        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.read), name
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", price.read) and price.checked, name
         assert price.usd > 0, name
 
 
