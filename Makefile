@@ -16,7 +16,7 @@ SAM := $(TOOLS)/bin/sam
 SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: serve test lint unit artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result test-moved-clock tools test-opensearch bench-cold-start \
+.PHONY: serve test lint unit preflight preflight-after-tools generate-deploy artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result test-moved-clock tools test-opensearch bench-cold-start \
 	browser-install browser-install-background browser-test \
 	integrations-install integrations-install-background integrations-test \
 	ts-install ts-install-background ts-test \
@@ -69,9 +69,30 @@ sam-build: $(SAM)
 # artifact test waits for .aws-sam/build.rc and `sam-validate-result` for validate.rc, so
 # both overlap the unit tests.
 sam-build-background:
-	@mkdir -p .aws-sam && rm -f .aws-sam/build.rc .aws-sam/validate.rc
-	@( $(MAKE) -s sam-build > .aws-sam/build.log 2>&1; echo $$? > .aws-sam/build.rc; \
+	@mkdir -p .aws-sam && rm -f .aws-sam/tools.rc .aws-sam/build.rc .aws-sam/validate.rc
+	@( $(MAKE) -s tools > .aws-sam/tools.log 2>&1; echo $$? > .aws-sam/tools.rc; \
+	   $(MAKE) -s sam-build > .aws-sam/build.log 2>&1; echo $$? > .aws-sam/build.rc; \
 	   $(MAKE) -s sam-validate > .aws-sam/validate.log 2>&1; echo $$? > .aws-sam/validate.rc ) &
+
+# Before `sam deploy` (and in `make test`): template.yaml as SAM's own translator expands it, for
+# the defaults and every optional parameter set, against AWS's documented quotas (a table with
+# each quota's source; tests/deploy/preflight.py). With a finished `sam build` it also measures
+# each function plus its layer, unzipped. Runs with the tools venv, which has samtranslator.
+PREFLIGHT_BUILD := $(if $(filter 0,$(shell cat .aws-sam/build.rc 2>/dev/null)),--build-dir .aws-sam/build)
+preflight: $(SAM)
+	$(TOOLS)/bin/python tests/deploy/preflight.py $(PREFLIGHT_BUILD)
+
+# After editing tests/deploy/iam_table.py (a function's grants) or the template: rewrites
+# template.yaml's roles and the docs' stack figures (tests check both are current).
+generate-deploy: install-dev
+	$(PY) tests/deploy/iam_table.py --write
+	$(PY) tests/deploy/stack_figures.py --write
+
+# In `make test`: waits for the background job's tools venv (never two pip installs into it).
+preflight-after-tools:
+	@for i in $$(seq 900); do test -f .aws-sam/tools.rc && break; sleep 1; done
+	@cat .aws-sam/tools.log; test "$$(cat .aws-sam/tools.rc 2>/dev/null)" = 0
+	@$(MAKE) -s preflight
 
 sam-validate-result:
 	@for i in $$(seq 600); do test -f .aws-sam/validate.rc && break; sleep 1; done
@@ -176,6 +197,7 @@ sam-validate: $(SAM)
 
 # cfn-lint itself runs in the unit tests (tests/http/test_routing_contract.py).
 test: lint sam-build-background browser-install-background integrations-install-background ts-install-background unit
+	$(MAKE) -s preflight-after-tools
 	$(MAKE) -s test-moved-clock
 	$(MAKE) -s browser-test
 	$(MAKE) -s integrations-test

@@ -32,7 +32,7 @@ NOVALUE = object()
 class Stack:
     def __init__(self, template: dict[str, Any], parameters: dict[str, str], physical: dict[str, str],
                  attributes: dict[str, str], *, region: str = "us-east-1", account: str = "123456789012",
-                 partition: str = "aws") -> None:
+                 partition: str = "aws", stand_in_attributes: bool = False) -> None:
         self.template = template
         values = {name: str(spec["Default"]) for name, spec in template.get("Parameters", {}).items()
                   if "Default" in spec}
@@ -43,6 +43,7 @@ class Stack:
         self.values = {**values, "AWS::Region": region, "AWS::AccountId": account, "AWS::Partition": partition,
                        "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "agent-memory-test", **physical}
         self.attributes = attributes
+        self.stand_in_attributes = stand_in_attributes  # an attribute not given reads as a stand-in
         self._conditions: dict[str, bool] = {}
         self.region, self.account, self.partition = region, account, partition
 
@@ -63,6 +64,8 @@ class Stack:
             if name in variables:
                 return str(variables[name])
             if "." in name:
+                if self.stand_in_attributes and name not in self.attributes:
+                    return f"arn:{self.partition}:stand-in:{self.region}:{self.account}:{name}"
                 return self.attributes[name]
             return str(self.values[name])
 
@@ -79,6 +82,8 @@ class Stack:
                 return NOVALUE if arg == "AWS::NoValue" else self.values[arg]
             if key == "Fn::GetAtt":
                 res, attr = arg if isinstance(arg, list) else arg.split(".", 1)
+                if self.stand_in_attributes and f"{res}.{attr}" not in self.attributes:
+                    return f"arn:{self.partition}:stand-in:{self.region}:{self.account}:{res}.{attr}"
                 return self.attributes[f"{res}.{attr}"]
             if key == "Fn::Sub":
                 text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
@@ -115,6 +120,19 @@ class Stack:
             return []
         document = self.resolve(self.template["Resources"][policy]["Properties"]["PolicyDocument"])
         return [dict(s, Sid=s.get("Sid") or f"{policy}[{i}]") for i, s in enumerate(document["Statement"])]
+
+    def role_statements(self, role: str) -> list[dict[str, Any]]:
+        """The resolved statements of a role's inline policies (none when the role's condition
+        fails), each with its Sid or a made-up one."""
+        if not self.exists(role):
+            return []
+        props = self.template["Resources"][role]["Properties"]
+        out = []
+        for policy in props.get("Policies", []):
+            document = self.resolve(policy["PolicyDocument"])
+            out += [dict(s, Sid=s.get("Sid") or f"{role}.{policy['PolicyName']}[{i}]")
+                    for i, s in enumerate(document["Statement"])]
+        return out
 
 
 # --- evaluation --------------------------------------------------------------------------

@@ -143,7 +143,7 @@ def stack(parameters: dict[str, str], secrets: dict[str, str]) -> iam_policy.Sta
                      "BootstrapKeySecret": secrets["bootstrap"], "IngestionQueue": secrets.get("ingestion_queue", ""),
                      "ProjectorDeadLetterQueue": secrets.get("projector_dlq", "")})
     table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}"
-    attributes = {"MemoryTable.Arn": table_arn, "MemoryTable.StreamArn": f"{table_arn}/stream/2026-01-01T00:00:00.000",
+    attributes = {"FunctionLogGroup.Arn": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:agent-memory-acme-functions:*","MemoryTable.Arn": table_arn, "MemoryTable.StreamArn": f"{table_arn}/stream/2026-01-01T00:00:00.000",
                   "UploadBucket.Arn": f"arn:aws:s3:::{UPLOAD_BUCKET}",
                   "SearchCollection.Arn": COLLECTION_ARN,
                   "SearchCollection.CollectionEndpoint": "https://am-acme-id.us-east-1.aoss.amazonaws.com",
@@ -620,36 +620,18 @@ def test_the_built_functions_log_json_lines_and_emf_without_keys_or_text(deploye
 # --- least privilege ------------------------------------------------------------------
 
 
-# AWSXrayWriteOnlyAccess, as SAM attaches it for Tracing: Active.
-XRAY_WRITE_ONLY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
-                   "xray:GetSamplingTargets", "xray:GetSamplingStatisticSummaries"}
-
-
 def role_statements(deployed_stack: iam_policy.Stack, name: str) -> list[dict[str, Any]]:
-    """Every statement of the function's role, resolved as the stack would deploy it."""
+    """Every statement of the function's role (tests/deploy/iam_table.py), resolved as the stack
+    would deploy it. A role attaches no managed policy, AWS's or the stack's: one AWS-managed
+    policy (SAM adds AWSLambdaBasicExecutionRole, AWSXrayWriteOnlyAccess or
+    AWSLambdaSQSQueueExecutionRole to the roles it generates) would grant on every resource."""
     props = RESOURCES[name]["Properties"]
-    statements: list[dict[str, Any]] = []
-    if "Role" in props:
-        role_name = props["Role"]["Fn::GetAtt"][0]
-        role = RESOURCES[role_name]["Properties"]
-        attached = deployed_stack.resolve(role.get("ManagedPolicyArns", []))
-        for policy in role.get("Policies", []):
-            document = deployed_stack.resolve(policy["PolicyDocument"])
-            statements += [dict(st, Sid=st.get("Sid") or f"{role_name}.{policy['PolicyName']}[{i}]")
-                           for i, st in enumerate(document["Statement"])]
-    else:
-        attached = deployed_stack.resolve(props.get("Policies", []))
-        if props.get("Tracing", TEMPLATE["Globals"]["Function"].get("Tracing")) in ("Active", "PassThrough"):
-            # SAM attaches the AWS managed AWSXrayWriteOnlyAccess to each role it generates
-            # (samtranslator: get_xray_managed_policy_name).
-            statements.append({"Sid": "SamXrayWriteOnlyAccess", "Effect": "Allow", "Action": sorted(XRAY_WRITE_ONLY),
-                               "Resource": "*"})
-    for policy in attached:
-        if policy.startswith("arn:"):  # AWS-managed (AWSLambdaBasicExecutionRole: the function's logs)
-            continue
-        assert RESOURCES[policy]["Type"] == "AWS::IAM::ManagedPolicy", (name, policy)
-        statements += deployed_stack.policy_statements(policy)
-    return statements
+    assert "Role" in props and "Policies" not in props, f"{name}: a role of its own, from iam_table.py"
+    role_name = props["Role"]["Fn::GetAtt"][0]
+    role = RESOURCES[role_name]["Properties"]
+    attached = deployed_stack.resolve(role.get("ManagedPolicyArns", []))
+    assert attached == [], f"{name}: managed policies {attached}"
+    return deployed_stack.role_statements(role_name)
 
 
 def table_arn(table: str, index: str | None = None) -> str:
@@ -708,16 +690,21 @@ def search_calls(requests: list[list[str]]) -> list[iam_policy.Call]:
 
 # Statements no call in this scenario can reach, each checked elsewhere.
 NOT_REACHED = {
-    "ModelAccessPolicy": "the scenario's models are offline; tests/deploy/test_model_access.py evaluates the "
-                         "inference-profile and foundation-model ARNs the Bedrock calls need",
+    # The scenario's models are offline: which function calls a language model at all is checked
+    # below (test_each_function_that_calls_a_language_model_holds_a_grant_for_it), the ARNs each
+    # grant allows per function in tests/deploy/test_model_access.py.
+    "InvokeExtractionModel": "the scenario's models are offline (test_model_access.py evaluates the ARNs)",
+    "InvokeResponseModel": "the scenario's models are offline (test_model_access.py evaluates the ARNs)",
+    "InvokeEmbeddingModel": "the scenario's embedder is offline (test_model_access.py evaluates the ARNs)",
+    "LambdaWritesLogs": "the Lambda service writes the function's log streams with its role",
+    "LambdaPollsTheQueue": "the Lambda service polls the ingestion queue with the worker's role",
     "LambdaReadsTheStream": "the Lambda service reads the stream with the projector's role",
     "LambdaListsTheStreams": "the Lambda service lists the table's streams with the projector's role",
     "LambdaSendsFailedBatches": "the Lambda service sends failed batches to the dead-letter queue",
     # Tracing: Active. Lambda's X-Ray daemon sends the segments with the role, over UDP from the
     # SDK, never through botocore; sampling is Lambda's (the SDK polls no rules in Lambda), so
-    # the three reads come only with SAM's AWSXrayWriteOnlyAccess, unused.
-    "LambdaSendsTraces": "the Lambda X-Ray daemon sends the projector's trace segments",
-    "SamXrayWriteOnlyAccess": "the Lambda X-Ray daemon sends the function's trace segments",
+    # SAM's AWSXrayWriteOnlyAccess would add three reads, unused: the roles hold the two writes.
+    "LambdaSendsTraces": "the Lambda X-Ray daemon sends the function's trace segments",
 }
 
 
@@ -725,23 +712,23 @@ NOT_REACHED = {
 # prefix, action) -> the path. The check fails when such a path is reached after all (then the
 # entry goes) or when an entry names nothing granted.
 UNREACHED_PATHS = {
-    ("FactsFunction", "RecordWritePolicy", "dynamodb:DeleteItem"):
+    ("FactsFunction", "RecordWrite", "dynamodb:DeleteItem"):
         "forget with purge, and forget's removal of stored idempotent replies citing what went "
         "(services/facts/forget.py, idempotency.py): the stub's searches find nothing to forget",
-    ("EntitiesFunction", "RecordWritePolicy", "dynamodb:DeleteItem"):
+    ("EntitiesFunction", "RecordWrite", "dynamodb:DeleteItem"):
         "deleting an entity with purge removes its records instead of tombstoning them",
-    ("IngestionFunction", "IngestionQueueSendPolicy", "sqs:SendMessage"):
+    ("IngestionFunction", "IngestionQueueSend", "sqs:SendMessage"):
         "a delivery that runs out of time hands the rest on as a continuation (functions/ingestion): "
         "the scenario's documents ingest within one delivery",
-    ("ChatFunction", "RecordBatchReadPolicy", "dynamodb:BatchGetItem"):
+    ("ChatFunction", "RecordBatchRead", "dynamodb:BatchGetItem"):
         "a turn's entity lookups when its context holds more entities than one list read returns "
         "(services/facts/write.py), and the live check of search hits: the stub's searches find nothing",
-    ("ChatFunction", "RecordWritePolicy", "dynamodb:DeleteItem"):
+    ("ChatFunction", "RecordWrite", "dynamodb:DeleteItem"):
         "the answer cache evicting entries beyond its limit (chat/cache.py _evict)",
-    ("FactsFunction", "DocumentObjectsDeletePolicy", "s3:DeleteObject"):
+    ("FactsFunction", "DocumentObjectsDelete", "s3:DeleteObject"):
         "forget hitting a document's chunk removes the document's original (services/facts/forget.py): "
         "the stub's searches find nothing to forget (tests/documents/test_originals_removed.py runs it on moto S3)",
-    ("AdministrationFunction", "DocumentObjectsDeletePolicy", "s3:DeleteObject"):
+    ("AdministrationFunction", "DocumentObjectsDelete", "s3:DeleteObject"):
         "scope forget of a subtree holding a document removes its original (services/operations/scopes.py): "
         "the scenario's scoped write is a fact (tests/documents/test_originals_removed.py runs it on moto S3)",
 }
@@ -779,6 +766,36 @@ def test_no_statement_of_a_function_grants_what_none_of_its_calls_needs(deployed
             unused.append(f"{sid}: {action}")
     assert unused == [], f"{name} is granted what none of its calls needs: {unused}"
     assert exempt == {k for k in UNREACHED_PATHS if k[0] == name}, "an UNREACHED_PATHS entry names nothing granted"
+
+
+# Functions granted a language model (extraction or response) whose scenario makes no model call,
+# with the path that calls it. The check fails when such a function calls one after all.
+LANGUAGE_MODEL_UNREACHED: dict[str, str] = {}
+
+
+def language_model_calls(deployed: dict[str, Any], name: str) -> float:
+    """ModelCalls the function's EMF lines counted (MeteredLanguageModel, offline models too)."""
+    total = 0.0
+    for line in deployed["output"].get(name, "").splitlines():
+        if line.startswith("{") and '"ModelCalls"' in line:
+            value = json.loads(line).get("ModelCalls", 0)
+            total += sum(value) if isinstance(value, list) else value
+    return total
+
+
+def test_each_function_that_calls_a_language_model_holds_a_grant_for_it(deployed):
+    """The Bedrock grants the IAM replay exempts (offline models): a function whose requests
+    called a language model holds the extraction or response grant its table line names, and a
+    function that holds one calls it (or says which path does)."""
+    holders = set()
+    for name in FUNCTIONS:
+        sids = {s["Sid"] for s in role_statements(stack(DOMAIN_STACK, deployed["secrets"]), name)}
+        if sids & {"InvokeExtractionModel", "InvokeResponseModel"}:
+            holders.add(name)
+    callers = {name for name in FUNCTIONS if language_model_calls(deployed, name) > 0}
+    assert callers <= holders, f"{sorted(callers - holders)} call a language model without a grant"
+    assert holders - callers == set(LANGUAGE_MODEL_UNREACHED), \
+        f"granted a language model, no call in the scenario: {sorted(holders - callers)}"
 
 
 def test_only_the_administration_function_writes_an_api_key_record(deployed):

@@ -154,3 +154,15 @@ def test_a_traced_function_builds_its_tracer_from_the_layer_on_first_use(name: s
     assert doc["xray"].startswith(str(LAYER)) and doc["wrapt"].startswith(str(LAYER))
     assert "botocore" in doc["patched"]
     assert doc["sent"] == [["store.get", {"store": "dynamodb"}]]
+
+
+def test_each_function_with_its_layer_fits_lambdas_unzipped_limit():
+    """The preflight's built-artifact check (tests/deploy/preflight.py, Lambda's 250 MB for a
+    function's code and its layers, unzipped) on this build: the larger layer with each function."""
+    import preflight
+
+    found = preflight.check_built_artifacts(BUILD)
+    functions = [n for n, r in load_template(REPO / "template.yaml")["Resources"].items()
+                 if r["Type"] == "AWS::Serverless::Function"]
+    assert len(found) == len(functions)
+    assert [f"{f.where}: {f.value:,} bytes" for f in found if not f.ok] == []

@@ -1,4 +1,5 @@
-"""ModelAccessPolicy, evaluated for the calls Bedrock authorises (the built-artifact scenario
+"""Each function's model grants (tests/deploy/iam_table.py: one grant per configured model, to the
+functions that call it), evaluated for the calls Bedrock authorises (the built-artifact scenario
 runs offline models, so this is where the Bedrock ARN shapes are checked).
 
 A plain model id is one call: ``bedrock:InvokeModel`` (Converse) or
@@ -14,6 +15,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import iam_table
 import pytest
 from iam_policy import Call, Stack, decide
 
@@ -28,10 +30,17 @@ GEO = {"us": ["us-east-1", "us-east-2", "us-west-2"], "eu": ["eu-central-1", "eu
 ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 
 
-def statements(region: str, **models: str):
-    s = Stack(TEMPLATE, {"TenantId": "acme", **models}, {n: n for n in TEMPLATE["Resources"]}, {}, region=region,
-              account=ACCOUNT)
-    return s.policy_statements("ModelAccessPolicy")
+MODEL_GRANTS = {"ExtractionModel": "ExtractionModel", "ResponseModel": "ResponseModel",
+                "ResponseModelStreaming": "ResponseModel", "EmbeddingModel": "EmbeddingModel"}
+CALLERS = {f: {MODEL_GRANTS[g] for g in grants if g in MODEL_GRANTS} for f, grants in iam_table.FUNCTIONS.items()}
+
+
+def statements(region: str, function: str = "ChatFunction", **models: str):
+    """The function role's Bedrock statements (ChatFunction's calls all three models)."""
+    s = Stack(TEMPLATE, {"TenantId": "acme", "SearchBackend": "collection", **models},
+              {n: n for n in TEMPLATE["Resources"]}, {}, region=region, account=ACCOUNT, stand_in_attributes=True)
+    return [st for st in s.role_statements(iam_table.role_name(function))
+            if any(str(a).startswith("bedrock:") for a in st["Action"])]
 
 
 def needed_calls(model_id: str, region: str) -> list[Call]:
@@ -67,9 +76,29 @@ def test_the_configured_models_profiles_and_routed_foundation_models_are_allowed
     policy = statements(region, **models)
     params = {p: models.get(p, TEMPLATE["Parameters"][p]["Default"]) for p in
               ("ExtractionModel", "ResponseModel", "EmbeddingModel")}
-    for ref in params.values():
+    for parameter, ref in params.items():
         for call in needed_calls(model_id(ref), region):
-            assert decide(policy, call), call.why
+            if parameter == "ResponseModel" or call.action == "bedrock:InvokeModel":
+                assert decide(policy, call), call.why
+
+
+GRANT_ACTIONS = {"ExtractionModel": {"bedrock:InvokeModel"}, "ResponseModel": {"bedrock:InvokeModel"},
+                 "ResponseModelStreaming": set(ACTIONS), "EmbeddingModel": {"bedrock:InvokeModel"}}
+
+
+@pytest.mark.parametrize("function", sorted(CALLERS))
+@pytest.mark.parametrize(("region", "models"), CONFIGS)
+def test_each_function_may_call_only_the_models_its_line_names(region, models, function):
+    """Model grants per model and per function: a function that only embeds cannot converse,
+    and only the chat function streams."""
+    policy = statements(region, function, **models)
+    params = {p: models.get(p, TEMPLATE["Parameters"][p]["Default"]) for p in
+              ("ExtractionModel", "ResponseModel", "EmbeddingModel")}
+    for ref in set(params.values()):
+        for call in needed_calls(model_id(ref), region):
+            expected = any(call.action in GRANT_ACTIONS[g] and params[MODEL_GRANTS[g]] == ref
+                           for g in iam_table.FUNCTIONS[function] if g in MODEL_GRANTS)
+            assert (decide(policy, call) is not None) == expected, (function, call.why)
 
 
 @pytest.mark.parametrize(("region", "models"), CONFIGS)
@@ -96,7 +125,9 @@ def test_other_models_other_profiles_and_other_regions_are_denied(region, models
 def test_without_a_profile_the_policy_has_no_routed_statement():
     policy = statements("us-east-1", ExtractionModel="bedrock/amazon.nova-micro-v1:0",
                         ResponseModel="bedrock/amazon.nova-pro-v1:0")
-    assert len(policy) == 1 and not any("foundation-model/*" in str(s["Resource"]) for s in policy)
+    # one statement per model (extraction, response, embedding), none routed
+    assert len(policy) == 3 and not any(s["Sid"].endswith("Routed") for s in policy)
+    assert not any("*" in str(s["Resource"]) for s in policy)
 
 
 RETIRED = ("anthropic.claude-3-5-sonnet-20240620", "anthropic.claude-3-haiku-20240307", "anthropic.claude-v2",

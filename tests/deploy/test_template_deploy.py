@@ -8,6 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import iam_table
 import pytest
 
 from agent_memory.cfn_template import load_template
@@ -99,7 +100,8 @@ def test_document_ingestion_is_a_bounded_sqs_worker_with_partial_failures_and_a_
     assert queue["RedrivePolicy"]["deadLetterTargetArn"] == {"Fn::GetAtt": ["IngestionDeadLetterQueue", "Arn"]}
     documents = RESOURCES["DocumentsFunction"]["Properties"]
     assert documents["Environment"]["Variables"]["AGENT_MEMORY_INGESTION_QUEUE_URL"] == {"Ref": "IngestionQueue"}
-    assert {"Ref": "IngestionQueueSendPolicy"} in documents["Policies"]
+    assert "IngestionQueueSend" in iam_table.FUNCTIONS["DocumentsFunction"]
+    assert documents["Role"] == {"Fn::GetAtt": ["DocumentsFunctionRole", "Arn"]}
 
 
 def test_limits_are_parameters_and_reserved_concurrency_is_unset_by_default():
@@ -147,14 +149,15 @@ def test_every_function_is_traced_and_its_role_may_write_traces():
     assert TEMPLATE["Globals"]["Function"]["Tracing"] == "Active"
     functions = {n: r["Properties"] for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
     assert not [n for n, p in functions.items() if p.get("Tracing", "Active") != "Active"]
-    # SAM adds AWSXrayWriteOnlyAccess to the roles it generates; a role of our own lists the two writes.
+    # Every function has a role of the stack's own (tests/deploy/iam_table.py) listing the two writes;
+    # none gets SAM's AWSXrayWriteOnlyAccess.
     for name, props in functions.items():
-        if "Role" in props:
-            role = RESOURCES[props["Role"]["Fn::GetAtt"][0]]["Properties"]
-            statements = [s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]]
-            xray = [s for s in statements if any(a.startswith("xray:") for a in s["Action"])]
-            assert xray == [{"Sid": "LambdaSendsTraces", "Effect": "Allow", "Action": ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
-                             "Resource": "*"}], name
+        role = RESOURCES[props["Role"]["Fn::GetAtt"][0]]["Properties"]
+        assert "ManagedPolicyArns" not in role, name
+        statements = [s for p in role["Policies"] for s in p["PolicyDocument"]["Statement"]]
+        xray = [s for s in statements if any(a.startswith("xray:") for a in s.get("Action", []))]
+        assert xray == [{"Sid": "LambdaSendsTraces", "Effect": "Allow", "Action": ["xray:PutTraceSegments", "xray:PutTelemetryRecords"],
+                         "Resource": "*"}], name
     # The tracer comes with the handler glue: every handler is wrapped by observability.instrumented.
     for app in sorted((REPO / "functions").glob("*/app.py")):
         text = app.read_text()

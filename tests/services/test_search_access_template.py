@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agent_memory.cfn_template import load_template
 from agent_memory.services.operations import projection
+from tests.deploy import iam_table
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,24 +34,21 @@ def _branches(node):
 
 
 def test_domain_iam_is_the_tenants_alias_only_and_names_each_path():
-    for policy in ("SearchAccessPolicy", "SearchWritePolicy"):
-        statements = [b for st in resources()[policy]["Properties"]["PolicyDocument"]["Statement"]
-                      for b in _branches(st)]
+    for policy in ("SearchRead", "SearchWrite"):
+        statements = [b for st in iam_table.GRANTS[policy].statements for b in _branches(st)]
         domain = [st for st in statements if st["Effect"] == "Allow" and st["Action"][0].startswith("es:")]
         assert domain, policy
         for st in domain:
             listed = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
             assert all(r["Fn::Sub"].startswith("${OpenSearchResourceArn}/agent-memory-${TenantId}/_") for r in listed)
             assert all(not a.endswith("*") for a in st["Action"])
-    writes = [b for st in resources()["SearchWritePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    writes = [b for st in iam_table.GRANTS["SearchWrite"].statements
               for b in _branches(st) if "es:ESHttpPost" in b.get("Action", [])]
     assert [w["Resource"] for w in writes] == [{"Fn::Sub": "${OpenSearchResourceArn}/agent-memory-${TenantId}/_bulk"}]
 
 
-def _attaches(resource: dict, policy: str) -> bool:
-    props = resource.get("Properties", {})
-    listed = (props.get("Policies") or []) + (props.get("ManagedPolicyArns") or [])
-    return any({"Ref": policy} in _branches(p) for p in listed if isinstance(p, dict))
+def _holds(function: str, grant: str) -> bool:
+    return grant in iam_table.FUNCTIONS[function]
 
 
 def test_serverless_data_access_policy_grants_readers_and_writers_the_tenants_index_only():
@@ -64,12 +62,8 @@ def test_serverless_data_access_policy_grants_readers_and_writers_the_tenants_in
     def roles(group: str) -> list[str]:
         return sorted(r["Fn::GetAtt"][0] for r in values[group]["Fn::Join"][1])
 
-    def role_of(name: str, r: dict) -> str:
-        return name if r["Type"] == "AWS::IAM::Role" else f"{name}Role"
-
-    everything = resources()
-    writers = sorted(role_of(n, r) for n, r in everything.items() if _attaches(r, "SearchWritePolicy"))
-    readers = sorted(role_of(n, r) for n, r in everything.items()
-                     if _attaches(r, "SearchAccessPolicy") and not _attaches(r, "SearchWritePolicy"))
+    writers = sorted(iam_table.role_name(f) for f in iam_table.FUNCTIONS if _holds(f, "SearchWrite"))
+    readers = sorted(iam_table.role_name(f) for f in iam_table.FUNCTIONS
+                     if _holds(f, "SearchRead") and not _holds(f, "SearchWrite"))
     assert roles("Writers") == writers and roles("Readers") == readers
     assert values["AdminRole"] == {"Fn::GetAtt": ["SearchIndexFunctionRole", "Arn"]}
