@@ -231,7 +231,8 @@ class Runtime:
 
             def bootstrap() -> str:
                 return read_secret_uncached(arn, region=self.settings.aws_region)
-        return Authenticator(self.settings.principals, self.api_keys, bootstrap)
+        return Authenticator(self.settings.principals, self.api_keys, bootstrap,
+                             require_keys=self.settings.require_keys)
 
     @cached_property
     def administration(self):

@@ -1464,7 +1464,7 @@ export interface paths {
         /** @description The live keys usable in this context (the caller's own; an admin's: every principal's), a bare array, oldest first; never a secret. Needs grant:manage. */
         get: operations["listKeys"];
         put?: never;
-        /** @description Mint a key for the caller's own principal, bound to this context (an admin may add contexts) and to the caller's partitions; the secret is answered once and stored as a digest only. grants (default: the caller's own authority here) may not exceed what the caller holds: more is a 403 that writes nothing. Needs grant:manage; not on a delegated call. ttlSeconds: the key stops working that many seconds from now. */
+        /** @description Mint a key for the caller's own principal, bound to this context (an admin may add contexts) and to the caller's partitions; the secret is answered once and stored as a digest only. grants (default: the caller's own authority here) may not exceed what the caller holds: more is a 403 that writes nothing. Needs grant:manage; not on a delegated call. ttlSeconds: the key stops working that many seconds from now, and never after the caller's own key does (a caller's expiry caps what it mints). A service started without keys required (single-user mode: /me's enforce is false) mints no key over HTTP: 409 keys_not_required, whose detail says how to start it with keys required. */
         post: operations["createKey"];
         delete?: never;
         options?: never;
@@ -1489,7 +1489,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description A new secret for the key with this name, with the same grants and name; the old secret stops working now, or after overlapSeconds. Another principal's key: 403 unless the caller is an admin. ttlSeconds: the new key's lifetime (default: the old one's expiry). */
+        /** @description A new secret for the key with this name, with the same grants and name; the old secret stops working now, or after overlapSeconds. Another principal's key: 403 unless the caller is an admin. A key that holds more than the caller (an admin key, wider grants, a later expiry than the caller's key): 403 beyond_authority unless the caller is an admin. ttlSeconds: the new key's lifetime (default: the old one's expiry), never past the caller's own key's expiry. */
         post: operations["rotateKey"];
         delete?: never;
         options?: never;
@@ -1515,7 +1515,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Delete the key with this name (the caller's own; another principal's needs admin). */
+        /** @description Delete the key with this name (the caller's own; another principal's needs admin). A key that holds more than the caller (an admin key, wider grants, a later expiry than the caller's key) is 403 beyond_authority unless the caller is an admin. Deleting the last key does not open the service: whether keys are required is decided when it starts. */
         delete: operations["deleteKey"];
         options?: never;
         head?: never;
@@ -1709,7 +1709,7 @@ export interface components {
              * @enum {string}
              */
             kind: "local" | "bootstrap" | "key";
-            /** @description Whether keys are required. */
+            /** @description Whether keys are required: decided when the service starts (AGENT_MEMORY_REQUIRE_KEYS, a stored or configured key, always on AWS), never changed while it runs. */
             enforce: boolean;
             grants: components["schemas"]["Grants"];
             effectiveGrants: components["schemas"]["Grants"];

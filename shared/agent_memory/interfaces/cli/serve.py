@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"agent-memory: {exc}", file=sys.stderr)
         return 2
+    runtime.authenticator.mode()  # keys required or not: decided (and logged) now, fixed from here on
     refusal = open_mode_refusal(args.host, runtime)
     if refusal:
         print(f"agent-memory: {refusal}", file=sys.stderr)

@@ -151,6 +151,13 @@ class Administration:
     def create_key(self, ctx: RequestContext, *, name: str | None, grant_map: dict[str, Any] | None,
                    ttl_seconds: int | None, contexts: Sequence[str] | None = None) -> MintedKey:
         self._not_delegated(ctx, "minting a key")
+        if not self._enforced():
+            # A key minted here would be refused by the service that minted it (keys are not
+            # required, a start-up decision) and would close the service at its next start.
+            raise Conflict("this service started without keys required (single-user mode), so it does not mint "
+                           "keys over HTTP. Create one with `agent-memory keys create --principal <name> --admin "
+                           "--data-dir <dir>` and restart the service, or start it with "
+                           "AGENT_MEMORY_REQUIRE_KEYS=1", code="keys_not_required")
         if name is not None and not KEY_NAME_RE.match(name):
             raise InvalidRequest("name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
                                  field="name")
@@ -179,7 +186,7 @@ class Administration:
             fields["default_write_scope"] = scope
         current = self.principals.current(ctx.context_id, ctx.principal)
         raw, stored = self.keys.create(ctx.principal, groups=ctx.groups, name=name,
-                                       valid_until=_until(ttl_seconds), contexts=bound,
+                                       valid_until=_capped(_until(ttl_seconds), ctx), contexts=bound,
                                        principal_grants={ctx.context_id: current.grants} if current else None,
                                        **fields)
         return MintedKey(stored.key_id, raw, stored.valid_until, name)
@@ -190,13 +197,10 @@ class Administration:
         ``overlap_seconds``."""
         self._not_delegated(ctx, "rotating a key")
         old = self._named_key(ctx, name)
-        beyond = auth.within(auth.of(old.as_principal("")), self.authority(ctx))
-        if beyond and not ctx.admin:
-            raise Forbidden(f"this key holds more than you now do: {', '.join(beyond)}", code="beyond_authority",
-                            beyond=beyond)
+        self._check_outranks(ctx, old, "rotate")
+        until = _until(ttl_seconds) if ttl_seconds is not None else old.valid_until
         raw, stored = self.keys.create(old.principal, groups=old.groups, admin=old.admin, label=old.label,
-                                       name=old.name or name,
-                                       valid_until=_until(ttl_seconds) if ttl_seconds is not None else old.valid_until,
+                                       name=old.name or name, valid_until=_capped(until, ctx),
                                        principal_grants=old.principal_grants or None,
                                        **{k: list(v) if isinstance(v, tuple) else v for k, v in old.grant.items()})
         if overlap_seconds > 0:
@@ -209,7 +213,25 @@ class Administration:
 
     def delete_key(self, ctx: RequestContext, name: str) -> None:
         self._not_delegated(ctx, "deleting a key")
-        self.keys.remove(self._named_key(ctx, name))
+        key = self._named_key(ctx, name)
+        self._check_outranks(ctx, key, "delete")
+        self.keys.remove(key)
+
+    def _check_outranks(self, ctx: RequestContext, key: StoredKey, what: str) -> None:
+        """403 unless the caller's authority covers ``key``: its grants, its admin bit and its
+        lifetime (a key never rotates or deletes one that outranks it; an admin manages any)."""
+        if ctx.admin:
+            return
+        beyond = ["admin"] if key.admin else []
+        beyond += [b for b in auth.within(auth.of(auth.bounded(key.as_principal(""), ctx.context_id)),
+                                          self.authority(ctx)) if b not in beyond]
+        caller_until = ctx.key.valid_until if ctx.key is not None else None
+        if caller_until is not None and (key.valid_until is None or key.valid_until > caller_until):
+            beyond.append("validUntil")
+        if beyond:
+            raise Forbidden(f"key {key.name or key.key_id!r} holds more than this key does ({', '.join(beyond)}); "
+                            f"only a key whose authority covers it may {what} it", code="beyond_authority",
+                            beyond=beyond)
 
     # --- the operator's keys (``agent-memory keys``: the operator's own credentials) ------------
 
@@ -334,6 +356,14 @@ def _until(ttl_seconds: int | None) -> str | None:
     if not 1 <= ttl_seconds <= MAX_TTL_S:
         raise InvalidRequest(f"ttlSeconds must be between 1 and {MAX_TTL_S}", field="ttlSeconds")
     return timeutil.iso(timeutil.now() + timedelta(seconds=ttl_seconds))
+
+
+def _capped(until: str | None, ctx: RequestContext) -> str | None:
+    """A minted or rotated key's expiry: never past the expiry of the key that made it."""
+    caller_until = ctx.key.valid_until if ctx.key is not None else None
+    if caller_until is None:
+        return until
+    return caller_until if until is None else min(until, caller_until)
 
 
 def _default_name() -> str:

@@ -1,0 +1,133 @@
+"""The administration routes (keys, principals, grants) turned against themselves: each
+escalation of issue 60, tried with stored keys of different grants, regions and expiries on
+both record stores, in process and through the local server (``any_api``). Each answers 4xx and
+changes nothing; none opens the service.
+
+Keys here are stored keys (``agent-memory keys create``), stored before the service's first
+request: the service "finds them when it starts", so keys are required from then on."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from agent_memory.kernel import timeutil
+from tests.support.callers import As
+
+
+@pytest.fixture
+def keys(runtime: Any) -> dict[str, str]:
+    """Keys stored before the service starts: ``root`` (admin), ``lead`` (grant:manage and
+    read/write under org/acme), ``bob`` (grant:manage reading org/acme/user/bob), ``short``
+    (lead's principal, five minutes), ``mgr`` (grant:manage and read on the whole context)."""
+    admin = runtime.administration
+    made = {}
+    made["root"], _ = admin.operator_create_key("root", admin=True, name="root")
+    made["lead"], _ = admin.operator_create_key("lead", name="lead", contexts=["acme"],
+                                                verbs=["memory:read", "memory:write", "grant:manage"],
+                                                read_region=["org/acme"], write_region=["org/acme"])
+    made["bob"], _ = admin.operator_create_key("bob", name="bob", contexts=["acme"],
+                                               verbs=["memory:read", "grant:manage"],
+                                               read_region=["org/acme/user/bob"])
+    made["short"], _ = admin.operator_create_key("lead", name="short", contexts=["acme"], ttl_seconds=300,
+                                                 verbs=["memory:read", "grant:manage"], read_region=["org/acme"])
+    made["mgr"], _ = admin.operator_create_key("mgr", name="mgr", contexts=["acme"],
+                                               verbs=["memory:read", "grant:manage"])
+    return made
+
+
+@pytest.fixture
+def as_(any_api: Any, keys: dict[str, str]):
+    def caller(who: str | None, **kw: Any) -> As:
+        return As(any_api, keys.get(who, who) if who is not None else None, **kw)
+    return caller
+
+
+def key_names(caller: As) -> list[str]:
+    r = caller.get("/keys")
+    assert r.status == 200, r.text
+    return sorted(k["name"] for k in r.json())
+
+
+# --- 1, 2: keys required is a start-up decision ----------------------------------------------
+
+
+def test_deleting_every_key_does_not_open_the_service(as_, runtime):
+    """Escalation 1: a narrow grant:manage key deleted the admin key and itself, and the
+    anonymous caller became the local admin."""
+    narrow = as_("root").post("/keys", {"name": "narrow", "grants": {"grant:manage": ["/"]}})
+    assert narrow.status == 201, narrow.text
+    narrow_caller = As(as_("root").api, narrow.json()["key"])
+    assert narrow_caller.request("DELETE", "/keys/root").status == 403  # not its to delete (see below)
+    assert as_("root").request("DELETE", "/keys/narrow").status == 204
+    for name in ("lead", "short", "bob", "mgr", "root"):
+        assert as_("root").request("DELETE", f"/keys/{name}").status == 204, name
+    assert runtime.api_keys.list() == []
+    anonymous = as_(None)
+    assert anonymous.get("/me").status == 401
+    assert anonymous.post("/keys", {"name": "mine"}).status == 401
+    assert runtime.api_keys.list() == []
+
+
+def test_a_key_stored_while_the_service_runs_open_does_not_close_it(any_api, runtime):
+    """Escalation 2, the other direction: on a service started open, minting over HTTP is a
+    409 that says how to start with keys required; a key the operator stores meanwhile does
+    not close the running service either."""
+    anonymous = As(any_api, None)
+    me = anonymous.get("/me").json()
+    assert me["enforce"] is False and me["kind"] == "local"
+    refused = anonymous.post("/keys", {"name": "ci"})
+    assert refused.status == 409 and refused.json()["code"] == "keys_not_required"
+    assert "AGENT_MEMORY_REQUIRE_KEYS" in refused.json()["detail"] and "keys create" in refused.json()["detail"]
+    assert runtime.api_keys.list() == []
+    runtime.administration.operator_create_key("ops", admin=True)
+    assert anonymous.get("/me").status == 200  # open until restarted
+
+
+@pytest.mark.parametrize("require_keys_setting", [True])
+def test_require_keys_setting_requires_keys_with_none_stored(any_api, runtime):
+    anonymous = As(any_api, None)
+    assert anonymous.get("/me").status == 401
+    assert anonymous.post("/keys", {}).status == 401
+    assert runtime.authenticator.mode() == (True, "AGENT_MEMORY_REQUIRE_KEYS is set")
+    key, _ = runtime.administration.operator_create_key("ops", admin=True)
+    assert As(any_api, key).get("/me").json()["enforce"] is True
+
+
+# --- 3, 4: no key outranks its maker or its principal --------------------------------------
+
+
+def test_a_narrow_key_cannot_rotate_or_delete_a_wider_key_of_its_principal(as_):
+    """Escalation 3: rotation checked the caller's authority, deletion did not."""
+    minted = as_("lead").post("/keys", {"name": "narrow", "grants": {"memory:read": ["org/acme/team"],
+                                                                     "grant:manage": ["/"]}})
+    assert minted.status == 201, minted.text
+    narrow = As(as_("lead").api, minted.json()["key"])
+    assert sorted(k["name"] for k in narrow.get("/keys").json()) == ["lead", "narrow", "short"]
+    for method, path in (("DELETE", "/keys/lead"), ("POST", "/keys/lead/rotate")):
+        r = narrow.request(method, path)
+        assert r.status == 403 and r.json()["code"] == "beyond_authority", (method, r.text)
+    assert key_names(as_("lead")) == ["lead", "narrow", "short"]
+    assert narrow.request("DELETE", "/keys/narrow").status == 204  # its own: yes
+    assert as_("root").request("DELETE", "/keys/lead").status == 204  # an admin: any
+
+
+def test_a_key_never_outlives_the_key_that_mints_or_rotates_it(as_):
+    """Escalation 4: a key valid for 300 s minted a key without expiry, or rotated itself to
+    ten years."""
+    short_until = [k for k in as_("short").get("/keys").json() if k["name"] == "short"][0]["validUntil"]
+    assert short_until is not None
+    for ttl in ("", "?ttlSeconds=315360000"):
+        minted = as_("short").post(f"/keys{ttl}", {"name": f"child{len(ttl)}", "grants": {"memory:read": ["org/acme"]}})
+        assert minted.status == 201, minted.text
+        assert minted.json()["validUntil"] == short_until
+    rotated = as_("short").post("/keys/short/rotate?ttlSeconds=315360000")
+    assert rotated.status == 200 and rotated.json()["validUntil"] <= short_until
+    # a key that outlives it is beyond it: the short key may not delete lead's key without expiry
+    fresh = As(as_("short").api, rotated.json()["key"])
+    assert fresh.request("DELETE", "/keys/lead").status == 403
+    far = timeutil.iso(timeutil.now() + timedelta(days=3650))
+    assert all(k["validUntil"] is None or k["validUntil"] < far for k in as_("root").get("/keys").json()
+               if k["principal"] == "lead" and k["name"] != "lead")
