@@ -131,3 +131,43 @@ def test_a_key_never_outlives_the_key_that_mints_or_rotates_it(as_):
     far = timeutil.iso(timeutil.now() + timedelta(days=3650))
     assert all(k["validUntil"] is None or k["validUntil"] < far for k in as_("root").get("/keys").json()
                if k["principal"] == "lead" and k["name"] != "lead")
+
+
+# --- 5, 6: admins cannot be locked out; listings stay inside the read region ---------------
+
+
+def test_a_grant_manager_cannot_strip_an_admin_and_the_last_admin_keeps_admin(as_, runtime):
+    """Escalation 5: a grant:manage principal revoked an admin's read at '/', and the admin
+    could not grant itself back."""
+    before = as_("root").get("/principals/root").json()
+    for method, change in (("DELETE", {"path": "/", "verbs": ["memory:read"]}),
+                           ("DELETE", {"path": "/", "verbs": ["admin"]}),
+                           ("POST", {"path": "/", "verbs": ["memory:read"]})):
+        r = as_("mgr").request(method, "/principals/root/grants", change)
+        assert r.status == 403 and r.json()["code"] == "beyond_authority", (method, change, r.text)
+    assert as_("root").get("/principals/root").json() == before
+    assert as_("root").get("/state").status == 200
+    # a principal whose grants reach past the caller's: lead writes org/acme, mgr writes nothing
+    r = as_("mgr").request("DELETE", "/principals/lead/grants", {"path": "org/acme", "verbs": ["memory:read"]})
+    assert r.status == 403 and r.json()["code"] == "beyond_authority"
+    # the last admin cannot lose admin, even by its own hand; with a second admin, it can
+    r = as_("root").request("DELETE", "/principals/root/grants", {"path": "/", "verbs": ["admin"]})
+    assert r.status == 409 and r.json()["code"] == "last_admin"
+    runtime.administration.operator_create_key("root2", admin=True, name="root2")
+    r = as_("root").request("DELETE", "/principals/root2/grants", {"path": "/", "verbs": ["admin"]})
+    assert r.status == 200 and "admin" not in r.json()["grants"]
+    assert as_("root").request("DELETE", "/principals/root/grants", {"path": "/", "verbs": ["admin"]}).status == 409
+    assert as_("root").get("/me").json()["effectiveGrants"]["admin"] == ["/"]
+
+
+def test_principal_listings_stay_inside_the_callers_read_region(as_):
+    """Escalation 6: a grant:manage holder saw every principal's grants and regions."""
+    assert [p["id"] for p in as_("bob").get("/principals").json()] == ["bob"]
+    for path in ("/principals/lead", "/principals/root", "/principals/lead/effective?path=org/acme"):
+        assert as_("bob").get(path).status == 404, path
+    assert as_("bob").get("/principals/bob/effective?path=org/acme/user/bob/x").json()["verbs"] == [
+        "grant:manage", "memory:read"]
+    # lead reads org/acme: it sees bob (inside), not root (an admin) nor mgr (the whole context)
+    assert [p["id"] for p in as_("lead").get("/principals").json()] == ["bob", "lead"]
+    assert [p["id"] for p in as_("root").get("/principals").json()] == ["bob", "lead", "mgr", "root"]
+    assert [p["id"] for p in as_("mgr").get("/principals").json()] == ["bob", "lead", "mgr", "root"]

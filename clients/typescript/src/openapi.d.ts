@@ -1536,7 +1536,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description Every principal with a key usable here or grants in this context, with its grants (its recorded grants, else what its keys allow), a bare array. Needs grant:manage. */
+        /** @description Every principal with a key usable here or grants in this context, with its grants (its recorded grants, else what its keys allow), a bare array. Needs grant:manage. An admin sees all; a caller that is not an admin sees only itself and the principals whose read and write paths lie inside its read region (an admin, or a grant at '/', only with an unrestricted read region). */
         get: operations["listPrincipals"];
         put?: never;
         post?: never;
@@ -1561,7 +1561,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description One principal and its grants in this context. Needs grant:manage. */
+        /** @description One principal and its grants in this context. Needs grant:manage. A principal the caller may not see (listPrincipals) is 404 as if missing. */
         get: operations["getPrincipal"];
         put?: never;
         post?: never;
@@ -1588,9 +1588,9 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Grant verbs at a path to a principal in this context (a new version of its grants; its keys are bounded by them). The caller must hold what it grants (403 otherwise, nothing written). memory:read and memory:write take scope paths; every other verb only '/'. Needs grant:manage; not on a delegated call. */
+        /** @description Grant verbs at a path to a principal in this context (a new version of its grants; its keys are bounded by them). The caller must hold what it grants (403 otherwise, nothing written). memory:read and memory:write take scope paths; every other verb only '/'. Needs grant:manage; not on a delegated call. Only an admin changes an admin's grants, and anyone else only a principal whose grants lie within its own (403 beyond_authority); the last admin of a context cannot lose admin (409 last_admin). */
         post: operations["grantPrincipal"];
-        /** @description Revoke verbs at a path (and below it) from a principal in this context (a new version of its grants). Only within the caller's own authority. */
+        /** @description Revoke verbs at a path (and below it) from a principal in this context (a new version of its grants). Only within the caller's own authority; only an admin changes an admin's grants, and anyone else only a principal whose grants lie within its own (403 beyond_authority); the last admin of a context cannot lose admin (409 last_admin). */
         delete: operations["revokePrincipalGrant"];
         options?: never;
         head?: never;
@@ -1612,7 +1612,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description The verbs a principal holds at a path in this context: its grants (the version in force at asOf, when given) met with what its keys allow. Needs grant:manage. */
+        /** @description The verbs a principal holds at a path in this context: its grants (the version in force at asOf, when given) met with what its keys allow. Needs grant:manage. A principal the caller may not see (listPrincipals) is 404 as if missing. */
         get: operations["getEffectiveGrants"];
         put?: never;
         post?: never;
@@ -6245,6 +6245,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6281,6 +6282,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
         };
     };

@@ -26,6 +26,7 @@ from typing import Any
 
 from agent_memory.access import authority as auth
 from agent_memory.access import grants
+from agent_memory.access import scopes as scope_lib
 from agent_memory.access.api_keys import ApiKeyStore, StoredKey
 from agent_memory.access.key_use import KeyUse
 from agent_memory.access.principal_grants import PrincipalGrants
@@ -283,17 +284,47 @@ class Administration:
             return None
         return PrincipalView(principal, principal, "principal", auth.to_wire(ceiling))
 
+    def _visible(self, ctx: RequestContext, view: PrincipalView) -> bool:
+        """Whether the caller may see this principal and its grants: an admin sees all, a
+        caller itself; anyone else only a principal whose read and write paths lie inside the
+        caller's read region ('/', the whole context, only inside an unrestricted one), and an
+        admin only with an unrestricted read region."""
+        if ctx.admin or view.id == (ctx.delegated_by or ctx.principal):
+            return True
+        held = self.authority(ctx)
+        if grants.READ not in held.verbs:
+            return False
+        region = held.read_region
+        if region is None:
+            return True
+        return grants.ADMIN not in view.grants and all(
+            p != auth.ROOT and scope_lib.path_covered(p, region)
+            for verb in auth.REGION_VERBS for p in view.grants.get(verb, ()))
+
     def list_principals(self, ctx: RequestContext) -> list[PrincipalView]:
         names = {k.principal for k in self._usable_here(ctx)} | set(self.principals.principals(ctx.context_id)) \
             | {p.principal for p in self.static if p.contexts is None or ctx.context_id in p.contexts}
         views = [self._principal_view(ctx, n) for n in sorted(names)]
-        return [v for v in views if v is not None]
+        return [v for v in views if v is not None and self._visible(ctx, v)]
 
     def get_principal(self, ctx: RequestContext, principal: str) -> PrincipalView:
         view = self._principal_view(ctx, principal)
-        if view is None:
+        if view is None or not self._visible(ctx, view):
             raise NotFound(f"no principal {principal!r} in this context")
         return view
+
+    def _admin_principals(self, ctx: RequestContext) -> set[str]:
+        """The principals that are admins here: an admin key usable in this context (stored or
+        configured), unless the principal's recorded grants here leave admin out."""
+        names = {k.principal for k in self._usable_here(ctx) if grants.is_admin(k.as_principal(""))}
+        names |= {p.principal for p in self.static if grants.is_admin(p)
+                  and (p.contexts is None or ctx.context_id in p.contexts)}
+        out = set()
+        for name in names:
+            current = self.principals.current(ctx.context_id, name)
+            if current is None or grants.ADMIN in current.grants:
+                out.add(name)
+        return out
 
     def change_grant(self, ctx: RequestContext, principal: str, path: Any, verbs: Any, *,
                      revoke: bool) -> PrincipalView:
@@ -314,10 +345,23 @@ class Administration:
             base = auth.from_wire(current.grants)
         else:
             base = self._ceiling(ctx, principal) or auth.Authority(frozenset())
+        admins = self._admin_principals(ctx)
+        if not ctx.admin:
+            # Only an admin changes an admin; anyone else only a principal it wholly covers.
+            if principal in admins:
+                raise Forbidden(f"{principal} is an admin; only an admin changes its grants",
+                                code="beyond_authority", beyond=["admin"])
+            held = auth.within(base, self.authority(ctx))
+            if held:
+                raise Forbidden(f"{principal} holds more than you do ({', '.join(held)}); only a caller whose "
+                                "authority covers its grants changes them", code="beyond_authority", beyond=held)
         try:
             changed = auth.revoked(base, path, chosen) if revoke else auth.granted(base, path, chosen)
         except ValueError as exc:
             raise InvalidRequest(str(exc), field="path") from exc
+        if principal in admins and grants.ADMIN not in changed.verbs and admins == {principal}:
+            raise Conflict(f"{principal} is the last admin of this context; make another admin first",
+                           code="last_admin")
         wire = auth.to_wire(changed)
         version = self.principals.record(ctx.context_id, principal, wire, ctx.principal,
                                          current.display_name if current else None)
@@ -326,6 +370,7 @@ class Administration:
         return PrincipalView(principal, version.display_name or principal, "principal", wire)
 
     def effective(self, ctx: RequestContext, principal: str, path: Any, as_of: str | None) -> Effective:
+        self.get_principal(ctx, principal)  # 404 for one the caller may not see
         try:
             path = auth.change(path, [grants.READ])[0]
         except ValueError as exc:
