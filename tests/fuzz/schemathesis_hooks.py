@@ -13,8 +13,8 @@ The rules, by the detail text of the 400:
   in ``models.allowed``, an ``Idempotency-Key`` header that disagrees with the body's key,
   entity references that must be ``type/name``, an entity name with no letter or digit, a
   multipart upload with both a file part and a text field, an empty file part, metadata keys
-  longer than the limit (OpenAPI 3.0 has no ``propertyNames``), entity names over the byte
-  limit (``maxLength`` counts characters), a model-call budget over the deployment's own
+  longer than the limit (OpenAPI 3.0 has no ``propertyNames``), entity names, path ids and
+  scope paths over their byte limits (``maxLength`` counts characters), a model-call budget over the deployment's own
   limit (``limits`` in its settings), an inspect reference's entity type and normalised names,
   and an instant with a window on inspect;
 - rules the schema does not state yet (a follow-up for openapi.yaml): label, reader,
@@ -57,6 +57,10 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"empty scope (path|clause)",
     r"printable characters",
     r"must not contain control characters",  # C0 controls other than tab, newline, return
+    # path ids and scope paths: a byte bound where maxLength counts characters (openapi PathId)
+    r"must be 1 to \d+ bytes \(UTF-8\) long",
+    r"is longer than \d+ bytes",
+    r"a scope path is at most \d+ bytes",
     r"must not be blank",
     r"readers must be non-empty names",
     # an empty file part: schemathesis does not hold format: binary parts to minLength

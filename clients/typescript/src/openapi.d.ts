@@ -417,7 +417,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                trace_id: string;
+                trace_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -490,7 +490,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -515,7 +515,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -565,7 +565,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -589,7 +589,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -687,7 +687,7 @@ export interface paths {
             path: {
                 context_id: components["parameters"]["ContextId"];
                 /** @description The keyword's normalised form (any spelling of it is normalised first). */
-                normalised: string;
+                normalised: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -711,7 +711,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -913,7 +913,7 @@ export interface paths {
                 type: components["parameters"]["EntityTypePath"];
                 /** @description The normalised entity name (lower-case, spaces as '-'). */
                 name: components["parameters"]["EntityNamePath"];
-                key: string;
+                key: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -1168,7 +1168,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                uncertainty_id: string;
+                uncertainty_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -1557,6 +1557,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -1582,6 +1583,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -1608,6 +1610,7 @@ export interface paths {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -1676,6 +1679,8 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description An id named in a request's path (a session, document, trace, uncertainty, keyword, entity name or attribute key): at most 256 bytes of UTF-8 once percent-decoded (maxLength counts characters; the byte bound is the service's), with no control characters; a principal's id at most 128 bytes. Any other id is a 400 that names the parameter (field) and reaches no store, on every route. Caller-named session ids such as sess:abc, user-123 or a UUID are valid ids. */
+        PathId: string;
         RegisterScopeRequest: {
             path: string;
             displayName?: string;
@@ -2906,7 +2911,7 @@ export interface components {
             store?: string;
             search?: string;
         };
-        /** @description DNF scope selector: an OR of clauses, each an AND of scope paths. A bare string is a singleton clause. Empty means unscoped. */
+        /** @description DNF scope selector: an OR of clauses, each an AND of scope paths. A bare string is a singleton clause. Empty means unscoped. A scope path (here and wherever one is named, POST /scopes included) is at most 512 bytes of UTF-8 once normalised (else 400). */
         Scopes: string | (string | string[])[];
         CanonicalScopes: string[][];
         /** @description The caller's own flat map of scalars (at most 16 KiB as JSON), returned as given. */
@@ -3315,6 +3320,7 @@ export interface components {
         /** @description The key stops working this many seconds from now (at most ten years). */
         TtlSeconds: number;
         KeyName: string;
+        /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
         PrincipalId: string;
         /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
         Partition: string;
@@ -3328,10 +3334,10 @@ export interface components {
         AsOf: string;
         EntityTypePath: components["schemas"]["EntityType"];
         /** @description The normalised entity name (lower-case, spaces as '-'). */
-        EntityNamePath: string;
+        EntityNamePath: components["schemas"]["PathId"];
         ThreadId: string;
         ContextId: string;
-        SessionId: string;
+        SessionId: components["schemas"]["PathId"];
         Limit: number;
         /** @description Opaque; the nextCursor of the previous page. */
         Cursor: string;
@@ -4057,7 +4063,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                trace_id: string;
+                trace_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4220,7 +4226,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4262,7 +4268,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4296,7 +4302,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4340,7 +4346,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4423,7 +4429,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4456,7 +4462,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4614,7 +4620,7 @@ export interface operations {
             path: {
                 context_id: components["parameters"]["ContextId"];
                 /** @description The keyword's normalised form (any spelling of it is normalised first). */
-                normalised: string;
+                normalised: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4647,7 +4653,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4985,7 +4991,7 @@ export interface operations {
                 type: components["parameters"]["EntityTypePath"];
                 /** @description The normalised entity name (lower-case, spaces as '-'). */
                 name: components["parameters"]["EntityNamePath"];
-                key: string;
+                key: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -5582,7 +5588,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                uncertainty_id: string;
+                uncertainty_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -6191,6 +6197,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -6223,6 +6230,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -6260,6 +6268,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -6302,6 +6311,7 @@ export interface operations {
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;

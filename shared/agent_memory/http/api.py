@@ -281,14 +281,29 @@ def _resolve_and_record_caller(app: APIGatewayHttpResolver, next_middleware: Any
     """Every route under ``/api/v1/<context_id>/``, before its handler: resolve the caller
     (``context`` hands it to the handler), then write the records an access leaves
     (``record_access``). Authentication errors answer before the handler runs."""
-    context_id = app.context.get("_route_args", {}).get("context_id")
+    route_args = app.context.get("_route_args", {})
+    context_id = route_args.get("context_id")
     if context_id is not None:
         ctx = resolve_caller(app, context_id)
+        check_path_ids(route_args)
         record_access(app, ctx)
         app.append_context(**{_CALLER: ctx})
         if isinstance(app, ThreadSafeHttpResolver):
             app.note_caller(ctx)
     return next_middleware(app)
+
+
+def check_path_ids(route_args: dict[str, Any]) -> None:
+    """The one check of the ids a route's path names (``kernel.ids.path_id_problem``: length
+    and characters), before its handler reaches any store: a bad one is a 400."""
+    from agent_memory.kernel.ids import path_id_problem
+
+    for name, raw in route_args.items():
+        if name == "context_id" or not isinstance(raw, str):
+            continue
+        problem = path_id_problem(name, raw)
+        if problem is not None:
+            raise InvalidRequest(problem, field=name)
 
 
 def make_resolver() -> APIGatewayHttpResolver:
