@@ -107,6 +107,9 @@ class Settings:
     # AGENT_MEMORY_REQUIRE_KEYS=1 (yaml ``require_keys: true``): keys are required from start-up
     # even with none stored yet (``access.authentication``: decided once, never by data).
     require_keys: bool = False
+    # AGENT_MEMORY_TRUST_FORWARDED=1 (yaml ``trust_forwarded: true``): behind a proxy that sets
+    # X-Forwarded-Host/-Proto, URLs the service hands out (upload tickets) use them.
+    trust_forwarded: bool = False
     _cursor_secret: bytes | None = None
 
     @property
@@ -315,6 +318,8 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         default_principal=pick("AGENT_MEMORY_DEFAULT_PRINCIPAL", file_cfg.get("default_principal"), "local-admin"),
         principals=parse_principals(env.get("AGENT_MEMORY_PRINCIPALS_JSON"), file_cfg.get("principals")),
         require_keys=str(pick("AGENT_MEMORY_REQUIRE_KEYS", file_cfg.get("require_keys"), "false")).lower()
+        in ("1", "true", "yes"),
+        trust_forwarded=str(pick("AGENT_MEMORY_TRUST_FORWARDED", file_cfg.get("trust_forwarded"), "false")).lower()
         in ("1", "true", "yes"),
         _cursor_secret=(pick("AGENT_MEMORY_CURSOR_SECRET", file_cfg.get("cursor_secret")) or "").encode() or None,
     )

@@ -171,3 +171,50 @@ def test_principal_listings_stay_inside_the_callers_read_region(as_):
     assert [p["id"] for p in as_("lead").get("/principals").json()] == ["bob", "lead"]
     assert [p["id"] for p in as_("root").get("/principals").json()] == ["bob", "lead", "mgr", "root"]
     assert [p["id"] for p in as_("mgr").get("/principals").json()] == ["bob", "lead", "mgr", "root"]
+
+
+# --- 9 and the client's gaps: delegation, effective, read routes, /contexts, forwarded hosts --
+
+
+def test_delegation_reaches_a_principal_known_only_by_its_grants(as_):
+    """A principal made with principals.grant (no key) was an unknown delegation target."""
+    assert as_("root").post("/principals/reader/grants", {"path": "org/acme", "verbs": ["memory:read"]}).status == 200
+    me = as_("root", on_behalf_of="reader").get("/me")
+    assert me.status == 200, me.text
+    assert me.json()["delegatedPrincipalId"] == "reader"
+    assert me.json()["effectiveGrants"] == {"memory:read": ["org/acme"]}
+    assert as_("root", on_behalf_of="reader").post("/facts", {"text": "I live in Oslo."}).status == 403
+    assert as_("root", on_behalf_of="nobody").get("/me").json()["code"] == "unknown_delegation_target"
+
+
+def test_delegation_and_effective_on_a_service_started_open(any_api, runtime):
+    """The client README's steps on the local service without keys: grant, effective for the
+    prefix a wildcard grant covers, and a call on behalf of the granted principal."""
+    local = As(any_api, None)
+    assert local.post("/principals/team/grants", {"path": "org/acme/*", "verbs": ["memory:read"]}).status == 200
+    r = local.get("/principals/team/effective?path=org/acme/")
+    assert r.status == 200 and r.json()["verbs"] == ["memory:read"], r.text
+    assert local.get("/principals/team/effective?path=org/acme/team").json()["verbs"] == ["memory:read"]
+    assert local.get("/principals/team/effective?path=org/acme").json()["verbs"] == []  # itself: not granted
+    assert local.get("/principals/team/effective?path=org/other/").json()["verbs"] == []
+    me = As(any_api, None, on_behalf_of="team").get("/me")
+    assert me.status == 200 and me.json()["effectiveGrants"] == {"memory:read": ["org/acme/*"]}, me.text
+    assert As(any_api, None, on_behalf_of="ghost").get("/me").status == 403
+
+
+def test_keyword_search_is_a_read_and_contexts_follow_the_principals_grants(as_, runtime):
+    reader, _ = runtime.administration.operator_create_key("viewer", contexts=["acme"], verbs=["memory:read"])
+    found = As(as_("root").api, reader).post("/documents/keywords/search", {"query": "refund policy"})
+    assert found.status == 200, found.text
+    lead = As(as_("root").api, as_("lead").headers["authorization"][7:], context="")
+    assert [c["contextId"] for c in lead.get("/api/v1/contexts").json()["items"]] == ["acme"]
+    r = as_("root").request("DELETE", "/principals/lead/grants", {"path": "org/acme", "verbs": ["memory:read"]})
+    assert r.status == 200 and "memory:read" not in r.json()["grants"]
+    assert lead.get("/api/v1/contexts").json()["items"] == []
+
+
+def test_forwarded_hosts_count_only_when_trusted(as_):
+    r = as_("root").post("/documents/uploads", {"size": 5, "title": "t"},
+                         headers={"x-forwarded-host": "evil.example", "x-forwarded-proto": "https"})
+    assert r.status == 201, r.text
+    assert "evil.example" not in r.json()["uploadUrl"]

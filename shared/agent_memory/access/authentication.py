@@ -41,8 +41,12 @@ def running_in_lambda() -> bool:
 class Authenticator:
     def __init__(self, static: Sequence[StaticPrincipal] = (), stored: ApiKeyStore | None = None,
                  bootstrap_key: Callable[[], str | None] | None = None, *, deployed: bool | None = None,
-                 require_keys: bool = False, clock: Callable[[], float] = time.monotonic):
+                 require_keys: bool = False, recorded: Callable[[str, str], dict | None] | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        """``recorded(context_id, principal)``: a principal's recorded grants there
+        (``access.principal_grants``), for a delegation target that holds no key."""
         self.static = tuple(static)
+        self._recorded = recorded
         self._require_keys = require_keys
         self._mode: tuple[bool, str] | None = None
         self.stored = stored
@@ -105,14 +109,23 @@ class Authenticator:
             raise Unauthorized("the API key is not valid", headers={"WWW-Authenticate": "Bearer"})
         return found
 
-    def principal_named(self, name: str) -> StaticPrincipal | None:
-        """The grants of principal ``name`` (a delegation target): all its keys merged."""
+    def principal_named(self, name: str, context_id: str | None = None) -> StaticPrincipal | None:
+        """The grants of principal ``name`` (a delegation target): all its keys merged; a
+        principal without a key, known by its recorded grants in ``context_id``, holds
+        exactly those."""
         found = [p for p in self.static if p.principal == name]
         if name == BOOTSTRAP_PRINCIPAL and self._bootstrap_key is not None:
             found.append(StaticPrincipal(key_sha256="", principal=BOOTSTRAP_PRINCIPAL, admin=True))
         if self.stored is not None:
             found += self.stored.with_principal(name)
-        return merged_grant(found)
+        merged = merged_grant(found)
+        if merged is None and context_id is not None and self._recorded is not None:
+            wire = self._recorded(context_id, name)
+            if wire is not None:
+                from agent_memory.access import authority
+
+                return authority.apply(StaticPrincipal(key_sha256="", principal=name), authority.from_wire(wire))
+        return merged
 
     def bootstrap_digest(self) -> str | None:
         if self._bootstrap_key is None:

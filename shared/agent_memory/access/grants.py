@@ -36,7 +36,7 @@ DEFAULT_VERBS = (READ, WRITE, FORGET)
 ON_BEHALF_OF_HEADER = "x-spectron-on-behalf-of"
 
 # POST routes that only read (the request body is a query, not something to store).
-_READ_POSTS = ("/query", "/context", "/fsck")
+_READ_POSTS = ("/query", "/context", "/fsck", "/keywords/search")
 # POST routes that remove memory (the forget verb).
 _FORGET_POSTS = ("/forget", "/lifecycle/expire")
 
@@ -118,6 +118,17 @@ def required_verb(method: str, path: str) -> str:
     if method == "POST" and path.endswith(_READ_POSTS):
         return READ
     return WRITE
+
+
+def unreadable_contexts(principal: Any) -> list[str]:
+    """The contexts where a key's principal's grants (``authority.bounded``) leave it no
+    ``memory:read``, though the key holds it (``None``: no key, single-user mode)."""
+    if principal is None:
+        return []
+    from agent_memory.access.authority import bounded
+
+    return sorted(c for c in (getattr(principal, "principal_grants", None) or {})
+                  if READ not in verbs_of(bounded(principal, c)))
 
 
 def check_binding(principal: Any, context_id: str, partition: str) -> None:

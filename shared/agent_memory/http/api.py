@@ -93,10 +93,14 @@ def redirect_response(location: str, status: int = 303) -> Response:
 
 def request_origin(app: APIGatewayHttpResolver) -> str:
     """``scheme://host`` the caller reached this API at (a relative URL the service hands out
-    is resolved against it)."""
+    is resolved against it). ``X-Forwarded-Host``/``-Proto`` count only when the service is
+    configured to trust them (``AGENT_MEMORY_TRUST_FORWARDED=1``: behind a proxy that sets
+    them); otherwise any caller could point an upload ticket at a host of its choosing."""
     event = app.current_event
-    host = header(app, "x-forwarded-host") or header(app, "host") or event.request_context.domain_name or "localhost"
-    proto = (header(app, "x-forwarded-proto") or "").split(",", 1)[0].strip()
+    trusted = get_runtime().settings.trust_forwarded
+    host = (trusted and header(app, "x-forwarded-host")) or header(app, "host") \
+        or event.request_context.domain_name or "localhost"
+    proto = ((trusted and header(app, "x-forwarded-proto")) or "").split(",", 1)[0].strip()
     if not proto:
         proto = "http" if host.split(":", 1)[0] in ("localhost", "127.0.0.1", "[::1]") else "https"
     return f"{proto}://{host.split(',', 1)[0].strip()}"

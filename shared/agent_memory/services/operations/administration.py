@@ -371,8 +371,12 @@ class Administration:
 
     def effective(self, ctx: RequestContext, principal: str, path: Any, as_of: str | None) -> Effective:
         self.get_principal(ctx, principal)  # 404 for one the caller may not see
+        # A path ending in '/' asks about what lies directly under it (``org/acme/``: its
+        # children, which a grant on ``org/acme/*`` covers), as ``org/acme/*`` does.
+        children = isinstance(path, str) and path.strip().endswith("/") and path.strip() != auth.ROOT
         try:
-            path = auth.change(path, [grants.READ])[0]
+            asked = auth.change(path, [grants.READ])[0]
+            path = auth.change(path.strip() + "*", [grants.READ])[0] if children else asked
         except ValueError as exc:
             raise InvalidRequest(str(exc), field="path") from exc
         version = self.principals.as_of(ctx.context_id, principal, as_of) if as_of else \
@@ -381,12 +385,12 @@ class Administration:
         if version is None and ceiling is None:
             if self._principal_view(ctx, principal) is None:
                 raise NotFound(f"no principal {principal!r} in this context")
-            return Effective(path, [], as_of)
+            return Effective(asked, [], as_of)
         held = auth.from_wire(version.grants) if version is not None else ceiling
         assert held is not None
         if version is not None and ceiling is not None:
             held = auth.intersect(held, ceiling)
-        return Effective(path, auth.effective_at(held, path), as_of)
+        return Effective(asked, auth.effective_at(held, path), as_of)
 
 
 def _key_view(k: StoredKey) -> KeyView:
