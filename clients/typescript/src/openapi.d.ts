@@ -593,7 +593,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description The document's original bytes as uploaded, with their content type (the PDF, DOCX, HTML, Markdown or text file; a JSON upload's text as UTF-8). Originals are kept in object storage, encrypted at rest, and removed with the document (delete, forget and purge). An original over 3,000,000 bytes (limits.sync_body_bytes) is answered, where the store can sign reads (S3), with a 303 to a short-lived URL. 404 (code original_unavailable) for a document uploaded before originals were kept, or whose original was removed. */
+        /** @description The document's original bytes as uploaded, with their content type (the PDF, DOCX, HTML, Markdown or text file; a JSON upload's text as UTF-8). Originals are kept in object storage, encrypted at rest, and removed with the document (delete, forget and purge). An original over 3,000,000 bytes (limits.sync_body_bytes) is answered, where the store can sign reads (S3), with a 303 to a short-lived URL. 404 (code original_unavailable) for a document uploaded before originals were kept, or whose original was removed. Always a download that cannot run: Content-Disposition attachment, X-Content-Type-Options nosniff and Content-Security-Policy "default-src 'none'; sandbox; frame-ancestors 'none'". */
         get: operations["getDocumentRaw"];
         put?: never;
         post?: never;

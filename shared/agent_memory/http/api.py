@@ -81,6 +81,13 @@ def empty_response(status: int = 204) -> Response:
     return Response(status_code=status, content_type="application/json", body="")
 
 
+# A caller's own bytes served back (``GET /documents/{id}/raw``): a download, never a page of
+# this origin (the inspector's): no sniffing, no scripts, no plugins, not framed.
+DOWNLOAD_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+                    "Content-Disposition": "attachment",
+                    "Content-Security-Policy": "default-src 'none'; sandbox; frame-ancestors 'none'"}
+
+
 def bytes_response(data: bytes, content_type: str, headers: dict[str, str] | None = None) -> Response:
     """Binary bytes as they are (API Gateway gets them base64-encoded, ``isBase64Encoded``)."""
     return Response(status_code=200, content_type=content_type, body=data, headers=headers)
