@@ -218,3 +218,33 @@ def test_forwarded_hosts_count_only_when_trusted(as_):
                          headers={"x-forwarded-host": "evil.example", "x-forwarded-proto": "https"})
     assert r.status == 201, r.text
     assert "evil.example" not in r.json()["uploadUrl"]
+
+
+# --- 7: threads under read regions ------------------------------------------------------------
+
+
+def test_threads_are_read_under_read_regions(any_api, runtime):
+    """Escalation 7: a key reading org/acme/user/bob read a thread of alice's that had no
+    reader list; only reader lists guarded threads."""
+    made = {}
+    for who in ("alice", "bob"):
+        made[who], _ = runtime.administration.operator_create_key(
+            who, contexts=["acme"], read_region=[f"org/acme/user/{who}"], write_region=[f"org/acme/user/{who}"],
+            default_write_scope=f"org/acme/user/{who}")
+    made["ops"], _ = runtime.administration.operator_create_key("ops", admin=True)
+    alice, bob, ops = (As(any_api, made[w]) for w in ("alice", "bob", "ops"))
+    assert alice.post("/threads/t-alice/turns", {"text": "My salary is 90k."}).status in (200, 201)
+    assert alice.get("/threads/t-alice/turns").json()["items"][0]["text"] == "My salary is 90k."
+    for method, path, body in (("GET", "/threads/t-alice", None), ("GET", "/threads/t-alice/turns", None),
+                               ("GET", "/threads/t-alice/turns/1", None),
+                               ("POST", "/threads/t-alice/context", {"query": "salary"}),
+                               ("POST", "/threads/t-alice/turns", {"text": "mine now"})):
+        r = bob.request(method, path, body)
+        assert r.status == 404, (method, path, r.status, r.text)
+    assert [t["text"] for t in ops.get("/threads/t-alice/turns").json()["items"]] == ["My salary is 90k."]
+    # bob's own turn in a thread he may read lies in his scope, and alice does not read it
+    assert bob.post("/threads/t-bob/turns", {"text": "I like tea."}).status in (200, 201)
+    assert alice.get("/threads/t-bob/turns").status == 404
+    # a thread an unrestricted writer made without scopes is unscoped: every reader reads it
+    assert ops.post("/threads/t-open/turns", {"text": "Office opens at nine."}).status in (200, 201)
+    assert [t["text"] for t in bob.get("/threads/t-open/turns").json()["items"]] == ["Office opens at nine."]
