@@ -120,17 +120,6 @@ def required_verb(method: str, path: str) -> str:
     return WRITE
 
 
-def unreadable_contexts(principal: Any) -> list[str]:
-    """The contexts where a key's principal's grants (``authority.bounded``) leave it no
-    ``memory:read``, though the key holds it (``None``: no key, single-user mode)."""
-    if principal is None:
-        return []
-    from agent_memory.access.authority import bounded
-
-    return sorted(c for c in (getattr(principal, "principal_grants", None) or {})
-                  if READ not in verbs_of(bounded(principal, c)))
-
-
 def check_binding(principal: Any, context_id: str, partition: str) -> None:
     if principal.contexts is not None and context_id not in principal.contexts:
         raise Forbidden(f"this key is not bound to context {context_id!r}", code="context_not_bound")

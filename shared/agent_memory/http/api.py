@@ -407,6 +407,14 @@ def authenticate(app: APIGatewayHttpResolver, verb: str | None = None) -> Any:
     return caller
 
 
+def unreadable_contexts(caller: Any) -> list[str]:
+    """The contexts a caller's key may not read in, its principal's grants there considered
+    (``GET /contexts`` leaves them out); none in single-user mode (``caller`` ``None``)."""
+    from agent_memory.access.authority import unreadable_contexts
+
+    return unreadable_contexts(caller)
+
+
 def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:
     event = app.current_event
     if event.body is None:
