@@ -388,6 +388,22 @@ def test_whoami_principals_and_grants(memory):
     assert "reader" in [p.id for p in memory.principals.list()]
 
 
+def test_readme_grant_effective_and_on_behalf_of(memory):
+    """The client README's access steps, unchanged: a wildcard grant, effective for its prefix,
+    and calls on behalf of a principal known only by its grants (principal:<id> form)."""
+    granted = memory.principals.grant("agent-7", "org/acme/*", ["memory:read", "memory:write"])
+    assert granted.grants == {"memory:read": ["org/acme/*"], "memory:write": ["org/acme/*"]}
+    assert memory.principals.effective("agent-7", "org/acme/").verbs == ["memory:read", "memory:write"]
+    memory.remember("import", infer="triples", triples=[STU], scopes="org/acme/team")
+    memory.remember("import", infer="triples", scopes="org/other",
+                    triples=[{"entity": {"type": "person", "name": "Ann"}, "key": "job_title", "value": "CFO"}])
+    hits = memory.recall("job title", on_behalf_of="principal:agent-7", k=10)
+    texts = " ".join(h.text for h in hits.hits)
+    assert "CTO" in texts and "CFO" not in texts  # agent-7 reads org/acme/* only
+    memory.remember("ticket triaged", scopes="org/acme/support", on_behalf_of="principal:agent-7")
+    assert memory.whoami().kind == "local"
+
+
 @pytest.mark.parametrize("require_keys_setting", [True])
 def test_keys_minted_listed_rotated_and_deleted(memory, runtime):
     """On a service started with keys required (AGENT_MEMORY_REQUIRE_KEYS=1, no key stored yet):

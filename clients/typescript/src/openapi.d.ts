@@ -43,7 +43,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -67,7 +67,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -92,7 +92,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -117,7 +117,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -141,7 +141,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -164,7 +164,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -188,7 +188,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -212,7 +212,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -237,7 +237,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -263,7 +263,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -290,7 +290,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -315,7 +315,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -340,7 +340,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -364,7 +364,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -388,7 +388,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -412,7 +412,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -436,7 +436,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -461,7 +461,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -485,7 +485,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -510,7 +510,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -536,7 +536,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -560,7 +560,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -584,7 +584,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -609,7 +609,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -633,7 +633,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -657,7 +657,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -681,7 +681,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -706,7 +706,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -730,7 +730,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -754,7 +754,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -778,7 +778,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -802,7 +802,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -826,7 +826,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -850,7 +850,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -878,7 +878,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -905,7 +905,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -933,7 +933,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -957,7 +957,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -981,7 +981,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1005,7 +1005,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1029,7 +1029,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1057,7 +1057,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1085,7 +1085,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1112,7 +1112,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1139,7 +1139,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1163,7 +1163,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1188,7 +1188,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1212,7 +1212,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1236,7 +1236,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1260,7 +1260,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1284,7 +1284,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1308,7 +1308,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1332,7 +1332,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1356,7 +1356,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1380,7 +1380,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1404,7 +1404,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1429,7 +1429,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1453,7 +1453,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1478,7 +1478,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1503,7 +1503,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1528,7 +1528,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1552,7 +1552,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1578,7 +1578,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1605,7 +1605,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1631,7 +1631,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1657,7 +1657,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3324,7 +3324,7 @@ export interface components {
         PrincipalId: string;
         /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
         Partition: string;
-        /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+        /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
         OnBehalfOf: string;
         /** @description Rows per table (above 500 is a 400). */
         StateLimit: number;
@@ -3413,7 +3413,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3444,7 +3444,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3479,7 +3479,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3509,7 +3509,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3547,7 +3547,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3580,7 +3580,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3622,7 +3622,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3668,7 +3668,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3699,7 +3699,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3739,7 +3739,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3772,7 +3772,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3822,7 +3822,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3857,7 +3857,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3895,7 +3895,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3932,7 +3932,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3994,7 +3994,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4027,7 +4027,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4058,7 +4058,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4102,7 +4102,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4133,7 +4133,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4182,7 +4182,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4221,7 +4221,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4263,7 +4263,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4295,7 +4295,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4341,7 +4341,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4372,7 +4372,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4424,7 +4424,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4457,7 +4457,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4498,7 +4498,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4547,7 +4547,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4578,7 +4578,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4614,7 +4614,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4648,7 +4648,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4684,7 +4684,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4718,7 +4718,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4761,7 +4761,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4799,7 +4799,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4838,7 +4838,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4873,7 +4873,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4908,7 +4908,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4948,7 +4948,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4983,7 +4983,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5027,7 +5027,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5067,7 +5067,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5108,7 +5108,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5145,7 +5145,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5176,7 +5176,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5212,7 +5212,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5247,7 +5247,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5289,7 +5289,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5325,7 +5325,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5360,7 +5360,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5402,7 +5402,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5438,7 +5438,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5473,7 +5473,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5509,7 +5509,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5552,7 +5552,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5583,7 +5583,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5621,7 +5621,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5658,7 +5658,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5696,7 +5696,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5736,7 +5736,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5777,7 +5777,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5812,7 +5812,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5847,7 +5847,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5882,7 +5882,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5919,7 +5919,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5956,7 +5956,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5995,7 +5995,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6025,7 +6025,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6058,7 +6058,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6099,7 +6099,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6132,7 +6132,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6162,7 +6162,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6192,7 +6192,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6225,7 +6225,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6263,7 +6263,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6306,7 +6306,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6340,7 +6340,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6370,7 +6370,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6416,7 +6416,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6446,7 +6446,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {

@@ -93,6 +93,9 @@ def resolve(context_id: str, headers: dict[str, str] | None, *, default_principa
         raise InvalidRequest("X-Memory-Partition must be 1-64 characters of letters, digits, '.', '_' or '-'",
                              field="X-Memory-Partition")
     on_behalf_of = (headers.get(grants.ON_BEHALF_OF_HEADER) or "").strip() or None
+    if on_behalf_of is not None and on_behalf_of.startswith("principal:"):
+        # The official client's README names targets as ``principal:<id>`` and sends it verbatim.
+        on_behalf_of = on_behalf_of.removeprefix("principal:").strip() or None
     if authenticator is not None:
         def named(name: str) -> StaticPrincipal | None:
             return authenticator.principal_named(name, context_id)
