@@ -65,12 +65,12 @@ class Authenticator:
         return self.mode()[0]
 
     def mode(self) -> tuple[bool, str]:
-        """(keys required, why): decided once, at start-up, and logged."""
+        """(keys required, why): decided once, at start-up (``serve`` prints it)."""
         if self._mode is None:
             with self._lock:
                 if self._mode is None:
                     self._mode = self._decide()
-                    log.info("API keys %s: %s", "required" if self._mode[0] else "not required (single-user mode)",
+                    log.debug("API keys %s: %s", "required" if self._mode[0] else "not required (single-user mode)",
                              self._mode[1])
         return self._mode
 
