@@ -199,6 +199,7 @@ def test_delegation_and_effective_on_a_service_started_open(any_api, runtime):
     assert local.get("/principals/team/effective?path=org/other/").json()["verbs"] == []
     me = As(any_api, None, on_behalf_of="team").get("/me")
     assert me.status == 200 and me.json()["effectiveGrants"] == {"memory:read": ["org/acme/*"]}, me.text
+    assert me.json()["kind"] == "local" and me.json()["delegatedPrincipalId"] == "team"
     assert As(any_api, None, on_behalf_of="ghost").get("/me").status == 403
 
 

@@ -116,7 +116,7 @@ class Administration:
             return WhoAmI(caller, caller, "local", self._enforced(), effective, effective, None, None)
         token = auth.to_wire(auth.of(ctx.key))
         current = self.principals.current(ctx.context_id, caller)
-        kind = "bootstrap" if caller == self._bootstrap and ctx.key.admin else "key"
+        kind = "local" if not self._enforced() else "bootstrap" if caller == self._bootstrap and ctx.key.admin else "key"
         return WhoAmI(caller, (current.display_name if current else None) or caller, kind, self._enforced(),
                       current.grants if current else token, effective, token,
                       ctx.principal if ctx.delegated_by is not None else None)
