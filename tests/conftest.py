@@ -163,6 +163,13 @@ def principals_setting() -> list[dict[str, Any]] | None:
 
 
 @pytest.fixture
+def require_keys_setting() -> bool:
+    """``settings.require_keys`` (AGENT_MEMORY_REQUIRE_KEYS) of ``runtime``: a test that needs a
+    service started with keys required parametrizes this with ``True``."""
+    return False
+
+
+@pytest.fixture
 def audit_usage_setting() -> str:
     """``settings.audit_usage`` of ``runtime``. Off here: a cost row per request, written by a
     background thread, would land in the store snapshots tests take around a request at an
@@ -173,8 +180,10 @@ def audit_usage_setting() -> str:
 
 @pytest.fixture
 def runtime(store_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-            principals_setting: list[dict[str, Any]] | None, audit_usage_setting: str) -> Iterator[Runtime]:
-    settings = make_settings(tmp_path, store_kind, audit_usage=audit_usage_setting)
+            principals_setting: list[dict[str, Any]] | None, audit_usage_setting: str,
+            require_keys_setting: bool) -> Iterator[Runtime]:
+    settings = make_settings(tmp_path, store_kind, audit_usage=audit_usage_setting,
+                             **({"require_keys": True} if require_keys_setting else {}))
     if principals_setting is not None:
         settings = dataclasses.replace(settings, principals=parse_principals(None, principals_setting))
     if store_kind == "dynamodb":

@@ -188,8 +188,7 @@ def get_document_raw(context_id: str, document_id: str):
     raw = get_runtime().documents.raw(ctx, document_id, inline_bytes=limits.sync_body_bytes)
     if raw.data is None:
         return http.redirect_response(raw.url or "")
-    return http.bytes_response(raw.data, raw.content_type,
-                               headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"})
+    return http.bytes_response(raw.data, raw.content_type, headers=http.DOWNLOAD_HEADERS)
 
 
 @app.get(f"{BASE}/<document_id>/chunks")

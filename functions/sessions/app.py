@@ -26,7 +26,7 @@ def list_contexts():
     return catalogue_wire.context_page(get_runtime().catalogue.list_contexts(
         bound_contexts=caller.contexts if caller is not None else None,
         bound_partitions=caller.partitions if caller is not None else None,
-        limit=limit, page_cursor=http.query_str(app, "cursor")))
+        limit=limit, page_cursor=http.query_str(app, "cursor"), unreadable=http.unreadable_contexts(caller)))
 
 
 @app.get("/api/v1/<context_id>/sessions")

@@ -104,6 +104,12 @@ class Settings:
     # Static API keys (yaml ``principals`` / env AGENT_MEMORY_PRINCIPALS_JSON). Empty: every
     # request is ``default_principal`` with admin rights (single-user local mode).
     principals: tuple[StaticPrincipal, ...] = ()
+    # AGENT_MEMORY_REQUIRE_KEYS=1 (yaml ``require_keys: true``): keys are required from start-up
+    # even with none stored yet (``access.authentication``: decided once, never by data).
+    require_keys: bool = False
+    # AGENT_MEMORY_TRUST_FORWARDED=1 (yaml ``trust_forwarded: true``): behind a proxy that sets
+    # X-Forwarded-Host/-Proto, URLs the service hands out (upload tickets) use them.
+    trust_forwarded: bool = False
     _cursor_secret: bytes | None = None
 
     @property
@@ -311,6 +317,10 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         bootstrap_key_secret_arn=pick("AGENT_MEMORY_BOOTSTRAP_KEY_SECRET_ARN", None),
         default_principal=pick("AGENT_MEMORY_DEFAULT_PRINCIPAL", file_cfg.get("default_principal"), "local-admin"),
         principals=parse_principals(env.get("AGENT_MEMORY_PRINCIPALS_JSON"), file_cfg.get("principals")),
+        require_keys=str(pick("AGENT_MEMORY_REQUIRE_KEYS", file_cfg.get("require_keys"), "false")).lower()
+        in ("1", "true", "yes"),
+        trust_forwarded=str(pick("AGENT_MEMORY_TRUST_FORWARDED", file_cfg.get("trust_forwarded"), "false")).lower()
+        in ("1", "true", "yes"),
         _cursor_secret=(pick("AGENT_MEMORY_CURSOR_SECRET", file_cfg.get("cursor_secret")) or "").encode() or None,
     )
     if overrides:

@@ -231,7 +231,15 @@ class Runtime:
 
             def bootstrap() -> str:
                 return read_secret_uncached(arn, region=self.settings.aws_region)
-        return Authenticator(self.settings.principals, self.api_keys, bootstrap)
+        from agent_memory.access.principal_grants import PrincipalGrants
+
+        recorded_grants = PrincipalGrants(self.base_store)
+
+        def recorded(context_id: str, principal: str) -> dict | None:
+            current = recorded_grants.current(context_id, principal)
+            return current.grants if current is not None else None
+        return Authenticator(self.settings.principals, self.api_keys, bootstrap,
+                             require_keys=self.settings.require_keys, recorded=recorded)
 
     @cached_property
     def administration(self):

@@ -120,7 +120,8 @@ def test_leak_probe(api, probe):
     written: list[Written] = []
     forbidden: list[str] = []  # tokens of writes that were refused: visible to nobody, ever
     traces: list[tuple[str, str, Principal]] = []  # (trace id, partition, writer)
-    turns: list[tuple[str, str, str, list[str] | None]] = []  # (token, partition, thread, readers)
+    # (token, partition, thread, readers, scopes: the writer's write region, threads being under read regions)
+    turns: list[tuple[str, str, str, list[str] | None, list[list[str]]]] = []
     checks = leaks = wrongful = 0
     started = time.perf_counter()
     found: list[str] = []  # the first few leaks, described
@@ -221,7 +222,7 @@ def test_leak_probe(api, probe):
         body = {"text": f"note {token}", **({"acl_readers": readers} if readers is not None else {})}
         r = api.request("POST", f"{ctx}/threads/{thread}/turns", body, headers=headers(writer, partition))
         if r.status == 201:
-            turns.append((token, partition, thread, readers))
+            turns.append((token, partition, thread, readers, [[p] for p in writer.write or ()]))
 
     def can_read_turn(p: Principal, readers: list[str] | None) -> bool:
         names = {p.name, *(f"group:{g}" for g in p.groups)}
@@ -336,19 +337,20 @@ def test_leak_probe(api, probe):
                 # thread (with that turn only).
                 thread_visible = can_read_turn(who, thread_readers) or any(
                     tt == thread and tp == partition and readers is not None and can_read_turn(who, readers)
-                    for _, tp, tt, readers in turns)
+                    for _, tp, tt, readers, _ in turns)
                 checks += 1
                 if r.status != 200:
                     continue  # 404: missing or not visible, both fine unless it should be visible
                 if not thread_visible:
                     leaks += leak(f"thread {thread} for {who.name} {who.groups} readers={thread_readers} {partition} via {caller.name}: {r.text[:300]}")
-                for token, turn_partition, turn_thread, readers in turns:
+                for token, turn_partition, turn_thread, readers, turn_scopes in turns:
                     if turn_thread != thread:
                         continue
                     checks += 1
                     own = readers if readers is not None else thread_readers
-                    if token in r.text and not (turn_partition == partition and can_read_turn(who, own)):
-                        leaks += leak(f"thread turn {token} for {who.name}")
+                    if token in r.text and not (turn_partition == partition and can_read_turn(who, own)
+                                                and scope_lib.visible(turn_scopes, read)):
+                        leaks += leak(f"thread turn {token} {turn_scopes} for {who.name} read={read}")
     for partition in PARTITIONS:  # an admin lists every principal's traces
         admin = {"authorization": f"Bearer {ADMIN_KEY}", "x-memory-partition": partition}
         listed = {t["id"] for t in api.request("GET", f"{ctx}/traces?limit=500", headers=admin).json()["traces"]}

@@ -5,6 +5,7 @@ principals with their grants."""
 from __future__ import annotations
 
 import httpx
+import pytest
 from playwright.sync_api import expect
 
 CTX = "acme"
@@ -20,11 +21,15 @@ def open_access(page, server: str, key: str = "") -> None:
     page.get_by_role("tab", name="Access").click()
 
 
-def test_who_am_i_keys_and_principals(page, server):
-    with httpx.Client(base_url=server, timeout=30) as c:
+@pytest.mark.parametrize("require_keys_setting", [True])
+def test_who_am_i_keys_and_principals(page, server, runtime):
+    """On a service started with keys required: the operator's admin key, then a key minted,
+    rotated and deleted in the page."""
+    ops, _ = runtime.administration.operator_create_key("ops", admin=True, name="ops")
+    with httpx.Client(base_url=server, timeout=30, headers={"Authorization": f"Bearer {ops}"}) as c:
         r = c.post(f"/api/v1/{CTX}/principals/reader/grants", json={"path": "org/acme", "verbs": ["memory:read"]})
         assert r.status_code == 200, r.text
-    open_access(page, server)
+    open_access(page, server, ops)
     expect(page.locator("#whoami-effective")).to_contain_text("admin /")
     expect(page.locator("#principal-list [data-principal=reader]")).to_contain_text("memory:read org/acme")
     page.get_by_label("Name", exact=True).fill("ci")
@@ -33,7 +38,7 @@ def test_who_am_i_keys_and_principals(page, server):
     minted.wait_for()
     secret = minted.inner_text()
     assert secret.startswith("amk_")
-    # a stored key exists now: keys are required, and the page goes on with the new one
+    # the page goes on with the new key
     open_access(page, server, secret)
     expect(page.locator("#whoami-effective")).to_contain_text("admin /")  # minted with the minter's authority
     expect(page.locator("#key-list [data-key=ci]")).to_be_visible()

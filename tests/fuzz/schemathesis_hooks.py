@@ -13,12 +13,15 @@ The rules, by the detail text of the 400:
   in ``models.allowed``, an ``Idempotency-Key`` header that disagrees with the body's key,
   entity references that must be ``type/name``, an entity name with no letter or digit, a
   multipart upload with both a file part and a text field, an empty file part, metadata keys
-  longer than the limit (OpenAPI 3.0 has no ``propertyNames``), entity names over the byte
-  limit (``maxLength`` counts characters), a model-call budget over the deployment's own
+  longer than the limit (OpenAPI 3.0 has no ``propertyNames``), entity names, path ids and
+  scope paths over their byte limits (``maxLength`` counts characters), a model-call budget over the deployment's own
   limit (``limits`` in its settings), an inspect reference's entity type and normalised names,
   and an instant with a window on inspect;
 - rules the schema does not state yet (a follow-up for openapi.yaml): label, reader,
   scope-path and entity-id characters, blank titles.
+- a grant's verbs other than memory:read and memory:write named at a path other than '/',
+  and a declared upload size past the deployment's ``limits.document_bytes`` (a 413, the one
+  status besides 400 and 422 this hook reads).
 
 One 5xx is dropped too: the documented 501 ``uploads_unavailable`` of
 ``POST /documents/uploads`` (a deployed function without an upload bucket answers exactly
@@ -57,7 +60,13 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"empty scope (path|clause)",
     r"printable characters",
     r"must not contain control characters",  # C0 controls other than tab, newline, return
+    # path ids and scope paths: a byte bound where maxLength counts characters (openapi PathId)
+    r"must be 1 to \d+ bytes \(UTF-8\) long",
+    r"is longer than \d+ bytes",
+    r"a scope path is at most \d+ bytes",
     r"must not be blank",
+    r"a grant path must be a non-empty string",  # a blank path: the schema states only minLength
+    r"held for the whole context only; grant it at '/'",  # verbs but read and write: path '/' only
     r"readers must be non-empty names",
     # an empty file part: schemathesis does not hold format: binary parts to minLength
     r"the document is empty",
@@ -75,6 +84,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"an instant \(asOf, atInstant\) and a window \(validFrom, validUntil\) are two readings",
     # a bound a deployment sets (limits in its settings), which a static schema cannot name
     r"at most \d+ \(this deployment's limit\)",
+    r"document is over the \d+-byte limit",  # a declared upload size past limits.document_bytes (413)
 ]))
 
 
@@ -96,7 +106,8 @@ def filter_failure(ctx, failure, case, response):
     if (getattr(response, "status_code", None) == 501 and _problem(response).get("code") == "uploads_unavailable"
             and case.path.endswith("/documents/uploads")):
         return False
-    if getattr(response, "status_code", None) not in (400, 422) or type(failure).__name__ != "RejectedPositiveData":
+    if getattr(response, "status_code", None) not in (400, 413, 422) \
+            or type(failure).__name__ != "RejectedPositiveData":
         return True
     detail = _detail(response)
     if not _DOCUMENTED_400.search(detail):

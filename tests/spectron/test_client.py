@@ -388,22 +388,70 @@ def test_whoami_principals_and_grants(memory):
     assert "reader" in [p.id for p in memory.principals.list()]
 
 
-def test_keys_minted_listed_rotated_and_deleted(memory):
+def test_readme_grant_effective_and_on_behalf_of(memory):
+    """The client README's access steps, unchanged: a wildcard grant, effective for its prefix,
+    and calls on behalf of a principal known only by its grants (principal:<id> form)."""
+    granted = memory.principals.grant("agent-7", "org/acme/*", ["memory:read", "memory:write"])
+    assert granted.grants == {"memory:read": ["org/acme/*"], "memory:write": ["org/acme/*"]}
+    assert memory.principals.effective("agent-7", "org/acme/").verbs == ["memory:read", "memory:write"]
+    memory.remember("import", infer="triples", triples=[STU], scopes="org/acme/team")
+    memory.remember("import", infer="triples", scopes="org/other",
+                    triples=[{"entity": {"type": "person", "name": "Ann"}, "key": "job_title", "value": "CFO"}])
+    hits = memory.recall("job title", on_behalf_of="principal:agent-7", k=10)
+    texts = " ".join(h.text for h in hits.hits)
+    assert "CTO" in texts and "CFO" not in texts  # agent-7 reads org/acme/* only
+    memory.remember("ticket triaged", scopes="org/acme/support", on_behalf_of="principal:agent-7")
+    assert memory.whoami().kind == "local"
+
+
+@pytest.mark.parametrize("require_keys_setting", [True])
+def test_keys_minted_listed_rotated_and_deleted(memory, runtime):
+    """On a service started with keys required (AGENT_MEMORY_REQUIRE_KEYS=1, no key stored yet):
+    the operator's first key, then the client's keys.create/list/rotate/delete; deleting every
+    key does not open the service."""
+    from surrealdb.spectron import SpectronAPIError, SpectronAuthError
+
+    with pytest.raises(SpectronAuthError):
+        memory.whoami()  # no key stored, and still no anonymous caller
+    ops, _ = runtime.administration.operator_create_key("ops", admin=True, name="ops")
+    memory._transport.api_key = ops
+    assert memory.whoami().enforce is True and memory.whoami().kind == "key"
     minted = memory.keys.create(name="ci", grants={"memory:read": ["/"], "grant:manage": ["/"]}, ttl_seconds=3600)
     assert minted.key and minted.valid_until
-    # a stored key now exists: keys are required from here on, and the new one is the caller
     memory._transport.api_key = minted.key
     me = memory.whoami()
     assert me.enforce is True and me.effective_grants == {"grant:manage": ["/"], "memory:read": ["/"]}
-    (listed,) = memory.keys.list()
-    assert listed.name == "ci" and listed.id == minted.id and listed.valid_until == minted.valid_until
+    listed = {k.name: k for k in memory.keys.list()}
+    assert sorted(listed) == ["ci", "ops"]  # the principal's keys
+    assert listed["ci"].id == minted.id and listed["ci"].valid_until == minted.valid_until
+    with pytest.raises(SpectronAPIError) as refused:
+        memory.keys.delete("ops")  # a narrower key of the same principal: no key outranks its maker
+    assert refused.value.status_code == 403
     rotated = memory.keys.rotate("ci", ttl_seconds=600)
     assert rotated.key != minted.key
     memory._transport.api_key = rotated.key
-    assert [k.name for k in memory.keys.list()] == ["ci"]
     memory.keys.delete("ci")
-    memory._transport.api_key = API_KEY  # no stored key is left: single-user mode again
-    assert memory.keys.list() == []
+    with pytest.raises(SpectronAuthError):
+        memory.whoami()  # the deleted key
+    memory._transport.api_key = ops
+    assert [k.name for k in memory.keys.list()] == ["ops"]
+    memory.keys.delete("ops")  # the last key: the service still requires one
+    for key in (ops, API_KEY):
+        memory._transport.api_key = key
+        with pytest.raises(SpectronAuthError):
+            memory.whoami()
+
+
+def test_keys_are_not_minted_on_a_service_started_open(memory):
+    """Started without keys required: minting over HTTP is 409 (it would not take effect, and
+    would close the service at its next start), and the service stays open."""
+    from surrealdb.spectron import SpectronAPIError
+
+    with pytest.raises(SpectronAPIError) as refused:
+        memory.keys.create(name="ci", grants={"memory:read": ["/"]})
+    assert refused.value.status_code == 409 and refused.value.body["code"] == "keys_not_required"
+    assert "AGENT_MEMORY_REQUIRE_KEYS" in refused.value.body["detail"]
+    assert memory.whoami().enforce is False and memory.keys.list() == []
 
 
 def test_scopes_register_list_delete_and_forget(memory):

@@ -43,7 +43,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -67,7 +67,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -92,7 +92,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -117,7 +117,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -141,7 +141,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -164,7 +164,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -188,7 +188,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -212,7 +212,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -237,7 +237,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -263,7 +263,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -290,7 +290,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -315,7 +315,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -340,7 +340,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -364,7 +364,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -388,7 +388,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -412,12 +412,12 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                trace_id: string;
+                trace_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -436,7 +436,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -461,7 +461,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -485,12 +485,12 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -510,12 +510,12 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -536,7 +536,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -560,12 +560,12 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -584,16 +584,16 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
-        /** @description The document's original bytes as uploaded, with their content type (the PDF, DOCX, HTML, Markdown or text file; a JSON upload's text as UTF-8). Originals are kept in object storage, encrypted at rest, and removed with the document (delete, forget and purge). An original over 3,000,000 bytes (limits.sync_body_bytes) is answered, where the store can sign reads (S3), with a 303 to a short-lived URL. 404 (code original_unavailable) for a document uploaded before originals were kept, or whose original was removed. */
+        /** @description The document's original bytes as uploaded, with their content type (the PDF, DOCX, HTML, Markdown or text file; a JSON upload's text as UTF-8). Originals are kept in object storage, encrypted at rest, and removed with the document (delete, forget and purge). An original over 3,000,000 bytes (limits.sync_body_bytes) is answered, where the store can sign reads (S3), with a 303 to a short-lived URL. 404 (code original_unavailable) for a document uploaded before originals were kept, or whose original was removed. Always a download that cannot run: Content-Disposition attachment, X-Content-Type-Options nosniff and Content-Security-Policy "default-src 'none'; sandbox; frame-ancestors 'none'". */
         get: operations["getDocumentRaw"];
         put?: never;
         post?: never;
@@ -609,7 +609,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -633,7 +633,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -657,7 +657,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -681,13 +681,13 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
                 /** @description The keyword's normalised form (any spelling of it is normalised first). */
-                normalised: string;
+                normalised: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -706,12 +706,12 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -730,7 +730,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -754,7 +754,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -778,7 +778,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -802,7 +802,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -826,7 +826,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -850,7 +850,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -878,7 +878,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -905,7 +905,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -913,7 +913,7 @@ export interface paths {
                 type: components["parameters"]["EntityTypePath"];
                 /** @description The normalised entity name (lower-case, spaces as '-'). */
                 name: components["parameters"]["EntityNamePath"];
-                key: string;
+                key: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -933,7 +933,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -957,7 +957,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -981,7 +981,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1005,7 +1005,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1029,7 +1029,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1057,7 +1057,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1085,7 +1085,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1112,7 +1112,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1139,7 +1139,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1163,12 +1163,12 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                uncertainty_id: string;
+                uncertainty_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -1188,7 +1188,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1212,7 +1212,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1236,7 +1236,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1260,7 +1260,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1284,7 +1284,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1308,7 +1308,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1332,7 +1332,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1356,7 +1356,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1380,7 +1380,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1404,7 +1404,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1429,7 +1429,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1453,7 +1453,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1464,7 +1464,7 @@ export interface paths {
         /** @description The live keys usable in this context (the caller's own; an admin's: every principal's), a bare array, oldest first; never a secret. Needs grant:manage. */
         get: operations["listKeys"];
         put?: never;
-        /** @description Mint a key for the caller's own principal, bound to this context (an admin may add contexts) and to the caller's partitions; the secret is answered once and stored as a digest only. grants (default: the caller's own authority here) may not exceed what the caller holds: more is a 403 that writes nothing. Needs grant:manage; not on a delegated call. ttlSeconds: the key stops working that many seconds from now. */
+        /** @description Mint a key for the caller's own principal, bound to this context (an admin may add contexts) and to the caller's partitions; the secret is answered once and stored as a digest only. grants (default: the caller's own authority here) may not exceed what the caller holds: more is a 403 that writes nothing. Needs grant:manage; not on a delegated call. ttlSeconds: the key stops working that many seconds from now, and never after the caller's own key does (a caller's expiry caps what it mints). A service started without keys required (single-user mode: /me's enforce is false) mints no key over HTTP: 409 keys_not_required, whose detail says how to start it with keys required. */
         post: operations["createKey"];
         delete?: never;
         options?: never;
@@ -1478,7 +1478,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1489,7 +1489,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description A new secret for the key with this name, with the same grants and name; the old secret stops working now, or after overlapSeconds. Another principal's key: 403 unless the caller is an admin. ttlSeconds: the new key's lifetime (default: the old one's expiry). */
+        /** @description A new secret for the key with this name, with the same grants and name; the old secret stops working now, or after overlapSeconds. Another principal's key: 403 unless the caller is an admin. A key that holds more than the caller (an admin key, wider grants, a later expiry than the caller's key): 403 beyond_authority unless the caller is an admin. ttlSeconds: the new key's lifetime (default: the old one's expiry), never past the caller's own key's expiry. */
         post: operations["rotateKey"];
         delete?: never;
         options?: never;
@@ -1503,7 +1503,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1515,7 +1515,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Delete the key with this name (the caller's own; another principal's needs admin). */
+        /** @description Delete the key with this name (the caller's own; another principal's needs admin). A key that holds more than the caller (an admin key, wider grants, a later expiry than the caller's key) is 403 beyond_authority unless the caller is an admin. Deleting the last key does not open the service: whether keys are required is decided when it starts. */
         delete: operations["deleteKey"];
         options?: never;
         head?: never;
@@ -1528,7 +1528,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1536,7 +1536,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description Every principal with a key usable here or grants in this context, with its grants (its recorded grants, else what its keys allow), a bare array. Needs grant:manage. */
+        /** @description Every principal with a key usable here or grants in this context, with its grants (its recorded grants, else what its keys allow), a bare array. Needs grant:manage. An admin sees all; a caller that is not an admin sees only itself and the principals whose read and write paths lie inside its read region (an admin, or a grant at '/', only with an unrestricted read region). */
         get: operations["listPrincipals"];
         put?: never;
         post?: never;
@@ -1552,16 +1552,17 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
         };
-        /** @description One principal and its grants in this context. Needs grant:manage. */
+        /** @description One principal and its grants in this context. Needs grant:manage. A principal the caller may not see (listPrincipals) is 404 as if missing. */
         get: operations["getPrincipal"];
         put?: never;
         post?: never;
@@ -1577,20 +1578,21 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
         };
         get?: never;
         put?: never;
-        /** @description Grant verbs at a path to a principal in this context (a new version of its grants; its keys are bounded by them). The caller must hold what it grants (403 otherwise, nothing written). memory:read and memory:write take scope paths; every other verb only '/'. Needs grant:manage; not on a delegated call. */
+        /** @description Grant verbs at a path to a principal in this context (a new version of its grants; its keys are bounded by them). The caller must hold what it grants (403 otherwise, nothing written). memory:read and memory:write take scope paths; every other verb only '/'. Needs grant:manage; not on a delegated call. Only an admin changes an admin's grants, and anyone else only a principal whose grants lie within its own (403 beyond_authority); the last admin of a context cannot lose admin (409 last_admin). */
         post: operations["grantPrincipal"];
-        /** @description Revoke verbs at a path (and below it) from a principal in this context (a new version of its grants). Only within the caller's own authority. */
+        /** @description Revoke verbs at a path (and below it) from a principal in this context (a new version of its grants). Only within the caller's own authority; only an admin changes an admin's grants, and anyone else only a principal whose grants lie within its own (403 beyond_authority); the last admin of a context cannot lose admin (409 last_admin). */
         delete: operations["revokePrincipalGrant"];
         options?: never;
         head?: never;
@@ -1603,16 +1605,17 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
         };
-        /** @description The verbs a principal holds at a path in this context: its grants (the version in force at asOf, when given) met with what its keys allow. Needs grant:manage. */
+        /** @description The verbs a principal holds at a path in this context: its grants (the version in force at asOf, when given) met with what its keys allow. Needs grant:manage. A principal the caller may not see (listPrincipals) is 404 as if missing. */
         get: operations["getEffectiveGrants"];
         put?: never;
         post?: never;
@@ -1628,7 +1631,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1654,7 +1657,7 @@ export interface paths {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1676,6 +1679,8 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description An id named in a request's path (a session, document, trace, uncertainty, keyword, entity name or attribute key): at most 256 bytes of UTF-8 once percent-decoded (maxLength counts characters; the byte bound is the service's), with no control characters; a principal's id at most 128 bytes. Any other id is a 400 that names the parameter (field) and reaches no store, on every route. Caller-named session ids such as sess:abc, user-123 or a UUID are valid ids. */
+        PathId: string;
         RegisterScopeRequest: {
             path: string;
             displayName?: string;
@@ -1709,7 +1714,7 @@ export interface components {
              * @enum {string}
              */
             kind: "local" | "bootstrap" | "key";
-            /** @description Whether keys are required. */
+            /** @description Whether keys are required: decided when the service starts (AGENT_MEMORY_REQUIRE_KEYS, a stored or configured key, always on AWS), never changed while it runs. */
             enforce: boolean;
             grants: components["schemas"]["Grants"];
             effectiveGrants: components["schemas"]["Grants"];
@@ -2906,7 +2911,7 @@ export interface components {
             store?: string;
             search?: string;
         };
-        /** @description DNF scope selector: an OR of clauses, each an AND of scope paths. A bare string is a singleton clause. Empty means unscoped. */
+        /** @description DNF scope selector: an OR of clauses, each an AND of scope paths. A bare string is a singleton clause. Empty means unscoped. A scope path (here and wherever one is named, POST /scopes included) is at most 512 bytes of UTF-8 once normalised (else 400). */
         Scopes: string | (string | string[])[];
         CanonicalScopes: string[][];
         /** @description The caller's own flat map of scalars (at most 16 KiB as JSON), returned as given. */
@@ -3315,10 +3320,11 @@ export interface components {
         /** @description The key stops working this many seconds from now (at most ten years). */
         TtlSeconds: number;
         KeyName: string;
+        /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
         PrincipalId: string;
         /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
         Partition: string;
-        /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+        /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
         OnBehalfOf: string;
         /** @description Rows per table (above 500 is a 400). */
         StateLimit: number;
@@ -3328,10 +3334,10 @@ export interface components {
         AsOf: string;
         EntityTypePath: components["schemas"]["EntityType"];
         /** @description The normalised entity name (lower-case, spaces as '-'). */
-        EntityNamePath: string;
+        EntityNamePath: components["schemas"]["PathId"];
         ThreadId: string;
         ContextId: string;
-        SessionId: string;
+        SessionId: components["schemas"]["PathId"];
         Limit: number;
         /** @description Opaque; the nextCursor of the previous page. */
         Cursor: string;
@@ -3407,7 +3413,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3438,7 +3444,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3473,7 +3479,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3503,7 +3509,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3541,7 +3547,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3574,7 +3580,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3616,7 +3622,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3662,7 +3668,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3693,7 +3699,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3733,7 +3739,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3766,7 +3772,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -3816,7 +3822,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3851,7 +3857,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3889,7 +3895,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3926,7 +3932,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3988,7 +3994,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4021,7 +4027,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4052,12 +4058,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                trace_id: string;
+                trace_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4096,7 +4102,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4127,7 +4133,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4176,7 +4182,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4215,12 +4221,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4257,12 +4263,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4289,14 +4295,14 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4335,12 +4341,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4366,7 +4372,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -4418,12 +4424,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4451,12 +4457,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4492,7 +4498,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4541,7 +4547,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4572,7 +4578,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4608,13 +4614,13 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
                 /** @description The keyword's normalised form (any spelling of it is normalised first). */
-                normalised: string;
+                normalised: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4642,12 +4648,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                document_id: string;
+                document_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -4678,7 +4684,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4712,7 +4718,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4755,7 +4761,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4793,7 +4799,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4832,7 +4838,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4867,7 +4873,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4902,7 +4908,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4942,7 +4948,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4977,7 +4983,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4985,7 +4991,7 @@ export interface operations {
                 type: components["parameters"]["EntityTypePath"];
                 /** @description The normalised entity name (lower-case, spaces as '-'). */
                 name: components["parameters"]["EntityNamePath"];
-                key: string;
+                key: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -5021,7 +5027,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5061,7 +5067,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5102,7 +5108,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5139,7 +5145,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5170,7 +5176,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5206,7 +5212,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5241,7 +5247,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5283,7 +5289,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5319,7 +5325,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5354,7 +5360,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5396,7 +5402,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5432,7 +5438,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5467,7 +5473,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5503,7 +5509,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5546,7 +5552,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5577,12 +5583,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
-                uncertainty_id: string;
+                uncertainty_id: components["schemas"]["PathId"];
             };
             cookie?: never;
         };
@@ -5615,7 +5621,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5652,7 +5658,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5690,7 +5696,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5730,7 +5736,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
                 /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
@@ -5771,7 +5777,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5806,7 +5812,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5841,7 +5847,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5876,7 +5882,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5913,7 +5919,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5950,7 +5956,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5989,7 +5995,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6019,7 +6025,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6052,7 +6058,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6093,7 +6099,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6126,7 +6132,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6156,7 +6162,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6186,11 +6192,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -6218,11 +6225,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -6245,6 +6253,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6254,11 +6263,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -6281,13 +6291,14 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
         };
     };
     getEffectiveGrants: {
         parameters: {
             query: {
-                /** @description A scope path; '/' for the whole context. */
+                /** @description A scope path; '/' for the whole context. A path ending in '/' (org/acme/) asks about what lies directly under it, as org/acme/* does: a grant on org/acme/* covers it. */
                 path: string;
                 /** @description The grants in force at this instant. */
                 asOf?: string;
@@ -6295,11 +6306,12 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
                 context_id: components["parameters"]["ContextId"];
+                /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
                 principal_id: components["parameters"]["PrincipalId"];
             };
             cookie?: never;
@@ -6328,7 +6340,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6358,7 +6370,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6404,7 +6416,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6434,7 +6446,7 @@ export interface operations {
             header?: {
                 /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {

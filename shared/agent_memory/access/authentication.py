@@ -5,15 +5,20 @@ Three sources of keys, checked in this order: static keys from the configuration
 and re-read every few minutes so a rotation takes effect without a deploy), and the keys
 stored in the tenant's table (``agent-memory keys``).
 
-In Lambda a key is always required: ``keys_required`` does not consult any setting there,
-so no configuration can open a deployed stack. Locally, with no key configured or stored,
-every caller is the default principal (single-user mode; ``serve`` allows it on loopback
-only).
+Whether keys are required is decided once, when the service starts (the first call of
+``keys_required``: ``agent-memory serve`` makes it before it listens, a function on its first
+request), and never changes while it runs: deleting the last stored key does not open the
+service, and minting the first one does not close it (docs/access.md, "Keys required"). They
+are required in Lambda (no setting is consulted there, so no configuration can open a
+deployed stack), with ``AGENT_MEMORY_REQUIRE_KEYS=1``, with keys configured or a bootstrap
+key, and when a key is stored at start-up. Otherwise every caller is the default principal
+(single-user mode; ``serve`` allows it on loopback only).
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import os
 import threading
 import time
@@ -26,6 +31,7 @@ from agent_memory.kernel.errors import Unauthorized
 
 BOOTSTRAP_PRINCIPAL = "bootstrap-admin"
 BOOTSTRAP_REFRESH_S = 300.0
+log = logging.getLogger("agent_memory.access")
 
 
 def running_in_lambda() -> bool:
@@ -35,8 +41,14 @@ def running_in_lambda() -> bool:
 class Authenticator:
     def __init__(self, static: Sequence[StaticPrincipal] = (), stored: ApiKeyStore | None = None,
                  bootstrap_key: Callable[[], str | None] | None = None, *, deployed: bool | None = None,
+                 require_keys: bool = False, recorded: Callable[[str, str], dict | None] | None = None,
                  clock: Callable[[], float] = time.monotonic):
+        """``recorded(context_id, principal)``: a principal's recorded grants there
+        (``access.principal_grants``), for a delegation target that holds no key."""
         self.static = tuple(static)
+        self._recorded = recorded
+        self._require_keys = require_keys
+        self._mode: tuple[bool, str] | None = None
         self.stored = stored
         self._bootstrap_key = bootstrap_key
         self._deployed = deployed
@@ -49,9 +61,31 @@ class Authenticator:
         return running_in_lambda() if self._deployed is None else self._deployed
 
     def keys_required(self) -> bool:
-        if self.deployed or self.static or self._bootstrap_key is not None:
-            return True
-        return self.stored is not None and self.stored.any()
+        """Whether a caller must present a key: decided on the first call, then fixed."""
+        return self.mode()[0]
+
+    def mode(self) -> tuple[bool, str]:
+        """(keys required, why): decided once, at start-up (``serve`` prints it)."""
+        if self._mode is None:
+            with self._lock:
+                if self._mode is None:
+                    self._mode = self._decide()
+                    log.debug("API keys %s: %s", "required" if self._mode[0] else "not required (single-user mode)",
+                             self._mode[1])
+        return self._mode
+
+    def _decide(self) -> tuple[bool, str]:
+        if self.deployed:
+            return True, "running in AWS Lambda"
+        if self._require_keys:
+            return True, "AGENT_MEMORY_REQUIRE_KEYS is set"
+        if self.static:
+            return True, "keys are configured (principals)"
+        if self._bootstrap_key is not None:
+            return True, "a bootstrap key is configured"
+        if self.stored is not None and self.stored.any():
+            return True, "a key was stored when the service started"
+        return False, "no key configured or stored when the service started"
 
     def authenticate(self, authorization: str | None) -> StaticPrincipal:
         scheme, _, token = (authorization or "").strip().partition(" ")
@@ -75,14 +109,23 @@ class Authenticator:
             raise Unauthorized("the API key is not valid", headers={"WWW-Authenticate": "Bearer"})
         return found
 
-    def principal_named(self, name: str) -> StaticPrincipal | None:
-        """The grants of principal ``name`` (a delegation target): all its keys merged."""
+    def principal_named(self, name: str, context_id: str | None = None) -> StaticPrincipal | None:
+        """The grants of principal ``name`` (a delegation target): all its keys merged; a
+        principal without a key, known by its recorded grants in ``context_id``, holds
+        exactly those."""
         found = [p for p in self.static if p.principal == name]
         if name == BOOTSTRAP_PRINCIPAL and self._bootstrap_key is not None:
             found.append(StaticPrincipal(key_sha256="", principal=BOOTSTRAP_PRINCIPAL, admin=True))
         if self.stored is not None:
             found += self.stored.with_principal(name)
-        return merged_grant(found)
+        merged = merged_grant(found)
+        if merged is None and context_id is not None and self._recorded is not None:
+            wire = self._recorded(context_id, name)
+            if wire is not None:
+                from agent_memory.access import authority
+
+                return authority.apply(StaticPrincipal(key_sha256="", principal=name), authority.from_wire(wire))
+        return merged
 
     def bootstrap_digest(self) -> str | None:
         if self._bootstrap_key is None:

@@ -193,6 +193,15 @@ def bounded(principal: Any, context_id: str) -> Any:
     return apply(principal, a)
 
 
+def unreadable_contexts(principal: Any) -> list[str]:
+    """The contexts where a key's principal's grants (``bounded``) leave it no ``memory:read``,
+    though the key holds it (``None``: no key, single-user mode)."""
+    if principal is None:
+        return []
+    return sorted(c for c in (getattr(principal, "principal_grants", None) or {})
+                  if grants.READ not in grants.verbs_of(bounded(principal, c)))
+
+
 def apply(principal: Any, a: Authority) -> Any:
     """``principal`` (a ``StaticPrincipal``) holding exactly ``a``."""
     return replace(principal, admin=False, verbs=tuple(sorted(a.verbs)), read_region=a.read_region,

@@ -36,7 +36,7 @@ DEFAULT_VERBS = (READ, WRITE, FORGET)
 ON_BEHALF_OF_HEADER = "x-spectron-on-behalf-of"
 
 # POST routes that only read (the request body is a query, not something to store).
-_READ_POSTS = ("/query", "/context", "/fsck")
+_READ_POSTS = ("/query", "/context", "/fsck", "/keywords/search")
 # POST routes that remove memory (the forget verb).
 _FORGET_POSTS = ("/forget", "/lifecycle/expire")
 

@@ -93,11 +93,22 @@ def resolve(context_id: str, headers: dict[str, str] | None, *, default_principa
         raise InvalidRequest("X-Memory-Partition must be 1-64 characters of letters, digits, '.', '_' or '-'",
                              field="X-Memory-Partition")
     on_behalf_of = (headers.get(grants.ON_BEHALF_OF_HEADER) or "").strip() or None
+    if on_behalf_of is not None and on_behalf_of.startswith("principal:"):
+        # The official client's README names targets as ``principal:<id>`` and sends it verbatim.
+        on_behalf_of = on_behalf_of.removeprefix("principal:").strip() or None
     if authenticator is not None:
+        def named(name: str) -> StaticPrincipal | None:
+            return authenticator.principal_named(name, context_id)
+
         if authenticator.keys_required():
             caller = authenticator.authenticate(headers.get("authorization"))
-            return _granted(caller, context_id, partition, request_id, verb, on_behalf_of,
-                            authenticator.principal_named)
+            return _granted(caller, context_id, partition, request_id, verb, on_behalf_of, named)
+        if on_behalf_of is not None and on_behalf_of != default_principal:
+            # Single-user mode: the local admin may act for any known principal, narrowed to it.
+            from agent_memory.config import StaticPrincipal as Local
+
+            return _granted(Local(key_sha256="", principal=default_principal, admin=True), context_id,
+                            partition, request_id, verb, on_behalf_of, named)
     elif principals:
         caller = _authenticate(headers.get("authorization"), principals)
         return _granted(caller, context_id, partition, request_id, verb, on_behalf_of,

@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 Dnf = list[list[str]]
+# A scope path is a record key in the scope registry and part of index keys: at most this many
+# UTF-8 bytes once normalised (openapi.yaml's Scopes), inside the store's 1,024-byte sort key.
+MAX_SCOPE_PATH_BYTES = 512
 
 
 class InvalidScope(ValueError):
@@ -27,7 +30,10 @@ def normalise_path(path: str) -> str:
     for p in parts:
         if p in {".", ".."} or any(c.isspace() for c in p):
             raise InvalidScope(f"invalid scope path segment {p!r}")
-    return "/".join(parts)
+    normal = "/".join(parts)
+    if len(normal.encode("utf-8", "surrogatepass")) > MAX_SCOPE_PATH_BYTES:
+        raise InvalidScope(f"a scope path is at most {MAX_SCOPE_PATH_BYTES} bytes (UTF-8)")
+    return normal
 
 
 def normalise_dnf(value: object) -> Dnf:

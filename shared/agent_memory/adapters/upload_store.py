@@ -54,7 +54,8 @@ class S3UploadStore:
 
     def presign_get(self, key: str, expires_s: int, content_type: str) -> str | None:
         return self._s3.generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": key, "ResponseContentType": content_type},
+            "get_object", Params={"Bucket": self.bucket, "Key": key, "ResponseContentType": content_type,
+                                  "ResponseContentDisposition": "attachment"},
             ExpiresIn=int(expires_s), HttpMethod="GET")
 
     def read(self, key: str, max_bytes: int) -> bytes | None:

@@ -81,6 +81,13 @@ def empty_response(status: int = 204) -> Response:
     return Response(status_code=status, content_type="application/json", body="")
 
 
+# A caller's own bytes served back (``GET /documents/{id}/raw``): a download, never a page of
+# this origin (the inspector's): no sniffing, no scripts, no plugins, not framed.
+DOWNLOAD_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
+                    "Content-Disposition": "attachment",
+                    "Content-Security-Policy": "default-src 'none'; sandbox; frame-ancestors 'none'"}
+
+
 def bytes_response(data: bytes, content_type: str, headers: dict[str, str] | None = None) -> Response:
     """Binary bytes as they are (API Gateway gets them base64-encoded, ``isBase64Encoded``)."""
     return Response(status_code=200, content_type=content_type, body=data, headers=headers)
@@ -93,10 +100,14 @@ def redirect_response(location: str, status: int = 303) -> Response:
 
 def request_origin(app: APIGatewayHttpResolver) -> str:
     """``scheme://host`` the caller reached this API at (a relative URL the service hands out
-    is resolved against it)."""
+    is resolved against it). ``X-Forwarded-Host``/``-Proto`` count only when the service is
+    configured to trust them (``AGENT_MEMORY_TRUST_FORWARDED=1``: behind a proxy that sets
+    them); otherwise any caller could point an upload ticket at a host of its choosing."""
     event = app.current_event
-    host = header(app, "x-forwarded-host") or header(app, "host") or event.request_context.domain_name or "localhost"
-    proto = (header(app, "x-forwarded-proto") or "").split(",", 1)[0].strip()
+    trusted = get_runtime().settings.trust_forwarded
+    host = (trusted and header(app, "x-forwarded-host")) or header(app, "host") \
+        or event.request_context.domain_name or "localhost"
+    proto = ((trusted and header(app, "x-forwarded-proto")) or "").split(",", 1)[0].strip()
     if not proto:
         proto = "http" if host.split(":", 1)[0] in ("localhost", "127.0.0.1", "[::1]") else "https"
     return f"{proto}://{host.split(',', 1)[0].strip()}"
@@ -281,14 +292,29 @@ def _resolve_and_record_caller(app: APIGatewayHttpResolver, next_middleware: Any
     """Every route under ``/api/v1/<context_id>/``, before its handler: resolve the caller
     (``context`` hands it to the handler), then write the records an access leaves
     (``record_access``). Authentication errors answer before the handler runs."""
-    context_id = app.context.get("_route_args", {}).get("context_id")
+    route_args = app.context.get("_route_args", {})
+    context_id = route_args.get("context_id")
     if context_id is not None:
         ctx = resolve_caller(app, context_id)
+        check_path_ids(route_args)
         record_access(app, ctx)
         app.append_context(**{_CALLER: ctx})
         if isinstance(app, ThreadSafeHttpResolver):
             app.note_caller(ctx)
     return next_middleware(app)
+
+
+def check_path_ids(route_args: dict[str, Any]) -> None:
+    """The one check of the ids a route's path names (``kernel.ids.path_id_problem``: length
+    and characters), before its handler reaches any store: a bad one is a 400."""
+    from agent_memory.kernel.ids import path_id_problem
+
+    for name, raw in route_args.items():
+        if name == "context_id" or not isinstance(raw, str):
+            continue
+        problem = path_id_problem(name, raw)
+        if problem is not None:
+            raise InvalidRequest(problem, field=name)
 
 
 def make_resolver() -> APIGatewayHttpResolver:
@@ -379,6 +405,14 @@ def authenticate(app: APIGatewayHttpResolver, verb: str | None = None) -> Any:
     if verb is not None:
         grants.check_verb(caller, verb)
     return caller
+
+
+def unreadable_contexts(caller: Any) -> list[str]:
+    """The contexts a caller's key may not read in, its principal's grants there considered
+    (``GET /contexts`` leaves them out); none in single-user mode (``caller`` ``None``)."""
+    from agent_memory.access.authority import unreadable_contexts
+
+    return unreadable_contexts(caller)
 
 
 def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:

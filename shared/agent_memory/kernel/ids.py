@@ -100,6 +100,36 @@ MAX_ENTITY_NAME_BYTES = 256  # an entity name, normalised
 MAX_KEY_BYTES = 128  # an attribute key or relation label
 
 
+# An id named in a request's path (a session, document, trace, fact, thread, principal...),
+# percent-decoded: at most this many UTF-8 bytes, valid UTF-8, no control characters. A stored key holds
+# an id as sent (percent-encoded: up to three bytes for each), beside a prefix, a context id
+# and a row id, inside the store's 1,024-byte sort key. A principal's id is quoted once more
+# in its grants' key, hence its smaller bound. openapi.yaml states both.
+MAX_PATH_ID_BYTES = 256
+MAX_PRINCIPAL_ID_BYTES = 128
+_PATH_ID_LIMITS = {"principal_id": MAX_PRINCIPAL_ID_BYTES}
+
+
+def path_id_problem(name: str, raw: str) -> str | None:
+    """Why the path parameter ``name`` (``raw``: as sent, percent-encoded) is not a valid id,
+    or ``None``."""
+    from urllib.parse import unquote
+
+    limit = _PATH_ID_LIMITS.get(name, MAX_PATH_ID_BYTES)
+    if len(raw) > 3 * limit:
+        return f"{name} is longer than {limit} bytes"
+    try:
+        value = unquote(raw, errors="strict")
+        size = len(value.encode("utf-8"))
+    except UnicodeError:
+        return f"{name} is not valid UTF-8 text"
+    if size == 0 or size > limit:
+        return f"{name} must be 1 to {limit} bytes (UTF-8) long"
+    if any(unicodedata.category(c) == "Cc" for c in value):
+        return f"{name} must not contain control characters"
+    return None
+
+
 def entity_name_fits(name: str) -> bool:
     return len(normalise_entity_name(name).encode("utf-8")) <= MAX_ENTITY_NAME_BYTES
 

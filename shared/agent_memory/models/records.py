@@ -119,6 +119,9 @@ class Thread(StoredItem):
     created_at: str
     updated_at: str
     created_by: str | None = None
+    # The scopes of the write that made the thread (DNF; ``None``: unscoped, as every thread
+    # made before threads carried scopes): its turns' scopes when they name none.
+    scopes: list[list[str]] | None = _optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +148,8 @@ class ThreadTurn(StoredItem):
     text: str | None = _optional()
     text_head: str | None = _optional()
     text_parts: int | None = _optional()
+    # The scopes of the append that wrote it (DNF; ``None``: the thread's).
+    scopes: list[list[str]] | None = _optional()
 
 
 @dataclass(frozen=True, kw_only=True)

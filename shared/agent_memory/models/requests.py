@@ -175,7 +175,7 @@ class CreateKeyRequest(RequestModel):
 class GrantChangeRequest(RequestModel):
     """``POST``/``DELETE /principals/{id}/grants``: one path and the verbs granted or revoked there."""
 
-    path: str
+    path: str = Field(min_length=1)
     verbs: list[str] = Field(min_length=1)
 
 

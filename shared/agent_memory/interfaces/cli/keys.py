@@ -71,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
         for name, value in stored.grant.items():
             print(f"{name}: {','.join(value) if isinstance(value, tuple) else value}")
         print(f"key (shown once, store it now): {raw}")
+        if settings.store == "sqlite":
+            # Keys required is decided when a service starts (docs/access.md): say when this one counts.
+            print("agent-memory: a service on this data directory requires keys from its next start; one "
+                  "running without keys keeps running open until restarted", file=sys.stderr)
         return 0
     if args.keys == "list":
         for k in admin.operator_keys():

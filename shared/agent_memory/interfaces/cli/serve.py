@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         print(f"agent-memory: {exc}", file=sys.stderr)
         return 2
+    keys_required, why = runtime.authenticator.mode()  # decided now, fixed from here on
     refusal = open_mode_refusal(args.host, runtime)
     if refusal:
         print(f"agent-memory: {refusal}", file=sys.stderr)
@@ -64,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
             if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         print(f"agent-memory: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 2
-    logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s)",
-                                           args.host, server.server_port, settings.describe(), settings.data_dir)
+    logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s; API keys %s: %s)",
+                                           args.host, server.server_port, settings.describe(), settings.data_dir,
+                                           "required" if keys_required else "not required", why)
     logging.getLogger("agent_memory").info("memory inspector: http://%s:%d/inspector/", args.host, server.server_port)
     try:
         server.serve_forever()

@@ -126,6 +126,10 @@ class AuditLog:
         ``until`` (normalised instants) bound ``at`` inclusively in the query itself, ``principal``
         keeps the records that principal made (directly or on someone's behalf). Every record is
         a decision (``AUDIT_KIND``) or a cost row (``COST_KINDS``); ``kinds`` keeps those."""
+        if since is not None and until is not None and since > until:
+            from agent_memory.kernel.errors import InvalidRequest
+
+            raise InvalidRequest("since must be before until", field="since")
         if self.sink is not None:
             self.sink.flush()  # locally, the cost rows still queued; deployed, nothing to wait for
         wanted = set(kinds) if kinds is not None else None

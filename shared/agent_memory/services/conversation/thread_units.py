@@ -46,6 +46,7 @@ def thread_turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
         partition=turn.partition, thread_id=turn.thread_id,
         entity_ids=[entity] if entity else [], labels=[entity_label(entity)] if entity else [],
         acl_readers=effective(turn.acl_readers, turn.thread_acl),
+        scopes=[list(c) for c in turn.scopes or []],
         occurred_at=turn.created_at,
         metadata=metadata,
     )]

@@ -19,6 +19,14 @@ effective list too, re-stamped after ``PUT .../acl`` (which re-projects them); u
 lands, each semantic hit is re-checked against the store, so a stale unit never leaks.
 Changing a thread's list takes an admin: a reader must not be able to widen it.
 
+Read regions. A thread keeps the scopes of the write that made it, and each turn the scopes
+of its append (the key's default write scope, else its write region; else the thread's), so
+a turn is read only by a caller whose read region covers them *and* whose reader list admits
+it. A thread outside the caller's region reads as missing (404), like one its reader list
+excludes. Threads and turns written before they carried scopes are unscoped: every reader of
+the context reads them, as any unscoped record, and only their reader lists guard them
+(docs/access.md).
+
 Context (``POST .../context``). The latest ``last_n_turns`` turns come first (chronological,
 or newest first with ``recent_first``), then up to five older turns of the same thread that
 match the query (the index filters by thread, partition, reader list and entity inside the
@@ -46,6 +54,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from agent_memory.access import grants
+from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import cursor, stored_item, timeutil
 from agent_memory.kernel import storage_keys as keys
@@ -137,6 +147,11 @@ class ThreadService:
         """Append one turn (the idempotency key is the HTTP layer's: ``http.idempotent``)."""
         self.check_append(thread_id, req)
         head, *rest = split_text(req.text)
+        try:
+            written: list[list[str]] | None = ctx.write_scopes([]) or None
+            refused: Forbidden | None = None
+        except Forbidden as exc:  # a wildcard write region and no default scope: the thread's may do
+            written, refused = None, exc
         for attempt in range(APPEND_ATTEMPTS):
             now = timeutil.now_iso()
             current = self.store.get(keys.threads_pk(ctx), thread_id)
@@ -144,13 +159,17 @@ class ThreadService:
                 # No writer list beyond the readers: a non-reader may not append, and is
                 # told what a reader of a missing thread would be.
                 raise NotFound(f"thread {thread_id} does not exist")
-            thread = thread_of(current) if current is not None else self._new_thread(ctx, thread_id, now)
+            thread = thread_of(current) if current is not None else self._new_thread(ctx, thread_id, now, written)
+            if refused is not None:
+                if not thread.scopes:
+                    raise refused
+                grants.check_writable(thread.scopes, ctx.write_region, "thread")
             index = thread.turn_count + 1
             turn = ThreadTurn(context_id=ctx.context_id, partition=ctx.partition, thread_id=thread_id,
                               id=new_id("tturn"), turn_index=index, entity_id=req.entity_id,
                               metadata=req.metadata or {}, acl_readers=req.acl_readers, thread_acl=thread.acl_readers,
                               thread_acl_version=thread.acl_version, created_at=now, created_by=ctx.principal,
-                              text_bytes=len(req.text.encode("utf-8")),
+                              text_bytes=len(req.text.encode("utf-8")), scopes=written or thread.scopes,
                               **({"text_head": head, "text_parts": len(rest)} if rest else {"text": head}))
             bumped = Record(pk=keys.threads_pk(ctx), sk=thread_id,
                             version=(current.version + 1) if current else 1,
@@ -173,9 +192,11 @@ class ThreadService:
                           retry_after=1, code="thread_append_contention")
 
     @staticmethod
-    def _new_thread(ctx: RequestContext, thread_id: str, now: str) -> Thread:
+    def _new_thread(ctx: RequestContext, thread_id: str, now: str,
+                    scopes: list[list[str]] | None = None) -> Thread:
         return Thread(context_id=ctx.context_id, partition=ctx.partition, id=thread_id, turn_count=0,
-                      acl_readers=None, acl_version=0, created_at=now, updated_at=now, created_by=ctx.principal)
+                      acl_readers=None, acl_version=0, created_at=now, updated_at=now, created_by=ctx.principal,
+                      scopes=scopes or None)
 
     # --- thread ---------------------------------------------------------------------
 
@@ -185,13 +206,20 @@ class ThreadService:
 
     @staticmethod
     def _visible(ctx: RequestContext, thread: Thread) -> bool:
-        """Whether the thread's own reader list lets the caller see it at all."""
-        return reader_access.check(thread.acl_readers, ctx).allowed
+        """Whether the thread's own reader list and scopes let the caller see it at all."""
+        return reader_access.check(thread.acl_readers, ctx).allowed \
+            and scope_lib.visible(thread.scopes or [], ctx.read_region)
+
+    @staticmethod
+    def _in_region(ctx: RequestContext, row: ThreadTurn, thread: Thread) -> bool:
+        """Whether the caller's read region covers a turn (its scopes, else its thread's)."""
+        return scope_lib.visible(row.scopes or thread.scopes or [], ctx.read_region)
 
     def get_thread(self, ctx: RequestContext, thread_id: str) -> Thread:
-        """Thread metadata; a thread whose own reader list excludes the caller reads as absent."""
+        """Thread metadata; a thread whose own reader list or scopes exclude the caller reads
+        as absent."""
         thread = self._thread(ctx, thread_id)
-        if thread is None or not reader_access.check(thread.acl_readers, ctx).allowed:
+        if thread is None or not self._visible(ctx, thread):
             raise NotFound(f"thread {thread_id} does not exist")
         return thread
 
@@ -280,6 +308,8 @@ class ThreadService:
                 last_sk = record.sk
                 if entity_id is not None and row.entity_id != entity_id:
                     continue
+                if not self._in_region(ctx, row, thread):
+                    continue
                 verdict = reader_access.check(reader_access.effective(row.acl_readers, default), ctx)
                 if not verdict.allowed:
                     continue
@@ -307,7 +337,7 @@ class ThreadService:
                                                             keys.thread_turn_sk(turn_index))
         row = turn_of(record) if record is not None else None
         verdict = reader_access.Verdict(False)
-        if thread is not None and row is not None:
+        if thread is not None and row is not None and self._in_region(ctx, row, thread):
             verdict = reader_access.check(reader_access.effective(row.acl_readers, thread.acl_readers), ctx)
         if row is None or not verdict.allowed:  # denied reads as absent: no oracle for content
             raise NotFound(f"turn {turn_index} of thread {thread_id} does not exist")
@@ -340,6 +370,8 @@ class ThreadService:
 
         def readable(row: ThreadTurn) -> bool:
             if req.entity_id is not None and row.entity_id != req.entity_id:
+                return False
+            if not self._in_region(ctx, row, thread):
                 return False
             verdict = reader_access.check(reader_access.effective(row.acl_readers, default), ctx)
             if verdict.bypass:

@@ -26,6 +26,7 @@ from typing import Any
 
 from agent_memory.access import authority as auth
 from agent_memory.access import grants
+from agent_memory.access import scopes as scope_lib
 from agent_memory.access.api_keys import ApiKeyStore, StoredKey
 from agent_memory.access.key_use import KeyUse
 from agent_memory.access.principal_grants import PrincipalGrants
@@ -115,7 +116,7 @@ class Administration:
             return WhoAmI(caller, caller, "local", self._enforced(), effective, effective, None, None)
         token = auth.to_wire(auth.of(ctx.key))
         current = self.principals.current(ctx.context_id, caller)
-        kind = "bootstrap" if caller == self._bootstrap and ctx.key.admin else "key"
+        kind = "local" if not self._enforced() else "bootstrap" if caller == self._bootstrap and ctx.key.admin else "key"
         return WhoAmI(caller, (current.display_name if current else None) or caller, kind, self._enforced(),
                       current.grants if current else token, effective, token,
                       ctx.principal if ctx.delegated_by is not None else None)
@@ -151,6 +152,13 @@ class Administration:
     def create_key(self, ctx: RequestContext, *, name: str | None, grant_map: dict[str, Any] | None,
                    ttl_seconds: int | None, contexts: Sequence[str] | None = None) -> MintedKey:
         self._not_delegated(ctx, "minting a key")
+        if not self._enforced():
+            # A key minted here would be refused by the service that minted it (keys are not
+            # required, a start-up decision) and would close the service at its next start.
+            raise Conflict("this service started without keys required (single-user mode), so it does not mint "
+                           "keys over HTTP. Create one with `agent-memory keys create --principal <name> --admin "
+                           "--data-dir <dir>` and restart the service, or start it with "
+                           "AGENT_MEMORY_REQUIRE_KEYS=1", code="keys_not_required")
         if name is not None and not KEY_NAME_RE.match(name):
             raise InvalidRequest("name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
                                  field="name")
@@ -179,7 +187,7 @@ class Administration:
             fields["default_write_scope"] = scope
         current = self.principals.current(ctx.context_id, ctx.principal)
         raw, stored = self.keys.create(ctx.principal, groups=ctx.groups, name=name,
-                                       valid_until=_until(ttl_seconds), contexts=bound,
+                                       valid_until=_capped(_until(ttl_seconds), ctx), contexts=bound,
                                        principal_grants={ctx.context_id: current.grants} if current else None,
                                        **fields)
         return MintedKey(stored.key_id, raw, stored.valid_until, name)
@@ -190,13 +198,10 @@ class Administration:
         ``overlap_seconds``."""
         self._not_delegated(ctx, "rotating a key")
         old = self._named_key(ctx, name)
-        beyond = auth.within(auth.of(old.as_principal("")), self.authority(ctx))
-        if beyond and not ctx.admin:
-            raise Forbidden(f"this key holds more than you now do: {', '.join(beyond)}", code="beyond_authority",
-                            beyond=beyond)
+        self._check_outranks(ctx, old, "rotate")
+        until = _until(ttl_seconds) if ttl_seconds is not None else old.valid_until
         raw, stored = self.keys.create(old.principal, groups=old.groups, admin=old.admin, label=old.label,
-                                       name=old.name or name,
-                                       valid_until=_until(ttl_seconds) if ttl_seconds is not None else old.valid_until,
+                                       name=old.name or name, valid_until=_capped(until, ctx),
                                        principal_grants=old.principal_grants or None,
                                        **{k: list(v) if isinstance(v, tuple) else v for k, v in old.grant.items()})
         if overlap_seconds > 0:
@@ -209,7 +214,25 @@ class Administration:
 
     def delete_key(self, ctx: RequestContext, name: str) -> None:
         self._not_delegated(ctx, "deleting a key")
-        self.keys.remove(self._named_key(ctx, name))
+        key = self._named_key(ctx, name)
+        self._check_outranks(ctx, key, "delete")
+        self.keys.remove(key)
+
+    def _check_outranks(self, ctx: RequestContext, key: StoredKey, what: str) -> None:
+        """403 unless the caller's authority covers ``key``: its grants, its admin bit and its
+        lifetime (a key never rotates or deletes one that outranks it; an admin manages any)."""
+        if ctx.admin:
+            return
+        beyond = ["admin"] if key.admin else []
+        beyond += [b for b in auth.within(auth.of(auth.bounded(key.as_principal(""), ctx.context_id)),
+                                          self.authority(ctx)) if b not in beyond]
+        caller_until = ctx.key.valid_until if ctx.key is not None else None
+        if caller_until is not None and (key.valid_until is None or key.valid_until > caller_until):
+            beyond.append("validUntil")
+        if beyond:
+            raise Forbidden(f"key {key.name or key.key_id!r} holds more than this key does ({', '.join(beyond)}); "
+                            f"only a key whose authority covers it may {what} it", code="beyond_authority",
+                            beyond=beyond)
 
     # --- the operator's keys (``agent-memory keys``: the operator's own credentials) ------------
 
@@ -261,17 +284,47 @@ class Administration:
             return None
         return PrincipalView(principal, principal, "principal", auth.to_wire(ceiling))
 
+    def _visible(self, ctx: RequestContext, view: PrincipalView) -> bool:
+        """Whether the caller may see this principal and its grants: an admin sees all, a
+        caller itself; anyone else only a principal whose read and write paths lie inside the
+        caller's read region ('/', the whole context, only inside an unrestricted one), and an
+        admin only with an unrestricted read region."""
+        if ctx.admin or view.id == (ctx.delegated_by or ctx.principal):
+            return True
+        held = self.authority(ctx)
+        if grants.READ not in held.verbs:
+            return False
+        region = held.read_region
+        if region is None:
+            return True
+        return grants.ADMIN not in view.grants and all(
+            p != auth.ROOT and scope_lib.path_covered(p, region)
+            for verb in auth.REGION_VERBS for p in view.grants.get(verb, ()))
+
     def list_principals(self, ctx: RequestContext) -> list[PrincipalView]:
         names = {k.principal for k in self._usable_here(ctx)} | set(self.principals.principals(ctx.context_id)) \
             | {p.principal for p in self.static if p.contexts is None or ctx.context_id in p.contexts}
         views = [self._principal_view(ctx, n) for n in sorted(names)]
-        return [v for v in views if v is not None]
+        return [v for v in views if v is not None and self._visible(ctx, v)]
 
     def get_principal(self, ctx: RequestContext, principal: str) -> PrincipalView:
         view = self._principal_view(ctx, principal)
-        if view is None:
+        if view is None or not self._visible(ctx, view):
             raise NotFound(f"no principal {principal!r} in this context")
         return view
+
+    def _admin_principals(self, ctx: RequestContext) -> set[str]:
+        """The principals that are admins here: an admin key usable in this context (stored or
+        configured), unless the principal's recorded grants here leave admin out."""
+        names = {k.principal for k in self._usable_here(ctx) if grants.is_admin(k.as_principal(""))}
+        names |= {p.principal for p in self.static if grants.is_admin(p)
+                  and (p.contexts is None or ctx.context_id in p.contexts)}
+        out = set()
+        for name in names:
+            current = self.principals.current(ctx.context_id, name)
+            if current is None or grants.ADMIN in current.grants:
+                out.add(name)
+        return out
 
     def change_grant(self, ctx: RequestContext, principal: str, path: Any, verbs: Any, *,
                      revoke: bool) -> PrincipalView:
@@ -292,10 +345,23 @@ class Administration:
             base = auth.from_wire(current.grants)
         else:
             base = self._ceiling(ctx, principal) or auth.Authority(frozenset())
+        admins = self._admin_principals(ctx)
+        if not ctx.admin:
+            # Only an admin changes an admin; anyone else only a principal it wholly covers.
+            if principal in admins:
+                raise Forbidden(f"{principal} is an admin; only an admin changes its grants",
+                                code="beyond_authority", beyond=["admin"])
+            held = auth.within(base, self.authority(ctx))
+            if held:
+                raise Forbidden(f"{principal} holds more than you do ({', '.join(held)}); only a caller whose "
+                                "authority covers its grants changes them", code="beyond_authority", beyond=held)
         try:
             changed = auth.revoked(base, path, chosen) if revoke else auth.granted(base, path, chosen)
         except ValueError as exc:
             raise InvalidRequest(str(exc), field="path") from exc
+        if principal in admins and grants.ADMIN not in changed.verbs and admins == {principal}:
+            raise Conflict(f"{principal} is the last admin of this context; make another admin first",
+                           code="last_admin")
         wire = auth.to_wire(changed)
         version = self.principals.record(ctx.context_id, principal, wire, ctx.principal,
                                          current.display_name if current else None)
@@ -304,8 +370,13 @@ class Administration:
         return PrincipalView(principal, version.display_name or principal, "principal", wire)
 
     def effective(self, ctx: RequestContext, principal: str, path: Any, as_of: str | None) -> Effective:
+        self.get_principal(ctx, principal)  # 404 for one the caller may not see
+        # A path ending in '/' asks about what lies directly under it (``org/acme/``: its
+        # children, which a grant on ``org/acme/*`` covers), as ``org/acme/*`` does.
+        children = isinstance(path, str) and path.strip().endswith("/") and path.strip() != auth.ROOT
         try:
-            path = auth.change(path, [grants.READ])[0]
+            asked = auth.change(path, [grants.READ])[0]
+            path = auth.change(path.strip() + "*", [grants.READ])[0] if children else asked
         except ValueError as exc:
             raise InvalidRequest(str(exc), field="path") from exc
         version = self.principals.as_of(ctx.context_id, principal, as_of) if as_of else \
@@ -314,12 +385,12 @@ class Administration:
         if version is None and ceiling is None:
             if self._principal_view(ctx, principal) is None:
                 raise NotFound(f"no principal {principal!r} in this context")
-            return Effective(path, [], as_of)
+            return Effective(asked, [], as_of)
         held = auth.from_wire(version.grants) if version is not None else ceiling
         assert held is not None
         if version is not None and ceiling is not None:
             held = auth.intersect(held, ceiling)
-        return Effective(path, auth.effective_at(held, path), as_of)
+        return Effective(asked, auth.effective_at(held, path), as_of)
 
 
 def _key_view(k: StoredKey) -> KeyView:
@@ -334,6 +405,14 @@ def _until(ttl_seconds: int | None) -> str | None:
     if not 1 <= ttl_seconds <= MAX_TTL_S:
         raise InvalidRequest(f"ttlSeconds must be between 1 and {MAX_TTL_S}", field="ttlSeconds")
     return timeutil.iso(timeutil.now() + timedelta(seconds=ttl_seconds))
+
+
+def _capped(until: str | None, ctx: RequestContext) -> str | None:
+    """A minted or rotated key's expiry: never past the expiry of the key that made it."""
+    caller_until = ctx.key.valid_until if ctx.key is not None else None
+    if caller_until is None:
+        return until
+    return caller_until if until is None else min(until, caller_until)
 
 
 def _default_name() -> str:

@@ -65,8 +65,9 @@ class CatalogueService:
     # --- contexts -------------------------------------------------------------------
 
     def list_contexts(self, *, bound_contexts: Sequence[str] | None, bound_partitions: Sequence[str] | None,
-                      limit: int, page_cursor: str | None) -> Page[ContextEntry]:
-        """The contexts a key may use: those it is bound to, else every context written to."""
+                      limit: int, page_cursor: str | None, unreadable: Sequence[str] = ()) -> Page[ContextEntry]:
+        """The contexts a key may use: those it is bound to, else every context written to;
+        never one in ``unreadable`` (its principal's grants there leave it no read)."""
         secret = self._cursor_secret
         after = cursor.decode(secret, "*", "contexts", page_cursor)
         if bound_contexts is not None:
@@ -78,7 +79,8 @@ class CatalogueService:
             page = self.store.query(keys.CONTEXTS_PK, after=after, limit=limit)
             chosen = [r.sk for r in page.records]
             last = _truthful(self.store, keys.CONTEXTS_PK, page.last_key)
-        items = [ContextEntry(name, self._partitions(name, bound_partitions)) for name in chosen]
+        items = [ContextEntry(name, self._partitions(name, bound_partitions)) for name in chosen
+                 if name not in unreadable]
         return Page(items, cursor.encode(secret, "*", "contexts", last))
 
     def _partitions(self, context_id: str, bound: Sequence[str] | None) -> list[str]:

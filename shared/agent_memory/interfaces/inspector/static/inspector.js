@@ -871,6 +871,10 @@ async function loadAccess() {
       me.delegatedPrincipalId ? [el("dt", { text: "On behalf of" }), el("dd", { text: me.delegatedPrincipalId })] : null,
       el("dt", { text: "May do here" }), el("dd", { id: "whoami-effective", text: grantText(me.effectiveGrants) })));
   } catch (err) { showError(who, err); return; }
+  // Keys required is decided when the service starts: an open one does not mint keys over HTTP.
+  $("#key-secret").textContent = me.enforce ? "" : "This service started without keys required: make a key with "
+    + "`agent-memory keys create --principal <name> --admin --data-dir <dir>` and restart it, or start it with "
+    + "AGENT_MEMORY_REQUIRE_KEYS=1.";
   await loadKeys();
   await loadPrincipals();
 }
