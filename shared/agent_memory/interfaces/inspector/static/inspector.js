@@ -862,8 +862,9 @@ const grantText = (g) => Object.entries(g || {}).map(([verb, paths]) => `${verb}
 
 async function loadAccess() {
   const who = $("#whoami-body");
+  let me;
   try {
-    const me = await api("GET", ctxPath("/me"));
+    me = await api("GET", ctxPath("/me"));
     who.replaceChildren(el("dl", { id: "whoami" },
       el("dt", { text: "Principal" }), el("dd", { id: "whoami-principal", text: me.principalId }),
       el("dt", { text: "Kind" }), el("dd", { text: me.kind }),
