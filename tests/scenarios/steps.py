@@ -88,20 +88,38 @@ class document(Step):  # noqa: N801
 
 @dataclass(frozen=True)
 class chat(Step):  # noqa: N801
-    """``POST /chat``; the reply must hold each of ``says`` and none of ``never``."""
+    """``POST /chat`` in a new session (or in the one an earlier ``chat`` with the same
+    ``session`` name opened); the reply must hold each of ``says`` and none of ``never``, cite
+    at least ``cites`` memories (each cited snippet holding one of ``cited`` when given).
+    ``cache``: let the tier-2 response cache answer (by default it is bypassed)."""
 
     message: str
     says: Sequence[str] = ()
     never: Sequence[str] = ()
+    cache: bool = False
+    session: str | None = None
+    cites: int = 0
+    cited: Sequence[str] = ()
 
     def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
-        r = api.post(f"{ctx}/chat", {"message": self.message, "bypassCache": True})
+        body: dict[str, Any] = {"message": self.message, "bypassCache": not self.cache}
+        sessions = seen.setdefault("sessions", {})
+        if self.session and self.session in sessions:
+            body["sessionId"] = sessions[self.session]
+        r = api.post(f"{ctx}/chat", body)
         assert r.status == 200, r.text
-        text = r.json()["reply"]
+        got = r.json()
+        if self.session:
+            sessions[self.session] = got["sessionId"]
+        text = got["reply"]
         for part in self.says:
             assert part in text, f"chat {self.message!r}: {part!r} not in {text!r}"
         for part in self.never:
             assert part not in text, f"chat {self.message!r}: {part!r} in {text!r}"
+        assert len(got["citations"]) >= self.cites, f"chat {self.message!r}: {got['citations']}"
+        for part in self.cited:
+            assert any(part in c["snippet"] for c in got["citations"]), \
+                f"chat {self.message!r}: no citation holds {part!r}: {got['citations']}"
 
 
 @dataclass(frozen=True)

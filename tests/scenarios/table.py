@@ -107,4 +107,12 @@ SCENARIOS = [
                                            "Favourite tea oolong: your favourite tea is oolong."]),
         chat("What is my favourite tea?", says=["honey"], never=["Favourite tea oolong"]),
     ]),
+    Scenario("a refusal cached before the fact arrives is never served after it", [
+        chat("What is my favourite mountain?", says=["I don't have anything in memory"], cache=True),
+        say("My favourite mountain is Mount Kenya."),
+        chat("What is my favourite mountain?", says=["Mount Kenya"], cache=True, cites=1),
+        # the refusal is not evidence: asked once more, nothing quotes it
+        context("What is my favourite mountain?", contains=["My favourite mountain is Mount Kenya."],
+                lacks=["I don't have anything in memory"]),
+    ]),
 ]

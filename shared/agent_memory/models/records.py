@@ -105,6 +105,9 @@ class Turn(StoredItem):
     partition: str = "default"
     speaker: dict[str, str] | None = _optional()
     deleted: bool = _optional(False)
+    # A chat reply that cited no memory (a refusal, an answer from nowhere): kept in the
+    # transcript, never projected as evidence (docs/decisions.md, "Refusals, questions and echoes").
+    unsupported: bool = _optional(False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -74,6 +74,8 @@ class PreparedTurn:
     model_name: str
     query_vector: Any = None
     cached: dict[str, Any] | None = None
+    # The cache entry this turn may store, its id taken before retrieval (``ResponseCache.begin``).
+    cache_entry: str | None = None
     extraction: Future | None = None
     # The partitions the extraction read (the speaker's): the commit reuses them (one read).
     reads: Any = None
@@ -218,6 +220,8 @@ class ChatService:
         window = [] if is_new else session_window(self._store, ctx, session.id)
 
         reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
+        # Taken before retrieval: a write that commits while this turn answers outdates its entry.
+        cache_entry = self.cache.begin() if not window and not req.bypass_cache else None
         started = time.perf_counter()
         # The user turn's write reads each entity partition once: its entity list and the
         # self entity's facts, read here for retrieval too (retries read afresh).
@@ -242,8 +246,8 @@ class ChatService:
         turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
                             sources=sources, messages=messages, trace_id=trace_id, tier=3,
                             retrieval_ms=retrieval_ms, model_name=model_name, degraded=result.degraded,
-                            retrieval_trace=retrieval_trace)
-        if not window and not req.bypass_cache:
+                            retrieval_trace=retrieval_trace, cache_entry=cache_entry)
+        if cache_entry is not None:
             turn.query_vector = self._embed([req.message])[0]
             hit = self.cache.lookup(reader, model_name, turn.query_vector)
             if hit is not None:
@@ -332,8 +336,9 @@ class ChatService:
             now = timeutil.now_iso()
             # The user turn's speaker is the context's own user; the assistant's role says who it is.
             speaker = self_speaker(self._facts.repo.speaker_name(ctx, turn.reads))
+            # A reply that cites no memory (a refusal) is kept in the transcript, never as evidence.
             pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
-                       PendingTurn("assistant", reply, now, "none", None)]
+                       PendingTurn("assistant", reply, now, "none", None, unsupported=not citations)]
 
             def traces(rows: list[Any], results: list[Any]) -> list[Put]:
                 """Both trace rows, committed with the turns (so one write, not two more), with
@@ -363,7 +368,8 @@ class ChatService:
             if any(h.kind == "turn" and (h.role or "user") == "user" for h in cited):
                 entities.add(SELF_ENTITY_ID)  # a user's own statement is about the user
             self.cache.store_reply(ctx.narrowed(req.scopes), turn.model_name, req.message, turn.query_vector,
-                                   {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited])
+                                   {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited],
+                                   entry_id=turn.cache_entry)
         return ChatReply(reply=reply, session_id=turn.session.id, trace_id=turn.trace_id, citations=citations,
                          memory_updates=memory_updates, degraded=None if from_cache else turn.degraded)
 
