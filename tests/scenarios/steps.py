@@ -179,11 +179,13 @@ class values(Step):  # noqa: N801
 
 @dataclass(frozen=True)
 class context(Step):  # noqa: N801
-    """``POST /context``: the block holds each of ``contains`` and none of ``lacks``."""
+    """``POST /context``: the block holds each of ``contains`` and none of ``lacks``, and the
+    texts of ``order`` in that order (each present)."""
 
     query: str
     contains: Sequence[str] = ()
     lacks: Sequence[str] = ()
+    order: Sequence[str] = ()
 
     def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
         r = api.post(f"{ctx}/context", {"query": self.query})
@@ -193,3 +195,7 @@ class context(Step):  # noqa: N801
             assert part in text, f"context {self.query!r}: {part!r} not in\n{text}"
         for part in self.lacks:
             assert part not in text, f"context {self.query!r}: {part!r} in\n{text}"
+        for part in self.order:
+            assert part in text, f"context {self.query!r}: {part!r} not in\n{text}"
+        positions = [text.index(part) for part in self.order]
+        assert positions == sorted(positions), f"context {self.query!r}: not in the order {list(self.order)}:\n{text}"

@@ -115,4 +115,13 @@ SCENARIOS = [
         context("What is my favourite mountain?", contains=["My favourite mountain is Mount Kenya."],
                 lacks=["I don't have anything in memory"]),
     ]),
+    Scenario("a document passage outranks the question and the reply that echo it", [
+        document("Store policy", "# Returns\n\nItems may be returned within 30 days of delivery.\n\n"
+                                 "# Shipping\n\nOrders ship from our warehouse in Leeds."),
+        chat("How many days do I have to return items?", says=["30 days"], cites=1),
+        chat("How many days do I have to return items?", says=["30 days"], cited=["within 30 days"]),
+        context("How many days do I have to return items?",
+                order=["Items may be returned within 30 days of delivery.",
+                       "(turn, user", "(turn, assistant"]),
+    ]),
 ]

@@ -60,7 +60,7 @@ from agent_memory.ranking.rank import QueryFacts, rank
 from agent_memory.ranking.recipes import RECIPES, RETRIEVAL_MODES, SearchRecipe
 from agent_memory.ranking.rerank import rerank
 from agent_memory.ranking.rows import ranking_from_units, ranking_with_units
-from agent_memory.ranking.rules import evidence_factor
+from agent_memory.ranking.rules import echoes_below_sources, evidence_factor
 from agent_memory.ranking.visibility import unit_visible
 from agent_memory.rules import geo
 from agent_memory.rules.questions import asks_only
@@ -343,7 +343,10 @@ class RetrievalService:
         """``hits`` reordered by ``rules.evidence_factor``: a user turn that only asks (and
         states no fact) below statements and chunks that match as well. After a reranker
         (which scored the texts again) assistant replies and superseded turns are lowered
-        here too; without one ``rank`` already did. A pinned tier-1 answer stays first."""
+        here too; without one ``rank`` already did. Then ``rules.echoes_below_sources``: a
+        question or an assistant reply never stays above a statement, fact or passage it
+        repeats (shares content words with), whatever the scores. A pinned tier-1 answer stays
+        first."""
         head, rest = (hits[:1], hits[1:]) if pinned else ([], hits)
         if not rest:
             return hits
@@ -355,11 +358,27 @@ class RetrievalService:
         factor = evidence_factor(kind, role, asks, stale, question=recipe.question_factor,
                                  assistant=recipe.assistant_factor if reranked else 1.0,
                                  superseded=recipe.superseded_factor if reranked else 1.0)
-        if not (factor != 1.0).any():
-            return hits
-        scored = [(h.score * float(f), i, h) for i, (h, f) in enumerate(zip(rest, factor.tolist(), strict=True))]
-        scored.sort(key=lambda t: (-t[0], t[1]))  # ties keep the order they came in
-        return head + [dataclasses.replace(h, score=score) for score, _, h in scored]
+        if (factor != 1.0).any():
+            scored = [(h.score * float(f), i, h) for i, (h, f) in enumerate(zip(rest, factor.tolist(), strict=True))]
+            scored.sort(key=lambda t: (-t[0], t[1]))  # ties keep the order they came in
+            rest = [dataclasses.replace(h, score=score) for score, _, h in scored]
+        echo = [h.kind == "turn" and (h.role == "assistant" or (h.role == "user" and h.id not in said.sources
+                                                               and asks_only(h.text))) for h in rest]
+        if any(echo):
+            words = [_echo_words(h.text) for h in rest]
+            sources = [[j for j, other in enumerate(words) if j != i and not echo[j]
+                        and len(words[i] & other) >= min(2, len(words[i]))] if echo[i] and words[i] else []
+                       for i in range(len(rest))]
+            order = echoes_below_sources(echo, sources)
+            rest = [rest[i] for i in order]
+            # Scores stay monotonic down the list: a moved echo takes the score of the hit above it.
+            fixed: list[Hit] = []
+            for h in rest:
+                if fixed and h.score > fixed[-1].score:
+                    h = dataclasses.replace(h, score=fixed[-1].score)
+                fixed.append(h)
+            rest = fixed
+        return head + rest
 
     def _documents_from(self, ctx: RequestContext, source: str) -> list[str]:
         """Ids of the documents ``ctx`` may read whose ``source`` is ``source`` (at most
@@ -655,6 +674,25 @@ class RetrievalService:
 
 
 # --- helpers ------------------------------------------------------------------------------
+
+
+_ECHO_WORD = re.compile(r"[^\W_]{3,}")
+_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+def _echo_words(text: str) -> frozenset[str]:
+    """The content words of ``text``, crudely stemmed ("returned" and "returns" meet
+    "return"), for telling which statement or passage an echo repeats."""
+    out = set()
+    for word in _ECHO_WORD.findall((text or "").lower()):
+        if word in STOPWORDS:
+            continue
+        for suffix in _SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                word = word[: -len(suffix)]
+                break
+        out.add(word)
+    return frozenset(out)
 
 
 @dataclass
