@@ -484,6 +484,22 @@ def test_offline_default_responder_matches_the_key_the_question_asks_for():
     assert default_offline_responder(messages) == "From memory: User employer: Globex [S2]"
 
 
+def test_offline_default_responder_answers_a_profile_question_with_the_leading_facts():
+    context = "\n".join(["[S1] (attribute, 2026-05-01) Dana name: Dana",
+                         "[S2] (attribute, 2026-05-01) Dana employer: Initech",
+                         "[S3] (relation, 2026-05-01) Dana manager: Priya",
+                         "[S4] (turn, user, 2026-05-01) I like the sea.",
+                         "[S5] (attribute, 2026-05-01) Priya location: Pune"])
+    for question in ("What do you know about me?", "Who am I?"):
+        messages = [ChatMessage("system", context), ChatMessage("user", question)]
+        assert default_offline_responder(messages) == \
+            "From memory about Dana: name: Dana [S1]; employer: Initech [S2]; manager: Priya [S3]."
+    # nothing leads (no fact first): the usual best line, or a plain refusal
+    turns_only = [ChatMessage("system", "[S1] (turn, user, 2026-05-01) I like the sea."),
+                  ChatMessage("user", "Who am I?")]
+    assert default_offline_responder(turns_only) == NO_MEMORY_REPLY
+
+
 @pytest.mark.parametrize("messages", [
     _prompt("What is my favourite colour?"),  # context present, nothing relevant
     [ChatMessage("user", "Where does Alice live?")],  # no context at all

@@ -124,4 +124,30 @@ SCENARIOS = [
                 order=["Items may be returned within 30 days of delivery.",
                        "(turn, user", "(turn, assistant"]),
     ]),
+    Scenario("questions about the user answer from the profile, each fact cited", [
+        say("My name is Dana."),
+        say("I work at Initech as a product designer."),
+        say("I live in Porto."),
+        say("I like climbing."),
+        ask("What do you know about me?", tier=1, k=8,
+            order=["Dana name: Dana", "Dana employer: Initech", "Dana location: Porto", "Dana likes: climbing"]),
+        chat("What do you know about me?", says=["Dana", "Initech", "product designer", "Porto", "climbing"],
+             cites=5, cited=["name: Dana", "employer: Initech", "location: Porto", "likes: climbing"]),
+        chat("Who am I?", says=["Dana", "Initech", "Porto"], cites=5),
+        # the profile leads; the replies that restate it rank below every statement
+        context("Who am I?", order=["Dana name: Dana", "I like climbing.", "I live in Porto.", "(turn, assistant"],
+                lacks=["Who am I?"]),
+        chat("What is my job?", says=["product designer"], never=["climbing"]),
+    ]),
+    Scenario("a question about a named person answers from that person's facts", [
+        say("My manager is Priya."),
+        facts("Priya lives in Pune.", attribute("location", "Pune", {"type": "person", "name": "Priya"})),
+        facts("Priya speaks Marathi.", attribute("languages", "Marathi", {"type": "person", "name": "Priya"})),
+        chat("Tell me about Priya", says=["Pune", "Marathi"], cites=2),
+        chat("What do you know about me?", says=["Priya"], never=["Pune"]),
+    ]),
+    Scenario("a profile question with nothing stored is refused plainly", [
+        chat("What do you know about me?", says=["I don't have anything in memory"]),
+        chat("Who am I?", says=["I don't have anything in memory"]),
+    ]),
 ]

@@ -50,3 +50,25 @@ def test_asked_slots(question, keys, labels):
 ])
 def test_asks_only(text, only):
     assert asks_only(text) is only
+
+
+@pytest.mark.parametrize("question, who", [
+    ("What do you know about me?", "me"),
+    ("Who am I?", "me"),
+    ("tell me everything you know about me", "me"),
+    ("What is my profile?", "me"),
+    ("Tell me about Priya", "Priya"),
+    ("What do you remember about Mary Jones?", "Mary Jones"),
+    ("Who is Priya?", "Priya"),
+    # questions that name a key, a pronoun or nothing are not about someone as a whole
+    ("What is my job?", None),
+    ("Who is my boss?", None),
+    ("What do you know about my job?", None),
+    ("Who is he?", None),
+    ("Tell me about the weather", None),
+    ("Where do I live?", None),
+])
+def test_profile_subject(question, who):
+    from agent_memory.rules.questions import profile_subject
+
+    assert profile_subject(question) == who

@@ -119,3 +119,38 @@ def asks_only(text: str) -> bool:
         elif len(part.split()) > 2:
             return False
     return asked
+
+
+#: The question shapes that ask for everything memory holds about someone (docs/chat.md,
+#: "Questions about the user"): the profile route. ``who`` is the person; "me"/"myself" the user.
+_PROFILE_SHAPES = tuple(re.compile(p, re.IGNORECASE) for p in (
+    r"^(?:so,? |and |ok(?:ay)?,? )?what (?:else )?(?:do|did|does) (?:you|memory) (?:know|remember|have(?: stored)?|recall)"
+    r" (?:about|of|on) (?P<who>me|myself|[A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?)$",
+    r"^(?:please )?tell me (?:everything |all |what )?(?:you know |you remember |you have )?about"
+    r" (?P<who>me|myself|[A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?)$",
+    r"^(?P<who>who) am i$",
+    r"^what (?:do|did) i (?:tell|told) you about (?P<who>me|myself)$",
+    r"^(?:describe|summari[sz]e) (?P<who>me|myself|[A-Z][\w'\-]*)$",
+    r"^who is (?P<who>[A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?)$",
+    r"^what(?:'s| is) my profile$",
+))
+PROFILE_SELF = "me"
+_NOT_PROFILED = _POSSESSORS | frozenset({"he", "she", "they", "it", "this", "that", "there", "i", "you", "we"})
+
+
+def profile_subject(question: str) -> str | None:
+    """Whom ``question`` asks everything about: ``PROFILE_SELF`` for the user ("What do you
+    know about me?", "Who am I?"), a name ("Tell me about Priya", "Who is Priya?"), or
+    ``None`` for any other question (one that names a key is not a profile question)."""
+    text = " ".join((question or "").split()).strip().rstrip("?.! ").strip()
+    for pattern in _PROFILE_SHAPES:
+        found = pattern.match(text)
+        if found:
+            who = found.groupdict().get("who") or "me"
+            if who.lower() in ("me", "myself", "who"):
+                return PROFILE_SELF
+            # a name, as written: capitalised, not a pronoun or a possessive ("my job" names a key)
+            if not who[:1].isupper() or who.split()[0].lower() in _NOT_PROFILED:
+                return None
+            return who
+    return None
