@@ -87,6 +87,45 @@ class document(Step):  # noqa: N801
 
 
 @dataclass(frozen=True)
+class conversation(Step):  # noqa: N801
+    """``POST /facts/batch`` of user ``messages`` (an assistant's line starts "assistant: "),
+    extracted as one whole conversation."""
+
+    messages: Sequence[str]
+
+    def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
+        body = [{"role": "assistant", "content": m.removeprefix("assistant: ")} if m.startswith("assistant: ")
+                else {"role": "user", "content": m} for m in self.messages]
+        r = api.post(f"{ctx}/facts/batch", {"messages": body, "extract": "whole_conversation"})
+        assert r.status == 200, r.text
+
+
+@dataclass(frozen=True)
+class no_entity(Step):  # noqa: N801
+    """``GET /entities/{type}/{name}`` answers 404: nothing made ``entity`` up."""
+
+    entity: str
+
+    def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
+        r = api.get(f"{ctx}/entities/{self.entity}")
+        assert r.status == 404, f"{self.entity}: {r.status} {r.text}"
+
+
+@dataclass(frozen=True)
+class unsure(Step):  # noqa: N801
+    """``GET /uncertainty``: an open uncertainty whose ``about`` holds ``about``."""
+
+    about: str
+
+    def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
+        r = api.get(f"{ctx}/uncertainty")
+        assert r.status == 200, r.text
+        body = r.json()
+        items = body.get("items", body.get("uncertainties", []))
+        assert any(self.about in (u.get("about") or "") for u in items), items
+
+
+@dataclass(frozen=True)
 class chat(Step):  # noqa: N801
     """``POST /chat`` in a new session (or in the one an earlier ``chat`` with the same
     ``session`` name opened); the reply must hold each of ``says`` and none of ``never``, cite

@@ -10,10 +10,13 @@ from tests.scenarios.steps import (
     chat,
     context,
     document,
+    conversation,
     facts,
+    no_entity,
     relation,
     reply,
     say,
+    unsure,
     values,
 )
 
@@ -149,5 +152,43 @@ SCENARIOS = [
     Scenario("a profile question with nothing stored is refused plainly", [
         chat("What do you know about me?", says=["I don't have anything in memory"]),
         chat("Who am I?", says=["I don't have anything in memory"]),
+    ]),
+    Scenario("the offline extractor reads a self-introduction with a role and an employer", [
+        say("Hi! I'm Alice, CTO at Acme."),
+        values("name", ["Alice"]),
+        values("job_title", ["CTO"]),
+        values("employer", ["Acme"]),
+    ]),
+    Scenario("a pet that is called something is a pet with that name", [
+        say("My dog is called Rex."),
+        values("pets", ["dog"]),
+        values("dog", []),
+        values("species", ["dog"], entity="other/rex"),
+    ]),
+    Scenario("a value ends with its clause", [
+        say("My favourite colour is teal and they have three cats named Tom and Jim."),
+        values("favourite_colour", ["teal"]),
+    ]),
+    Scenario("words at the start of a sentence that are not names make no entity", [
+        say("Next run in 24h."),
+        say("Message received."),
+        no_entity("person/next"),
+        no_entity("person/message"),
+    ]),
+    Scenario("a diet stated with now replaces the one before", [
+        say("I'm vegetarian.", at="2026-03-01"),
+        say("I'm pescatarian now.", at="2026-04-01"),
+        values("diet", ["pescatarian"]),
+        values("diet", ["vegetarian"], as_of="2026-03-15"),
+    ]),
+    Scenario("a whole conversation resolves she to the last person named", [
+        conversation(["My manager is Priya.", "assistant: Noted.", "She is based in Pune."]),
+        values("location", ["Pune"], entity="person/priya"),
+        ask("Who is my manager?", first="User manager: Priya", tier=1),
+    ]),
+    Scenario("a hedge about a decision is an uncertainty, not a fact", [
+        say("I'm not sure yet whether I'll stay in Lisbon."),
+        unsure("whether I'll stay in Lisbon"),
+        values("location", []),
     ]),
 ]
