@@ -191,4 +191,21 @@ SCENARIOS = [
         unsure("whether I'll stay in Lisbon"),
         values("location", []),
     ]),
+    Scenario("a two-part question is answered in two cited parts", [
+        document("Shop policy", "# Returns\n\nItems may be returned within 30 days of delivery.\n\n"
+                                "# Shipping\n\nOrders ship from our warehouse in Leeds."),
+        chat("How long do I have to return items, and where do orders ship from?",
+             says=["(1)", "30 days", "(2)", "Leeds"], cites=2, cited=["within 30 days", "warehouse in Leeds"]),
+        chat("Where do orders ship from? And what is my favourite opera?",
+             says=["(1)", "Leeds", "(2) I don't have anything in memory about that."], cites=1),
+    ]),
+    Scenario("a question about the conversation is answered from the window", [
+        chat("I am planning a trip to Kyoto in April.", session="trip"),
+        chat("Which temples should I see there?", session="trip"),
+        chat("What did I just ask?", session="trip", says=["Which temples should I see there?"]),
+        chat("What did I tell you at the start of this conversation?", session="trip",
+             says=["planning a trip to Kyoto in April"]),
+        # a new conversation has no window: a plain refusal, nothing invented
+        chat("What did I tell you at the start of this conversation?", says=["I don't have anything in memory"]),
+    ]),
 ]

@@ -33,7 +33,7 @@ from agent_memory.kernel import deadline
 from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.lexicon import ANSWER_WORD_HINTS, OVERLAP_STOP_WORDS
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelOutputInvalid, ModelTimeout
-from agent_memory.rules.questions import asked_slots, profile_subject
+from agent_memory.rules.questions import about_conversation, asked_slots, profile_subject, question_parts
 
 __all__ = [
     "BedrockConverseModel",
@@ -545,7 +545,10 @@ def _content_words(text: str) -> set[str]:
     for w in _WORD.findall(text.lower()):
         if w in _STOP:
             continue
-        words.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+        w = w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        # "returned"/"returning" meet "return" (a light stem: the word must keep 4 letters)
+        w = w[:-2] if len(w) > 5 and w.endswith("ed") else w[:-3] if len(w) > 6 and w.endswith("ing") else w
+        words.add(w)
     return words
 
 
@@ -627,6 +630,57 @@ def _profile_reply(lines: Sequence[tuple[str, str, str]]) -> str | None:
 
 
 PROFILE_FACTS = 12
+TRANSCRIPT_HEADING = "# Conversation so far"  # context_format's heading of the chat window
+_TRANSCRIPT_END = re.compile(r"^(?:# |MEMORY [0-9a-f]+>>>)")
+_TRANSCRIPT_LINE = re.compile(r"^(?P<role>user|assistant): (?P<text>.*)$")
+
+
+def _transcript(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
+    """``(role, text)`` of the transcript window in the prompt (``# Conversation so far``)."""
+    out: list[tuple[str, str]] = []
+    for m in messages:
+        if m.role != "system":
+            continue
+        inside = False
+        for line in m.content.splitlines():
+            if line.strip() == TRANSCRIPT_HEADING:
+                inside = True
+                continue
+            if inside and _TRANSCRIPT_END.match(line):
+                inside = False
+            found = _TRANSCRIPT_LINE.match(line) if inside else None
+            if found:
+                out.append((found.group("role"), found.group("text").strip()))
+    return out
+
+
+def _conversation_reply(which: str, transcript: Sequence[tuple[str, str]]) -> str:
+    """What the user said in this conversation, from the window: its start, the last thing,
+    or everything so far (at most five lines); a plain refusal when the window is empty."""
+    said = [text for role, text in transcript if role == "user" and text]
+    if not said:
+        return NO_MEMORY_REPLY
+    if which == "first":
+        return f'At the start of this conversation you said: "{_quote(said[0])}"'
+    if which == "last":
+        return f'You last said: "{_quote(said[-1])}"'
+    return "So far in this conversation you said: " + "; ".join(f'"{_quote(t, 120)}"' for t in said[-5:])
+
+
+def _parts_reply(parts: Sequence[str], lines: Sequence[tuple[str, str, str]]) -> str:
+    """Each part of a multi-part question answered by its own best line, cited; a part
+    memory has nothing for says so. A line answers one part only."""
+    answers, used = [], set()
+    for n, part in enumerate(parts, start=1):
+        best = _best_line(part, [line for line in lines if line[0] not in used])
+        if best is None:
+            answers.append(f"({n}) I don't have anything in memory about that.")
+            continue
+        used.add(best[1])
+        answers.append(f"({n}) {_quote(best[2])} [{best[1]}]")
+    if not used:
+        return NO_MEMORY_REPLY
+    return "From memory: " + " ".join(answers)
 
 
 def default_offline_responder(messages: Sequence[ChatMessage]) -> str:
@@ -644,11 +698,20 @@ def default_offline_responder(messages: Sequence[ChatMessage]) -> str:
 
     A question about someone as a whole ("What do you know about me?", "Who am I?",
     ``rules.questions.profile_subject``) is answered with the facts retrieval put first
-    (the profile), each cited.
+    (the profile), each cited. A question about the conversation itself ("What did I tell
+    you at the start of this conversation?", ``rules.questions.about_conversation``) is
+    answered from the transcript window. A question in several parts
+    (``rules.questions.question_parts``) gets one cited line per part.
     """
     question = next((m.content for m in reversed(messages) if m.role == "user"), "")
     question = question.removeprefix("# Question").strip()
+    which = about_conversation(question)
+    if which is not None:
+        return _conversation_reply(which, _transcript(messages))
     lines = _memory_lines(messages)
+    parts = question_parts(question)
+    if len(parts) > 1:
+        return _parts_reply(parts, lines)
     if profile_subject(question):
         profile = _profile_reply(lines)
         if profile is not None:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,7 @@ from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
 from agent_memory.models.records import Session
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Put
+from agent_memory.rules.questions import question_parts
 from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
 from agent_memory.services.conversation.chat.prompt import build_messages
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_memory.chat")
 
 RETRIEVAL_K = 8
+MAX_PARTS = 3  # parts of a multi-part question retrieved for separately
 
 
 @dataclass
@@ -227,8 +230,7 @@ class ChatService:
         # self entity's facts, read here for retrieval too (retries read afresh).
         reads = self._facts.repo.partition_reads()
         self._facts.repo.read_entities(ctx, reads)
-        result = self._retrieval.retrieve(reader, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window],
-                                          reads=reads)
+        result = self._retrieve(reader, req.message, [t.id for t in window], reads)
         retrieval_ms = (time.perf_counter() - started) * 1000
         hits = list(result.hits)
         messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
@@ -259,6 +261,27 @@ class ChatService:
         turn.extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
                                                      timeutil.now_iso(), None, turn.reads)
         return turn
+
+    def _retrieve(self, reader: RequestContext, message: str, exclude: list[str], reads: Any) -> Any:
+        """The question's retrieval; a question in several parts (``rules.questions.question_parts``)
+        retrieves for each part and takes their hits in turns (each part's best first), so every
+        part has what answers it in the prompt."""
+        parts = question_parts(message)[:MAX_PARTS]
+        if len(parts) < 2:
+            return self._retrieval.retrieve(reader, message, k=RETRIEVAL_K, exclude_ids=exclude, reads=reads)
+        results = [self._retrieval.retrieve(reader, part, k=RETRIEVAL_K, exclude_ids=exclude, reads=reads)
+                   for part in parts]
+        merged: dict[str, Any] = {}
+        for rank in range(RETRIEVAL_K):
+            for result in results:
+                if rank < len(result.hits):
+                    merged.setdefault(result.hits[rank].id, result.hits[rank])
+        first = results[0]
+        trace = {**first.trace, "parts": parts,
+                 "askedKeys": sorted({k for r in results for k in r.trace.get("askedKeys", [])})}
+        return dataclasses.replace(first, hits=list(merged.values())[:RETRIEVAL_K * len(parts)], trace=trace,
+                                   tier=1 if all(r.tier == 1 for r in results) else 3,
+                                   degraded=next((r.degraded for r in results if r.degraded), None))
 
     def _instructions(self, ctx: RequestContext) -> list[str]:
         return [i.description for i in self._facts.repo.instructions(ctx, limit=20)]
