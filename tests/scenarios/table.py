@@ -208,4 +208,17 @@ SCENARIOS = [
         # a new conversation has no window: a plain refusal, nothing invented
         chat("What did I tell you at the start of this conversation?", says=["I don't have anything in memory"]),
     ]),
+    Scenario("ordinary changes supersede: a new employer, a move, a changed favourite", [
+        say("I work at Initech.", at="2026-02-01"),
+        say("I live in Leeds.", at="2026-02-01"),
+        say("My favourite food is pizza.", at="2026-02-01"),
+        say("I started a new job at Hooli.", at="2026-03-01"),
+        say("I've just moved to York.", at="2026-03-02"),
+        say("My favourite food is now ramen.", at="2026-03-03"),
+        values("employer", ["Hooli"]),
+        values("location", ["York"]),
+        values("favourite_food", ["ramen"]),
+        values("employer", ["Initech"], as_of="2026-02-15"),
+        chat("Where do I work?", says=["Hooli"], never=["Initech"]),
+    ]),
 ]

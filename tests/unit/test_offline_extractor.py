@@ -545,3 +545,14 @@ def test_a_whole_conversation_reads_the_user_lines_only():
     text = "user: My manager is Priya.\nassistant: I live in Paris.\nuser: She is based in Pune."
     assert attrs(text) == [("Priya", "location", "Pune")]
     assert rels(text) == [(U, "manager", "Priya")]
+
+
+@pytest.mark.parametrize("text", ["I started a new job at Hooli.", "I got a new job at Hooli.", "I switched to Hooli.",
+                                  "I took a position with Hooli."])
+def test_a_new_employer_in_ordinary_words(text):
+    assert attrs(text) == [(U, "employer", "Hooli")]
+
+
+@pytest.mark.parametrize("text", ["I switched to decaf.", "I started a new hobby."])
+def test_a_switch_or_start_that_names_no_employer(text):
+    assert not any(a[1] == "employer" for a in attrs(text))

@@ -46,6 +46,8 @@ Patterns (first match per clause wins; ``S`` is the subject):
 "I work at Acme as a data engineer",
 "I joined Acme as a CTO"                    employer + job_title
 "I work at/for Acme", "I joined Acme"       employer (Acme: organisation)
+"I started a new job at Hooli",
+"I switched to Hooli"                       employer = Hooli (the old one superseded)
 "I live in London", "I'm based in Paris"    location (London: location)
 "I moved to Berlin last month"              location = Berlin, valid_from "last month"
 "I moved from London to Berlin"             location London negated + location Berlin
@@ -426,9 +428,13 @@ def _employer_as(b, s, m, when):
 
 @pattern(r"(?:I (?i:work)|I'm (?i:working)|I've (?i:been working|worked)) (?i:at|for) (?P<v>.+)"
          r"|I'm (?i:employed by) (?P<v2>.+)"
-         r"|I (?i:joined|started at|started working at|started working for|got a job at) (?P<v3>" + NAME + ")")
+         r"|I (?i:joined|started at|started working at|started working for|got a job at) (?P<v3>" + NAME + ")"
+         r"|I (?i:started|got|found|took|landed|accepted) (?i:a |my )?(?i:new )?(?i:job|position|role) (?i:at|with)"
+         r" (?P<v4>" + NAME + ")"
+         r"|I (?i:switched|changed) (?i:jobs |employers )?to (?P<v5>" + NAME + ")")
 def _employer(b, s, m, when):
-    b.attr(s, "employer", b.org(m.group("v") or m.group("v2") or m.group("v3")), when=when)
+    """"I work at Acme"; a new employer: "I started a new job at Hooli", "I switched to Hooli"."""
+    b.attr(s, "employer", b.org(next(v for v in m.group("v", "v2", "v3", "v4", "v5") if v)), when=when)
 
 
 @pattern(r"(?:I'm|I (?i:work as|am working as)|I'm (?i:working as|employed as)) (?:(?i:a|an|the) )?"
