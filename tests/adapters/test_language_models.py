@@ -500,6 +500,15 @@ def test_offline_default_responder_answers_a_profile_question_with_the_leading_f
     assert default_offline_responder(turns_only) == NO_MEMORY_REPLY
 
 
+def test_offline_default_responder_never_quotes_an_earlier_question():
+    context = "\n".join(["[S1] (turn, user, 2026-05-01) Where do I live?",
+                         "[S2] (turn, user, 2026-05-02) I live in a flat in Porto."])
+    messages = [ChatMessage("system", context), ChatMessage("user", "Remind me where I live?")]
+    assert default_offline_responder(messages) == "From memory: I live in a flat in Porto. [S2]"
+    only_questions = [ChatMessage("system", context.splitlines()[0]), ChatMessage("user", "Remind me where I live?")]
+    assert default_offline_responder(only_questions) == NO_MEMORY_REPLY
+
+
 def test_offline_default_responder_answers_each_part_of_a_two_part_question():
     context = "\n".join(["[S1] (chunk, \"Policy\" 10%) Items may be returned within 30 days.",
                          "[S2] (chunk, \"Policy\" 60%) Orders ship from our warehouse in Leeds."])

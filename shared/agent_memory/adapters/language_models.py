@@ -33,7 +33,7 @@ from agent_memory.kernel import deadline
 from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.lexicon import ANSWER_WORD_HINTS, OVERLAP_STOP_WORDS
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelOutputInvalid, ModelTimeout
-from agent_memory.rules.questions import about_conversation, asked_slots, profile_subject, question_parts
+from agent_memory.rules.questions import about_conversation, asked_slots, asks_only, profile_subject, question_parts
 
 __all__ = [
     "BedrockConverseModel",
@@ -588,13 +588,15 @@ def _memory_lines(messages: Sequence[ChatMessage]) -> list[tuple[str, str, str]]
 
 def _best_line(question: str, lines: Sequence[tuple[str, str, str]]) -> tuple[int, str, str] | None:
     """The line sharing the most content words with ``question`` (ties: the earlier, which
-    retrieval ranked higher); never an assistant turn (the model's own earlier output) nor
-    the question itself."""
+    retrieval ranked higher); never an assistant turn (the model's own earlier output), an
+    earlier turn that only asked (a question is not its answer) nor the question itself."""
     asked = _question_words(question)
     best: tuple[int, str, str] | None = None
     for marker, descriptor, snippet in lines:
         if descriptor.startswith("(turn, assistant"):
             continue  # its own earlier reply is not memory of what was said
+        if descriptor.startswith("(turn") and asks_only(snippet):
+            continue  # "Where do I live?" asked before does not answer "Remind me where I live?"
         if not snippet or snippet.strip().lower() == question.strip().lower():
             continue
         score = len(asked & _content_words(snippet))
