@@ -369,12 +369,12 @@ class RetrievalService:
         factor = evidence_factor(kind, role, asks, stale, question=recipe.question_factor,
                                  assistant=recipe.assistant_factor if reranked else 1.0,
                                  superseded=recipe.superseded_factor if reranked else 1.0)
+        asked = {h.id for h, a in zip(rest, asks.tolist(), strict=True) if a}
         if (factor != 1.0).any():
             scored = [(h.score * float(f), i, h) for i, (h, f) in enumerate(zip(rest, factor.tolist(), strict=True))]
             scored.sort(key=lambda t: (-t[0], t[1]))  # ties keep the order they came in
             rest = [dataclasses.replace(h, score=score) for score, _, h in scored]
-        echo = [h.kind == "turn" and (h.role == "assistant" or (h.role == "user" and h.id not in said.sources
-                                                               and asks_only(h.text))) for h in rest]
+        echo = [h.id in asked or (h.kind == "turn" and h.role == "assistant") for h in rest]
         if any(echo):
             words = [_echo_words(h.text) for h in rest]
             # A question repeats what shares two of its content words (or its only one); a reply
