@@ -33,7 +33,13 @@ from agent_memory.kernel import deadline
 from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.lexicon import ANSWER_WORD_HINTS, OVERLAP_STOP_WORDS
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelOutputInvalid, ModelTimeout
-from agent_memory.rules.questions import about_conversation, asked_slots, asks_only, profile_subject, question_parts
+from agent_memory.rules.questions import (
+    about_conversation,
+    asked_slots,
+    asks_only,
+    profile_subject,
+    question_parts,
+)
 
 __all__ = [
     "BedrockConverseModel",
