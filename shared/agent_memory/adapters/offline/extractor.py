@@ -10,9 +10,11 @@ Acme" with ``speaker_name="Alice"``) keep the name; reconciliation maps it to th
 
 Text handling: a whole conversation ("user: ..." / "assistant: ..." lines) keeps the user's
 lines only. The text is cut into sentences (``.``/``!``/``?``/newlines) and each sentence
-into clauses at ``;``, at ", and|but|so" before a new "I/my" subject, and at "and|but|so|
-because|while|although" before a pronoun subject (they, he, she, it, we, there...), so a value
-ends with its clause ("My favourite colour is teal and they have cats": teal). "She"/"he"
+into clauses at ``;`` and at ", and|but|so" before a new "I/my" subject. A value ends before
+"and|but|so|because|while|although" and a pronoun subject (they, he, she, it, we, there...):
+"My favourite colour is teal and they have cats" is teal; a subject's predicates split before
+a known verb, "and she" or "and he" included ("Emma lives in Oslo and she works at Equinor").
+(The sentence is not cut there, so an action keeps its whole clause.) "She"/"he"
 starting a clause is the last person named in the text ("My manager is Priya. She is based in
 Pune"); with nobody named before, the clause yields nothing. A capitalised first word is
 someone only when it is a known entity, a name of several words, or followed by what a person
@@ -156,9 +158,10 @@ _FACT_LEAD = re.compile(r"^(?i:from now on|going forward|these days|nowadays),?\
 _HEDGE = re.compile(r"^(?:I think|I guess|I believe|I suppose|maybe|probably|perhaps)\b,?\s+(?:that\s+)?",
                     re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_CLAUSE_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|so)\s+(?=(?:I|I'm|I've|my|My)\b)|,\s+(?=(?:I|I'm|My)\b)"
-                           r"|,?\s+(?:and|but|so|because|while|whereas|although)\s+"
-                           r"(?=(?i:they|he|she|we|it|there|their|his|her|our|its)\b)")
+_CLAUSE_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|so)\s+(?=(?:I|I'm|I've|my|My)\b)|,\s+(?=(?:I|I'm|My)\b)")
+# A value ends before a conjunction that starts a clause of its own ("teal and they have cats").
+_VALUE_END = re.compile(r",?\s+(?:and|but|so|because|while|whereas|although)\s+"
+                        r"(?=(?i:they|he|she|we|it|there|their|his|her|our|its)\b)")
 _LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+&\s+|\s+or\s+")
 _TRAILING_NOISE = re.compile(
     r"(?:\s+(?:any ?more|now|too|as well|a lot|very much|so much|these days|nowadays|originally))+$", re.IGNORECASE)
@@ -204,6 +207,7 @@ class _Builder:
     def attr(self, subject: str, key: str, value: str, *, negated: bool = False, when: str | None = None,
              split: bool = False) -> None:
         key = vocab.normalise_key(key)
+        value = _VALUE_END.split(value, maxsplit=1)[0]
         values = _split_list(value) if split or vocab.cardinality(key) == "multi" else [_clean(value)]
         stype = self.type_of(subject)
         subject = self.entity(subject, stype)
@@ -735,7 +739,7 @@ def _to_first_person(predicate: str) -> str:
 
 _VERBS = ("work|works|live|lives|like|likes|love|loves|enjoy|enjoys|hate|hates|speak|speaks|prefer|prefers|"
           "moved|joined|left|have|has|am|is|'m")
-_AND_VERB = re.compile(r",?\s+and\s+(?=(?:" + _VERBS + r")\b)")
+_AND_VERB = re.compile(r",?\s+and\s+(?:(?:he|she)\s+)?(?=(?:" + _VERBS + r")\b)")
 
 
 def _predicates(rest: str) -> list[str]:
