@@ -73,7 +73,6 @@ class Runtime:
         self.idempotency.forget_refs(event.ctx, event.ids)
 
     def _invalidate_responses_using(self, event: RecordsForgotten) -> None:
-        self.response_cache.mark_written(event.ctx.context_id, event.ctx.partition)
         self.response_cache.invalidate(event.ctx, entity_ids=[i for i in event.ids if i.startswith("entity:")],
                                        unit_ids=[i for i in event.ids if not i.startswith("entity:")])
 

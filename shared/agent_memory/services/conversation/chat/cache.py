@@ -7,15 +7,16 @@ TTL ``ttl_s``), compared in memory: a scope holds few enough entries for a dot p
 
 Invalidation, two ways:
 
-- Any write that could change an answer in a context's partition (facts changed, records
-  forgotten, a statement or document passage becoming searchable) moves that partition's
+- Any write that could add to an answer in a context's partition (facts changed, a statement
+  or document passage becoming searchable) moves that partition's
   *write mark* (``mark_written``): an entry taken before the mark is never served again. This
   is what keeps a refusal from outliving the fact that answers it: a refusal cites nothing,
   so no entity or unit names it. An entry's id is taken when its turn starts, before retrieval
   (``begin``), so a write that commits while the reply is being made also outdates it. The
   mark is per context and partition, whatever the writer's scopes: coarser than a reader's
-  region, never stale. It moves at commit (``FactsChanged``, ``RecordsForgotten``) and again
-  when the write's units are applied to the search index (projection may run after the commit).
+  region, never stale. It moves at commit (``FactsChanged``) and again when the write's units
+  are applied to the search index (projection may run after the commit). A removal adds no
+  evidence: it deletes the entries that cited or used what it removed (below), no others.
 - An entry remembers the entities its reply cited and the units it used; a later write that
   changes facts about one of those entities deletes it, and forget / session delete of one of
   those units deletes it (pointer rows make both lookups direct): erased text leaves the cache.
@@ -34,7 +35,7 @@ import numpy as np
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
-from agent_memory.kernel import timeutil
+from agent_memory.kernel import fan_out, timeutil
 from agent_memory.kernel.ids import new_id
 from agent_memory.ports import Condition, Delete, Put, Record, RecordStore
 
@@ -99,9 +100,12 @@ class ResponseCache:
         mark_written(self.store, context_id, partition, self.ttl_s)
 
     def lookup(self, ctx: RequestContext, model: str, query_vector: np.ndarray) -> CacheHit | None:
-        mark = self.store.get(mark_pk(ctx.context_id, ctx.partition), MARK_SK)
+        # The mark and the entries are independent reads: one round trip for both.
+        mark, entries = fan_out.run_at_once(
+            [lambda: self.store.get(mark_pk(ctx.context_id, ctx.partition), MARK_SK),
+             lambda: self._entries(ctx, model)], name="cache")
         after = mark.data.get("after", "") if mark is not None else ""
-        entries = [r for r in self._entries(ctx, model) if r.sk > after]
+        entries = [r for r in entries if r.sk > after]
         if not entries:
             return None
         matrix = np.asarray([r.data["embedding"] for r in entries], dtype=np.float32)
