@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from agent_memory.access.request_context import RequestContext
-from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import fan_out, timeutil
+from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import new_id
 from agent_memory.ports import Condition, Delete, Put, Record, RecordStore
 
