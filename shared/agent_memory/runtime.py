@@ -56,7 +56,18 @@ class Runtime:
         self.events.subscribe(RecordsForgotten, self._unindex_forgotten_documents)
 
     def _invalidate_responses_citing(self, event: FactsChanged) -> None:
+        self.response_cache.mark_written(event.ctx.context_id, event.ctx.partition)
         self.response_cache.invalidate(event.ctx, entity_ids=event.entity_ids)
+
+    def _outdate_responses_searchable(self, change: ProjectionChange) -> None:
+        """New evidence reached the index (after the commit, when projection lags): replies
+        cached before it are outdated again (``cache.mark_written``). Written to the base store:
+        this runs inside the projecting store (its start-up catch-up included)."""
+        from agent_memory.services.conversation.chat.cache import mark_written
+        from agent_memory.services.operations.projection import evidence_partitions
+
+        for context_id, partition in sorted(evidence_partitions(change)):
+            mark_written(self.base_store, context_id, partition)
 
     def _forget_idempotent_replies_naming(self, event: RecordsForgotten) -> None:
         self.idempotency.forget_refs(event.ctx, event.ids)
@@ -102,7 +113,8 @@ class Runtime:
     def projector(self):
         from agent_memory.services.operations.projection import Projector
 
-        return Projector(self.search, background=self.settings.projection == "background")
+        return Projector(self.search, background=self.settings.projection == "background",
+                         on_searchable=self._outdate_responses_searchable)
 
     @cached_property
     def base_store(self) -> RecordStore:
@@ -178,7 +190,9 @@ class Runtime:
         from agent_memory.services.operations.projection import apply, collapse
 
         if self.search is not None:
-            apply(self.search, collapse(changes))
+            change = collapse(changes)
+            apply(self.search, change)
+            self._outdate_responses_searchable(change)
 
     @cached_property
     def projection_dead_letters(self):

@@ -484,6 +484,58 @@ def test_offline_default_responder_matches_the_key_the_question_asks_for():
     assert default_offline_responder(messages) == "From memory: User employer: Globex [S2]"
 
 
+def test_offline_default_responder_answers_a_profile_question_with_the_leading_facts():
+    context = "\n".join(["[S1] (attribute, 2026-05-01) Dana name: Dana",
+                         "[S2] (attribute, 2026-05-01) Dana employer: Initech",
+                         "[S3] (relation, 2026-05-01) Dana manager: Priya",
+                         "[S4] (turn, user, 2026-05-01) I like the sea.",
+                         "[S5] (attribute, 2026-05-01) Priya location: Pune"])
+    for question in ("What do you know about me?", "Who am I?"):
+        messages = [ChatMessage("system", context), ChatMessage("user", question)]
+        assert default_offline_responder(messages) == \
+            "From memory about Dana: name: Dana [S1]; employer: Initech [S2]; manager: Priya [S3]."
+    # nothing leads (no fact first): the usual best line, or a plain refusal
+    turns_only = [ChatMessage("system", "[S1] (turn, user, 2026-05-01) I like the sea."),
+                  ChatMessage("user", "Who am I?")]
+    assert default_offline_responder(turns_only) == NO_MEMORY_REPLY
+
+
+def test_offline_default_responder_never_quotes_an_earlier_question():
+    context = "\n".join(["[S1] (turn, user, 2026-05-01) Where do I live?",
+                         "[S2] (turn, user, 2026-05-02) I live in a flat in Porto."])
+    messages = [ChatMessage("system", context), ChatMessage("user", "Remind me where I live?")]
+    assert default_offline_responder(messages) == "From memory: I live in a flat in Porto. [S2]"
+    only_questions = [ChatMessage("system", context.splitlines()[0]), ChatMessage("user", "Remind me where I live?")]
+    assert default_offline_responder(only_questions) == NO_MEMORY_REPLY
+
+
+def test_offline_default_responder_answers_each_part_of_a_two_part_question():
+    context = "\n".join(["[S1] (chunk, \"Policy\" 10%) Items may be returned within 30 days.",
+                         "[S2] (chunk, \"Policy\" 60%) Orders ship from our warehouse in Leeds."])
+    ask = "How long do I have to return items, and where do orders ship from?"
+    messages = [ChatMessage("system", context), ChatMessage("user", ask)]
+    assert default_offline_responder(messages) == (
+        "From memory: (1) Items may be returned within 30 days. [S1] "
+        "(2) Orders ship from our warehouse in Leeds. [S2]")
+    none = [ChatMessage("system", context), ChatMessage("user", "Who is my dentist? What is my blood type?")]
+    assert default_offline_responder(none) == NO_MEMORY_REPLY
+
+
+def test_offline_default_responder_answers_a_conversation_question_from_the_window():
+    block = "\n".join(["<<<MEMORY 1", "# Retrieved memory", "(nothing relevant found)", "# Conversation so far",
+                       "user: I am planning a trip to Kyoto.", "assistant: Noted.",
+                       "user: Which temples should I see?", "assistant: I don't know.", "MEMORY 1>>>"])
+    def ask(question):
+        return default_offline_responder([ChatMessage("system", block), ChatMessage("user", f"# Question\n{question}")])
+
+    assert ask("What did I tell you at the start of this conversation?") == \
+        'At the start of this conversation you said: "I am planning a trip to Kyoto."'
+    assert ask("What did I just ask?") == 'You last said: "Which temples should I see?"'
+    assert ask("What have we talked about so far?").startswith("So far in this conversation you said:")
+    empty = [ChatMessage("system", "(nothing relevant found)"), ChatMessage("user", "What did I just say?")]
+    assert default_offline_responder(empty) == NO_MEMORY_REPLY
+
+
 @pytest.mark.parametrize("messages", [
     _prompt("What is my favourite colour?"),  # context present, nothing relevant
     [ChatMessage("user", "Where does Alice live?")],  # no context at all

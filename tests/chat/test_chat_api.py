@@ -101,6 +101,55 @@ def test_cache_entry_is_invalidated_when_cited_entity_facts_change(api, model):
     assert "Bergen" in reply["reply"]
 
 
+def test_a_refusal_is_outdated_again_when_a_statement_becomes_searchable(api, model):
+    """A statement with no facts moves nothing at commit; once projection applies it (here
+    held back, as a stream or a background projector would), the refusal cached before it
+    is not served again."""
+    rt = get_runtime()
+    refusal = chat(api, "What colour is my bicycle?")
+    assert refusal["citations"] == [] and "don't have anything" in refusal["reply"]
+    rt.projector.pause()
+    try:
+        assert api.post(f"{CTX}/facts", {"text": "My bicycle is painted orange.", "infer": "none"}).status == 200
+        n = model.calls["complete"]
+        assert chat(api, "What colour is my bicycle?")["reply"] == refusal["reply"]  # not searchable yet
+        assert model.calls["complete"] == n  # served by the cache
+    finally:
+        rt.projector.resume()
+    answered = chat(api, "What colour is my bicycle?")
+    assert "orange" in answered["reply"] and answered["citations"], answered
+
+
+def test_an_entry_begun_before_a_write_is_never_served(runtime):
+    """The entry's id is taken when its turn starts: a write that commits while the reply is
+    made outdates it, though it is stored after the write."""
+    from agent_memory.access.request_context import RequestContext
+
+    cache = runtime.response_cache
+    ctx = RequestContext(context_id="acme", principal="p", admin=True)
+    vector = [1.0, 0.0]
+    begun = cache.begin()
+    cache.mark_written("acme", ctx.partition)
+    cache.store_reply(ctx, "m", "q?", vector, {"reply": "old", "citations": []}, [], [], entry_id=begun)
+    assert cache.lookup(ctx, "m", vector) is None
+    cache.store_reply(ctx, "m", "q?", vector, {"reply": "new", "citations": []}, [], [])
+    assert cache.lookup(ctx, "m", vector).response["reply"] == "new"
+    cache.mark_written("other", ctx.partition)  # another context's write changes nothing here
+    assert cache.lookup(ctx, "m", vector).response["reply"] == "new"
+
+
+def test_a_reply_that_cites_nothing_is_kept_but_never_evidence(any_api, model):
+    refusal = chat(any_api, "Which planet do I dream of visiting?")
+    assert refusal["citations"] == []
+    turns = any_api.get(f"{CTX}/sessions/{refusal['sessionId']}/turns").json()["turns"]
+    assert [t["role"] for t in turns] == ["user", "assistant"]  # the transcript keeps it
+    hits = any_api.post(f"{CTX}/query", {"query": "I don't have anything in memory about that."}).json()["hits"]
+    assert all(h.get("role") != "assistant" for h in hits), hits
+    chat(any_api, "I dream of visiting Saturn.")
+    again = chat(any_api, "Which planet do I dream of visiting?", sessionId=refusal["sessionId"])
+    assert "Saturn" in again["reply"], again
+
+
 @pytest.mark.parametrize("failure,status", [(ModelTimeout("slow"), 504), (ModelError("down"), 502)])
 def test_failing_model_leaves_the_store_as_it_was(any_api, model, failure, status):
     sid = chat(any_api, "I live in Rome.")["sessionId"]

@@ -164,8 +164,23 @@ def test_fsck_finds_contradictions_duplicates_and_injection(any_api):
     assert (only["contradictions"], only["duplicates"], len(only["injection"])) == ([], [], 1)
 
 
+def test_fsck_leaves_repeated_questions_and_replies_out_of_duplicates_unless_asked(any_api):
+    def turn(text: str, role: str = "user") -> str:
+        r = any_api.post(f"{CTX}/facts", {"text": text, "infer": "none", "role": role})
+        assert r.status == 200, r.text
+        return r.json()["turnId"]
+
+    asked = sorted(turn("Which trail did I hike last weekend?") for _ in range(2))
+    replies = sorted(turn("I don't have anything in memory about that.", "assistant") for _ in range(2))
+    said = sorted(turn("I hiked the coastal trail last weekend.") for _ in range(2))
+    report = any_api.post(f"{CTX}/fsck", {"check": "duplicates"}).json()
+    assert [d["ids"] for d in report["duplicates"]] == [said]
+    everything = any_api.post(f"{CTX}/fsck", {"check": "duplicates", "includeEchoes": True}).json()
+    assert sorted(d["ids"] for d in everything["duplicates"]) == sorted([asked, replies, said])
+
+
 def test_bad_input_names_the_field_and_writes_nothing(any_api):
-    cases = [("fsck", {"check": "bogus"}, "check"), ("fsck", {"maxResults": 9999}, "maxResults"),
+    cases = [("fsck", {"check": "bogus"}, "check"), ("fsck", {"includeEchoes": "sometimes"}, "includeEchoes"), ("fsck", {"maxResults": 9999}, "maxResults"),
              ("fsck", {"duplicateThreshold": 0}, "duplicateThreshold"),
              ("elaborate", {"budget": -1}, "budget"), ("elaborate", {"budget": 60}, "budget"),
              ("consolidate", {"factLimit": 10**6}, "factLimit"), ("reflect", {}, "query"),

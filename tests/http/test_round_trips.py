@@ -55,8 +55,10 @@ def test_a_chat_turn_reads_each_partition_once_and_commits_its_traces_with_its_t
     results = bench.measure(repeat=1, routes=[r for r in bench.ROUTES if r[0] == "POST /chat"])
     warm = results["POST /chat"]["warm"][0]
     # entity list, self attributes and relations (at once), recent units, instructions,
-    # response cache, then one transaction: the turns, the extracted facts and both trace rows
-    assert sorted(warm.rounds()) == ["Query"] * 4 + ["Query[recent-units]", "TransactWriteItems"]
+    # response cache with its write mark (at once), then one transaction: the turns, the
+    # extracted facts and both trace rows
+    assert sorted(warm.rounds()) == ["GetItem + Query"] + ["Query"] * 3 + ["Query[recent-units]",
+                                                                           "TransactWriteItems"]
     assert warm.dynamodb.count("Query") == 5
 
 

@@ -146,3 +146,17 @@ def test_lead_raises_the_answer_just_above_the_best_and_never_lowers_it():
     out = rules.lead(scores, seen, 1)
     assert out[1] > out[0] == 0.9 and out[2] == 0.2
     assert rules.lead(scores, seen, 0)[0] >= 0.9
+
+
+def test_echoes_move_just_below_the_lowest_source_they_outranked():
+    # 0: a question, 1: a reply, 2: an unrelated statement, 3: the passage both repeat
+    echo = [True, True, False, False]
+    sources = [[3], [3], [], []]
+    assert rules.echoes_below_sources(echo, sources) == [2, 3, 0, 1]
+
+
+def test_an_echo_already_below_its_sources_or_without_one_stays():
+    echo = [False, True, True]
+    assert rules.echoes_below_sources(echo, [[], [0], []]) == [0, 1, 2]
+    # an echo never counts as a source, and a source above never moves an echo up
+    assert rules.echoes_below_sources([True, True, False], [[1], [], []]) == [0, 1, 2]

@@ -87,21 +87,78 @@ class document(Step):  # noqa: N801
 
 
 @dataclass(frozen=True)
+class conversation(Step):  # noqa: N801
+    """``POST /facts/batch`` of user ``messages`` (an assistant's line starts "assistant: "),
+    extracted as one whole conversation."""
+
+    messages: Sequence[str]
+
+    def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
+        body = [{"role": "assistant", "content": m.removeprefix("assistant: ")} if m.startswith("assistant: ")
+                else {"role": "user", "content": m} for m in self.messages]
+        r = api.post(f"{ctx}/facts/batch", {"messages": body, "extract": "whole_conversation"})
+        assert r.status == 200, r.text
+
+
+@dataclass(frozen=True)
+class no_entity(Step):  # noqa: N801
+    """``GET /entities/{type}/{name}`` answers 404: nothing made ``entity`` up."""
+
+    entity: str
+
+    def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
+        r = api.get(f"{ctx}/entities/{self.entity}")
+        assert r.status == 404, f"{self.entity}: {r.status} {r.text}"
+
+
+@dataclass(frozen=True)
+class unsure(Step):  # noqa: N801
+    """``GET /uncertainty``: an open uncertainty whose ``about`` holds ``about``."""
+
+    about: str
+
+    def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
+        r = api.get(f"{ctx}/uncertainty")
+        assert r.status == 200, r.text
+        body = r.json()
+        items = body.get("items", body.get("uncertainties", []))
+        assert any(self.about in (u.get("about") or "") for u in items), items
+
+
+@dataclass(frozen=True)
 class chat(Step):  # noqa: N801
-    """``POST /chat``; the reply must hold each of ``says`` and none of ``never``."""
+    """``POST /chat`` in a new session (or in the one an earlier ``chat`` with the same
+    ``session`` name opened); the reply must hold each of ``says`` and none of ``never``, cite
+    at least ``cites`` memories (each cited snippet holding one of ``cited`` when given).
+    ``cache``: let the tier-2 response cache answer (by default it is bypassed)."""
 
     message: str
     says: Sequence[str] = ()
     never: Sequence[str] = ()
+    cache: bool = False
+    session: str | None = None
+    cites: int = 0
+    cited: Sequence[str] = ()
 
     def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
-        r = api.post(f"{ctx}/chat", {"message": self.message, "bypassCache": True})
+        body: dict[str, Any] = {"message": self.message, "bypassCache": not self.cache}
+        sessions = seen.setdefault("sessions", {})
+        if self.session and self.session in sessions:
+            body["sessionId"] = sessions[self.session]
+        r = api.post(f"{ctx}/chat", body)
         assert r.status == 200, r.text
-        text = r.json()["reply"]
+        got = r.json()
+        if self.session:
+            sessions[self.session] = got["sessionId"]
+        text = got["reply"]
         for part in self.says:
             assert part in text, f"chat {self.message!r}: {part!r} not in {text!r}"
         for part in self.never:
             assert part not in text, f"chat {self.message!r}: {part!r} in {text!r}"
+        assert len(got["citations"]) >= self.cites, f"chat {self.message!r}: {got['citations']}"
+        for part in self.cited:
+            assert any(part in c["snippet"] for c in got["citations"]), \
+                f"chat {self.message!r}: no citation holds {part!r}: {got['citations']}"
 
 
 @dataclass(frozen=True)
@@ -161,11 +218,13 @@ class values(Step):  # noqa: N801
 
 @dataclass(frozen=True)
 class context(Step):  # noqa: N801
-    """``POST /context``: the block holds each of ``contains`` and none of ``lacks``."""
+    """``POST /context``: the block holds each of ``contains`` and none of ``lacks``, and the
+    texts of ``order`` in that order (each present)."""
 
     query: str
     contains: Sequence[str] = ()
     lacks: Sequence[str] = ()
+    order: Sequence[str] = ()
 
     def run(self, api: Any, ctx: str, seen: dict[str, Any]) -> None:
         r = api.post(f"{ctx}/context", {"query": self.query})
@@ -175,3 +234,7 @@ class context(Step):  # noqa: N801
             assert part in text, f"context {self.query!r}: {part!r} not in\n{text}"
         for part in self.lacks:
             assert part not in text, f"context {self.query!r}: {part!r} in\n{text}"
+        for part in self.order:
+            assert part in text, f"context {self.query!r}: {part!r} not in\n{text}"
+        positions = [text.index(part) for part in self.order]
+        assert positions == sorted(positions), f"context {self.query!r}: not in the order {list(self.order)}:\n{text}"

@@ -1,5 +1,5 @@
-"""Each scenario of ``table.SCENARIOS`` through the local server (SQLite store, the offline
-model), in a fresh context."""
+"""Each scenario of ``table.SCENARIOS`` through the local server (on each record store, the
+offline model), in a fresh context."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60]
 
 
-@pytest.mark.parametrize("store_kind", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("store_kind", ["sqlite", "dynamodb"], indirect=True)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[_slug(s.name) for s in SCENARIOS])
 def test_scenario(client, scenario):
     api = HttpApi(client)

@@ -28,7 +28,7 @@ from urllib.parse import unquote
 
 import numpy as np
 from opensearchpy import Connection, OpenSearch
-from query_dsl import matches, words
+from query_dsl import cjk_words, matches, words
 
 
 class _Index:
@@ -189,10 +189,16 @@ class NrtCluster:
             scored = scored[: spec["k"]]
         else:
             terms = set()
-            for clause in query.get("bool", {}).get("must", []):
+            cjk = set()
+            for clause in [*query.get("bool", {}).get("must", []), *query.get("bool", {}).get("should", [])]:
                 if "match" in clause:
-                    terms |= words(next(iter(clause["match"].values()))["query"])
-            scored = [(float(len(terms & words(doc.get("text", "")))) or 1.0, doc)
+                    (field, spec), = clause["match"].items()
+                    if field == "text.cjk":
+                        cjk |= cjk_words(spec["query"])
+                    else:
+                        terms |= words(spec["query"])
+            scored = [(float(len(terms & words(doc.get("text", ""))) + len(cjk & cjk_words(doc.get("text", ""))))
+                       or 1.0, doc)
                       for doc in docs if "match_all" in query or matches(query, doc)]
             scored.sort(key=lambda s: -s[0])
         for spec in reversed(body.get("sort", [])):

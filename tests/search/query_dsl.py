@@ -23,6 +23,13 @@ def words(text: str) -> set[str]:
     return out
 
 
+def cjk_words(text: str) -> set[str]:
+    """What the ``cjk`` analyzer indexes, as the double needs it: ``kernel.cjk``'s bigrams."""
+    from agent_memory.kernel.cjk import cjk_bigrams
+
+    return words(cjk_bigrams(text))
+
+
 def matches(q: dict[str, Any], doc: dict[str, Any]) -> bool:
     """Evaluate the subset of the query DSL that build_filter emits."""
     (kind, body), = q.items()
@@ -55,6 +62,8 @@ def matches(q: dict[str, Any], doc: dict[str, Any]) -> bool:
         return {"lte": vals[0] <= value, "lt": vals[0] < value, "gt": vals[0] > value}[op]
     if kind == "match":
         (field, spec), = body.items()
+        if field == "text.cjk":  # the cjk analyzer: bigrams of the indexed text
+            return bool(cjk_words(spec["query"]) & cjk_words(" ".join(map(str, _values(doc, "text")))))
         return bool(words(spec["query"]) & words(" ".join(map(str, _values(doc, field)))))
     if kind == "ids":
         return doc.get("_id") in body["values"]

@@ -159,7 +159,7 @@ def expected_index_body(engine: str, name: str, dim: int) -> dict[str, Any]:
         "settings": {"index": {"knn": True}},
         "mappings": {
             "dynamic": False,
-            "_meta": {"embedder_name": name, "embedder_dimension": dim, "schema_version": 2},
+            "_meta": {"embedder_name": name, "embedder_dimension": dim, "schema_version": 3},
             "properties": {
                 "unit_id": kw, "context_id": kw, "kind": kw, "partition": kw, "role": kw, "session_id": kw,
                 "thread_id": kw, "labels": kw, "entity_ids": kw, "source_ids": kw, "acl_mode": kw,
@@ -167,7 +167,9 @@ def expected_index_body(engine: str, name: str, dim: int) -> dict[str, Any]:
                 "scope_clauses": {"type": "nested", "properties": {f"p{i}": kw for i in range(16)}},
                 "valid_from": {"type": "date"}, "valid_until": {"type": "date"},
                 "occurred_at": {"type": "date"}, "revision": {"type": "long"}, "copy_id": kw,
-                "text": {"type": "text", "analyzer": "english"},
+                # OpenSearch's built-in cjk analyzer (standard tokenizer, cjk_width, lowercase,
+                # cjk_bigram, stop): Chinese, Japanese and Korean runs as overlapping bigrams
+                "text": {"type": "text", "analyzer": "english", "fields": {"cjk": {"type": "text", "analyzer": "cjk"}}},
                 "embedding": {
                     "type": "knn_vector",
                     "dimension": dim,
@@ -194,6 +196,34 @@ def test_index_creation_mapping(embedder, service, override, engine) -> None:
     assert not client.requests("info")
     idx.search("again", SearchFilter(context_id="c"), k=3, mode="bm25")
     assert len(client.requests("indices.exists")) == 1  # checked once per instance
+
+
+def test_a_query_with_cjk_characters_also_matches_the_cjk_subfield(embedder) -> None:
+    client = RecordingClient(meta={"embedder_name": embedder.name, "embedder_dimension": embedder.dimension,
+                                   "schema_version": 3})
+    idx, _ = make(embedder, client)
+    idx.search("东京 tea", SearchFilter(context_id="c"), k=3, mode="bm25")
+    idx.search("green tea", SearchFilter(context_id="c"), k=3, mode="bm25")
+    bodies = [r["body"]["query"]["bool"] for r in client.requests("search")]
+    assert bodies[0]["should"] == [{"match": {"text": {"query": "东京 tea"}}},
+                                   {"match": {"text.cjk": {"query": "东京 tea"}}}]
+    assert bodies[0]["minimum_should_match"] == 1  # with a filter beside it, should alone would match all
+    assert "must" not in bodies[0]
+    assert bodies[1]["must"] == [{"match": {"text": {"query": "green tea"}}}] and "should" not in bodies[1]
+
+
+def test_the_cjk_subfield_matches_what_the_cjk_analyzer_indexes():
+    """The embedded index's terms (kernel.cjk) are the cjk_bigram filter's output, as
+    OpenSearch documents it: adjacent CJK characters paired, a lone one kept, other scripts
+    and punctuation ending a run."""
+    from agent_memory.kernel.cjk import cjk_bigrams
+
+    assert cjk_bigrams("我喜欢寿司").split() == ["我喜", "喜欢", "欢寿", "寿司"]
+    assert cjk_bigrams("東京に住む").split() == ["東京", "京に", "に住", "住む"]
+    assert cjk_bigrams("서울 날씨").split() == ["서울", "날씨"]
+    assert cjk_bigrams("猫").split() == ["猫"]
+    assert cjk_bigrams("ＡＢＣ株式会社").split() == ["ABC", "株式", "式会", "会社"]  # cjk_width folds full width
+    assert cjk_bigrams("plain text, unchanged") == "plain text, unchanged"
 
 
 def test_existing_index_with_another_embedder_raises(embedder) -> None:

@@ -89,6 +89,32 @@ def test_scores_are_on_the_documented_scales(index: SearchIndex) -> None:
     assert hy.score == pytest.approx(2 / 61)  # rank 1 in both legs of RRF(k=60), fused by ranking
 
 
+CJK_CORPUS = [
+    ("u_zh_sushi", "我最喜欢吃寿司，每周五都去车站旁边的寿司店。"),
+    ("u_zh_train", "明天早上我要坐火车去上海开会。"),
+    ("u_ja_tokyo", "東京に住んでいて、毎朝コーヒーを飲みます。"),
+    ("u_ja_cat", "うちの猫はミケという名前です。"),
+    ("u_en", "Alice drinks green tea in Kyoto"),
+]
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("寿司", "u_zh_sushi"),  # a word inside an unsegmented sentence
+    ("上海", "u_zh_train"),
+    ("火车", "u_zh_train"),
+    ("東京", "u_ja_tokyo"),
+    ("コーヒー", "u_ja_tokyo"),  # katakana
+    ("ミケ", "u_ja_cat"),
+    ("寿司はどこ", "u_zh_sushi"),  # a query in another script run still shares the bigram
+    ("Kyoto green tea", "u_en"),  # Latin text is analysed as before
+])
+def test_bm25_finds_chinese_and_japanese_terms(index: SearchIndex, query: str, expected: str) -> None:
+    index.upsert([unit(uid, text) for uid, text in CJK_CORPUS])
+    hits = index.search(query, flt(), k=3, mode="bm25")
+    assert hits and hits[0].unit.id == expected, [h.unit.id for h in hits]
+    assert hits[0].unit.text == dict(CJK_CORPUS)[expected]  # the stored text is what was written
+
+
 def test_bm25_query_text_is_never_parsed_as_fts_syntax(index: SearchIndex) -> None:
     index.upsert([unit(uid, text) for uid, text in CORPUS])
     for q in ['tennis" OR "dog', "NEAR(tennis dog)", "text:tennis*", "-tennis", "(tennis", "AND", '"', "^*"]:

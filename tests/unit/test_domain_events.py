@@ -55,6 +55,9 @@ class _Recorder:
     def invalidate(self, ctx, *, entity_ids=(), unit_ids=()):
         self.calls.append((self.name, "invalidate", ctx, set(entity_ids), set(unit_ids)))
 
+    def mark_written(self, context_id, partition):
+        self.calls.append((self.name, "mark_written", context_id, partition))
+
 
 def test_the_runtime_drops_stored_replies_before_cached_responses(tmp_path):
     rt = Runtime(load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path)}))
@@ -66,9 +69,11 @@ def test_the_runtime_drops_stored_replies_before_cached_responses(tmp_path):
     rt.events.publish(RecordsForgotten(CTX, frozenset({"attr_1", "entity:person/ann"})))
     rt.events.publish(FactsChanged(CTX, frozenset({"entity:person/bob"})))
 
+    # A facts change also moves the cache's write mark (answers cached before it are outdated).
     assert calls == [
         ("idempotency", "forget_refs", CTX, {"attr_1", "entity:person/ann"}),
         ("cache", "invalidate", CTX, {"entity:person/ann"}, {"attr_1"}),
+        ("cache", "mark_written", CTX.context_id, CTX.partition),
         ("cache", "invalidate", CTX, {"entity:person/bob"}, set()),
     ]
 

@@ -451,3 +451,108 @@ def test_a_named_pet_is_a_pet_with_its_name():
 def test_an_instruction_is_labelled_by_what_it_governs(text, label):
     labels = [i.label for i in offline_extract(text).instructions]
     assert labels == ([label] if label else [])
+
+
+# --- ordinary sentences (issue 61) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Hi! I'm Alice, CTO at Acme.", [(U, "name", "Alice"), (U, "job_title", "CTO"), (U, "employer", "Acme")]),
+    ("Hello, I'm Bruno, a nurse at St Mary's.",
+     [(U, "name", "Bruno"), (U, "job_title", "nurse"), (U, "employer", "St Mary's")]),
+    ("I'm Chen, a data engineer.", [(U, "name", "Chen"), (U, "job_title", "data engineer")]),
+])
+def test_self_introduction_with_role_and_employer(text, expected):
+    assert attrs(text) == expected
+
+
+@pytest.mark.parametrize("text", ["I'm Fay, a big fan of jazz.", "I'm tired, a long day at work.", "I'm Dan, sorry."])
+def test_self_introduction_does_not_read_a_role_that_is_not_one(text):
+    assert not any(a[1] == "job_title" for a in attrs(text))
+
+
+@pytest.mark.parametrize("text, kind, name", [
+    ("My dog is called Rex.", "dog", "Rex"),
+    ("My cat is named Mochi.", "cat", "Mochi"),
+    ("My rabbit's name is Clover.", "rabbit", "Clover"),
+])
+def test_a_pet_called_something(text, kind, name):
+    assert attrs(text) == [(U, "pets", kind), (name, "species", kind)]
+    assert rels(text) == [(U, "pet", name)]
+
+
+def test_a_thing_called_something_has_the_name_as_its_value():
+    assert attrs("My boat is called Wanda.") == [(U, "boat", "Wanda")]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("My favourite colour is teal and they have three cats named Tom and Jim.", [(U, "favourite_colour", "teal")]),
+    ("My favourite tea is oolong because it is smooth.", [(U, "favourite_tea", "oolong")]),
+    ("I live in Lyon but he lives in Nice.", [(U, "location", "Lyon")]),
+    # a list inside the clause is still a list
+    ("I like tea and coffee.", [(U, "likes", "tea"), (U, "likes", "coffee")]),
+])
+def test_a_value_ends_with_its_clause(text, expected):
+    assert attrs(text) == expected
+
+
+@pytest.mark.parametrize("text", ["Next run in 24h.", "Message received.", "Payment failed.",
+                                  "Backup finished at noon.", "Update scheduled for Monday."])
+def test_sentence_initial_words_that_are_not_names_make_no_entity(text):
+    out = offline_extract(text)
+    assert out.entities == [] and out.actions == [] and out.attributes == []
+
+
+@pytest.mark.parametrize("text", ["Ann ran a marathon yesterday.", "Bob works at Acme."])
+def test_a_name_followed_by_what_a_person_does_is_still_someone(text):
+    assert (text.split()[0], "person") in entities(text)
+
+
+def test_a_diet_stated_with_now_closes_the_other_diets():
+    assert attrs("I'm pescatarian now.") == [
+        (U, "diet", "omnivore", "NOT", "now"), (U, "diet", "vegan", "NOT", "now"),
+        (U, "diet", "vegetarian", "NOT", "now"), (U, "diet", "pescatarian", "now")]
+    assert attrs("I'm vegetarian.") == [(U, "diet", "vegetarian")]  # without "now" nothing closes
+
+
+@pytest.mark.parametrize("text, about", [
+    ("I'm not sure yet whether I'll stay.", "whether I'll stay"),
+    ("I haven't decided where to live.", "where to live"),
+    ("I don't know yet if I'll take the job.", "if I'll take the job"),
+])
+def test_a_hedge_about_a_decision_is_an_uncertainty(text, about):
+    out = offline_extract(text)
+    assert [u.about for u in out.uncertainties] == [f"{U}: {about}"]
+    assert out.attributes == [] and out.relations == []
+
+
+@pytest.mark.parametrize("text", ["I'm not sure.", "I don't know."])
+def test_a_bare_hedge_is_about_nothing(text):
+    assert offline_extract(text).uncertainties == []
+
+
+def test_she_and_he_refer_to_the_last_person_named():
+    text = "My manager is Priya. She is based in Pune. My brother Tom lives in Leeds and he works at Arup."
+    assert attrs(text) == [("Priya", "location", "Pune"), ("Tom", "location", "Leeds"), ("Tom", "employer", "Arup")]
+    assert rels(text) == [(U, "manager", "Priya"), (U, "brother", "Tom")]
+
+
+def test_she_with_no_one_named_before_is_nobody():
+    assert offline_extract("She is based in Pune.").attributes == []
+
+
+def test_a_whole_conversation_reads_the_user_lines_only():
+    text = "user: My manager is Priya.\nassistant: I live in Paris.\nuser: She is based in Pune."
+    assert attrs(text) == [("Priya", "location", "Pune")]
+    assert rels(text) == [(U, "manager", "Priya")]
+
+
+@pytest.mark.parametrize("text", ["I started a new job at Hooli.", "I got a new job at Hooli.", "I switched to Hooli.",
+                                  "I took a position with Hooli."])
+def test_a_new_employer_in_ordinary_words(text):
+    assert attrs(text) == [(U, "employer", "Hooli")]
+
+
+@pytest.mark.parametrize("text", ["I switched to decaf.", "I started a new hobby."])
+def test_a_switch_or_start_that_names_no_employer(text):
+    assert not any(a[1] == "employer" for a in attrs(text))

@@ -50,3 +50,56 @@ def test_asked_slots(question, keys, labels):
 ])
 def test_asks_only(text, only):
     assert asks_only(text) is only
+
+
+@pytest.mark.parametrize("question, who", [
+    ("What do you know about me?", "me"),
+    ("Who am I?", "me"),
+    ("tell me everything you know about me", "me"),
+    ("What is my profile?", "me"),
+    ("Tell me about Priya", "Priya"),
+    ("What do you remember about Mary Jones?", "Mary Jones"),
+    ("Who is Priya?", "Priya"),
+    # questions that name a key, a pronoun or nothing are not about someone as a whole
+    ("What is my job?", None),
+    ("Who is my boss?", None),
+    ("What do you know about my job?", None),
+    ("Who is he?", None),
+    ("Tell me about the weather", None),
+    ("Where do I live?", None),
+])
+def test_profile_subject(question, who):
+    from agent_memory.rules.questions import profile_subject
+
+    assert profile_subject(question) == who
+
+
+@pytest.mark.parametrize("question, which", [
+    ("What did I tell you at the start of this conversation?", "first"),
+    ("What did I just say?", "last"),
+    ("What did I ask a moment ago?", "last"),
+    ("What have we talked about so far?", "all"),
+    # memory questions, not about the conversation
+    ("What did I tell you about my job?", None),
+    ("Where do I live?", None),
+    ("What did I say my sister's name was?", None),
+])
+def test_about_conversation(question, which):
+    from agent_memory.rules.questions import about_conversation
+
+    assert about_conversation(question) == which
+
+
+@pytest.mark.parametrize("question, parts", [
+    ("How long do I have to return it, and where do orders ship from?",
+     ["How long do I have to return it", "where do orders ship from?"]),
+    ("Where do I live? What is my job?", ["Where do I live?", "What is my job?"]),
+    # one question about two things is one part
+    ("What do I like and dislike?", ["What do I like and dislike?"]),
+    ("Where do I work and live?", ["Where do I work and live?"]),
+    ("I moved. Where do I live now?", ["I moved. Where do I live now?"]),
+])
+def test_question_parts(question, parts):
+    from agent_memory.rules.questions import question_parts
+
+    assert question_parts(question) == parts

@@ -1342,7 +1342,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Read-only integrity checks: contradictions (current values of a single-valued key that disagree), duplicates (near-identical facts or turns at or above duplicateThreshold) and injection (stored text that tries to steer a model). The body is optional. */
+        /** @description Read-only integrity checks: contradictions (current values of a single-valued key that disagree), duplicates (near-identical facts or turns at or above duplicateThreshold; questions and assistant replies only with includeEchoes) and injection (stored text that tries to steer a model). The body is optional. */
         post: operations["fsck"];
         delete?: never;
         options?: never;
@@ -2322,6 +2322,11 @@ export interface components {
             duplicateThreshold: number;
             /** @default 50 */
             maxResults: number;
+            /**
+             * @description Compare questions and assistant replies in the duplicate check too (by default only statements are compared: asking again, or a reply repeated, is not a duplicate fact).
+             * @default false
+             */
+            includeEchoes: boolean;
         };
         FsckFinding: {
             ids: string[];

@@ -51,6 +51,7 @@ from agent_memory.adapters.search_units import embed_all, unit_from_dict, unit_t
 from agent_memory.adapters.term_index import MAX_ROWS as TERM_INDEX_MAX_ROWS
 from agent_memory.adapters.term_index import TermIndex, Tokenizer
 from agent_memory.kernel import timeutil
+from agent_memory.kernel.cjk import cjk_bigrams
 from agent_memory.lexicon import SEARCH_STOP_WORDS
 from agent_memory.ports import (
     NO_SEQ,
@@ -93,10 +94,11 @@ UNIT_CACHE = 200_000  # decoded units kept per context view
 
 
 def query_terms(query: str) -> list[str]:
-    """Lower-cased word tokens of ``query``, deduplicated in order, stopwords dropped when
-    anything else remains, capped at 32 terms."""
+    """Lower-cased word tokens of ``query`` (Chinese, Japanese and Korean runs as character
+    bigrams, ``kernel.cjk``, as the index stores them), deduplicated in order, stopwords dropped
+    when anything else remains, capped at 32 terms."""
     seen: dict[str, None] = {}
-    for w in _WORD.findall(query.lower()):
+    for w in _WORD.findall(cjk_bigrams(query.lower())):
         seen.setdefault(w, None)
     words = list(seen)
     content = [w for w in words if w not in _STOPWORDS]
@@ -579,7 +581,8 @@ WHERE excluded.revision >= units.revision
 RETURNING pk
 """
 
-SCHEMA_VERSION = "1"
+_TEXT_PARAM = 14  # the FTS5 text in ``_prepare``'s parameters
+SCHEMA_VERSION = "2"  # 2: CJK runs indexed as character bigrams (kernel.cjk); rebuild with reindex
 
 _ROW_COLUMNS = ("pk, id, kind, partition, role, session_id, thread_id, valid_from, valid_until, "
                 "scopes_key, acl_key, labels_key")
@@ -708,7 +711,7 @@ class EmbeddedSearchIndex:
                 row.features = unit_features(u)
                 rows.append(row)
                 vecs.append(vec)
-                texts.append(u.text)
+                texts.append(params[_TEXT_PARAM])
         with self._lock:
             self._writes_since_df += sum(len(rows) for rows, _, _ in applied.values())
             self._df_absent.clear()
@@ -728,7 +731,8 @@ class EmbeddedSearchIndex:
             u.context_id, u.id, int(u.revision), u.kind, u.partition, u.role, u.session_id,
             u.thread_id, _epoch(u.valid_from), _epoch(u.valid_until),
             scopes_key(u.scopes), acl, json.dumps(sorted(set(u.labels))),
-            json.dumps(unit_to_dict(u), ensure_ascii=False, separators=(",", ":")), u.text,
+            json.dumps(unit_to_dict(u), ensure_ascii=False, separators=(",", ":")),
+            cjk_bigrams(u.text),  # the FTS5 column: CJK runs as bigrams (the payload keeps the text)
             context_token(u.context_id),
         )
 

@@ -70,6 +70,7 @@ import numpy as np
 from agent_memory.access.scopes import WILDCARD, ancestors
 from agent_memory.adapters.search_units import embed_all, unit_from_dict, unit_to_dict
 from agent_memory.kernel import timeutil
+from agent_memory.kernel.cjk import has_cjk
 from agent_memory.ports import (
     Embedder,
     EmbedderMismatch,
@@ -92,7 +93,10 @@ log = logging.getLogger("agent_memory.opensearch")
 Engine = Literal["faiss", "lucene"]
 BULK_CHUNK = 500  # actions per bulk request
 PAGE = 1000  # hits per page when listing copies
-SCHEMA_VERSION = 2  # 2: multi-path scope clauses as nested terms (no script)
+# 2: multi-path scope clauses as nested terms (no script); 3: ``text.cjk`` (the ``cjk`` analyzer:
+# Chinese, Japanese and Korean as character bigrams). An older index works without CJK keyword
+# matches until ``agent-memory reindex --rebuild`` recreates it.
+SCHEMA_VERSION = 3
 
 # Paths per multi-path scope clause the index encodes (``scope_clauses.p0`` ...). A longer
 # clause is left out of the document: it then admits no region-restricted reader (fail closed).
@@ -152,7 +156,10 @@ def _keyword() -> dict[str, str]:
 def index_body(embedder_name: str, dimension: int, engine: Engine) -> dict[str, Any]:
     """Settings and mapping for a new index. Every filter field is a ``keyword`` (or date/bool)
     so filters are exact; ``text`` uses the ``english`` analyzer (stemming, stopwords) for BM25,
-    mirroring the porter tokenizer of the embedded index."""
+    mirroring the porter tokenizer of the embedded index, and its ``text.cjk`` subfield the
+    built-in ``cjk`` analyzer (standard tokenizer, ``cjk_width``, lowercase, ``cjk_bigram``, stop
+    words: Chinese, Japanese and Korean runs as overlapping bigrams), mirroring the embedded
+    index's ``kernel.cjk`` terms."""
     return {
         "settings": {"index": {"knn": True}},
         "mappings": {
@@ -186,7 +193,8 @@ def index_body(embedder_name: str, dimension: int, engine: Engine) -> dict[str, 
                 "occurred_at": {"type": "date"},
                 "revision": {"type": "long"},
                 "copy_id": _keyword(),
-                "text": {"type": "text", "analyzer": "english"},
+                "text": {"type": "text", "analyzer": "english",
+                         "fields": {"cjk": {"type": "text", "analyzer": "cjk"}}},
                 "embedding": {
                     "type": "knn_vector",
                     "dimension": dimension,
@@ -569,6 +577,10 @@ class OpenSearchIndex:
                 retry_after=60) from exc
         entry = mapping.get(self.index_name) or next(iter(mapping.values()), {})
         meta = (entry.get("mappings") or {}).get("_meta") or {}
+        if int(meta.get("schema_version") or 0) < SCHEMA_VERSION:
+            log.warning("OpenSearch index %r has schema version %s (this code writes %s): it lacks text.cjk, so "
+                        "Chinese, Japanese and Korean keywords match poorly until `agent-memory reindex --rebuild`",
+                        self.index_name, meta.get("schema_version"), SCHEMA_VERSION)
         name, dim = meta.get("embedder_name"), meta.get("embedder_dimension")
         if name != self.embedder.name or dim is None or int(dim) != self.dimension:
             raise EmbedderMismatch(
@@ -919,10 +931,18 @@ class OpenSearchIndex:
 
     @staticmethod
     def bm25_request(query: str, flt_body: dict[str, Any], depth: int) -> dict[str, Any]:
+        """BM25 over ``text``; a query with Chinese, Japanese or Korean characters also over
+        ``text.cjk`` (either may match: its bigrams are what those scripts need, the english
+        field what the rest of the query needs)."""
+        if not has_cjk(query):
+            match: dict[str, Any] = {"must": [{"match": {"text": {"query": query}}}]}
+        else:
+            match = {"should": [{"match": {"text": {"query": query}}}, {"match": {"text.cjk": {"query": query}}}],
+                     "minimum_should_match": 1}
         return {
             "size": depth,
             "_source": ["payload"],
-            "query": {"bool": {"must": [{"match": {"text": {"query": query}}}], "filter": [flt_body]}},
+            "query": {"bool": {**match, "filter": [flt_body]}},
         }
 
     @staticmethod

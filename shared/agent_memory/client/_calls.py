@@ -156,8 +156,9 @@ class Calls:
                     json=_body(dryRun=dry_run), idempotent=True)
 
     def fsck(self, *, check: str | None, duplicate_threshold: float | None,
-             max_results: int | None) -> Call[wire.FsckReport]:
-        body = _body(check=check, duplicateThreshold=duplicate_threshold, maxResults=max_results)
+             max_results: int | None, include_echoes: bool | None = None) -> Call[wire.FsckReport]:
+        body = _body(check=check, duplicateThreshold=duplicate_threshold, maxResults=max_results,
+                     includeEchoes=include_echoes)
         return Call("POST", f"{self.prefix}/fsck", model(wire.FsckReport), json=body, idempotent=True)
 
     # --- recall -------------------------------------------------------------------------

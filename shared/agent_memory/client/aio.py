@@ -173,10 +173,11 @@ class AsyncAgentMemory:
 
     @operation("fsck")
     async def fsck(self, *, check: str | None = None, duplicate_threshold: float | None = None,
-             max_results: int | None = None) -> wire.FsckReport:
-        """Contradictions, duplicates and injection-like text in memory (read-only)."""
+             max_results: int | None = None, include_echoes: bool | None = None) -> wire.FsckReport:
+        """Contradictions, duplicates and injection-like text in memory (read-only);
+        ``include_echoes``: compare questions and assistant replies as duplicates too."""
         return await self._send(self._calls.fsck(check=check, duplicate_threshold=duplicate_threshold,
-                                            max_results=max_results))
+                                            max_results=max_results, include_echoes=include_echoes))
 
     # --- reads --------------------------------------------------------------------------
 

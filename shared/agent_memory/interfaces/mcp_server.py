@@ -232,7 +232,8 @@ async def _consolidate(m: AsyncAgentMemory, a: ConsolidateRequest) -> Any:
 
 
 async def _fsck(m: AsyncAgentMemory, a: FsckRequest) -> Any:
-    return await m.fsck(check=a.check, duplicate_threshold=a.duplicate_threshold, max_results=a.max_results)
+    return await m.fsck(check=a.check, duplicate_threshold=a.duplicate_threshold, max_results=a.max_results,
+                        include_echoes=a.include_echoes)
 
 
 async def _thread_append(m: AsyncAgentMemory, a: ThreadAppendInput) -> Any:
@@ -388,6 +389,8 @@ PARAMETERS: dict[str, str] = {
              "omit for all three",
     "duplicate_threshold": "similarity from which two facts count as duplicates, 0.01 to 1 (default 0.9)",
     "max_results": "findings per check at most, 1 to 500 (default 50)",
+    "include_echoes": "also compare questions and assistant replies as duplicates (default false: asking "
+                      "again is not a duplicate fact)",
     "entity_id": "the entity the turn is about, entity:type/name, e.g. entity:person/alice",
     "thread_context.entity_id": "only turns about this entity (entity:type/name), after taking the last N",
     "metadata": "a flat JSON object of strings, numbers and booleans kept with the turn",

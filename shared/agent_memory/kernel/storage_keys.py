@@ -24,7 +24,12 @@ from agent_memory.access.request_context import RequestContext
 
 
 def base(ctx: RequestContext) -> str:
-    return f"c#{ctx.context_id}#{ctx.partition}"
+    return base_of(ctx.context_id, ctx.partition)
+
+
+def base_of(context_id: str, partition: str) -> str:
+    """``base`` from the two values (a projected unit carries them, not a request context)."""
+    return f"c#{context_id}#{partition}"
 
 
 def sessions_pk(ctx: RequestContext) -> str:

@@ -44,6 +44,8 @@ class FsckRequest(RequestModel):
     duplicate_threshold: float = Field(default=0.9, ge=0.01, le=1,
                                        validation_alias=AliasChoices("duplicateThreshold", "duplicate_threshold"))
     max_results: int = Field(default=50, ge=1, le=500, validation_alias=AliasChoices("maxResults", "max_results"))
+    # Questions and assistant replies repeat by nature: the duplicate check leaves them out unless asked.
+    include_echoes: bool = Field(default=False, validation_alias=AliasChoices("includeEchoes", "include_echoes"))
 
 
 # --- model outputs (LanguageModel.structured schemas) -------------------------------------

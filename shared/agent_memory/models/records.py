@@ -105,6 +105,10 @@ class Turn(StoredItem):
     partition: str = "default"
     speaker: dict[str, str] | None = _optional()
     deleted: bool = _optional(False)
+    # A chat reply that cited no memory (a refusal, an answer from nowhere): kept in the
+    # transcript, never projected as evidence. See docs/decisions.md,
+    # "Refusals, questions and echoes are never evidence; questions about someone (issue 61)".
+    unsupported: bool = _optional(False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -163,6 +163,19 @@ def evidence_factor(kind: np.ndarray, role: np.ndarray, asks: np.ndarray, stale:
     return factor
 
 
+def echoes_below_sources(echo: Sequence[bool], sources: Sequence[Sequence[int]]) -> list[int]:
+    """A ranked list's order (indices) with each echo (``echo``: a question, an assistant
+    reply) moved just below the lowest of its ``sources`` (the indices of the statements and
+    passages it repeats) that it outranked: a question never outranks what answers it, a reply
+    never outranks what it drew on. Everything else keeps its order; a score never moves an
+    echo up."""
+    keys = []
+    for i, is_echo in enumerate(echo):
+        below = max((j for j in sources[i] if j > i and not echo[j]), default=i) if is_echo else i
+        keys.append((below, 1 if below > i else 0, i))
+    return [i for *_, i in sorted(keys)]
+
+
 def lead(scores: np.ndarray, seen: np.ndarray, row: int) -> np.ndarray:
     """``scores`` with candidate ``row`` (tier 1's answer: the current fact of the key the
     question asks for) raised just above the best, so it leads whatever shares its words:

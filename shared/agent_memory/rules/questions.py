@@ -119,3 +119,82 @@ def asks_only(text: str) -> bool:
         elif len(part.split()) > 2:
             return False
     return asked
+
+
+#: The question shapes that ask for everything memory holds about someone (docs/chat.md,
+#: "Questions about the user"): the profile route. ``who`` is the person; "me"/"myself" the user.
+_PROFILE_SHAPES = tuple(re.compile(p, re.IGNORECASE) for p in (
+    r"^(?:so,? |and |ok(?:ay)?,? )?what (?:else )?(?:do|did|does) (?:you|memory) (?:know|remember|have(?: stored)?|recall)"
+    r" (?:about|of|on) (?P<who>me|myself|[A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?)$",
+    r"^(?:please )?tell me (?:everything |all |what )?(?:you know |you remember |you have )?about"
+    r" (?P<who>me|myself|[A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?)$",
+    r"^(?P<who>who) am i$",
+    r"^what (?:do|did) i (?:tell|told) you about (?P<who>me|myself)$",
+    r"^(?:describe|summari[sz]e) (?P<who>me|myself|[A-Z][\w'\-]*)$",
+    r"^who is (?P<who>[A-Z][\w'\-]*(?: [A-Z][\w'\-]*)?)$",
+    r"^what(?:'s| is) my profile$",
+))
+PROFILE_SELF = "me"
+_NOT_PROFILED = _POSSESSORS | frozenset({"he", "she", "they", "it", "this", "that", "there", "i", "you", "we"})
+
+
+def profile_subject(question: str) -> str | None:
+    """Whom ``question`` asks everything about: ``PROFILE_SELF`` for the user ("What do you
+    know about me?", "Who am I?"), a name ("Tell me about Priya", "Who is Priya?"), or
+    ``None`` for any other question (one that names a key is not a profile question)."""
+    text = " ".join((question or "").split()).strip().rstrip("?.! ").strip()
+    for pattern in _PROFILE_SHAPES:
+        found = pattern.match(text)
+        if found:
+            who = found.groupdict().get("who") or "me"
+            if who.lower() in ("me", "myself", "who"):
+                return PROFILE_SELF
+            # a name, as written: capitalised, not a pronoun or a possessive ("my job" names a key)
+            if not who[:1].isupper() or who.split()[0].lower() in _NOT_PROFILED:
+                return None
+            return who
+    return None
+
+
+#: "What did I tell you at the start of this conversation?": a question about the conversation
+#: itself, answered from the transcript window, never from memory. A cue that names the
+#: conversation (or a moment of it) is required: "What did I tell you about my job?" asks memory.
+_CONVERSATION_CUE = re.compile(
+    r"\b(?:(?:this|our|the) (?:conversation|chat|session)|so far|earlier (?:today|on)?|a (?:moment|minute) ago"
+    r"|at the (?:start|beginning)|to begin with|first thing|(?:just|previously|last time|before) (?:now)?)\b",
+    re.IGNORECASE)
+_CONVERSATION_ASK = re.compile(
+    r"\b(?:what|which)\b.*\b(?:did|have|had) I (?:just |first |last )?(?:tell|told|say|said|ask|asked|mention|"
+    r"mentioned|write|wrote|talk|talked)\b|\bwhat (?:were|was) (?:we|I) (?:talking|saying|discussing)\b"
+    r"|\bwhat (?:have|did) we (?:talk|talked|discuss|discussed)\b|\bremind me what I (?:said|asked|told you)\b",
+    re.IGNORECASE)
+
+
+def about_conversation(question: str) -> str | None:
+    """Whether ``question`` asks about the conversation itself: ``"first"`` (its start),
+    ``"last"`` (what was just said), ``"all"`` (so far), else ``None``."""
+    text = " ".join((question or "").split())
+    if not (_CONVERSATION_ASK.search(text) and _CONVERSATION_CUE.search(text)):
+        return None
+    lowered = text.lower()
+    if re.search(r"\b(?:start|beginning|first|to begin with)\b", lowered):
+        return "first"
+    if re.search(r"\b(?:just|last|a (?:moment|minute) ago|previously|before)\b", lowered):
+        return "last"
+    return "all"
+
+
+_PART_SPLIT = re.compile(r"(?<=\?)\s+|,?\s+(?:and|also|plus)\s+(?=(?:" + "|".join(
+    sorted(w for w in lexicon.QUESTION_WORDS if w.isalpha() and w not in {"do", "does", "did", "is", "are", "am",
+                                                                        "was", "were", "have", "has"})) + r")\b)",
+    re.IGNORECASE)
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts of a question that asks two or more things ("How long do I have to return
+    it, and where do orders ship from?" -> two), split at a "?" or at "and"/"also" before a
+    question word; a one-part question is one part. Parts keep their own words."""
+    text = " ".join((question or "").split())
+    parts = [p.strip(" ,;") for p in _PART_SPLIT.split(text) if p and p.strip(" ,;")]
+    parts = [p for p in parts if len(p.split()) >= 2]
+    return parts if len(parts) > 1 and all(is_question(p) or p.endswith("?") for p in parts) else [text]

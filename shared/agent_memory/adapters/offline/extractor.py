@@ -8,8 +8,17 @@ Speaker mapping (``rules/speaker.py``): "I/me/my" is the entity named ``User`` (
 ``entity:person/user``). Statements about a person named like the speaker ("Alice works at
 Acme" with ``speaker_name="Alice"``) keep the name; reconciliation maps it to the self entity.
 
-Text handling: the text is cut into sentences (``.``/``!``/``?``/newlines) and each sentence
-into clauses at ``;`` and at ", and|but|so" before a new "I/my" subject. Questions (ending in
+Text handling: a whole conversation ("user: ..." / "assistant: ..." lines) keeps the user's
+lines only. The text is cut into sentences (``.``/``!``/``?``/newlines) and each sentence
+into clauses at ``;`` and at ", and|but|so" before a new "I/my" subject. A value ends before
+"and|but|so|because|while|although" and a pronoun subject (they, he, she, it, we, there...):
+"My favourite colour is teal and they have cats" is teal; a subject's predicates split before
+a known verb, "and she" or "and he" included ("Emma lives in Oslo and she works at Equinor").
+(The sentence is not cut there, so an action keeps its whole clause.) "She"/"he"
+starting a clause is the last person named in the text ("My manager is Priya. She is based in
+Pune"); with nobody named before, the clause yields nothing. A capitalised first word is
+someone only when it is a known entity, a name of several words, or followed by what a person
+does: a bare verb with no object ("Message received", "Next run in 24h") is no person. Questions (ending in
 ``?`` or starting with who/what/where/when/why/how/which/do/does/did/is/are/was/were/can/
 could/would/will/should/have/has/am) yield nothing. Leading fillers ("Actually,", "Hi,",
 "By the way,", "Remember that") are dropped; hedges ("I think", "maybe", "probably") lower
@@ -28,13 +37,19 @@ spelling (case-insensitive match).
 Patterns (first match per clause wins; ``S`` is the subject):
 
 ==========================================  =================================================
+"I'm not sure (yet) whether I'll stay",
+"I haven't decided where to live"           an uncertainty about it (no fact)
 "My name is Alice", "I'm Alice"             name = Alice
+"Hi! I'm Alice, CTO at Acme",
+"I'm Bruno, a nurse at St Mary's"           name + job_title (+ employer when named)
 "Call me Al", "You can call me Al"          nickname = Al (the legal name stays)
 "I'm a data scientist", "I work as a CTO"   job_title
 "I'm CTO at Acme", "I'm a X at/for Acme"    job_title + employer
 "I work at Acme as a data engineer",
 "I joined Acme as a CTO"                    employer + job_title
 "I work at/for Acme", "I joined Acme"       employer (Acme: organisation)
+"I started a new job at Hooli",
+"I switched to Hooli"                       employer = Hooli (the old one superseded)
 "I live in London", "I'm based in Paris"    location (London: location)
 "I moved to Berlin last month"              location = Berlin, valid_from "last month"
 "I moved from London to Berlin"             location London negated + location Berlin
@@ -49,11 +64,14 @@ Patterns (first match per clause wins; ``S`` is the subject):
 "I have a dog named Rex"                    pets = dog, relation S -pet-> Rex (type other), and
                                             Rex's species = dog ("two cats called A and B":
                                             pets = cats, one pet and species per name)
+"My dog is called Rex",
+"My cat's name is Mochi"                    as "I have a dog named Rex"
 "I have a dog"                              pets = dog
 "I'm 34", "I'm 34 years old"                age = 34
 "I'm German"                                nationality = German
-"I'm vegan", "I'm a vegetarian"             diet
-"My email is a@b.c", "My hobbies are X"     generic: key from the words (synonyms applied)
+"I'm vegan", "I'm a vegetarian"             diet ("I'm pescatarian now": the other diets negated)
+"My email is a@b.c", "My hobbies are X"     generic: key from the words (synonyms applied);
+"My boat is called Wanda"                   "called"/"named" is not part of the value
 "My sister Emma lives in Oslo"              relation S -sister-> Emma + Emma's facts
 "My manager is Bob", "Bob is my manager"    relation S -manager-> Bob
 "I work with Carol", "I report to Bob"      relation colleague / manager
@@ -115,12 +133,16 @@ from agent_memory.models.extraction import (
     ExtractedEntity,
     ExtractedInstruction,
     ExtractedRelation,
+    ExtractedUncertainty,
     ExtractionOutput,
 )
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.event_time import leading_time_phrase, trailing_time_phrase
 from agent_memory.rules.speaker import SELF_NAME, self_display_name
 from agent_memory.rules.turn_data import read_turn
+
+#: Diets one holds at a time: "I'm X now" closes the others.
+EXCLUSIVE_DIETS = frozenset({"vegan", "vegetarian", "pescatarian", "omnivore"})
 
 PLAIN_CONFIDENCE = 0.9
 HEDGED_CONFIDENCE = 0.4
@@ -137,6 +159,9 @@ _HEDGE = re.compile(r"^(?:I think|I guess|I believe|I suppose|maybe|probably|per
                     re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSE_SPLIT = re.compile(r"\s*;\s*|,?\s+(?:and|but|so)\s+(?=(?:I|I'm|I've|my|My)\b)|,\s+(?=(?:I|I'm|My)\b)")
+# A value ends before a conjunction that starts a clause of its own ("teal and they have cats").
+_VALUE_END = re.compile(r",?\s+(?:and|but|so|because|while|whereas|although)\s+"
+                        r"(?=(?i:they|he|she|we|it|there|their|his|her|our|its)\b)")
 _LIST_SPLIT = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+&\s+|\s+or\s+")
 _TRAILING_NOISE = re.compile(
     r"(?:\s+(?:any ?more|now|too|as well|a lot|very much|so much|these days|nowadays|originally))+$", re.IGNORECASE)
@@ -161,6 +186,7 @@ class _Builder:
     confidence: float = PLAIN_CONFIDENCE
     out: ExtractionOutput = field(default_factory=ExtractionOutput)
     types: dict[str, str] = field(default_factory=dict)
+    last_person: str | None = None  # the last person named: "she"/"he" in a later clause
 
     def canon(self, name: str) -> str:
         name = name.strip().strip("\"'")
@@ -181,6 +207,7 @@ class _Builder:
     def attr(self, subject: str, key: str, value: str, *, negated: bool = False, when: str | None = None,
              split: bool = False) -> None:
         key = vocab.normalise_key(key)
+        value = _VALUE_END.split(value, maxsplit=1)[0]
         values = _split_list(value) if split or vocab.cardinality(key) == "multi" else [_clean(value)]
         stype = self.type_of(subject)
         subject = self.entity(subject, stype)
@@ -201,6 +228,8 @@ class _Builder:
                 continue
             target = self.entity(name, object_type)
             targets.append(target)
+            if self.type_of(target) == "person":
+                self.last_person = target
             self.out.relations.append(ExtractedRelation(
                 subject=subject, subject_type=stype, label=vocab.normalise_label(label), object=target,
                 object_type=self.type_of(target), negated=negated, valid_from=when))
@@ -288,6 +317,20 @@ def pattern(regex: str) -> Callable[[Callable[..., None]], Pattern]:
         return run
 
     return wrap
+
+
+@pattern(r"(?:I'm (?i:not sure|unsure|undecided|not certain|still deciding|torn)|I (?i:don't|do not) know"
+         r"|I (?i:haven't|have not) (?i:decided|made up my mind))(?: (?i:yet))?,?"
+         r"(?: (?P<about>(?i:whether|if|about|what|where|which|when|how) .+?))?(?: (?i:yet))?")
+def _unsure(b, s, m, when):
+    """"I'm not sure yet whether I'll stay": an open question about the speaker, not a fact."""
+    about = _clean(m.group("about") or "")
+    if not about:
+        return None  # "I'm not sure": nothing it is about
+    who = self_display_name(b.speaker_name) if s == SELF_NAME else s
+    b.entity(s, b.type_of(s))
+    b.out.uncertainties.append(ExtractedUncertainty(about=f"{who}: {about}",
+                                                    reason=f"{who} is not sure yet"))
 
 
 @pattern(r"(?i:my (?:full )?name is|my name's|I'm called|people call me|everyone calls me) (?P<v>.+)")
@@ -389,9 +432,13 @@ def _employer_as(b, s, m, when):
 
 @pattern(r"(?:I (?i:work)|I'm (?i:working)|I've (?i:been working|worked)) (?i:at|for) (?P<v>.+)"
          r"|I'm (?i:employed by) (?P<v2>.+)"
-         r"|I (?i:joined|started at|started working at|started working for|got a job at) (?P<v3>" + NAME + ")")
+         r"|I (?i:joined|started at|started working at|started working for|got a job at) (?P<v3>" + NAME + ")"
+         r"|I (?i:started|got|found|took|landed|accepted) (?i:a |my )?(?i:new )?(?i:job|position|role) (?i:at|with)"
+         r" (?P<v4>" + NAME + ")"
+         r"|I (?i:switched|changed) (?i:jobs |employers )?to (?P<v5>" + NAME + ")")
 def _employer(b, s, m, when):
-    b.attr(s, "employer", b.org(m.group("v") or m.group("v2") or m.group("v3")), when=when)
+    """"I work at Acme"; a new employer: "I started a new job at Hooli", "I switched to Hooli"."""
+    b.attr(s, "employer", b.org(next(v for v in m.group("v", "v2", "v3", "v4", "v5") if v)), when=when)
 
 
 @pattern(r"(?:I'm|I (?i:work as|am working as)|I'm (?i:working as|employed as)) (?:(?i:a|an|the) )?"
@@ -467,6 +514,16 @@ def _singular(noun: str) -> str:
     return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
 
 
+@pattern(r"(?i:my) (?P<kind>" + PET_WORDS + r")(?:'s names? (?i:is|are)| (?i:is|are) (?i:called|named))"
+         r" (?P<names>" + NAME + r"(?:(?:,? and |, )" + NAME + r")*)")
+def _pet_is_called(b, s, m, when):
+    """"My dog is called Rex", "My cat's name is Mochi": as "I have a dog named Rex"."""
+    kind = m.group("kind").lower()
+    b.attr(s, "pets", kind, split=False, when=when)
+    for name in b.rel(s, "pet", m.group("names"), when=when, object_type="other"):
+        b.attr(name, "species", _singular(kind), when=when)
+
+
 @pattern(r"I(?:'ve| (?i:have|own)|'ve got) (?P<v>(?:(?i:a|an|two|three|\d+) )" + PET_WORDS + r"(?: .+)?)")
 def _pets(b, s, m, when):
     b.attr(s, "pets", _strip_article(m.group("v")), split=False, when=when)
@@ -477,22 +534,48 @@ def _age(b, s, m, when):
     b.attr(s, "age", m.group("v"), when=when)
 
 
-@pattern(r"I'm (?:(?i:a|an) )?(?P<v>\w+)")
+@pattern(r"I'm (?:(?i:a|an) )?(?P<v>\w+)(?P<change> (?i:now|these days|nowadays))?")
 def _demonym_or_diet(b, s, m, when):
     word = m.group("v")
     if word in DEMONYMS:
         b.attr(s, "nationality", word, when=when)
     elif word.lower() in DIETS:
+        if m.group("change") or (when or "").lower() in ("now", "these days", "nowadays", "right now"):
+            # "I'm pescatarian now": one diet replaces another; the others no longer hold.
+            for other in sorted(EXCLUSIVE_DIETS - {word.lower()}):
+                b.attr(s, "diet", other, negated=True, when=when)
         b.attr(s, "diet", word.lower(), when=when)
     else:
         return False
 
 
+@pattern(r"(?:I'm|(?i:my name is)) (?P<name>" + NAME + r"),? (?:(?P<article>(?i:a|an|the)) )?"
+         r"(?P<title>[\w/&-]+(?: [\w/&-]+){0,4}?)(?: (?i:at|for|of|with) (?P<org>" + NAME + "(?:'s)?))?")
+def _intro_with_role(b, s, m, when):
+    """"I'm Alice, CTO at Acme", "I'm Bruno, a nurse at St Mary's": the name, the role (an
+    acronym, a capitalised title or one after an article) and the employer when named."""
+    name, title = m.group("name"), m.group("title")
+    if not _plain_name(name) or "," not in m.group(0).split(title, 1)[0]:
+        return False
+    if not (m.group("article") or title in JOB_ACRONYMS or title[:1].isupper() or m.group("org")) \
+            or title.split()[0].lower() in JOB_REJECT_FIRST:
+        return False
+    b.attr(s, "name", name, when=when)
+    b.attr(s, "job_title", title, when=when)
+    if m.group("org"):
+        b.attr(s, "employer", b.org(m.group("org")), when=when)
+
+
+def _plain_name(name: str) -> bool:
+    """A name as "I'm <name>" introduces one: not a state, an acronym or a sentence word."""
+    return not (name in SENTENCE_START_NOT_NAMES or name in JOB_ACRONYMS or name.lower() in NOT_NAME_ADJECTIVES
+                or len(name.split()) > 3)
+
+
 @pattern(r"(?:I'm|(?i:my name is)) (?P<v>" + NAME + ")")
 def _name_intro(b, s, m, when):
     name = m.group("v")
-    if name in SENTENCE_START_NOT_NAMES or name in JOB_ACRONYMS or name.lower() in NOT_NAME_ADJECTIVES \
-            or len(name.split()) > 3:
+    if not _plain_name(name):
         return False
     b.attr(s, "name", name, when=when)
 
@@ -554,8 +637,9 @@ def _my_key_negated(b, s, m, when):
 
 @pattern(r"(?i:my) (?P<key>(?:\w+ ){0,3}?\w+) (?i:is|are|was) (?:(?i:now) )?(?P<v>.+)")
 def _my_key(b, s, m, when):
+    """"My email is a@b.c"; "My boat is called Wanda": the name is the value, not "called Wanda"."""
     key = _key_words(m.group("key"))
-    b.attr(s, key, re.sub(r"^(?i:on|in) ", "", m.group("v")), when=when)
+    b.attr(s, key, re.sub(r"^(?i:on|in|called|named) ", "", m.group("v")), when=when)
 
 
 def _key_words(words: str) -> str:
@@ -655,7 +739,7 @@ def _to_first_person(predicate: str) -> str:
 
 _VERBS = ("work|works|live|lives|like|likes|love|loves|enjoy|enjoys|hate|hates|speak|speaks|prefer|prefers|"
           "moved|joined|left|have|has|am|is|'m")
-_AND_VERB = re.compile(r",?\s+and\s+(?=(?:" + _VERBS + r")\b)")
+_AND_VERB = re.compile(r",?\s+and\s+(?:(?:he|she)\s+)?(?=(?:" + _VERBS + r")\b)")
 
 
 def _predicates(rest: str) -> list[str]:
@@ -715,14 +799,31 @@ def _subject_clause(b: _Builder, clause: str, when: str | None) -> bool:
         return any(results)
     if re.match(r"^(?:My|my)\b", clause):  # "and ..." after "My sister Emma" belongs to Emma
         return _run_timed(b, SELF_NAME, clause, when)
+    pronoun = re.match(r"^(?:She|He|she|he)(?P<poss>'s)? (?P<rest>.+)$", clause)
+    if pronoun and b.last_person:  # "She is based in Pune": the last person named
+        clause = b.last_person + (pronoun.group("poss") or "") + " " + pronoun.group("rest")
     m = re.match(r"^(?P<name>" + NAME + r")(?P<poss>'s)? (?P<rest>.+)$", clause)
     if m is None or m.group("name").split()[0] in SENTENCE_START_NOT_NAMES:
         return False
     name = b.canon(m.group("name"))
     if m.group("poss"):
         return _run_timed(b, name, "my " + m.group("rest"), when)
+    if not _named_subject(b, name, m.group("rest")):
+        return False
     results = [_third_person(b, name, p, when) for p in _predicates(m.group("rest"))]
     return any(results)
+
+
+def _named_subject(b: _Builder, name: str, rest: str) -> bool:
+    """Whether a capitalised first word is someone: a known entity, a name of several words,
+    or one whose predicate says something of a person ("Bob works at Acme", "Ann ran a
+    marathon"). "Message received" and "Next run in 24h" are not: a capital at the start
+    of a sentence is no name when a bare verb with no object follows it."""
+    if name.casefold() in b.known or name.casefold() in b.types or " " in name:
+        return True
+    verb, _, obj = rest.partition(" ")
+    past_only = verb.endswith("ed") or verb in IRREGULAR_PAST
+    return not (past_only and (not obj or re.match(r"(?i:in|at|on|for|by|to|from|with|within|after|every)\b", obj)))
 
 
 def _self_continuation(predicate: str) -> str:
@@ -737,12 +838,33 @@ def offline_extract(text: str, *, speaker_name: str | None = None,
     """Extract what ``text`` states, by the patterns in the module docstring."""
     known = {k.strip().casefold(): k.strip() for k in known_entities if k and k.strip()}
     b = _Builder(speaker_name=speaker_name, known=known)
-    for sentence in sentences(text or ""):
+    for sentence in sentences(_user_lines(text or "")):
         if is_question(sentence):
             continue
         for clause in clauses(sentence):
             _clause(b, clause, sentence)
     return b.out
+
+
+_ROLE_LINE = re.compile(r"^(?P<role>user|assistant|system|tool):[ \t]*", re.IGNORECASE)
+
+
+def _user_lines(text: str) -> str:
+    """A whole conversation ("user: ...\nassistant: ..." lines, as a batch's
+    ``extract: whole_conversation`` sends it): the user's lines without their role, the
+    others left out (what the assistant says is not the user's statement). Text without role
+    lines is returned as it is."""
+    lines = text.splitlines()
+    if not any(_ROLE_LINE.match(line) for line in lines):
+        return text
+    kept = []
+    for line in lines:
+        role = _ROLE_LINE.match(line)
+        if role is None:
+            kept.append(line)
+        elif role.group("role").lower() == "user":
+            kept.append(line[role.end():])
+    return "\n".join(kept)
 
 
 # ---------------------------------------------------------------------------

@@ -5,7 +5,8 @@
   left out (consolidation supersedes those).
 - **duplicates**: pairs of turns, or of current attributes of one entity and key, whose
   word sets overlap at least ``duplicateThreshold`` (Jaccard; identical normalised text is 1.0).
-  Turns are compared among the ``TURN_WINDOW`` most recent ones (bounded work).
+  Turns are compared among the ``TURN_WINDOW`` most recent ones (bounded work); questions and
+  assistant replies only with ``includeEchoes`` (asking again is not a duplicate fact).
 - **injection**: stored text that tries to steer a model (``rules/injection.py``): turns,
   attribute values, action summaries, instructions and document chunks.
 
@@ -26,6 +27,7 @@ from agent_memory.models.care import FsckRequest
 from agent_memory.ports import RecordStore
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.injection import injection_reason
+from agent_memory.rules.questions import asks_only
 from agent_memory.rules.vocabulary import normalise_value
 from agent_memory.services.care.common import current_rows, iter_turns, rows_of
 
@@ -68,6 +70,11 @@ def _observation(data: dict[str, Any]) -> bool:
     return (data.get("source") or {}).get("kind") == "observation"
 
 
+def _echo(turn: dict[str, Any]) -> bool:
+    """A question or an assistant reply (neither is evidence, docs/decisions.md)."""
+    return turn.get("role") == "assistant" or asks_only(turn.get("content") or "")
+
+
 class FsckService:
     def __init__(self, store: RecordStore, *, scan_cap: int):
         self.store = store
@@ -84,7 +91,10 @@ class FsckService:
         if "contradictions" in checks:
             result.contradictions = self._contradictions(attrs)[:req.max_results]
         if "duplicates" in checks:
-            result.duplicates = self._duplicates(attrs, turns or [], req.duplicate_threshold, req.max_results)
+            compared = turns or []
+            if not req.include_echoes:
+                compared = [t for t in compared if not _echo(t)]
+            result.duplicates = self._duplicates(attrs, compared, req.duplicate_threshold, req.max_results)
         if "injection" in checks:
             result.injection = self._injection(ctx, attrs, turns or [], req.max_results)
         return result

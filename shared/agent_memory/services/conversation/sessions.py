@@ -35,6 +35,7 @@ class NewTurn:
     observed_at: str | None = None
     infer: str = "full"
     speaker: dict[str, str] | None = None  # stored form (services/facts/speakers.py)
+    unsupported: bool = False  # a chat reply that cited no memory (``Turn.unsupported``)
 
 
 class SessionService:
@@ -220,7 +221,8 @@ def _turn(ctx: RequestContext, session_id: str, turn: NewTurn, seq: int, now: st
     return Turn(id=new_id("turn"), context_id=ctx.context_id, session=session_id, role=turn.role,
                 content=turn.content, seq=seq, created_at=now, observed_at=turn.observed_at or now,
                 infer=turn.infer, scopes=scopes, labels=labels, created_by=ctx.principal,
-                partition=ctx.partition, speaker=dict(turn.speaker) if turn.speaker else None)
+                partition=ctx.partition, speaker=dict(turn.speaker) if turn.speaker else None,
+                unsupported=turn.unsupported)
 
 
 def _turn_record(ctx: RequestContext, row: Turn) -> Record:

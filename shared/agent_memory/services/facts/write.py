@@ -97,6 +97,7 @@ class PendingTurn:
     extraction: ExtractionOutput | None
     source_kind: str = "turn"
     speaker: dict[str, str] | None = None  # stored form (services/facts/speakers.py)
+    unsupported: bool = False  # a chat reply that cited no memory: stored, never evidence
 
 
 @dataclass
@@ -324,7 +325,8 @@ class FactsService:
             planner = _TurnPlanner(self, ctx, session.id, pending, scopes, labels, reads if attempt == 0 else None,
                                    extra)
             try:
-                rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker)
+                rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker,
+                                                                    p.unsupported)
                                                             for p in pending], scopes, labels,
                                              extra_ops=planner.ops, is_new=new_session)
             except ConditionFailed:
@@ -414,7 +416,7 @@ def plan_turn_transactions(ctx: RequestContext, session: Session, pending: Seque
     run: list[PendingTurn] = []
 
     def size(p: PendingTurn) -> int:
-        return planned_turn_bytes(ctx, session, NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker),
+        return planned_turn_bytes(ctx, session, NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker, p.unsupported),
                                   scopes, labels)
 
     for p in pending:

@@ -36,6 +36,7 @@ from agent_memory.ports import (
     SearchUnit,
     WriteOp,
 )
+from agent_memory.rules.questions import asks_only
 from agent_memory.services.conversation import thread_units
 from agent_memory.services.documents import units as document_units
 from agent_memory.services.facts.fact_kinds import FACT_KINDS, with_entities
@@ -111,6 +112,14 @@ def collapse(changes: Sequence[ProjectionChange]) -> ProjectionChange:
     return out
 
 
+def evidence_partitions(change: ProjectionChange) -> set[tuple[str, str]]:
+    """The (context, partition) pairs where ``change`` makes new evidence searchable: any
+    upserted unit but an assistant reply or a user turn that only asks (neither is evidence,
+    docs/decisions.md). The response cache's write mark moves for these (``runtime``)."""
+    return {(u.context_id, u.partition) for u in change.upserts
+            if not (u.kind == "turn" and (u.role == "assistant" or asks_only(u.text)))}
+
+
 def apply(index: SearchIndex, change: ProjectionChange) -> None:
     """Apply ``change``: in one request when the index takes batched writes."""
     if not change:
@@ -138,8 +147,12 @@ def build_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
 @projects("turn")
 def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
     """A turn's text is what was said, as written. It is about its speaker, a field of the
-    write (``services/facts/speakers.py``); a user turn without one is about the context's user."""
+    write (``services/facts/speakers.py``); a user turn without one is about the context's user.
+    A chat reply that cited no memory (``unsupported``: a refusal) projects to nothing: it is
+    not evidence of anything, and indexed it would answer the next question with itself."""
     turn = Turn.from_item(data)
+    if turn.unsupported:
+        return []
     speaker, entity = turn_speaker(turn)
     metadata: dict[str, Any] = {"seq": turn.seq}
     if speaker:
@@ -165,9 +178,12 @@ class Projector:
     the index has the change: the projecting store clears its outbox entry there.
     """
 
-    def __init__(self, index: SearchIndex, *, background: bool = False):
+    def __init__(self, index: SearchIndex, *, background: bool = False,
+                 on_searchable: Callable[[ProjectionChange], None] | None = None):
         self.index = index
         self.background = background
+        # Called with each change once the index has it (the response cache's write mark).
+        self.on_searchable = on_searchable
         self._queue: queue.Queue[tuple[ProjectionChange, Callable[[], None] | None,
                                        Callable[[], None] | None]] = queue.Queue()
         self._resumed = threading.Event()
@@ -188,7 +204,7 @@ class Projector:
         if self.background or not self._resumed.is_set():
             self._queue.put((change, on_applied, on_failed))
         else:
-            _apply_then(self.index, change, on_applied)
+            self._apply_then(change, on_applied)
 
     def pause(self) -> None:
         self._resumed.clear()
@@ -205,7 +221,7 @@ class Projector:
         while not self._queue.empty():
             change, on_applied, _ = self._queue.get()
             try:
-                _apply_then(self.index, change, on_applied)
+                self._apply_then(change, on_applied)
             finally:
                 self._queue.task_done()
 
@@ -214,7 +230,7 @@ class Projector:
             change, on_applied, on_failed = self._queue.get()
             self._resumed.wait()
             try:
-                _apply_then(self.index, change, on_applied)
+                self._apply_then(change, on_applied)
             except Exception:  # keep the worker alive; the pending entry is retried later
                 log.warning("projection failed; kept for a later retry", exc_info=True)
                 if on_failed is not None:
@@ -222,11 +238,15 @@ class Projector:
             finally:
                 self._queue.task_done()
 
-
-def _apply_then(index: SearchIndex, change: ProjectionChange, on_applied: Callable[[], None] | None) -> None:
-    apply(index, change)
-    if on_applied is not None:
-        on_applied()
+    def _apply_then(self, change: ProjectionChange, on_applied: Callable[[], None] | None) -> None:
+        apply(self.index, change)
+        if on_applied is not None:
+            on_applied()
+        if self.on_searchable is not None:
+            try:
+                self.on_searchable(change)
+            except Exception:  # noqa: BLE001 - the index has the change; the mark moved at commit too
+                log.warning("could not move the response cache's write mark after projection", exc_info=True)
 
 
 class ProjectingRecordStore:

@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 
 from agent_memory import lexicon
 from agent_memory.rules import event_time
-from agent_memory.rules.questions import asked_slots
+from agent_memory.rules.questions import PROFILE_SELF, asked_slots, profile_subject
 
 _QUESTION_LEAD = re.compile(
     r"^\s*(?:(?:what|which|who|whom|whose|when|where|why|how)(?:\s+(?:kind|type|sort|much|many|long|often|old"
@@ -92,6 +92,9 @@ class QueryAnalysis:
     # The attribute keys and relation labels the question asks about, as a whole phrase
     # (``rules.questions.asked_slots``: "where do I work" -> employer); empty when it names none.
     key_hints: frozenset[str] = frozenset()
+    # Whom the question asks everything about (``rules.questions.profile_subject``: "me" for
+    # the user, else a name): the profile route; ``None`` for any other question.
+    profile_of: str | None = None
 
 
 def analyse(query: str, *, anchor: datetime | None = None) -> QueryAnalysis:
@@ -114,9 +117,11 @@ def analyse(query: str, *, anchor: datetime | None = None) -> QueryAnalysis:
     # capitalised ("where does bob live"); otherwise they would dilute the names' legs.
     lookup = names or [w for w in content_words if len(w) > 2]
     hints = asked_slots(text).slots
-    return QueryAnalysis(text=text, names=names, lookup_names=lookup[:16], self_reference=self_ref,
+    profile_of = profile_subject(text)
+    return QueryAnalysis(text=text, names=names, lookup_names=lookup[:16],
+                         self_reference=self_ref or profile_of == PROFILE_SELF,
                          statement=statement, content=content, content_words=content_words,
-                         time=time_hint(text, anchor), key_hints=hints)
+                         time=time_hint(text, anchor), key_hints=hints, profile_of=profile_of)
 
 
 def extract_names(text: str) -> list[str]:

@@ -60,11 +60,12 @@ from agent_memory.ranking.rank import QueryFacts, rank
 from agent_memory.ranking.recipes import RECIPES, RETRIEVAL_MODES, SearchRecipe
 from agent_memory.ranking.rerank import rerank
 from agent_memory.ranking.rows import ranking_from_units, ranking_with_units
-from agent_memory.ranking.rules import evidence_factor
+from agent_memory.ranking.rules import echoes_below_sources, evidence_factor
 from agent_memory.ranking.visibility import unit_visible
 from agent_memory.rules import geo
-from agent_memory.rules.questions import asks_only
+from agent_memory.rules.questions import PROFILE_SELF, asks_only
 from agent_memory.rules.speaker import SELF_ENTITY_ID
+from agent_memory.services.facts.profile import attribute_section, relation_section
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse
 
@@ -272,9 +273,12 @@ class RetrievalService:
             # Next to search results, a named entity's fact is a candidate only when it bears
             # on the question (its key is asked for, or it shares a content word): a person's
             # every fact would otherwise crowd out what answers the question.
+            # A profile question ("What do you know about me?") wants every current fact.
             seeds = self._seeds(ctx, [e for e in entities if e.stored is not None], flt, qa,
-                                with_profiles="entity" in kinds, bearing_only=bool(recipe.bm25 or recipe.vector),
+                                with_profiles="entity" in kinds,
+                                bearing_only=bool(recipe.bm25 or recipe.vector) and not qa.profile_of,
                                 reads=reads, said=said)
+        profiled = _profiled(qa, entities) if seeds else None
         ranking = ranking_from_units([])
         degraded: str | None = None
         if flt.kinds:
@@ -306,6 +310,8 @@ class RetrievalService:
         # Room below k: the evidence rule (questions ranked below what answers them) runs on
         # decoded hits, and a hit it lowers leaves its place to the next one.
         pool = max(k, recipe.rerank_depth) if reranker else k + max(recipe.evidence_margin, 0)
+        if profiled:
+            pool += len(seeds)  # every fact of the profiled entity is decoded
         ranked, candidates = rank(recipe, ranking, legs, pool, facts)
         seed_ids = {u.id for u in seeds}
         units = ranking.decode([i for i, _ in ranked])
@@ -329,8 +335,13 @@ class RetrievalService:
             order, trace["rerank"] = rerank(reranker, query, hits, weight=recipe.rerank,
                                             reply_share=recipe.reply_share, pin_first=answer)
             hits = [dataclasses.replace(hits[i], score=score) for i, score in order]
-        hits = self._evidence_order(recipe, hits, said, pinned=answer, reranked=reranker is not None)[:k]
+        hits = self._evidence_order(recipe, hits, said, pinned=answer, reranked=reranker is not None)
+        if profiled:
+            hits = profile_first(hits, profiled)
+        hits = hits[:k]
         answer = tier1_answer(hits, qa)
+        if profiled and hits and _about(hits[0], profiled):
+            answer, trace["profileOf"] = True, profiled
         tier = 1 if answer else 3
         elapsed = (time.perf_counter() - started) * 1000
         if degraded is not None:
@@ -343,7 +354,10 @@ class RetrievalService:
         """``hits`` reordered by ``rules.evidence_factor``: a user turn that only asks (and
         states no fact) below statements and chunks that match as well. After a reranker
         (which scored the texts again) assistant replies and superseded turns are lowered
-        here too; without one ``rank`` already did. A pinned tier-1 answer stays first."""
+        here too; without one ``rank`` already did. Then ``rules.echoes_below_sources``: a
+        question or an assistant reply never stays above a statement, fact or passage it
+        repeats (shares content words with), whatever the scores. A pinned tier-1 answer stays
+        first."""
         head, rest = (hits[:1], hits[1:]) if pinned else ([], hits)
         if not rest:
             return hits
@@ -355,11 +369,31 @@ class RetrievalService:
         factor = evidence_factor(kind, role, asks, stale, question=recipe.question_factor,
                                  assistant=recipe.assistant_factor if reranked else 1.0,
                                  superseded=recipe.superseded_factor if reranked else 1.0)
-        if not (factor != 1.0).any():
-            return hits
-        scored = [(h.score * float(f), i, h) for i, (h, f) in enumerate(zip(rest, factor.tolist(), strict=True))]
-        scored.sort(key=lambda t: (-t[0], t[1]))  # ties keep the order they came in
-        return head + [dataclasses.replace(h, score=score) for score, _, h in scored]
+        asked = {h.id for h, a in zip(rest, asks.tolist(), strict=True) if a}
+        if (factor != 1.0).any():
+            scored = [(h.score * float(f), i, h) for i, (h, f) in enumerate(zip(rest, factor.tolist(), strict=True))]
+            scored.sort(key=lambda t: (-t[0], t[1]))  # ties keep the order they came in
+            rest = [dataclasses.replace(h, score=score) for score, _, h in scored]
+        echo = [h.id in asked or (h.kind == "turn" and h.role == "assistant") for h in rest]
+        if any(echo):
+            words = [_echo_words(h.text) for h in rest]
+            # A question repeats what shares two of its content words (or its only one); a reply
+            # restates anything it shares a word with. An echo with no content word of its own
+            # ("Who am I?") repeats nothing: every statement and passage found for it outranks it.
+            need = [1 if h.role == "assistant" else min(2, len(w)) for h, w in zip(rest, words, strict=True)]
+            sources = [[j for j, other in enumerate(words) if j != i and not echo[j]
+                        and (not words[i] or len(words[i] & other) >= need[i])] if echo[i] else []
+                       for i in range(len(rest))]
+            order = echoes_below_sources(echo, sources)
+            rest = [rest[i] for i in order]
+            # Scores stay monotonic down the list: a moved echo takes the score of the hit above it.
+            fixed: list[Hit] = []
+            for h in rest:
+                if fixed and h.score > fixed[-1].score:
+                    h = dataclasses.replace(h, score=fixed[-1].score)
+                fixed.append(h)
+            rest = fixed
+        return head + rest
 
     def _documents_from(self, ctx: RequestContext, source: str) -> list[str]:
         """Ids of the documents ``ctx`` may read whose ``source`` is ``source`` (at most
@@ -657,6 +691,25 @@ class RetrievalService:
 # --- helpers ------------------------------------------------------------------------------
 
 
+_ECHO_WORD = re.compile(r"[^\W_]{3,}")
+_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+def _echo_words(text: str) -> frozenset[str]:
+    """The content words of ``text``, crudely stemmed ("returned" and "returns" meet
+    "return"), for telling which statement or passage an echo repeats."""
+    out = set()
+    for word in _ECHO_WORD.findall((text or "").lower()):
+        if word in STOPWORDS:
+            continue
+        for suffix in _SUFFIXES:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                word = word[: -len(suffix)]
+                break
+        out.add(word)
+    return frozenset(out)
+
+
 @dataclass
 class TurnFacts:
     """What the named entities' facts (closed ones included) say of the turns that stated
@@ -686,6 +739,50 @@ class TurnFacts:
                 closed = end if end is not None and end <= instant_iso else None
                 before = self.stale.get(turn)
                 self.stale[turn] = max(x for x in (before, closed) if x) if (before or closed) else None
+
+
+def _profiled(qa: QueryAnalysis, entities: Sequence[NamedEntity]) -> str | None:
+    """The entity a profile question asks about (``qa.profile_of``), when it is stored."""
+    if not qa.profile_of:
+        return None
+    if qa.profile_of == PROFILE_SELF:
+        return SELF_ENTITY_ID if any(e.id == SELF_ENTITY_ID for e in entities) else None
+    wanted = normalise_entity_name(qa.profile_of)
+    for e in entities:
+        if e.stored is not None and e.id != SELF_ENTITY_ID and normalise_entity_name(e.name or "") == wanted:
+            return e.id
+    return None
+
+
+def _about(hit: Hit, entity: str) -> bool:
+    """A structured fact (attribute or relation) whose subject is ``entity``."""
+    meta = hit.metadata or {}
+    return hit.structured and hit.kind in ("attribute", "relation") \
+        and (meta.get("entity") or meta.get("subject")) == entity
+
+
+def profile_first(hits: Sequence[Hit], entity: str) -> list[Hit]:
+    """A profile question's hits: the current facts of ``entity`` first, by profile section
+    (static: who they are; dynamic: work, places, people; preferences: tastes; the sections
+    of ``GET /profile``, ``facts/profile.py``), each section in rank order; then the rest."""
+    order = {"static": 0, "dynamic": 1, "preferences": 2}
+    facts = [(order[_section(h)], i, h) for i, h in enumerate(hits) if _about(h, entity)]
+    if not facts:
+        return list(hits)
+    facts.sort(key=lambda t: t[:2])
+    chosen = {id(h) for *_, h in facts}
+    lead = [h for *_, h in facts]
+    top = max(h.score for h in hits)
+    # Scores stay monotonic: the facts lead with the best score, the rest keep theirs below it.
+    lead = [dataclasses.replace(h, score=max(h.score, top)) for h in lead]
+    return lead + [h for h in hits if id(h) not in chosen]
+
+
+def _section(hit: Hit) -> str:
+    meta = hit.metadata or {}
+    if hit.kind == "relation":
+        return relation_section(str(meta.get("label") or ""))
+    return attribute_section(str(meta.get("key") or ""), meta.get("category"))
 
 
 def tier1_answer(hits: Sequence[Hit], qa: QueryAnalysis) -> bool:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,7 @@ from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
 from agent_memory.models.records import Session
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Put
+from agent_memory.rules.questions import question_parts
 from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
 from agent_memory.services.conversation.chat.prompt import build_messages
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agent_memory.chat")
 
 RETRIEVAL_K = 8
+MAX_PARTS = 3  # parts of a multi-part question retrieved for separately
 
 
 @dataclass
@@ -74,6 +77,8 @@ class PreparedTurn:
     model_name: str
     query_vector: Any = None
     cached: dict[str, Any] | None = None
+    # The cache entry this turn may store, its id taken before retrieval (``ResponseCache.begin``).
+    cache_entry: str | None = None
     extraction: Future | None = None
     # The partitions the extraction read (the speaker's): the commit reuses them (one read).
     reads: Any = None
@@ -218,13 +223,14 @@ class ChatService:
         window = [] if is_new else session_window(self._store, ctx, session.id)
 
         reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
+        # Taken before retrieval: a write that commits while this turn answers outdates its entry.
+        cache_entry = self.cache.begin() if not window and not req.bypass_cache else None
         started = time.perf_counter()
         # The user turn's write reads each entity partition once: its entity list and the
         # self entity's facts, read here for retrieval too (retries read afresh).
         reads = self._facts.repo.partition_reads()
         self._facts.repo.read_entities(ctx, reads)
-        result = self._retrieval.retrieve(reader, req.message, k=RETRIEVAL_K, exclude_ids=[t.id for t in window],
-                                          reads=reads)
+        result = self._retrieve(reader, req.message, [t.id for t in window], reads)
         retrieval_ms = (time.perf_counter() - started) * 1000
         hits = list(result.hits)
         messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
@@ -242,8 +248,8 @@ class ChatService:
         turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
                             sources=sources, messages=messages, trace_id=trace_id, tier=3,
                             retrieval_ms=retrieval_ms, model_name=model_name, degraded=result.degraded,
-                            retrieval_trace=retrieval_trace)
-        if not window and not req.bypass_cache:
+                            retrieval_trace=retrieval_trace, cache_entry=cache_entry)
+        if cache_entry is not None:
             turn.query_vector = self._embed([req.message])[0]
             hit = self.cache.lookup(reader, model_name, turn.query_vector)
             if hit is not None:
@@ -255,6 +261,27 @@ class ChatService:
         turn.extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
                                                      timeutil.now_iso(), None, turn.reads)
         return turn
+
+    def _retrieve(self, reader: RequestContext, message: str, exclude: list[str], reads: Any) -> Any:
+        """The question's retrieval; a question in several parts (``rules.questions.question_parts``)
+        retrieves for each part and takes their hits in turns (each part's best first), so every
+        part has what answers it in the prompt."""
+        parts = question_parts(message)[:MAX_PARTS]
+        if len(parts) < 2:
+            return self._retrieval.retrieve(reader, message, k=RETRIEVAL_K, exclude_ids=exclude, reads=reads)
+        results = [self._retrieval.retrieve(reader, part, k=RETRIEVAL_K, exclude_ids=exclude, reads=reads)
+                   for part in parts]
+        merged: dict[str, Any] = {}
+        for rank in range(RETRIEVAL_K):
+            for result in results:
+                if rank < len(result.hits):
+                    merged.setdefault(result.hits[rank].id, result.hits[rank])
+        first = results[0]
+        trace = {**first.trace, "parts": parts,
+                 "askedKeys": sorted({k for r in results for k in r.trace.get("askedKeys", [])})}
+        return dataclasses.replace(first, hits=list(merged.values())[:RETRIEVAL_K * len(parts)], trace=trace,
+                                   tier=1 if all(r.tier == 1 for r in results) else 3,
+                                   degraded=next((r.degraded for r in results if r.degraded), None))
 
     def _instructions(self, ctx: RequestContext) -> list[str]:
         return [i.description for i in self._facts.repo.instructions(ctx, limit=20)]
@@ -332,8 +359,9 @@ class ChatService:
             now = timeutil.now_iso()
             # The user turn's speaker is the context's own user; the assistant's role says who it is.
             speaker = self_speaker(self._facts.repo.speaker_name(ctx, turn.reads))
+            # A reply that cites no memory (a refusal) is kept in the transcript, never as evidence.
             pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
-                       PendingTurn("assistant", reply, now, "none", None)]
+                       PendingTurn("assistant", reply, now, "none", None, unsupported=not citations)]
 
             def traces(rows: list[Any], results: list[Any]) -> list[Put]:
                 """Both trace rows, committed with the turns (so one write, not two more), with
@@ -363,7 +391,8 @@ class ChatService:
             if any(h.kind == "turn" and (h.role or "user") == "user" for h in cited):
                 entities.add(SELF_ENTITY_ID)  # a user's own statement is about the user
             self.cache.store_reply(ctx.narrowed(req.scopes), turn.model_name, req.message, turn.query_vector,
-                                   {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited])
+                                   {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited],
+                                   entry_id=turn.cache_entry)
         return ChatReply(reply=reply, session_id=turn.session.id, trace_id=turn.trace_id, citations=citations,
                          memory_updates=memory_updates, degraded=None if from_cache else turn.degraded)
 
