@@ -31,7 +31,19 @@ def test_write_scopes():
         grants.write_scopes([["a/b", "z"]], ["a"], None)
     assert err.value.extensions["scope"] == "z"
     with pytest.raises(Forbidden):
-        grants.write_scopes([], ["a/*"], None)  # nowhere concrete to write
+        grants.write_scopes([], ["a/*"], None)  # nowhere concrete to write, and no writer named
+
+
+def test_a_write_naming_no_scope_takes_the_writers_own_place_under_a_trailing_wildcard():
+    assert grants.write_scopes([], ["org/acme/*"], None, "agent-7") == [["org/acme/agent-7"]]
+    assert grants.write_scopes([], ["org/acme/*"], None, "principal:agent-7") == [["org/acme/agent-7"]]
+    assert grants.write_scopes([], ["org/acme/*", "team/x"], None, "a7") == [["org/acme/a7"], ["team/x"]]
+    assert grants.write_scopes([], ["org/acme/*"], "org/acme/desk", "a7") == [["org/acme/desk"]]  # default first
+    assert grants.write_scopes([["org/acme/y"]], ["org/acme/*"], None, "a7") == [["org/acme/y"]]  # named first
+    for region, principal in ((["org/*/team"], "a7"), (["org/acme/*"], "a/b"), (["org/acme/*"], "*"),
+                              (["org/acme/*"], ".."), (["org/acme/*", "org/*/x"], "a7")):
+        with pytest.raises(Forbidden):  # no single place of the writer's: the write must name scopes
+            grants.write_scopes([], region, None, principal)
 
 
 @pytest.mark.parametrize("method, path, verb", [

@@ -400,7 +400,11 @@ def test_readme_grant_effective_and_on_behalf_of(memory):
     hits = memory.recall("job title", on_behalf_of="principal:agent-7", k=10)
     texts = " ".join(h.text for h in hits.hits)
     assert "CTO" in texts and "CFO" not in texts  # agent-7 reads org/acme/* only
-    memory.remember("ticket triaged", scopes="org/acme/support", on_behalf_of="principal:agent-7")
+    # as the README writes it: no scopes; the write takes agent-7's own place under its wildcard
+    memory.remember("ticket triaged", on_behalf_of="principal:agent-7")
+    memory.remember("ticket escalated", scopes="org/acme/support", on_behalf_of="principal:agent-7")
+    hits = memory.recall("ticket", on_behalf_of="principal:agent-7", k=10)
+    assert {"ticket triaged", "ticket escalated"} <= {h.text for h in hits.hits}
     assert memory.whoami().kind == "local"
 
 

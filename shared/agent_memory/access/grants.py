@@ -139,15 +139,16 @@ def check_verb(principal: Any, verb: str, *, label: str | None = None) -> None:
 
 
 def write_scopes(scopes: Sequence[Sequence[str]], write_region: Sequence[str] | None,
-                 default_write_scope: str | None) -> list[list[str]]:
+                 default_write_scope: str | None, principal: str | None = None) -> list[list[str]]:
     """The scopes a write stores: the request's, or the default write scope when it names
-    none; 403 (naming the offending scope) when any path lies outside the write region."""
+    none, or else the write region's own places (``_region_places``); 403 (naming the
+    offending scope) when any path lies outside the write region."""
     chosen = [list(c) for c in scopes]
     if not chosen and default_write_scope is not None:
         chosen = [[default_write_scope]]
-    if not chosen and write_region and not any(scope_lib.WILDCARD in p.split("/") for p in write_region):
-        # No default scope: the write is tagged with the write region itself (any of its paths).
-        chosen = [[p] for p in write_region]
+    if not chosen and write_region:
+        # No default scope: the write is tagged with the write region itself (any of its places).
+        chosen = [[p] for p in _region_places(write_region, principal)]
     if not chosen and write_region is not None:
         # An unscoped record is visible to every reader of the context: only an unrestricted
         # writer may create one.
@@ -158,6 +159,27 @@ def write_scopes(scopes: Sequence[Sequence[str]], write_region: Sequence[str] | 
         raise Forbidden(f"scope {outside[0]!r} is outside this key's write region",
                         code="scope_outside_write_region", scope=outside[0])
     return chosen
+
+
+def _region_places(write_region: Sequence[str], principal: str | None) -> list[str]:
+    """The concrete places a write that names no scope may take in ``write_region``: each
+    plain path as it is, and a path ending in one wildcard (``org/acme/*``) as the writer's own
+    place under it (``org/acme/agent-7``), which every reader of the wildcard reads. A region
+    with another wildcard, or a principal id that is no single path segment, adds none: such a
+    write must name its scopes."""
+    places = []
+    for path in write_region:
+        parts = path.split("/")
+        if scope_lib.WILDCARD not in parts:
+            places.append(path)
+        elif parts.count(scope_lib.WILDCARD) == 1 and parts[-1] == scope_lib.WILDCARD and principal:
+            segment = principal.removeprefix("principal:")
+            if segment and "/" not in segment and segment not in {".", "..", scope_lib.WILDCARD} \
+                    and not any(c.isspace() for c in segment):
+                places.append("/".join([*parts[:-1], segment]))
+    if len(places) < len(write_region) and any(scope_lib.WILDCARD in p.split("/") for p in write_region):
+        return []  # some wildcard has no place of the writer's: name scopes rather than guess
+    return sorted(set(places))
 
 
 def check_writable(scopes: Sequence[Sequence[str]], write_region: Sequence[str] | None, what: str) -> None:

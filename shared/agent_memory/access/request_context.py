@@ -56,11 +56,12 @@ class RequestContext:
     target: StaticPrincipal | None = field(default=None, compare=False, repr=False)
 
     def write_scopes(self, requested: Sequence[Sequence[str]]) -> list[list[str]]:
-        """The scopes a write stores (the default write scope when it names none); 403 when
-        any lies outside the write region."""
+        """The scopes a write stores (the default write scope when it names none, else the
+        write region's places, this principal's own under a trailing wildcard); 403 when any
+        lies outside the write region."""
         from agent_memory.access.grants import write_scopes
 
-        return write_scopes(requested, self.write_region, self.default_write_scope)
+        return write_scopes(requested, self.write_region, self.default_write_scope, self.principal)
 
     def narrowed(self, requested: Sequence[Sequence[str]]) -> RequestContext:
         """This caller reading only inside the scopes a request names (``[]``: unchanged)."""
