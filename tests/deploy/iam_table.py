@@ -169,6 +169,10 @@ GRANTS: dict[str, Grant] = {
     "RecentUnitsWrite": Grant(
         "the recent-unit rows each index write notes for searches within the refresh interval",
         [allow("RecentUnitsWrite", ["dynamodb:PutItem"], TABLE_ARN, leading_keys("c#*#recent-units#*"))]),
+    "CacheMarkWrite": Grant(
+        "the response cache's write mark per context and partition, moved when projection makes new "
+        "evidence searchable (a cached answer from before it is never served)",
+        [allow("CacheMarkWrite", ["dynamodb:PutItem"], TABLE_ARN, leading_keys("c#*#cache-mark"))]),
     "ProjectionRedrive": Grant(
         "the redrive reads the dead letters, and the items' current state from the table",
         [allow("ProjectionRedrive", ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
@@ -269,7 +273,7 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
                           "OpenAIKey", "UploadRead", "OriginalsRead", "UploadPut", "DocumentObjectsDelete",
                           "IngestionQueueSend"),
     "ProjectorFunction": ("ReadTableStream", "EmbeddingModel", "SearchWrite", "OpenAIKey", "ProjectionRedrive",
-                          "RecentUnitsWrite"),
+                          "RecentUnitsWrite", "CacheMarkWrite"),
     "AuditFunction": ("AuditWrite", "KeyUseRead"),
     "SearchIndexFunction": ("SearchIndexAdmin", "OpenAIKey"),
 }
