@@ -179,11 +179,13 @@ class Runtime:
         import time
 
         from agent_memory.adapters.opensearch_admin import provision_with_retry
-        from agent_memory.adapters.opensearch_search import make_client
+        from agent_memory.adapters.opensearch_search import SERVERLESS_ENGINE, make_client
 
         s = self.settings
         if s.search != "opensearch":
             raise ValueError("the search index step needs storage.search: opensearch")
+        if s.opensearch_service == "aoss" and s.opensearch_engine == "lucene":
+            raise ValueError(SERVERLESS_ENGINE)
         client = make_client(s.opensearch_url, service=s.opensearch_service, region=s.aws_region)
         return provision_with_retry(client, s.opensearch_index, self.embedder.name, int(self.embedder.dimension),
                                     s.opensearch_engine or "faiss", budget_s=budget_s,

@@ -47,6 +47,7 @@ class NrtCluster:
         self.indexes: dict[str, _Index] = {}
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
         self.bodies: list[tuple[str, str, Any]] = []  # (method, path, body: JSON, NDJSON lines or None)
+        self.aliases: dict[str, set[str]] = {}  # alias -> indexes (GET _alias/<a>, POST _aliases)
         self._lock = threading.Lock()  # one request at a time, as a shard applies them
 
     # -- test controls -------------------------------------------------------------
@@ -93,6 +94,21 @@ class NrtCluster:
         if isinstance(body, bytes):
             body = body.decode()
         self.bodies.append((method, path, _recorded(body)))
+        if name == "_alias" and method == "GET" and len(rest) == 1:
+            targets = self.aliases.get(rest[0])
+            if not targets:
+                return 404, {"error": f"alias [{rest[0]}] missing", "status": 404}
+            return 200, {t: {"aliases": {rest[0]: {}}} for t in sorted(targets)}
+        if name == "_aliases" and method == "POST" and not rest:
+            for action in _json(body).get("actions", []):
+                (kind, spec), = action.items()
+                if kind == "add":
+                    self.aliases.setdefault(spec["alias"], set()).add(spec["index"])
+                elif kind == "remove":
+                    self.aliases.get(spec["alias"], set()).discard(spec["index"])
+            return 200, {"acknowledged": True}
+        if name in self.aliases and len(self.aliases[name]) == 1:  # an alias of one index reads as it
+            name = next(iter(self.aliases[name]))
         if method == "HEAD" and not rest:
             return (200 if name in self.indexes else 404), {}
         if method == "PUT" and not rest:

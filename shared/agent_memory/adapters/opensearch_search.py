@@ -98,6 +98,10 @@ PAGE = 1000  # hits per page when listing copies
 # matches until ``agent-memory reindex --rebuild`` recreates it.
 SCHEMA_VERSION = 3
 
+# Vector collections run HNSW with Faiss only ("Working with vector search collections", Limitations:
+# https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html).
+SERVERLESS_ENGINE = "OpenSearch Serverless vector collections support only the faiss engine, not lucene"
+
 # Paths per multi-path scope clause the index encodes (``scope_clauses.p0`` ...). A longer
 # clause is left out of the document: it then admits no region-restricted reader (fail closed).
 MAX_CLAUSE_PATHS = 16
@@ -496,6 +500,8 @@ class OpenSearchIndex:
             raise ValueError("service must be 'aoss' or 'es'")
         if engine not in (None, "faiss", "lucene"):
             raise ValueError("engine must be 'faiss', 'lucene' or None")
+        if service == "aoss" and engine == "lucene":
+            raise ValueError(SERVERLESS_ENGINE)
         self.endpoint = endpoint
         self.index_name = index_name
         self.embedder = embedder
