@@ -476,9 +476,13 @@ def check_retention(template: dict[str, Any]) -> list[str]:
     problems = []
     for name in RETAINED:
         res = resources.get(name, {})
-        for attribute in ("DeletionPolicy", "UpdateReplacePolicy"):
-            if res.get(attribute) != "Retain":
-                problems.append(f"{name}: {attribute} is {res.get(attribute)!r}, not Retain ({CFN_DELETION_POLICY})")
+        # RetainExceptOnCreate: kept like Retain, except that a first deploy that rolls back
+        # deletes what it made (nothing is in it yet), so a failed deploy orphans nothing.
+        for attribute, allowed in (("DeletionPolicy", ("Retain", "RetainExceptOnCreate")),
+                                   ("UpdateReplacePolicy", ("Retain",))):
+            if res.get(attribute) not in allowed:
+                problems.append(f"{name}: {attribute} is {res.get(attribute)!r}, not {' or '.join(allowed)} "
+                                f"({CFN_DELETION_POLICY})")
     for name in DELETED:
         if name in resources and resources[name].get("DeletionPolicy") != "Delete":
             problems.append(f"{name}: DeletionPolicy is {resources[name].get('DeletionPolicy')!r}, not the documented "
