@@ -80,7 +80,7 @@ sam-build-background:
 # each function plus its layer, unzipped. Runs with the tools venv, which has samtranslator.
 PREFLIGHT_BUILD := $(if $(filter 0,$(shell cat .aws-sam/build.rc 2>/dev/null)),--build-dir .aws-sam/build)
 preflight: $(SAM)
-	$(TOOLS)/bin/python tests/deploy/preflight.py $(PREFLIGHT_BUILD)
+	$(TOOLS)/bin/python tests/deploy/preflight.py $(PREFLIGHT_BUILD) $(if $(CONFIG_ENV),--config-env $(CONFIG_ENV))
 
 # After editing tests/deploy/iam_table.py (a function's grants) or the template: rewrites
 # template.yaml's roles and the docs' stack figures (tests check both are current).

@@ -170,19 +170,26 @@ class Runtime:
             index = PrecomputingIndex(index, self.reranker, hit_text)
         return traced(index, "search", SEARCH_CALLS, search=s.search)
 
-    def provision_search_index(self):
+    def provision_search_index(self, *, budget_s: float = 0.0, sleep=None, clock=None):
         """The deploy step (functions/search_index): make the current embedder's and mapping's
-        versioned index and, on a first deploy, the alias the functions use
-        (``adapters.opensearch_admin.provision``); returns its ``Provisioned``."""
-        from agent_memory.adapters.opensearch_admin import provision
-        from agent_memory.adapters.opensearch_search import make_client
+        versioned index and, on a first deploy, the alias the functions use; returns its
+        ``Provisioned``. A collection that refuses (403/404) while its data access policy
+        propagates is retried for up to ``budget_s`` seconds
+        (``adapters.opensearch_admin.provision_with_retry``; ``sleep``/``clock`` for tests)."""
+        import time
+
+        from agent_memory.adapters.opensearch_admin import provision_with_retry
+        from agent_memory.adapters.opensearch_search import SERVERLESS_ENGINE, make_client
 
         s = self.settings
         if s.search != "opensearch":
             raise ValueError("the search index step needs storage.search: opensearch")
+        if s.opensearch_service == "aoss" and s.opensearch_engine == "lucene":
+            raise ValueError(SERVERLESS_ENGINE)
         client = make_client(s.opensearch_url, service=s.opensearch_service, region=s.aws_region)
-        return provision(client, s.opensearch_index, self.embedder.name, int(self.embedder.dimension),
-                         s.opensearch_engine or "faiss")
+        return provision_with_retry(client, s.opensearch_index, self.embedder.name, int(self.embedder.dimension),
+                                    s.opensearch_engine or "faiss", budget_s=budget_s,
+                                    sleep=sleep or time.sleep, clock=clock or time.monotonic)
 
     def project(self, changes: Sequence[ProjectionChange]) -> None:
         """Apply a stream batch's record changes to the search index as one write (the

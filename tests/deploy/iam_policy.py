@@ -233,9 +233,12 @@ def aoss_permissions(method: str, path: str, body: str = "") -> list[tuple[str, 
     if not parts:
         raise AssertionError(f"{method} / is a root-level call")
     if parts[0] == "_aliases":
+        # The table's row for POST _aliases is aoss:CreateCollectionItems ("create index aliases");
+        # moving one is an update of a collection item: a call may be either, so both are needed.
         actions = json.loads(body or "{}").get("actions", [])
         named = {next(iter(a.values())).get(k) for a in actions for k in ("index", "alias")} - {None}
-        return [("aoss:UpdateCollectionItems", "collection", "")] + [("aoss:UpdateIndex", "index", n) for n in named]
+        return [("aoss:CreateCollectionItems", "collection", ""), ("aoss:UpdateCollectionItems", "collection", "")] + \
+            [("aoss:UpdateIndex", "index", n) for n in named]
     if parts[0] == "_alias":
         return [("aoss:DescribeCollectionItems", "collection", "")]
     if parts[0].startswith("_"):

@@ -454,6 +454,77 @@ def check_built_artifacts(build_dir: Path) -> list[Finding]:
     return found
 
 
+# --- operations: who hears the alarms, what outlives the stack --------------------------------
+
+CFN_DELETION_POLICY = ("https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/"
+                       "aws-attribute-deletionpolicy.html")
+SNS_EMAIL = "https://docs.aws.amazon.com/sns/latest/dg/sns-email-notifications.html"
+# What a stack delete (or a replacement) must leave in place: the memory itself, the originals
+# of its documents and the dead letters still to be repaired. The search collection is a
+# projection of the table (`agent-memory reindex --rebuild` refills it) and costs its OCU floor
+# while it exists: it goes with the stack, said explicitly (docs/opensearch.md, "Deleting a stack").
+RETAINED = ("MemoryTable", "UploadBucket", "ProjectorDeadLetterQueue", "IngestionDeadLetterQueue")
+DELETED = ("SearchCollection",)
+# Domains reserved for documentation (RFC 2606): mail to them reaches no one.
+PLACEHOLDER_DOMAIN = re.compile(r"@([^@]+\.)?(example\.(com|net|org)|[^@]*\.example|[^@]*\.invalid|[^@]*\.test)$")
+
+
+def check_retention(template: dict[str, Any]) -> list[str]:
+    """What the docs say outlives a stack delete does (DeletionPolicy and UpdateReplacePolicy
+    Retain), and the collection's deletion is a stated choice, not CloudFormation's default."""
+    resources = template["Resources"]
+    problems = []
+    for name in RETAINED:
+        res = resources.get(name, {})
+        # RetainExceptOnCreate: kept like Retain, except that a first deploy that rolls back
+        # deletes what it made (nothing is in it yet), so a failed deploy orphans nothing.
+        for attribute, allowed in (("DeletionPolicy", ("Retain", "RetainExceptOnCreate")),
+                                   ("UpdateReplacePolicy", ("Retain",))):
+            if res.get(attribute) not in allowed:
+                problems.append(f"{name}: {attribute} is {res.get(attribute)!r}, not {' or '.join(allowed)} "
+                                f"({CFN_DELETION_POLICY})")
+    for name in DELETED:
+        if name in resources and resources[name].get("DeletionPolicy") != "Delete":
+            problems.append(f"{name}: DeletionPolicy is {resources[name].get('DeletionPolicy')!r}, not the documented "
+                            "Delete")
+    return problems
+
+
+def _overrides(text: str) -> dict[str, str]:
+    return dict(re.findall(r'(\w+)="([^"]*)"', text))
+
+
+def alarm_destinations(samconfig: dict[str, Any]) -> dict[str, str]:
+    """Each config-env's alarm destination (its AlarmEmail, else AlarmTopicArn; "" for none)."""
+    out = {}
+    for env, section in samconfig.items():
+        if env == "version" or not isinstance(section, dict):
+            continue
+        given = _overrides(((section.get("deploy") or {}).get("parameters") or {}).get("parameter_overrides", ""))
+        out[env] = given.get("AlarmEmail") or given.get("AlarmTopicArn") or ""
+    return out
+
+
+def check_alarm_destinations(samconfig: dict[str, Any], strict_env: str | None = None) -> tuple[list[str], list[str]]:
+    """(problems, warnings): a config-env whose alarms would notify no one is a problem; one
+    that mails a reserved example domain is a warning, and a problem for ``strict_env`` (the env
+    about to be deployed: `make preflight CONFIG_ENV=<env>`)."""
+    problems, warnings = [], []
+    for env, destination in alarm_destinations(samconfig).items():
+        if strict_env is not None and env != strict_env:
+            continue
+        if not destination:
+            problems.append(f"samconfig.toml [{env}]: neither AlarmEmail nor AlarmTopicArn is set, so the stack's "
+                            "alarms would notify no one")
+        elif PLACEHOLDER_DOMAIN.search(destination):
+            (problems if env == strict_env else warnings).append(
+                f"samconfig.toml [{env}]: AlarmEmail {destination} is a placeholder (a reserved domain: mail to it "
+                f"reaches no one); set your on-call address or AlarmTopicArn before deploying ({SNS_EMAIL})")
+    if strict_env is not None and strict_env not in alarm_destinations(samconfig):
+        problems.append(f"samconfig.toml has no [{strict_env}] config-env")
+    return problems, warnings
+
+
 # --- report ---------------------------------------------------------------------------------
 
 def worst(findings: list[Finding]) -> dict[str, Finding]:
@@ -518,6 +589,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--template", type=Path, default=REPO / "template.yaml")
     parser.add_argument("--build-dir", type=Path, help="measure what `sam build` made here too")
+    parser.add_argument("--samconfig", type=Path, default=REPO / "samconfig.toml")
+    parser.add_argument("--config-env", help="the config-env about to be deployed: its alarms must reach someone")
     args = parser.parse_args(argv)
     started = time.monotonic()
     source = sam_input(args.template)
@@ -536,6 +609,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.build_dir is not None:
         findings += check_built_artifacts(args.build_dir)
     text, ok = report(findings)
+    import tomllib
+
+    operations, warnings = check_alarm_destinations(tomllib.loads(args.samconfig.read_text()), args.config_env)
+    operations += check_retention(load_template(args.template))
+    if operations or warnings:
+        text += "\n\n" + "\n".join([f"FAIL {p}" for p in operations] + [f"WARNING {w}" for w in warnings])
+    ok = ok and not operations
     if figures_differ:
         text += "\n\nthe docs' figures differ (python tests/deploy/stack_figures.py --write):\n  " + \
             "\n  ".join(figures_differ)

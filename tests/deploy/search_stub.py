@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -28,6 +29,9 @@ class SearchCluster:
         self._servers: dict[str, ThreadingHTTPServer] = {}
         self._lock = threading.Lock()
         self.down = False  # answer every request 503, as an overloaded or failing cluster does
+        # (method, path) -> a status to answer instead, or None: a collection whose data access
+        # policy is not in force yet answers 403 (tests of the index step's retry)
+        self.refuse: Callable[[str, str], int | None] | None = None
 
     # -- state -------------------------------------------------------------------------
 
@@ -40,6 +44,9 @@ class SearchCluster:
         parts = [p for p in path.split("?")[0].split("/") if p]
         if self.down:
             return 503, {"error": "service_unavailable"}
+        refused = self.refuse(method, path) if self.refuse is not None else None
+        if refused:
+            return refused, {"status": refused, "error": {"type": "security_exception", "reason": "Forbidden"}}
         with self._lock:
             if not parts:
                 return 200, {"version": {"number": "2.19.0"}}

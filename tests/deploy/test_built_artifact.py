@@ -1076,3 +1076,109 @@ def test_the_built_recall_function_reranks_through_bedrock_and_keeps_the_fused_o
     assert [c.why for c in rerank_calls if iam_policy.decide(with_reranker, c) is None] == []
     without = role_statements(stack(DOMAIN_STACK, deployed["secrets"]), "RecallFunction")
     assert all(iam_policy.decide(without, c) is None for c in rerank_calls)
+
+
+# --- the Serverless (aoss) shape of a signed request, on the built artifact ------------------
+
+SERVERLESS_SIGNING = "https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-clients.html"
+COLLECTION_ENDPOINT = f"https://am-acme-id.{REGION}.aoss.amazonaws.com"
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+# Runs in the built function's interpreter (lambda_harness's paths: the function's folder, the
+# layer): the deploy step's handler, as CloudFormation invokes it, with HTTPS sends below the
+# client taken as the wire would see them (signed) and answered as a new collection answers.
+_SIGNING_SCRIPT = r'''
+import json, sys
+from urllib.parse import urlsplit
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import requests.adapters, requests.models
+sent = []
+def send(self, request, **kwargs):
+    body = request.body.decode() if isinstance(request.body, bytes) else (request.body or "")
+    sent.append({"method": request.method, "url": request.url, "headers": dict(request.headers), "body": body})
+    path = urlsplit(request.url).path
+    status = 404 if request.method == "HEAD" or path.startswith("/_alias/") else 200
+    answer = {"acknowledged": True} if status == 200 else {"error": {"type": "index_not_found_exception"}, "status": 404}
+    response = requests.models.Response()
+    response.status_code, response.request, response.url = status, request, request.url
+    response._content = b"" if request.method == "HEAD" else json.dumps(answer).encode()
+    response.headers["content-type"] = "application/json"
+    return response
+requests.adapters.HTTPAdapter.send = send
+import app
+answers = []
+app.respond = lambda event, status, physical, data=None, reason="": answers.append([status, data, reason])
+class Context:
+    function_name = "SearchIndexFunction"
+    function_version = "$LATEST"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:SearchIndexFunction"
+    memory_limit_in_mb = 512
+    aws_request_id = "req-signing"
+    log_group_name = log_stream_name = "signing"
+    def get_remaining_time_in_millis(self):
+        return int(sys.argv[3]) * 1000
+app.lambda_handler({"RequestType": "Create", "ResponseURL": "https://cloudformation.invalid/r", "StackId": "s",
+                    "RequestId": "r", "LogicalResourceId": "SearchIndexSetup", "ResourceProperties": {}}, Context())
+print(json.dumps({"sent": sent, "answers": answers}))
+'''
+
+
+def test_the_built_deploy_step_signs_its_requests_in_the_serverless_shape(build: Path):
+    """The stack's own collection (SearchBackend=collection): the built index step's requests,
+    as they leave the client, are SigV4 for service ``aoss`` in the stack's region, carry
+    ``x-amz-content-sha256`` (the payload's SHA-256, the empty string's without one) and do not
+    sign Content-Length, as AWS requires of Serverless requests (SERVERLESS_SIGNING); the
+    signature is recomputed here with botocore's signer from the same credentials (its canonical
+    request ends with that same payload hash) and matches."""
+    import hashlib
+    from urllib.parse import urlsplit
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    own = stack(COLLECTION_STACK, {"cursor": "c", "bootstrap": "b"})
+    variables = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    mine = RESOURCES["SearchIndexFunction"]["Properties"]["Environment"]["Variables"]
+    env = {k: str(v) for k, v in own.resolve({**variables, **mine}).items()}
+    assert env["AGENT_MEMORY_OPENSEARCH_SERVICE"] == "aoss" and env["AGENT_MEMORY_OPENSEARCH_URL"] == COLLECTION_ENDPOINT
+    credentials = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "session-token")
+    env.update({"AGENT_MEMORY_MODELS_EMBEDDING": "hashing/v1", "AWS_REGION": REGION, "AWS_DEFAULT_REGION": REGION,
+                "AWS_ACCESS_KEY_ID": credentials.access_key, "AWS_SECRET_ACCESS_KEY": credentials.secret_key,
+                "AWS_SESSION_TOKEN": credentials.token, "AWS_LAMBDA_FUNCTION_NAME": "SearchIndexFunction",
+                "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "TZ": "UTC"})
+    proc = subprocess.run([sys.executable, "-B", "-I", "-S", "-c", _SIGNING_SCRIPT, str(build / "SearchIndexFunction"),
+                           str(layer_root(build)), str(function_timeout("SearchIndexFunction"))],
+                          capture_output=True, text=True, env=env, timeout=120,
+                          cwd=str(build / "SearchIndexFunction"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    [[status, data, reason]] = out["answers"]
+    assert status == "SUCCESS", reason
+    sent = out["sent"]
+    index = data["IndexName"]
+    assert [(r["method"], urlsplit(r["url"]).path) for r in sent] == [
+        ("HEAD", f"/{index}"), ("PUT", f"/{index}"), ("GET", f"/_alias/{ALIAS}"), ("HEAD", f"/{ALIAS}"),
+        ("POST", "/_aliases")]
+    assert {urlsplit(r["url"]).hostname for r in sent} == {urlsplit(COLLECTION_ENDPOINT).hostname}
+    for request in sent:
+        headers = {k.lower(): v for k, v in request["headers"].items()}
+        algorithm, _, fields = headers["authorization"].partition(" ")
+        parts = dict(f.strip().split("=", 1) for f in fields.split(","))
+        scope = parts["Credential"].split("/")
+        assert algorithm == "AWS4-HMAC-SHA256"
+        assert scope[0] == credentials.access_key and scope[2:] == [REGION, "aoss", "aws4_request"], scope
+        signed = parts["SignedHeaders"].split(";")
+        assert "host" in signed and "content-length" not in signed, signed
+        payload = headers["x-amz-content-sha256"]  # sent with every request; the signature covers the same hash
+        assert payload in (hashlib.sha256(request["body"].encode()).hexdigest(), "UNSIGNED-PAYLOAD"), request["url"]
+        assert request["body"] or payload in (EMPTY_SHA256, "UNSIGNED-PAYLOAD")
+        assert headers["x-amz-security-token"] == credentials.token
+        # The same request signed by botocore from the same credentials and time has the same signature.
+        again = AWSRequest(method=request["method"], url=request["url"], data=request["body"].encode() or None,
+                           headers={h: headers[h] for h in signed if h in headers})
+        again.context["timestamp"] = headers["x-amz-date"]
+        signer = SigV4Auth(credentials, "aoss", REGION)
+        canonical = signer.canonical_request(again)
+        assert parts["Signature"] == signer.signature(signer.string_to_sign(again, canonical), again), request["url"]
+    created = json.loads(sent[1]["body"])
+    assert created["mappings"]["properties"]["embedding"]["method"]["engine"] == "faiss"

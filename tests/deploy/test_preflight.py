@@ -154,3 +154,71 @@ def test_the_longest_values_reach_every_free_strings_max_length():
 def test_the_openapi_document_replaces_the_include():
     api = sam_input()["Resources"]["HttpApi"]["Properties"]["DefinitionBody"]
     assert "paths" in api and "Fn::Transform" not in api
+
+
+# --- operations: who hears the alarms, what outlives the stack ------------------------------
+
+
+def _samconfig(**envs: str) -> dict:
+    return {"version": 0.1, **{env: {"deploy": {"parameters": {"parameter_overrides": overrides}}}
+                               for env, overrides in envs.items()}}
+
+
+def test_a_config_env_whose_alarms_notify_no_one_fails_the_preflight():
+    problems, _ = preflight.check_alarm_destinations(_samconfig(
+        a='TenantId="a" AlarmEmail="ops@acme.io"', b='TenantId="b" AlarmTopicArn="arn:aws:sns:eu-west-1:1:t"',
+        c='TenantId="c"', d='TenantId="d" AlarmEmail=""'))
+    assert [p.split("]")[0] for p in problems] == ["samconfig.toml [c", "samconfig.toml [d"]
+
+
+def test_a_placeholder_address_warns_and_fails_for_the_env_about_to_be_deployed():
+    config = _samconfig(dev='TenantId="dev" AlarmEmail="dev-alarms@example.com"',
+                        acme='TenantId="acme" AlarmEmail="oncall@acme.example"',
+                        real='TenantId="real" AlarmEmail="oncall@acme.io"')
+    problems, warnings = preflight.check_alarm_destinations(config)
+    assert problems == [] and len(warnings) == 2
+    assert preflight.check_alarm_destinations(config, "real") == ([], [])
+    problems, _ = preflight.check_alarm_destinations(config, "acme")
+    assert len(problems) == 1 and "placeholder" in problems[0]
+    assert preflight.check_alarm_destinations(config, "nope")[0] == ["samconfig.toml has no [nope] config-env"]
+
+
+def test_every_samconfig_tenant_block_shows_an_alarm_destination():
+    import tomllib
+
+    samconfig = tomllib.loads((preflight.REPO / "samconfig.toml").read_text())
+    destinations = preflight.alarm_destinations(samconfig)
+    assert destinations and all(destinations.values()), destinations
+    assert preflight.check_alarm_destinations(samconfig)[0] == []
+
+
+def test_the_template_keeps_the_memory_and_deletes_the_collection_as_documented():
+    from agent_memory.cfn_template import load_template
+
+    template = load_template(preflight.REPO / "template.yaml")
+    assert preflight.check_retention(template) == []
+    for name, attribute in (("UploadBucket", "DeletionPolicy"), ("MemoryTable", "UpdateReplacePolicy")):
+        changed = {**template, "Resources": {**template["Resources"],
+                                             name: {k: v for k, v in template["Resources"][name].items() if k != attribute}}}
+        allowed = "Retain or RetainExceptOnCreate" if attribute == "DeletionPolicy" else "Retain"
+        assert preflight.check_retention(changed) == [
+            f"{name}: {attribute} is None, not {allowed} ({preflight.CFN_DELETION_POLICY})"]
+    kept = {**template, "Resources": {**template["Resources"],
+                                      "SearchCollection": {**template["Resources"]["SearchCollection"],
+                                                           "DeletionPolicy": "Retain"}}}
+    assert len(preflight.check_retention(kept)) == 1
+    # The docs say the same.
+    deploying = (preflight.REPO / "docs" / "deploying.md").read_text()
+    opensearch = (preflight.REPO / "docs" / "opensearch.md").read_text()
+    for name in preflight.RETAINED:
+        assert f"`{name}`" in deploying.split("## What the stack holds")[1].split("\n## ")[0], name
+    assert "## Deleting a stack" in opensearch and "the collection is deleted with the stack" in opensearch
+
+
+def test_a_stack_without_an_alarm_destination_says_so_in_its_outputs():
+    from agent_memory.cfn_template import load_template
+
+    template = load_template(preflight.REPO / "template.yaml")
+    off = template["Outputs"]["AlarmsOff"]
+    assert off["Condition"] == "AlarmsNotifyNoOne" and "NO ONE" in off["Value"]
+    assert template["Conditions"]["AlarmsNotifyNoOne"] == {"Fn::Not": [{"Condition": "NotifiesAlarms"}]}

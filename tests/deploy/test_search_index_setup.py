@@ -41,6 +41,10 @@ def cfn() -> Iterator[CloudFormationSide]:
 
 def handler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str, dimensions: int = 64):
     """functions/search_index/app.py with the environment template.yaml gives it."""
+    return handler_module(monkeypatch, tmp_path, url, dimensions).lambda_handler
+
+
+def handler_module(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str, dimensions: int = 64):
     for key, value in {"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": "s",
                        "AGENT_MEMORY_SEARCH": "opensearch", "AGENT_MEMORY_OPENSEARCH_URL": url,
                        "AGENT_MEMORY_OPENSEARCH_SERVICE": "es", "AGENT_MEMORY_OPENSEARCH_INDEX": ALIAS,
@@ -52,7 +56,7 @@ def handler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, url: str, dimension
     spec = importlib.util.spec_from_file_location("search_index_app", REPO / "functions" / "search_index" / "app.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.lambda_handler
+    return module
 
 
 def test_create_makes_the_versioned_index_and_the_alias_and_answers_cloudformation(monkeypatch, tmp_path, cluster,
@@ -133,6 +137,104 @@ def test_an_unreachable_search_endpoint_answers_failed_not_a_hung_deploy(monkeyp
     run(cfn.event("Create"), None)
     answer = cfn.responses[-1]
     assert answer["Status"] == "FAILED" and answer["Reason"] and answer["PhysicalResourceId"]
+    set_runtime(None)
+
+
+class FakeTime:
+    """The index step's clock and sleep: sleeping moves the clock, nothing waits."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class Context:
+    """A Lambda context with the function's timeout (template.yaml) left."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self.seconds * 1000)
+
+
+def _timed_handler(monkeypatch, tmp_path, url, fake: FakeTime):
+    module = handler_module(monkeypatch, tmp_path, url)
+    module._sleep, module._clock = fake.sleep, fake.clock
+    return module.lambda_handler
+
+
+def _timeout() -> int:
+    from agent_memory.cfn_template import load_template
+
+    return int(load_template(REPO / "template.yaml")["Resources"]["SearchIndexFunction"]["Properties"]["Timeout"])
+
+
+def test_a_collection_that_refuses_while_its_policy_propagates_is_retried_until_it_accepts(
+        monkeypatch, tmp_path, cluster, cfn):
+    """403 for the first 70 s (AWS: "about a minute" before a data access policy is enforced),
+    then the same step succeeds, within the function's timeout, with backoff between tries."""
+    fake = FakeTime()
+    cluster.refuse = lambda method, path: 403 if fake.now < 70 else None
+    run = _timed_handler(monkeypatch, tmp_path, cluster.listen("SearchIndexFunction"), fake)
+    run(cfn.event("Create"), Context(_timeout()))
+    (answer,) = cfn.responses
+    expected = versioned_name(ALIAS, index_body("hashing/v1", 64, "lucene"))
+    assert answer["Status"] == "SUCCESS", answer
+    assert answer["Data"]["IndexName"] == expected and answer["Data"]["Created"] == "true"
+    assert cluster.aliases == {ALIAS: {expected}}
+    assert fake.sleeps == [2, 4, 8, 16, 30, 30], "exponential backoff, capped at 30 s"
+    set_runtime(None)
+
+
+def test_a_refused_alias_step_is_retried_without_making_the_index_twice(monkeypatch, tmp_path, cluster, cfn):
+    """The index is made, then moving the alias is refused (a policy's collection rule lagging
+    its index rule): the retry finds the index, points the alias, and still says Created."""
+    fake = FakeTime()
+    cluster.refuse = lambda method, path: 403 if fake.now < 5 and "_alias" in path else None
+    run = _timed_handler(monkeypatch, tmp_path, cluster.listen("SearchIndexFunction"), fake)
+    run(cfn.event("Create"), Context(_timeout()))
+    answer = cfn.responses[-1]
+    assert answer["Status"] == "SUCCESS" and answer["Data"]["Created"] == "true", answer
+    puts = [p for m, p, _ in cluster.requests["SearchIndexFunction"] if m == "PUT"]
+    assert len(puts) == 1 and cluster.aliases == {ALIAS: {answer["Data"]["IndexName"]}}
+    # ... and an update afterwards (nothing changed) makes nothing new.
+    run(cfn.event("Update", answer["PhysicalResourceId"]), Context(_timeout()))
+    assert cfn.responses[-1]["Status"] == "SUCCESS" and cfn.responses[-1]["Data"]["Created"] == "false"
+    assert len([p for m, p, _ in cluster.requests["SearchIndexFunction"] if m == "PUT"]) == 1
+    set_runtime(None)
+
+
+def test_a_collection_that_never_accepts_fails_the_step_with_a_reason_before_its_timeout(
+        monkeypatch, tmp_path, cluster, cfn):
+    fake = FakeTime()
+    cluster.refuse = lambda method, path: 403
+    run = _timed_handler(monkeypatch, tmp_path, cluster.listen("SearchIndexFunction"), fake)
+    run(cfn.event("Create"), Context(_timeout()))
+    (answer,) = cfn.responses
+    assert answer["Status"] == "FAILED"
+    reason = answer["Reason"]
+    assert "ProvisionRefused" in reason and "403" in reason and "SearchDataAccessPolicy" in reason, reason
+    # It gave up with time left to answer CloudFormation, having tried past AWS's 5 minutes.
+    margin = run.__wrapped__.__globals__["RESPONSE_MARGIN_S"]
+    assert 300 < fake.now <= _timeout() - margin
+    assert cluster.indices == {} and cluster.aliases == {}
+    set_runtime(None)
+
+
+def test_a_refusal_other_than_403_or_404_fails_at_once(monkeypatch, tmp_path, cluster, cfn):
+    fake = FakeTime()
+    cluster.refuse = lambda method, path: 400
+    run = _timed_handler(monkeypatch, tmp_path, cluster.listen("SearchIndexFunction"), fake)
+    run(cfn.event("Create"), Context(_timeout()))
+    assert cfn.responses[-1]["Status"] == "FAILED" and fake.sleeps == []
     set_runtime(None)
 
 

@@ -100,6 +100,10 @@ def test_a_tenant_id_that_would_make_a_bad_name_fails_validation(tenant):
     ({"SearchBackend": "shared", "OpenSearchEndpoint": "https://x.aoss.amazonaws.com",
       "OpenSearchResourceArn": "arn:aws:aoss:us-east-1:123456789012:collection/abc"}, "SharedCollectionNeedsItsName"),
     ({"SearchBackend": "collection", "OpenSearchEndpoint": "https://x"}, "OwnCollectionIsServerless"),
+    ({"SearchBackend": "collection", "OpenSearchEngine": "lucene"}, "ServerlessSearchUsesFaiss"),
+    ({"SearchBackend": "shared", "OpenSearchEndpoint": "https://x.aoss.amazonaws.com", "OpenSearchEngine": "lucene",
+      "OpenSearchResourceArn": "arn:aws:aoss:us-east-1:123456789012:collection/abc",
+      "OpenSearchCollectionName": "shared-memory"}, "ServerlessSearchUsesFaiss"),
 ])
 def test_search_modes_without_what_they_need_fail_the_rules(params, rule):
     assert [p for p in validate({"TenantId": "acme", **params}) if p.startswith(rule)]
@@ -114,6 +118,7 @@ def test_a_shared_collection_with_its_name_and_a_shared_domain_pass():
               "OpenSearchEndpoint": "https://search-x.us-east-1.es.amazonaws.com",
               "OpenSearchResourceArn": "arn:aws:es:us-east-1:123456789012:domain/shared"}
     assert validate(domain) == []
+    assert validate({**domain, "OpenSearchEngine": "lucene"}) == [], "a managed domain may run lucene"
     assert validate({**shared_collection, "SearchAccessPolicyName": "p" * 33})
 
 

@@ -46,6 +46,8 @@ class NrtCluster:
         self.allowed_prefix = allowed_prefix
         self.indexes: dict[str, _Index] = {}
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
+        self.bodies: list[tuple[str, str, Any]] = []  # (method, path, body: JSON, NDJSON lines or None)
+        self.aliases: dict[str, set[str]] = {}  # alias -> indexes (GET _alias/<a>, POST _aliases)
         self._lock = threading.Lock()  # one request at a time, as a shard applies them
 
     # -- test controls -------------------------------------------------------------
@@ -91,6 +93,22 @@ class NrtCluster:
         name, rest = parts[0], parts[1:]
         if isinstance(body, bytes):
             body = body.decode()
+        self.bodies.append((method, path, _recorded(body)))
+        if name == "_alias" and method == "GET" and len(rest) == 1:
+            targets = self.aliases.get(rest[0])
+            if not targets:
+                return 404, {"error": f"alias [{rest[0]}] missing", "status": 404}
+            return 200, {t: {"aliases": {rest[0]: {}}} for t in sorted(targets)}
+        if name == "_aliases" and method == "POST" and not rest:
+            for action in _json(body).get("actions", []):
+                (kind, spec), = action.items()
+                if kind == "add":
+                    self.aliases.setdefault(spec["alias"], set()).add(spec["index"])
+                elif kind == "remove":
+                    self.aliases.get(spec["alias"], set()).discard(spec["index"])
+            return 200, {"acknowledged": True}
+        if name in self.aliases and len(self.aliases[name]) == 1:  # an alias of one index reads as it
+            name = next(iter(self.aliases[name]))
         if method == "HEAD" and not rest:
             return (200 if name in self.indexes else 404), {}
         if method == "PUT" and not rest:
@@ -215,6 +233,14 @@ class NrtCluster:
                 hit["sort"] = [doc.get(next(iter(s))) for s in body["sort"]]
             hits.append(hit)
         return {"hits": {"total": {"value": len(scored)}, "hits": hits}}
+
+
+def _recorded(body: Any) -> Any:
+    """A request body as sent: a JSON document, NDJSON as a list of documents, or None."""
+    if body is None or isinstance(body, dict):
+        return body
+    lines = [json.loads(line) for line in str(body).splitlines() if line.strip()]
+    return lines[0] if len(lines) == 1 and not str(body).endswith("\n") else lines
 
 
 def _json(body: Any) -> dict[str, Any]:

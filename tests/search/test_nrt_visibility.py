@@ -154,3 +154,54 @@ def test_every_request_stays_inside_the_tenants_indexes(svc):
     paths = svc.cluster.paths()
     assert paths and all(p.split(" ", 1)[1].startswith(f"/{INDEX}") for p in paths), paths
     assert any(p == f"POST /{INDEX}/_bulk" for p in paths)
+
+
+class CurrentRevisions:
+    """``LiveRevisions`` over a dict of each unit's current revision (the store's answer)."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, int] = {}
+
+    def live(self, units):
+        return [self.current.get(u.id) == u.revision for u in units]
+
+
+def test_a_stale_copy_takes_no_knn_slot_on_serverless(embedder):
+    """Serverless: a copy replaced within the 60 s refresh interval stays behind (its writer
+    could not see it) and is searchable after the refresh. A k-NN leg whose k hits hold it asks
+    once more without it, so it still returns k live units, and the stale copy is deleted."""
+    from agent_memory.ports import SearchUnit
+
+    cluster = NrtCluster(service="aoss", allowed_prefix="tenant1-")
+    live = CurrentRevisions()
+    index = OpenSearchIndex("https://nrt.invalid", INDEX, embedder, service="aoss", client=cluster.client(), live=live)
+
+    def put(uid: str, text: str, revision: int) -> None:
+        live.current[uid] = revision
+        index.upsert([SearchUnit(id=uid, context_id="acme", kind="turn", text=text, revision=revision)])
+
+    put("u-a", "garden roses bloom red", 1)
+    put("u-a", "garden roses bloom red today", 2)  # within the interval: revision 1's copy stays behind
+    put("u-b", "garden roses need water", 1)
+    cluster.refresh()
+    assert sorted(d["revision"] for d in cluster.documents(INDEX) if d["unit_id"] == "u-a") == [1, 2]
+    flt = SearchFilter(context_id="acme", kinds=["turn"])
+    hits = index.search("garden roses bloom red", flt, k=2, mode="vector")
+    assert [(h.unit.id, h.unit.revision) for h in hits] == [("u-a", 2), ("u-b", 1)]
+    knn = [json_body for m, p, json_body in _searches(cluster) if "knn" in json_body.get("query", {})]
+    assert len(knn) == 2, "one k-NN request, then one that excludes the stale copy"
+    assert "ids" in str(knn[1]["query"]["knn"]["embedding"]["filter"]["bool"]["must_not"])
+    assert sorted(d["revision"] for d in cluster.documents(INDEX) if d["unit_id"] == "u-a") == [2]
+    # A leg that was not full lost no slot to the stale copy: no second request.
+    cluster.refresh()
+    put("u-b", "garden roses need water daily", 2)
+    put("u-b", "garden roses need water daily now", 3)
+    cluster.refresh()
+    before = len(_searches(cluster))
+    hits = index.search("garden roses need water", flt, k=5, mode="vector")
+    assert sorted((h.unit.id, h.unit.revision) for h in hits) == [("u-a", 2), ("u-b", 3)]
+    assert len(_searches(cluster)) - before == 1
+
+
+def _searches(cluster: NrtCluster) -> list:
+    return [(m, p, b) for m, p, b in cluster.bodies if p.endswith("/_search")]

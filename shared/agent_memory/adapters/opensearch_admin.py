@@ -23,10 +23,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.adapters.opensearch_search import SCHEMA_VERSION, Engine, index_body
+
+log = logging.getLogger("agent_memory.opensearch_admin")
+
+# A new collection's data access policy takes "about a minute" to be enforced, and AWS asks for
+# a support case past 5 minutes (https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-data-access.html);
+# meanwhile the collection answers 403 (or 404 while its endpoint is not serving yet).
+PROPAGATION_STATUSES = (403, 404)
+FIRST_BACKOFF_S = 2.0
+MAX_BACKOFF_S = 30.0
+
+
+class ProvisionRefused(RuntimeError):
+    """The collection kept refusing the index step until its time ran out; ``str()`` is the
+    reason CloudFormation shows in the stack's events."""
 
 
 def fingerprint(body: dict[str, Any]) -> str:
@@ -94,7 +111,11 @@ def provision(client: Any, alias: str, embedder_name: str, dimension: int, engin
     """Make the current configuration's index and, on a first deploy, the alias to it."""
     body = index_body(embedder_name, dimension, engine)
     name = versioned_name(alias, body)
-    created = ensure_index(client, name, body)
+    return _serve(client, alias, name, ensure_index(client, name, body), switch_if_unset=switch_if_unset)
+
+
+def _serve(client: Any, alias: str, name: str, created: bool, *, switch_if_unset: bool = True) -> Provisioned:
+    """The alias half of ``provision``: point a missing alias at ``name`` (first deploy)."""
     targets = alias_targets(client, alias)
     if targets is None:
         if client.indices.exists(index=alias):  # a lazily created index under the alias's name
@@ -119,3 +140,47 @@ def switch(client: Any, alias: str, index: str) -> None:
     if targets != {index}:
         actions.append({"add": {"index": index, "alias": alias}})
         client.indices.update_aliases(body={"actions": actions})
+
+
+def _refusal_status(exc: BaseException) -> int | None:
+    """The HTTP status of a refusal a data access policy still propagating gives, else None."""
+    from opensearchpy.exceptions import TransportError
+
+    status = getattr(exc, "status_code", None) if isinstance(exc, TransportError) else None
+    return status if isinstance(status, int) and status in PROPAGATION_STATUSES else None
+
+
+def provision_with_retry(client: Any, alias: str, embedder_name: str, dimension: int, engine: Engine, *,
+                         budget_s: float, sleep: Callable[[float], None] = time.sleep,
+                         clock: Callable[[], float] = time.monotonic) -> Provisioned:
+    """``provision``, retried with exponential backoff (2 s doubling to 30 s) while the collection
+    answers 403 or 404, for at most ``budget_s`` seconds; then ``ProvisionRefused`` with the
+    attempts, the time spent and the last refusal. Anything else fails at once (a wrong
+    endpoint, a bad mapping). Each attempt is idempotent: an index or alias a refused attempt
+    already made is found, not made twice, and ``created`` says whether any attempt made it."""
+    body = index_body(embedder_name, dimension, engine)
+    name = versioned_name(alias, body)
+    start = clock()
+    attempts = 0
+    created = False  # by an earlier attempt whose alias step was refused
+    delay = FIRST_BACKOFF_S
+    while True:
+        attempts += 1
+        try:
+            if not created:
+                created = ensure_index(client, name, body)
+            return _serve(client, alias, name, created)
+        except Exception as exc:
+            status = _refusal_status(exc)
+            if status is None:
+                raise
+            waited = clock() - start
+            if waited + delay > budget_s:
+                raise ProvisionRefused(
+                    f"the search collection still answered {status} after {attempts} attempts over {waited:.0f} s: "
+                    f"its data access policy (SearchDataAccessPolicy) may not be in force yet (AWS: about a minute, "
+                    f"support past 5 minutes) or does not name this function's role; last refusal: {exc}") from exc
+            log.warning("search index setup refused with %s (attempt %d, %.0f s so far): retrying in %.0f s",
+                        status, attempts, waited, delay)
+            sleep(delay)
+            delay = min(delay * 2, MAX_BACKOFF_S)

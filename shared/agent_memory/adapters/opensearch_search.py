@@ -98,6 +98,10 @@ PAGE = 1000  # hits per page when listing copies
 # matches until ``agent-memory reindex --rebuild`` recreates it.
 SCHEMA_VERSION = 3
 
+# Vector collections run HNSW with Faiss only ("Working with vector search collections", Limitations:
+# https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html).
+SERVERLESS_ENGINE = "OpenSearch Serverless vector collections support only the faiss engine, not lucene"
+
 # Paths per multi-path scope clause the index encodes (``scope_clauses.p0`` ...). A longer
 # clause is left out of the document: it then admits no region-restricted reader (fail closed).
 MAX_CLAUSE_PATHS = 16
@@ -496,6 +500,8 @@ class OpenSearchIndex:
             raise ValueError("service must be 'aoss' or 'es'")
         if engine not in (None, "faiss", "lucene"):
             raise ValueError("engine must be 'faiss', 'lucene' or None")
+        if service == "aoss" and engine == "lucene":
+            raise ValueError(SERVERLESS_ENGINE)
         self.endpoint = endpoint
         self.index_name = index_name
         self.embedder = embedder
@@ -647,7 +653,8 @@ class OpenSearchIndex:
         higher revision, else its new copy is indexed and the copies it replaces deleted (and a
         deleted unit's copies go). Copies written within the last refresh interval are not
         visible yet and stay behind; readers never show them (``LiveRevisions``: they are not
-        the current revision of a live record) and the unit's next write removes them.
+        the current revision of a live record), the reader that meets one deletes it, and a k-NN
+        leg it filled asks again without it (``_stale_refill``).
         """
         copies = self._copies([(u.context_id, u.id) for u in upserts] + sorted(doomed), timeout)
         body: list[dict[str, Any]] = []
@@ -833,22 +840,29 @@ class OpenSearchIndex:
                     body = self.knn_request(vectors[leg.query], build_filter(leg_flt, now_iso), leg.depth)
             filters.append(leg_flt)
             bodies.append(body)
-        answers = iter(self._send([b for b in bodies if b is not None], self._timeout(timeout)))
+        opts = self._timeout(timeout)
+        answers = iter(self._send([b for b in bodies if b is not None], opts))
         # Before ranking: drop copies that are not the current revision of a live record (the
         # index may lag the store), then keep each unit's first, best-ranked position per leg.
-        parsed: list[list[tuple[SearchUnit, float, str | None]]] = []
+        indexed: list[list[tuple[SearchUnit, float, str | None]]] = []
+        fresh: list[list[tuple[SearchUnit, float, str | None]]] = []
         noted: dict[tuple[str, str], list[tuple[SearchUnit, np.ndarray]]] = {}  # recent units: one read per call, not per leg
         for leg, leg_flt, body in zip(legs, filters, bodies, strict=True):
-            hits = next(answers) if body is not None else []
-            found = [(unit_from_dict(h["_source"]["payload"]), float(h["_score"]), h.get("_id")) for h in hits]
+            indexed.append(self._parse_hits(next(answers) if body is not None else []))
+            recent: list[tuple[SearchUnit, float, str | None]] = []
             if leg.mode == "vector" and body is not None and self.recent is not None:
                 # Units written within the refresh interval join the vector leg (same filter rules).
-                fresh = [(u, (1.0 + cos) / 2.0, None)
-                         for u, cos in self._recent_hits(vectors[leg.query], leg_flt, leg.depth, noted)]
-                if fresh:
-                    found = sorted(found + fresh, key=lambda h: -h[1])
-            parsed.append(found)
-        verdicts = iter(self._verdicts([(u, d) for found in parsed for u, _, d in found], timeout))
+                recent = [(u, (1.0 + cos) / 2.0, None)
+                          for u, cos in self._recent_hits(vectors[leg.query], leg_flt, leg.depth, noted)]
+            fresh.append(recent)
+        parsed = [sorted(i + f, key=lambda h: -h[1]) if f else i for i, f in zip(indexed, fresh, strict=True)]
+        flat = self._verdicts([(u, d) for found in parsed for u, _, d in found], timeout)
+        refill = self._stale_refill(legs, bodies, parsed, flat, opts) if self.service == "aoss" else {}
+        if refill:
+            for i, hits in refill.items():
+                parsed[i] = sorted(hits + fresh[i], key=lambda h: -h[1]) if fresh[i] else hits
+            flat = self._verdicts([(u, d) for found in parsed for u, _, d in found], timeout)
+        verdicts = iter(flat)
         units: dict[str, SearchUnit] = {}
         ranked_legs: list[list[tuple[str, float]]] = []
         for found in parsed:
@@ -870,6 +884,40 @@ class OpenSearchIndex:
             else:
                 out.append([(units[uid], saturate(score)) for uid, score in ranked[:leg.depth]])
         return out
+
+    @staticmethod
+    def _parse_hits(hits: list[dict[str, Any]]) -> list[tuple[SearchUnit, float, str | None]]:
+        return [(unit_from_dict(h["_source"]["payload"]), float(h["_score"]), h.get("_id")) for h in hits]
+
+    def _stale_refill(self, legs: Sequence[RowLeg], bodies: Sequence[dict[str, Any] | None],
+                      parsed: list[list[tuple[SearchUnit, float, str | None]]], verdicts: list[bool],
+                      opts: dict[str, float]) -> dict[int, list[tuple[SearchUnit, float, str | None]]]:
+        """Serverless: a vector leg whose ``k`` index hits held dead copies (written within the
+        60 s refresh interval and replaced before their writer could see them; deleted by
+        ``_verdicts``, but searchable until the next refresh) asks once more with those copies
+        excluded, so they take none of its ``k`` slots: ``leg -> its index hits``, one round trip
+        for all such legs."""
+        dead_by_leg: dict[int, list[str]] = {}
+        at = 0
+        for i, (leg, body, found) in enumerate(zip(legs, bodies, parsed, strict=True)):
+            verdict = verdicts[at:at + len(found)]
+            at += len(found)
+            if leg.mode != "vector" or body is None:
+                continue
+            dead = sorted({d for (_, _, d), ok in zip(found, verdict, strict=True) if d and not ok})
+            if dead and sum(1 for _, _, d in found if d) >= leg.depth:  # a full page: slots were lost
+                dead_by_leg[i] = dead
+        if not dead_by_leg:
+            return {}
+        retried = [self._excluding(bodies[i], ids) for i, ids in dead_by_leg.items()]  # type: ignore[arg-type]
+        return {i: self._parse_hits(hits) for i, hits in zip(dead_by_leg, self._send(retried, opts), strict=True)}
+
+    @staticmethod
+    def _excluding(body: dict[str, Any], doc_ids: list[str]) -> dict[str, Any]:
+        """``body``'s k-NN request with the documents ``doc_ids`` filtered out inside the search."""
+        spec = body["query"]["knn"]["embedding"]
+        flt = {"bool": {"filter": [spec["filter"]], "must_not": [{"ids": {"values": doc_ids}}]}}
+        return {**body, "query": {"knn": {"embedding": {**spec, "filter": flt}}}}
 
     def _send(self, bodies: Sequence[dict[str, Any]], opts: dict[str, float]) -> list[list[dict[str, Any]]]:
         """The hits of each search body, in one round trip: a single body as ``_search``; several
