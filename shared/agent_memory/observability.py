@@ -7,8 +7,8 @@ request's context id and principal join the log keys once the caller is known
 (``http.resolve_caller``); keys, secrets and message text are never logged.
 
 Metrics (namespace ``AgentMemory``), every one with the dimensions ``service`` and ``tenant``
-only (the stack's ``TenantId``): ``Requests``, ``RequestLatency`` and ``ServerErrors`` (5xx)
-per API request (``http``; the route and status ride in the EMF document as properties, not
+only (the stack's ``TenantId``): ``Requests``, ``RequestLatency``, ``ServerErrors`` (5xx) and
+``Unauthenticated`` (401) per API request (``http``; the route and status ride in the EMF document as properties, not
 dimensions, so CloudWatch Logs Insights can still group by them),
 ``ModelCalls``/``ModelLatency``/``PromptTokens``/``CompletionTokens`` (``MeteredLanguageModel``),
 ``CacheHits`` (chat), ``ProjectionLag``, ``ProjectionFailures``, ``ProjectionRedriven`` and
@@ -102,8 +102,11 @@ def _route_package_logs() -> None:
         _package_logs_routed = True
 
 
-def request_done(route: str, status: int, duration_ms: float) -> None:
-    """One INFO line and the ``Requests`` metric per API request (route and status only)."""
+def request_done(route: str, status: int, duration_ms: float, *, source_ip: str | None = None,
+                 user_agent: str | None = None) -> None:
+    """One INFO line and the ``Requests`` metric per API request (route and status only).
+    The line names the caller's address and user agent (the function URL has no access log);
+    a 401 is also counted in ``Unauthenticated``, which the stack alarms on."""
     if _in_invocation:
         # Per-route detail as properties of the EMF document: searchable, never a new series.
         metrics.add_metadata(key="route", value=route)
@@ -111,7 +114,14 @@ def request_done(route: str, status: int, duration_ms: float) -> None:
         metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
         metrics.add_metric(name="RequestLatency", unit=MetricUnit.Milliseconds, value=duration_ms)
         metrics.add_metric(name="ServerErrors", unit=MetricUnit.Count, value=1 if status >= 500 else 0)
-        logger.info("request", extra={"route": route, "status": status, "duration_ms": round(duration_ms, 1)})
+        if status == 401:
+            metrics.add_metric(name="Unauthenticated", unit=MetricUnit.Count, value=1)
+        line = {"route": route, "status": status, "duration_ms": round(duration_ms, 1)}
+        if source_ip:
+            line["source_ip"] = source_ip[:64]
+        if user_agent:
+            line["user_agent"] = user_agent[:256]  # the caller's text: bounded, JSON-escaped by the logger
+        logger.info("request", extra=line)
         # On the invocation's subsegment (a no-op untraced): traces searchable by route and status.
         tracing.annotate(route=route, status=status, tenant=os.environ.get("AGENT_MEMORY_TENANT") or None)
 

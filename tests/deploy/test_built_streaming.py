@@ -1,4 +1,5 @@
-"""The streaming chat path as `sam build` made it: the chat function's artifact, started the way
+"""The streaming chat path as `sam build` made it: the streaming chat function's artifact (the chat
+function's code under its own reserved concurrency, template.yaml ChatStreamFunction), started the way
 Lambda starts it (the exec wrapper named by its ``AWS_LAMBDA_EXEC_WRAPPER``, executed from the
 built layer, running our runtime loop on a CPython 3.11 with the function and the layer on its
 path), against a fake Lambda Runtime API that records every chunk as it arrives
@@ -43,7 +44,8 @@ from agent_memory.testing.fake_runtime_api import FakeRuntimeApi, function_url_e
 REPO = Path(__file__).resolve().parents[2]
 CTX = "/api/v1/streaming"
 pytestmark = pytest.mark.timeout(1200)
-WRAPPER = TEMPLATE["Resources"]["ChatFunction"]["Properties"]["Environment"]["Variables"]["AWS_LAMBDA_EXEC_WRAPPER"]
+FUNCTION = "ChatStreamFunction"  # the URL's function (ChatStreamUrl)
+WRAPPER = TEMPLATE["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]["AWS_LAMBDA_EXEC_WRAPPER"]
 
 
 class Stack:
@@ -73,17 +75,17 @@ class Stack:
         bin_dir = tmp / "bin"
         bin_dir.mkdir()
         (bin_dir / "python3").symlink_to(Path(sys.base_prefix) / "bin" / "python3.11")
-        self.env = function_env("ChatFunction", moto, "http://127.0.0.1:9", secrets)
+        self.env = function_env(FUNCTION, moto, "http://127.0.0.1:9", secrets)
         self.env.update({
             "AGENT_MEMORY_SEARCH": "none",
             "AGENT_MEMORY_MODELS_RESPONSE": "openai/fake-chat", "OPENAI_BASE_URL": self.model.url,
             "OPENAI_API_KEY": "fake", "AWS_LAMBDA_RUNTIME_API": self.api.address, "_HANDLER": "app.lambda_handler",
-            "LAMBDA_TASK_ROOT": str(built / "ChatFunction"), "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+            "LAMBDA_TASK_ROOT": str(built / FUNCTION), "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
             "PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1",
         })
         # /opt/python/... on Lambda: the same file in the built layer.
         self.wrapper = layer_root(built) / WRAPPER.removeprefix("/opt/python/")
-        self.proc = subprocess.Popen([str(self.wrapper)], env=self.env, cwd=str(built / "ChatFunction"),
+        self.proc = subprocess.Popen([str(self.wrapper)], env=self.env, cwd=str(built / FUNCTION),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.stderr: list[str] = []  # both streams: the JSON log lines go to stdout, as in Lambda
         for pipe in (self.proc.stdout, self.proc.stderr):

@@ -161,7 +161,9 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
             response = super().resolve(event, lambda_context)
             elapsed_ms = (time.perf_counter() - started) * 1000
             route, status = str(event.get("routeKey") or "unknown"), response.get("statusCode", 0)
-            observability.request_done(route, status, elapsed_ms)
+            http_context = (event.get("requestContext") or {}).get("http") or {}
+            observability.request_done(route, status, elapsed_ms, source_ip=http_context.get("sourceIp"),
+                                       user_agent=http_context.get("userAgent"))
             caller, spent = state.get("caller"), usage.current()
 
             def record() -> None:
