@@ -162,14 +162,20 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
             elapsed_ms = (time.perf_counter() - started) * 1000
             route, status = str(event.get("routeKey") or "unknown"), response.get("statusCode", 0)
             http_context = (event.get("requestContext") or {}).get("http") or {}
-            observability.request_done(route, status, elapsed_ms, source_ip=http_context.get("sourceIp"),
-                                       user_agent=http_context.get("userAgent"))
             caller, spent = state.get("caller"), usage.current()
+            streamed = bool(cost.get("streamed"))
 
             def record() -> None:
+                # A streamed response is done when its frames end: its line and latency are the
+                # whole duration, with the time its headers took beside it.
+                total_ms = (time.perf_counter() - started) * 1000 if streamed else elapsed_ms
+                first_byte = elapsed_ms if streamed and getattr(lambda_context, "supports_streaming", False) else None
+                observability.request_done(route, status, total_ms, first_byte_ms=first_byte,
+                                           source_ip=http_context.get("sourceIp"),
+                                           user_agent=http_context.get("userAgent"))
                 _record_cost(caller, route, status, (time.perf_counter() - started) * 1000, spent)
 
-            if cost.get("streamed"):
+            if streamed:
                 cost["record"] = record  # when the stream's frames end (``stream_in_request``)
             else:
                 record()
