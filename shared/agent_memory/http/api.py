@@ -161,6 +161,8 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
             response = super().resolve(event, lambda_context)
             elapsed_ms = (time.perf_counter() - started) * 1000
             route, status = str(event.get("routeKey") or "unknown"), response.get("statusCode", 0)
+            if route == "$default":  # a function URL's event: the route it matched, as the API names it
+                route = state.get("route") or route
             http_context = (event.get("requestContext") or {}).get("http") or {}
             caller, spent = state.get("caller"), usage.current()
             streamed = bool(cost.get("streamed"))
@@ -186,6 +188,13 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
             state.pop("event", None)
             state.pop("lambda_context", None)
             state.pop("caller", None)
+            state.pop("route", None)
+
+    def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
+        # The matched route's key ("POST /api/v1/{context_id}/chat"): a function URL's events
+        # all say "$default", and the request line and metrics group by route.
+        self._state()["route"] = f"{route.method} {route.openapi_path}"
+        return super()._call_route(route, route_arguments)
 
     def note_caller(self, ctx: RequestContext) -> None:
         """The request's resolved caller, for its cost row at the end (``_record_cost``)."""
