@@ -104,37 +104,13 @@ class _Invocation:
         self.closed = False
         _in_invocation = True
 
-    def _inside(self) -> Any:
-        return self.span.inside() if self.span is not None else contextlib.nullcontext()
-
     def observe(self, frames: Any) -> Iterator[Any]:
         if self.span is not None:
             self.span.detach()  # the frames enter it wherever they are made
-        source = iter(frames)
+        return _ObservedFrames(self, iter(frames))
 
-        def observed() -> Iterator[Any]:
-            failure: BaseException | None = None
-            try:
-                while True:
-                    with self._inside():
-                        try:
-                            frame = next(source)
-                        except StopIteration:
-                            return
-                    yield frame
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                failure = exc
-                raise
-            finally:
-                close = getattr(source, "close", None)
-                if close is not None:
-                    with self._inside():
-                        close()  # the request's line and cost row are written as its frames close
-                self.close(failure)
-
-        return observed()
+    def inside(self) -> Any:
+        return self.span.inside() if self.span is not None else contextlib.nullcontext()
 
     def close(self, error: BaseException | None = None) -> None:
         global _in_invocation
@@ -148,6 +124,48 @@ class _Invocation:
         finally:
             _in_invocation = False
             tracing.end_invocation()
+
+
+class _ObservedFrames:
+    """A streamed response's frames, each made inside its invocation; the invocation closes
+    with the last frame, a failure or ``close`` (even before the first frame: a caller gone
+    before the headers went), after the frames' own close has written the request's line."""
+
+    def __init__(self, invocation: _Invocation, source: Iterator[Any]):
+        self._invocation = invocation
+        self._source = source
+        self._done = False
+
+    def __iter__(self) -> _ObservedFrames:
+        return self
+
+    def __next__(self) -> Any:
+        if self._done:
+            raise StopIteration
+        try:
+            with self._invocation.inside():
+                return next(self._source)
+        except StopIteration:
+            self._finish(None)
+            raise
+        except BaseException as exc:
+            self._finish(exc)
+            raise
+
+    def close(self) -> None:
+        self._finish(None)
+
+    def _finish(self, error: BaseException | None) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            close = getattr(self._source, "close", None)
+            if close is not None:
+                with self._invocation.inside():
+                    close()  # the request's line and cost row are written as its frames close
+        finally:
+            self._invocation.close(error)
 
 
 _package_logs_routed = False

@@ -113,3 +113,19 @@ def test_outside_lambda_nothing_is_emitted(tmp_path, capsys):
     finally:
         set_runtime(None)
     assert '"_aws"' not in capsys.readouterr().out
+
+
+def test_a_stream_closed_before_its_first_frame_still_ends_its_request_and_invocation(lambda_runtime, capsys):
+    """A caller gone before the headers were written (the runtime loop closes the frames unread):
+    the in-flight slot is released, the request's line written and the invocation flushed."""
+    rt, logs = lambda_runtime
+    key, _ = rt.api_keys.create("alice")
+    resp = invoke("POST", "/api/v1/acme/chat", key, {"message": "hello", "stream": True})
+    assert resp["statusCode"] == 200 and "stream" in resp
+    assert rt.inflight._count == 1 and '"_aws"' not in capsys.readouterr().out  # both held by the frames
+    resp["stream"].close()
+    assert rt.inflight._count == 0
+    assert [json.loads(x)["route"] for x in logs.getvalue().splitlines() if '"request"' in x] == \
+        ["POST /api/v1/{context_id}/chat"]
+    assert len([x for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]) == 1
+    assert observability._in_invocation is False

@@ -279,27 +279,48 @@ def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
     cost = _cost.get()
     if cost is not None:
         cost["streamed"] = True  # the request's cost row waits for the last frame
-    request_vars = contextvars.copy_context()
+    return _FramesInRequest(frames, lease, cost, contextvars.copy_context())
 
-    def frames_in_request() -> Iterator[str]:
+
+class _FramesInRequest:
+    """The frames as an iterator whose ``close`` always ends the request (slot, request line,
+    cost row): a generator closed before its first frame (a caller gone before the headers were
+    written) would never run its ``finally`` and would hold the instance's slot for good."""
+
+    def __init__(self, frames: Iterator[str], lease: _SlotLease | None, cost: dict[str, Any] | None,
+                 request_vars: contextvars.Context):
+        self._frames = frames
+        self._lease = lease
+        self._cost = cost
+        self._vars = request_vars
+        self._done = False
+
+    def __iter__(self) -> _FramesInRequest:
+        return self
+
+    def __next__(self) -> str:
+        if self._done:
+            raise StopIteration
         try:
-            while True:
-                try:
-                    frame = request_vars.run(next, frames)
-                except StopIteration:
-                    return
-                yield frame
-        finally:
-            close = getattr(frames, "close", None)
+            return self._vars.run(next, self._frames)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            close = getattr(self._frames, "close", None)
             if close is not None:
-                request_vars.run(close)
-            if lease is not None:
-                lease.limiter.release()
-            record = cost.get("record") if cost is not None else None
+                self._vars.run(close)
+        finally:
+            if self._lease is not None:
+                self._lease.limiter.release()
+            record = self._cost.get("record") if self._cost is not None else None
             if record is not None:
                 record()
-
-    return frames_in_request()
 
 
 _CALLER = "caller"  # route state: the RequestContext resolved before the handler
