@@ -1,9 +1,9 @@
-"""Streamed chat through the built chat function, against its buffered route (not a test).
+"""Streamed chat through the built streaming chat function, against a buffered one (not a test).
 
 Usage: python bench/streaming_chat.py [--runs 5] [--first-token-ms 800] [--tokens-per-s 20]
        [--build-dir .aws-sam/build]
 
-Reads an existing build (``make sam-build``). The chat function's artifact runs as in
+Reads an existing build (``make sam-build``). The streaming chat function's artifact runs as in
 tests/deploy/test_built_streaming.py: its exec wrapper from the built layer starts our runtime
 loop against the fake Lambda Runtime API (``agent_memory.testing.fake_runtime_api``), with
 DynamoDB and Secrets Manager on moto's server and the fake OpenAI-compatible model answering
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens-per-s", type=float, default=20.0)
     parser.add_argument("--build-dir", type=Path, default=REPO / ".aws-sam" / "build")
     args = parser.parse_args(argv)
-    if not (args.build_dir / "ChatFunction" / "app.py").exists():
+    if not (args.build_dir / "ChatStreamFunction" / "app.py").exists():
         raise SystemExit(f"no build in {args.build_dir}: run `make sam-build`")
 
     moto, endpoint = start_moto()

@@ -312,7 +312,8 @@ class LanguageModel(Protocol):
 
     ``structured`` returns an instance of ``schema`` (a pydantic model) or raises
     ``ModelOutputInvalid``; callers own the retry policy for invalid output.
-    ``complete`` and ``stream`` produce free text.
+    ``complete`` and ``stream`` produce free text. A ``stream`` generator may return
+    ``(prompt_tokens, completion_tokens)`` as its value when the provider reported them.
     """
 
     name: str

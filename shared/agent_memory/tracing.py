@@ -1,9 +1,9 @@
 """X-Ray traces of a deployed function, with Powertools' Tracer, at no cost elsewhere.
 
 Every function has ``Tracing: Active`` (template.yaml). ``observability.instrumented`` wraps
-each invocation in the Tracer's ``capture_lambda_handler`` (subsegment ``## lambda_handler``,
-annotated ``ColdStart`` and ``Service``; API requests add ``route``, ``status`` and
-``tenant``), the Tracer patches botocore (one subsegment per AWS call), and ``runtime``
+each invocation in a subsegment ``## lambda_handler`` (``open_invocation``, annotated
+``ColdStart`` and ``Service`` as Powertools' ``capture_lambda_handler`` does; API requests add
+``route``, ``status`` and ``tenant``; a streamed response keeps it open until its last frame), the Tracer patches botocore (one subsegment per AWS call), and ``runtime``
 wraps the record store, the search index and the embedder in ``traced``, so each of their
 calls is a named subsegment (``store.query``, ``search.rank_rows``, ``model.embed``), the
 language models' calls too (``model.structured``, ``model.complete``, ``model.stream``,
@@ -80,15 +80,68 @@ def begin_invocation() -> bool:
     return _active
 
 
-def capture_handler(handler: Any) -> Any:
-    """``handler`` in Powertools' ``capture_lambda_handler`` (never its response as trace
-    metadata: it holds memory text), or ``None`` when the Tracer cannot be built."""
-    global _active
+_cold_start = True
+
+
+class InvocationSpan:
+    """The invocation's subsegment (``## lambda_handler``), annotated ``ColdStart`` and
+    ``Service`` as Powertools' ``capture_lambda_handler`` annotates it (never the response: it
+    holds memory text). Unlike that decorator it can outlive the handler: a streamed response's
+    frames are made after it returned, on another thread (the X-Ray SDK's context is per
+    thread), and ``inside`` makes this subsegment the parent of their spans there too."""
+
+    def __init__(self, recorder: Any, subsegment: Any):
+        self._recorder = recorder
+        self.subsegment = subsegment
+
+    def _make_current(self) -> None:
+        self._recorder.context.set_trace_entity(self.subsegment)
+
+    def detach(self) -> None:
+        """This thread leaves the subsegment open (its frames will enter it elsewhere)."""
+        try:
+            self._recorder.context.set_trace_entity(self.subsegment.parent_segment)
+        except Exception:  # noqa: BLE001 - tracing is best effort
+            log.debug("invocation span not detached", exc_info=True)
+
+    @contextlib.contextmanager
+    def inside(self) -> Any:
+        """This thread's spans nest under the invocation's subsegment for the block."""
+        try:
+            self._make_current()
+        except Exception:  # noqa: BLE001
+            log.debug("invocation span not entered", exc_info=True)
+        try:
+            yield
+        finally:
+            self.detach()
+
+    def end(self, error: BaseException | None = None) -> None:
+        try:
+            self._make_current()
+            if error is not None:
+                import traceback
+
+                self.subsegment.add_exception(error, traceback.extract_tb(error.__traceback__))
+            self._recorder.end_subsegment()
+        except Exception:  # noqa: BLE001
+            log.debug("invocation span not closed", exc_info=True)
+
+
+def open_invocation(name: str) -> InvocationSpan | None:
+    """The invocation's subsegment, begun on this thread; ``None`` (and this invocation
+    untraced) when the Tracer cannot be built."""
+    global _active, _cold_start
     try:
-        return tracer().capture_lambda_handler(handler, capture_response=False)
+        recorder = tracer().provider
+        subsegment = recorder.begin_subsegment(name)
+        subsegment.put_annotation("ColdStart", _cold_start)
+        subsegment.put_annotation("Service", SERVICE)
     except Exception:  # noqa: BLE001 - logged by tracer(); the invocation runs untraced
         _active = False
         return None
+    _cold_start = False
+    return InvocationSpan(recorder, subsegment)
 
 
 def end_invocation() -> None:

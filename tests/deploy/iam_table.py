@@ -291,7 +291,13 @@ STAR_GRANTS = {
 CONDITIONS = {"SearchIndexFunction": "HasSearch"}
 
 
+# Functions that run another's code for the same routes, so make the same calls: they take its
+# role rather than a copy of it (the streaming chat URL's function, docs/decisions.md).
+SHARED_ROLES = {"ChatStreamFunction": "ChatFunction"}
+
+
 def role_name(function: str) -> str:
+    function = SHARED_ROLES.get(function, function)
     return "ProjectorRole" if function == "ProjectorFunction" else f"{function}Role"
 
 

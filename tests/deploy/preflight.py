@@ -70,6 +70,8 @@ QUOTAS = {q.key: q for q in (
     Quota("unzipped-bytes", "function code and its layers, unzipped, bytes", 262_144_000, LAMBDA_QUOTAS),
     Quota("reserved-concurrency", "reserved concurrency of the stack's functions (1,000 per account, 100 kept "
           "unreserved)", 900, LAMBDA_CONCURRENCY),
+    Quota("reserved-concurrency-per-account", "reserved concurrency of the tenant stacks one account holds, "
+          "each at its default (1,000 per account, 100 kept unreserved)", 900, LAMBDA_CONCURRENCY),
     Quota("http-api-routes", "routes of one HTTP API", 300, HTTP_API_QUOTAS),
     Quota("aoss-name-chars", "OpenSearch Serverless collection and policy names, characters (3-32)", 32,
           AOSS_NAMES),
@@ -135,7 +137,8 @@ _LONGEST = {
     "LifecycleSchedule": _longest("rate(", 256, ")"),
     "CorsAllowedOrigins": _longest("https://", 1000, ".example.com"),
     "AlarmEmail": _longest("a", 254, "@example.com"),
-    "RetentionDays": "36500", "ReservedConcurrency": "69",
+    # 13 x 68 and the streaming function's default 10: 894, the most one stack may reserve.
+    "RetentionDays": "36500", "ReservedConcurrency": "68",
 }
 CONFIGURATIONS["collection+longest-values"] = {**_SEARCH["collection"], **_LONGEST}
 CONFIGURATIONS["shared-es+longest-values"] = {
@@ -546,6 +549,22 @@ COUNTED_ONLY = (("OpenSearch Serverless security and data access policies", ("AW
                  "AWS::OpenSearchServerless::AccessPolicy"), AOSS_QUOTAS),)
 
 
+def check_account_concurrency(translated: dict[str, Any], parameters: dict[str, str], label: str) -> list[Finding]:
+    """The stack's own reservation (the streaming function's ``StreamReservedConcurrency``) times
+    the tenant stacks the account-wide quotas let one account hold: every reservation lowers the
+    unreserved pool, which AWS keeps at 100 or more. Not for ``ReservedConcurrency``, an opt-in that
+    lowers the tenants per account instead (docs/deploying.md, "Tenants per account")."""
+    if parameters.get("ReservedConcurrency"):
+        return []
+    kinds = count_kinds(translated, parameters)
+    stacks = min(limit // kinds[kind] for _, limit, kind, _ in ACCOUNT_QUOTAS if kinds.get(kind))
+    stack = Resolved(translated, parameters)
+    reserved = sum(int(stack.resolve(r.get("Properties", {})).get("ReservedConcurrentExecutions", 0) or 0)
+                   for r in stack.resources().values() if r["Type"] == "AWS::Lambda::Function")
+    return [Finding("reserved-concurrency-per-account", reserved * stacks,
+                    f"{label}: {reserved} per stack x {stacks} stacks")]
+
+
 def stacks_per_account(largest: dict[str, int]) -> list[str]:
     lines = []
     for what, limit, kind, source in ACCOUNT_QUOTAS:
@@ -604,6 +623,7 @@ def main(argv: list[str] | None = None) -> int:
 
             figures_differ = stack_figures.differences(stack_figures.blocks(translated))
         findings += check_template(translated, params, label)
+        findings += check_account_concurrency(translated, params, label)
         for kind, n in count_kinds(translated, params).items():
             largest[kind] = max(largest.get(kind, 0), n)
     if args.build_dir is not None:

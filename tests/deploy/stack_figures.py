@@ -82,6 +82,8 @@ class Figures:
     polls_queue: bool
     redrive: bool
     memory_mb: int
+    functions: int = 0
+    reserved: int = 0  # reserved concurrency of the stack at these parameters (the streaming function's)
 
     def costs(self) -> dict[str, float]:
         p = PRICES
@@ -121,7 +123,9 @@ def figures(template: dict[str, Any], parameters: dict[str, str]) -> Figures:
     return Figures(roles=len(roles), managed_per_role=managed, inline_per_role=inline, largest_inline=size,
                    largest_inline_role=largest, alarms=len(alarms), alarm_metrics=metrics,
                    secrets=sum(1 for r in resources.values() if r["Type"] == "AWS::SecretsManager::Secret"),
-                   polls_queue=polls, redrive=redrive, memory_mb=memory)
+                   polls_queue=polls, redrive=redrive, memory_mb=memory, functions=len(functions),
+                   reserved=sum(int(stack.resolve(f["Properties"]).get("ReservedConcurrentExecutions") or 0)
+                                for f in functions))
 
 
 def largest_inline(template: dict[str, Any]) -> tuple[int, str, str]:
@@ -199,7 +203,8 @@ def block_iam(figs: dict[str, Figures], template: dict[str, Any]) -> str:
     on, off = figs["with search"], figs["without search"]
     size, role, label = largest_inline(template)
     lines = [
-        f"Each function has its own role: {on.roles} roles per stack with search, {off.roles} without. Each role holds "
+        f"Each function has its own role (the streaming chat function the chat function's): {on.roles} roles per "
+        f"stack with search, {off.roles} without. Each role holds "
         f"{on.inline_per_role} inline",
         f"policy and {on.managed_per_role} managed policies (AWS allows 10); the largest policy is {role}'s, "
         f"{size:,} characters of the",
@@ -230,9 +235,11 @@ def block_tenants(figs: dict[str, Figures]) -> str:
         f"| managed policies per role | 10 (raisable) | {on.managed_per_role} (one inline policy per role) | "
         "a per-role limit, not per tenant |",
         f"| Lambda concurrent executions per region | 1,000, shared by every function in the account (100 must stay "
-        f"unreserved) | unreserved by default; `ReservedConcurrency` reserves it for each of the {on.roles} functions | "
-        f"unreserved: no fixed bound, tenants share the pool; `ReservedConcurrency=10` ({10 * on.roles} per stack): "
-        f"{900 // (10 * on.roles)} |",
+        f"unreserved) | {on.reserved} reserved by the streaming chat function (`StreamReservedConcurrency`); the other "
+        f"{on.functions - 1} unreserved unless `ReservedConcurrency` reserves it for each | {900 // on.reserved} "
+        f"({1000 // on.roles} x {on.reserved} = {1000 // on.roles * on.reserved} reserved leaves "
+        f"{1000 - 1000 // on.roles * on.reserved} unreserved); `ReservedConcurrency=10` "
+        f"({10 * (on.functions - 1) + on.reserved} per stack): {900 // (10 * (on.functions - 1) + on.reserved)} |",
         "| document ingestion in flight | | 10 jobs (`MaximumConcurrency`), each with `limits.document_concurrency` "
         "model calls | |",
         "| OpenSearch Serverless collections per account and region | 50 | 1 (`collection` mode) | 50; use `shared` "

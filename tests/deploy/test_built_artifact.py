@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import iam_policy
+import iam_table
 import pytest
 import route_scenario
 from cfn_response import CloudFormationSide
@@ -48,7 +49,10 @@ BUILD_LOG = REPO / ".aws-sam" / "build.log"
 HARNESS = Path(__file__).with_name("lambda_harness.py")
 TEMPLATE = load_template(REPO / "template.yaml")
 RESOURCES = TEMPLATE["Resources"]
-FUNCTIONS = sorted(n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function")
+# The streaming chat function (iam_table.SHARED_ROLES) runs the chat function's code with its role:
+# its calls are the chat function's, recorded here; tests/deploy/test_built_streaming.py drives it.
+FUNCTIONS = sorted(n for n, r in RESOURCES.items()
+                   if r["Type"] == "AWS::Serverless::Function" and n not in iam_table.SHARED_ROLES)
 WORKERS = ("ProjectorFunction", "IngestionFunction", "SearchIndexFunction", "AuditFunction")  # no routes
 API_FUNCTIONS = [f for f in FUNCTIONS if f not in WORKERS]
 TABLE = "agent-memory-acme"

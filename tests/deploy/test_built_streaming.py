@@ -1,4 +1,5 @@
-"""The streaming chat path as `sam build` made it: the chat function's artifact, started the way
+"""The streaming chat path as `sam build` made it: the streaming chat function's artifact (the chat
+function's code under its own reserved concurrency, template.yaml ChatStreamFunction), started the way
 Lambda starts it (the exec wrapper named by its ``AWS_LAMBDA_EXEC_WRAPPER``, executed from the
 built layer, running our runtime loop on a CPython 3.11 with the function and the layer on its
 path), against a fake Lambda Runtime API that records every chunk as it arrives
@@ -43,7 +44,59 @@ from agent_memory.testing.fake_runtime_api import FakeRuntimeApi, function_url_e
 REPO = Path(__file__).resolve().parents[2]
 CTX = "/api/v1/streaming"
 pytestmark = pytest.mark.timeout(1200)
-WRAPPER = TEMPLATE["Resources"]["ChatFunction"]["Properties"]["Environment"]["Variables"]["AWS_LAMBDA_EXEC_WRAPPER"]
+FUNCTION = "ChatStreamFunction"  # the URL's function (ChatStreamUrl)
+WRAPPER = TEMPLATE["Resources"][FUNCTION]["Properties"]["Environment"]["Variables"]["AWS_LAMBDA_EXEC_WRAPPER"]
+
+
+class AwsRecorder:
+    """A loopback proxy between the function and moto's server that notes each AWS call the
+    function makes (``DynamoDB_20120810.GetItem``, ``secretsmanager.GetSecretValue``): what a
+    refused request cost is read off it."""
+
+    def __init__(self, upstream: str):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import urlsplit
+
+        target = urlsplit(upstream)
+        calls = self.calls = []
+
+        class Forward(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _forward(self) -> None:
+                import http.client
+
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                calls.append(self.headers.get("x-amz-target") or f"{self.command} {self.path}")
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+                try:
+                    conn.request(self.command, self.path, body,
+                                 {k: v for k, v in self.headers.items() if k.lower() != "host"})
+                    answer = conn.getresponse()
+                    data = answer.read()
+                finally:
+                    conn.close()
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward  # noqa: N815 - http.server's names
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
 
 
 class Stack:
@@ -73,17 +126,19 @@ class Stack:
         bin_dir = tmp / "bin"
         bin_dir.mkdir()
         (bin_dir / "python3").symlink_to(Path(sys.base_prefix) / "bin" / "python3.11")
-        self.env = function_env("ChatFunction", moto, "http://127.0.0.1:9", secrets)
+        self.env = function_env(FUNCTION, moto, "http://127.0.0.1:9", secrets)
+        self.aws = AwsRecorder(moto)  # the function's AWS calls go through it
+        self.env["AWS_ENDPOINT_URL"] = self.aws.url
         self.env.update({
             "AGENT_MEMORY_SEARCH": "none",
             "AGENT_MEMORY_MODELS_RESPONSE": "openai/fake-chat", "OPENAI_BASE_URL": self.model.url,
             "OPENAI_API_KEY": "fake", "AWS_LAMBDA_RUNTIME_API": self.api.address, "_HANDLER": "app.lambda_handler",
-            "LAMBDA_TASK_ROOT": str(built / "ChatFunction"), "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
+            "LAMBDA_TASK_ROOT": str(built / FUNCTION), "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
             "PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1",
         })
         # /opt/python/... on Lambda: the same file in the built layer.
         self.wrapper = layer_root(built) / WRAPPER.removeprefix("/opt/python/")
-        self.proc = subprocess.Popen([str(self.wrapper)], env=self.env, cwd=str(built / "ChatFunction"),
+        self.proc = subprocess.Popen([str(self.wrapper)], env=self.env, cwd=str(built / FUNCTION),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.stderr: list[str] = []  # both streams: the JSON log lines go to stdout, as in Lambda
         for pipe in (self.proc.stdout, self.proc.stderr):
@@ -133,6 +188,7 @@ class Stack:
             self.proc.kill()
         self.api.stop()
         self.model.stop()
+        self.aws.stop()
 
 
 @pytest.fixture(scope="module")
@@ -277,12 +333,82 @@ def test_a_stalled_model_ends_in_an_error_frame_before_the_deadline_and_nothing_
     assert [k for k in stack.items() if "#traces" not in k[0]] == [k for k in before if "#traces" not in k[0]]
 
 
-def test_a_request_without_a_key_is_refused_through_the_url(stack: Stack):
-    response = stack.call(stack.chat_event("hi", key=None))
-    assert response.prelude["statusCode"] == 401
-    assert json.loads(response.payload)["status"] == 401
-    wrong = stack.call(stack.chat_event("hi", key="am_live_not-a-key-of-this-stack"))
-    assert wrong.prelude["statusCode"] == 401
+def _emf(line: str) -> dict[str, Any] | None:
+    return json.loads(line) if line.startswith("{") and '"_aws"' in line else None
+
+
+def request_line(stack: Stack, request_id: str) -> dict[str, Any]:
+    """The request's own JSON line (observability.request_done), waited for a while."""
+    for _ in range(200):
+        for text in list(stack.stderr):
+            if text.startswith("{") and request_id in text and "request" in text:
+                line = json.loads(text)
+                if line.get("message") == "request" and line.get("function_request_id") == request_id:
+                    return line
+        time.sleep(0.05)
+    raise AssertionError(f"no request line for {request_id}: {''.join(stack.stderr)[-2000:]}")
+
+
+def test_anonymous_and_bad_key_requests_are_refused_before_any_store_or_model_call_and_counted(stack: Stack):
+    stack.call(stack.chat_event("Hello there.", ctx="/api/v1/refused", bypassCache=True))  # warm: key, secret read
+    emf_before = [d for d in map(_emf, list(stack.stderr)) if d]
+    aws_before, model_before = len(stack.aws.calls), stack.model.stats.answered
+    refused = []
+    for key in (None, "am_live_not-a-key-of-this-stack", "not even a bearer"):
+        event = stack.chat_event("What do you remember?", ctx="/api/v1/refused", key=key)
+        event["headers"]["user-agent"] = "flood/1.0"
+        event["requestContext"]["http"]["userAgent"] = "flood/1.0"
+        response = stack.call(event)
+        assert response.prelude["statusCode"] == 401 and json.loads(response.payload)["status"] == 401
+        refused.append(response.request_id)
+    # nothing reached the table or the model: a made-up key is not of the stored keys' form, and
+    # the bootstrap key's digest was read before (re-read every 5 minutes)
+    aws = stack.aws.calls[aws_before:]
+    assert not [c for c in aws if c.startswith("DynamoDB")], aws
+    assert stack.model.stats.answered == model_before
+    # each counted: one EMF document per refused invocation with Unauthenticated 1
+    for _ in range(200):
+        counted = [d for d in map(_emf, list(stack.stderr)) if d and d.get("Unauthenticated")][
+            len([d for d in emf_before if d.get("Unauthenticated")]):]
+        if len(counted) >= 3:
+            break
+        time.sleep(0.05)
+    assert len(counted) == 3 and all(d["status"] == "401" and d.get("ModelCalls") is None for d in counted)
+    # and logged with where it came from (the URL's stand-in for an access log)
+    for request_id in refused:
+        line = request_line(stack, request_id)
+        assert line["status"] == 401 and line["user_agent"] == "flood/1.0" and line["source_ip"] == "203.0.113.9", line
+    # a key of the stored form costs one table read (then cached for a minute), no model call
+    shaped = "amk_" + "x" * 43
+    aws_before = len(stack.aws.calls)
+    assert stack.call(stack.chat_event("hi", ctx="/api/v1/refused", key=shaped)).prelude["statusCode"] == 401
+    assert [c for c in stack.aws.calls[aws_before:] if c.startswith("DynamoDB")] == ["DynamoDB_20120810.GetItem"]
+    assert stack.model.stats.answered == model_before
+
+
+def test_a_streamed_chat_through_the_loop_emits_its_model_calls_tokens_and_whole_duration(stack: Stack):
+    response = stack.call(stack.chat_event("Hello! I work at the harbour.", ctx="/api/v1/observed", bypassCache=True))
+    assert frames(response.payload)[-2][0] == "done"
+    line = request_line(stack, response.request_id)
+    assert line["status"] == 200 and 0 < line["first_byte_ms"] <= line["duration_ms"]
+    assert line["route"] == "POST /api/v1/{context_id}/chat"  # the route matched, not the URL's "$default"
+    doc = None
+    for _ in range(200):
+        docs = [d for d in map(_emf, list(stack.stderr)) if d and d.get("route") == "POST /api/v1/{context_id}/chat"
+                and d.get("first_byte_ms") is not None and d.get("ModelCalls")]
+        if docs:
+            doc = docs[-1]
+            break
+        time.sleep(0.05)
+    assert doc is not None, "no EMF document of the streamed chat"
+    for name in ("Requests", "RequestLatency", "ModelCalls", "ModelLatency", "PromptTokens", "CompletionTokens"):
+        assert name in doc, name
+    def total(name: str) -> float:
+        return sum(doc[name]) if isinstance(doc[name], list) else doc[name]
+
+    # one request; its latency the whole stream's, after its headers; the reply's model call and tokens
+    assert total("Requests") == 1 and total("RequestLatency") >= doc["first_byte_ms"]
+    assert total("ModelCalls") >= 1 and total("PromptTokens") > 0 and total("CompletionTokens") > 0
 
 
 def test_the_http_apis_invocations_are_still_answered_buffered(stack: Stack):

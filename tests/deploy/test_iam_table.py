@@ -14,7 +14,9 @@ REPO = Path(__file__).resolve().parents[2]
 TEXT = (REPO / "template.yaml").read_text()
 TEMPLATE = load_template(REPO / "template.yaml")
 RESOURCES = TEMPLATE["Resources"]
-FUNCTIONS = sorted(n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function")
+# The functions with a line of their own; those in SHARED_ROLES take another's role.
+FUNCTIONS = sorted(n for n, r in RESOURCES.items()
+                   if r["Type"] == "AWS::Serverless::Function" and n not in iam_table.SHARED_ROLES)
 
 
 def test_the_template_holds_exactly_what_the_table_generates():
@@ -29,6 +31,10 @@ def test_every_function_has_its_line_and_its_own_role_and_nothing_else():
         assert props.get("Role") == {"Fn::GetAtt": [iam_table.role_name(name), "Arn"]}, name
         assert "Policies" not in props, f"{name}: SAM would generate a role and attach managed policies"
         assert RESOURCES[iam_table.role_name(name)].get("Condition") == RESOURCES[name].get("Condition"), name
+    for name, owner in iam_table.SHARED_ROLES.items():  # the same code, so the same calls
+        assert RESOURCES[name]["Properties"]["CodeUri"] == RESOURCES[owner]["Properties"]["CodeUri"], name
+        assert RESOURCES[name]["Properties"]["Role"] == {"Fn::GetAtt": [iam_table.role_name(owner), "Arn"]}, name
+        assert "Policies" not in RESOURCES[name]["Properties"], name
 
 
 def test_no_role_attaches_a_managed_policy_and_the_stack_defines_none():

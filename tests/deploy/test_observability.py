@@ -78,6 +78,33 @@ def test_an_anonymous_request_is_counted_as_401(lambda_runtime, capsys):
     assert doc["status"] == "401" and doc["route"] == "GET /api/v1/{context_id}/entities"
 
 
+def test_a_refused_request_is_counted_and_its_line_names_the_caller_without_any_store_call(
+        lambda_runtime, capsys, monkeypatch):
+    rt, logs = lambda_runtime
+    rt.api_keys.create("alice")  # a stored key exists: a made-up one must still not be looked up
+    reads: list[str] = []
+    for name in ("get", "batch_get", "query"):
+        inner = getattr(rt.base_store, name)
+        monkeypatch.setattr(rt.base_store, name, lambda *a, _n=name, _f=inner, **k: reads.append(_n) or _f(*a, **k))
+    headers = {"user-agent": "flood/1.0", "content-type": "application/json"}
+    for extra in ({}, {"authorization": "Bearer am_live_not-a-key-of-this-stack"}, {"authorization": "Basic x"}):
+        resp = LocalGateway(REPO).invoke("POST", "/api/v1/acme/chat", {**headers, **extra}, b'{"message": "hi"}')
+        assert resp["statusCode"] == 401
+    assert reads == []
+    docs = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert [d["Unauthenticated"] for d in docs] in ([1.0] * 3, [[1.0]] * 3)
+    assert "Unauthenticated" in {m["Name"] for m in docs[0]["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    lines = [json.loads(line) for line in logs.getvalue().splitlines()]
+    refused = [line for line in lines if line["message"] == "request"]
+    assert len(refused) == 3 and all(r["status"] == 401 and r["user_agent"] == "flood/1.0" and r["source_ip"]
+                                     for r in refused)
+    # a key of the stored form is looked up (once: the miss is cached), then refused too
+    made_up = "amk_" + "x" * 43
+    resp = LocalGateway(REPO).invoke("POST", "/api/v1/acme/chat", {**headers, "authorization": f"Bearer {made_up}"},
+                                     b'{"message": "hi"}')
+    assert resp["statusCode"] == 401 and reads == ["get"]
+
+
 def test_outside_lambda_nothing_is_emitted(tmp_path, capsys):
     rt = Runtime(load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "d"), "AGENT_MEMORY_CURSOR_SECRET": "s"}))
     set_runtime(rt)
@@ -86,3 +113,19 @@ def test_outside_lambda_nothing_is_emitted(tmp_path, capsys):
     finally:
         set_runtime(None)
     assert '"_aws"' not in capsys.readouterr().out
+
+
+def test_a_stream_closed_before_its_first_frame_still_ends_its_request_and_invocation(lambda_runtime, capsys):
+    """A caller gone before the headers were written (the runtime loop closes the frames unread):
+    the in-flight slot is released, the request's line written and the invocation flushed."""
+    rt, logs = lambda_runtime
+    key, _ = rt.api_keys.create("alice")
+    resp = invoke("POST", "/api/v1/acme/chat", key, {"message": "hello", "stream": True})
+    assert resp["statusCode"] == 200 and "stream" in resp
+    assert rt.inflight._count == 1 and '"_aws"' not in capsys.readouterr().out  # both held by the frames
+    resp["stream"].close()
+    assert rt.inflight._count == 0
+    assert [json.loads(x)["route"] for x in logs.getvalue().splitlines() if '"request"' in x] == \
+        ["POST /api/v1/{context_id}/chat"]
+    assert len([x for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]) == 1
+    assert observability._in_invocation is False

@@ -84,6 +84,21 @@ def test_function_environment_layers_and_reserved_concurrency():
     assert not report(check_template(template, {"R": "70"}, "t"))[1]
 
 
+
+def test_the_default_reservation_times_the_stacks_an_account_holds_keeps_100_unreserved():
+    roles = {f"R{i}": _role(0) for i in range(13)}  # 13 roles: 1,000 // 13 = 76 stacks an account holds
+    template = _template({**roles, "Stream": _function(ReservedConcurrentExecutions={"Ref": "S"})})
+    template["Parameters"]["S"] = {"Type": "Number"}
+
+    def found(parameters: dict) -> list:
+        return preflight.check_account_concurrency(template, parameters, "t")
+
+    assert [f.value for f in found({"S": "11"})] == [836]
+    over = found({"S": "12"})  # 912: the 76th stack would take the account under 100 unreserved
+    assert over[0].value == 912 and not report(over)[1]
+    # ReservedConcurrency is an opt-in that lowers the tenants per account instead (the per-stack check stays)
+    assert found({"S": "12", "ReservedConcurrency": "1"}) == []
+
 def test_http_api_routes():
     body = {"paths": {f"/p{i}": {"get": {}, "post": {}, "parameters": []} for i in range(151)}}
     api = {"Type": "AWS::ApiGatewayV2::Api", "Properties": {"Body": body}}

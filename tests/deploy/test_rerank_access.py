@@ -17,7 +17,8 @@ from agent_memory.cfn_template import load_template
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = load_template(REPO / "template.yaml")
 ACCOUNT = "123456789012"
-RETRIEVING = {"RecallFunction", "ChatFunction", "FactsFunction", "DocumentsFunction"}  # /query, /context, /chat, /reflect, /documents/query
+RETRIEVING = {"RecallFunction", "ChatFunction", "ChatStreamFunction", "FactsFunction",  # /query, /context, /chat,
+              "DocumentsFunction"}  # /reflect, /documents/query
 
 
 def stack(region: str, **params: str) -> Stack:

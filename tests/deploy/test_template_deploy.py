@@ -194,21 +194,36 @@ def test_cors_for_the_static_inspector_is_off_unless_origins_are_given():
     assert {"authorization", "x-memory-partition", "content-type"} <= set(on["AllowHeaders"])
 
 
-def test_chat_streams_through_the_chat_functions_url_beside_the_buffered_route():
+def test_chat_streams_through_its_own_functions_url_beside_the_buffered_route():
+    stream = RESOURCES["ChatStreamFunction"]["Properties"]
     chat = RESOURCES["ChatFunction"]["Properties"]
-    url = chat["FunctionUrlConfig"]
+    url = stream["FunctionUrlConfig"]
     # NONE admits the request to the handler, which authenticates it with the stack's keys
     assert url["AuthType"] == "NONE" and url["InvokeMode"] == "RESPONSE_STREAM"
     assert url["Cors"]["Fn::If"][0] == "HasCorsOrigins"
     assert url["Cors"]["Fn::If"][2] == {"Ref": "AWS::NoValue"}
     assert "authorization" in url["Cors"]["Fn::If"][1]["AllowHeaders"]
+    # the same code and role rules as the buffered chat, which has no URL and no wrapper
+    assert stream["CodeUri"] == chat["CodeUri"] and stream["Role"] == chat["Role"]
+    assert "FunctionUrlConfig" not in chat and "Environment" not in chat and "Events" not in stream
     # the buffered route stays on the HTTP API
     assert chat["Events"]["Chat"]["Properties"] == {"ApiId": {"Ref": "HttpApi"}, "Path": "/api/v1/{context_id}/chat",
                                                     "Method": "POST"}
     # the exec wrapper is our runtime loop's, shipped executable in the layer (/opt/python = shared/)
-    wrapper = chat["Environment"]["Variables"]["AWS_LAMBDA_EXEC_WRAPPER"]
+    wrapper = stream["Environment"]["Variables"]["AWS_LAMBDA_EXEC_WRAPPER"]
     shipped = REPO / "shared" / wrapper.removeprefix("/opt/python/")
     assert wrapper.startswith("/opt/python/agent_memory/") and shipped.is_file()
     assert shipped.stat().st_mode & 0o111
     assert "-m agent_memory.http.lambda_runtime" in shipped.read_text()
-    assert TEMPLATE["Outputs"]["ChatStreamUrl"]["Value"] == {"Fn::GetAtt": ["ChatFunctionUrl", "FunctionUrl"]}
+    assert TEMPLATE["Outputs"]["ChatStreamUrl"]["Value"] == {"Fn::GetAtt": ["ChatStreamFunctionUrl", "FunctionUrl"]}
+
+
+def test_only_the_streaming_function_reserves_concurrency_by_default():
+    param = TEMPLATE["Parameters"]["StreamReservedConcurrency"]
+    assert param["Type"] == "Number" and param["Default"] == 10 and param["MinValue"] >= 1
+    assert RESOURCES["ChatStreamFunction"]["Properties"]["ReservedConcurrentExecutions"] == \
+        {"Ref": "StreamReservedConcurrency"}
+    # every other function keeps the global setting, empty (unreserved) unless a stack sets it
+    assert TEMPLATE["Parameters"]["ReservedConcurrency"]["Default"] == ""
+    others = [n for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function" and n != "ChatStreamFunction"]
+    assert others and all("ReservedConcurrentExecutions" not in RESOURCES[n]["Properties"] for n in others)

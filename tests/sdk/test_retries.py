@@ -184,3 +184,32 @@ def test_a_retried_delete_that_finds_the_record_gone_succeeded():
     assert memory.documents.delete("doc_1") is None and len(slept) == 1
     with pytest.raises(NotFoundError):  # a first attempt's 404 is a real one
         memory.documents.delete("doc_2")
+
+
+def test_a_streamed_chat_throttled_by_lambda_is_retried_and_the_error_says_it_gave_up():
+    """A stack's streaming URL answers Lambda's own 429 once its reserved concurrency is in use
+    (docs/deploying.md, "Streaming chat"): retried with backoff, then raised saying so."""
+    calls = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(429, json={"Message": "Rate Exceeded."},
+                              headers={"x-amzn-errortype": "TooManyRequestsException"})
+
+    slept: list[float] = []
+    memory = AgentMemory("acme", base_url="http://api.test", stream_url="http://url.test",
+                         http_transport=httpx.MockTransport(answer), sleep=slept.append)
+    with pytest.raises(RateLimitedError) as err:
+        list(memory.chat("hi", stream=True))
+    assert len(calls) == 4 and {c.url.host for c in calls} == {"url.test"}
+    assert len(slept) == 3
+    assert 0.2 <= slept[0] <= 0.3 and 0.4 <= slept[1] <= 0.6 and 0.8 <= slept[2] <= 1.2
+    assert err.value.status == 429 and err.value.detail == "Rate Exceeded."
+    assert str(err.value).endswith("(gave up after 4 attempts)")
+
+
+def test_an_error_answered_at_once_does_not_claim_retries():
+    script = Script((401, problem(401), {}))
+    with pytest.raises(AuthenticationError) as err:
+        client(script, []).health()
+    assert "gave up" not in str(err.value)

@@ -19,7 +19,8 @@ export class ApiError extends AgentMemoryError {
   constructor(status, problem, { retryAfter = null, traceId = null } = {}) {
     const doc = problem && typeof problem === "object" ? problem : {};
     const title = typeof doc.title === "string" ? doc.title : "";
-    const detail = doc.detail || doc.title || `HTTP ${status}`;
+    // `Message`: what AWS itself answers with (Lambda's 429 on a function URL)
+    const detail = doc.detail || doc.title || doc.Message || `HTTP ${status}`;
     const code = typeof doc.code === "string" ? doc.code : null;
     super(`${status} ${title}: ${detail}${code ? ` (code ${code})` : ""}`);
     this.status = status;

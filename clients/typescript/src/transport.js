@@ -192,7 +192,14 @@ export class Transport {
         }
       }
       const wait = this.policy.delay(call, failure, attempt, deadline, this.now());
-      if (wait === null) throw failure;
+      if (wait === null) {
+        // A 429 or 503 retried until the retries or budget ran out says so: on a streaming URL a
+        // 429 is Lambda's own once its reserved concurrency is in use (docs/deploying.md).
+        if (failure instanceof ApiError && RETRY_ALWAYS.has(failure.status) && attempt > 0) {
+          failure.message = `${failure.message} (gave up after ${attempt + 1} attempts)`;
+        }
+        throw failure;
+      }
       await this.sleep(wait, call.signal);
     }
   }

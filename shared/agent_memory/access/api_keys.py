@@ -15,6 +15,7 @@ within that time.
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import threading
 import time
@@ -30,6 +31,16 @@ from agent_memory.ports import Condition, Record, RecordStore
 
 KEYS_PK = "t#api-keys"
 KEY_PREFIX = "amk_"
+
+
+# What ``create`` mints: the prefix and 43 characters of token_urlsafe(32).
+_KEY_FORM = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_-]{43}")
+
+
+def stored_form(key: str) -> bool:
+    """Whether ``key`` could be a stored key at all: any other string is refused without a
+    table read (an anonymous flood of made-up keys costs no store call)."""
+    return _KEY_FORM.fullmatch(key.strip()) is not None
 
 
 def digest(key: str) -> str:

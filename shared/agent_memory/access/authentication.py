@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from agent_memory.access.api_keys import ApiKeyStore, digest
+from agent_memory.access.api_keys import ApiKeyStore, digest, stored_form
 from agent_memory.config import StaticPrincipal
 from agent_memory.kernel.errors import Unauthorized
 
@@ -97,7 +97,7 @@ class Authenticator:
         for candidate in self.static:
             if hmac.compare_digest(candidate.key_sha256, key_sha256):
                 found = candidate
-        if found is None and self.stored is not None:
+        if found is None and self.stored is not None and stored_form(token):
             found = self.stored.find(key_sha256)
         # The bootstrap key last: its secret is read (a Secrets Manager client and call) only
         # when a caller's key is neither configured nor stored, not on every cold start.

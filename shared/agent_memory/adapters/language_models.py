@@ -275,8 +275,10 @@ class OpenAIChatModel:
     def _deltas(self, stream: Any) -> Iterator[str]:
         import openai
 
+        reported = None
         try:
             for chunk in stream:
+                reported = getattr(chunk, "usage", None) or reported  # servers that report it
                 for choice in chunk.choices or ():
                     text = getattr(choice.delta, "content", None)
                     if text:
@@ -287,6 +289,9 @@ class OpenAIChatModel:
             close = getattr(stream, "close", None)
             if close:
                 close()
+        if reported is not None:  # the stream's value: its tokens (ports.LanguageModel.stream)
+            return (getattr(reported, "prompt_tokens", 0) or 0, getattr(reported, "completion_tokens", 0) or 0)
+        return None
 
     def _limit(self, max_tokens: int | None) -> dict[str, int]:
         return {self._max_tokens_field: max_tokens} if max_tokens else {}
@@ -434,6 +439,7 @@ class BedrockConverseModel:
     def _deltas(self, events: Any) -> Iterator[str]:
         from botocore.exceptions import BotoCoreError, ClientError
 
+        reported = None
         try:
             for event in events:
                 if "contentBlockDelta" in event:
@@ -441,11 +447,16 @@ class BedrockConverseModel:
                     if text:
                         yield text
                     continue
+                if "metadata" in event:  # the stream's last event: its token usage
+                    reported = event["metadata"].get("usage") or reported
                 for key, body in event.items():
                     if key.endswith("Exception"):
                         raise ModelError(f"model stream failed: {key}: {body.get('message', '')}")
         except (BotoCoreError, ClientError) as exc:
             raise _translate_bedrock(exc) from exc
+        if reported is not None:  # the stream's value: its tokens (ports.LanguageModel.stream)
+            return (reported.get("inputTokens", 0) or 0, reported.get("outputTokens", 0) or 0)
+        return None
 
     def _call(self, fn: Callable[[], T]) -> T:
         return _bedrock_call(fn, max_retries=self.max_retries, backoff=self.backoff)
@@ -783,9 +794,10 @@ class OfflineLanguageModel:
     def stream(self, messages: Sequence[ChatMessage], *, max_tokens: int | None = None) -> Iterator[str]:
         """Yield the completion in about four chunks split at word boundaries, so
         consumers exercise their incremental paths; the chunks concatenate to ``complete``."""
-        text = self.complete(messages, max_tokens=max_tokens).text
-        words = re.findall(r"\S+\s*|\s+", text)
+        completion = self.complete(messages, max_tokens=max_tokens)
+        words = re.findall(r"\S+\s*|\s+", completion.text)
         size = max(1, -(-len(words) // 4))
         for i in range(0, len(words), size):
             yield "".join(words[i:i + size])
+        return (completion.prompt_tokens, completion.completion_tokens)  # as complete reports them
 

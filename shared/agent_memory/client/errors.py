@@ -25,7 +25,8 @@ class ApiError(AgentMemoryError):
         self.code: str | None = problem.get("code")
         self.field: str | None = problem.get("field")
         self.title: str = problem.get("title") or ""
-        self.detail: str = problem.get("detail") or problem.get("title") or f"HTTP {status}"
+        # ``Message``: what AWS itself answers with (Lambda's 429 on a function URL)
+        self.detail: str = problem.get("detail") or problem.get("title") or problem.get("Message") or f"HTTP {status}"
         self.retry_after = retry_after
         self.trace_id = problem.get("traceId") or trace_id
         super().__init__(f"{status} {self.title}: {self.detail}" + (f" (code {self.code})" if self.code else ""))

@@ -128,6 +128,15 @@ def _deleted_by_an_earlier_attempt(call: Call[Any], response: httpx.Response, at
     return call.method == "DELETE" and response.status_code == 404 and attempt > 0
 
 
+def _gave_up(failure: AgentMemoryError, attempts: int) -> AgentMemoryError:
+    """The last 429 or 503 of a call retried until its retries or budget ran out says so: on a
+    stack's streaming URL a 429 is Lambda's own once the URL's reserved concurrency is in use
+    (docs/deploying.md, "Streaming chat"), answered before the service runs."""
+    if isinstance(failure, ApiError) and failure.status in _RETRY_ALWAYS and attempts > 1:
+        failure.args = (f"{failure.args[0]} (gave up after {attempts} attempts)",)
+    return failure
+
+
 def _transport_failure(call: Call[Any], exc: Exception) -> AgentMemoryError:
     failure = AgentMemoryError(f"{call.method} {call.path} failed: {exc}")
     failure.__cause__ = exc
@@ -169,7 +178,7 @@ class Transport:
                 failure = api_error(response)
             wait = self.policy.delay(call, failure, attempt, deadline)
             if wait is None:
-                raise failure
+                raise _gave_up(failure, attempt + 1)
             self._sleep(wait)
             attempt += 1
 
@@ -208,6 +217,6 @@ class AsyncTransport:
                 failure = api_error(response)
             wait = self.policy.delay(call, failure, attempt, deadline)
             if wait is None:
-                raise failure
+                raise _gave_up(failure, attempt + 1)
             await self._sleep(wait)
             attempt += 1

@@ -161,13 +161,23 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
             response = super().resolve(event, lambda_context)
             elapsed_ms = (time.perf_counter() - started) * 1000
             route, status = str(event.get("routeKey") or "unknown"), response.get("statusCode", 0)
-            observability.request_done(route, status, elapsed_ms)
+            if route == "$default":  # a function URL's event: the route it matched, as the API names it
+                route = state.get("route") or route
+            http_context = (event.get("requestContext") or {}).get("http") or {}
             caller, spent = state.get("caller"), usage.current()
+            streamed = bool(cost.get("streamed"))
 
             def record() -> None:
+                # A streamed response is done when its frames end: its line and latency are the
+                # whole duration, with the time its headers took beside it.
+                total_ms = (time.perf_counter() - started) * 1000 if streamed else elapsed_ms
+                first_byte = elapsed_ms if streamed and getattr(lambda_context, "supports_streaming", False) else None
+                observability.request_done(route, status, total_ms, first_byte_ms=first_byte,
+                                           source_ip=http_context.get("sourceIp"),
+                                           user_agent=http_context.get("userAgent"))
                 _record_cost(caller, route, status, (time.perf_counter() - started) * 1000, spent)
 
-            if cost.get("streamed"):
+            if streamed:
                 cost["record"] = record  # when the stream's frames end (``stream_in_request``)
             else:
                 record()
@@ -178,6 +188,13 @@ class ThreadSafeHttpResolver(APIGatewayHttpResolver):
             state.pop("event", None)
             state.pop("lambda_context", None)
             state.pop("caller", None)
+            state.pop("route", None)
+
+    def _call_route(self, route: Any, route_arguments: dict[str, str]) -> Any:
+        # The matched route's key ("POST /api/v1/{context_id}/chat"): a function URL's events
+        # all say "$default", and the request line and metrics group by route.
+        self._state()["route"] = f"{route.method} {route.openapi_path}"
+        return super()._call_route(route, route_arguments)
 
     def note_caller(self, ctx: RequestContext) -> None:
         """The request's resolved caller, for its cost row at the end (``_record_cost``)."""
@@ -262,27 +279,48 @@ def stream_in_request(frames: Iterator[str]) -> Iterator[str]:
     cost = _cost.get()
     if cost is not None:
         cost["streamed"] = True  # the request's cost row waits for the last frame
-    request_vars = contextvars.copy_context()
+    return _FramesInRequest(frames, lease, cost, contextvars.copy_context())
 
-    def frames_in_request() -> Iterator[str]:
+
+class _FramesInRequest:
+    """The frames as an iterator whose ``close`` always ends the request (slot, request line,
+    cost row): a generator closed before its first frame (a caller gone before the headers were
+    written) would never run its ``finally`` and would hold the instance's slot for good."""
+
+    def __init__(self, frames: Iterator[str], lease: _SlotLease | None, cost: dict[str, Any] | None,
+                 request_vars: contextvars.Context):
+        self._frames = frames
+        self._lease = lease
+        self._cost = cost
+        self._vars = request_vars
+        self._done = False
+
+    def __iter__(self) -> _FramesInRequest:
+        return self
+
+    def __next__(self) -> str:
+        if self._done:
+            raise StopIteration
         try:
-            while True:
-                try:
-                    frame = request_vars.run(next, frames)
-                except StopIteration:
-                    return
-                yield frame
-        finally:
-            close = getattr(frames, "close", None)
+            return self._vars.run(next, self._frames)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            close = getattr(self._frames, "close", None)
             if close is not None:
-                request_vars.run(close)
-            if lease is not None:
-                lease.limiter.release()
-            record = cost.get("record") if cost is not None else None
+                self._vars.run(close)
+        finally:
+            if self._lease is not None:
+                self._lease.limiter.release()
+            record = self._cost.get("record") if self._cost is not None else None
             if record is not None:
                 record()
-
-    return frames_in_request()
 
 
 _CALLER = "caller"  # route state: the RequestContext resolved before the handler

@@ -232,3 +232,20 @@ test("headers: bearer key, partition and on-behalf-of from the client, overridde
   await anon.state();
   assert.equal(stub.requests[0].headers.authorization, undefined);
 });
+
+test("Lambda's own 429 on the streaming URL is retried, then raised saying it gave up", async () => {
+  // a stack's URL answers it once its reserved concurrency is in use (docs/deploying.md, "Streaming chat")
+  const throttled = () => ({ status: 429, body: { Message: "Rate Exceeded." }, headers: {} });
+  reset(throttled(), throttled(), throttled(), throttled());
+  const { memory, sleep } = client();
+  await assert.rejects(memory.state(), (err) => err instanceof RateLimitError && err.status === 429
+    && err.detail === "Rate Exceeded." && err.message.endsWith("(gave up after 4 attempts)"));
+  assert.equal(stub.requests.length, 4);
+  assert.equal(sleep.waits.length, 3);
+});
+
+test("an error answered at once does not claim retries", async () => {
+  reset(fail(401));
+  const { memory } = client();
+  await assert.rejects(memory.state(), (err) => err instanceof AuthError && !err.message.includes("gave up"));
+});
