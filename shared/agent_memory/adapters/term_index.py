@@ -104,6 +104,18 @@ class TermIndex:
                 if not post:
                     del self.postings[term]
 
+    def state(self) -> tuple[tuple[dict[str, dict[int, int]], dict[int, dict[str, int]], int], np.ndarray]:
+        """What ``restored`` needs, as built (``adapters.view_snapshots`` persists it)."""
+        return (self.postings, self.row_terms, self.total_length), self.length
+
+    @classmethod
+    def restored(cls, objects: tuple[dict[str, dict[int, int]], dict[int, dict[str, int]], int],
+                 length: np.ndarray) -> TermIndex:
+        fresh = cls()
+        fresh.postings, fresh.row_terms, fresh.total_length = objects
+        fresh.length = length
+        return fresh
+
     def renumber(self, new_row_of_old: dict[int, int]) -> TermIndex:
         """The same postings under new row numbers (after the view compacts)."""
         fresh = TermIndex()
