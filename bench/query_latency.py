@@ -135,7 +135,7 @@ def run(n: int) -> None:
         with open(os.path.join(tmp, "bench-queries.json"), "w") as f:
             json.dump({"queries": qs, "excluded": excluded}, f)
         child = subprocess.run([sys.executable, __file__, "--reopen", tmp], check=True, capture_output=True,
-                               text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+                               text=True)
         got = json.loads(child.stdout.strip().splitlines()[-1])
         wall, cpu = got["wall"], got["cpu"]
         print(f"N={n:>7,} units (index load {load_s:.1f}s; first query in the loading process {built_ms:.0f} ms), "
