@@ -52,6 +52,7 @@ def assert_view_matches_sqlite(index: EmbeddedSearchIndex) -> None:
         f = fresh.row_of[uid]
         assert np.array_equal(view.matrix[r], fresh.matrix[f]), uid
         assert view.pks[r] == fresh.pks[f] and view.row_of_pk[int(view.pks[r])] == r
+        assert view.prints[r] == fresh.prints[f], uid
         assert view.kind_codes.names()[view.kind[r]] == fresh.kind_codes.names()[fresh.kind[f]]
         assert view.session_codes.names()[view.session[r]] == fresh.session_codes.names()[fresh.session[f]]
         if view.terms is not None:

@@ -108,14 +108,17 @@ class AnnGraph:
         if len(rows) and self.rows.size:
             self.rows[np.isin(self.rows, np.asarray(rows, dtype=np.int64))] = -1
 
-    def forget_changed(self, matrix: np.ndarray) -> None:
+    def forget_changed(self, matrix: np.ndarray, prints: np.ndarray | None = None) -> None:
         """Forget graph ids whose stored vector is no longer their row's vector in ``matrix``
-        (the unit was rewritten after the graph was saved)."""
+        (the unit was rewritten after the graph was saved); ``prints`` are the rows' vector
+        fingerprints when the caller keeps them."""
         live = np.flatnonzero(self.rows >= 0)
         if live.size == 0:
             return
         if self.prints is not None:
-            changed = fingerprints(matrix, self.rows[live]) != self.prints[live]
+            rows = self.rows[live]
+            now = prints[rows] if prints is not None else fingerprints(matrix, rows)
+            changed = now != self.prints[live]
             self.rows[live[changed]] = -1
             return
         stored = self.index.reconstruct_n(0, self.size)[live]

@@ -308,9 +308,12 @@ class _ContextView:
         self.f_seq = np.full(cap, NO_SEQ, dtype=np.int64)
         self.f_key = np.empty(cap, dtype=object)
         self.f_occurred = np.empty(cap, dtype=object)
+        # ``ann.fingerprints`` of each row's vector: a reloaded graph finds rewritten rows by
+        # comparing these with its own, never by reading the vectors (set with the vector)
+        self.prints = np.zeros(cap, dtype=np.uint64)
 
     _ARRAYS = ("matrix", "alive", "pks", "kind", "part", "role", "session", "thread", "vf", "vu",
-               "scope", "acl", "labels", "f_known", "f_seq", "f_key", "f_occurred")
+               "scope", "acl", "labels", "f_known", "f_seq", "f_key", "f_occurred", "prints")
 
     def _grow(self, need: int) -> None:
         if need <= self.cap:
@@ -337,7 +340,8 @@ class _ContextView:
         new = sum(1 for r in rows if r.id not in self.row_of)
         self.version += 1
         self._grow(self.n + new)
-        for r, vec in zip(rows, vectors, strict=True):
+        prints = ann.fingerprints(vectors, np.arange(len(rows)))
+        for r, vec, fp in zip(rows, vectors, prints, strict=True):
             i = self.row_of.get(r.id)
             if i is None:
                 i = self.n
@@ -350,6 +354,7 @@ class _ContextView:
                 self.pending.add(i)
             self.row_of_pk[r.pk] = i
             self.matrix[i] = vec
+            self.prints[i] = fp
             self.alive[i] = True
             self.pks[i] = r.pk
             self.kind[i] = self.kind_codes.code(r.kind)
@@ -380,6 +385,7 @@ class _ContextView:
         self.row_of = {uid: i for i, uid in enumerate(ids)}
         self.row_of_pk = {int(p): i for i, p in enumerate(pk)}
         self.matrix[:n] = vectors
+        self.prints[:n] = ann.fingerprints(vectors, np.arange(n))
         self.alive[:n] = True
         self.pks[:n] = pk
         for arr, codes, col in ((self.kind, self.kind_codes, kind), (self.part, self.part_codes, part),
@@ -395,7 +401,7 @@ class _ContextView:
     # Numeric columns a snapshot stores as arrays (``adapters.view_snapshots``); the object
     # columns (``f_key``, ``f_occurred``) go with the other objects, for known rows only.
     _SAVED = ("matrix", "alive", "pks", "kind", "part", "role", "session", "thread", "vf", "vu",
-              "scope", "acl", "labels", "f_known", "f_seq")
+              "scope", "acl", "labels", "f_known", "f_seq", "prints")
 
     def snapshot(self) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
         """``(arrays, objects, meta)`` of the view as built (``adapters.view_snapshots``)."""
@@ -1044,7 +1050,7 @@ class EmbeddedSearchIndex:
         if graph is None:
             return None
         graph.rows = _rows_of_pks(view, graph.pks)
-        graph.forget_changed(view.matrix)  # units rewritten since the graph was saved
+        graph.forget_changed(view.matrix, view.prints)  # units rewritten since the graph was saved
         covered = np.zeros(view.n, dtype=bool)
         covered[graph.rows[graph.rows >= 0]] = True
         view.ann = graph

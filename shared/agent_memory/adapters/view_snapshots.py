@@ -115,7 +115,7 @@ def read(root: str, name: str, into: dict[str, np.ndarray]) -> tuple[dict[str, A
         for key, out in into.items():
             _read_npy_into(os.path.join(path, key + ".npy"), out)
         with open(os.path.join(path, "objects.marshal"), "rb") as f:
-            objects = marshal.load(f)
+            objects = marshal.loads(f.read())  # from bytes: ``marshal.load`` reads a file in small pieces
     except SnapshotUnusable:
         raise
     except (OSError, ValueError, EOFError, TypeError, KeyError) as exc:
