@@ -4,7 +4,8 @@ Why this shape: the single-machine mode needs BM25 and vector legs with the same
 the OpenSearch projection (ranked and fused by ``agent_memory.ranking``), persistent across restarts, without a server. SQLite holds the truth
 (``units`` rows, an external-content FTS5 table kept in sync by triggers, and ``vectors``
 blobs); searches run against a per-context in-memory view that is loaded lazily on the first
-search of a context and kept in sync by every upsert/delete:
+search of a context (from its persisted snapshot when it has one, ``adapters/view_snapshots.py``,
+else rebuilt from the rows) and kept in sync by every upsert/delete:
 
 - one ``(rows, dimension)`` float32 matrix, so the vector leg is one matrix-vector product;
 - per-row code arrays (kind, partition, role, session, thread), validity bounds as epoch
