@@ -1087,7 +1087,7 @@ class EmbeddedSearchIndex:
             t0 = time.perf_counter()
             try:
                 view = self._restore_view(context_id, name)
-            except (view_snapshots.SnapshotUnusable, ValueError, TypeError, KeyError) as exc:
+            except (view_snapshots.SnapshotUnusable, ValueError, TypeError, KeyError, IndexError) as exc:
                 log.warning("embedded index: the persisted view of context %r cannot be read (%s); "
                             "rebuilding it from SQLite", context_id, exc)
             else:
