@@ -1,6 +1,7 @@
 """Cold start of the built stack, measured on a pristine build.
 
 Usage: python bench/artifact_cold_start.py [--runs N] [--sam PATH] [--build-dir DIR] [--no-requests]
+       [--model-latency-ms 800]
 
 By default it runs a fresh ``sam build`` into a temporary folder (removed afterwards), so no
 earlier run can have left bytecode in it; ``--build-dir`` measures an existing build instead
@@ -18,7 +19,10 @@ flags) with the environment template.yaml gives it, against moto's standalone se
 loopback search stub of tests/deploy/search_stub.py, serves one of its routes twice;
 ``first`` is the first request's CPU / wall time (client creation, secrets, lazy imports, the
 caller's key read), ``warm`` the same request again, and ``extra`` the difference: what a cold
-start adds to the first request beyond the import.
+start adds to the first request beyond the import. With ``--model-latency-ms``, chat's and facts'
+first requests run again with ``openai/`` models on the fake OpenAI-compatible endpoint
+(``agent_memory.testing.fake_openai``) at that latency: the model client's import and set-up
+show in the first request's CPU, the model's latency only in its wall time.
 
 Each child is ``python -B -I -S lambda_harness.py TASK_ROOT LAYER_ROOT``: ``-B`` writes no
 bytecode (Lambda's ``/var/task`` and ``/opt`` are read-only), ``-I -S`` leave only the
@@ -182,7 +186,7 @@ def start_moto() -> tuple[subprocess.Popen, str]:
             time.sleep(0.2)
 
 
-def first_requests(build: Path, runs: int) -> None:
+def first_requests(build: Path, runs: int, model_latency_ms: float | None = None) -> None:
     """The first request's extra time, per function: a fresh process, its route twice."""
     import boto3
 
@@ -219,12 +223,12 @@ def first_requests(build: Path, runs: int) -> None:
         print(f"\nfirst request against moto (python -B -I -S, the template's environment), median of {runs}")
         print(f"{'':<22} {'route':<28} {'first cpu':>10} {'first wall':>11} {'warm cpu':>9} {'extra cpu':>10} "
               f"{'extra wall':>11}")
-        for name, (method, path, body) in sorted(FIRST_REQUEST.items()):
+        def measure(name: str, env: dict[str, str], label: str = "") -> None:
+            method, path, body = FIRST_REQUEST[name]
             route, params = gateway.match(method, path)
             data = json.dumps(body).encode() if body is not None else b""
             headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
             event = build_event(route, method, path, "", headers, data, params, "203.0.113.9")
-            env = artifact.function_env(name, endpoint, cluster.listen(name), secrets)
             rows = []
             for _ in range(runs):
                 fn = artifact.FunctionProcess(name, build, env, layer)  # python -B -I -S lambda_harness.py
@@ -240,8 +244,25 @@ def first_requests(build: Path, runs: int) -> None:
                 rows.append({"first_cpu": first["cpu_ms"], "first_ms": first["ms"], "warm_cpu": warm["cpu_ms"],
                              "extra_cpu": first["cpu_ms"] - warm["cpu_ms"], "extra_ms": first["ms"] - warm["ms"]})
             r = median_row(rows)
-            print(f"{name:<22} {method + ' ' + path.removeprefix(CTX):<28} {r['first_cpu']:>7.0f} ms "
+            print(f"{name + label:<22} {method + ' ' + path.removeprefix(CTX):<28} {r['first_cpu']:>7.0f} ms "
                   f"{r['first_ms']:>8.0f} ms {r['warm_cpu']:>6.0f} ms {r['extra_cpu']:>7.0f} ms {r['extra_ms']:>8.0f} ms")
+
+        for name in sorted(FIRST_REQUEST):
+            measure(name, artifact.function_env(name, endpoint, cluster.listen(name), secrets))
+        if model_latency_ms is not None:
+            # The same first requests with a model behind them: the OpenAI-compatible fake at a
+            # fixed latency, so the first request's CPU includes the model client's import and
+            # set-up; its wall time includes the model's latency (CPU does not wait for it).
+            from agent_memory.testing.fake_openai import Behaviour, FakeOpenAIServer
+
+            with FakeOpenAIServer(Behaviour(latency_ms=model_latency_ms, seed=1)) as fake:
+                print(f"\nwith openai/ models on a fake OpenAI-compatible endpoint at {model_latency_ms:.0f} ms "
+                      "(wall includes it; first cpu less the offline row's is the client's share)")
+                for name in ("ChatFunction", "FactsFunction"):
+                    env = artifact.function_env(name, endpoint, cluster.listen(name), secrets)
+                    env |= {"AGENT_MEMORY_MODELS_EXTRACTION": "openai/fake-extract",
+                            "AGENT_MEMORY_MODELS_RESPONSE": "openai/fake-chat", "OPENAI_BASE_URL": fake.url}
+                    measure(name, env, " (openai)")
     finally:
         cluster.close()
         moto.terminate()
@@ -254,6 +275,8 @@ def main() -> int:
     parser.add_argument("--sam", help="the sam CLI (default: $SAM, .venv-tools/bin/sam, then PATH)")
     parser.add_argument("--build-dir", type=Path, help="measure this existing build instead of a fresh one")
     parser.add_argument("--no-requests", action="store_true", help="the import only, no first request")
+    parser.add_argument("--model-latency-ms", type=float, default=None,
+                        help="also time chat's and facts' first request with openai/ models on a fake endpoint")
     args = parser.parse_args()
     if args.build_dir:
         if not (args.build_dir / "DependenciesLayer" / "python").exists():
@@ -261,14 +284,14 @@ def main() -> int:
             return 2
         report(args.build_dir.resolve(), args.runs)
         if not args.no_requests:
-            first_requests(args.build_dir.resolve(), args.runs)
+            first_requests(args.build_dir.resolve(), args.runs, args.model_latency_ms)
         return 0
     sam = sam_path(args.sam)
     with tempfile.TemporaryDirectory(prefix="agent-memory-build-") as tmp:
         sam_build(sam, Path(tmp) / "build")
         report(Path(tmp) / "build", args.runs)
         if not args.no_requests:
-            first_requests(Path(tmp) / "build", args.runs)
+            first_requests(Path(tmp) / "build", args.runs, args.model_latency_ms)
     return 0
 
 

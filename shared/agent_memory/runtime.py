@@ -228,6 +228,20 @@ class Runtime:
                 cache[name] = MeteredLanguageModel(build_language_model(self.settings, name))
             return cache[name]
 
+    def warm_up(self) -> None:
+        """Build now what the first chat or write would otherwise build: the configured language
+        models' clients (``import openai`` alone is 0.4-0.6 s) and the services on the chat path.
+        Opens no connection and calls no model; a model that cannot be built is left for its
+        first call to report, as before."""
+        from agent_memory.kernel.errors import ConfigurationError
+
+        for ref in dict.fromkeys((self.settings.models.response, self.settings.models.extraction)):
+            try:
+                self.language_model(ref)
+            except (ConfigurationError, ImportError):
+                pass
+        _ = self.chat, self.facts
+
     @staticmethod
     def count(metric: str, value: float = 1) -> None:
         """Add to an invocation metric (``observability``; nothing outside Lambda)."""

@@ -108,3 +108,23 @@ def test_the_graph_persists_and_writes_after_it_are_found(indexes):
     reopened.delete("c", ["new"])
     assert "new" not in {h.unit.id for h in reopened.search("q7", flt, k=10, mode="vector")}
     reopened.close()
+
+
+def test_a_reloaded_graph_finds_rewritten_units_by_fingerprint(indexes):
+    """A graph saved with its vectors' fingerprints is checked against the view without reading
+    its vectors back: exactly the units rewritten since it was saved are forgotten."""
+    approx, _, emb, tmp_path = indexes
+    flt = SearchFilter(context_id="c", admin=True)
+    approx.search("q1", flt, k=10, mode="vector")
+    approx.close()
+    assert os.path.exists(approx._graph_path("c") + ".prints.npy")  # noqa: SLF001
+    reopened = EmbeddedSearchIndex(tmp_path / "ann.sqlite", emb, ann_min_rows=1000, ann_exact_below=100)
+    emb.extra["moved"] = emb.queries[11]
+    reopened.upsert([SearchUnit(id=f"u{i}", context_id="c", kind="turn", text="moved", revision=2) for i in (11, 12)])
+    reopened.search("q11", flt, k=1, mode="vector")
+    view = reopened._views["c"]  # noqa: SLF001
+    graph = view.ann
+    assert graph.prints is not None
+    forgotten = {view.ids[r] for r in range(view.n)} - {view.ids[r] for r in graph.rows[graph.rows >= 0]}
+    assert forgotten == {"u11", "u12"}
+    reopened.close()

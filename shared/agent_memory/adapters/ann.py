@@ -25,6 +25,7 @@ session) is answered exactly over the visible rows, which is both fast and exact
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 
@@ -51,7 +52,7 @@ def available() -> bool:
 class AnnGraph:
     """One context's HNSW graph over unit vectors (faiss ``IndexHNSWFlat``, inner product)."""
 
-    def __init__(self, dim: int, index=None, pks: np.ndarray | None = None):
+    def __init__(self, dim: int, index=None, pks: np.ndarray | None = None, prints: np.ndarray | None = None):
         import faiss
 
         self._faiss = faiss
@@ -61,6 +62,9 @@ class AnnGraph:
         self.index = index
         self.pks = np.zeros(0, dtype=np.int64) if pks is None else pks.astype(np.int64)
         self.rows = np.full(self.pks.size, -1, dtype=np.int64)  # graph id -> view row (-1: none)
+        # graph id -> ``fingerprints`` of its vector, so a reload finds rewritten units without
+        # reading every vector back out of the graph (None: a graph saved without them)
+        self.prints = prints
 
     @property
     def size(self) -> int:
@@ -70,7 +74,11 @@ class AnnGraph:
         """Insert vectors (unit keys ``pks``, view rows ``rows``) as new graph ids."""
         if len(vectors) == 0:
             return
-        self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if self.prints is not None or self.size == 0:
+            before = self.prints if self.prints is not None else np.zeros(0, dtype=np.uint64)
+            self.prints = np.concatenate([before, fingerprints(vectors, np.arange(len(vectors)))])
+        self.index.add(vectors)
         self.pks = np.concatenate([self.pks, pks.astype(np.int64)])
         self.rows = np.concatenate([self.rows, rows.astype(np.int64)])
 
@@ -100,11 +108,18 @@ class AnnGraph:
         if len(rows) and self.rows.size:
             self.rows[np.isin(self.rows, np.asarray(rows, dtype=np.int64))] = -1
 
-    def forget_changed(self, matrix: np.ndarray) -> None:
+    def forget_changed(self, matrix: np.ndarray, prints: np.ndarray | None = None) -> None:
         """Forget graph ids whose stored vector is no longer their row's vector in ``matrix``
-        (the unit was rewritten after the graph was saved)."""
+        (the unit was rewritten after the graph was saved); ``prints`` are the rows' vector
+        fingerprints when the caller keeps them."""
         live = np.flatnonzero(self.rows >= 0)
         if live.size == 0:
+            return
+        if self.prints is not None:
+            rows = self.rows[live]
+            now = prints[rows] if prints is not None else fingerprints(matrix, rows)
+            changed = now != self.prints[live]
+            self.rows[live[changed]] = -1
             return
         stored = self.index.reconstruct_n(0, self.size)[live]
         changed = np.any(stored != matrix[self.rows[live]], axis=1)
@@ -123,6 +138,12 @@ class AnnGraph:
         tmp = path + ".tmp"
         self._faiss.write_index(self.index, tmp)
         np.save(tmp + ".pks.npy", self.pks)
+        if self.prints is not None:
+            np.save(tmp + ".prints.npy", self.prints)
+            os.replace(tmp + ".prints.npy", path + ".prints.npy")
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path + ".prints.npy")
         os.replace(tmp + ".pks.npy", path + ".pks.npy")
         os.replace(tmp, path)
 
@@ -137,4 +158,23 @@ class AnnGraph:
         pks = np.load(path + ".pks.npy")
         if index.d != dim or index.ntotal != pks.size:
             return None
-        return cls(dim, index, pks)
+        prints = None
+        if os.path.exists(path + ".prints.npy"):
+            prints = np.load(path + ".prints.npy")
+            prints = prints if prints.shape == pks.shape and prints.dtype == np.uint64 else None
+        return cls(dim, index, pks, prints)
+
+
+def fingerprints(matrix: np.ndarray, rows: np.ndarray, chunk: int = 8192) -> np.ndarray:
+    """A 64-bit fingerprint of each of ``matrix[rows]``: the vector's bits as integers times
+    fixed odd multipliers, summed with wrap-around. Exact integer arithmetic, so the same
+    vector always gives the same value (a float checksum may not: summation order varies)."""
+    dim = matrix.shape[1]
+    mult = np.random.default_rng(dim).integers(1, 2**32, size=dim, dtype=np.uint64) | np.uint64(1)
+    mult32 = mult.astype(np.uint32)
+    out = np.empty(rows.size, dtype=np.uint64)
+    for start in range(0, rows.size, chunk):
+        bits = np.ascontiguousarray(matrix[rows[start:start + chunk]], dtype=np.float32).view(np.uint32)
+        with np.errstate(over="ignore"):
+            out[start:start + chunk] = (bits * mult32).sum(axis=1, dtype=np.uint64)
+    return out

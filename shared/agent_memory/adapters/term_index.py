@@ -62,19 +62,32 @@ class Tokenizer:
 
 
 class TermIndex:
-    """Postings of one context view's rows (row numbers are the view's)."""
+    """Postings of one context view's rows (row numbers are the view's).
+
+    Postings come in two parts. The *base* is what a persisted view loaded
+    (``adapters.view_snapshots``): compressed-row arrays (per term, a slice of rows and term
+    frequencies) that load without building a Python object per posting; a base row that is
+    removed or rewritten is masked out, never edited. Rows set since (and every row of a view
+    built from SQLite) are dictionaries, cheap to change one row at a time. ``state`` merges
+    both into the base form for the next snapshot.
+    """
 
     def __init__(self) -> None:
         self.postings: dict[str, dict[int, int]] = {}
         self.row_terms: dict[int, dict[str, int]] = {}
         self.length = np.zeros(64, dtype=np.float64)
         self.total_length = 0
+        self.rows = 0  # rows indexed, base and set
+        self._base_terms: dict[str, tuple[int, int]] = {}  # term -> its slice of the base arrays
+        self._base_rows = np.zeros(0, dtype=np.int64)
+        self._base_tf = np.zeros(0, dtype=np.float64)
+        self._base_live = np.zeros(0, dtype=bool)  # by row: indexed by the base and not removed since
         # term -> (rows, term frequencies) as arrays, built when a query first needs them and
         # dropped whenever a row with that term is set or removed
         self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def __len__(self) -> int:
-        return len(self.row_terms)
+        return self.rows
 
     def set(self, row: int, counts: dict[str, int], length: int) -> None:
         self.remove(row)
@@ -85,29 +98,107 @@ class TermIndex:
         self.row_terms[row] = counts
         self.length[row] = length
         self.total_length += length
+        self.rows += 1
         arrays = self._arrays
         for term, tf in counts.items():
             self.postings.setdefault(term, {})[row] = tf
             arrays.pop(term, None)
 
     def remove(self, row: int) -> None:
-        counts = self.row_terms.pop(row, None)
-        if counts is None:
-            return
+        if row < self._base_live.size and self._base_live[row]:
+            self._base_live[row] = False
+            self._arrays.clear()  # the row may be in any cached term's arrays
+        else:
+            counts = self.row_terms.pop(row, None)
+            if counts is None:
+                return
+            for term in counts:
+                self._arrays.pop(term, None)
+                post = self.postings.get(term)
+                if post is not None:
+                    post.pop(row, None)
+                    if not post:
+                        del self.postings[term]
         self.total_length -= int(self.length[row])
         self.length[row] = 0
-        for term in counts:
-            self._arrays.pop(term, None)
-            post = self.postings.get(term)
-            if post is not None:
-                post.pop(row, None)
-                if not post:
-                    del self.postings[term]
+        self.rows -= 1
+
+    def counts(self, row: int) -> dict[str, int]:
+        """The term counts of ``row`` (slow for a base row: for checks, not queries)."""
+        if row in self.row_terms:
+            return self.row_terms[row]
+        if row >= self._base_live.size or not self._base_live[row]:
+            return {}
+        out = {}
+        for term, (start, end) in self._base_terms.items():
+            hit = np.flatnonzero(self._base_rows[start:end] == row)
+            if hit.size:
+                out[term] = int(self._base_tf[start + hit[0]])
+        return out
+
+    def _term_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        arrays = self._arrays.get(term)
+        if arrays is not None:
+            return arrays
+        rows, tf = [], []
+        span = self._base_terms.get(term)
+        if span is not None:
+            base_rows = self._base_rows[span[0]:span[1]]
+            keep = self._base_live[base_rows]
+            rows.append(base_rows[keep])
+            tf.append(self._base_tf[span[0]:span[1]][keep])
+        post = self.postings.get(term)
+        if post:
+            rows.append(np.fromiter(post.keys(), dtype=np.int64, count=len(post)))
+            tf.append(np.fromiter(post.values(), dtype=np.float64, count=len(post)))
+        arrays = self._arrays[term] = ((np.concatenate(rows), np.concatenate(tf)) if rows
+                                       else (np.zeros(0, dtype=np.int64), np.zeros(0)))
+        return arrays
+
+    def state(self) -> tuple[dict[str, object], dict[str, np.ndarray]]:
+        """``(objects, arrays)`` that ``restored`` takes: every posting in the base form."""
+        terms = sorted(self._base_terms.keys() | self.postings.keys())
+        rows: list[np.ndarray] = []
+        tf: list[np.ndarray] = []
+        offsets = np.zeros(len(terms) + 1, dtype=np.int64)
+        for i, term in enumerate(terms):
+            term_rows, term_tf = self._term_arrays(term)
+            rows.append(term_rows)
+            tf.append(term_tf)
+            offsets[i + 1] = offsets[i] + term_rows.size
+        indexed = np.zeros(self.length.size, dtype=bool)
+        indexed[: self._base_live.size] = self._base_live
+        indexed[np.fromiter(self.row_terms.keys(), dtype=np.int64, count=len(self.row_terms))] = True
+        arrays = {"t_rows": np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64),
+                  "t_tf": np.concatenate(tf) if tf else np.zeros(0), "t_offsets": offsets,
+                  "t_length": self.length, "t_indexed": indexed}
+        return {"terms": terms, "total_length": self.total_length}, arrays
+
+    @classmethod
+    def restored(cls, objects: dict[str, object], arrays: dict[str, np.ndarray]) -> TermIndex:
+        fresh = cls()
+        terms = objects["terms"]
+        offsets = arrays["t_offsets"].tolist()
+        fresh._base_terms = dict(zip(terms, zip(offsets[:-1], offsets[1:], strict=True), strict=True))  # type: ignore[arg-type]
+        fresh._base_rows, fresh._base_tf = arrays["t_rows"], arrays["t_tf"]
+        fresh._base_live = arrays["t_indexed"].copy()
+        fresh.length = arrays["t_length"]
+        fresh.total_length = int(objects["total_length"])  # type: ignore[call-overload]
+        fresh.rows = int(np.count_nonzero(fresh._base_live))
+        return fresh
 
     def renumber(self, new_row_of_old: dict[int, int]) -> TermIndex:
-        """The same postings under new row numbers (after the view compacts)."""
+        """The same postings under new row numbers (after the view compacts; the base is
+        turned into per-row dictionaries here, as compaction is rare)."""
         fresh = TermIndex()
-        for old, counts in self.row_terms.items():
+        every: dict[int, dict[str, int]] = {int(r): {} for r in np.flatnonzero(self._base_live)}
+        for term, (start, end) in self._base_terms.items():
+            for r, tf in zip(self._base_rows[start:end].tolist(), self._base_tf[start:end].tolist(), strict=True):
+                counts = every.get(r)
+                if counts is not None:
+                    counts[term] = int(tf)
+        every.update(self.row_terms)
+        for old, counts in every.items():
             new = new_row_of_old.get(old)
             if new is not None:
                 fresh.set(new, counts, int(self.length[old]))
@@ -116,7 +207,7 @@ class TermIndex:
     def scores(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, negated bm25)`` of every row matching any of ``terms`` (a term listed
         twice counts twice, as two phrases do in FTS5)."""
-        n = len(self.row_terms)
+        n = self.rows
         if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         # FTS5 measures a row's length over all its columns: the text plus its context token.
@@ -126,19 +217,15 @@ class TermIndex:
         summed = np.zeros(self.length.size)
         hit = np.zeros(self.length.size, dtype=bool)
         for term in terms:
-            post = self.postings.get(term)
-            if not post:
+            rows, tf = self._term_arrays(term)
+            df = rows.size
+            if not df:
                 continue
-            df = len(post)
             idf = math.log((n - df + 0.5) / (df + 0.5))
             idf = idf if idf > 0 else 1e-6
-            arrays = self._arrays.get(term)
-            if arrays is None:
-                arrays = self._arrays[term] = (np.fromiter(post.keys(), dtype=np.int64, count=df),
-                                               np.fromiter(post.values(), dtype=np.float64, count=df))
-            rows, tf = arrays
             norm = K1 * (1 - B + B * (self.length[rows] + 1.0) / average)
             summed[rows] += idf * tf * (K1 + 1) / (tf + norm)
             hit[rows] = True
         matched = np.flatnonzero(hit)
         return matched, -summed[matched]
+

@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
             if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         print(f"agent-memory: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 2
+    # The first chat after a start costs what later ones do: the model clients' imports are
+    # paid here, beside the server's own start, not inside the first request.
+    runtime.warm_up()
     logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s; API keys %s: %s)",
                                            args.host, server.server_port, settings.describe(), settings.data_dir,
                                            "required" if keys_required else "not required", why)
