@@ -94,6 +94,16 @@ def rfc3339(value: str | None) -> str | None:
                          "(UTC)") from exc
 
 
+def session_id(value: str | None) -> str | None:
+    """Validator body: a session id a write names (kept as given; a new one is created with it)."""
+    from agent_memory.kernel.ids import id_problem
+
+    problem = id_problem("sessionId", value) if value is not None else None
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 class CreateSessionRequest(ScopedRequest):
     # The caller's own description of the session (the Spectron client's ``metadata``): a flat
     # map of scalars, checked as a thread turn's (``models.threads.check_metadata``) and returned.
@@ -130,6 +140,7 @@ class WriteFactsRequest(ScopedRequest):
     speaker: Speaker | None = None
 
     _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
+    _session = field_validator("session_id")(classmethod(lambda cls, v: session_id(v)))
 
 
 class BatchMessage(RequestModel):
@@ -148,6 +159,8 @@ class WriteFactsBatchRequest(ScopedRequest):
     session_id: str | None = both("session_id", "sessionId")
     memory_category: Category | None = both("memory_category", "memoryCategory")
 
+    _session = field_validator("session_id")(classmethod(lambda cls, v: session_id(v)))
+
 
 class ChatRequest(ScopedRequest):
     """ChatRequestJson (spec: chat-endpoint-openapi.md)."""
@@ -159,6 +172,8 @@ class ChatRequest(ScopedRequest):
     bypass_cache: bool = Field(default=False, validation_alias=AliasChoices("bypassCache", "bypass_cache"))
     suppress_markers: bool = Field(default=False,
                                    validation_alias=AliasChoices("suppressMarkers", "suppress_markers"))
+
+    _session = field_validator("session_id")(classmethod(lambda cls, v: session_id(v)))
 
 
 # --- administration (/keys, /principals, /scopes) -------------------------------------------

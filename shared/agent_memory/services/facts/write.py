@@ -157,7 +157,7 @@ class FactsService:
         elif req.triples:
             raise Unprocessable("triples are only accepted with infer: triples", field="triples")
         sessions = self._sessions
-        session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        session, new_session = sessions.open_for_write(ctx, req.session_id, req.scopes, req.labels)
         scopes = _turn_scopes(req.scopes, session, req.session_id)
         speaker = speaker_record(req.speaker)
         reads = self.repo.partition_reads()  # the speaker's partition: read once for prompt and plan
@@ -168,7 +168,7 @@ class FactsService:
             result = self._reconcile_only(ctx, pending, session.id, scopes, req.labels)
             return WriteOutcome("preview", req.session_id, None, result)
         turn_ids, results = self.commit_turns(ctx, session, [pending], scopes, req.labels, reads=reads,
-                                              new_session=req.session_id is None)
+                                              new_session=new_session)
         return WriteOutcome(req.infer, session.id, turn_ids[0], results[0])
 
     def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> BatchWriteOutcome:
@@ -177,7 +177,7 @@ class FactsService:
         if req.infer == "triples":
             raise Unprocessable("infer: triples is not available for batches; use POST /facts", field="infer")
         sessions = self._sessions
-        session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        session, new_session = sessions.open_for_write(ctx, req.session_id, req.scopes, req.labels)
         scopes = _turn_scopes(req.scopes, session, req.session_id)
         extract = req.infer in ("full", "preview")
         pending: list[PendingTurn] = []
@@ -204,8 +204,8 @@ class FactsService:
         # the turns between them (no facts) commit together, as many as one transaction holds.
         turn_ids: list[str] = []
         results: list[ExtractionResult | None] = []
-        for group in plan_turn_transactions(ctx, session, pending, scopes, req.labels):
-            ids, res = self.commit_turns(ctx, session, group, scopes, req.labels)
+        for i, group in enumerate(plan_turn_transactions(ctx, session, pending, scopes, req.labels)):
+            ids, res = self.commit_turns(ctx, session, group, scopes, req.labels, new_session=new_session and i == 0)
             turn_ids += ids
             results += res
         return BatchWriteOutcome(session.id, turn_ids, results)

@@ -215,8 +215,7 @@ class ChatService:
         if req.model and not self._models.is_allowed(req.model):
             raise InvalidRequest(f"model {req.model!r} is not in models.allowed", field="model")
         scopes = ctx.write_scopes(req.scopes)
-        session = self._sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
-        is_new = req.session_id is None
+        session, is_new = self._sessions.open_for_write(ctx, req.session_id, scopes, req.labels)
         if not is_new:
             # The turns take the session's scopes: they must lie inside the write region too.
             grants.check_writable(session.scopes or [], ctx.write_region, "session")
