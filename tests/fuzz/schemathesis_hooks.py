@@ -75,7 +75,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     # the recall filters' cross-field rules (docs/http-api.md "Recall filters")
     r"asOf and atInstant both name the instant to read at and differ",
     r"validFrom: must be before validUntil",
-    r"scopeView: needs a lens to view",
+    r"scopeView: \w+ needs a lens to view",
     r"lens paths name scopes: no '\*' segments",
     r"location\.within: ",  # a WKT polygon's grammar and ring rules
     # GET /inspect: a reference's type from the closed vocabulary, its names and keys normalised

@@ -3331,7 +3331,7 @@ export interface components {
         Partition: string;
         /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
         OnBehalfOf: string;
-        /** @description Rows per table (above 500 is a 400). */
+        /** @description Rows per table (above 500 is capped at 500). */
         StateLimit: number;
         /** @description true adds page.totalSize (counts the whole filtered collection). */
         Count: boolean;
@@ -4683,7 +4683,7 @@ export interface operations {
     getState: {
         parameters: {
             query?: {
-                /** @description Rows per table (above 500 is a 400). */
+                /** @description Rows per table (above 500 is capped at 500). */
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {
@@ -4717,7 +4717,7 @@ export interface operations {
     getProfile: {
         parameters: {
             query?: {
-                /** @description Rows per table (above 500 is a 400). */
+                /** @description Rows per table (above 500 is capped at 500). */
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {
