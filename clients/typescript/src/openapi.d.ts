@@ -3063,20 +3063,26 @@ export interface components {
             valid_from?: string;
             /** Format: date-time */
             valid_until?: string;
-            memory_category?: components["schemas"]["MemoryCategory"];
+            memory_category?: components["schemas"]["WriteCategory"];
             /** Format: date-time */
             occurredAt?: string;
             /** Format: date-time */
             validFrom?: string;
             /** Format: date-time */
             validUntil?: string;
-            memoryCategory?: components["schemas"]["MemoryCategory"];
+            memoryCategory?: components["schemas"]["WriteCategory"];
         };
         /** @enum {string} */
         MemoryCategory: "identity" | "knowledge" | "context";
+        /**
+         * @description A write's memory category: identity, knowledge or context, or another memory system's name for one, filed as the nearest (docs/http-api.md "Categories"; case, '-' and spaces do not matter). Any other word is a 400.
+         * @enum {string}
+         */
+        WriteCategory: "identity" | "knowledge" | "context" | "biographical" | "conversation" | "episode" | "episodic" | "event" | "events" | "fact" | "facts" | "general" | "long_term" | "longterm" | "persona" | "personal" | "preference" | "preferences" | "procedural" | "profile" | "semantic" | "session" | "short_term" | "shortterm" | "situational" | "skill" | "skills" | "task" | "user" | "working";
+        /** @description text is required, except with triples: then it may be left out (the stored turn states the triples), and triples without infer are written with infer triples. */
         WriteFactsRequest: {
             /** @description At most 64 KiB (413 above). */
-            text: string;
+            text?: string;
             /**
              * @default full
              * @enum {string}
@@ -3089,8 +3095,8 @@ export interface components {
             sessionId?: string;
             scopes?: components["schemas"]["Scopes"];
             labels?: string[];
-            memory_category?: components["schemas"]["MemoryCategory"];
-            memoryCategory?: components["schemas"]["MemoryCategory"];
+            memory_category?: components["schemas"]["WriteCategory"];
+            memoryCategory?: components["schemas"]["WriteCategory"];
             /**
              * @default user
              * @enum {string}
@@ -3138,13 +3144,15 @@ export interface components {
             sessionId?: string;
             scopes?: components["schemas"]["Scopes"];
             labels?: string[];
-            memory_category?: components["schemas"]["MemoryCategory"];
-            memoryCategory?: components["schemas"]["MemoryCategory"];
+            memory_category?: components["schemas"]["WriteCategory"];
+            memoryCategory?: components["schemas"]["WriteCategory"];
         };
         WriteFactsBatchResponse: {
             sessionId: string | null;
             turnIds: string[];
             extractions: (components["schemas"]["ExtractionResultJson"] | null)[];
+            /** @description The write's memory_category as applied (a synonym filed as ours); null when it named none. */
+            memoryCategory?: components["schemas"]["MemoryCategory"] | null;
         };
         WriteFactsResponse: {
             /** @enum {string} */
@@ -3153,6 +3161,8 @@ export interface components {
             sessionId: string | null;
             turnId: string | null;
             extraction: components["schemas"]["ExtractionResultJson"] | null;
+            /** @description The write's memory_category as applied (a synonym filed as ours); null when it named none. */
+            memoryCategory?: components["schemas"]["MemoryCategory"] | null;
         };
         ExtractionResultJson: {
             turnId: string;

@@ -281,12 +281,14 @@ class WriteFactsResponse(WireModel):
     session_id: str | None
     turn_id: str | None
     extraction: ExtractionResult | None
+    memory_category: Category | None = None  # the write's category as applied
 
 
 class WriteFactsBatchResponse(WireModel):
     session_id: str | None
     turn_ids: list[str]
     extractions: list[ExtractionResult | None]
+    memory_category: Category | None = None
 
 
 class Citation(WireModel):

@@ -150,12 +150,13 @@ def extraction(result: ExtractionResult | None) -> dict[str, Any] | None:
 
 
 def write(o: WriteOutcome) -> dict[str, Any]:
-    return {"mode": o.mode, "sessionId": o.session_id, "turnId": o.turn_id, "extraction": extraction(o.extraction)}
+    return {"mode": o.mode, "sessionId": o.session_id, "turnId": o.turn_id, "extraction": extraction(o.extraction),
+            "memoryCategory": o.memory_category}
 
 
 def write_batch(o: BatchWriteOutcome) -> dict[str, Any]:
     return {"sessionId": o.session_id, "turnIds": list(o.turn_ids),
-            "extractions": [extraction(e) for e in o.extractions]}
+            "extractions": [extraction(e) for e in o.extractions], "memoryCategory": o.memory_category}
 
 
 def forget(o: ForgetOutcome) -> dict[str, Any]:
