@@ -917,7 +917,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description One attribute's supersession chain, oldest to newest (by validFrom). */
+        /** @description One attribute's versions in the order they were stated, the current value last, each with its window (a value stated late about an earlier time sits where it was said; a retracted one is marked). */
         get: operations["getAttributeHistory"];
         put?: never;
         post?: never;
@@ -2033,6 +2033,8 @@ export interface components {
             labels?: string[];
             /** @description The scopes the write that stated it carried (empty: unscoped). A value supersedes only a value of the same scope, so values written under different scopes are current side by side. */
             scopes?: components["schemas"]["CanonicalScopes"];
+            /** @description true when a later statement that backdated its start covered this value's whole window: it never held (validFrom equals validUntil) and no asOf read returns it. */
+            retracted?: boolean;
         };
         MemoryRelation: {
             id: string;

@@ -122,6 +122,9 @@ class MemoryAttribute(WireModel):
     #: The DNF scopes the stating write carried ([] unscoped): values of one single-valued key
     #: written under different scopes are current side by side (each supersedes only its own).
     scopes: list[list[str]] = Field(default_factory=list)
+    #: A later statement that backdated its start covered this value's whole window: it never
+    #: held (validFrom == validUntil) and no asOf read returns it.
+    retracted: bool = False
 
 
 class MemoryRelation(WireModel):

@@ -44,7 +44,7 @@ def attribute_wire(a: Attribute) -> dict[str, Any]:
                                 importance=a.importance, valid_from=a.valid_from, valid_until=a.valid_until,
                                 supersedes=a.supersedes, superseded_by=a.superseded_by, source=_source(a.source),
                                 created_at=a.created_at, labels=list(a.labels),
-                                scopes=[list(c) for c in a.scopes]).to_wire()
+                                scopes=[list(c) for c in a.scopes], retracted=a.retracted).to_wire()
 
 
 def relation_wire(r: Relation) -> dict[str, Any]:

@@ -283,7 +283,7 @@ class _Planner:
             confidence=claim.confidence, valid_from=timeutil.iso(claim.valid_from),
             valid_until=timeutil.iso(claim.valid_until) if claim.valid_until else None,
             source=dataclasses.replace(w.source), scopes=[list(c) for c in w.scopes], labels=list(w.labels),
-            created_at=w.now, created_by=w.created_by, last_seen_at=w.now,
+            created_at=w.now, created_by=w.created_by, last_seen_at=w.now, said_at=timeutil.iso(w.observed),
         )
         if claim.kind == "attribute":
             row: Fact = Attribute(id=new_id("attr"), entity_id=claim.entity_id, key=claim.key, value=claim.value,
