@@ -1821,7 +1821,7 @@ export interface components {
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
             lens?: string[][];
             /**
-             * @description How the lens is read (needs a lens). strict - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read. Also scope_view.
+             * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
              * @enum {string}
              */
@@ -1928,7 +1928,7 @@ export interface components {
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
             lens?: string[][];
             /**
-             * @description How the lens is read (needs a lens). strict - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read. Also scope_view.
+             * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
              * @enum {string}
              */
