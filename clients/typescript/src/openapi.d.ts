@@ -2670,7 +2670,7 @@ export interface components {
         ChatRequestJson: {
             /** @description At most 32 KiB (413 above). */
             message: string;
-            /** @description Absent = a new session is created. */
+            /** @description Absent = a new session is created; an id that names no session creates it under that id. */
             sessionId?: string | null;
             session_id?: string | null;
             scopes?: components["schemas"]["Scopes"];
@@ -3092,7 +3092,7 @@ export interface components {
             infer: "full" | "triples" | "preview" | "none";
             /** @description At most 16 per request (one write is one transaction). */
             triples?: components["schemas"]["Triple"][];
-            /** @description Also accepted as sessionId. Absent = a new session. */
+            /** @description Also accepted as sessionId. Absent = a new session; an id that names no session creates it under that id (1 to 256 bytes of UTF-8, no control characters). */
             session_id?: string;
             sessionId?: string;
             scopes?: components["schemas"]["Scopes"];
