@@ -12,21 +12,21 @@ from agent_memory.runtime import get_runtime
 app = http.make_resolver()
 
 STATE_LIMIT_DEFAULT = 100
-STATE_LIMIT_MAX = 500
+STATE_LIMIT_MAX = 500  # a larger limit is capped to this, as the spec says (never a 400)
 AUDIT_KINDS = ("decision", "retrieval", "response")  # the Spectron client's row kinds
 
 
 @app.get("/api/v1/<context_id>/state")
 def get_state(context_id: str):
     ctx = http.context(app, context_id)
-    limit = http.query_int(app, "limit", STATE_LIMIT_DEFAULT, maximum=STATE_LIMIT_MAX)
+    limit = min(http.query_int(app, "limit", STATE_LIMIT_DEFAULT), STATE_LIMIT_MAX)
     return facts.state(get_runtime().state.state(ctx, limit))
 
 
 @app.get("/api/v1/<context_id>/profile")
 def get_profile(context_id: str):
     ctx = http.context(app, context_id)
-    limit = http.query_int(app, "limit", STATE_LIMIT_DEFAULT, maximum=STATE_LIMIT_MAX)
+    limit = min(http.query_int(app, "limit", STATE_LIMIT_DEFAULT), STATE_LIMIT_MAX)
     return facts.profile(get_runtime().state.profile(ctx, limit))
 
 

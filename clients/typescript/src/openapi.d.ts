@@ -917,7 +917,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description One attribute's supersession chain, oldest to newest (by validFrom). */
+        /** @description One attribute's versions in the order they were stated, the current value last, each with its window (a value stated late about an earlier time sits where it was said; a retracted one is marked). */
         get: operations["getAttributeHistory"];
         put?: never;
         post?: never;
@@ -1821,7 +1821,7 @@ export interface components {
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
             lens?: string[][];
             /**
-             * @description How the lens is read (needs a lens). strict - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read. Also scope_view.
+             * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
              * @enum {string}
              */
@@ -1928,7 +1928,7 @@ export interface components {
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
             lens?: string[][];
             /**
-             * @description How the lens is read (needs a lens). strict - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read. Also scope_view.
+             * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
              * @enum {string}
              */
@@ -2033,6 +2033,8 @@ export interface components {
             labels?: string[];
             /** @description The scopes the write that stated it carried (empty: unscoped). A value supersedes only a value of the same scope, so values written under different scopes are current side by side. */
             scopes?: components["schemas"]["CanonicalScopes"];
+            /** @description true when a later statement that backdated its start covered this value's whole window: it never held (validFrom equals validUntil) and no asOf read returns it. */
+            retracted?: boolean;
         };
         MemoryRelation: {
             id: string;
@@ -2668,7 +2670,7 @@ export interface components {
         ChatRequestJson: {
             /** @description At most 32 KiB (413 above). */
             message: string;
-            /** @description Absent = a new session is created. */
+            /** @description Absent = a new session is created; an id that names no session creates it under that id. */
             sessionId?: string | null;
             session_id?: string | null;
             scopes?: components["schemas"]["Scopes"];
@@ -3063,20 +3065,26 @@ export interface components {
             valid_from?: string;
             /** Format: date-time */
             valid_until?: string;
-            memory_category?: components["schemas"]["MemoryCategory"];
+            memory_category?: components["schemas"]["WriteCategory"];
             /** Format: date-time */
             occurredAt?: string;
             /** Format: date-time */
             validFrom?: string;
             /** Format: date-time */
             validUntil?: string;
-            memoryCategory?: components["schemas"]["MemoryCategory"];
+            memoryCategory?: components["schemas"]["WriteCategory"];
         };
         /** @enum {string} */
         MemoryCategory: "identity" | "knowledge" | "context";
+        /**
+         * @description A write's memory category: identity, knowledge or context, or another memory system's name for one, filed as the nearest (docs/http-api.md "Categories"; case, '-' and spaces do not matter). Any other word is a 400.
+         * @enum {string}
+         */
+        WriteCategory: "identity" | "knowledge" | "context" | "biographical" | "conversation" | "episode" | "episodic" | "event" | "events" | "fact" | "facts" | "general" | "long_term" | "longterm" | "persona" | "personal" | "preference" | "preferences" | "procedural" | "profile" | "semantic" | "session" | "short_term" | "shortterm" | "situational" | "skill" | "skills" | "task" | "user" | "working";
+        /** @description text is required, except with triples: then it may be left out (the stored turn states the triples), and triples without infer are written with infer triples. */
         WriteFactsRequest: {
             /** @description At most 64 KiB (413 above). */
-            text: string;
+            text?: string;
             /**
              * @default full
              * @enum {string}
@@ -3084,13 +3092,13 @@ export interface components {
             infer: "full" | "triples" | "preview" | "none";
             /** @description At most 16 per request (one write is one transaction). */
             triples?: components["schemas"]["Triple"][];
-            /** @description Also accepted as sessionId. Absent = a new session. */
+            /** @description Also accepted as sessionId. Absent = a new session; an id that names no session creates it under that id (1 to 256 bytes of UTF-8, no control characters). */
             session_id?: string;
             sessionId?: string;
             scopes?: components["schemas"]["Scopes"];
             labels?: string[];
-            memory_category?: components["schemas"]["MemoryCategory"];
-            memoryCategory?: components["schemas"]["MemoryCategory"];
+            memory_category?: components["schemas"]["WriteCategory"];
+            memoryCategory?: components["schemas"]["WriteCategory"];
             /**
              * @default user
              * @enum {string}
@@ -3138,13 +3146,15 @@ export interface components {
             sessionId?: string;
             scopes?: components["schemas"]["Scopes"];
             labels?: string[];
-            memory_category?: components["schemas"]["MemoryCategory"];
-            memoryCategory?: components["schemas"]["MemoryCategory"];
+            memory_category?: components["schemas"]["WriteCategory"];
+            memoryCategory?: components["schemas"]["WriteCategory"];
         };
         WriteFactsBatchResponse: {
             sessionId: string | null;
             turnIds: string[];
             extractions: (components["schemas"]["ExtractionResultJson"] | null)[];
+            /** @description The write's memory_category as applied (a synonym filed as ours); null when it named none. */
+            memoryCategory?: components["schemas"]["MemoryCategory"] | null;
         };
         WriteFactsResponse: {
             /** @enum {string} */
@@ -3153,6 +3163,8 @@ export interface components {
             sessionId: string | null;
             turnId: string | null;
             extraction: components["schemas"]["ExtractionResultJson"] | null;
+            /** @description The write's memory_category as applied (a synonym filed as ours); null when it named none. */
+            memoryCategory?: components["schemas"]["MemoryCategory"] | null;
         };
         ExtractionResultJson: {
             turnId: string;
@@ -3331,7 +3343,7 @@ export interface components {
         Partition: string;
         /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
         OnBehalfOf: string;
-        /** @description Rows per table (above 500 is a 400). */
+        /** @description Rows per table (above 500 is capped at 500). */
         StateLimit: number;
         /** @description true adds page.totalSize (counts the whole filtered collection). */
         Count: boolean;
@@ -4683,7 +4695,7 @@ export interface operations {
     getState: {
         parameters: {
             query?: {
-                /** @description Rows per table (above 500 is a 400). */
+                /** @description Rows per table (above 500 is capped at 500). */
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {
@@ -4717,7 +4729,7 @@ export interface operations {
     getProfile: {
         parameters: {
             query?: {
-                /** @description Rows per table (above 500 is a 400). */
+                /** @description Rows per table (above 500 is capped at 500). */
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {

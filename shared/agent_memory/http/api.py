@@ -355,6 +355,14 @@ def check_path_ids(route_args: dict[str, Any]) -> None:
             raise InvalidRequest(problem, field=name)
 
 
+def path_id(raw: str) -> str:
+    """An id a route's path names, as the client meant it: the route matches the raw path, so
+    a caller-named session ``sess:abc`` arrives percent-encoded (``sess%3Aabc``)."""
+    from urllib.parse import unquote
+
+    return unquote(raw)
+
+
 def make_resolver() -> APIGatewayHttpResolver:
     app = ThreadSafeHttpResolver()
     # The request deadline and in-flight slot cover the caller's resolution too.
