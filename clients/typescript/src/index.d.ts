@@ -181,6 +181,8 @@ export declare class AgentMemory {
   readonly principals: Principals;
   readonly scopes: Scopes;
 
+  /** The URL an MCP host registers for this context (streamable HTTP, with this key). */
+  mcpUrl(): string;
   health(options?: CallOptions): Promise<S["Health"]>;
   contexts(options?: PageOptions): Paginator<S["ContextInfo"]>;
 

@@ -91,7 +91,9 @@ export const OPERATIONS = Object.freeze({
 });
 
 /** Operations deliberately without a client method, each with its reason. */
-export const OMITTED = Object.freeze({});
+export const OMITTED = Object.freeze({
+  mcp: "an MCP host speaks JSON-RPC to it with its own MCP client; mcpUrl() gives the URL to register",
+});
 
 /** The request path of an operation, its `{placeholders}` filled in and escaped. */
 export function operationPath(operationId, params) {

@@ -93,6 +93,14 @@ def bytes_response(data: bytes, content_type: str, headers: dict[str, str] | Non
     return Response(status_code=200, content_type=content_type, body=data, headers=headers)
 
 
+def raw_response(status: int, headers: dict[str, str], body: bytes) -> Response:
+    """A response another layer produced whole (the MCP transport's): status, headers, text body."""
+    headers = dict(headers)
+    content_type = headers.pop("content-type", None) or "application/json"
+    return Response(status_code=status, content_type=content_type, body=body.decode("utf-8"),
+                    headers=headers or None)
+
+
 def redirect_response(location: str, status: int = 303) -> Response:
     return Response(status_code=status, content_type="application/json", body="",
                     headers={"Location": location, "Cache-Control": "no-store"})

@@ -186,7 +186,11 @@ class LocalGateway:
         event = build_event(route, method, parts.path, parts.query, headers, body, params, source_ip)
         del body  # the event holds the body now; one copy per request, not two
         handler = self.handlers.get(route.handler)
-        return handler(event, LambdaContext(route.handler.split("/")[1], _function_timeout_s()))
+        lambda_context = LambdaContext(route.handler.split("/")[1], _function_timeout_s())
+        # A handler that calls the API itself (the MCP route's tools) comes back through here,
+        # in-process, as API Gateway would route it (http.mcp_route).
+        lambda_context.invoke_api = self.invoke
+        return handler(event, lambda_context)
 
 
 def local_upload(method: str, key: str, query: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
