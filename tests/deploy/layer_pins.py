@@ -66,6 +66,8 @@ def closure() -> dict[str, tuple[str, set[str]]]:
         if req.marker and not req.marker.evaluate(LAMBDA_MARKERS):
             continue
         name = canonicalize_name(req.name)
+        if name in LOCAL_ONLY:  # pulled in by another pin too (mcp's optional uvicorn import)
+            continue
         if name not in found:
             dist = metadata.distribution(req.name)
             found[name] = (dist.version, set())

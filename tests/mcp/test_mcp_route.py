@@ -5,6 +5,7 @@ keys required."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,8 +19,10 @@ from mcp import ClientSession, types  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from agent_memory.client import AgentMemory  # noqa: E402
+from agent_memory.http.gateway import LambdaContext, LocalGateway, build_event  # noqa: E402
 from agent_memory.interfaces.mcp_server import TOOLS  # noqa: E402
 from tests.access.test_access_api import KEYS, PRINCIPALS  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
 
 pytestmark = pytest.mark.parametrize("store_kind", ["sqlite"], indirect=True)
 
@@ -132,3 +135,49 @@ def test_bad_input_is_a_4xx_never_a_500(server: str):
     assert httpx.post(url, content=b"x", headers={**both, "Content-Type": "text/plain"}).status_code == 400
     r = httpx.get(url, headers=both)
     assert r.status_code == 405 and "POST" in r.headers["allow"]
+
+
+def test_on_aws_a_tool_call_goes_to_the_apis_own_domain_with_the_callers_headers(runtime, monkeypatch):
+    """Without an in-process gateway (Lambda behind API Gateway), a tool's REST request goes to
+    the domain API Gateway names in the event, with the MCP request's key, partition and
+    delegation and nothing else of it; one JSON-RPC message, one buffered JSON reply."""
+    domain = "abc123.execute-api.eu-west-1.amazonaws.com"
+    gateway = LocalGateway(REPO)
+    seen: list[httpx.Request] = []
+
+    def the_api(request: httpx.Request) -> httpx.Response:  # stands for API Gateway at ``domain``
+        seen.append(request)
+        answer = gateway.invoke(request.method, request.url.raw_path.decode(), dict(request.headers),
+                                request.content)
+        return httpx.Response(answer["statusCode"], headers=answer.get("headers") or {},
+                              content=(answer.get("body") or "").encode())
+
+    monkeypatch.setattr(httpx, "AsyncHTTPTransport", lambda: httpx.MockTransport(the_api))
+    path = "/api/v1/acme/mcp"
+    route, params = gateway.match("POST", path)
+    handler = gateway.handlers.get(route.handler)
+
+    def rpc(message: dict[str, Any], **headers: str) -> dict[str, Any]:
+        hdrs = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                "authorization": f"Bearer {KEYS['alice']}", "x-trace-me": "not forwarded", **headers}
+        event = build_event(route, "POST", path, "", hdrs, json.dumps(message).encode(), params, "203.0.113.9")
+        event["requestContext"]["domainName"] = domain
+        answer = handler(event, LambdaContext("state"))  # no invoke_api: as on Lambda
+        assert answer["statusCode"] == 200, answer
+        assert answer["headers"]["Content-Type"] == "application/json"
+        return json.loads(answer["body"])
+
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"text": "I live in London."}}}
+    result = rpc(call)["result"]
+    assert not result["isError"], result
+    assert result["structuredContent"]["extraction"]["attributes"][0]["value"] == "London"
+    (request,) = seen
+    assert (request.url.scheme, request.url.host, request.url.path) == ("https", domain, "/api/v1/acme/facts")
+    assert request.headers["authorization"] == f"Bearer {KEYS['alice']}"
+    assert "x-trace-me" not in request.headers and "x-memory-partition" not in request.headers
+    # bob's key, through the same path: his region holds nothing of alice's
+    recall = {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+              "params": {"name": "recall", "arguments": {"query": "Where do I live?"}}}
+    assert "London" not in json.dumps(rpc(recall, authorization=f"Bearer {KEYS['bob']}"))
+    assert seen[-1].headers["authorization"] == f"Bearer {KEYS['bob']}"
