@@ -20,6 +20,8 @@ def run(call: Call) -> None:
         return payload
 
     assert ok("GET", "/api/v1/health")["status"] == "ok"
+    assert "/api/v1/{context_id}/mcp" in ok("GET", "/api/v1/openapi.json")["paths"]  # the layer's copy
+    assert ok("GET", "/api/v1/openapi.yaml").startswith("openapi: ")
     session = ok("POST", f"{CTX}/sessions", {}, 201)
     sid = session.get("id") or session.get("sessionId")
     ok("POST", f"{CTX}/facts", {"text": "I work at Acme.", "observedAt": "2026-01-01T00:00:00Z",

@@ -35,6 +35,7 @@ CACHE_TAG = "cpython-311"  # template.yaml: Runtime python3.11
 UNCHECKED_HASH = 0b01  # PEP 552 flags: hash-based, source not checked
 # agent_memory/interfaces ships its MCP tool table only (the /mcp route serves it).
 NEVER_IMPORTED = ["uvicorn", "click", "bin", "agent_memory/interfaces/cli", "agent_memory/interfaces/inspector",
+                  "agent_memory/interfaces/reference", "swagger_ui_bundle",
                   "agent_memory/interfaces/cli_client.py", "agent_memory/testing",
                   "agent_memory/http/local_server.py", "agent_memory/http/asgi.py", "agent_memory/http/gateway.py"]
 

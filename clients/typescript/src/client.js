@@ -184,6 +184,12 @@ export class AgentMemory {
     return `${this.baseUrl.replace(/\/+$/, "")}/api/v1/${encodeURIComponent(this.contextId)}/mcp`;
   }
 
+  /** The service's OpenAPI document (GET /api/v1/openapi.json). */
+  openapi(options = {}) {
+    const [sdk] = split(options);
+    return this._send("getOpenApiJson", { sdk });
+  }
+
   health(options = {}) {
     const [sdk] = split(options);
     return this._send("health", { sdk });

@@ -183,6 +183,8 @@ export declare class AgentMemory {
 
   /** The URL an MCP host registers for this context (streamable HTTP, with this key). */
   mcpUrl(): string;
+  /** The service's OpenAPI document (GET /api/v1/openapi.json). */
+  openapi(options?: CallOptions): Promise<Record<string, unknown>>;
   health(options?: CallOptions): Promise<S["Health"]>;
   contexts(options?: PageOptions): Paginator<S["ContextInfo"]>;
 

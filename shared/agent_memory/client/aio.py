@@ -113,6 +113,16 @@ class AsyncAgentMemory:
         No request is made."""
         return f"{self.base_url}/api/v1/{quote(self.context_id, safe='')}/mcp"
 
+    @operation("getOpenApiJson")
+    async def openapi(self) -> dict[str, Any]:
+        """The service's OpenAPI document (``GET /api/v1/openapi.json``)."""
+        return await self._send(self._calls.openapi())
+
+    @operation("getOpenApiYaml")
+    async def openapi_yaml(self) -> str:
+        """The same document as YAML text (``GET /api/v1/openapi.yaml``)."""
+        return await self._send(self._calls.openapi_yaml())
+
     @operation("health")
     async def health(self) -> wire.Health:
         return await self._send(self._calls.health())

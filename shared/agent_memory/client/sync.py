@@ -113,6 +113,16 @@ class AgentMemory:
         No request is made."""
         return f"{self.base_url}/api/v1/{quote(self.context_id, safe='')}/mcp"
 
+    @operation("getOpenApiJson")
+    def openapi(self) -> dict[str, Any]:
+        """The service's OpenAPI document (``GET /api/v1/openapi.json``)."""
+        return self._send(self._calls.openapi())
+
+    @operation("getOpenApiYaml")
+    def openapi_yaml(self) -> str:
+        """The same document as YAML text (``GET /api/v1/openapi.yaml``)."""
+        return self._send(self._calls.openapi_yaml())
+
     @operation("health")
     def health(self) -> wire.Health:
         return self._send(self._calls.health())

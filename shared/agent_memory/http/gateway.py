@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from agent_memory.adapters.upload_store import LOCAL_UPLOAD_PATH
 from agent_memory.cfn_template import function_routes, load_openapi, load_template, repo_root
-from agent_memory.interfaces import inspector
+from agent_memory.interfaces import inspector, reference
 
 log = logging.getLogger("agent_memory.http.local_server")
 
@@ -171,6 +171,8 @@ class LocalGateway:
         parts = urlsplit(target)
         if inspector.is_inspector_path(parts.path):  # the inspector page, same origin as the API
             return inspector.static_response(method, parts.path)
+        if reference.is_reference_path(parts.path):  # the API reference page (/docs)
+            return reference.static_response(method, parts.path)
         if parts.path.startswith(LOCAL_UPLOAD_PATH):  # presigned uploads to the local upload store
             return local_upload(method, unquote(parts.path[len(LOCAL_UPLOAD_PATH):]), parts.query, headers, body)
         found = self.match(method, parts.path)
