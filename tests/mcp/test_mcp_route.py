@@ -32,12 +32,13 @@ def principals_setting() -> list[dict[str, Any]]:
     return PRINCIPALS
 
 
-def run(url: str, key: str | None, body: Callable[[ClientSession], Awaitable[Any]]) -> Any:
-    """``body`` in an initialised MCP session at ``url``, as a host configured with ``key``."""
+def run(url: str, key: str | None, body: Callable[[ClientSession], Awaitable[Any]], **extra: str) -> Any:
+    """``body`` in an initialised MCP session at ``url``, as a host configured with ``key``
+    (and ``extra`` headers)."""
     out: list[Any] = []
 
     async def main() -> None:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        headers = {**({"Authorization": f"Bearer {key}"} if key else {}), **extra}
         async with httpx.AsyncClient(headers=headers, timeout=60) as http, \
                 streamable_http_client(url, http_client=http) as (read, write, session_id), \
                 ClientSession(read, write) as session:
@@ -90,6 +91,29 @@ def test_remember_then_recall_with_the_callers_key_and_its_read_region(server: s
 
     refused = run(url, KEYS["bob"], by_id)  # a fact outside bob's region is not found, as over REST
     assert refused.isError and refused.structuredContent["problem"]["status"] == 404
+
+
+def test_delegation_and_partition_headers_bind_the_tools_as_over_rest(server: str):
+    url = f"{server}/api/v1/acme/mcp"
+
+    async def remember(session: ClientSession) -> Any:
+        return ok(await session.call_tool("remember", {"text": "I live in London."}))
+
+    async def recall(session: ClientSession) -> Any:
+        return ok(await session.call_tool("recall", {"query": "Where do I live?", "k": 5}))
+
+    run(url, KEYS["alice"], remember)
+    # support reads org/acme/user/* and may delegate: for alice it sees alice's region
+    assert "London" in str(run(url, KEYS["support"], recall, **{"X-Spectron-On-Behalf-Of": "alice"}))
+    assert "London" in str(run(url, KEYS["support"], recall))
+    # for bob: the intersection with bob's region, which holds nothing of alice's
+    assert "London" not in str(run(url, KEYS["support"], recall, **{"X-Spectron-On-Behalf-Of": "bob"}))
+    # carol is bound to partition p1: her tools run there, and the default partition refuses her
+    written = run(url, KEYS["carol"], remember, **{"X-Memory-Partition": "p1"})
+    assert written["extraction"]["attributes"]
+    r = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                   headers={"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {KEYS['carol']}"})
+    assert r.status_code == 403
 
 
 def test_a_read_only_key_connects_and_a_write_tool_is_refused_as_over_rest(server: str):
