@@ -205,3 +205,12 @@ def test_on_aws_a_tool_call_goes_to_the_apis_own_domain_with_the_callers_headers
               "params": {"name": "recall", "arguments": {"query": "Where do I live?"}}}
     assert "London" not in json.dumps(rpc(recall, authorization=f"Bearer {KEYS['bob']}"))
     assert seen[-1].headers["authorization"] == f"Bearer {KEYS['bob']}"
+
+
+def test_the_documented_registration_names_the_route_and_the_key(store_kind):
+    section = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    blocks = [json.loads(b.split("```", 1)[0]) for b in section.split("```json\n")[1:]]
+    (entry,) = [b["mcpServers"]["agent-memory"] for b in blocks if "url" in b["mcpServers"]["agent-memory"]]
+    assert entry["type"] == "http" and entry["url"] == "http://127.0.0.1:8080/api/v1/acme/mcp"
+    assert entry["headers"]["Authorization"].startswith("Bearer ")
+    assert LocalGateway(REPO).match("POST", "/api/v1/acme/mcp") is not None
