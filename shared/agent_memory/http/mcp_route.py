@@ -80,12 +80,17 @@ def answer(context_id: str, method: str, path: str, headers: dict[str, str], bod
     """One MCP request, answered: (status, headers, body)."""
     import anyio
 
+    from agent_memory.kernel import deadline
+
     base_url, transport = _transport(invoke_api, domain, caller_headers(headers))
-    return anyio.run(_answer, context_id, method, path, headers, body, base_url, transport)
+    # A tool's request must end inside this one's deadline (it holds the same key and slot).
+    left = deadline.remaining()
+    timeout = max(1.0, left) if left is not None else 29.0
+    return anyio.run(_answer, context_id, method, path, headers, body, base_url, transport, timeout)
 
 
 async def _answer(context_id: str, method: str, path: str, headers: dict[str, str], body: bytes, base_url: str,
-                  transport: Any) -> tuple[int, dict[str, str], bytes]:
+                  transport: Any, timeout: float) -> tuple[int, dict[str, str], bytes]:
     import anyio
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
@@ -95,7 +100,7 @@ async def _answer(context_id: str, method: str, path: str, headers: dict[str, st
     # max_retries=0: a 503 the API sheds with goes back to the MCP client, which may retry
     # the whole call, instead of being waited out inside this request's deadline.
     async with AsyncAgentMemory(context_id, base_url=base_url, http_transport=transport, max_retries=0,
-                                timeout=120) as memory:
+                                timeout=timeout) as memory:
         manager = StreamableHTTPSessionManager(app=build_server(memory), json_response=True, stateless=True)
         delivered = False
 
