@@ -67,6 +67,11 @@ def run(call: Call) -> None:
     assert init["result"]["serverInfo"]["name"] == "agent-memory", init
     listed = ok("POST", f"{CTX}/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=rpc)
     assert {"remember", "recall"} <= {t["name"] for t in listed["result"]["tools"]}, listed
+    # a tool call is a request to the API's own route with the caller's key (recall, here)
+    recalled = ok("POST", f"{CTX}/mcp", {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                          "params": {"name": "recall", "arguments": {"query": "Where do I work?"}}},
+                  headers=rpc)["result"]
+    assert not recalled["isError"] and "hits" in recalled["structuredContent"], recalled
     # Administration: who am I, a key minted, listed, rotated and deleted, a principal's grants.
     # The caller is the stack's bootstrap key or an admin key minted from it.
     me = ok("GET", f"{CTX}/me")

@@ -5,6 +5,7 @@ keys required."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -205,6 +206,20 @@ def test_on_aws_a_tool_call_goes_to_the_apis_own_domain_with_the_callers_headers
               "params": {"name": "recall", "arguments": {"query": "Where do I live?"}}}
     assert "London" not in json.dumps(rpc(recall, authorization=f"Bearer {KEYS['bob']}"))
     assert seen[-1].headers["authorization"] == f"Bearer {KEYS['bob']}"
+    # behind a custom domain with a base path, settings.api_url says where the API is
+    monkeypatch.setattr(runtime, "settings", dataclasses.replace(runtime.settings,
+                                                                 api_url="https://memory.example.com/v"))
+    seen.clear()
+    gateway_path = the_api
+
+    def based(request: httpx.Request) -> httpx.Response:
+        assert request.url.path.startswith("/v/")
+        return gateway_path(httpx.Request(request.method, request.url.copy_with(path=request.url.path[2:]),
+                                          headers=request.headers, content=request.content))
+
+    monkeypatch.setattr(httpx, "AsyncHTTPTransport", lambda: httpx.MockTransport(based))
+    assert "London" in json.dumps(rpc(recall))
+    assert [(r.url.host, r.url.path) for r in seen] == [("memory.example.com", "/api/v1/acme/query")]
 
 
 def test_the_documented_registration_names_the_route_and_the_key(store_kind):

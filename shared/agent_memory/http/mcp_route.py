@@ -10,7 +10,8 @@ request that say who calls (its key, partition and delegation), so a tool sees e
 the key sees over REST: the same resolution, grants, regions and audit, with nothing
 decided here. Where the gateway runs in-process (the local server hands handlers an
 ``invoke_api``), the call goes through it; on AWS it goes to the domain API Gateway says the
-request came in on (``requestContext.domainName``, set by API Gateway, never by the caller).
+request came in on (``requestContext.domainName``, set by API Gateway, never by the caller), or
+to ``settings.api_url`` where one is configured (a custom domain with a base path).
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def _transport(invoke_api: InvokeApi | None, domain: str | None, caller: dict[st
 
     if invoke_api is not None:
         return "http://api.in-process", CallerHeaders(InProcess())
-    return f"https://{domain}", CallerHeaders(httpx.AsyncHTTPTransport())
+    from agent_memory.runtime import get_runtime
+
+    return get_runtime().settings.api_url or f"https://{domain}", CallerHeaders(httpx.AsyncHTTPTransport())
 
 
 def caller_headers(event_headers: dict[str, str]) -> dict[str, str]:
