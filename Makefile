@@ -87,6 +87,8 @@ preflight: $(SAM)
 generate-deploy: install-dev
 	$(PY) tests/deploy/iam_table.py --write
 	$(PY) tests/deploy/stack_figures.py --write
+	$(PY) tests/deploy/served_spec.py --write
+	$(PY) tests/deploy/route_table.py --write
 
 # In `make test`: waits for the background job's tools venv (never two pip installs into it).
 preflight-after-tools:

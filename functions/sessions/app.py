@@ -1,4 +1,5 @@
-"""Sessions area: health, sessions, a session's raw turns."""
+"""Sessions area: health, the API's own description (openapi.json and .yaml), sessions, a
+session's raw turns."""
 
 from agent_memory.access import grants
 from agent_memory.http import api as http
@@ -17,6 +18,18 @@ def health():
     http.authenticate(app)
     settings = get_runtime().settings
     return {"status": "ok", "store": settings.store, "search": settings.search}
+
+
+@app.get("/api/v1/openapi.json")
+def openapi_json():
+    http.authenticate(app)  # as health: a deployed stack answers no anonymous caller
+    return http.openapi_response("json")
+
+
+@app.get("/api/v1/openapi.yaml")
+def openapi_yaml():
+    http.authenticate(app)
+    return http.openapi_response("yaml")
 
 
 @app.get("/api/v1/contexts")

@@ -1,9 +1,11 @@
-"""State area: GET /state (a bounded snapshot of current memory), GET /profile, and the
-admin's GET /audit (admin bypasses and delegated calls, newest first).
+"""State area: GET /state (a bounded snapshot of current memory), GET /profile, the
+admin's GET /audit (admin bypasses and delegated calls, newest first), and POST /mcp (the
+service's tools for an MCP host with the caller's own key: ``agent_memory.http.mcp_route``).
 
 Shapes and rules: ``agent_memory.services.facts.state`` and ``agent_memory.services.facts.profile``."""
 
 from agent_memory.http import api as http
+from agent_memory.http import mcp_route
 from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.observability import instrumented
 from agent_memory.presenters import facts, paging
@@ -44,6 +46,18 @@ def get_audit(context_id: str):
                                            since=http.query_instant(app, "since"),
                                            until=http.query_instant(app, "until"),
                                            kinds=None if kind is None else [kind]))
+
+
+@app.post("/api/v1/<context_id>/mcp")
+def post_mcp(context_id: str):
+    # The caller is resolved (401/403 answered) before this, like every context route's; each
+    # tool call is then a REST request of its own with the same key.
+    http.context(app, context_id)
+    event = app.current_event
+    status, headers, body = mcp_route.answer(
+        context_id, "POST", event.raw_path, dict(event.headers or {}), http.raw_body(app),
+        invoke_api=getattr(app.lambda_context, "invoke_api", None), domain=event.request_context.domain_name)
+    return http.raw_response(status, headers, body)
 
 
 @instrumented

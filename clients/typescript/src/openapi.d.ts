@@ -20,6 +20,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description This document, as JSON: the API the service answers (the same on the local server and a deployed stack). Any key may read it; a deployed stack, like health, answers no caller without one. The local server also shows it as a browsable page at /docs. */
+        get: operations["getOpenApiJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/openapi.yaml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description This document, as YAML (the same content as /api/v1/openapi.json). */
+        get: operations["getOpenApiYaml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/contexts": {
         parameters: {
             query?: never;
@@ -1441,6 +1475,30 @@ export interface paths {
         get: operations["whoami"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/mcp": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description MCP (Model Context Protocol) over streamable HTTP, stateless: each POST carries one JSON-RPC message and is answered with one JSON reply (no session id, no SSE stream; GET and DELETE are not routed). The tools are those of `agent-memory mcp` (docs/mcp.md). Each tool call is a request to this API's own route with this request's Authorization, X-Memory-Partition and X-Spectron-On-Behalf-Of, so it sees what the key sees over REST; a tool's refusal is an MCP tool error carrying the problem document. Any key bound to the context may connect; the verbs are checked per tool call. The client must accept application/json and text/event-stream (406 otherwise) and send application/json (400). */
+        post: operations["mcp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3388,6 +3446,50 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    getOpenApiJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    getOpenApiYaml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/yaml": string;
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -6033,6 +6135,74 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response (a JSON-RPC error for a bad method or bad arguments). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A notification or response accepted; no body. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a JSON-RPC message, or not application/json. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                    "text/plain": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The Accept header does not admit application/json and text/event-stream. */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             422: components["responses"]["InvalidContext"];
         };
     };
