@@ -122,7 +122,8 @@ def delete_scope(context_id: str):
 @app.post("/api/v1/<context_id>/scopes/forget")
 def forget_scope(context_id: str):
     req = http.body(app, ForgetScopeRequest)
-    return wire.scope_forgotten(get_runtime().scope_registry.forget(http.context(app, context_id), req.path))
+    return wire.scope_forgotten(get_runtime().scope_registry.forget(http.context(app, context_id), req.path,
+                                                                    req.continuation))
 
 
 @instrumented
