@@ -245,3 +245,22 @@ def test_a_backfill_that_crashes_halfway_resumes_where_it_stood_and_completes(ap
     assert _member_rows(runtime) == expected
     assert pages[0] > halfway.scanned  # resumed, not restarted
     assert state.scanned < 2 * total
+
+
+def test_the_cli_backfills_a_local_store_and_reports_progress(api, runtime, store_kind, capsys, tmp_path):
+    if store_kind != "sqlite":
+        pytest.skip("the command runs against the local data directory here")
+    from agent_memory.interfaces.cli import main
+
+    for scope in SCOPES:
+        _write(api, scope)
+    expected = _member_rows(runtime)
+    _forget_index_state(runtime)
+    assert main(["scopes", "status", "--data-dir", str(tmp_path / "data")]) == 0
+    assert "in progress; 0 items read" in capsys.readouterr().out
+    assert main(["scopes", "backfill", "--pages", "1", "--page-size", "20", "--data-dir", str(tmp_path / "data")]) == 0
+    assert "in progress" in capsys.readouterr().out
+    assert main(["scopes", "backfill", "--data-dir", str(tmp_path / "data")]) == 0
+    out = capsys.readouterr().out
+    assert "complete; " in out and f"{len(expected)} membership rows written" in out
+    assert _member_rows(runtime) == expected
