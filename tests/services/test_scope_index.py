@@ -4,6 +4,7 @@ the index (resumable after a crash); and the continuation of a forget cut by the
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -264,3 +265,30 @@ def test_the_cli_backfills_a_local_store_and_reports_progress(api, runtime, stor
     out = capsys.readouterr().out
     assert "complete; " in out and f"{len(expected)} membership rows written" in out
     assert _member_rows(runtime) == expected
+
+
+def test_the_stacks_schedule_runs_the_backfill_in_the_administration_function(api, runtime):
+    """template.yaml's ``ScopeIndexBackfillSchedule``: its event into the administration
+    function's handler moves the backfill on within the invocation's time."""
+    import importlib.util
+    from pathlib import Path
+
+    from agent_memory.cfn_template import load_template
+    from agent_memory.http.gateway import LambdaContext
+
+    repo = Path(__file__).resolve().parents[2]
+    rule = load_template(repo / "template.yaml")["Resources"]["ScopeIndexBackfillSchedule"]["Properties"]
+    assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": ["AdministrationFunction", "Arn"]}
+    event = json.loads(rule["Targets"][0]["Input"])
+    spec = importlib.util.spec_from_file_location("administration_app", repo / "functions/administration/app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for scope in SCOPES:
+        _write(api, scope)
+    expected = _member_rows(runtime)
+    _forget_index_state(runtime)
+    run = module.lambda_handler(event, LambdaContext("AdministrationFunction"))
+    assert run["complete"] is True and run["indexed"] == len(expected), run
+    assert _member_rows(runtime) == expected
+    again = module.lambda_handler(event, LambdaContext("AdministrationFunction"))
+    assert again == run  # complete: nothing more to do

@@ -285,8 +285,9 @@ class ScopeIndex:
         if state.started_at is None:
             state.started_at = timeutil.now_iso()
         stop_at = None if seconds is None else time.monotonic() + seconds
-        done = 0
+        done, slowest = 0, 0.0
         while not state.complete:
+            started = time.monotonic()
             page = self.store.scan_page("c#", after=state.after, limit=self.page)
             rows = [Put(row) for record in page.records for row in member_rows(record)]
             for batch in stored_item.transaction_batches(rows):
@@ -300,10 +301,13 @@ class ScopeIndex:
             if progress is not None:
                 progress(state)
             done += 1
-            if (pages is not None and done >= pages) or (stop_at is not None and time.monotonic() >= stop_at):
+            slowest = max(slowest, time.monotonic() - started)
+            # Stop while another page still fits: before the limit, never past the deadline.
+            if (pages is not None and done >= pages) or (
+                    stop_at is not None and time.monotonic() + 2 * slowest >= stop_at):
                 break
             left = deadline.remaining()
-            if left is not None and left < 2.0:
+            if left is not None and left < max(2.0, 2 * slowest):
                 break
         return state
 
