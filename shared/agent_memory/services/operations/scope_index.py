@@ -61,9 +61,8 @@ from agent_memory.ports import (
     WriteOp,
 )
 
-SHARDS = 16
-STATE_PK = "c#~scope-index"
-STATE_SK = "backfill"
+SHARDS = keys.SCOPE_MEMBER_SHARDS
+STATE_PK, STATE_SK = keys.SCOPE_INDEX_STATE
 # A membership row whose record is missing is only taken for stale past this age: until then
 # it may precede a transaction still in flight (a Lambda runs at most 15 minutes).
 STALE_AFTER_S = 900
@@ -113,12 +112,12 @@ def _digest(pk: str, sk: str) -> bytes:
 
 
 def members_pk(base: str, shard: int) -> str:
-    return f"{base}#scope-members#{shard:x}"
+    return keys.scope_members_pk(base, shard)
 
 
 def member_key(pk: str, sk: str, path: str) -> tuple[str, str]:
     digest = _digest(pk, sk)
-    return members_pk(base_of_pk(pk) or "", digest[0] % SHARDS), f"{path}/#{digest[:12].hex()}"
+    return members_pk(base_of_pk(pk) or "", digest[0] % SHARDS), keys.scope_member_sk(path, digest[:12].hex())
 
 
 def member_rows(record: Record) -> list[Record]:
