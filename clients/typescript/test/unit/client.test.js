@@ -309,3 +309,14 @@ test("chat stream: the caller's signal aborts it mid-stream with the signal's re
   for await (const e of second) { void e; break; }
   assert.equal(cancelled, 2, "leaving the loop aborted the request");
 });
+
+test("scope forget sends the continuation it was given, and only then", async () => {
+  serve((req) => ({ body: req.json.continuation ? { forgotten: 1, complete: true }
+    : { forgotten: 2, complete: false, continuation: "k1" } }));
+  const m = memory();
+  const first = await m.scopes.forget("org/acme");
+  assert.deepEqual(first, { forgotten: 2, complete: false, continuation: "k1" });
+  const rest = await m.scopes.forget("org/acme", { continuation: first.continuation });
+  assert.equal(rest.complete, true);
+  assert.deepEqual(stub.requests.map((r) => r.json), [{ path: "org/acme" }, { path: "org/acme", continuation: "k1" }]);
+});
