@@ -292,3 +292,19 @@ def test_the_stacks_schedule_runs_the_backfill_in_the_administration_function(ap
     assert _member_rows(runtime) == expected
     again = module.lambda_handler(event, LambdaContext("AdministrationFunction"))
     assert again == run  # complete: nothing more to do
+
+
+def test_two_backfills_at_once_never_move_the_progress_back(api, runtime):
+    for scope in SCOPES:
+        _write(api, scope)
+    expected = _member_rows(runtime)
+    _forget_index_state(runtime)
+    slow, fast = si.ScopeIndex(runtime.base_store, page=5), si.ScopeIndex(runtime.base_store, page=5)
+    slow.backfill(pages=1)
+    behind = slow.state()  # read, then another run moves on
+    fast.backfill(pages=4)
+    ahead = fast.state()
+    slow_state = si.BackfillState(**{**behind.__dict__})
+    slow._save(slow_state)
+    assert slow_state.scanned == ahead.scanned and slow.state().scanned == ahead.scanned  # adopted, not regressed
+    assert slow.backfill().complete and _member_rows(runtime) == expected

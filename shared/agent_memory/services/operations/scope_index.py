@@ -52,6 +52,7 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import MemoryError_
 from agent_memory.ports import (
     MAX_TRANSACT_OPS,
+    Condition,
     ConditionFailed,
     Delete,
     Page,
@@ -311,9 +312,20 @@ class ScopeIndex:
         return state
 
     def _save(self, state: BackfillState) -> None:
-        self.store.put(Record(pk=STATE_PK, sk=STATE_SK, version=state.version + 1, data={
-            "complete": state.complete, "after": state.after, "scanned": state.scanned, "indexed": state.indexed,
-            "startedAt": state.started_at, "finishedAt": state.finished_at, "updatedAt": timeutil.now_iso()}))
+        """Move the progress row on, conditioned on the version read: when another run (the
+        schedule, a forget, the command) moved it meanwhile, this run goes on from there
+        instead of moving it back (the pages both indexed are the same rows)."""
+        condition = Condition.absent() if state.version == 0 else Condition.version_is(state.version)
+        try:
+            self.store.put(Record(pk=STATE_PK, sk=STATE_SK, version=state.version + 1, data={
+                "complete": state.complete, "after": state.after, "scanned": state.scanned,
+                "indexed": state.indexed, "startedAt": state.started_at, "finishedAt": state.finished_at,
+                "updatedAt": timeutil.now_iso()}), condition)
+        except ConditionFailed:
+            newer = self.state()
+            for name in ("complete", "after", "scanned", "indexed", "started_at", "finished_at", "version"):
+                setattr(state, name, getattr(newer, name))
+            return
         state.version += 1
 
     # -- clean-up -----------------------------------------------------------------------
