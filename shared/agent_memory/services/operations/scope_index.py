@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.access.request_context import RequestContext
-from agent_memory.kernel import deadline, stored_item, timeutil
+from agent_memory.kernel import deadline, stored_item, timeutil, usage
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import MemoryError_
 from agent_memory.ports import (
@@ -195,6 +195,7 @@ class ScopeIndexingStore:
     def _fit(self, ops: list[WriteOp], members: list[WriteOp], *, reserve: int) -> list[WriteOp]:
         if not members:
             return ops
+        usage.add(rows_written=len(members))  # the metering above counts only the write's own rows
         together = [*ops, *members]
         if len(together) + reserve <= MAX_TRANSACT_OPS and stored_item.fits_one_transaction(together):
             return together
