@@ -238,10 +238,12 @@ def main() -> int:
             calls += 1
             forgotten += result.forgotten
             continuation = result.continuation
+            print(f"  forget call {calls}: {result.forgotten} records in {walls[-1]:.1f} s, "
+                  f"{'complete' if continuation is None else 'continuation'}", file=sys.stderr)
             if continuation is None:
                 break
         report = {
-            "table": {"records": args.records, "scopes": args.scopes, "itemsWithMembershipRows": len(meter.table_bytes),
+            "table": {"records": args.records, "scopes": args.scopes, "tableItemsAfterForget": len(meter.table_bytes),
                       "writeCalls": write[0], "writeWCU": round(write[1])},
             "forget": {"path": target, "recordsInScope": in_scope, "forgotten": forgotten, "requests": calls,
                        "requestSeconds": [round(w, 2) for w in walls], "deadlineSeconds": args.deadline_s,
@@ -250,7 +252,9 @@ def main() -> int:
                        "itemsEvaluatedByQueryOrScan": meter.items_evaluated,
                        "consumedRCU": round(meter.rcu), "consumedWCU": round(meter.wcu)},
         }
+        print(json.dumps(report, indent=2), file=sys.stderr, flush=True)
         if args.compare_scan:
+            print("reading the table as one Scan...", file=sys.stderr)
             meter.reset()
             pages = 0
             for _ in runtime.base_store.scan("c#bench#"):
