@@ -1,6 +1,6 @@
 """Forgetting one scope of a large table, on moto: what ``POST /scopes/forget`` reads and writes.
 
-A table of ``--records`` memory records (document chunks, ~300 bytes of text each) spread evenly
+A table of ``--records`` memory records (document chunks, ~340 bytes of text each) spread evenly
 over ``--scopes`` scopes is written through the record store the service writes through (each
 record with its scope-index membership row, in the same transaction), then one scope is forgotten
 through the service (``ScopeRegistry.forget``) under a request deadline of ``--deadline-s``,
