@@ -16,9 +16,9 @@ backfill progress     ``c#~scope-index``                             ``backfill`
   paths below it (a digest holds no ``/``), so forgetting ``org/acme`` reads the 16 shards'
   rows under ``org/acme/`` and then the records they name (``BatchGetItem``): the scope's
   records and nothing else, however large the table.
-- **Hot keys** (DESIGN: no key takes more than 1,000 WCU/s): the shard is a digest of the
-  record's key, so a busy scope (every write of ``org/acme``) spreads over 16 partition keys
-  like the idempotency records do.
+- **Hot keys** (no key takes more than 1,000 WCU/s: docs/benchmarks.md, "Partition heat"):
+  the shard is a digest of the record's key, so a busy scope (every write of ``org/acme``)
+  spreads over 16 partition keys like the idempotency records do.
 - **Write cost**: one extra item per distinct scope path of each record put (about 150 bytes:
   1 WCU, 2 inside a transaction, where nearly every record is written). A record put again
   (superseded, soft-deleted) writes its rows again: idempotent, same keys.
