@@ -187,28 +187,31 @@ def copy_tables_once_per_transaction() -> None:
     deep copy of the whole table each time), which makes a 5 MiB document's transactions take
     hours; one backup per table per transaction is the same state, so copy each table once."""
     import copy as real_copy
+    import threading
 
     from moto.dynamodb import models
 
     class OncePerCall:
-        cache: dict[int, Any] | None = None
+        # Per thread: the burst's writers run transactions at once.
+        local = threading.local()
 
         @classmethod
         def deepcopy(cls, value: Any, memo: Any = None) -> Any:
-            if cls.cache is None:
+            cache = getattr(cls.local, "cache", None)
+            if cache is None:
                 return real_copy.deepcopy(value, memo)
-            if id(value) not in cls.cache:
-                cls.cache[id(value)] = real_copy.deepcopy(value, memo)
-            return cls.cache[id(value)]
+            if id(value) not in cache:
+                cache[id(value)] = real_copy.deepcopy(value, memo)
+            return cache[id(value)]
 
     transact = models.DynamoDBBackend.transact_write_items
 
     def transact_write_items(self: Any, transact_items: Any) -> None:
-        OncePerCall.cache = {}
+        OncePerCall.local.cache = {}
         try:
             return transact(self, transact_items)
         finally:
-            OncePerCall.cache = None
+            OncePerCall.local.cache = None
 
     models.copy = OncePerCall  # type: ignore[attr-defined]
     models.DynamoDBBackend.transact_write_items = transact_write_items
