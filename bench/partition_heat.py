@@ -216,6 +216,20 @@ def copy_tables_once_per_transaction() -> None:
     models.copy = OncePerCall  # type: ignore[attr-defined]
     models.DynamoDBBackend.transact_write_items = transact_write_items
 
+    # moto applies a request in unlocked steps (a transaction copies the table while another
+    # thread writes it): one request at a time inside moto, as DynamoDB applies each atomically
+    # (tests/conftest.py's serialise_moto).
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    lock = threading.Lock()
+    process_request = BotocoreStubber.process_request
+
+    def one_request_at_a_time(self: Any, request: Any) -> Any:
+        with lock:
+            return process_request(self, request)
+
+    BotocoreStubber.process_request = one_request_at_a_time  # type: ignore[method-assign]
+
 
 # --- a loopback OpenSearch -------------------------------------------------------------------
 
