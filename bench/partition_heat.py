@@ -302,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="chunks ingested (the rate is steady after a few seconds; 0: all)")
     parser.add_argument("--burst-rate", type=int, default=100, help="POST /facts a second (0: none)")
     parser.add_argument("--burst-s", type=int, default=3)
+    parser.add_argument("--scope", default=None,
+                        help="the scope every burst write names (org/acme: one busy scope; default none)")
     parser.add_argument("--dimensions", type=int, default=1024, help="embedding dimensions (Titan v2: 1024)")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args(argv)
@@ -403,7 +405,9 @@ def main(argv: list[str] | None = None) -> int:
             n = args.burst_rate * args.burst_s
             for i in range(n):
                 clock.now = start + i / args.burst_rate
-                body = {"text": f"I live in City{i}." if i % 2 else f"Person{i} likes dish{i % 89}."}
+                body: dict[str, Any] = {"text": f"I live in City{i}." if i % 2 else f"Person{i} likes dish{i % 89}."}
+                if args.scope:
+                    body["scopes"] = args.scope
                 resp = gw.invoke("POST", "/api/v1/heat-burst/facts", {"content-type": "application/json"},
                                  json.dumps(body).encode())
                 if resp["statusCode"] != 200:
