@@ -187,31 +187,48 @@ def copy_tables_once_per_transaction() -> None:
     deep copy of the whole table each time), which makes a 5 MiB document's transactions take
     hours; one backup per table per transaction is the same state, so copy each table once."""
     import copy as real_copy
+    import threading
 
     from moto.dynamodb import models
 
     class OncePerCall:
-        cache: dict[int, Any] | None = None
+        # Per thread: the burst's writers run transactions at once.
+        local = threading.local()
 
         @classmethod
         def deepcopy(cls, value: Any, memo: Any = None) -> Any:
-            if cls.cache is None:
+            cache = getattr(cls.local, "cache", None)
+            if cache is None:
                 return real_copy.deepcopy(value, memo)
-            if id(value) not in cls.cache:
-                cls.cache[id(value)] = real_copy.deepcopy(value, memo)
-            return cls.cache[id(value)]
+            if id(value) not in cache:
+                cache[id(value)] = real_copy.deepcopy(value, memo)
+            return cache[id(value)]
 
     transact = models.DynamoDBBackend.transact_write_items
 
     def transact_write_items(self: Any, transact_items: Any) -> None:
-        OncePerCall.cache = {}
+        OncePerCall.local.cache = {}
         try:
             return transact(self, transact_items)
         finally:
-            OncePerCall.cache = None
+            OncePerCall.local.cache = None
 
     models.copy = OncePerCall  # type: ignore[attr-defined]
     models.DynamoDBBackend.transact_write_items = transact_write_items
+
+    # moto applies a request in unlocked steps (a transaction copies the table while another
+    # thread writes it): one request at a time inside moto, as DynamoDB applies each atomically
+    # (tests/conftest.py's serialise_moto).
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    lock = threading.Lock()
+    process_request = BotocoreStubber.process_request
+
+    def one_request_at_a_time(self: Any, request: Any) -> Any:
+        with lock:
+            return process_request(self, request)
+
+    BotocoreStubber.process_request = one_request_at_a_time  # type: ignore[method-assign]
 
 
 # --- a loopback OpenSearch -------------------------------------------------------------------
@@ -285,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="chunks ingested (the rate is steady after a few seconds; 0: all)")
     parser.add_argument("--burst-rate", type=int, default=100, help="POST /facts a second (0: none)")
     parser.add_argument("--burst-s", type=int, default=3)
+    parser.add_argument("--scope", default=None,
+                        help="the scope every burst write names (org/acme: one busy scope; default none)")
     parser.add_argument("--dimensions", type=int, default=1024, help="embedding dimensions (Titan v2: 1024)")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args(argv)
@@ -386,7 +405,9 @@ def main(argv: list[str] | None = None) -> int:
             n = args.burst_rate * args.burst_s
             for i in range(n):
                 clock.now = start + i / args.burst_rate
-                body = {"text": f"I live in City{i}." if i % 2 else f"Person{i} likes dish{i % 89}."}
+                body: dict[str, Any] = {"text": f"I live in City{i}." if i % 2 else f"Person{i} likes dish{i % 89}."}
+                if args.scope:
+                    body["scopes"] = args.scope
                 resp = gw.invoke("POST", "/api/v1/heat-burst/facts", {"content-type": "application/json"},
                                  json.dumps(body).encode())
                 if resp["statusCode"] != 200:

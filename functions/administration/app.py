@@ -1,6 +1,7 @@
 """Administration area: who am I (GET /me), keys (/keys), principals and their grants
 (/principals), the scopes registry (/scopes, /scopes/forget). Its own function and role: the
-only one that writes key records.
+only one that writes key records. The stack's ``ScopeIndexBackfillSchedule`` also invokes it
+with ``{"scopeIndex": "backfill"}``: the scope index's backfill, within the invocation's time.
 
 Rules: ``agent_memory.services.operations.administration``; shapes: ``presenters.administration``."""
 
@@ -122,9 +123,19 @@ def delete_scope(context_id: str):
 @app.post("/api/v1/<context_id>/scopes/forget")
 def forget_scope(context_id: str):
     req = http.body(app, ForgetScopeRequest)
-    return wire.scope_forgotten(get_runtime().scope_registry.forget(http.context(app, context_id), req.path))
+    return wire.scope_forgotten(get_runtime().scope_registry.forget(http.context(app, context_id), req.path,
+                                                                    req.continuation))
+
+
+def scheduled_backfill(lambda_context):
+    """The stack's ``ScopeIndexBackfillSchedule``: move the scope index's backfill on within
+    this invocation's time (once it is complete, one read a run)."""
+    state = get_runtime().scope_index.backfill(seconds=http.request_budget_s(lambda_context))
+    return state.wire()
 
 
 @instrumented
 def lambda_handler(event, lambda_context):
+    if event.get("scopeIndex") == "backfill":
+        return scheduled_backfill(lambda_context)
     return app.resolve(event, lambda_context)

@@ -174,6 +174,14 @@ class RecordStore(Protocol):
         it reads the whole table."""
         ...
 
+    def scan_page(self, pk_prefix: str, *, after: dict[str, str] | None = None, limit: int = 500) -> Page:
+        """One resumable step of ``scan``: the records whose ``pk`` starts with ``pk_prefix``
+        among the next ``limit`` items the store evaluates, resumed from ``after`` (a
+        ``Page.last_key``; ``None`` when nothing follows). A page may be short, even empty,
+        and still carry ``last_key`` (DynamoDB evaluates the whole table). For maintenance
+        jobs that must survive a crash (the scope index's backfill), never for serving."""
+        ...
+
 
 @runtime_checkable
 class AuditSink(Protocol):

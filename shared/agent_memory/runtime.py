@@ -101,7 +101,9 @@ class Runtime:
         """The record store; unless projection runs from DynamoDB Streams, wrapped so that
         committed changes reach the search index; metered (``kernel.usage``: the rows each
         request reads and writes, for its audit cost row)."""
-        base = self.base_store
+        from agent_memory.services.operations.scope_index import ScopeIndexingStore
+
+        base = ScopeIndexingStore(self.base_store)  # each record's scope-index rows in its transaction
         if self.search is None or self.settings.projection == "stream":
             return MeteredStore(base)
         from agent_memory.services.operations.projection import ProjectingRecordStore
@@ -291,7 +293,13 @@ class Runtime:
     def scope_registry(self):
         from agent_memory.services.operations.scopes import ScopeRegistry
 
-        return ScopeRegistry(self.store, self.forget)
+        return ScopeRegistry(self.store, self.forget, self.scope_index, self.settings.cursor_secret)
+
+    @cached_property
+    def scope_index(self):
+        from agent_memory.services.operations.scope_index import ScopeIndex
+
+        return ScopeIndex(self.store)
 
     # --- services -------------------------------------------------------------------
 

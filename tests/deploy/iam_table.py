@@ -156,7 +156,8 @@ GRANTS: dict[str, Grant] = {
           "Resource": TABLE_ARN,
           "Condition": {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["c#*#audit"]}}}]),
     "AdministrationWrite": Grant(
-        "API-key records and principals' grant versions; POST /scopes/forget walks the partition (Scan)",
+        "API-key records and principals' grant versions; POST /scopes/forget moves the scope index's backfill on "
+        "(Scan) while a table written before the index is not yet indexed",
         [allow("AdministrationWrite", ["dynamodb:PutItem", "dynamodb:DeleteItem"], TABLE_ARN,
                leading_keys("t#api-keys", "t#principals")),
          allow("AdministrationScan", ["dynamodb:Scan"], TABLE_ARN)]),

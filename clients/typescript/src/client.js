@@ -932,10 +932,13 @@ class Scopes {
     return this._client._send("deleteScope", { query: { path }, idempotent: true, sdk });
   }
 
-  /** Remove everything written under the subtree that this key may read and write. */
+  /** Remove everything written under the subtree that this key may read and write. When the
+   * answer's `complete` is false, call again with its `continuation` to go on. */
   forget(path, options = {}) {
-    const [sdk] = split(options);
-    return this._client._send("forgetScope", { json: { path }, idempotent: true, sdk });
+    const [sdk, fields] = split(options);
+    return this._client._send("forgetScope", {
+      json: { path, ...pick(fields, ["continuation"]) }, idempotent: true, sdk,
+    });
   }
 }
 

@@ -356,7 +356,7 @@ export interface Scopes {
     Promise<S["ScopeNode"]>;
   list(options?: CallOptions): Promise<S["ScopeNode"][]>;
   delete(path: string, options?: CallOptions): Promise<void>;
-  forget(path: string, options?: CallOptions): Promise<S["ForgetScopeResponse"]>;
+  forget(path: string, options?: { continuation?: string } & CallOptions): Promise<S["ForgetScopeResponse"]>;
 }
 
 export interface Traces {

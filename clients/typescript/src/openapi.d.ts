@@ -1725,7 +1725,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Remove everything written under a scope subtree (every record with a scope path at or below path) that the caller may both read and write, hard-deleted, with what forget removes with it: superseded history, entities left with nothing, search units, stored replies and cached responses. Needs memory:forget and the path inside the write region. forgotten counts the records removed (entities left with nothing not included). */
+        /** @description Remove everything written under a scope subtree (every record with a scope path at or below path) that the caller may both read and write, hard-deleted, with what forget removes with it: superseded history, entities left with nothing, search units, stored replies and cached responses. Needs memory:forget and the path inside the write region. forgotten counts the records this call removed (entities left with nothing not included). The records are found through the scope index, never by a scan; a forget that would outlast the request deadline answers what it removed with complete false and a continuation to call again with. While the index is still being built for records written before it, the call answers 503 scope_index_backfilling (each call moves the build on). */
         post: operations["forgetScope"];
         delete?: never;
         options?: never;
@@ -1755,9 +1755,15 @@ export interface components {
         };
         ForgetScopeRequest: {
             path: string;
+            /** @description The previous answer's continuation, to resume a forget that stopped at the request deadline. */
+            continuation?: string | null;
         };
         ForgetScopeResponse: {
             forgotten: number;
+            /** @description False when the forget stopped at the request deadline; call again with continuation. */
+            complete?: boolean;
+            /** @description Present when more is left; send it back (with the same path) to go on. */
+            continuation?: string;
         };
         /** @description Verb -> scope paths ('/': the whole context); only memory:read and memory:write take other paths. */
         Grants: {
@@ -6660,6 +6666,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

@@ -256,6 +256,25 @@ class DynamoDBRecordStore:
                 return
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
+    def scan_page(self, pk_prefix: str, *, after: dict[str, str] | None = None, limit: int = 500) -> Page:
+        """One Scan call of up to ``limit`` evaluated items (the whole table is read, the
+        filter keeps ``pk_prefix``): the page's ``last_key`` is DynamoDB's ``LastEvaluatedKey``."""
+        if not pk_prefix:
+            raise ValueError("scan needs a non-empty pk prefix")
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "FilterExpression": "begins_with(pk, :p)",
+            "ExpressionAttributeValues": {":p": {"S": pk_prefix}},
+            "Limit": max(1, limit),
+        }
+        if after:
+            kwargs["ExclusiveStartKey"] = {name: {"S": value} for name, value in after.items()}
+        response = self.client.scan(**kwargs)
+        start = response.get("LastEvaluatedKey")
+        return Page(records=[record_from_image(item) for item in response.get("Items", [])],
+                    last_key={name: value["S"] for name, value in start.items()} if start else None,
+                    scanned=int(response.get("ScannedCount", len(response.get("Items", [])))))
+
     def _query_request(
         self,
         pk: str,

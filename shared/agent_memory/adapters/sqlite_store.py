@@ -151,6 +151,20 @@ class SQLiteRecordStore:
                 yield _to_record(row)
             last = (rows[-1][0], rows[-1][1])
 
+    def scan_page(self, pk_prefix: str, *, after: dict[str, str] | None = None, limit: int = 500) -> Page:
+        """Up to ``limit`` records whose pk starts with ``pk_prefix``, in key order, after ``after``."""
+        if not pk_prefix:
+            raise ValueError("scan needs a non-empty pk prefix")
+        upper = pk_prefix[:-1] + chr(ord(pk_prefix[-1]) + 1)
+        last = (after["pk"], after["sk"]) if after else (pk_prefix, "")
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM records WHERE (pk, sk) > (?, ?) AND pk < ? ORDER BY pk, sk LIMIT ?",
+                (*last, upper, max(1, limit) + 1)).fetchall()
+        records = [_to_record(row) for row in rows[:max(1, limit)]]
+        more = len(rows) > max(1, limit)
+        return Page(records=records, last_key={"pk": records[-1].pk, "sk": records[-1].sk} if more else None)
+
     # -- writes --------------------------------------------------------------
 
     def put(self, record: Record, condition: Condition | None = None) -> None:

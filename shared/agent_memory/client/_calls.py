@@ -287,8 +287,9 @@ class Calls:
     def delete_scope(self, path: str) -> Call[None]:
         return Call("DELETE", f"{self.prefix}/scopes", nothing, params={"path": path}, idempotent=True)
 
-    def forget_scope(self, path: str) -> Call[wire.ForgetScopeResponse]:
-        return Call("POST", f"{self.prefix}/scopes/forget", model(wire.ForgetScopeResponse), json={"path": path},
+    def forget_scope(self, path: str, continuation: str | None = None) -> Call[wire.ForgetScopeResponse]:
+        body = {"path": path, **({"continuation": continuation} if continuation else {})}
+        return Call("POST", f"{self.prefix}/scopes/forget", model(wire.ForgetScopeResponse), json=body,
                     idempotent=True)
 
     def _entity_path(self, type: str, name: str) -> str:

@@ -315,9 +315,10 @@ class AsyncAgentMemory:
         return await self._send(self._calls.delete_scope(path))
 
     @operation("forgetScope")
-    async def forget_scope(self, path: str) -> wire.ForgetScopeResponse:
-        """Remove everything written under the subtree that this key may read and write."""
-        return await self._send(self._calls.forget_scope(path))
+    async def forget_scope(self, path: str, *, continuation: str | None = None) -> wire.ForgetScopeResponse:
+        """Remove everything written under the subtree that this key may read and write; when
+        the answer is not ``complete``, call again with its ``continuation``."""
+        return await self._send(self._calls.forget_scope(path, continuation))
 
     # --- chat ---------------------------------------------------------------------------
 

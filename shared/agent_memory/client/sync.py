@@ -315,9 +315,10 @@ class AgentMemory:
         return self._send(self._calls.delete_scope(path))
 
     @operation("forgetScope")
-    def forget_scope(self, path: str) -> wire.ForgetScopeResponse:
-        """Remove everything written under the subtree that this key may read and write."""
-        return self._send(self._calls.forget_scope(path))
+    def forget_scope(self, path: str, *, continuation: str | None = None) -> wire.ForgetScopeResponse:
+        """Remove everything written under the subtree that this key may read and write; when
+        the answer is not ``complete``, call again with its ``continuation``."""
+        return self._send(self._calls.forget_scope(path, continuation))
 
     # --- chat ---------------------------------------------------------------------------
 

@@ -250,5 +250,27 @@ def document_keywords_pk(ctx: RequestContext, document_id: str) -> str:
 CONTEXTS_PK = "contexts"
 
 
+# --- the scope index (services/operations/scope_index.py) ---------------------------------
+#
+# membership rows     c#<ctx>#<part>#scope-members#<shard, 0-f>   <scope path>/#<digest of the record's key>
+# backfill progress   c#~scope-index                               backfill
+#
+# One membership row per distinct scope path of each record scope forget may take, written in
+# the record's transaction; ``<path>/`` is a prefix of the rows of the path and of the paths
+# below it. The shard is a digest of the record's key: a busy scope spreads over 16 keys.
+
+SCOPE_MEMBER_SHARDS = 16
+SCOPE_INDEX_STATE = ("c#~scope-index", "backfill")
+
+
+def scope_members_pk(base_key: str, shard: int) -> str:
+    """A shard of a context's membership rows; ``base_key`` is ``base`` (``c#<ctx>#<part>``)."""
+    return f"{base_key}#scope-members#{shard:x}"
+
+
+def scope_member_sk(path: str, record_digest: str) -> str:
+    return f"{path}/#{record_digest}"
+
+
 def partitions_pk(context_id: str) -> str:
     return f"contexts#{context_id}#partitions"

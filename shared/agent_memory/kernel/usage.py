@@ -100,3 +100,9 @@ class MeteredStore:
 
     def scan(self, pk_prefix: str) -> Iterator[Any]:
         return self.inner.scan(pk_prefix)
+
+    def scan_page(self, pk_prefix: str, **kwargs: Any) -> Any:
+        page = self.inner.scan_page(pk_prefix, **kwargs)
+        scanned = getattr(page, "scanned", None)
+        add(rows_read=scanned if scanned is not None else len(page.records))
+        return page

@@ -252,6 +252,8 @@ class RegisterScopeRequest(RequestModel):
 
 
 class ForgetScopeRequest(RequestModel):
-    """``POST /scopes/forget``: the subtree whose records go."""
+    """``POST /scopes/forget``: the subtree whose records go; ``continuation``: resume a forget
+    that stopped at the request deadline (the previous answer's)."""
 
     path: str
+    continuation: str | None = None

@@ -794,3 +794,6 @@ class ScopeNode(WireModel):
 
 class ForgetScopeResponse(WireModel):
     forgotten: int
+    # False when the forget stopped at the request deadline: call again with ``continuation``.
+    complete: bool = True
+    continuation: str | None = None

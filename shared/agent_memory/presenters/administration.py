@@ -14,7 +14,7 @@ from agent_memory.services.operations.administration import (
     PrincipalView,
     WhoAmI,
 )
-from agent_memory.services.operations.scopes import ScopeNode
+from agent_memory.services.operations.scopes import ScopeForgotten, ScopeNode
 
 
 def whoami(me: WhoAmI) -> dict[str, Any]:
@@ -58,5 +58,10 @@ def scope_list(nodes: list[ScopeNode]) -> list[dict[str, Any]]:
     return [scope_node(n) for n in nodes]
 
 
-def scope_forgotten(count: int) -> dict[str, Any]:
-    return {"forgotten": count}
+def scope_forgotten(result: ScopeForgotten) -> dict[str, Any]:
+    """``forgotten``: what this call removed; ``continuation`` only when more is left (call
+    again with it), ``complete`` always."""
+    body: dict[str, Any] = {"forgotten": result.forgotten, "complete": result.continuation is None}
+    if result.continuation is not None:
+        body["continuation"] = result.continuation
+    return body

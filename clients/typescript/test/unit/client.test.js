@@ -314,3 +314,14 @@ test("mcpUrl is the context's MCP route under baseUrl, for a host to register wi
   const m = new AgentMemory({ context: "acme team", baseUrl: "https://api.example/", apiKey: "k" });
   assert.equal(m.mcpUrl(), "https://api.example/api/v1/acme%20team/mcp");
 });
+
+test("scope forget sends the continuation it was given, and only then", async () => {
+  serve((req) => ({ body: req.json.continuation ? { forgotten: 1, complete: true }
+    : { forgotten: 2, complete: false, continuation: "k1" } }));
+  const m = memory();
+  const first = await m.scopes.forget("org/acme");
+  assert.deepEqual(first, { forgotten: 2, complete: false, continuation: "k1" });
+  const rest = await m.scopes.forget("org/acme", { continuation: first.continuation });
+  assert.equal(rest.complete, true);
+  assert.deepEqual(stub.requests.map((r) => r.json), [{ path: "org/acme" }, { path: "org/acme", continuation: "k1" }]);
+});

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 
-from agent_memory.interfaces.cli import bench, fake_model, keys, redrive, reindex, serve
+from agent_memory.interfaces.cli import bench, fake_model, keys, redrive, reindex, scopes, serve
 from agent_memory.interfaces.cli.serve import is_loopback, open_mode_refusal
 from agent_memory.kernel.errors import ConfigurationError
 
@@ -33,7 +33,8 @@ def _mcp(sub) -> None:
 
 
 # In the order `agent-memory --help` lists them.
-_COMMANDS = (serve.add_parser, reindex.add_parser, keys.add_parser, redrive.add_parser, _client_commands, _mcp,
+_COMMANDS = (serve.add_parser, reindex.add_parser, keys.add_parser, redrive.add_parser, scopes.add_parser,
+             _client_commands, _mcp,
              fake_model.add_parser, bench.add_parser)
 
 
@@ -52,7 +53,7 @@ def _add_verbose(parser: argparse.ArgumentParser) -> None:
 
 DESCRIPTION = ("A memory service for LLM agents: run it locally (serve), talk to a running one (chat, "
                "remember, recall, state, history, fact, documents), serve it to MCP hosts (mcp), and operate it "
-               "(reindex, keys, redrive). Run a command with --help for its options.")
+               "(reindex, keys, redrive, scopes). Run a command with --help for its options.")
 
 
 def _describe_subcommands(parser: argparse.ArgumentParser) -> None:

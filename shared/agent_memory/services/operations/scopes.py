@@ -12,28 +12,45 @@ forgetting a whole subtree (``POST /scopes/forget``).
   with it (``ForgetService``: a fact's superseded history, entities left with nothing, the
   search units, stored idempotency replies and response-cache entries, a document's kept
   original in object storage); records the caller
-  may not write stay. Answers how many records went. It walks the partition's records
-  (``RecordStore.scan``): an administrative act, never a hot path; a walk that outlasts the
-  request deadline answers 503 having removed nothing.
+  may not write stay. Answers how many records went. The records are found through the scope
+  index (``scope_index``: membership rows by path, written with each record), never by a
+  scan; they go in batches, and a forget that would outlast the request deadline answers what
+  it removed so far with a ``continuation`` that the next call resumes from.
 
 Records: ``pk = c#<ctx>#<part>#scopes``, ``sk = <path>``.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
-from agent_memory.kernel import deadline, timeutil
+from agent_memory.kernel import cursor, deadline, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Forbidden, InvalidRequest, NotFound
 from agent_memory.ports import Record, RecordStore
+from agent_memory.services.operations.scope_index import (
+    Position,
+    ScopeIndex,
+    ScopeIndexBackfilling,
+    indexed,
+    member_keys,
+)
 
-# Kinds of record that are bookkeeping, not memory written under a scope: forgetting a
-# subtree leaves them (entities go when nothing is left of them, as forget removes them).
-_NOT_MEMORY = {"head", "idempotency", "idempotency_ref", "audit", "cache_entry", "cache_ref", "budget", "entity",
-               "scope"}
+# Membership rows per batch of a scope forget, and the time kept back for answering: a batch
+# that would not finish before the deadline is left to the continuation.
+_BATCH = 200
+_RESERVE_S = 3.0
+
+
+@dataclass(frozen=True)
+class ScopeForgotten:
+    """How many records this call removed, and where the next call resumes (``None``: done)."""
+
+    forgotten: int
+    continuation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,9 +88,12 @@ def _writable(ctx: RequestContext, path: str) -> None:
 
 
 class ScopeRegistry:
-    def __init__(self, store: RecordStore, forget_service: object):
+    def __init__(self, store: RecordStore, forget_service: object, index: ScopeIndex,
+                 cursor_secret: bytes | cursor.CursorSecret):
         self.store = store
         self._forget = forget_service  # services.facts.forget.ForgetService
+        self._index = index
+        self._secret = cursor_secret
 
     def register(self, ctx: RequestContext, path: object, display_name: str | None,
                  description: str | None) -> tuple[ScopeNode, bool]:
@@ -106,35 +126,81 @@ class ScopeRegistry:
             self.store.put(Record(pk=record.pk, sk=record.sk, data={**record.data,
                                                                     "tombstoned_at": timeutil.now_iso()}))
 
-    def forget(self, ctx: RequestContext, path: object) -> int:
+    def forget(self, ctx: RequestContext, path: object, continuation: str | None = None) -> ScopeForgotten:
+        """Remove the subtree's records, found through the scope index (``scope_index``), in
+        batches; before the request deadline would cut a batch short, stop and answer a
+        continuation that the next call resumes from (a repeat without one starts over, which
+        finds only what is left)."""
+        path = _path(path)
+        _writable(ctx, path)
+        position = self._position(ctx, path, continuation)
+        index = self._index
+        state = index.state()
+        if not state.complete:
+            state = index.backfill()  # within this request's time
+            if not state.complete:
+                raise ScopeIndexBackfilling(
+                    "the scope index is still being built for records written before it (agent-memory scopes "
+                    "backfill); each call moves it on, retry after Retry-After", backfill=state.wire())
+        forgotten = 0
+        counted: set[str] = set()
+        while position is not None:
+            started = time.monotonic()
+            members, position = index.members(ctx, path, position, limit=_BATCH)
+            forgotten += self._forget_batch(ctx, path, members, counted)
+            left = deadline.remaining()
+            if position is not None and left is not None and left < max(_RESERVE_S, 2 * (time.monotonic() - started)):
+                return ScopeForgotten(forgotten, self._token(ctx, path, position))
+        return ScopeForgotten(forgotten, None)
+
+    def _collection(self, ctx: RequestContext, path: str) -> str:
+        return f"scope-forget#{ctx.partition}#{path}"
+
+    def _position(self, ctx: RequestContext, path: str, continuation: str | None) -> Position | None:
+        if not continuation:
+            return Position()
+        data = cursor.decode(self._secret, ctx.context_id, self._collection(ctx, path), continuation)
+        try:
+            return Position.from_wire(data or {})
+        except ValueError as exc:
+            raise InvalidRequest("continuation: not one this service issued", field="continuation") from exc
+
+    def _token(self, ctx: RequestContext, path: str, position: Position) -> str | None:
+        return cursor.encode(self._secret, ctx.context_id, self._collection(ctx, path), position.wire())
+
+    def _forget_batch(self, ctx: RequestContext, path: str, members: list[Record], counted: set[str]) -> int:
+        """Remove what ``members`` name that is still under ``path`` and the caller may take,
+        and the membership rows that no longer stand for anything."""
         from agent_memory.services.facts.fact_kinds import BY_KIND
         from agent_memory.services.facts.forget import FORGETTERS, OrphanedEntities, remove_records
 
-        path = _path(path)
-        _writable(ctx, path)
-        svc = self._forget
-        going: list[Record] = []
-        for record in self.store.scan(f"{keys.base(ctx)}#"):
-            # Nothing is removed before the walk ends: past the deadline, a 503 that wrote nothing.
-            deadline.check("finding the scope's records")
-            data = record.data
-            if data.get("kind") in _NOT_MEMORY or record.pk == _pk(ctx):
+        if not members:
+            return 0
+        index, svc = self._index, self._forget
+        found = {(r.pk, r.sk): r for r in self.store.batch_get(
+            list(dict.fromkeys((m.data["pk"], m.data["sk"]) for m in members)))}
+        going: dict[tuple[str, str], Record] = {}
+        dropped: list[tuple[str, str]] = []
+        for member in members:
+            record = found.get((member.data["pk"], member.data["sk"]))
+            if index.stale(member, record, path):
+                dropped.append((member.pk, member.sk))
                 continue
-            scopes = data.get("scopes") or []
-            if not any(scope_lib.covers(path, p) for clause in scopes for p in clause):
+            if record is None or not _takes(ctx, path, record):
                 continue
-            # Only what the caller may both read and write, as forget removes.
-            if not scope_lib.visible(scopes, ctx.read_region) or scope_lib.writable(scopes, ctx.write_region):
-                continue
-            going.append(record)
+            going[(record.pk, record.sk)] = record
+        deadline.check("finding the scope's records")
+        records = list(going.values())
         # The originals (object storage) of the documents going, and of those losing chunks, go
         # first, once each: a failure there removes nothing. Chunks then go as plain records.
-        svc.remove_originals([r.data.get("id") or "" for r in going  # type: ignore[attr-defined]
+        svc.remove_originals([r.data.get("id") or "" for r in records  # type: ignore[attr-defined]
                               if r.data.get("kind") == "document"]
-                             + [r.data.get("documentId") or "" for r in going if r.data.get("kind") == "chunk"])
+                             + [r.data.get("documentId") or "" for r in records if r.data.get("kind") == "chunk"])
         removed: set[str] = set()
         generic: list[Record] = []
-        for record in going:
+        taken: list[Record] = list(records)  # what this forget counts
+        gone: list[Record] = list(records)  # what went, whose membership rows go too
+        for record in records:
             if record.data.get("kind") == "chunk":
                 generic.append(record)
                 continue
@@ -143,11 +209,28 @@ class ScopeRegistry:
             if forgetter is None:
                 generic.append(record)
                 continue
-            rows = [record, *forgetter.history(svc, ctx, record)]
-            removed |= forgetter.remove(svc, ctx, rows, True)
+            history = forgetter.history(svc, ctx, record)
+            taken += [h for h in history if _takes(ctx, path, h)]
+            gone += history
+            removed |= forgetter.remove(svc, ctx, [record, *history], True)
         removed |= remove_records(self.store, generic, purge=True)
-        orphans = OrphanedEntities(svc, ctx).find(going)
+        orphans = OrphanedEntities(svc, ctx).find(records)
         if orphans:
             removed |= remove_records(self.store, orphans, purge=True)
+        # The membership rows of what went, under every path it named.
+        index.drop(dropped + [k for r in gone for k in member_keys(r)])
         svc.after_removal(ctx, removed)  # type: ignore[attr-defined]
-        return len({r.data.get("id") or r.sk for r in going})
+        new = {r.data.get("id") or r.sk for r in taken} - counted
+        counted |= new
+        return len(new)
+
+
+def _takes(ctx: RequestContext, path: str, record: Record) -> bool:
+    """Whether scope forget of ``path`` takes ``record``: memory under the subtree that the
+    caller may both read and write, as forget removes."""
+    if not indexed(record):
+        return False
+    scopes = record.data.get("scopes") or []
+    if not any(scope_lib.covers(path, p) for clause in scopes for p in clause):
+        return False
+    return scope_lib.visible(scopes, ctx.read_region) and not scope_lib.writable(scopes, ctx.write_region)
