@@ -162,6 +162,15 @@ def test_bad_input_is_a_4xx_never_a_500(server: str):
     assert r.status_code == 405 and "POST" in r.headers["allow"]
 
 
+@pytest.mark.parametrize("accept", [None, "*/*", "application/*;q=0.9"])
+def test_no_accept_or_a_wildcard_admits_json(server: str, accept: str | None):
+    # HTTP reads no Accept, or a wildcard, as any type: such a request is answered, not a 406.
+    headers = {"Authorization": f"Bearer {KEYS['alice']}"} | ({"Accept": accept} if accept else {})
+    r = httpx.post(f"{server}/api/v1/acme/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                   headers=headers)
+    assert r.status_code == 200 and r.json()["result"] == {}
+
+
 def test_on_aws_a_tool_call_goes_to_the_apis_own_domain_with_the_callers_headers(runtime, monkeypatch):
     """Without an in-process gateway (Lambda behind API Gateway), a tool's REST request goes to
     the domain API Gateway names in the event, with the MCP request's key, partition and

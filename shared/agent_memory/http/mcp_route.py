@@ -78,6 +78,18 @@ def caller_headers(event_headers: dict[str, str]) -> dict[str, str]:
     return {name: lowered[name] for name in CALLER_HEADERS if lowered.get(name)}
 
 
+def _with_accept(headers: dict[str, str]) -> dict[str, str]:
+    """The request's headers, lower-cased, with an Accept the SDK's transport takes. HTTP reads a
+    missing Accept, or a wildcard, as admitting any type (RFC 9110, 12.5.1), but the SDK wants
+    application/json and text/event-stream named; an Accept that names other types only is left
+    as sent, so it still gets the documented 406."""
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    ranges = [r.split(";")[0].strip().lower() for r in lowered.get("accept", "").split(",")]
+    if not any(ranges) or any(r in ("*/*", "application/*") for r in ranges):
+        lowered["accept"] = "application/json, text/event-stream"
+    return lowered
+
+
 def answer(context_id: str, method: str, path: str, headers: dict[str, str], body: bytes, *,
            invoke_api: InvokeApi | None, domain: str | None) -> tuple[int, dict[str, str], bytes]:
     """One MCP request, answered: (status, headers, body)."""
@@ -128,7 +140,7 @@ async def _answer(context_id: str, method: str, path: str, headers: dict[str, st
 
         scope = {"type": "http", "http_version": "1.1", "method": method, "scheme": "https", "path": path,
                  "raw_path": path.encode(), "query_string": b"", "root_path": "",
-                 "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+                 "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in _with_accept(headers).items()],
                  "client": ("127.0.0.1", 0), "server": ("127.0.0.1", 443)}
         async with manager.run():
             await manager.handle_request(scope, receive, send)
