@@ -293,6 +293,12 @@ class Runtime:
 
         return ScopeRegistry(self.store, self.forget)
 
+    @cached_property
+    def portability(self):
+        from agent_memory.services.operations.portability import Portability
+
+        return Portability(self.store, lambda: self.upload_store, catalogue=self.catalogue)
+
     # --- services -------------------------------------------------------------------
 
     @cached_property

@@ -14,6 +14,7 @@ from agent_memory.services.operations.administration import (
     PrincipalView,
     WhoAmI,
 )
+from agent_memory.services.operations.portability import ImportResult
 from agent_memory.services.operations.scopes import ScopeNode
 
 
@@ -60,3 +61,9 @@ def scope_list(nodes: list[ScopeNode]) -> list[dict[str, Any]]:
 
 def scope_forgotten(count: int) -> dict[str, Any]:
     return {"forgotten": count}
+
+
+def imported(result: ImportResult) -> dict[str, Any]:
+    return {"contextId": result.context_id, "records": result.records, "written": result.written,
+            "unchanged": result.unchanged, "originals": result.originals, "principals": result.principals,
+            "byType": dict(sorted(result.by_type.items()))}
