@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import jsonschema
 import pytest
 from moto import mock_aws
 
@@ -18,7 +19,7 @@ from agent_memory.runtime import Runtime, get_runtime, set_runtime
 from agent_memory.services.facts.fact_kinds import FACT_KINDS
 from agent_memory.services.operations.portability import DERIVED_KINDS, RECORD_TYPES
 from agent_memory.services.operations.reindex import reindex_context
-from tests.conftest import InProcessApi, make_settings, serialise_moto
+from tests.conftest import REPO, InProcessApi, make_settings, serialise_moto
 
 CTX = "/api/v1/exp"
 HTML = (b"<html><head><title>Office guide</title></head><body><h1>Parking</h1>"
@@ -134,6 +135,10 @@ def test_a_context_goes_from_sqlite_to_dynamodb_and_back_answering_the_same(two_
     assert {"session", "turn", "thread", "thread_turn", "document", "chunk", "scope", "original", "head"} <= kinds
     assert "deleted" in " ".join(exported)  # the forgotten fact travels as forgotten
     assert set(end["skipped"]) <= DERIVED_KINDS
+    schema = json.loads((REPO / "docs" / "export.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    for line in exported:
+        validator.validate(json.loads(line))
 
     set_runtime(dynamo)
     result = ok(api.post(f"{CTX}/import", raw="\n".join(exported).encode(),
@@ -206,3 +211,18 @@ def test_export_and_import_need_an_admin_and_principals_carry_no_key(api):
     assert '"type":"principal_grants"' in text
     assert all(key not in text for key in KEYS.values()) and "api_key" not in text and "digest" not in text
     assert '"type":"principal_grants"' not in api.get(f"{CTX}/export", headers=admin).text
+
+
+def test_the_schema_names_every_record_type_of_the_registry():
+    schema = json.loads((REPO / "docs" / "export.schema.json").read_text())
+    assert schema["$defs"]["record"]["properties"]["type"]["enum"] == list(RECORD_TYPES)
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+def test_export_streams_over_the_local_server_and_imports_back_over_it(any_api):
+    ok(any_api.post(f"{CTX}/facts", {"text": "I live in Paris. I like tea."}))
+    text = any_api.get(f"{CTX}/export").text
+    assert text.endswith("\n") and json.loads(text.splitlines()[-1])["type"] == "end"
+    result = ok(any_api.post("/api/v1/copy/import", raw=text.encode()))
+    assert result["written"] == result["records"] > 0
+    assert ok(any_api.get("/api/v1/copy/state"))["identity"] == ok(any_api.get(f"{CTX}/state"))["identity"]

@@ -789,3 +789,15 @@ class ScopeNode(WireModel):
 
 class ForgetScopeResponse(WireModel):
     forgotten: int
+
+
+class ImportResponse(WireModel):
+    """``POST /import``: what an export stream wrote (docs/export.md)."""
+
+    context_id: str
+    records: int
+    written: int
+    unchanged: int
+    originals: int
+    principals: int
+    by_type: dict[str, int]
