@@ -4,6 +4,7 @@ idempotent, re-keys into another context, and refuses bad streams whole, naming 
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,6 +185,10 @@ def stream(*objs: Any) -> bytes:
      "invalid_export_line"),
     (stream(HEADER, TURN), 3, "invalid_export_line"),  # cut short: no trailer
     (stream(TURN), 1, "invalid_export_line"),
+    (stream(HEADER, {**TURN, "gsi1pk": "#turn-ids", "gsi1sk": "x"}, {"type": "end", "records": 1}),
+     2, "invalid_export_line"),  # keys are <partition>#..., always under the importing context
+    (stream(HEADER, TURN, {"type": "original", "key": "originals/doc_x", "data": "aGk="},
+            {"type": "end", "records": 1}), 3, "invalid_export_line"),  # an original of no document
     (stream({**HEADER, "version": 2}, TURN, {"type": "end", "records": 1}), 1, "export_version_unsupported"),
 ])
 def test_a_bad_stream_is_refused_whole_naming_its_line(api, body, line, code):
@@ -226,3 +231,16 @@ def test_export_streams_over_the_local_server_and_imports_back_over_it(any_api):
     result = ok(any_api.post("/api/v1/copy/import", raw=text.encode()))
     assert result["written"] == result["records"] > 0
     assert ok(any_api.get("/api/v1/copy/state"))["identity"] == ok(any_api.get(f"{CTX}/state"))["identity"]
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+def test_an_import_never_replaces_another_documents_original(api):
+    ok(_form(api, "guide.html", HTML, "text/html"), 202)
+    get_runtime().ingestion_queue.join(timeout=60)
+    lines = export_lines(api)
+    forged = [line.replace(base64.b64encode(HTML).decode(), base64.b64encode(b"<p>other</p>").decode())
+              for line in lines]
+    r = api.post("/api/v1/elsewhere/import", raw="\n".join(forged).encode())
+    assert (r.status, r.json()["code"]) == (409, "original_conflict")
+    assert list(get_runtime().store.scan("c#elsewhere#")) == []
+    assert ok(api.post("/api/v1/elsewhere/import", raw="\n".join(lines).encode()))["originals"] == 1

@@ -1711,7 +1711,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Write an export (GET /export's stream) into this context, keeping every id; a stream exported from another context is re-keyed into this one. Idempotent: records already there unchanged or newer are left alone, so the same file twice writes nothing. The whole stream is checked before anything is written: a malformed line is a 400 naming its line number (extension line), a newer format version a 400 with code export_version_unsupported. The search index is rebuilt by the normal projection. Needs admin. */
+        /** @description Write an export (GET /export's stream) into this context, keeping every id; a stream exported from another context is re-keyed into this one. Idempotent: records already there unchanged or newer are left alone, so the same file twice writes nothing. The whole stream is checked before anything is written: a malformed line is a 400 naming its line number (extension line), a newer format version a 400 with code export_version_unsupported. A document original already kept with other bytes is a 409 (original_conflict): an import never replaces one. The search index is rebuilt by the normal projection. Needs admin. */
         post: operations["importContext"];
         delete?: never;
         options?: never;
@@ -6604,6 +6604,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["InvalidContext"];
         };

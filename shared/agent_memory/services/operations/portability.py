@@ -24,9 +24,9 @@ from typing import Any
 from agent_memory.access.principal_grants import PRINCIPALS_PK
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import timeutil
-from agent_memory.kernel.errors import Forbidden, InvalidRequest
+from agent_memory.kernel.errors import Conflict, Forbidden, InvalidRequest
 from agent_memory.kernel.ids import valid_context_id
-from agent_memory.kernel.stored_item import transaction_batches
+from agent_memory.kernel.stored_item import MAX_ITEM_BYTES, record_bytes, transaction_batches
 from agent_memory.ports import Put, Record, RecordStore, UploadStore
 from agent_memory.services.facts.fact_kinds import FACT_KINDS
 
@@ -155,9 +155,19 @@ class Portability:
         if parsed.originals and uploads is None:
             raise InvalidRequest("the stream carries document originals and this deployment keeps none",
                                  field="original")
+        # Document ids are global: an original already kept under the key with other bytes
+        # belongs to another context's document, and is never overwritten.
+        fresh = []
         for key, content_type, data in parsed.originals:
+            kept = uploads.read(key, ORIGINAL_MAX_BYTES)  # type: ignore[union-attr]
+            if kept is not None and kept != data:
+                raise Conflict(f"{key} is already kept with other bytes; an import never replaces an original",
+                               code="original_conflict")
+            if kept is None:
+                fresh.append((key, content_type, data))
+        for key, content_type, data in fresh:
             uploads.write(key, data, content_type)  # type: ignore[union-attr]
-            result.originals += 1
+        result.originals = len(parsed.originals)
         rows = [*parsed.records, *parsed.principals]
         for start in range(0, len(rows), _IMPORT_BATCH):
             chunk = rows[start:start + _IMPORT_BATCH]
@@ -191,8 +201,8 @@ def _admin(ctx: RequestContext, what: str) -> None:
 def _record_line(r: Record, prefix: str) -> dict[str, Any]:
     out: dict[str, Any] = {"type": r.data["kind"], "pk": _relative(r.pk, prefix), "sk": r.sk,
                            "version": r.version, "data": r.data}
-    if r.gsi1pk is not None and r.gsi1sk is not None:
-        out["gsi1pk"] = _relative(r.gsi1pk, prefix) if r.gsi1pk.startswith(prefix) else r.gsi1pk
+    if r.gsi1pk is not None and r.gsi1sk is not None and r.gsi1pk.startswith(prefix):
+        out["gsi1pk"] = _relative(r.gsi1pk, prefix)
         out["gsi1sk"] = r.gsi1sk
     if r.expires_at is not None:
         out["expiresAt"] = r.expires_at
@@ -214,6 +224,7 @@ class _Parsed:
     records: list[Record] = field(default_factory=list)
     principals: list[Record] = field(default_factory=list)
     originals: list[tuple[str, str, bytes]] = field(default_factory=list)
+    original_lines: list[int] = field(default_factory=list)
     by_type: dict[str, int] = field(default_factory=dict)
 
 
@@ -260,6 +271,7 @@ def _parse(lines: Iterable[bytes | str], context_id: str) -> _Parsed:
             out.by_type[kind] = out.by_type.get(kind, 0) + 1
         elif kind == ORIGINAL_TYPE:
             out.originals.append(_original(n, obj))
+            out.original_lines.append(n)
         elif kind == PRINCIPAL_TYPE:
             out.principals.append(_principal(n, obj, str(header.get("contextId") or context_id), context_id))
         else:
@@ -270,6 +282,10 @@ def _parse(lines: Iterable[bytes | str], context_id: str) -> _Parsed:
                              code="invalid_export_line", line=1)
     if not ended:
         raise _bad(n + 1, "the stream ends without its trailer ({\"type\": \"end\"}): cut short?")
+    named = {r.data.get("originalKey") for r in out.records if r.data.get("kind") == "document"}
+    for line, (key, _, _) in zip(out.original_lines, out.originals, strict=True):
+        if key not in named:
+            raise _bad(line, f"the original {key!r} belongs to no document of the stream")
     return out
 
 
@@ -313,13 +329,19 @@ def _record(n: int, obj: dict[str, Any], prefix: str, source: str, context_id: s
     gsi1pk, gsi1sk = obj.get("gsi1pk"), obj.get("gsi1sk")
     if (gsi1pk is None) != (gsi1sk is None) or any(v is not None and not isinstance(v, str) for v in (gsi1pk, gsi1sk)):
         raise _bad(n, "'gsi1pk' and 'gsi1sk' come together, as strings")
+    # Keys are relative to the context, the secondary one too, so nothing lands in another's.
+    if gsi1pk is not None and ("#" not in gsi1pk or not valid_context_id(gsi1pk.split("#", 1)[0])):
+        raise _bad(n, f"'gsi1pk' {gsi1pk!r} must start with a partition and '#'")
     expires = obj.get("expiresAt")
     if expires is not None and (not isinstance(expires, int) or isinstance(expires, bool)):
         raise _bad(n, "'expiresAt' must be an integer (epoch seconds)")
     data = _rekeyed(data, source, context_id)
-    return Record(pk=prefix + pk, sk=sk, data=data, version=_version(n, obj),
-                  gsi1pk=(prefix + gsi1pk if gsi1pk is not None and not gsi1pk.startswith(("c#", "t#"))
-                          else gsi1pk), gsi1sk=gsi1sk, expires_at=expires)
+    record = Record(pk=prefix + pk, sk=sk, data=data, version=_version(n, obj),
+                    gsi1pk=prefix + gsi1pk if gsi1pk is not None else None, gsi1sk=gsi1sk, expires_at=expires)
+    # Refused here rather than by the store mid-import: no stored record is this large.
+    if record_bytes(record) > MAX_ITEM_BYTES:
+        raise _bad(n, f"the record is over the {MAX_ITEM_BYTES} bytes one stored item holds")
+    return record
 
 
 def _original(n: int, obj: dict[str, Any]) -> tuple[str, str, bytes]:
