@@ -211,11 +211,17 @@ def test_export_and_import_need_an_admin_and_principals_carry_no_key(api):
     assert api.get(f"{CTX}/export", headers=reader).status == 403
     assert api.get(f"{CTX}/export?includePrincipals=true", headers=reader).status == 403
     assert api.post(f"{CTX}/import", raw=stream(HEADER, {"type": "end", "records": 0}), headers=reader).status == 403
-    ok(api.post(f"{CTX}/principals/rita/grants", {"path": "/", "verbs": ["memory:read"]}, headers=admin))
+    ok(api.post(f"{CTX}/principals/rita/grants", {"path": "/", "verbs": ["delegate"]}, headers=admin))
     text = api.get(f"{CTX}/export?includePrincipals=true", headers=admin).text
     assert '"type":"principal_grants"' in text
     assert all(key not in text for key in KEYS.values()) and "api_key" not in text and "digest" not in text
     assert '"type":"principal_grants"' not in api.get(f"{CTX}/export", headers=admin).text
+    # an admin's import carries the grant versions into the context it imports into
+    assert "delegate" not in json.dumps(ok(api.get("/api/v1/elsewhere/principals/rita", headers=admin)))
+    assert ok(api.post("/api/v1/elsewhere/import", raw=text.encode(), headers=admin))["principals"] >= 1
+    source = ok(api.get(f"{CTX}/principals/rita", headers=admin))
+    assert "delegate" in json.dumps(source)
+    assert ok(api.get("/api/v1/elsewhere/principals/rita", headers=admin)) == source
 
 
 def test_the_schema_names_every_record_type_of_the_registry():
