@@ -87,6 +87,8 @@ preflight: $(SAM)
 generate-deploy: install-dev
 	$(PY) tests/deploy/iam_table.py --write
 	$(PY) tests/deploy/stack_figures.py --write
+	$(PY) tests/deploy/served_spec.py --write
+	$(PY) tests/deploy/route_table.py --write
 
 # In `make test`: waits for the background job's tools venv (never two pip installs into it).
 preflight-after-tools:
@@ -110,10 +112,11 @@ test-moved-clock: install-dev
 	AGENT_MEMORY_TEST_CLOCK_SHIFT_DAYS=$(CLOCK_SHIFT_DAYS) $(PY) -m pytest -p no:xdist \
 		tests/contract/test_response_baseline.py tests/scenarios
 
-# Two agent-framework integrations of the Spectron client (tests/integrations/): their own venv,
-# since their dependencies (pydantic-ai-slim, strands-agents with boto3 and OpenTelemetry, ~150 MB)
-# stay out of the dev extras. The background variant overlaps the unit tests; the test waits
-# for .integrations/install.rc.
+# The six agent-framework integrations of the Spectron client, each with its framework
+# (tests/integrations/, docs/integrations.md): their own venv, since their dependencies (crewai,
+# google-adk, openai-agents, strands-agents, pydantic-ai-slim: ~165 packages, 1.1 GB) stay out
+# of the dev extras. The background variant overlaps the unit tests; the test waits for
+# .integrations/install.rc.
 INTEGRATIONS := .venv-integrations
 $(INTEGRATIONS)/.installed: tests/integrations/requirements.txt
 	$(PYTHON) -m venv $(INTEGRATIONS)

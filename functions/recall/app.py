@@ -33,7 +33,7 @@ def context(context_id: str):
 def session_context(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, SessionContextRequest, max_bytes=BODY_CAP)
-    result = get_runtime().prompt_context.session_context(ctx, session_id, req.query, k=req.k)
+    result = get_runtime().prompt_context.session_context(ctx, http.path_id(session_id), req.query, k=req.k)
     return http.answer(retrieval.context(result), result.degraded)
 
 

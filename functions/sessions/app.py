@@ -1,4 +1,5 @@
-"""Sessions area: health, sessions, a session's raw turns."""
+"""Sessions area: health, the API's own description (openapi.json and .yaml), sessions, a
+session's raw turns."""
 
 from agent_memory.access import grants
 from agent_memory.http import api as http
@@ -17,6 +18,18 @@ def health():
     http.authenticate(app)
     settings = get_runtime().settings
     return {"status": "ok", "store": settings.store, "search": settings.search}
+
+
+@app.get("/api/v1/openapi.json")
+def openapi_json():
+    http.authenticate(app)  # as health: a deployed stack answers no anonymous caller
+    return http.openapi_response("json")
+
+
+@app.get("/api/v1/openapi.yaml")
+def openapi_yaml():
+    http.authenticate(app)
+    return http.openapi_response("yaml")
 
 
 @app.get("/api/v1/contexts")
@@ -48,13 +61,13 @@ def create_session(context_id: str):
 @app.post("/api/v1/<context_id>/sessions/<session_id>/close")
 def close_session(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
-    return sessions_wire.session_wire(get_runtime().sessions.close(ctx, session_id))
+    return sessions_wire.session_wire(get_runtime().sessions.close(ctx, http.path_id(session_id)))
 
 
 @app.delete("/api/v1/<context_id>/sessions/<session_id>")
 def delete_session(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
-    get_runtime().sessions.delete(ctx, session_id)
+    get_runtime().sessions.delete(ctx, http.path_id(session_id))
     return http.empty_response(204)
 
 
@@ -63,7 +76,7 @@ def list_session_turns(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
     limit = http.page_limit(app)
     offset = http.query_int(app, "offset", 0, minimum=0)
-    return sessions_wire.turn_page(get_runtime().sessions.list_turns(ctx, session_id, limit, http.query_str(app, "cursor"),
+    return sessions_wire.turn_page(get_runtime().sessions.list_turns(ctx, http.path_id(session_id), limit, http.query_str(app, "cursor"),
                                                                      offset))
 
 

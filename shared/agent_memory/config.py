@@ -110,6 +110,10 @@ class Settings:
     # AGENT_MEMORY_TRUST_FORWARDED=1 (yaml ``trust_forwarded: true``): behind a proxy that sets
     # X-Forwarded-Host/-Proto, URLs the service hands out (upload tickets) use them.
     trust_forwarded: bool = False
+    # AGENT_MEMORY_API_URL (yaml ``api_url``): where the MCP route's tool calls reach this API
+    # when it is not in-process (on AWS); unset, the domain the request came in on, over HTTPS.
+    # Set it behind a custom domain with a base path.
+    api_url: str | None = None
     _cursor_secret: bytes | None = None
 
     @property
@@ -321,6 +325,7 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         in ("1", "true", "yes"),
         trust_forwarded=str(pick("AGENT_MEMORY_TRUST_FORWARDED", file_cfg.get("trust_forwarded"), "false")).lower()
         in ("1", "true", "yes"),
+        api_url=(pick("AGENT_MEMORY_API_URL", file_cfg.get("api_url")) or "").rstrip("/") or None,
         _cursor_secret=(pick("AGENT_MEMORY_CURSOR_SECRET", file_cfg.get("cursor_secret")) or "").encode() or None,
     )
     if overrides:

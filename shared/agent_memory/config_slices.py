@@ -51,6 +51,10 @@ class ModelsConfig:
     def is_allowed(self, name: str) -> bool:
         return name == str(self.response) or name in self.allowed
 
+    def allowed_names(self) -> list[str]:
+        """Every ``model`` a request may name: the response model, then ``models.allowed``."""
+        return list(dict.fromkeys([str(self.response), *self.allowed]))
+
 
 @dataclass(frozen=True)
 class Limits:

@@ -219,3 +219,18 @@ def test_this_is_wrong_corrects_a_value_and_forgets_another(page, server):
     with httpx.Client(base_url=server, timeout=30) as c:
         history = c.get(f"/api/v1/{CTX}/entities/person/user/history/location").json()["history"]
     assert [h["value"] for h in history][-2:] == ["Porto", "Braga"]
+
+
+def test_a_retracted_value_is_marked_on_the_timeline(page, server):
+    """A backdated move covers the old value's whole window: its bar says it was retracted."""
+    with httpx.Client(base_url=server, timeout=30) as c:
+        for text, at in (("I live in London.", "2024-05-10T09:00:00Z"),
+                         ("I moved to Berlin last month.", "2024-05-20T09:00:00Z")):
+            assert c.post(f"/api/v1/{CTX}/facts", json={"text": text, "observedAt": at}).status_code == 200
+    open_inspector(page, server)
+    page.locator('#state-body a[data-entity="entity:person/user"]').click()
+    london = page.locator('#timeline g.bar[data-key="location"][data-value="London"]')
+    london.wait_for()
+    expect(london).to_have_class(re.compile(r"\bretracted\b"))
+    expect(london).to_have_attribute("aria-label", "location = London, retracted by a later statement")
+    expect(page.locator('#timeline g.bar.current[data-key="location"]')).to_have_attribute("data-value", "Berlin")

@@ -208,9 +208,15 @@ def test_assistant_replies_are_cited_with_role_assistant(api, model, monkeypatch
 
 def test_bad_input(api):
     assert api.post(f"{CTX}/chat", {"message": ""}).status == 400
-    assert api.post(f"{CTX}/chat", {"message": "hi", "model": "openai/gpt-5"}).json()["field"] == "model"
+    refused = api.post(f"{CTX}/chat", {"message": "hi", "model": "openai/gpt-5"}).json()
+    assert refused["field"] == "model"
+    # the 400 names what a request may ask for: the response model and models.allowed
+    allowed = get_runtime().settings.models.allowed_names()
+    assert allowed and refused["detail"].endswith("allowed: " + ", ".join(allowed))
     assert api.post(f"{CTX}/chat", {"message": "x" * (32 * 1024 + 1)}).status == 413
-    assert api.post(f"{CTX}/chat", {"message": "hi", "sessionId": "sess_missing"}).status == 404
+    deleted = api.post(f"{CTX}/sessions").json()["id"]
+    assert api.delete(f"{CTX}/sessions/{deleted}").status == 204
+    assert api.post(f"{CTX}/chat", {"message": "hi", "sessionId": deleted}).status == 404
     assert api.get(f"{CTX}/traces/trace_missing").status == 404
 
 

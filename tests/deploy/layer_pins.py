@@ -22,8 +22,8 @@ LAMBDA_MARKERS = {"python_version": "3.11", "python_full_version": "3.11.0", "sy
                   "platform_system": "Linux", "platform_machine": "x86_64", "implementation_name": "cpython",
                   "platform_python_implementation": "CPython", "os_name": "posix", "extra": ""}
 # Server dependencies only the local server imports (agent-memory serve); Lambda never does,
-# so the layer leaves them out, with what only they pull in (click).
-LOCAL_ONLY = {"uvicorn"}
+# so the layer leaves them out, with what only they pull in (click; Jinja2).
+LOCAL_ONLY = {"uvicorn", "swagger-ui-bundle"}
 HEADER = """\
 # The dependencies layer (template.yaml DependenciesLayer): every package the functions
 # import, boto3 included, pinned with what it pulls in. Top-level names are pyproject.toml's
@@ -66,6 +66,8 @@ def closure() -> dict[str, tuple[str, set[str]]]:
         if req.marker and not req.marker.evaluate(LAMBDA_MARKERS):
             continue
         name = canonicalize_name(req.name)
+        if name in LOCAL_ONLY:  # pulled in by another pin too (mcp's optional uvicorn import)
+            continue
         if name not in found:
             dist = metadata.distribution(req.name)
             found[name] = (dist.version, set())

@@ -20,6 +20,8 @@ def run(call: Call) -> None:
         return payload
 
     assert ok("GET", "/api/v1/health")["status"] == "ok"
+    assert "/api/v1/{context_id}/mcp" in ok("GET", "/api/v1/openapi.json")["paths"]  # the layer's copy
+    assert ok("GET", "/api/v1/openapi.yaml").startswith("openapi: ")
     session = ok("POST", f"{CTX}/sessions", {}, 201)
     sid = session.get("id") or session.get("sessionId")
     ok("POST", f"{CTX}/facts", {"text": "I work at Acme.", "observedAt": "2026-01-01T00:00:00Z",
@@ -57,6 +59,19 @@ def run(call: Call) -> None:
     ok("GET", f"{CTX}/state")
     ok("GET", f"{CTX}/profile")
     ok("GET", f"{CTX}/audit")  # admin only: the scenario calls with an admin key
+    # MCP on the API: the SDK's transport answers each JSON-RPC message with one JSON reply
+    # (a tool call goes to the API's own domain: tests/mcp/test_mcp_route.py drives that).
+    rpc = {"accept": "application/json, text/event-stream"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "scenario", "version": "1"}}
+    init = ok("POST", f"{CTX}/mcp", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}, headers=rpc)
+    assert init["result"]["serverInfo"]["name"] == "agent-memory", init
+    listed = ok("POST", f"{CTX}/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=rpc)
+    assert {"remember", "recall"} <= {t["name"] for t in listed["result"]["tools"]}, listed
+    # a tool call is a request to the API's own route with the caller's key (recall, here)
+    recalled = ok("POST", f"{CTX}/mcp", {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                          "params": {"name": "recall", "arguments": {"query": "Where do I work?"}}},
+                  headers=rpc)["result"]
+    assert not recalled["isError"] and "hits" in recalled["structuredContent"], recalled
     # Administration: who am I, a key minted, listed, rotated and deleted, a principal's grants.
     # The caller is the stack's bootstrap key or an admin key minted from it.
     me = ok("GET", f"{CTX}/me")

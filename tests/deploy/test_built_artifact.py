@@ -290,11 +290,23 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
     unknown_key: dict[str, int] = {}
     presigned: list[list[Any]] = []
 
+    # The API as the functions reach it over HTTP (API Gateway at the stack's URL): the MCP
+    # route's tool calls come back through it, as events to the function each route names.
+    api = LoopbackApi(lambda *request: invoke_route(*request))  # (defined below)
+
     def process(name: str) -> FunctionProcess:
         if name not in processes:
-            processes[name] = FunctionProcess(name, build,
-                                              function_env(name, moto_endpoint, cluster.listen(name), secrets))
+            env = function_env(name, moto_endpoint, cluster.listen(name), secrets)
+            env["AGENT_MEMORY_API_URL"] = api.url
+            processes[name] = FunctionProcess(name, build, env)
         return processes[name]
+
+    def invoke_route(method: str, path: str, query: str, hdrs: dict[str, str], data: bytes) -> dict[str, Any]:
+        route, params = gateway.match(method, path)
+        name = handler_function(route.handler)
+        result = process(name).invoke(build_event(route, method, path, query, hdrs, data, params, "203.0.113.9"))
+        statuses.setdefault(name, []).append((route.route_key, result["statusCode"]))
+        return result
 
     def call(method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
              key: str = "ops") -> tuple[int, Any]:
@@ -398,6 +410,45 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
             if p.proc.poll() is None:
                 p.proc.kill()
         cluster.close()
+        api.close()
+
+
+class LoopbackApi:
+    """A loopback stand-in for the stack's API URL: each HTTP request becomes the v2 event
+    ``gateway_invoke`` hands its route's function, and that function's response is written back."""
+
+    def __init__(self, gateway_invoke: Any):
+        import base64
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def _any(self):
+                path, _, query = self.path.partition("?")
+                data = self.rfile.read(int(self.headers.get("content-length") or 0))
+                hdrs = {k.lower(): v for k, v in self.headers.items()}
+                result = gateway_invoke(self.command, path, query, hdrs, data)
+                body = result.get("body") or ""
+                raw = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
+                self.send_response(result["statusCode"])
+                for k, v in (result.get("headers") or {}).items():
+                    if k.lower() not in ("content-length", "connection", "transfer-encoding"):
+                        self.send_header(k, v)
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any  # noqa: N815 - http.server's names
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def stored_cost_rows(dynamodb: Any) -> int:

@@ -33,7 +33,10 @@ FUNCTIONS = sorted(n for n, r in load_template(REPO / "template.yaml")["Resource
                    if r["Type"] == "AWS::Serverless::Function")
 CACHE_TAG = "cpython-311"  # template.yaml: Runtime python3.11
 UNCHECKED_HASH = 0b01  # PEP 552 flags: hash-based, source not checked
-NEVER_IMPORTED = ["uvicorn", "click", "bin", "agent_memory/interfaces", "agent_memory/testing",
+# agent_memory/interfaces ships its MCP tool table only (the /mcp route serves it).
+NEVER_IMPORTED = ["uvicorn", "click", "bin", "agent_memory/interfaces/cli", "agent_memory/interfaces/inspector",
+                  "agent_memory/interfaces/reference", "swagger_ui_bundle",
+                  "agent_memory/interfaces/cli_client.py", "agent_memory/testing",
                   "agent_memory/http/local_server.py", "agent_memory/http/asgi.py", "agent_memory/http/gateway.py"]
 
 BUILD_RC = REPO / ".aws-sam" / "build.rc"

@@ -52,6 +52,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"an integer has more than 20 digits",  # the parse-time JSON bound (agent_memory.http.safe_json)
     r"not valid UTF-8 text",  # an uploaded document must be text
     r"triples are only accepted with infer: triples",
+    r"text: required \(only a write of triples may leave it out\)",  # text or triples (docs/http-api.md)
     r"at most one of value, target or verb",  # a triple's object: one kind (a cross-field rule)
     r"must be an entity id such as",
     r"speaker name must contain a letter or digit",
@@ -76,7 +77,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     # the recall filters' cross-field rules (docs/http-api.md "Recall filters")
     r"asOf and atInstant both name the instant to read at and differ",
     r"validFrom: must be before validUntil",
-    r"scopeView: needs a lens to view",
+    r"scopeView: \w+ needs a lens to view",
     r"lens paths name scopes: no '\*' segments",
     r"location\.within: ",  # a WKT polygon's grammar and ring rules
     # GET /inspect: a reference's type from the closed vocabulary, its names and keys normalised

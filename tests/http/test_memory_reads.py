@@ -4,6 +4,7 @@ response is validated against its schema in openapi.yaml."""
 
 from __future__ import annotations
 
+import pytest
 from fused_search import fused_search
 from openapi_schemas import assert_matches
 
@@ -83,10 +84,23 @@ def test_state_limit_bounds_each_table_and_flags_truncation(any_api):
     # identity facts are kept first when the snapshot is cut
     assert len(state["identity"]["attributes"]) == 1
     assert get(any_api, "/state?limit=500")["truncated"]["attributes"] is False
-    for bad in ("501", "0", "x"):
+    # above 500 is capped at 500 (the spec's rule), never a 400
+    assert get(any_api, "/state?limit=501") == get(any_api, "/state?limit=500")
+    for bad in ("0", "x", ""):
         r = any_api.get(f"{CTX}/state?limit={bad}")
         assert r.status == 400 and r.json()["field"] == "limit"
         assert_matches("GET", f"{CTX}/state", r)
+
+
+@pytest.mark.parametrize("path", ["/state", "/profile"])
+def test_a_limit_above_500_reads_500_rows_per_table(api, runtime, monkeypatch, path):
+    asked = []
+    method = "state" if path == "/state" else "profile"
+    real = getattr(runtime.state, method)
+    monkeypatch.setattr(runtime.state, method, lambda ctx, limit: asked.append(limit) or real(ctx, limit))
+    for limit, read in (("10000", 500), ("501", 500), ("500", 500), ("7", 7)):
+        assert api.get(f"{CTX}{path}?limit={limit}").status == 200
+        assert asked.pop() == read
 
 
 def test_state_of_an_empty_context(any_api):

@@ -162,9 +162,13 @@ def test_unknown_route_is_404_problem(any_api):
     assert wrong.headers["content-type"] == "application/problem+json"
 
 
-def test_unknown_session_is_404_and_writes_nothing(any_api):
+def test_deleted_session_is_404_and_writes_nothing(any_api):
+    # An unknown id is created by the write that names it (tests/http/test_named_sessions.py);
+    # a deleted one is not brought back.
+    sid = any_api.post(f"{CTX}/sessions").json()["id"]
+    assert any_api.delete(f"{CTX}/sessions/{sid}").status == 204
     before = _count_records(get_runtime())
-    r = any_api.post(f"{CTX}/facts", {"text": "x", "infer": "none", "sessionId": "sess_nope"})
+    r = any_api.post(f"{CTX}/facts", {"text": "x", "infer": "none", "sessionId": sid})
     assert r.status == 404
     assert _count_records(get_runtime()) == before
 

@@ -327,8 +327,9 @@ def test_the_documented_registration_snippet_and_tool_table():
     from agent_memory.interfaces import cli
 
     section = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
-    snippet = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
-    entry = snippet["mcpServers"]["agent-memory"]
+    blocks = [json.loads(b.split("```", 1)[0]) for b in section.split("```json\n")[1:]]
+    # the process's block (the service's own URL has one too: tests/mcp/test_mcp_route.py)
+    (entry,) = [b["mcpServers"]["agent-memory"] for b in blocks if "command" in b["mcpServers"]["agent-memory"]]
     # a host starts it without the shell's PATH: an absolute path, as make mcp-config prints it
     assert entry["command"].startswith("/") and entry["command"].endswith("/.venv/bin/agent-memory")
     args = cli.build_parser().parse_args(entry["args"])

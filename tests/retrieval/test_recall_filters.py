@@ -91,6 +91,20 @@ def test_lens_narrows_by_scope_view(any_api, view, expected):
     assert all((SCOPED[s] in ctx["context"]) == (s in expected) for s in SCOPED)
 
 
+def test_strict_without_a_lens_is_the_callers_whole_region(any_api):
+    """The Spectron client's README sends ``scope_view="strict"`` alone: the default view of
+    no lens, every scope the caller may read (``merged``/``crossTeam`` widen a lens and still
+    need one)."""
+    for scope, text in SCOPED.items():
+        assert any_api.post(f"{CTX}/facts", {"text": text, "infer": "none", "scopes": [[scope]]}).status == 200
+    ask = {"query": "deploy freeze", "include": ["turn"], "mode": "bm25"}
+    plain = {h["text"] for h in query(any_api, ask)["hits"]}
+    assert plain == set(SCOPED.values())
+    assert {h["text"] for h in query(any_api, {**ask, "scope_view": "strict"})["hits"]} == plain
+    assert SCOPED["org/other/team/eng"] in query(any_api, {"query": "deploy freeze", "scopeView": "strict"},
+                                                 "/context")["context"]
+
+
 def place(name: str, lat: float, lng: float, cuisine: str) -> list[dict]:
     entity = {"type": "location", "name": name}
     return [{"entity": entity, "key": "lat", "value": str(lat)}, {"entity": entity, "key": "lng", "value": str(lng)},

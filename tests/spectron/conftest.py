@@ -75,8 +75,32 @@ def audit_usage_setting() -> str:
     return "store"  # the client reads the audit's cost rows (test_state_profile_forget_audit_and_health)
 
 
+@pytest.fixture(params=["open", "keys"])
+def service_mode(request: pytest.FixtureRequest) -> str:
+    """How the service under the client was started: ``open`` (no keys: every caller is the
+    local admin) or ``keys`` (AGENT_MEMORY_REQUIRE_KEYS=1, the client holding an admin key the
+    operator minted). The whole surface runs in both. ``keys-bare`` (keys required, none minted
+    yet) is for the test of minting the first one."""
+    return request.param
+
+
 @pytest.fixture
-def memory(any_api: Any) -> Iterator[Any]:
+def require_keys_setting(service_mode: str) -> bool:
+    return service_mode != "open"
+
+
+@pytest.fixture
+def api_key(service_mode: str, runtime: Any) -> str:
+    """The bearer the client sends: an admin key minted by the operator on a service that
+    requires keys, else any string (an open service takes every caller as its local admin)."""
+    if service_mode == "keys":
+        key, _ = runtime.administration.operator_create_key("ops", admin=True, name="ops")
+        return key
+    return API_KEY
+
+
+@pytest.fixture
+def memory(any_api: Any, api_key: str) -> Iterator[Any]:
     from surrealdb.spectron import Spectron
     from surrealdb.spectron._transport import BlockingTransport
 
@@ -85,7 +109,7 @@ def memory(any_api: Any) -> Iterator[Any]:
     else:
         endpoint, session = "http://in-process.invalid", requests.Session()
         session.mount("http://", InProcessAdapter(any_api))
-    transport = BlockingTransport(endpoint=endpoint, api_key=API_KEY, max_retries=0, session=session)
+    transport = BlockingTransport(endpoint=endpoint, api_key=api_key, max_retries=0, session=session)
     with Spectron(CONTEXT, transport=transport) as client:
         yield client
     transport.close()

@@ -40,9 +40,15 @@ def settle() -> None:
     get_runtime().ingestion_queue.join(timeout=60)
 
 
+def bearer(memory: Any) -> dict[str, str]:
+    """The client's own key, for the direct reads beside it (a service started with keys
+    required answers nothing else)."""
+    return {"Authorization": f"Bearer {memory._transport.api_key}"}
+
+
 def nothing_stored(memory: Any, any_api: Any) -> None:
     assert memory.documents.list().total == 0
-    assert any_api.get(DOCS).json()["documents"] == []
+    assert any_api.get(DOCS, headers=bearer(memory)).json()["documents"] == []
     root = get_runtime().settings.data_dir / "uploads" / "originals"
     assert not root.exists() or not list(root.iterdir())
 
@@ -57,7 +63,7 @@ def test_each_format_uploads_through_the_client_and_ends_ready(memory, any_api, 
     assert doc.status == "ready" and doc.mime_type == ctype and doc.chunk_count >= 1
     if title is not None:
         assert doc.title == title
-    ours = any_api.get(f"{DOCS}/{up.id}").json()
+    ours = any_api.get(f"{DOCS}/{up.id}", headers=bearer(memory)).json()
     assert ours["format"] == fmt and ours["chunksDone"] == ours["chunksTotal"] >= 1
     chunks = memory.documents.chunks(up.id).chunks
     assert chunks and all(c.document == up.id and c.text for c in chunks)
@@ -67,7 +73,7 @@ def test_each_format_uploads_through_the_client_and_ends_ready(memory, any_api, 
     if kind in ("docx", "html", "markdown"):  # headings are sections
         assert len({c.section for c in chunks}) >= 2, [c.section for c in chunks]
     memory.documents.delete(up.id)
-    assert any_api.get(f"{DOCS}/{up.id}/raw").status == 404
+    assert any_api.get(f"{DOCS}/{up.id}/raw", headers=bearer(memory)).status == 404
 
 
 def test_a_pdf_uploaded_through_the_client_is_cited_with_its_page(memory, any_api):
@@ -75,9 +81,10 @@ def test_a_pdf_uploaded_through_the_client_is_cited_with_its_page(memory, any_ap
     up = memory.documents.upload(data, filename=name, content_type=ctype)
     settle()
     assert memory.documents.get(up.id).status == "ready"
-    pages = [c["page"] for c in any_api.get(f"{DOCS}/{up.id}/chunks").json()["chunks"]]
+    pages = [c["page"] for c in any_api.get(f"{DOCS}/{up.id}/chunks", headers=bearer(memory)).json()["chunks"]]
     assert pages == [1, 3]  # page 2 has no text, and keeps its number
-    hits = any_api.post(f"/api/v1/{CONTEXT}/query", {"query": "warehouse working days", "k": 5}).json()["hits"]
+    hits = any_api.post(f"/api/v1/{CONTEXT}/query", {"query": "warehouse working days", "k": 5},
+                        headers=bearer(memory)).json()["hits"]
     cited = [h for h in hits if h["kind"] == "chunk" and h["documentId"] == up.id]
     assert cited and cited[0]["page"] == 3 and cited[0]["positionPercent"] is not None
     recalled = memory.recall("When do parcels leave the warehouse?")

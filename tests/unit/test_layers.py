@@ -31,6 +31,8 @@ ALLOWED = (
     "agent_memory.observability",
     "agent_memory.access.grants",
     "agent_memory.http.multipart",
+    # the MCP route's transport: the SDK's streamable HTTP around the one tool table
+    "agent_memory.http.mcp_route",
 )
 
 

@@ -180,6 +180,18 @@ export class AgentMemory {
 
   // --- service --------------------------------------------------------------------------
 
+  /** The URL an MCP host registers for this context (POST /api/v1/{context_id}/mcp, streamable
+   *  HTTP), to be called with this client's key as its Authorization header (docs/mcp.md). */
+  mcpUrl() {
+    return `${this.baseUrl.replace(/\/+$/, "")}/api/v1/${encodeURIComponent(this.contextId)}/mcp`;
+  }
+
+  /** The service's OpenAPI document (GET /api/v1/openapi.json). */
+  openapi(options = {}) {
+    const [sdk] = split(options);
+    return this._send("getOpenApiJson", { sdk });
+  }
+
   health(options = {}) {
     const [sdk] = split(options);
     return this._send("health", { sdk });

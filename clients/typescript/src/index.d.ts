@@ -181,6 +181,10 @@ export declare class AgentMemory {
   readonly principals: Principals;
   readonly scopes: Scopes;
 
+  /** The URL an MCP host registers for this context (streamable HTTP, with this key). */
+  mcpUrl(): string;
+  /** The service's OpenAPI document (GET /api/v1/openapi.json). */
+  openapi(options?: CallOptions): Promise<Record<string, unknown>>;
   health(options?: CallOptions): Promise<S["Health"]>;
   contexts(options?: PageOptions): Paginator<S["ContextInfo"]>;
 

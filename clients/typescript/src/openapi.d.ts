@@ -20,6 +20,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description This document, as JSON: the API the service answers (the same on the local server and a deployed stack). Any key may read it; a deployed stack, like health, answers no caller without one. The local server also shows it as a browsable page at /docs. */
+        get: operations["getOpenApiJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/openapi.yaml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description This document, as YAML (the same content as /api/v1/openapi.json). */
+        get: operations["getOpenApiYaml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/contexts": {
         parameters: {
             query?: never;
@@ -917,7 +951,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** @description One attribute's supersession chain, oldest to newest (by validFrom). */
+        /** @description One attribute's versions in the order they were stated, the current value last, each with its window (a value stated late about an earlier time sits where it was said; a retracted one is marked). */
         get: operations["getAttributeHistory"];
         put?: never;
         post?: never;
@@ -1447,6 +1481,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/mcp": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description MCP (Model Context Protocol) over streamable HTTP, stateless: each POST carries one JSON-RPC message and is answered with one JSON reply (no session id, no SSE stream; GET and DELETE are not routed). The tools are those of `agent-memory mcp` (docs/mcp.md). Each tool call is a request to this API's own route with this request's Authorization, X-Memory-Partition and X-Spectron-On-Behalf-Of, so it sees what the key sees over REST; a tool's refusal is an MCP tool error carrying the problem document. Any key bound to the context may connect; the verbs are checked per tool call. The client must accept application/json and text/event-stream (406 otherwise) and send application/json (400). */
+        post: operations["mcp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/{context_id}/keys": {
         parameters: {
             query?: never;
@@ -1879,7 +1937,7 @@ export interface components {
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
             lens?: string[][];
             /**
-             * @description How the lens is read (needs a lens). strict - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read. Also scope_view.
+             * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
              * @enum {string}
              */
@@ -1986,7 +2044,7 @@ export interface components {
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
             lens?: string[][];
             /**
-             * @description How the lens is read (needs a lens). strict - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read. Also scope_view.
+             * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
              * @enum {string}
              */
@@ -2091,6 +2149,8 @@ export interface components {
             labels?: string[];
             /** @description The scopes the write that stated it carried (empty: unscoped). A value supersedes only a value of the same scope, so values written under different scopes are current side by side. */
             scopes?: components["schemas"]["CanonicalScopes"];
+            /** @description true when a later statement that backdated its start covered this value's whole window: it never held (validFrom equals validUntil) and no asOf read returns it. */
+            retracted?: boolean;
         };
         MemoryRelation: {
             id: string;
@@ -2726,7 +2786,7 @@ export interface components {
         ChatRequestJson: {
             /** @description At most 32 KiB (413 above). */
             message: string;
-            /** @description Absent = a new session is created. */
+            /** @description Absent = a new session is created; an id that names no session creates it under that id. */
             sessionId?: string | null;
             session_id?: string | null;
             scopes?: components["schemas"]["Scopes"];
@@ -3121,20 +3181,26 @@ export interface components {
             valid_from?: string;
             /** Format: date-time */
             valid_until?: string;
-            memory_category?: components["schemas"]["MemoryCategory"];
+            memory_category?: components["schemas"]["WriteCategory"];
             /** Format: date-time */
             occurredAt?: string;
             /** Format: date-time */
             validFrom?: string;
             /** Format: date-time */
             validUntil?: string;
-            memoryCategory?: components["schemas"]["MemoryCategory"];
+            memoryCategory?: components["schemas"]["WriteCategory"];
         };
         /** @enum {string} */
         MemoryCategory: "identity" | "knowledge" | "context";
+        /**
+         * @description A write's memory category: identity, knowledge or context, or another memory system's name for one, filed as the nearest (docs/http-api.md "Categories"; case, '-' and spaces do not matter). Any other word is a 400.
+         * @enum {string}
+         */
+        WriteCategory: "identity" | "knowledge" | "context" | "biographical" | "conversation" | "episode" | "episodic" | "event" | "events" | "fact" | "facts" | "general" | "long_term" | "longterm" | "persona" | "personal" | "preference" | "preferences" | "procedural" | "profile" | "semantic" | "session" | "short_term" | "shortterm" | "situational" | "skill" | "skills" | "task" | "user" | "working";
+        /** @description text is required, except with triples: then it may be left out (the stored turn states the triples), and triples without infer are written with infer triples. */
         WriteFactsRequest: {
             /** @description At most 64 KiB (413 above). */
-            text: string;
+            text?: string;
             /**
              * @default full
              * @enum {string}
@@ -3142,13 +3208,13 @@ export interface components {
             infer: "full" | "triples" | "preview" | "none";
             /** @description At most 16 per request (one write is one transaction). */
             triples?: components["schemas"]["Triple"][];
-            /** @description Also accepted as sessionId. Absent = a new session. */
+            /** @description Also accepted as sessionId. Absent = a new session; an id that names no session creates it under that id (1 to 256 bytes of UTF-8, no control characters). */
             session_id?: string;
             sessionId?: string;
             scopes?: components["schemas"]["Scopes"];
             labels?: string[];
-            memory_category?: components["schemas"]["MemoryCategory"];
-            memoryCategory?: components["schemas"]["MemoryCategory"];
+            memory_category?: components["schemas"]["WriteCategory"];
+            memoryCategory?: components["schemas"]["WriteCategory"];
             /**
              * @default user
              * @enum {string}
@@ -3196,13 +3262,15 @@ export interface components {
             sessionId?: string;
             scopes?: components["schemas"]["Scopes"];
             labels?: string[];
-            memory_category?: components["schemas"]["MemoryCategory"];
-            memoryCategory?: components["schemas"]["MemoryCategory"];
+            memory_category?: components["schemas"]["WriteCategory"];
+            memoryCategory?: components["schemas"]["WriteCategory"];
         };
         WriteFactsBatchResponse: {
             sessionId: string | null;
             turnIds: string[];
             extractions: (components["schemas"]["ExtractionResultJson"] | null)[];
+            /** @description The write's memory_category as applied (a synonym filed as ours); null when it named none. */
+            memoryCategory?: components["schemas"]["MemoryCategory"] | null;
         };
         WriteFactsResponse: {
             /** @enum {string} */
@@ -3211,6 +3279,8 @@ export interface components {
             sessionId: string | null;
             turnId: string | null;
             extraction: components["schemas"]["ExtractionResultJson"] | null;
+            /** @description The write's memory_category as applied (a synonym filed as ours); null when it named none. */
+            memoryCategory?: components["schemas"]["MemoryCategory"] | null;
         };
         ExtractionResultJson: {
             turnId: string;
@@ -3389,7 +3459,7 @@ export interface components {
         Partition: string;
         /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
         OnBehalfOf: string;
-        /** @description Rows per table (above 500 is a 400). */
+        /** @description Rows per table (above 500 is capped at 500). */
         StateLimit: number;
         /** @description true adds page.totalSize (counts the whole filtered collection). */
         Count: boolean;
@@ -3434,6 +3504,50 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    getOpenApiJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    getOpenApiYaml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/yaml": string;
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -4741,7 +4855,7 @@ export interface operations {
     getState: {
         parameters: {
             query?: {
-                /** @description Rows per table (above 500 is a 400). */
+                /** @description Rows per table (above 500 is capped at 500). */
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {
@@ -4775,7 +4889,7 @@ export interface operations {
     getProfile: {
         parameters: {
             query?: {
-                /** @description Rows per table (above 500 is a 400). */
+                /** @description Rows per table (above 500 is capped at 500). */
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {
@@ -6079,6 +6193,74 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response (a JSON-RPC error for a bad method or bad arguments). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A notification or response accepted; no body. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not a JSON-RPC message, or not application/json. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                    "text/plain": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The Accept header does not admit application/json and text/event-stream. */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
             422: components["responses"]["InvalidContext"];
         };
     };

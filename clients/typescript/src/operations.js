@@ -5,6 +5,7 @@
 
 export const OPERATIONS = Object.freeze({
   health: ["GET", "/api/v1/health", "health"],
+  getOpenApiJson: ["GET", "/api/v1/openapi.json", "openapi"],
   listContexts: ["GET", "/api/v1/contexts", "contexts"],
   listSessions: ["GET", "/api/v1/{context_id}/sessions", "sessions.list"],
   createSession: ["POST", "/api/v1/{context_id}/sessions", "sessions.create"],
@@ -93,7 +94,10 @@ export const OPERATIONS = Object.freeze({
 });
 
 /** Operations deliberately without a client method, each with its reason. */
-export const OMITTED = Object.freeze({});
+export const OMITTED = Object.freeze({
+  mcp: "an MCP host speaks JSON-RPC to it with its own MCP client; mcpUrl() gives the URL to register",
+  getOpenApiYaml: "the same document as openapi() (getOpenApiJson), as YAML text for tools that read YAML",
+});
 
 /** The request path of an operation, its `{placeholders}` filled in and escaped. */
 export function operationPath(operationId, params) {

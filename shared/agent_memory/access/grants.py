@@ -105,7 +105,8 @@ def required_verb(method: str, path: str) -> str:
         return ADMIN
     parts = path.split("/")
     if len(parts) >= 5 and parts[1:3] == ["api", "v1"]:
-        if len(parts) == 5 and parts[4] == "me":
+        # /mcp: each tool call is a request of its own, checked for the verb its route needs.
+        if len(parts) == 5 and parts[4] in ("me", "mcp"):
             return ANY_VERB
         if parts[4] in _GRANT_AREAS:
             return GRANT_MANAGE

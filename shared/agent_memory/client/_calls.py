@@ -118,6 +118,14 @@ class Calls:
     def health() -> Call[wire.Health]:
         return Call("GET", "/api/v1/health", model(wire.Health), idempotent=True)
 
+    @staticmethod
+    def openapi() -> Call[dict[str, Any]]:
+        return Call("GET", "/api/v1/openapi.json", lambda r: r.json(), idempotent=True)
+
+    @staticmethod
+    def openapi_yaml() -> Call[str]:
+        return Call("GET", "/api/v1/openapi.yaml", lambda r: r.text, idempotent=True)
+
     # --- facts --------------------------------------------------------------------------
 
     def remember(self, text: str, *, session_id: str | None, infer: str | None, triples: list[dict[str, Any]] | None,

@@ -63,6 +63,7 @@ class AsyncAgentMemory:
         self.download_concurrency = download_concurrency
         self.stream_url = common.stream_url(stream_url)
         url, headers = common.connection(base_url, api_key, partition, on_behalf_of)
+        self.base_url = url.rstrip("/")
         kwargs: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
         self._transport = AsyncTransport(url, headers, timeout=timeout, retry_budget_s=retry_budget_s,
                                     max_retries=max_retries, http_transport=http_transport, **kwargs)
@@ -112,6 +113,23 @@ class AsyncAgentMemory:
     def threads(self, *, page_size: int | None = None) -> AsyncIterator[wire.Thread]:
         """The threads of this context and partition the caller may see, oldest first."""
         return self._paged("/threads", {}, "items", wire.Thread, page_size)
+
+    @operation("mcp")
+    def mcp_url(self) -> str:
+        """The URL an MCP host registers for this context (``POST /api/v1/{context_id}/mcp``,
+        streamable HTTP), called with this client's key as its bearer token (docs/mcp.md).
+        No request is made."""
+        return f"{self.base_url}/api/v1/{quote(self.context_id, safe='')}/mcp"
+
+    @operation("getOpenApiJson")
+    async def openapi(self) -> dict[str, Any]:
+        """The service's OpenAPI document (``GET /api/v1/openapi.json``)."""
+        return await self._send(self._calls.openapi())
+
+    @operation("getOpenApiYaml")
+    async def openapi_yaml(self) -> str:
+        """The same document as YAML text (``GET /api/v1/openapi.yaml``)."""
+        return await self._send(self._calls.openapi_yaml())
 
     @operation("health")
     async def health(self) -> wire.Health:

@@ -93,6 +93,29 @@ def bytes_response(data: bytes, content_type: str, headers: dict[str, str] | Non
     return Response(status_code=200, content_type=content_type, body=data, headers=headers)
 
 
+def raw_response(status: int, headers: dict[str, str], body: bytes) -> Response:
+    """A response another layer produced whole (the MCP transport's): status, headers, text body."""
+    headers = dict(headers)
+    content_type = headers.pop("content-type", None) or "application/json"
+    return Response(status_code=status, content_type=content_type, body=body.decode("utf-8"),
+                    headers=headers or None)
+
+
+def openapi_response(fmt: str) -> Response:
+    """openapi.yaml as the service serves it (``GET /api/v1/openapi.json`` or ``.yaml``): the
+    package's copy, since a deployed function has no repo root (tests/deploy/served_spec.py
+    writes it)."""
+    from importlib import resources
+
+    document = resources.files(__package__).joinpath("openapi.json").read_text(encoding="utf-8")
+    if fmt == "json":
+        return Response(status_code=200, content_type="application/json", body=document)
+    import yaml
+
+    return Response(status_code=200, content_type="application/yaml; charset=utf-8",
+                    body=yaml.safe_dump(json.loads(document), sort_keys=False, allow_unicode=True))
+
+
 def redirect_response(location: str, status: int = 303) -> Response:
     return Response(status_code=status, content_type="application/json", body="",
                     headers={"Location": location, "Cache-Control": "no-store"})
@@ -353,6 +376,14 @@ def check_path_ids(route_args: dict[str, Any]) -> None:
         problem = path_id_problem(name, raw)
         if problem is not None:
             raise InvalidRequest(problem, field=name)
+
+
+def path_id(raw: str) -> str:
+    """An id a route's path names, as the client meant it: the route matches the raw path, so
+    a caller-named session ``sess:abc`` arrives percent-encoded (``sess%3Aabc``)."""
+    from urllib.parse import unquote
+
+    return unquote(raw)
 
 
 def make_resolver() -> APIGatewayHttpResolver:

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from agent_memory.adapters.upload_store import LOCAL_UPLOAD_PATH
 from agent_memory.cfn_template import function_routes, load_openapi, load_template, repo_root
-from agent_memory.interfaces import inspector
+from agent_memory.interfaces import inspector, reference
 
 log = logging.getLogger("agent_memory.http.local_server")
 
@@ -171,6 +171,8 @@ class LocalGateway:
         parts = urlsplit(target)
         if inspector.is_inspector_path(parts.path):  # the inspector page, same origin as the API
             return inspector.static_response(method, parts.path)
+        if reference.is_reference_path(parts.path):  # the API reference page (/docs)
+            return reference.static_response(method, parts.path)
         if parts.path.startswith(LOCAL_UPLOAD_PATH):  # presigned uploads to the local upload store
             return local_upload(method, unquote(parts.path[len(LOCAL_UPLOAD_PATH):]), parts.query, headers, body)
         found = self.match(method, parts.path)
@@ -186,7 +188,11 @@ class LocalGateway:
         event = build_event(route, method, parts.path, parts.query, headers, body, params, source_ip)
         del body  # the event holds the body now; one copy per request, not two
         handler = self.handlers.get(route.handler)
-        return handler(event, LambdaContext(route.handler.split("/")[1], _function_timeout_s()))
+        lambda_context = LambdaContext(route.handler.split("/")[1], _function_timeout_s())
+        # A handler that calls the API itself (the MCP route's tools) comes back through here,
+        # in-process, as API Gateway would route it (http.mcp_route).
+        lambda_context.invoke_api = self.invoke
+        return handler(event, lambda_context)
 
 
 def local_upload(method: str, key: str, query: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:

@@ -359,8 +359,9 @@ PARAMETERS: dict[str, str] = {
     "valid_until": f"the window's exclusive end, {_RFC3339}",
     "lens": "narrow the read to scopes, as an OR of AND-clauses of scope paths without '*', e.g. "
             '[["org/acme/team/a"]]; it never widens what the key may read',
-    "scope_view": "how the lens is read (needs lens): strict - the lens paths and below; merged - also "
-                  "their ancestors and unscoped memory; crossTeam - also the lens paths' siblings",
+    "scope_view": "how the lens is read: strict (default; alone, everything the key may read) - the lens paths "
+                  "and below; merged - also their ancestors and unscoped memory; crossTeam - also the lens "
+                  "paths' siblings (these two need a lens)",
     "source": "turn or chunk: only hits of that kind; any other value: only chunks of the documents "
               "uploaded with that source (1 to 256 characters)",
     "location": "only memory about entities whose current lat/lng lie in an area: give near (a circle) or "

@@ -120,12 +120,19 @@ def path_id_problem(name: str, raw: str) -> str | None:
         return f"{name} is longer than {limit} bytes"
     try:
         value = unquote(raw, errors="strict")
-        size = len(value.encode("utf-8"))
+        value.encode("utf-8")
     except UnicodeError:
         return f"{name} is not valid UTF-8 text"
+    return id_problem(name, value, limit)
+
+
+def id_problem(name: str, value: str, limit: int = MAX_PATH_ID_BYTES) -> str | None:
+    """Why ``value`` (decoded) is not a valid caller-named id, or ``None``: the rule of a path
+    id, applied to an id a body names (a session a write creates under the caller's name)."""
+    size = len(value.encode("utf-8", errors="surrogatepass"))
     if size == 0 or size > limit:
         return f"{name} must be 1 to {limit} bytes (UTF-8) long"
-    if any(unicodedata.category(c) == "Cc" for c in value):
+    if any(unicodedata.category(c) in ("Cc", "Cs") for c in value):
         return f"{name} must not contain control characters"
     return None
 

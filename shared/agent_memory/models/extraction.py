@@ -19,6 +19,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import SkipJsonSchema
 
 from agent_memory.models.wire_base import WireModel
 
@@ -74,6 +75,9 @@ class ExtractedAttribute(_FromPassage):
     category: Category | None = None
     confidence: float = 0.9
     valid_from: str | None = Field(default=None, description="Event-time phrase verbatim, e.g. 'last month'")
+    # Set by a triple's ``valid_until`` only (the value's stated end); kept out of the schema
+    # the model fills, which states ends as negations.
+    valid_until: SkipJsonSchema[str | None] = None
 
 
 class ExtractedRelation(_FromPassage):

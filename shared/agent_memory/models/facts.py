@@ -133,11 +133,21 @@ class _Fact(_Record):
     # last statement before it, so history does not depend on arrival order.
     stated_at: list[str] = field(default_factory=list)
     deleted: bool = False
+    # When the statement that made this row was said (its observed_at): history lists a key's
+    # versions in this order, current last. Rows written before it was kept lack it (their
+    # created_at stands in).
+    said_at: str | None = None
 
     @property
     def is_current(self) -> bool:
         """Not deleted, not superseded, not closed."""
         return not self.deleted and self.superseded_by is None and self.valid_until is None
+
+    @property
+    def retracted(self) -> bool:
+        """Superseded by a later statement whose start covers its whole window: it never held
+        (an empty window), so ``asOf`` never returns it."""
+        return not self.deleted and self.valid_from is not None and self.valid_from == self.valid_until
 
     def valid_at(self, instant: str) -> bool:
         """``validFrom <= t < validUntil`` on RFC 3339 strings (docs/decisions.md, "Time")."""

@@ -94,6 +94,29 @@ def rfc3339(value: str | None) -> str | None:
                          "(UTC)") from exc
 
 
+def memory_category(value: Any) -> Any:
+    """Validator body: a write's ``memory_category``, ours or a synonym mapped to ours
+    (``rules.vocabulary.CATEGORY_SYNONYMS``); any other word is a 400 naming what is accepted."""
+    from agent_memory.rules.vocabulary import CATEGORY_SYNONYMS, category_of
+
+    if value is None or not isinstance(value, str):
+        return value
+    category = category_of(value)
+    if category is None:
+        raise ValueError(f"must be identity, knowledge or context, or one of {', '.join(sorted(CATEGORY_SYNONYMS))}")
+    return category
+
+
+def session_id(value: str | None) -> str | None:
+    """Validator body: a session id a write names (kept as given; a new one is created with it)."""
+    from agent_memory.kernel.ids import id_problem
+
+    problem = id_problem("sessionId", value) if value is not None else None
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 class CreateSessionRequest(ScopedRequest):
     # The caller's own description of the session (the Spectron client's ``metadata``): a flat
     # map of scalars, checked as a thread turn's (``models.threads.check_metadata``) and returned.
@@ -117,9 +140,13 @@ class Triple(RequestModel):
     valid_until: str | None = both("valid_until", "validUntil")
     memory_category: Category | None = both("memory_category", "memoryCategory")
 
+    _category = field_validator("memory_category", mode="before")(classmethod(lambda cls, v: memory_category(v)))
+
 
 class WriteFactsRequest(ScopedRequest):
-    text: str = Field(min_length=1)
+    # Absent only with triples (the Spectron client's ``remember(triples=...)``): the stored
+    # turn then states the triples (``statement_of_triples``).
+    text: str | None = Field(default=None, min_length=1)
     infer: Literal["full", "triples", "preview", "none"] = "full"
     # One write is one transaction (at most ports.MAX_TRANSACT_OPS operations): 16 triples always fit.
     triples: list[dict[str, Any]] | None = Field(default=None, max_length=16)
@@ -130,6 +157,38 @@ class WriteFactsRequest(ScopedRequest):
     speaker: Speaker | None = None
 
     _observed = field_validator("observed_at")(classmethod(lambda cls, v: rfc3339(v)))
+    _session = field_validator("session_id")(classmethod(lambda cls, v: session_id(v)))
+    _category = field_validator("memory_category", mode="before")(classmethod(lambda cls, v: memory_category(v)))
+
+    @model_validator(mode="after")
+    def _triples_alone(self) -> WriteFactsRequest:
+        # Triples sent without ``infer`` are written as triples (the client sends no infer).
+        if self.triples and "infer" not in self.model_fields_set:
+            self.infer = "triples"
+        if self.text is None:
+            if not self.triples or self.infer != "triples":
+                raise InvalidRequest("text: required (only a write of triples may leave it out)", field="text")
+            self.text = statement_of_triples(self.triples)
+        return self
+
+
+def statement_of_triples(triples: list[dict[str, Any]]) -> str:
+    """The text a write of triples without text stores as its turn: one line per triple,
+    ``<entity> <key>: <value>`` (or its target, or its verb and object), so the turn reads
+    back and is found as what the triples say."""
+    lines = []
+    for t in triples:
+        entity = t.get("entity") if isinstance(t.get("entity"), dict) else {}
+        name = str(entity.get("name") or "").strip() or "?"
+        target = t.get("target") if isinstance(t.get("target"), dict) else None
+        key = str(t.get("key") or "").replace("_", " ").strip()
+        if target is not None:
+            lines.append(f"{name} {key}: {str(target.get('name') or '').strip()}")
+        elif t.get("verb"):
+            lines.append(" ".join(str(p).strip() for p in (name, t.get("verb"), t.get("object") or "") if p))
+        else:
+            lines.append(f"{name} {key}: {t.get('value')}")
+    return "\n".join(lines) or "(triples)"
 
 
 class BatchMessage(RequestModel):
@@ -148,6 +207,9 @@ class WriteFactsBatchRequest(ScopedRequest):
     session_id: str | None = both("session_id", "sessionId")
     memory_category: Category | None = both("memory_category", "memoryCategory")
 
+    _session = field_validator("session_id")(classmethod(lambda cls, v: session_id(v)))
+    _category = field_validator("memory_category", mode="before")(classmethod(lambda cls, v: memory_category(v)))
+
 
 class ChatRequest(ScopedRequest):
     """ChatRequestJson (spec: chat-endpoint-openapi.md)."""
@@ -159,6 +221,8 @@ class ChatRequest(ScopedRequest):
     bypass_cache: bool = Field(default=False, validation_alias=AliasChoices("bypassCache", "bypass_cache"))
     suppress_markers: bool = Field(default=False,
                                    validation_alias=AliasChoices("suppressMarkers", "suppress_markers"))
+
+    _session = field_validator("session_id")(classmethod(lambda cls, v: session_id(v)))
 
 
 # --- administration (/keys, /principals, /scopes) -------------------------------------------

@@ -120,8 +120,10 @@ class RecallFilters(RequestModel):
                                  field="atInstant")
         if self.valid_from and self.valid_until and self.valid_from >= self.valid_until:
             raise InvalidRequest("validFrom: must be before validUntil", field="validFrom")
-        if self.scope_view is not None and not self.lens:
-            raise InvalidRequest("scopeView: needs a lens to view", field="scopeView")
+        # ``strict`` is the default view: without a lens it reads the caller's whole read region
+        # (the Spectron client sends it so). The other views widen a lens, so they need one.
+        if self.scope_view not in (None, "strict") and not self.lens:
+            raise InvalidRequest(f"scopeView: {self.scope_view} needs a lens to view", field="scopeView")
         return self
 
     def filters(self) -> dict[str, Any]:

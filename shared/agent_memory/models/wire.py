@@ -122,6 +122,9 @@ class MemoryAttribute(WireModel):
     #: The DNF scopes the stating write carried ([] unscoped): values of one single-valued key
     #: written under different scopes are current side by side (each supersedes only its own).
     scopes: list[list[str]] = Field(default_factory=list)
+    #: A later statement that backdated its start covered this value's whole window: it never
+    #: held (validFrom == validUntil) and no asOf read returns it.
+    retracted: bool = False
 
 
 class MemoryRelation(WireModel):
@@ -281,12 +284,14 @@ class WriteFactsResponse(WireModel):
     session_id: str | None
     turn_id: str | None
     extraction: ExtractionResult | None
+    memory_category: Category | None = None  # the write's category as applied
 
 
 class WriteFactsBatchResponse(WireModel):
     session_id: str | None
     turn_ids: list[str]
     extractions: list[ExtractionResult | None]
+    memory_category: Category | None = None
 
 
 class Citation(WireModel):

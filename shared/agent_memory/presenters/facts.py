@@ -44,7 +44,7 @@ def attribute_wire(a: Attribute) -> dict[str, Any]:
                                 importance=a.importance, valid_from=a.valid_from, valid_until=a.valid_until,
                                 supersedes=a.supersedes, superseded_by=a.superseded_by, source=_source(a.source),
                                 created_at=a.created_at, labels=list(a.labels),
-                                scopes=[list(c) for c in a.scopes]).to_wire()
+                                scopes=[list(c) for c in a.scopes], retracted=a.retracted).to_wire()
 
 
 def relation_wire(r: Relation) -> dict[str, Any]:
@@ -150,12 +150,13 @@ def extraction(result: ExtractionResult | None) -> dict[str, Any] | None:
 
 
 def write(o: WriteOutcome) -> dict[str, Any]:
-    return {"mode": o.mode, "sessionId": o.session_id, "turnId": o.turn_id, "extraction": extraction(o.extraction)}
+    return {"mode": o.mode, "sessionId": o.session_id, "turnId": o.turn_id, "extraction": extraction(o.extraction),
+            "memoryCategory": o.memory_category}
 
 
 def write_batch(o: BatchWriteOutcome) -> dict[str, Any]:
     return {"sessionId": o.session_id, "turnIds": list(o.turn_ids),
-            "extractions": [extraction(e) for e in o.extractions]}
+            "extractions": [extraction(e) for e in o.extractions], "memoryCategory": o.memory_category}
 
 
 def forget(o: ForgetOutcome) -> dict[str, Any]:

@@ -39,6 +39,24 @@ Category = Literal["identity", "knowledge", "context"]
 INITIAL_IMPORTANCE: dict[str, float] = {"identity": 1.0, "knowledge": 0.8, "context": 0.5}
 DEFAULT_CATEGORY: Category = "knowledge"
 
+# The categories other memory systems name (agent frameworks send them as a write's
+# ``memory_category``), each mapped to the nearest of ours by the definitions above:
+# who someone is -> identity; lasting knowledge, preferences and how-to -> knowledge;
+# events, episodes and what is going on now -> context. docs/http-api.md lists this table.
+CATEGORY_SYNONYMS: dict[str, Category] = {
+    **{w: "identity" for w in ("identity", "profile", "personal", "persona", "biographical", "user")},
+    **{w: "knowledge" for w in ("knowledge", "semantic", "fact", "facts", "preference", "preferences",
+                                "procedural", "skill", "skills", "long_term", "longterm", "general")},
+    **{w: "context" for w in ("context", "episodic", "episode", "event", "events", "working", "short_term",
+                              "shortterm", "session", "situational", "task", "conversation")},
+}
+
+
+def category_of(value: str) -> Category | None:
+    """The category a write's ``memory_category`` names (ours, or a synonym from
+    ``CATEGORY_SYNONYMS``, case and ``-``/space insensitive); ``None`` if it names none."""
+    return CATEGORY_SYNONYMS.get(re.sub(r"[\s-]+", "_", value.strip().lower()))
+
 
 @dataclass(frozen=True)
 class KeySpec:

@@ -10,6 +10,23 @@ import { useService } from "../support/service.js";
 // A service (and data directory) of this file's own.
 const service = useService({ before, after });
 
+test("modeling-conversations.md: Memory.recall is entity-wide, across the entity's threads", async (t) => {
+  if (skipWithout(service, t)) return;
+  const client = new AgentMemory({ context: service.context("clinic"), baseUrl: service.url });
+  const patient = new Memory("patient-7", { client });
+  await patient.thread("patient-7-session-3").append("The box breathing exercise before the flight helped a lot.");
+  await new Memory("patient-9", { client }).thread("patient-9-session-1").append(
+    "The box breathing exercise made me dizzy.");
+  const session4 = patient.thread("patient-7-session-4");
+  await session4.append("Today I want to talk about the next flight.");
+  const question = "Which breathing exercise helped before the flight?";
+  const sameThread = await session4.context(question, { lastNTurns: 6 });
+  assert.ok(!sameThread.some((item) => (item.text ?? "").includes("helped a lot")));
+  const recalled = await patient.recall(question);
+  assert.match(recalled.context, /helped a lot/);
+  assert.doesNotMatch(recalled.context, /dizzy/);
+});
+
 test("modeling-conversations.md: a thread of one entity, appended and read back as context", async (t) => {
   if (skipWithout(service, t)) return;
   const client = new AgentMemory({ context: service.context("support"), baseUrl: service.url });

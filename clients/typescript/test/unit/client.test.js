@@ -309,3 +309,8 @@ test("chat stream: the caller's signal aborts it mid-stream with the signal's re
   for await (const e of second) { void e; break; }
   assert.equal(cancelled, 2, "leaving the loop aborted the request");
 });
+
+test("mcpUrl is the context's MCP route under baseUrl, for a host to register with the key", () => {
+  const m = new AgentMemory({ context: "acme team", baseUrl: "https://api.example/", apiKey: "k" });
+  assert.equal(m.mcpUrl(), "https://api.example/api/v1/acme%20team/mcp");
+});

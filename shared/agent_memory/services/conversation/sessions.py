@@ -64,12 +64,7 @@ class SessionService:
 
     def _load(self, ctx: RequestContext, session_id: str) -> Record:
         """The session's stored record, for a conditioned write (``session_of`` reads it)."""
-        record = self.store.get(keys.sessions_pk(ctx), session_id) if session_id.startswith("sess_") else None
-        # A session outside the caller's read region answers exactly as a missing one.
-        session = Session.from_item(record.data) if record is not None else None
-        if session is None or session.deleted or not scope_lib.visible(session.scopes or [], ctx.read_region):
-            raise NotFound(f"session {session_id} does not exist")
-        return record
+        return _visible(ctx, self.store.get(keys.sessions_pk(ctx), session_id), session_id)
 
     def get(self, ctx: RequestContext, session_id: str) -> Session:
         """The session, if it exists and the caller may read it (else ``NotFound``)."""
@@ -146,14 +141,24 @@ class SessionService:
 
     def resolve_for_write(self, ctx: RequestContext, session_id: str | None, scopes: list[list[str]],
                           labels: list[str]) -> Session:
-        """The session a write lands in: the given one (must exist and be open) or a new one
-        (not yet stored: ``append_turns`` creates it in the same transaction as its turns)."""
+        """The session a write lands in (``open_for_write`` without its second answer)."""
+        return self.open_for_write(ctx, session_id, scopes, labels)[0]
+
+    def open_for_write(self, ctx: RequestContext, session_id: str | None, scopes: list[list[str]],
+                       labels: list[str]) -> tuple[Session, bool]:
+        """The session a write lands in and whether it is new (not yet stored: ``append_turns``
+        creates it in the same transaction as its turns). No id: a new one. An id that names no
+        session: a new one with that id, scoped as an auto-created one (agent frameworks tie
+        memory to their own conversation ids). An existing one must be readable and open."""
         if session_id is None:
-            return self._new_session(ctx, scopes, labels)
-        session = self.get(ctx, session_id)
+            return self._new_session(ctx, scopes, labels), True
+        record = self.store.get(keys.sessions_pk(ctx), session_id)
+        if record is None:
+            return replace(self._new_session(ctx, scopes, labels), id=session_id), True
+        session = session_of(_visible(ctx, record, session_id))
         if session.closed_at:
             raise SessionClosed(f"session {session_id} is closed; its turns are kept but it takes no new writes")
-        return session
+        return session, False
 
     def append_turns(self, ctx: RequestContext, session: Session, turns: Sequence[NewTurn],
                      scopes: list[list[str]], labels: list[str],
@@ -196,7 +201,10 @@ class SessionService:
                 if exc.index is not None and exc.index > len(rows):
                     raise  # a condition of the caller's own ops: not ours to retry
                 if is_new:
-                    raise Conflict("session id collision; retry") from exc
+                    # Another write created this session first (two first writes naming one
+                    # id): append to it as it now stands.
+                    is_new = False
+                    continue
                 backoff(attempt)
                 continue
         raise Conflict(f"session {session.id} is receiving too many concurrent writes; retry")
@@ -233,6 +241,15 @@ def _turn_record(ctx: RequestContext, row: Turn) -> Record:
 def backoff(attempt: int, base_s: float = 0.005, cap_s: float = 0.2) -> None:
     """Full-jitter exponential backoff between optimistic-concurrency retries."""
     time.sleep(random.uniform(0, min(cap_s, base_s * 2 ** attempt)))
+
+
+def _visible(ctx: RequestContext, record: Record | None, session_id: str) -> Record:
+    """``record`` if it is a live session the caller may read; else ``NotFound``: a session
+    outside the caller's read region answers exactly as a missing one."""
+    session = Session.from_item(record.data) if record is not None else None
+    if session is None or session.deleted or not scope_lib.visible(session.scopes or [], ctx.read_region):
+        raise NotFound(f"session {session_id} does not exist")
+    return record
 
 
 def session_of(record: Record) -> Session:

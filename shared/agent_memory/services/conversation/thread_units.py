@@ -47,6 +47,6 @@ def thread_turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
         entity_ids=[entity] if entity else [], labels=[entity_label(entity)] if entity else [],
         acl_readers=effective(turn.acl_readers, turn.thread_acl),
         scopes=[list(c) for c in turn.scopes or []],
-        occurred_at=turn.created_at,
+        occurred_at=turn.created_at, valid_from=turn.created_at,  # asOf before it: not yet said
         metadata=metadata,
     )]

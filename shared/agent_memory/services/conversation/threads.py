@@ -426,6 +426,53 @@ class ThreadService:
                 break
         return out
 
+    def entity_matches(self, ctx: RequestContext, entity_id: str, query: str,
+                       k: int = SEMANTIC_MATCHES) -> list[EntityMatch]:
+        """The entity's turns that best match ``query`` across all its threads: the
+        entity-wide view ``Memory.recall`` composes with one thread's context (a thread per
+        appointment still finds what the entity said in another). Each match is re-checked
+        against the store as the thread reads are: the caller's read region, the reader list
+        (an admin's bypass audited), and a unit that lags its row is dropped."""
+        if self.search is None or not query.strip():
+            return []
+        flt = SearchFilter(
+            context_id=ctx.context_id, partition=ctx.partition,
+            read_region=list(ctx.read_region) if ctx.read_region is not None else None,
+            principals=ctx.principals, admin=ctx.admin, kinds=["thread_turn"], labels=[entity_label(entity_id)])
+        from agent_memory.ranking.recipes import RECIPES
+        from agent_memory.ranking.search import search as ranked_search
+
+        ranked = [h for h in ranked_search(self.search, query, flt, RECIPES["rrf"], k=2 * k)
+                  if h.unit.thread_id and isinstance(h.unit.metadata.get("turnIndex"), int)]
+        where = {h.unit.id: (keys.thread_turns_pk(ctx, h.unit.thread_id),
+                             keys.thread_turn_sk(h.unit.metadata["turnIndex"])) for h in ranked}
+        rows = {(r.pk, r.sk): turn_of(r) for r in self.store.batch_get(list(dict.fromkeys(where.values())))}
+        threads: dict[str, Thread | None] = {}
+        bypassed: list[str] = []
+        found: list[tuple[ThreadTurn, float]] = []
+        for hit in ranked:
+            row = rows.get(where[hit.unit.id])
+            if row is None or row.id != hit.unit.id or row.entity_id != entity_id:
+                continue
+            if row.thread_id not in threads:
+                threads[row.thread_id] = self._thread(ctx, row.thread_id)
+            thread = threads[row.thread_id]
+            if thread is None or not self._in_region(ctx, row, thread):
+                continue
+            verdict = reader_access.check(reader_access.effective(row.acl_readers, thread.acl_readers), ctx)
+            if not verdict.allowed:
+                continue
+            if verdict.bypass:
+                bypassed.append(row.id)
+            found.append((row, hit.score))
+            if len(found) == k:
+                break
+        self.audit.bypass(ctx, "thread.recall", bypassed, entityId=entity_id)
+        texts: dict[str, str] = {}
+        for thread_id in dict.fromkeys(row.thread_id for row, _ in found):
+            texts.update(self._texts(ctx, thread_id, [row for row, _ in found if row.thread_id == thread_id]))
+        return [EntityMatch(row, texts.get(row.id, ""), score) for row, score in found]
+
     def _context_items(self, ctx: RequestContext, thread_id: str, recent: list[ThreadTurn],
                        semantic: list[tuple[ThreadTurn, float]]) -> list[ContextItem]:
         seen: set[str] = set()
@@ -462,6 +509,15 @@ class ThreadService:
                 pieces.append(piece)
             out[r.id] = "".join(pieces)
         return out
+
+
+@dataclass(frozen=True)
+class EntityMatch:
+    """One turn of ``ThreadService.entity_matches``: the row, its full text, its score."""
+
+    turn: ThreadTurn
+    text: str
+    score: float
 
 
 def _inherits_older(turn: ThreadTurn, acl_version: int) -> bool:

@@ -36,7 +36,9 @@ def chunk_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
         id=chunk.id, context_id=chunk.context_id, kind="chunk",
         text=f"{context}\n\n{chunk.text}" if context else chunk.text, revision=version,
         partition=chunk.partition, scopes=chunk.scopes, labels=sorted({*chunk.labels, *entities}),
-        occurred_at=chunk.observed_at, source_ids=[chunk.document_id], entity_ids=entities,
+        # valid from when the document was observed: an asOf read before that does not see it
+        occurred_at=chunk.observed_at, valid_from=chunk.observed_at, source_ids=[chunk.document_id],
+        entity_ids=entities,
         metadata={"documentId": chunk.document_id, "documentTitle": chunk.document_title,
                   "positionPercent": chunk.position_percent, "ordinal": chunk.ordinal,
                   "headingPath": HEADING_SEPARATOR.join(chunk.heading_path or []),

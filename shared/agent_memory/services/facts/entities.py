@@ -96,6 +96,14 @@ def parse_entity_param(value: str | None, field: str) -> str | None:
         raise InvalidRequest(f"{field}: {exc.detail}", field=field) from exc
 
 
+def stated_order(rows: list[Attribute]) -> list[Attribute]:
+    """One key's versions as history lists them everywhere (docs/decisions.md, "History under
+    out-of-order writes"): in the order they were stated (``said_at``, else when written),
+    the current value last. A value stated late about an earlier time sits where it was
+    said, not where its window starts; a retracted one (its window empty) where it was said."""
+    return sorted(rows, key=lambda a: (a.is_current, a.said_at or a.created_at or "", a.created_at or "", a.id))
+
+
 @dataclass
 class EntityView:
     """An entity with its current (or ``as_of``) attributes and outgoing relations."""
@@ -164,8 +172,7 @@ class EntityService:
         src = paging.Source(keys.attrs_pk(ctx, entity_id), prefix=f"a#{slot}#")
         rows = [Attribute.from_dict(r.data) for r in readable(list(paging.scan(self.store, src, batch=500,
                                                                                        read_region=ctx.read_region)))]
-        rows.sort(key=lambda a: (a.valid_from or "", a.created_at or "", a.id))
-        return rows
+        return stated_order(rows)
 
     def history_all(self, ctx: RequestContext, entity_id: str, limit: int, page_cursor: str | None,
                     with_total: bool = False) -> paging.Paged:

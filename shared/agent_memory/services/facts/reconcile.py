@@ -49,7 +49,8 @@ Rules (docs/decisions.md, "Cardinality", "Time"):
   1.0, knowledge 0.8, context 0.5. Relations use the same rules with label cardinality
   (``manager``, ``spouse`` single; ``sister``, ``friend``, ``colleague`` multi); their
   values, and the values of their corrections, are object entity ids. A relation stated
-  with a ``valid_until`` closes the matching current row then (or is stored closed).
+  with a ``valid_until`` closes the matching current row then (or is stored closed); so does an
+  attribute triple with one.
 
 The kinds come from the registry (``services/facts/fact_kinds.py``): the slot planner below plans
 the ``slotted`` kinds (attributes, relations); every other kind's claims become records
@@ -282,7 +283,7 @@ class _Planner:
             confidence=claim.confidence, valid_from=timeutil.iso(claim.valid_from),
             valid_until=timeutil.iso(claim.valid_until) if claim.valid_until else None,
             source=dataclasses.replace(w.source), scopes=[list(c) for c in w.scopes], labels=list(w.labels),
-            created_at=w.now, created_by=w.created_by, last_seen_at=w.now,
+            created_at=w.now, created_by=w.created_by, last_seen_at=w.now, said_at=timeutil.iso(w.observed),
         )
         if claim.kind == "attribute":
             row: Fact = Attribute(id=new_id("attr"), entity_id=claim.entity_id, key=claim.key, value=claim.value,
@@ -546,8 +547,9 @@ def _claims(extraction: ExtractionOutput, resolver: EntityResolver, write: _Writ
         if not eid or not key or not key_fits(key) or (not value and not a.negated):
             continue
         cat = vocab.category(key, a.category)
+        until = resolve_event_time(a.valid_until, write.observed) if a.valid_until else None
         out.append(_Claim("attribute", eid, key, value, vocab.cardinality(key, a.cardinality), a.negated, cat,
-                          a.confidence, write.event_time(a.valid_from), timed=write.timed(a.valid_from)))
+                          a.confidence, write.event_time(a.valid_from), until, timed=write.timed(a.valid_from)))
     for r in extraction.relations:
         subject, obj = resolver.resolve(r.subject, r.subject_type), resolver.resolve(r.object, r.object_type)
         label = vocab.normalise_label(r.label)

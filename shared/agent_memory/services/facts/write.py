@@ -108,6 +108,7 @@ class WriteOutcome:
     session_id: str | None
     turn_id: str | None
     extraction: ExtractionResult | None
+    memory_category: str | None = None  # the write's category as applied (a synonym mapped)
 
 
 @dataclass
@@ -117,6 +118,7 @@ class BatchWriteOutcome:
     session_id: str | None
     turn_ids: list[str]
     extractions: list[ExtractionResult | None]
+    memory_category: str | None = None
 
 
 class FactsService:
@@ -157,19 +159,20 @@ class FactsService:
         elif req.triples:
             raise Unprocessable("triples are only accepted with infer: triples", field="triples")
         sessions = self._sessions
-        session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        session, new_session = sessions.open_for_write(ctx, req.session_id, req.scopes, req.labels)
         scopes = _turn_scopes(req.scopes, session, req.session_id)
         speaker = speaker_record(req.speaker)
         reads = self.repo.partition_reads()  # the speaker's partition: read once for prompt and plan
         if req.infer in ("full", "preview"):
             extraction = self.extract(ctx, req.text, observed, speaker=speaker, reads=reads)
+        extraction = with_category(extraction, req.memory_category, keep_own=req.infer == "triples")
         pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind, speaker=speaker)
         if req.infer == "preview":
             result = self._reconcile_only(ctx, pending, session.id, scopes, req.labels)
-            return WriteOutcome("preview", req.session_id, None, result)
+            return WriteOutcome("preview", req.session_id, None, result, req.memory_category)
         turn_ids, results = self.commit_turns(ctx, session, [pending], scopes, req.labels, reads=reads,
-                                              new_session=req.session_id is None)
-        return WriteOutcome(req.infer, session.id, turn_ids[0], results[0])
+                                              new_session=new_session)
+        return WriteOutcome(req.infer, session.id, turn_ids[0], results[0], req.memory_category)
 
     def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> BatchWriteOutcome:
         for m in req.messages:
@@ -177,7 +180,7 @@ class FactsService:
         if req.infer == "triples":
             raise Unprocessable("infer: triples is not available for batches; use POST /facts", field="infer")
         sessions = self._sessions
-        session = sessions.resolve_for_write(ctx, req.session_id, req.scopes, req.labels)
+        session, new_session = sessions.open_for_write(ctx, req.session_id, req.scopes, req.labels)
         scopes = _turn_scopes(req.scopes, session, req.session_id)
         extract = req.infer in ("full", "preview")
         pending: list[PendingTurn] = []
@@ -196,19 +199,21 @@ class FactsService:
             by_index = dict(zip(wanted, extractions, strict=True))
             pending = [PendingTurn(m.role, m.content, m.ts, req.infer, by_index.get(i), speaker=speakers[i])
                        for i, m in enumerate(req.messages)]
+        for p in pending:
+            p.extraction = with_category(p.extraction, req.memory_category, keep_own=False)
         if req.infer == "preview":
             results = [self._reconcile_only(ctx, p, session.id, scopes, req.labels) for p in pending]
-            return BatchWriteOutcome(req.session_id, [], results)
+            return BatchWriteOutcome(req.session_id, [], results, req.memory_category)
         # Every model call is done before the first write. A turn with facts then commits in
         # its own transaction, so a later turn reconciles against what the earlier ones stored;
         # the turns between them (no facts) commit together, as many as one transaction holds.
         turn_ids: list[str] = []
         results: list[ExtractionResult | None] = []
-        for group in plan_turn_transactions(ctx, session, pending, scopes, req.labels):
-            ids, res = self.commit_turns(ctx, session, group, scopes, req.labels)
+        for i, group in enumerate(plan_turn_transactions(ctx, session, pending, scopes, req.labels)):
+            ids, res = self.commit_turns(ctx, session, group, scopes, req.labels, new_session=new_session and i == 0)
             turn_ids += ids
             results += res
-        return BatchWriteOutcome(session.id, turn_ids, results)
+        return BatchWriteOutcome(session.id, turn_ids, results, req.memory_category)
 
     # --- extraction ---------------------------------------------------------------------
 
@@ -588,7 +593,7 @@ def triples_to_extraction(raw: list[dict[str, Any]]) -> ExtractionOutput:
             out.attributes.append(ExtractedAttribute(
                 entity=name, entity_type=etype, key=triple.key, value=str(triple.value), category=category,
                 confidence=triple.confidence if triple.confidence is not None else 1.0,
-                valid_from=times.get("valid_from")))
+                valid_from=times.get("valid_from"), valid_until=times.get("valid_until")))
         elif "target" in given:
             if not (triple.key or "").strip():
                 raise Unprocessable(f"{where}.key: the relation label is required with target", field=f"{where}.key")
@@ -603,6 +608,21 @@ def triples_to_extraction(raw: list[dict[str, Any]]) -> ExtractionOutput:
                 occurred_at=times.get("occurred_at"), summary=triple.summary or
                 " ".join(p for p in (name, triple.verb, triple.object or "") if p), category=category))
     return out
+
+
+def with_category(extraction: ExtractionOutput | None, category: str | None, *,
+                  keep_own: bool) -> ExtractionOutput | None:
+    """``extraction`` with a write's ``memory_category`` on what it extracted (entities,
+    attributes, relations, actions). Precedence: a triple's own category (``keep_own``), then
+    the write's, then the model's, then the key's registered default (``rules.vocabulary``)."""
+    if extraction is None or category is None:
+        return extraction
+    def filed(items: list[Any]) -> list[Any]:
+        return [i if keep_own and i.category else i.model_copy(update={"category": category}) for i in items]
+    return extraction.model_copy(update={"entities": filed(extraction.entities),
+                                         "attributes": filed(extraction.attributes),
+                                         "relations": filed(extraction.relations),
+                                         "actions": filed(extraction.actions)})
 
 
 def _entity_ref(ref: Any, where: str) -> tuple[str, str]:

@@ -161,7 +161,8 @@ def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
         id=turn.id, context_id=turn.context_id, kind="turn", text=turn.content, revision=version,
         partition=turn.partition, scopes=turn.scopes, labels=with_entities(turn.labels, [entity] if entity else []),
         role=turn.role, session_id=turn.session, entity_ids=[entity] if entity else [],
-        occurred_at=turn.observed_at, metadata=metadata,
+        # valid from when it was said: a point-in-time read (asOf) never sees what was said later
+        occurred_at=turn.observed_at, valid_from=turn.observed_at, metadata=metadata,
     )]
 
 

@@ -10,6 +10,7 @@ transcript window (the chat window rules, ``services/conversation/chat/window.py
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +43,15 @@ class ContextResult:
 
 
 class ContextService:
-    def __init__(self, store: RecordStore, sessions: SessionService, retrieval: RetrievalService):
+    def __init__(self, store: RecordStore, sessions: SessionService, retrieval: RetrievalService,
+                 entity_turns: Callable[[RequestContext, str, str, int], Sequence[Any]] | None = None):
+        """``entity_turns(ctx, entity_id, query, k)``: an entity's best matching thread turns
+        across its threads (``ThreadService.entity_matches``), which ``context`` with a
+        ``subject`` adds: ``Memory.recall`` is entity-wide."""
         self._store = store
         self._sessions = sessions
         self._retrieval = retrieval
+        self._entity_turns = entity_turns
 
     def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None,
                 **filters: Any) -> ContextResult:
@@ -56,7 +62,10 @@ class ContextService:
         if not query.strip():
             return self.recent(ctx)
         result = self._retrieval.retrieve(ctx, query, k=k, subject=subject, **filters)
-        formatted = format_context(result.hits)
+        hits = list(result.hits)
+        if subject and self._entity_turns is not None:
+            hits = _with_thread_turns(hits, self._entity_turns(ctx, subject, query, k), k)
+        formatted = format_context(hits)
         return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers,
                              degraded=result.degraded)
 
@@ -93,3 +102,16 @@ class ContextService:
         formatted = format_context(result.hits, transcript=[(t.role, t.content) for t in window])
         return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers,
                              excluded=[t.id for t in window], degraded=result.degraded)
+
+
+def _with_thread_turns(hits: list[Any], matches: Sequence[Any], k: int) -> list[Any]:
+    """``hits`` then the subject's thread turns (``EntityMatch``, best first), at most ``k`` in
+    all, the turns keeping up to half of them (their scores come from another ranking, so the
+    two lists are not merged by score): each as a turn hit that names its thread."""
+    from agent_memory.services.retrieval.service import Hit
+
+    seen = {h.id for h in hits}
+    turns = [Hit(id=m.turn.id, kind="turn", text=m.text, score=m.score, occurred_at=m.turn.created_at,
+                 metadata={"threadId": m.turn.thread_id, "turnIndex": m.turn.turn_index})
+             for m in matches if m.text and m.turn.id not in seen][:max(1, k // 2)]
+    return hits[:k - len(turns)] + turns

@@ -447,11 +447,14 @@ function timeline(rows, lo, hi) {
       const until = r.validUntil ? Date.parse(r.validUntil) : hi;
       const x0 = x(from), x1 = Math.max(x(until), x0 + 4);
       const current = !r.validUntil && !r.supersededBy;
-      const g = svg("g", { class: `bar${current ? " current" : ""}`, "data-attr": r.id, "data-key": key, "data-value": r.value,
-        "data-scope": scopeText(r.scopes), tabindex: "0",
-        role: "listitem", "aria-label": `${name_} = ${r.value}, from ${fmtTime(r.validFrom)} ${r.validUntil ? `until ${fmtTime(r.validUntil)}` : "(current)"}` });
+      // retracted: a later statement backdated past its whole window, so it never held
+      const g = svg("g", { class: `bar${current ? " current" : ""}${r.retracted ? " retracted" : ""}`, "data-attr": r.id,
+        "data-key": key, "data-value": r.value, "data-scope": scopeText(r.scopes), tabindex: "0",
+        role: "listitem", "aria-label": r.retracted ? `${name_} = ${r.value}, retracted by a later statement`
+          : `${name_} = ${r.value}, from ${fmtTime(r.validFrom)} ${r.validUntil ? `until ${fmtTime(r.validUntil)}` : "(current)"}` });
       const title = svg("title");
-      title.textContent = `${r.value}\n${fmtTime(r.validFrom)} → ${r.validUntil ? fmtTime(r.validUntil) : "now"}`;
+      title.textContent = r.retracted ? `${r.value}\nretracted: a later statement covered its whole window`
+        : `${r.value}\n${fmtTime(r.validFrom)} → ${r.validUntil ? fmtTime(r.validUntil) : "now"}`;
       g.append(title, svg("rect", { x: String(x0), y: String(y + 10), width: String(x1 - x0), height: String(rowH - 16), rx: "3" }));
       const text = svg("text", { x: String(x0 + 5), y: String(y + rowH / 2 + 6), class: "value" });
       text.textContent = r.value;

@@ -213,10 +213,10 @@ class ChatService:
             raise PayloadTooLarge(f"message is over the {self._message_bytes}-byte limit")
         model_name = req.model or str(self._models.response)
         if req.model and not self._models.is_allowed(req.model):
-            raise InvalidRequest(f"model {req.model!r} is not in models.allowed", field="model")
+            allowed = ", ".join(self._models.allowed_names())
+            raise InvalidRequest(f"model {req.model!r} is not in models.allowed; allowed: {allowed}", field="model")
         scopes = ctx.write_scopes(req.scopes)
-        session = self._sessions.resolve_for_write(ctx, req.session_id, scopes, req.labels)
-        is_new = req.session_id is None
+        session, is_new = self._sessions.open_for_write(ctx, req.session_id, scopes, req.labels)
         if not is_new:
             # The turns take the session's scopes: they must lie inside the write region too.
             grants.check_writable(session.scopes or [], ctx.write_region, "session")
