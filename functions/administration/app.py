@@ -1,9 +1,12 @@
 """Administration area: who am I (GET /me), keys (/keys), principals and their grants
-(/principals), the scopes registry (/scopes, /scopes/forget). Its own function and role: the
-only one that writes key records. The stack's ``ScopeIndexBackfillSchedule`` also invokes it
-with ``{"scopeIndex": "backfill"}``: the scope index's backfill, within the invocation's time.
+(/principals), the scopes registry (/scopes, /scopes/forget), a context's export and import
+(/export, /import: docs/export.md). Its own function and role: the only one that writes key
+records. The stack's ``ScopeIndexBackfillSchedule`` also invokes it with
+``{"scopeIndex": "backfill"}``: the scope index's backfill, within the invocation's time.
 
 Rules: ``agent_memory.services.operations.administration``; shapes: ``presenters.administration``."""
+
+import threading
 
 from agent_memory.http import api as http
 from agent_memory.models.requests import (
@@ -17,6 +20,7 @@ from agent_memory.presenters import administration as wire
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
+_pending_stream = threading.local()
 
 OVERLAP_MAX_S = 30 * 86_400
 
@@ -134,8 +138,33 @@ def scheduled_backfill(lambda_context):
     return state.wire()
 
 
+@app.get("/api/v1/<context_id>/export")
+def export_context(context_id: str):
+    ctx = http.context(app, context_id)
+    lines = get_runtime().portability.export(
+        ctx, partition=http.query_str(app, "partition"),
+        include_principals=bool(http.query_bool(app, "includePrincipals")),
+        include_originals=http.query_bool(app, "originals") is not False)
+    # The lines outlive this handler: the local server streams them as they are read.
+    _pending_stream.frames = http.stream_in_request(lines)
+    return http.ndjson_response(f"{context_id}.ndjson")
+
+
+@app.post("/api/v1/<context_id>/import")
+def import_context(context_id: str):
+    ctx = http.context(app, context_id)
+    result = get_runtime().portability.import_(ctx, http.raw_body(app).splitlines())
+    return wire.imported(result)
+
+
 @instrumented
 def lambda_handler(event, lambda_context):
     if event.get("scopeIndex") == "backfill":
         return scheduled_backfill(lambda_context)
-    return app.resolve(event, lambda_context)
+    _pending_stream.frames = None
+    response = app.resolve(event, lambda_context)
+    frames = getattr(_pending_stream, "frames", None)
+    _pending_stream.frames = None
+    if frames is not None and response.get("statusCode") == 200:
+        return http.attach_stream(response, frames, streaming=getattr(lambda_context, "supports_streaming", False))
+    return response

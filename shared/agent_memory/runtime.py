@@ -301,6 +301,12 @@ class Runtime:
 
         return ScopeIndex(self.store)
 
+    @cached_property
+    def portability(self):
+        from agent_memory.services.operations.portability import Portability
+
+        return Portability(self.store, lambda: self.upload_store, catalogue=self.catalogue)
+
     # --- services -------------------------------------------------------------------
 
     @cached_property

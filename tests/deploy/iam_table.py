@@ -266,7 +266,9 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
                           "SearchRead"),
     "StateFunction": (*API, "RecordBatchRead", "AuditWrite", "CursorSecret"),
     "AdministrationFunction": (*API, "AuditWrite", "AdministrationWrite", "RecordWrite", "RecordBatchRead",
-                               "SearchRead", "SearchWrite", "DocumentObjectsDelete"),
+                               "SearchRead", "SearchWrite", "DocumentObjectsDelete",
+                               # GET /export reads documents' originals, POST /import writes them
+                               "OriginalsRead", "UploadPut"),
     "EntitiesFunction": (*API, "RecordBatchRead", "RecordWrite", "CursorSecret", "OpenAIKey", "SearchRead",
                          "SearchWrite"),
     "RecallFunction": (*API, "RecordBatchRead", "AuditWrite", "EmbeddingModel", "Rerank", "OpenAIKey", "SearchRead"),

@@ -93,6 +93,10 @@ def run(call: Call) -> None:
        headers={"Idempotency-Key": "scenario-scoped"})
     assert ok("POST", f"{CTX}/scopes/forget", {"path": "org/scenario"})["forgotten"] >= 1
     ok("DELETE", f"{CTX}/scopes?path=org/scenario", status=204)
+    # The context's export, imported back: every record is already there, so nothing is written.
+    export = ok("GET", f"{CTX}/export")
+    assert export.splitlines()[-1].startswith('{"counts"'), export[-300:]
+    assert ok("POST", f"{CTX}/import", export.encode())["written"] == 0
 
     ok("POST", f"{CTX}/query", {"query": "Where do I work?", "k": 5})
     ok("POST", f"{CTX}/context", {"query": "Where do I work?"})

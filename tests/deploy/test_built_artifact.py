@@ -313,7 +313,8 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         target_path, _, query = path.partition("?")
         route, params = gateway.match(method, target_path)
         name = handler_function(route.handler)
-        data = json.dumps(body).encode() if body is not None else b""
+        # bytes go as they are (an NDJSON import), anything else as JSON
+        data = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else b""
         # The bootstrap key for the first call (as the README's first curl), stored keys after.
         bearer = bootstrap_key if path == "/api/v1/health" else keys[key]
         hdrs = {"content-type": "application/json", "authorization": f"Bearer {bearer}", **(headers or {})}
@@ -330,7 +331,8 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                                                   "203.0.113.9"))
         statuses.setdefault(name, []).append((route.route_key, result["statusCode"]))
         text = result.get("body") or ""
-        payload = json.loads(text) if text and text.lstrip()[:1] in "{[" else text
+        ndjson = "ndjson" in str((result.get("headers") or {}).get("Content-Type", ""))  # an export: lines
+        payload = json.loads(text) if text and text.lstrip()[:1] in "{[" and not ndjson else text
         if isinstance(payload, dict) and payload.get("uploadUrl"):
             # The caller's PUT to S3 is authorised as the signer, the documents function.
             presigned.append(["s3", "PutObject", presigned_target(payload["uploadUrl"])])

@@ -153,7 +153,8 @@ export class AgentMemory {
   // --- plumbing -------------------------------------------------------------------------
 
   /** The logical call of an operation. */
-  _call(operationId, { params = {}, query, json, form, idempotent = false, keyedWrite = false, sdk = {} } = {}) {
+  _call(operationId, { params = {}, query, json, form, raw, contentType, idempotent = false, keyedWrite = false,
+    sdk = {} } = {}) {
     const [method] = OPERATIONS[operationId];
     const path = operationPath(operationId, { context_id: this.contextId, ...params });
     const headers = { ...(sdk.headers || {}) };
@@ -161,7 +162,8 @@ export class AgentMemory {
     if (sdk.onBehalfOf) headers[ON_BEHALF_OF_HEADER] = sdk.onBehalfOf;
     if (keyedWrite) headers["idempotency-key"] = sdk.idempotencyKey || newIdempotencyKey();
     return {
-      operationId, method, path, query, json, form, headers, idempotent: idempotent || method === "GET",
+      operationId, method, path, query, json, form, raw, contentType, headers,
+      idempotent: idempotent || method === "GET",
       keyedWrite, signal: sdk.signal, timeoutMs: sdk.timeoutMs,
     };
   }
@@ -311,6 +313,52 @@ export class AgentMemory {
   whoami(options = {}) {
     const [sdk] = split(options);
     return this._send("whoami", { sdk });
+  }
+
+  /** The context as versioned NDJSON (docs/export.md), one line a string, as the service
+   * streams it. Needs the admin verb; `includePrincipals` adds grants (never keys). */
+  exportContext(options = {}) {
+    const [sdk, fields] = split(options);
+    const call = this._call("exportContext", {
+      query: pick(fields, ["partition", "includePrincipals", "originals"]), sdk,
+    });
+    const transport = this._transport;
+    async function* lines() {
+      const { response, release } = await transport.response(call, { stream: true });
+      try {
+        const decoder = new TextDecoder();
+        let rest = "";
+        for await (const chunk of response.body) {
+          rest += decoder.decode(chunk, { stream: true });
+          const parts = rest.split("\n");
+          rest = parts.pop();
+          for (const line of parts) if (line) yield line;
+        }
+        rest += decoder.decode();
+        if (rest) yield rest;
+      } finally {
+        release();
+      }
+    }
+    // Iterate it line by line, or take every line at once with toArray().
+    return {
+      [Symbol.asyncIterator]: lines,
+      async toArray() {
+        const out = [];
+        for await (const line of lines()) out.push(line);
+        return out;
+      },
+    };
+  }
+
+  /** Write an export into this context: ids kept, re-keyed from another context; the same
+   * stream twice writes nothing. `body`: the NDJSON text, its bytes, or its lines. */
+  importContext(body, options = {}) {
+    const [sdk] = split(options);
+    const raw = Array.isArray(body) ? body.map((line) => `${line}\n`).join("") : body;
+    return this._send("importContext", {
+      raw, contentType: "application/x-ndjson", idempotent: true, sdk,
+    });
   }
 
   // --- chat -----------------------------------------------------------------------------

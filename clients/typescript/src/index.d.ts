@@ -215,6 +215,12 @@ export declare class AgentMemory {
   } & CallOptions): Promise<S["AuditPage"]>;
   /** Who this key is here: principal, kind, grants, and what a request may do. */
   whoami(options?: CallOptions): Promise<S["Whoami"]>;
+  /** The context as versioned NDJSON lines (docs/export.md), streamed; needs admin. */
+  exportContext(options?: {
+    partition?: string; includePrincipals?: boolean; originals?: boolean;
+  } & CallOptions): AsyncIterable<string> & { toArray(): Promise<string[]> };
+  /** Write an export into this context (ids kept; idempotent); needs admin. */
+  importContext(body: string | Uint8Array | string[], options?: CallOptions): Promise<S["ImportResponse"]>;
 
   chat(message: string, options?: ChatOptions & { stream?: false }): Promise<ChatResponse>;
   chat(message: string, options: ChatOptions & { stream: true }): Promise<ChatStream>;

@@ -1733,6 +1733,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/export": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        /** @description The whole context as versioned NDJSON (docs/export.md, schema docs/export.schema.json): a header line, one line per stored record (every fact kind with its window, supersession links and provenance; sessions, turns, threads with reader lists, documents with chunks, the scope registry), document originals inline, principals and grants when asked, and a trailer with counts. No key material and no search index. Streamed by the local server. Needs admin. */
+        get: operations["exportContext"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/import": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Write an export (GET /export's stream) into this context, keeping every id; a stream exported from another context is re-keyed into this one. Idempotent: records already there unchanged or newer are left alone, so the same file twice writes nothing. The whole stream is checked before anything is written: a malformed line is a 400 naming its line number (extension line), a newer format version a 400 with code export_version_unsupported. A document original already kept with other bytes is a 409 (original_conflict): an import never replaces one. The search index is rebuilt by the normal projection. Needs admin. */
+        post: operations["importContext"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1764,6 +1808,20 @@ export interface components {
             complete?: boolean;
             /** @description Present when more is left; send it back (with the same path) to go on. */
             continuation?: string;
+        };
+        ImportResponse: {
+            contextId: string;
+            /** @description Records in the stream. */
+            records: number;
+            /** @description Records written (new, or older here than in the stream). */
+            written: number;
+            /** @description Records already here, identical or newer. */
+            unchanged: number;
+            originals: number;
+            principals: number;
+            byType: {
+                [key: string]: number;
+            };
         };
         /** @description Verb -> scope paths ('/': the whole context); only memory:read and memory:write take other paths. */
         Grants: {
@@ -6669,6 +6727,77 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    exportContext: {
+        parameters: {
+            query?: {
+                /** @description Only this partition (default every partition of the context). */
+                partition?: string;
+                /** @description Add the context's principals and their grant versions (never keys). */
+                includePrincipals?: boolean;
+                /** @description Carry documents' original bytes inline (base64); false leaves them out. */
+                originals?: boolean;
+            };
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export stream, one JSON object a line. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    importContext: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description What was written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["InvalidContext"];
         };
     };
 }

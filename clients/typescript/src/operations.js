@@ -59,6 +59,8 @@ export const OPERATIONS = Object.freeze({
   listScopes: ["GET", "/api/v1/{context_id}/scopes", "scopes.list"],
   deleteScope: ["DELETE", "/api/v1/{context_id}/scopes", "scopes.delete"],
   forgetScope: ["POST", "/api/v1/{context_id}/scopes/forget", "scopes.forget"],
+  exportContext: ["GET", "/api/v1/{context_id}/export", "exportContext"],
+  importContext: ["POST", "/api/v1/{context_id}/import", "importContext"],
   listEntities: ["GET", "/api/v1/{context_id}/entities", "entities.list"],
   getEntity: ["GET", "/api/v1/{context_id}/entities/{type}/{name}", "entities.get"],
   deleteEntity: ["DELETE", "/api/v1/{context_id}/entities/{type}/{name}", "entities.delete"],

@@ -110,7 +110,7 @@ export class RetryPolicy {
 }
 
 /**
- * One logical call: `{method, path, query, json, form, headers, idempotent, keyedWrite,
+ * One logical call: `{method, path, query, json, form, raw, contentType, headers, idempotent, keyedWrite,
  * signal, timeoutMs}`, and `baseUrl` when it goes elsewhere than the transport's (a streamed chat).
  */
 export class Transport {
@@ -140,6 +140,9 @@ export class Transport {
     } else if (call.json !== undefined) {
       body = JSON.stringify(call.json);
       headers["content-type"] = "application/json";
+    } else if (call.raw !== undefined) {
+      body = call.raw; // a string or bytes sent as they are (an NDJSON import)
+      headers["content-type"] = call.contentType || "application/octet-stream";
     }
     return { method: call.method, headers, body };
   }

@@ -51,6 +51,7 @@ const ARGS = {
   "principals.get": ["p1"], "principals.grant": ["p1", "/", ["memory:read"]],
   "principals.revoke": ["p1", "/", ["memory:read"]], "principals.effective": ["p1", "/"],
   "scopes.register": ["org/acme"], "scopes.delete": ["org/acme"], "scopes.forget": ["org/acme"],
+  importContext: ['{"type":"header"}\n'],
   ...Object.fromEntries(["attributes", "relations", "actions", "instructions"].flatMap((c) =>
     [[`${c}.get`, ["f1"]], [`${c}.delete`, ["f1"]], [`${c}.update`, ["f1", "v"]]])),
 };

@@ -52,6 +52,24 @@ def new_idempotency_key() -> str:
     return f"sdk-{uuid.uuid4()}"
 
 
+ExportSource = bytes | str | os.PathLike[str] | IO[bytes] | Iterable[str]
+
+
+def export_bytes(source: ExportSource) -> bytes:
+    """An export stream's bytes from bytes, text, a file path, a binary file or its lines."""
+    if isinstance(source, bytes):
+        return source
+    if isinstance(source, str):
+        return source.encode("utf-8")
+    if isinstance(source, os.PathLike):
+        return Path(source).read_bytes()
+    read = getattr(source, "read", None)
+    if read is not None:
+        data = read()
+        return data.encode("utf-8") if isinstance(data, str) else data
+    return "".join(line if line.endswith("\n") else line + "\n" for line in source).encode("utf-8")
+
+
 def _seg(value: str, safe: str = "") -> str:
     return quote(str(value), safe=safe)
 
@@ -291,6 +309,17 @@ class Calls:
         body = {"path": path, **({"continuation": continuation} if continuation else {})}
         return Call("POST", f"{self.prefix}/scopes/forget", model(wire.ForgetScopeResponse), json=body,
                     idempotent=True)
+
+    def export_context(self, *, partition: str | None, include_principals: bool | None,
+                       originals: bool | None) -> Call[httpx.Response]:
+        return Call("GET", f"{self.prefix}/export", lambda response: response,
+                    params={"partition": partition, "includePrincipals": include_principals,
+                            "originals": originals}, idempotent=True)
+
+    def import_context(self, data: bytes) -> Call[wire.ImportResponse]:
+        # Import is idempotent (records already there are left alone): safe to retry.
+        return Call("POST", f"{self.prefix}/import", model(wire.ImportResponse), content=data,
+                    headers={"content-type": "application/x-ndjson"}, idempotent=True)
 
     def _entity_path(self, type: str, name: str) -> str:
         return f"{self.prefix}/entities/{_seg(type)}/{_seg(name)}"

@@ -22,7 +22,15 @@ import httpx
 from pydantic import BaseModel, PrivateAttr
 
 from agent_memory.client import _common as common
-from agent_memory.client._calls import Calls, DocumentSource, Scopes, _document_content, operation
+from agent_memory.client._calls import (
+    Calls,
+    DocumentSource,
+    ExportSource,
+    Scopes,
+    _document_content,
+    export_bytes,
+    operation,
+)
 from agent_memory.client.errors import AgentMemoryError, NotFoundError
 from agent_memory.client.streaming import AsyncChatStream
 from agent_memory.client.transport import AsyncTransport, Call
@@ -313,6 +321,26 @@ class AsyncAgentMemory:
     async def delete_scope(self, path: str) -> None:
         """Tombstone a registered scope (what was written under it stays)."""
         return await self._send(self._calls.delete_scope(path))
+
+    @operation("exportContext")
+    async def export_context(self, *, partition: str | None = None, include_principals: bool | None = None,
+                             originals: bool | None = None) -> AsyncIterator[str]:
+        """The context's export (docs/export.md), one NDJSON line at a time as the service
+        streams it. Needs the admin verb; ``include_principals`` adds grants (never keys)."""
+        response = await self._transport.response(self._calls.export_context(
+            partition=partition, include_principals=include_principals, originals=originals), stream=True)
+        try:
+            async for line in response.aiter_lines():
+                if line:
+                    yield line
+        finally:
+            await response.aclose()
+
+    @operation("importContext")
+    async def import_context(self, source: ExportSource) -> wire.ImportResponse:
+        """Write an export into this client's context (ids kept; re-keyed from another context).
+        ``source``: bytes, text, a path, a binary file or lines. Idempotent."""
+        return await self._send(self._calls.import_context(export_bytes(source)))
 
     @operation("forgetScope")
     async def forget_scope(self, path: str, *, continuation: str | None = None) -> wire.ForgetScopeResponse:

@@ -55,12 +55,13 @@ class Call(Generic[T]):
     headers: dict[str, str] | None = None
     idempotent: bool = False
     keyed_write: bool = False
+    content: bytes | None = None  # a raw body (an NDJSON import), instead of json/files/data
 
     def build(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
         params = {k: v for k, v in (self.params or {}).items() if v is not None}
         params = {k: ("true" if v is True else "false" if v is False else v) for k, v in params.items()}
         return http.build_request(self.method, self.path, params=params or None, json=self.json,
-                                  files=self.files, data=self.data, headers=self.headers)
+                                  files=self.files, data=self.data, headers=self.headers, content=self.content)
 
 
 def parse_retry_after(value: str | None) -> float | None:

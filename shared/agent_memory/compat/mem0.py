@@ -25,6 +25,7 @@ How Mem0's ids map onto ours:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -35,6 +36,13 @@ from agent_memory.client._calls import fact_collection
 from agent_memory.models import wire
 
 DEFAULT_CONTEXT = "mem0"
+# The attribute key an imported Mem0 memory is stored under (multi-valued, rules/vocabulary.py),
+# on the partition's self entity; its value is the memory's text.
+MEMORY_KEY = "memory"
+META_PREFIX = "mem0:meta:"
+ID_PREFIX = "mem0:id:"
+ACTOR_PREFIX = "mem0:actor:"
+_ROLES = {"user", "assistant", "system", "tool"}
 _PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENTITY_PARAMS = ("user_id", "agent_id", "run_id")
 
@@ -59,6 +67,8 @@ def _trim(value: Any, name: str) -> str | None:
 
 
 def _attribute_text(a: wire.MemoryAttribute) -> str:
+    if a.key == MEMORY_KEY:
+        return a.value  # a memory imported from Mem0: its own text
     name = a.entity.split("/", 1)[-1]
     return f"{name} {a.key.replace('_', ' ')}: {a.value}"
 
@@ -243,7 +253,16 @@ class Memory:
             return [] if client is None else [_history_row(found, None, "ADD")]
         attr = client.attributes.get(memory_id)
         etype, name = attr.entity.removeprefix("entity:").split("/", 1)
-        by_id = {row.id: row for row in client.entities.history(etype, name, attr.key)}
+        stated = list(client.entities.history(etype, name, attr.key))
+        mem0_id = next((label for label in attr.labels if label.startswith(ID_PREFIX)), None)
+        if attr.key == MEMORY_KEY and mem0_id is not None:
+            # An imported memory's chain is the values that carry its Mem0 id, in the order stated
+            # (a multi-valued key's correction closes one value and adds one, unlinked).
+            chain = [row for row in stated if mem0_id in row.labels]
+            return [_history_row({"id": row.id, "memory": row.value, "created_at": row.created_at},
+                                 prev.value if prev else None, "UPDATE" if prev else "ADD")
+                    for prev, row in zip([None, *chain[:-1]], chain, strict=True)]
+        by_id = {row.id: row for row in stated}
         # Follow the supersession links both ways from this memory: its own chain only (a
         # multi-valued key's other values have theirs).
         first = by_id.get(memory_id, attr)
@@ -258,6 +277,56 @@ class Memory:
                                      "UPDATE" if previous else "ADD"))
             previous, row = row, by_id.get(row.superseded_by or "")
         return rows
+
+    # --- migration --------------------------------------------------------------------------
+
+    def import_memories(self, memories: list[dict[str, Any]], history: dict[str, list[dict[str, Any]]] | None = None,
+                        *, progress: Any = None) -> dict[str, int]:
+        """Write what Mem0's ``get_all`` returned (``{"results": [...]}``'s items) and, where given,
+        each memory's ``history`` rows into this context (docs/export.md, "From Mem0"). Each
+        memory becomes a turn and an authoritative fact (key ``memory`` of the user's self
+        entity) in the partition of its ``user_id``, labelled with its agent, run, actor, Mem0 id
+        and metadata; its history's ADD/UPDATE values become the fact's supersession chain.
+        A memory already imported (its Mem0 id found) is left alone."""
+        history = history or {}
+        done: dict[str | None, set[str]] = {}
+        out = {"memories": len(memories), "written": 0, "unchanged": 0, "updates": 0}
+        for item in memories:
+            user_id = _trim(item.get("user_id"), "user_id")
+            client = self._client(user_id)
+            if client.partition not in done:
+                done[client.partition] = {label.removeprefix(ID_PREFIX) for a in client.attributes.list()
+                                          for label in a.labels if label.startswith(ID_PREFIX)}
+            if str(item["id"]) in done[client.partition]:
+                out["unchanged"] += 1
+            else:
+                out["updates"] += self._import_one(client, item, history.get(str(item["id"])) or [])
+                out["written"] += 1
+            if progress is not None:
+                progress()
+        return out
+
+    @staticmethod
+    def _import_one(client: AgentMemory, item: dict[str, Any], rows: list[dict[str, Any]]) -> int:
+        steps = [(r["new_memory"], r.get("updated_at") or r.get("created_at")) for r in rows
+                 if r.get("event") in ("ADD", "UPDATE") and r.get("new_memory")]
+        if not steps or steps[-1][0] != item["memory"]:
+            steps.append((item["memory"], item.get("updated_at") or item.get("created_at")))  # where get_all stands
+        values = [value for value, _ in steps]
+        labels = [*_labels(_trim(item.get("agent_id"), "agent_id"), _trim(item.get("run_id"), "run_id")),
+                  f"{ID_PREFIX}{item['id']}", *metadata_labels(item.get("metadata"))]
+        if item.get("actor_id"):
+            labels.append(f"{ACTOR_PREFIX}{item['actor_id']}")
+        role = item.get("role") if item.get("role") in _ROLES else "user"
+        first = rows[0].get("created_at") if rows else None
+        written = client.remember(values[0], infer="triples", labels=labels, role=role,
+                                  observed_at=first or item.get("created_at"),
+                                  triples=[{"entity": {"type": "person", "name": "User"}, "key": MEMORY_KEY,
+                                            "value": values[0]}])
+        fact_id = written.extraction.attributes[0].id  # type: ignore[union-attr]
+        for value, at in steps[1:]:
+            fact_id = client.attributes.update(fact_id, value, observed_at=at).fact.id
+        return len(steps) - 1
 
     # --- helpers ----------------------------------------------------------------------------
 
@@ -301,7 +370,8 @@ def _item(item: Any, partition: str | None, filters: dict[str, Any] | None = Non
     else:
         text = getattr(item, "summary", None) or getattr(item, "description", None) or ""
     out: dict[str, Any] = {"id": item.id, "memory": text, "hash": hashlib.md5(text.encode()).hexdigest(),
-                           "metadata": None, "created_at": getattr(item, "created_at", None), "updated_at": None}
+                           "metadata": metadata_of(getattr(item, "labels", None) or []),
+                           "created_at": getattr(item, "created_at", None), "updated_at": None}
     ids = {k: v for k, v in (filters or {}).items() if k in _ENTITY_PARAMS and v}
     if partition and "user_id" not in ids:
         ids["user_id"] = partition
@@ -350,3 +420,56 @@ def _reject_entity_params(kwargs: dict[str, Any], method: str) -> None:
 def _check_filters(filters: dict[str, Any] | None) -> None:
     if not filters or not any(filters.get(k) for k in _ENTITY_PARAMS):
         raise ValueError("filters must contain at least one of: user_id, agent_id, run_id")
+
+
+def metadata_labels(metadata: Any) -> list[str]:
+    """Mem0 metadata as labels, one per key (``mem0:meta:<key>=<JSON value>``): kept with the
+    fact, returned by ``get_all``, and filterable like any label."""
+    if metadata is None:
+        return []
+    if not isinstance(metadata, dict):
+        raise ValueError("metadata must be an object")
+    out = []
+    for key, value in sorted(metadata.items()):
+        label = f"{META_PREFIX}{key}={json.dumps(value, separators=(',', ':'), ensure_ascii=False)}"
+        if len(label) > 128:
+            raise ValueError(f"metadata {key!r} is longer than a label holds (128 characters with its prefix)")
+        out.append(label)
+    return out
+
+
+def metadata_of(labels: Iterable[str]) -> dict[str, Any] | None:
+    """The metadata ``metadata_labels`` stored (``None`` when there is none, as Mem0 answers)."""
+    out: dict[str, Any] = {}
+    for label in labels:
+        if label.startswith(META_PREFIX) and "=" in label:
+            key, raw = label[len(META_PREFIX):].split("=", 1)
+            try:
+                out[key] = json.loads(raw)
+            except ValueError:
+                out[key] = raw
+    return out or None
+
+
+def read_mem0(text: str) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Parse a Mem0 dump: ``get_all``'s answer (``{"results": [...]}``) or its list, optionally
+    with ``"history": {memory_id: [history rows]}``. Each memory needs a string ``id`` and
+    ``memory``; a bad one is named by its position."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    history: Any = {}
+    if isinstance(data, dict):
+        history = data.get("history") or {}
+        data = data.get("results")
+    if not isinstance(data, list):
+        raise ValueError('expected Mem0 get_all output: {"results": [...]} or a list of memories')
+    if not isinstance(history, dict) or not all(isinstance(v, list) for v in history.values()):
+        raise ValueError('"history" must map memory ids to lists of history rows')
+    for i, item in enumerate(data):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("memory"), str) \
+                or not item["memory"].strip():
+            raise ValueError(f"memory {i}: needs a string id and a non-empty string memory")
+        metadata_labels(item.get("metadata"))  # refused before anything is written
+    return data, history

@@ -660,6 +660,12 @@ def sse_response(degraded: str | None = None) -> Response:
     return Response(status_code=200, content_type="text/event-stream", headers=headers, body="")
 
 
+def ndjson_response(filename: str) -> Response:
+    """The head of a streamed NDJSON download (an export); its lines go in by ``attach_stream``."""
+    return Response(status_code=200, content_type="application/x-ndjson", body="",
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
+
+
 def attach_stream(response: dict[str, Any], frames: Any, *, streaming: bool) -> dict[str, Any]:
     """Give an SSE response its frames: as an iterator when the host streams (the local
     server), else joined into the body (API Gateway buffers the whole response anyway)."""

@@ -1,6 +1,7 @@
 """The ``agent-memory`` commands that talk to a running service, all through the SDK:
 ``chat`` (the terminal loop) and the operator commands ``remember``, ``recall``, ``state``,
-``history`` and ``fact show|correct|delete`` (one fact by the id ``state`` prints). Each prints human-readable text, or the response JSON with ``--json``.
+``history``, ``fact show|correct|delete`` (one fact by the id ``state`` prints), and ``export`` /
+``import`` of a whole context (docs/export.md). Each prints human-readable text, or the response JSON with ``--json``.
 An error response prints its problem and exits 1; a service that cannot be reached exits 2."""
 
 from __future__ import annotations
@@ -59,6 +60,79 @@ def add_commands(sub: Any) -> None:
     upload.add_argument("--label", action="append", dest="labels", help="a label (repeatable)")
     upload.add_argument("--no-wait", action="store_true", help="return once the upload is accepted")
     upload.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for ingestion")
+
+    export = _command(sub, "export", "export the context as versioned NDJSON (docs/export.md; needs admin)", _export)
+    export.add_argument("-o", "--output", default=None, help="file to write (default: stdout)")
+    export.add_argument("--only-partition", default=None, dest="only_partition",
+                        help="export only this partition (default: every partition)")
+    export.add_argument("--include-principals", action="store_true", help="add principals and grants (never keys)")
+    export.add_argument("--no-originals", action="store_true", help="leave documents' original bytes out")
+
+    imp = _command(sub, "import", "import an export (or Mem0's get_all output) into the context", _import)
+    imp.add_argument("file", help="an export (.ndjson), or with --from mem0 a JSON file of Mem0's get_all")
+    imp.add_argument("--from", dest="source", choices=["agent-memory", "mem0"], default="agent-memory",
+                     help="what the file is (default: an agent-memory export)")
+
+
+def _export(memory: AgentMemory, args: argparse.Namespace) -> int:
+    from agent_memory.interfaces.progress import ProgressBar
+
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
+    try:
+        with ProgressBar(f"export {args.context}", unit="lines") as bar:
+            for line in memory.export_context(partition=args.only_partition,
+                                              include_principals=args.include_principals or None,
+                                              originals=False if args.no_originals else None):
+                out.write(line + "\n")
+                bar.advance()
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def _import(memory: AgentMemory, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from agent_memory.interfaces.progress import ProgressBar
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"agent-memory: {path}: no such file", file=sys.stderr)
+        return 2
+    if args.source == "mem0":
+        return _import_mem0(memory, args, path)
+    lines = path.read_bytes().splitlines()
+    with ProgressBar(f"import {path.name}", len(lines), unit="lines") as bar:
+        result = memory.import_context(b"\n".join(lines) + b"\n")
+        bar.update(completed=len(lines))
+    if args.json:
+        _print_json(result)
+        return 0
+    print(f"imported {result.records} records into {result.context_id}: {result.written} written, "
+          f"{result.unchanged} already there; {result.originals} originals, {result.principals} principal grants")
+    return 0
+
+
+def _import_mem0(memory: AgentMemory, args: argparse.Namespace, path: Any) -> int:
+    from agent_memory.compat.mem0 import Memory, read_mem0
+    from agent_memory.interfaces.progress import ProgressBar
+
+    try:
+        memories, history = read_mem0(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        print(f"agent-memory: {path}: {exc}", file=sys.stderr)
+        return 1
+    # Each Mem0 user_id is a partition of the context, as the Mem0-style entry point maps it.
+    with Memory(context=args.context, base_url=args.url, api_key=args.api_key) as mem0, \
+            ProgressBar(f"import {path.name} (mem0)", len(memories), unit="memories") as bar:
+        result = mem0.import_memories(memories, history, progress=bar.advance)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"imported {result['memories']} Mem0 memories into {args.context}: {result['written']} written, "
+          f"{result['unchanged']} already there, {result['updates']} history updates")
+    return 0
 
 
 def _command(sub: Any, name: str, help: str, run: Callable[[AgentMemory, argparse.Namespace], int]

@@ -797,3 +797,15 @@ class ForgetScopeResponse(WireModel):
     # False when the forget stopped at the request deadline: call again with ``continuation``.
     complete: bool = True
     continuation: str | None = None
+
+
+class ImportResponse(WireModel):
+    """``POST /import``: what an export stream wrote (docs/export.md)."""
+
+    context_id: str
+    records: int
+    written: int
+    unchanged: int
+    originals: int
+    principals: int
+    by_type: dict[str, int]

@@ -14,6 +14,7 @@ from agent_memory.services.operations.administration import (
     PrincipalView,
     WhoAmI,
 )
+from agent_memory.services.operations.portability import ImportResult
 from agent_memory.services.operations.scopes import ScopeForgotten, ScopeNode
 
 
@@ -65,3 +66,9 @@ def scope_forgotten(result: ScopeForgotten) -> dict[str, Any]:
     if result.continuation is not None:
         body["continuation"] = result.continuation
     return body
+
+
+def imported(result: ImportResult) -> dict[str, Any]:
+    return {"contextId": result.context_id, "records": result.records, "written": result.written,
+            "unchanged": result.unchanged, "originals": result.originals, "principals": result.principals,
+            "byType": dict(sorted(result.by_type.items()))}

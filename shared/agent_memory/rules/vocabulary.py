@@ -75,7 +75,8 @@ KEYS: dict[str, KeySpec] = {
              "relationship_status", "native_language", "education", "address"),
     **_specs("multi", "knowledge",
              "likes", "dislikes", "preferences", "skills", "languages", "pets", "hobbies",
-             "allergies", "interests", "goals", "diet", "certifications", "tools"),
+             "allergies", "interests", "goals", "diet", "certifications", "tools",
+             "memory"),  # a memory imported from Mem0 (compat/mem0.py): many per user
     **_specs("single", "context", "mood", "current_task", "current_project", "availability"),
     **_specs("multi", "context", "plans"),
 }

@@ -171,6 +171,34 @@ $("#connection").addEventListener("submit", async (ev) => {
   selectTab(selected, false);
 });
 
+// The context's export (GET /export, docs/export.md) saved as a file: fetched with the key
+// (a plain link could not send it), then handed to the browser as a download.
+$("#export-context").addEventListener("click", async () => {
+  const context = $("#context").value.trim();
+  if (!context) { status("Enter a context to export.", true); return; }
+  conn.base = $("#base-url").value.trim();
+  conn.key = $("#api-key").value.trim();
+  conn.context = context;
+  status(`Exporting ${context}…`);
+  try {
+    const res = await fetch(url(ctxPath("/export")), { headers: headers({ Accept: "application/x-ndjson" }) });
+    if (!res.ok) {
+      const text = await res.text();
+      throw new ApiError(text ? JSON.parse(text) : {}, res.status);
+    }
+    const blob = await res.blob();
+    const link = el("a", { href: URL.createObjectURL(blob) });
+    link.download = `${context}.ndjson`;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+    status(`Exported ${context} (${blob.size} bytes).`);
+  } catch (err) {
+    status(`Export failed: ${err.status ? err.status + ": " : ""}${err.message}`, true);
+  }
+});
+
 // --- state ------------------------------------------------------------------------------
 
 async function loadState() {
