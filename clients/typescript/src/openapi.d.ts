@@ -2696,11 +2696,22 @@ export interface components {
              */
             expandGraph: boolean;
             expand_graph?: boolean;
-            /** @description Document metadata: id (documentId), title, source, mimeType, format, filename, status - a string or any of a list; labels - every one. */
+            /** @description Document metadata: id (documentId), title, source, mimeType, format, filename, status - a string or any of a list; labels - every one. Any other field is a 400. */
             filter?: {
-                [key: string]: string | string[];
+                id?: components["schemas"]["DocumentFilterValue"];
+                documentId?: components["schemas"]["DocumentFilterValue"];
+                title?: components["schemas"]["DocumentFilterValue"];
+                source?: components["schemas"]["DocumentFilterValue"];
+                mimeType?: components["schemas"]["DocumentFilterValue"];
+                mime_type?: components["schemas"]["DocumentFilterValue"];
+                format?: components["schemas"]["DocumentFilterValue"];
+                filename?: components["schemas"]["DocumentFilterValue"];
+                status?: components["schemas"]["DocumentFilterValue"];
+                labels?: components["schemas"]["DocumentFilterValue"];
             };
         };
+        /** @description One value, or a list of values (any of them; for labels, every one). */
+        DocumentFilterValue: string | string[];
         DocumentQueryHit: {
             /** @description Relative to the best hit (1). */
             score: number;
@@ -6221,6 +6232,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @enum {string} */
+                    jsonrpc: "2.0";
+                    method: string;
+                    id?: string | number;
+                    params?: {
+                        [key: string]: unknown;
+                    };
+                } & {
                     [key: string]: unknown;
                 };
             };
