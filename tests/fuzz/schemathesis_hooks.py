@@ -47,7 +47,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     # both spellings of an aliased field that disagree (equal ones are accepted)
     r"are two spellings of one field and differ",
     r"form field .* appears more than once",  # a multipart field given twice
-    r"Idempotency-Key must be 1-255 characters",  # header length (stripped) the schema does not state
+    r"Idempotency-Key must be 1-255 characters",  # the body's idempotency_key: blank (the header states it)
     r"an integer has more than 20 digits",  # the parse-time JSON bound (agent_memory.http.safe_json)
     r"not valid UTF-8 text",  # an uploaded document must be text
     r"triples are only accepted with infer: triples",

@@ -75,9 +75,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -99,9 +99,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -124,9 +124,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -149,9 +149,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -173,9 +173,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -196,9 +196,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -220,9 +220,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -244,9 +244,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -269,9 +269,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -295,9 +295,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -322,9 +322,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -347,9 +347,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -372,9 +372,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -396,9 +396,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -420,9 +420,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -444,9 +444,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -468,9 +468,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -493,9 +493,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -517,9 +517,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -542,9 +542,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -568,9 +568,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -592,9 +592,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -616,9 +616,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -641,9 +641,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -665,9 +665,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -689,9 +689,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -713,9 +713,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -738,9 +738,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -762,9 +762,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -786,9 +786,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -810,9 +810,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -834,9 +834,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -858,9 +858,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -882,9 +882,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -910,9 +910,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -937,9 +937,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -965,9 +965,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -989,9 +989,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1013,9 +1013,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1037,9 +1037,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1061,9 +1061,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1089,9 +1089,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1117,9 +1117,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1144,9 +1144,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1171,9 +1171,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1195,9 +1195,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1220,9 +1220,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1244,9 +1244,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1268,9 +1268,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1292,9 +1292,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1316,9 +1316,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1340,9 +1340,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1364,9 +1364,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1388,9 +1388,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1412,9 +1412,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1436,9 +1436,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1461,9 +1461,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1485,9 +1485,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1509,9 +1509,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1534,9 +1534,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1559,9 +1559,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1584,9 +1584,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1608,9 +1608,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1634,9 +1634,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1661,9 +1661,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1687,9 +1687,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1713,9 +1713,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3397,9 +3397,9 @@ export interface components {
         KeyName: string;
         /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
         PrincipalId: string;
-        /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+        /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
         Partition: string;
-        /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+        /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
         OnBehalfOf: string;
         /** @description Rows per table (above 500 is capped at 500). */
         StateLimit: number;
@@ -3418,7 +3418,7 @@ export interface components {
         Cursor: string;
         /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
         FactId: string;
-        /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+        /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
         IdempotencyKey: string;
     };
     requestBodies: never;
@@ -3530,9 +3530,9 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3561,9 +3561,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3596,9 +3596,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3616,6 +3616,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3626,9 +3627,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3648,6 +3649,7 @@ export interface operations {
                     "application/json": components["schemas"]["Session"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3664,9 +3666,9 @@ export interface operations {
                 offset?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3697,11 +3699,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3739,11 +3741,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3785,9 +3787,9 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3816,9 +3818,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3856,9 +3858,9 @@ export interface operations {
                 entity_id?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3889,11 +3891,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3939,9 +3941,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3974,9 +3976,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4012,9 +4014,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4049,9 +4051,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4111,9 +4113,9 @@ export interface operations {
                 limit?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4144,9 +4146,9 @@ export interface operations {
                 windowHours?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4175,9 +4177,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4197,6 +4199,7 @@ export interface operations {
                     "application/json": components["schemas"]["Trace"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4219,9 +4222,9 @@ export interface operations {
                 mime_type?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4250,9 +4253,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4299,9 +4302,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4338,9 +4341,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4369,6 +4372,7 @@ export interface operations {
                     "application/json": components["schemas"]["Document"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4380,9 +4384,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4402,6 +4406,7 @@ export interface operations {
                     "application/json": components["schemas"]["Document"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4412,11 +4417,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4458,9 +4463,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4478,6 +4483,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4489,11 +4495,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4541,9 +4547,9 @@ export interface operations {
                 page_size?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4574,9 +4580,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4615,9 +4621,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4664,9 +4670,9 @@ export interface operations {
                 page_size?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4695,9 +4701,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4731,9 +4737,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4765,9 +4771,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4801,9 +4807,9 @@ export interface operations {
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4835,9 +4841,9 @@ export interface operations {
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4878,9 +4884,9 @@ export interface operations {
                 until?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4916,9 +4922,9 @@ export interface operations {
                 validUntil?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4955,9 +4961,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4990,9 +4996,9 @@ export interface operations {
                 limit?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5025,9 +5031,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5065,9 +5071,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5100,9 +5106,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5144,9 +5150,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5184,9 +5190,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5225,9 +5231,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5262,9 +5268,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5293,9 +5299,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5329,9 +5335,9 @@ export interface operations {
                 purge?: boolean;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5364,11 +5370,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5406,9 +5412,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5442,9 +5448,9 @@ export interface operations {
                 purge?: boolean;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5477,11 +5483,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5519,9 +5525,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5555,9 +5561,9 @@ export interface operations {
                 purge?: boolean;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5590,9 +5596,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5626,9 +5632,9 @@ export interface operations {
                 purge?: boolean;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5669,9 +5675,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5700,9 +5706,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5738,9 +5744,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5775,11 +5781,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5813,11 +5819,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5853,11 +5859,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5894,9 +5900,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5929,9 +5935,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5964,9 +5970,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5999,9 +6005,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6036,9 +6042,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6073,9 +6079,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6112,9 +6118,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6133,6 +6139,7 @@ export interface operations {
                     "application/json": components["schemas"]["Whoami"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
@@ -6142,9 +6149,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6210,9 +6217,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6231,6 +6238,7 @@ export interface operations {
                     "application/json": components["schemas"]["KeyDetail"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
@@ -6243,9 +6251,9 @@ export interface operations {
                 ttlSeconds?: components["parameters"]["TtlSeconds"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6284,9 +6292,9 @@ export interface operations {
                 overlapSeconds?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6317,9 +6325,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6337,6 +6345,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -6347,9 +6356,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6368,6 +6377,7 @@ export interface operations {
                     "application/json": components["schemas"]["Principal"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
@@ -6377,9 +6387,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6400,6 +6410,7 @@ export interface operations {
                     "application/json": components["schemas"]["Principal"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -6410,9 +6421,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6448,9 +6459,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6491,9 +6502,9 @@ export interface operations {
                 asOf?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6525,9 +6536,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6546,6 +6557,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScopeNode"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
@@ -6555,9 +6567,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6601,9 +6613,9 @@ export interface operations {
                 path: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6631,9 +6643,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
