@@ -33,3 +33,14 @@ def test_absent_headers_are_absent(any_api):
     r = any_api.post("/api/v1/acme/facts", {"text": "Ada likes tea", "infer": "none"})
     assert r.status in (200, 201, 202), r.text
     assert any_api.get("/api/v1/acme/sessions").json()["items"] != []  # what the 400s above must not leave
+
+
+@pytest.mark.parametrize("path, body", [("/api/v1/acme/reflect", {"query": "tea", "persist": False}),
+                                        ("/api/v1/acme/consolidate", {"dryRun": True}),
+                                        ("/api/v1/acme/elaborate", {"dryRun": True})])
+def test_a_bad_idempotency_key_is_400_where_the_call_runs_without_one(any_api, path, body):
+    # a dry run or a reflection not persisted records no replay, but the route documents the header
+    r = any_api.post(path, body, headers={"Idempotency-Key": "k" * 256})
+    assert r.status == 400, r.text
+    assert r.json()["field"] == "Idempotency-Key"
+    assert any_api.post(path, body, headers={"Idempotency-Key": "k" * 255}).status == 200

@@ -3489,7 +3489,9 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/yaml": string;
+                    "application/yaml": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -6185,7 +6187,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not a JSON-RPC message, or not application/json. */
+            /** @description Not a JSON-RPC message, or not application/json; a bad header (a problem document). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6195,6 +6197,7 @@ export interface operations {
                         [key: string]: unknown;
                     };
                     "text/plain": string;
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             401: components["responses"]["Unauthorized"];
