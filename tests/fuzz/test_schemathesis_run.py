@@ -46,6 +46,7 @@ def principals_setting(require_keys_setting: bool) -> list[dict[str, Any]] | Non
 @pytest.mark.parametrize("require_keys_setting", [True, False], ids=["keys-required", "open"])
 def test_bounded_schemathesis_run(server, tmp_path: Path, require_keys_setting: bool):
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "schemathesis_hooks",
+           "AGENT_MEMORY_FUZZ_OPEN_SERVICE": "0" if require_keys_setting else "1",
            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])}
     auth = ["-H", f"Authorization: Bearer {ADMIN_KEY}"] if require_keys_setting else ["--exclude-checks",
                                                                                        "ignored_auth"]

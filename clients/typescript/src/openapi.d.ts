@@ -1761,7 +1761,12 @@ export interface components {
         };
         /** @description Verb -> scope paths ('/': the whole context); only memory:read and memory:write take other paths. */
         Grants: {
-            [key: string]: string[];
+            "memory:read"?: string[];
+            "memory:write"?: string[];
+            "memory:forget"?: "/"[];
+            delegate?: "/"[];
+            "grant:manage"?: "/"[];
+            admin?: "/"[];
         };
         Whoami: {
             /** @description The principal whose key made the call. */
@@ -2634,9 +2639,19 @@ export interface components {
             expand_graph?: boolean;
             /** @description Document metadata: id (documentId), title, source, mimeType, format, filename, status - a string or any of a list; labels - every one. */
             filter?: {
-                [key: string]: string | string[];
+                id?: components["schemas"]["DocumentFilterValue"];
+                documentId?: components["schemas"]["DocumentFilterValue"];
+                title?: components["schemas"]["DocumentFilterValue"];
+                source?: components["schemas"]["DocumentFilterValue"];
+                mimeType?: components["schemas"]["DocumentFilterValue"];
+                mime_type?: components["schemas"]["DocumentFilterValue"];
+                format?: components["schemas"]["DocumentFilterValue"];
+                filename?: components["schemas"]["DocumentFilterValue"];
+                status?: components["schemas"]["DocumentFilterValue"];
+                labels?: components["schemas"]["DocumentFilterValue"];
             };
         };
+        DocumentFilterValue: string | string[];
         DocumentQueryHit: {
             /** @description Relative to the best hit (1). */
             score: number;
