@@ -2303,9 +2303,9 @@ export interface components {
             /** @default false */
             dryRun: boolean;
             /** @description current facts read (default and cap: limits.consolidate_fact_cap) */
-            factLimit?: number;
+            factLimit?: number | null;
             /** @description outcomes at most (default and cap: limits.consolidate_observation_cap) */
-            observationLimit?: number;
+            observationLimit?: number | null;
         };
         ConsolidateOutcome: {
             /** @enum {string} */
@@ -5866,6 +5866,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             503: components["responses"]["Unavailable"];
@@ -5907,6 +5908,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             503: components["responses"]["Unavailable"];
