@@ -69,6 +69,7 @@ def consolidate(context_id: str):
     _at_most(req.fact_limit, rt.settings.limits.consolidate_fact_cap, "factLimit")
     _at_most(req.observation_limit, rt.settings.limits.consolidate_observation_cap, "observationLimit")
     if req.dry_run:
+        http.idempotency_key(app)  # checked though unused: the route documents it
         return care.consolidated(rt.consolidation.consolidate(ctx, req))
     return http.idempotent(app, ctx, "consolidate", req, lambda: care.consolidated(rt.consolidation.consolidate(ctx, req)))
 
@@ -79,6 +80,7 @@ def reflect(context_id: str):
     rt = get_runtime()
     req = http.body(app, ReflectRequest)
     if not req.persist:
+        http.idempotency_key(app)  # checked though unused: the route documents it
         return care.reflected(rt.reflection.reflect(ctx, req))
     return http.idempotent(app, ctx, "reflect", req, lambda: care.reflected(rt.reflection.reflect(ctx, req)))
 
@@ -91,6 +93,7 @@ def elaborate(context_id: str):
     cap = rt.settings.limits.care_model_calls_per_call
     _at_most(req.budget, cap, "budget")
     if req.dry_run:
+        http.idempotency_key(app)  # checked though unused: the route documents it
         return care.elaborated(rt.elaboration.elaborate(ctx, req, cap))
     return http.idempotent(app, ctx, "elaborate", req, lambda: care.elaborated(rt.elaboration.elaborate(ctx, req, cap)))
 

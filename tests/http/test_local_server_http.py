@@ -138,6 +138,26 @@ def test_head_and_options(server):
         assert c.options("/api/v1/nothing/here/at/all").status_code == 404
 
 
+def test_allow_is_each_paths_own_methods_in_openapi(server):
+    """Literal paths beside a parameterised sibling (``/documents/keywords`` beside
+    ``/documents/{document_id}``) answer their own methods, as openapi.yaml lists them; a
+    sibling's method is 405 there, not that sibling's route."""
+    import re
+
+    import yaml
+
+    spec = yaml.safe_load((REPO / "openapi.yaml").read_text(encoding="utf-8"))
+    with httpx.Client(base_url=server, timeout=30) as c:
+        for path, item in spec["paths"].items():
+            methods = {m.upper() for m in item if m in ("get", "post", "put", "patch", "delete")}
+            url = re.sub(r"\{context_id\}", "ctx-http", path)
+            url = re.sub(r"\{\w+\}", "x1", url)
+            allow = c.options(url).headers.get("allow", "")
+            expected = methods | {"OPTIONS"} | ({"HEAD"} if "GET" in methods else set())
+            assert {m.strip() for m in allow.split(",")} == expected, path
+        assert c.delete(f"{CTX}/documents/keywords").status_code == 405
+
+
 def test_wrong_method_on_a_known_route_is_405_with_allow(server):
     with httpx.Client(base_url=server, timeout=30) as c:
         wrong = c.get(f"{CTX}/facts")

@@ -75,9 +75,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -99,9 +99,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -124,9 +124,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -149,9 +149,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -173,9 +173,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -196,9 +196,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -220,9 +220,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -244,9 +244,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -269,9 +269,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -295,9 +295,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -322,9 +322,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -347,9 +347,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -372,9 +372,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -396,9 +396,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -420,9 +420,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -444,9 +444,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -468,9 +468,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -493,9 +493,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -517,9 +517,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -542,9 +542,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -568,9 +568,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -592,9 +592,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -616,9 +616,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -641,9 +641,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -665,9 +665,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -689,9 +689,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -713,9 +713,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -738,9 +738,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -762,9 +762,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -786,9 +786,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -810,9 +810,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -834,9 +834,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -858,9 +858,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -882,9 +882,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -910,9 +910,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -937,9 +937,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -965,9 +965,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -989,9 +989,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1013,9 +1013,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1037,9 +1037,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1061,9 +1061,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1089,9 +1089,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1117,9 +1117,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1144,9 +1144,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1171,9 +1171,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1195,9 +1195,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1220,9 +1220,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1244,9 +1244,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1268,9 +1268,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1292,9 +1292,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1316,9 +1316,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1340,9 +1340,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1364,9 +1364,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1388,9 +1388,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1412,9 +1412,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1436,9 +1436,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1461,9 +1461,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1485,9 +1485,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1509,9 +1509,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1534,9 +1534,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1559,9 +1559,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1584,9 +1584,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1608,9 +1608,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1634,9 +1634,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1661,9 +1661,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1687,9 +1687,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1713,9 +1713,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1737,7 +1737,7 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1759,7 +1759,7 @@ export interface paths {
         parameters: {
             query?: never;
             header?: {
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -1825,7 +1825,12 @@ export interface components {
         };
         /** @description Verb -> scope paths ('/': the whole context); only memory:read and memory:write take other paths. */
         Grants: {
-            [key: string]: string[];
+            "memory:read"?: string[];
+            "memory:write"?: string[];
+            "memory:forget"?: "/"[];
+            delegate?: "/"[];
+            "grant:manage"?: "/"[];
+            admin?: "/"[];
         };
         Whoami: {
             /** @description The principal whose key made the call. */
@@ -2362,9 +2367,9 @@ export interface components {
             /** @default false */
             dryRun: boolean;
             /** @description current facts read (default and cap: limits.consolidate_fact_cap) */
-            factLimit?: number;
+            factLimit?: number | null;
             /** @description outcomes at most (default and cap: limits.consolidate_observation_cap) */
-            observationLimit?: number;
+            observationLimit?: number | null;
         };
         ConsolidateOutcome: {
             /** @enum {string} */
@@ -3472,9 +3477,9 @@ export interface components {
         KeyName: string;
         /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
         PrincipalId: string;
-        /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+        /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
         Partition: string;
-        /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+        /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
         OnBehalfOf: string;
         /** @description Rows per table (above 500 is capped at 500). */
         StateLimit: number;
@@ -3493,7 +3498,7 @@ export interface components {
         Cursor: string;
         /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
         FactId: string;
-        /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+        /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
         IdempotencyKey: string;
     };
     requestBodies: never;
@@ -3607,9 +3612,9 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3638,9 +3643,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3673,9 +3678,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3693,6 +3698,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3703,9 +3709,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3725,6 +3731,7 @@ export interface operations {
                     "application/json": components["schemas"]["Session"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -3741,9 +3748,9 @@ export interface operations {
                 offset?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3774,11 +3781,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3816,11 +3823,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -3862,9 +3869,9 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3893,9 +3900,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3933,9 +3940,9 @@ export interface operations {
                 entity_id?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -3966,11 +3973,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4016,9 +4023,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4051,9 +4058,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4089,9 +4096,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4126,9 +4133,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4188,9 +4195,9 @@ export interface operations {
                 limit?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4221,9 +4228,9 @@ export interface operations {
                 windowHours?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4252,9 +4259,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4274,6 +4281,7 @@ export interface operations {
                     "application/json": components["schemas"]["Trace"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4296,9 +4304,9 @@ export interface operations {
                 mime_type?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4327,9 +4335,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4376,9 +4384,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4415,9 +4423,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4446,6 +4454,7 @@ export interface operations {
                     "application/json": components["schemas"]["Document"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4457,9 +4466,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4479,6 +4488,7 @@ export interface operations {
                     "application/json": components["schemas"]["Document"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4489,11 +4499,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4535,9 +4545,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4555,6 +4565,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -4566,11 +4577,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4618,9 +4629,9 @@ export interface operations {
                 page_size?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4651,9 +4662,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4692,9 +4703,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4741,9 +4752,9 @@ export interface operations {
                 page_size?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4772,9 +4783,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4808,9 +4819,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4842,9 +4853,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4878,9 +4889,9 @@ export interface operations {
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4912,9 +4923,9 @@ export interface operations {
                 limit?: components["parameters"]["StateLimit"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4955,9 +4966,9 @@ export interface operations {
                 until?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -4993,9 +5004,9 @@ export interface operations {
                 validUntil?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5032,9 +5043,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5067,9 +5078,9 @@ export interface operations {
                 limit?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5102,9 +5113,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5142,9 +5153,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5177,9 +5188,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5221,9 +5232,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5261,9 +5272,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5302,9 +5313,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5339,9 +5350,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5370,9 +5381,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5406,9 +5417,9 @@ export interface operations {
                 purge?: boolean;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5441,11 +5452,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5483,9 +5494,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5519,9 +5530,9 @@ export interface operations {
                 purge?: boolean;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5554,11 +5565,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5596,9 +5607,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5632,9 +5643,9 @@ export interface operations {
                 purge?: boolean;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5667,9 +5678,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5703,9 +5714,9 @@ export interface operations {
                 purge?: boolean;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5746,9 +5757,9 @@ export interface operations {
                 count?: components["parameters"]["Count"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5777,9 +5788,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5815,9 +5826,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -5852,11 +5863,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5890,11 +5901,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5920,6 +5931,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             503: components["responses"]["Unavailable"];
@@ -5930,11 +5942,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
-                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. */
+                /** @description Replays the first response for 24 h when the same key comes with the same body; a different body gets 409. Present and empty (or blank) is a 400. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5961,6 +5973,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             503: components["responses"]["Unavailable"];
@@ -5971,9 +5984,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6006,9 +6019,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6041,9 +6054,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6076,9 +6089,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6113,9 +6126,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6150,9 +6163,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6189,9 +6202,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6210,6 +6223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Whoami"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
@@ -6219,9 +6233,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6263,7 +6277,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not a JSON-RPC message, or not application/json. */
+            /** @description Not a JSON-RPC message, or not application/json; a bad header (a problem document). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6273,6 +6287,7 @@ export interface operations {
                         [key: string]: unknown;
                     };
                     "text/plain": string;
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -6295,9 +6310,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6316,6 +6331,7 @@ export interface operations {
                     "application/json": components["schemas"]["KeyDetail"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
@@ -6328,9 +6344,9 @@ export interface operations {
                 ttlSeconds?: components["parameters"]["TtlSeconds"];
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6369,9 +6385,9 @@ export interface operations {
                 overlapSeconds?: number;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6402,9 +6418,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6422,6 +6438,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -6432,9 +6449,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6453,6 +6470,7 @@ export interface operations {
                     "application/json": components["schemas"]["Principal"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
@@ -6462,9 +6480,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6485,6 +6503,7 @@ export interface operations {
                     "application/json": components["schemas"]["Principal"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -6495,9 +6514,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6533,9 +6552,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6576,9 +6595,9 @@ export interface operations {
                 asOf?: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6610,9 +6629,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6631,6 +6650,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScopeNode"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["InvalidContext"];
@@ -6640,9 +6660,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6686,9 +6706,9 @@ export interface operations {
                 path: string;
             };
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6716,9 +6736,9 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. */
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
                 "X-Memory-Partition"?: components["parameters"]["Partition"];
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6759,7 +6779,7 @@ export interface operations {
                 originals?: boolean;
             };
             header?: {
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {
@@ -6788,7 +6808,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. */
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
                 "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
             };
             path: {

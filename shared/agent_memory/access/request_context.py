@@ -89,14 +89,20 @@ def resolve(context_id: str, headers: dict[str, str] | None, *, default_principa
         raise InvalidContext(f"context id {context_id!r} must be 1-128 characters of letters, digits, '.', '_' "
                              "or '-', starting with a letter or digit")
     headers = {k.lower(): v for k, v in (headers or {}).items()}
-    partition = (headers.get(PARTITION_HEADER) or "default").strip()
-    if not _PARTITION_RE.match(partition):
+    # One rule for the optional headers (X-Memory-Partition, X-Spectron-On-Behalf-Of,
+    # Idempotency-Key): absent means absent; present but empty is a 400, as openapi.yaml states.
+    raw_partition = headers.get(PARTITION_HEADER)
+    partition = "default" if raw_partition is None else raw_partition.strip()
+    if not _PARTITION_RE.fullmatch(partition):
         raise InvalidRequest("X-Memory-Partition must be 1-64 characters of letters, digits, '.', '_' or '-'",
                              field="X-Memory-Partition")
-    on_behalf_of = (headers.get(grants.ON_BEHALF_OF_HEADER) or "").strip() or None
-    if on_behalf_of is not None and on_behalf_of.startswith("principal:"):
+    on_behalf_of = headers.get(grants.ON_BEHALF_OF_HEADER)
+    if on_behalf_of is not None:
         # The official client's README names targets as ``principal:<id>`` and sends it verbatim.
-        on_behalf_of = on_behalf_of.removeprefix("principal:").strip() or None
+        on_behalf_of = on_behalf_of.strip().removeprefix("principal:").strip()
+        if not on_behalf_of:
+            raise InvalidRequest("X-Spectron-On-Behalf-Of must name a principal (it is empty)",
+                                 field="X-Spectron-On-Behalf-Of")
     if authenticator is not None:
         def named(name: str) -> StaticPrincipal | None:
             return authenticator.principal_named(name, context_id)

@@ -593,6 +593,17 @@ def header(app: APIGatewayHttpResolver, name: str) -> str | None:
     return app.current_event.headers.get(name)
 
 
+def idempotency_key(app: APIGatewayHttpResolver) -> str | None:
+    """The ``Idempotency-Key`` header, checked: also where the call runs without it (a dry run,
+    a reflection not persisted), so a bad key is a 400 on every route that documents it."""
+    from agent_memory.services.facts.idempotency import check_key
+
+    key = header(app, "Idempotency-Key")
+    if key is not None:
+        check_key(key)
+    return key
+
+
 def page_limit(app: APIGatewayHttpResolver) -> int:
     limits = get_runtime().settings.limits
     return query_int(app, "limit", limits.page_default, maximum=limits.page_max)
@@ -610,7 +621,7 @@ def idempotent(app: APIGatewayHttpResolver, ctx: RequestContext, operation: str,
     ``Idempotency-Key`` header, or ``body_key`` (a body field); when both are given they
     must agree. ``refs(body)`` lists the record ids the reply mentions, so forget can delete
     stored replies that would keep forgotten text (default: ids found in the body)."""
-    key = header(app, "Idempotency-Key")
+    key = idempotency_key(app)
     if key is not None and body_key is not None and key != body_key:
         raise InvalidRequest("Idempotency-Key header and idempotency_key differ", field="idempotency_key")
     key = key if key is not None else body_key

@@ -146,18 +146,30 @@ class LocalGateway:
         self.routes = load_routes(self.root)
         self.handlers = HandlerRegistry(self.root)
 
-    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+    def _template(self, path: str) -> str | None:
+        """The most specific path template ``path`` matches (literal segments win), whatever
+        the method: ``/documents/keywords`` is the keywords resource, not document "keywords"."""
         for route in self.routes:
-            if route.method != method:
-                continue
-            m = route.pattern.match(path)
-            if m:
-                return route, m.groupdict()
+            if route.pattern.match(path):
+                return route.path
+        return None
+
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        # A method the path's own template does not take is 405 (its Allow is openapi.yaml's
+        # methods for that path), not a sibling template's route: API Gateway would send
+        # DELETE /documents/keywords to DELETE /documents/{document_id}, a 404 deployed.
+        template = self._template(path)
+        for route in self.routes:
+            if route.method == method and route.path == template:
+                m = route.pattern.match(path)
+                if m:
+                    return route, m.groupdict()
         return None
 
     def methods_for(self, path: str) -> list[str]:
         """The methods routed for ``path`` (for OPTIONS and 405-free HEAD)."""
-        return sorted({r.method for r in self.routes if r.pattern.match(path)})
+        template = self._template(path)
+        return sorted({r.method for r in self.routes if r.path == template})
 
     def allow_header(self, path: str) -> str | None:
         """``Allow`` for a known path (OPTIONS and 405 give the same list), None for an unknown one."""

@@ -75,7 +75,7 @@ def new_id(kind: str) -> str:
 
 
 def valid_context_id(value: str) -> bool:
-    return bool(_CONTEXT_RE.match(value or ""))
+    return bool(_CONTEXT_RE.fullmatch(value or ""))
 
 
 def normalise_entity_type(value: str) -> str:

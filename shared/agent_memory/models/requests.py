@@ -235,6 +235,17 @@ class CreateKeyRequest(RequestModel):
     grants: dict[str, Any] | None = None
     contexts: list[str] | None = None
 
+    @field_validator("contexts")
+    @classmethod
+    def _contexts(cls, v: list[str] | None) -> list[str] | None:
+        # Each becomes part of the key's stored grants: a context id, as the path's ContextId.
+        from agent_memory.kernel.ids import valid_context_id
+
+        for name in v or []:
+            if not valid_context_id(name):
+                raise ValueError(f"{name!r} is not a context id (letters, digits, '.', '_', '-'; 1-128)")
+        return v
+
 
 class GrantChangeRequest(RequestModel):
     """``POST``/``DELETE /principals/{id}/grants``: one path and the verbs granted or revoked there."""

@@ -136,7 +136,8 @@ class AuditLog:
         collection = f"audit:{ctx.partition}:{principal or ''}:{since or ''}:{until or ''}:{','.join(sorted(wanted or []))}"
         after = cursor.decode(secret, ctx.context_id, collection, page_cursor)
         now = int(time.time())
-        between = (since or "0", (until or "9999") + "#~") if since or until else None
+        # No until: "~" sorts after every "<at>#<id>" key, a since in year 9999 included.
+        between = (since or "0", f"{until}#~" if until else "~") if since or until else None
 
         def keep(records: list[Record]) -> list[Record]:
             return [r for r in records if (r.expires_at is None or r.expires_at > now)

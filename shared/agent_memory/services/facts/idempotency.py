@@ -45,6 +45,12 @@ from agent_memory.ports import Condition, ConditionFailed, Put, Record, RecordSt
 log = logging.getLogger("agent_memory.idempotency")
 
 MAX_KEY_LENGTH = 255
+
+
+def check_key(key: str) -> None:
+    """400 for a blank key or one over ``MAX_KEY_LENGTH`` characters (openapi.yaml states both)."""
+    if not key.strip() or len(key) > MAX_KEY_LENGTH:
+        raise InvalidRequest(f"Idempotency-Key must be 1-{MAX_KEY_LENGTH} characters", field="Idempotency-Key")
 # A stored reply must fit one DynamoDB item (400 KB) beside its key and bookkeeping.
 MAX_STORED_REPLY_BYTES = 350 * 1024
 # The lease when the caller names none: the default request budget (29 s), its answer margin
@@ -95,8 +101,7 @@ class IdempotencyService:
         if key is None:
             body, status, _ = fn()
             return Outcome(body, status, False)
-        if not key.strip() or len(key) > MAX_KEY_LENGTH:
-            raise InvalidRequest(f"Idempotency-Key must be 1-{MAX_KEY_LENGTH} characters", field="Idempotency-Key")
+        check_key(key)
         digest = fingerprint(payload)
         sk = f"{operation}#{caller_tag(ctx)}#{key}"
         pk = keys.idempotency_pk(ctx, sk)
