@@ -43,4 +43,9 @@ OURS_ONLY: dict[str, str] = {
     "deleteAction": "deleting one action by id",
     "getInstruction": "one instruction by id",
     "deleteInstruction": "deleting one instruction by id",
+    "exportContext": "moving a context out (docs/export.md) is ours",
+    "importContext": "moving a context in is ours",
+    "mcp": "MCP on the API is for agent hosts' own MCP clients, not the client",
+    "getOpenApiJson": "the API's own description, for tools and the reference page",
+    "getOpenApiYaml": "the API's own description, as YAML",
 }
