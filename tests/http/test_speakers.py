@@ -46,10 +46,17 @@ def test_in_a_turn_said_by_someone_else_i_is_that_speaker(any_api):
 
 @pytest.mark.parametrize("speaker", ["", "   ", "!!!", {"entityId": "entity:person/dana"},
                                      {"name": "Dana", "entityId": "not-an-entity"},
-                                     {"name": "Dana", "role": "host"}, {"name": "x" * 129}, 7])
+                                     {"name": "Dana", "role": "host"}, {"name": "x" * 129}, 7,
+                                     {"name": "Dana", "entityId": "entity:person/dana",
+                                      "entity_id": "entity:person/dan"}])
 def test_a_bad_speaker_is_a_4xx_problem_and_writes_nothing(any_api, speaker):
     resp = any_api.post(f"{CTX}/facts", {"text": "I live in Lisbon.", "speaker": speaker})
     assert 400 <= resp.status < 500 and resp.headers["content-type"].startswith("application/problem+json")
     batch = any_api.post(f"{CTX}/facts/batch", {"messages": [{"content": "I live in Lisbon.", "speaker": speaker}]})
     assert 400 <= batch.status < 500
     assert get_runtime().store.query("c#acme#default#sessions", limit=10).records == []
+
+
+def test_both_spellings_of_a_speakers_entity_id_are_one_when_they_agree(any_api):
+    both = {"name": "Dana", "entityId": "entity:person/dana", "entity_id": "entity:person/dana"}
+    assert any_api.post(f"{CTX}/facts", {"text": "I live in Lisbon.", "speaker": both}).status == 200

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.kernel.ids import ENTITY_TYPES, normalise_entity_name
 
 MAX_SPEAKER_NAME_CHARS = 128
@@ -28,7 +29,15 @@ class Speaker(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
-        return {"name": value} if isinstance(value, str) else value
+        if isinstance(value, str):
+            return {"name": value}
+        if isinstance(value, dict) and "entityId" in value and "entity_id" in value:
+            # both spellings, as every request field takes them: one when they agree
+            if value["entityId"] != value["entity_id"]:
+                raise InvalidRequest("entityId and entity_id are two spellings of one field and differ",
+                                     field="speaker.entityId and speaker.entity_id")
+            value = {k: v for k, v in value.items() if k != "entity_id"}
+        return value
 
     @field_validator("name")
     @classmethod
