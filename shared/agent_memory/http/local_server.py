@@ -27,6 +27,9 @@ from agent_memory.http.gateway import (  # noqa: F401 - re-exported: the local s
     load_routes,
 )
 
+#: How long a stop waits for the stores to close (see LocalServer.server_close).
+CLOSE_WAIT_S = 10.0
+
 
 class LocalServer:
     """uvicorn serving the gateway on a socket bound (and listening) at construction, so
@@ -66,7 +69,18 @@ class LocalServer:
 
     def server_close(self) -> None:
         self.socket.close()
-        self.app.close()
+        # A stop must stop: a close still busy after CLOSE_WAIT_S (a store or index flush stuck
+        # behind a slow disk) is left to the next start, which recovers as after a crash
+        # (SQLite's journal, the persisted views' change log).
+        closing = threading.Thread(target=self.app.close, name="closing", daemon=True)
+        closing.start()
+        closing.join(CLOSE_WAIT_S)
+        if closing.is_alive():
+            import logging
+
+            logging.getLogger("agent_memory").warning(
+                "closing the stores took over %.0f s; stopping without waiting (the next start recovers)",
+                CLOSE_WAIT_S)
 
 
 def make_server(host: str = "127.0.0.1", port: int = 8080, root: Path | None = None, *,
