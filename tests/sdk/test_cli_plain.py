@@ -125,8 +125,8 @@ def test_an_unexpected_failure_is_one_line_unless_verbose(monkeypatch, capsys) -
 def test_libraries_info_lines_are_quiet_unless_verbose(tmp_path) -> None:
     """`serve` prints its own two lines; faiss' loader and the like only with --verbose."""
     def startup(*flags: str) -> str:
-        proc = subprocess.Popen([sys.executable, "-m", "agent_memory.interfaces.cli", "serve", "--port", "0",
-                                 "--data-dir", str(tmp_path), *flags], cwd=REPO, stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "agent_memory.interfaces.cli", "serve",
+                                 "--port", "0", "--data-dir", str(tmp_path), *flags], cwd=REPO, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True,
                                 env={k: v for k, v in os.environ.items()
                                      if not k.startswith(("AGENT_MEMORY_", "OPENAI_", "LOG_LEVEL"))})
@@ -138,7 +138,11 @@ def test_libraries_info_lines_are_quiet_unless_verbose(tmp_path) -> None:
                     break
         finally:
             proc.send_signal(signal.SIGINT)
-            rest = proc.communicate(timeout=60)[1]
+            try:
+                rest = proc.communicate(timeout=60)[1]
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+                raise AssertionError("serve did not stop on Ctrl-C:\n" + proc.communicate(timeout=30)[1][-8000:]) from None
         assert "Traceback" not in rest, rest  # Ctrl-C stops it quietly
         return "".join(lines)
 
