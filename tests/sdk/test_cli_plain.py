@@ -181,3 +181,23 @@ def test_chat_ctrl_c_ends_the_line_and_prints_the_session(chat_env) -> None:
     rest, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and b"Traceback" not in err, err
     assert re.fullmatch(rb"\n\(session (sess_\w+); resume with --session \1\)\n", rest), rest
+
+
+def test_ctrl_c_stops_serve_started_with_sigint_ignored(tmp_path) -> None:
+    """A shell's background job starts with SIGINT ignored; a Ctrl-C (kill -INT) still stops it."""
+    proc = subprocess.Popen([sys.executable, "-m", "agent_memory.interfaces.cli", "serve", "--port", "0",
+                             "--data-dir", str(tmp_path)], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+                            env={k: v for k, v in os.environ.items()
+                                 if not k.startswith(("AGENT_MEMORY_", "OPENAI_", "LOG_LEVEL"))})
+    try:
+        for line in proc.stderr:
+            if "memory inspector:" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in rest, rest

@@ -65,14 +65,22 @@ def run(args: argparse.Namespace) -> int:
             if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         print(f"agent-memory: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 2
-    # The first chat after a start costs what later ones do: the model clients' imports are
-    # paid here, beside the server's own start, not inside the first request.
-    runtime.warm_up()
-    logging.getLogger("agent_memory").info("agent-memory listening on http://%s:%d (%s, data in %s; API keys %s: %s)",
-                                           args.host, server.server_port, settings.describe(), settings.data_dir,
-                                           "required" if keys_required else "not required", why)
-    logging.getLogger("agent_memory").info("memory inspector: http://%s:%d/inspector/", args.host, server.server_port)
+    # Ctrl-C (SIGINT) stops the service at any moment, even when it was started with SIGINT
+    # ignored (a shell's background job): otherwise one sent before uvicorn takes the signal
+    # over is lost and the service keeps running.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        # The first chat after a start costs what later ones do: the model clients' imports
+        # are paid here, beside the server's own start, not inside the first request.
+        runtime.warm_up()
+        logging.getLogger("agent_memory").info(
+            "agent-memory listening on http://%s:%d (%s, data in %s; API keys %s: %s)", args.host,
+            server.server_port, settings.describe(), settings.data_dir,
+            "required" if keys_required else "not required", why)
+        logging.getLogger("agent_memory").info("memory inspector: http://%s:%d/inspector/", args.host,
+                                               server.server_port)
         server.serve_forever()
     except KeyboardInterrupt:
         pass
