@@ -37,7 +37,10 @@ test("state-and-diffs.md: remember with corrections, state, state({ limit: 200 }
   assert.deepEqual(await locationAt(berlin.validFrom), ["Berlin"]);
   const dayBefore = new Date(Date.parse(berlin.validFrom) - 86_400_000).toISOString();
   assert.deepEqual(await locationAt(dayBefore), []);
-  await assert.rejects(memory.state({ limit: 501 }), (err) => err instanceof ValidationError && err.status === 400);
+  // A limit above 500 is capped (the spec's rule), never refused; one below 1 is a 400.
+  const capped = await memory.state({ limit: 501 });
+  assert.deepEqual(capped.identity.attributes.filter((a) => a.key === "location").map((a) => a.value), ["Berlin"]);
+  await assert.rejects(memory.state({ limit: 0 }), (err) => err instanceof ValidationError && err.status === 400);
 });
 
 test("one fact by id: get, update (a correction with previous/current), delete; 404 after", async (t) => {
