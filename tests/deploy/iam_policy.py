@@ -26,13 +26,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-NOVALUE = object()
+from intrinsics import Intrinsics
 
-
-class Stack:
+class Stack(Intrinsics):
     def __init__(self, template: dict[str, Any], parameters: dict[str, str], physical: dict[str, str],
                  attributes: dict[str, str], *, region: str = "us-east-1", account: str = "123456789012",
                  partition: str = "aws", stand_in_attributes: bool = False) -> None:
+        super().__init__()
         self.template = template
         values = {name: str(spec["Default"]) for name, spec in template.get("Parameters", {}).items()
                   if "Default" in spec}
@@ -44,75 +44,20 @@ class Stack:
                        "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "agent-memory-test", **physical}
         self.attributes = attributes
         self.stand_in_attributes = stand_in_attributes  # an attribute not given reads as a stand-in
-        self._conditions: dict[str, bool] = {}
         self.region, self.account, self.partition = region, account, partition
-
-    def condition(self, name: str) -> bool:
-        if name not in self._conditions:
-            self._conditions[name] = bool(self.resolve(self.template["Conditions"][name]))
-        return self._conditions[name]
 
     def exists(self, resource: str) -> bool:
         cond = self.template["Resources"][resource].get("Condition")
         return cond is None or self.condition(cond)
 
-    def _sub(self, text: str, variables: dict[str, Any]) -> str:
-        def one(m: re.Match[str]) -> str:
-            name = m.group(1)
-            if name.startswith("!"):
-                return "${" + name[1:] + "}"
-            if name in variables:
-                return str(variables[name])
-            if "." in name:
-                if self.stand_in_attributes and name not in self.attributes:
-                    return f"arn:{self.partition}:stand-in:{self.region}:{self.account}:{name}"
-                return self.attributes[name]
-            return str(self.values[name])
+    def ref(self, name: str) -> Any:
+        return self.values[name]
 
-        return re.sub(r"\$\{([^}]+)\}", one, text)
-
-    def resolve(self, value: Any) -> Any:
-        if isinstance(value, list):
-            return [r for r in (self.resolve(v) for v in value) if r is not NOVALUE]
-        if not isinstance(value, dict):
-            return value
-        if len(value) == 1:
-            (key, arg), = value.items()
-            if key == "Ref":
-                return NOVALUE if arg == "AWS::NoValue" else self.values[arg]
-            if key == "Fn::GetAtt":
-                res, attr = arg if isinstance(arg, list) else arg.split(".", 1)
-                if self.stand_in_attributes and f"{res}.{attr}" not in self.attributes:
-                    return f"arn:{self.partition}:stand-in:{self.region}:{self.account}:{res}.{attr}"
-                return self.attributes[f"{res}.{attr}"]
-            if key == "Fn::Sub":
-                text, variables = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
-                return self._sub(text, variables)
-            if key == "Fn::If":
-                cond, yes, no = arg
-                return self.resolve(yes if self.condition(cond) else no)
-            if key == "Fn::Select":
-                index, items = self.resolve(arg[0]), self.resolve(arg[1])
-                return items[int(index)]
-            if key == "Fn::Split":
-                return self.resolve(arg[1]).split(arg[0])
-            if key == "Fn::Join":
-                return arg[0].join(str(v) for v in self.resolve(arg[1]))
-            if key == "Fn::Equals":
-                a, b = self.resolve(arg)
-                return str(a) == str(b)
-            if key == "Fn::Not":
-                return not self.resolve(arg[0])
-            if key == "Fn::And":
-                return all(self.resolve(a) for a in arg)
-            if key == "Fn::Or":
-                return any(self.resolve(a) for a in arg)
-            if key == "Condition":
-                return self.condition(arg)
-            if key.startswith("Fn::"):
-                raise AssertionError(f"unsupported intrinsic {key}")
-        out = {k: self.resolve(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v is not NOVALUE}
+    def get_att(self, logical: str, attr: str) -> str:
+        name = f"{logical}.{attr}"
+        if self.stand_in_attributes and name not in self.attributes:
+            return f"arn:{self.partition}:stand-in:{self.region}:{self.account}:{name}"
+        return self.attributes[name]
 
     def policy_statements(self, policy: str) -> list[dict[str, Any]]:
         """The resolved statements of a managed policy resource."""

@@ -35,6 +35,7 @@ if str(REPO / "shared") not in sys.path:  # the tools venv has no agent_memory i
     sys.path.insert(0, str(REPO / "shared"))
 
 from agent_memory.cfn_template import load_openapi, load_template  # noqa: E402
+from intrinsics import Intrinsics  # noqa: E402
 
 IAM_QUOTAS = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html"
 CFN_QUOTAS = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html"
@@ -218,24 +219,15 @@ def defaults(template: dict[str, Any]) -> dict[str, str]:
 
 # --- resolving a translated template --------------------------------------------------------
 
-NOVALUE = object()
-
-
-class Resolved:
+class Resolved(Intrinsics):
     """A translated template for one parameter set: conditions evaluated, intrinsics resolved
     with stand-in physical names and ARNs as long as AWS makes them."""
 
     def __init__(self, template: dict[str, Any], parameters: dict[str, str]) -> None:
-        self.template = template
+        super().__init__()
+        self.template, self.region = template, REGION
         self.values = {**defaults(template), **parameters, "AWS::Region": REGION, "AWS::AccountId": ACCOUNT,
-                       "AWS::Partition": "aws", "AWS::StackName": STACK, "AWS::URLSuffix": "amazonaws.com",
-                       "AWS::NoValue": NOVALUE}
-        self._conditions: dict[str, bool] = {}
-
-    def condition(self, name: str) -> bool:
-        if name not in self._conditions:
-            self._conditions[name] = bool(self.resolve(self.template.get("Conditions", {})[name]))
-        return self._conditions[name]
+                       "AWS::Partition": "aws", "AWS::StackName": STACK, "AWS::URLSuffix": "amazonaws.com"}
 
     def resources(self) -> dict[str, dict[str, Any]]:
         return {name: res for name, res in self.template["Resources"].items()
@@ -288,69 +280,13 @@ class Resolved:
             return f"agent-memory-{self.values['TenantId']}"
         return f"arn:aws:{kind.split('::')[1].lower()}:{REGION}:{ACCOUNT}:{attr.lower()}/{name}"
 
-    def _sub(self, text: str, variables: dict[str, Any]) -> str:
-        def one(m: re.Match[str]) -> str:
-            name = m.group(1)
-            if name.startswith("!"):
-                return "${" + name[1:] + "}"
-            if name in variables:
-                return str(variables[name])
-            if "." in name:
-                logical, attr = name.split(".", 1)
-                return self.attribute(logical, attr)
-            return str(self._ref(name))
-
-        return re.sub(r"\$\{([^}]+)\}", one, text)
-
-    def _ref(self, name: str) -> Any:
+    def ref(self, name: str) -> Any:
         if name in self.values:
             return self.values[name]
         return self.physical(name)
 
-    def resolve(self, value: Any) -> Any:  # noqa: C901 - one branch per intrinsic
-        if isinstance(value, list):
-            return [r for r in (self.resolve(v) for v in value) if r is not NOVALUE]
-        if not isinstance(value, dict):
-            return value
-        if len(value) == 1:
-            (key, arg), = value.items()
-            if key == "Ref":
-                return self._ref(arg)
-            if key == "Condition":
-                return self.condition(arg)
-            if key == "Fn::If":
-                name, yes, no = arg
-                return self.resolve(yes if self.condition(name) else no)
-            if key == "Fn::Equals":
-                a, b = (self.resolve(v) for v in arg)
-                return str(a) == str(b)
-            if key == "Fn::Not":
-                return not self.resolve(arg[0])
-            if key == "Fn::And":
-                return all(self.resolve(v) for v in arg)
-            if key == "Fn::Or":
-                return any(self.resolve(v) for v in arg)
-            if key == "Fn::GetAtt":
-                logical, attr = arg if isinstance(arg, list) else arg.split(".", 1)
-                return self.attribute(logical, attr)
-            if key == "Fn::Sub":
-                if isinstance(arg, str):
-                    return self._sub(arg, {})
-                text, variables = arg
-                return self._sub(text, {k: self.resolve(v) for k, v in variables.items()})
-            if key == "Fn::Join":
-                sep, items = arg
-                return sep.join(str(v) for v in self.resolve(items))
-            if key == "Fn::Split":
-                sep, text = arg
-                return str(self.resolve(text)).split(sep)
-            if key == "Fn::Select":
-                index, items = arg
-                return self.resolve(items)[int(self.resolve(index))]
-            if key == "Fn::GetAZs":
-                return [f"{REGION}a", f"{REGION}b"]
-        out = {k: self.resolve(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if v is not NOVALUE}
+    def get_att(self, logical: str, attr: str) -> str:
+        return self.attribute(logical, attr)
 
 
 def policy_chars(document: Any) -> int:

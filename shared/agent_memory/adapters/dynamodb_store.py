@@ -241,32 +241,28 @@ class DynamoDBRecordStore:
     def scan(self, pk_prefix: str) -> Iterator[Record]:
         """Records whose pk starts with ``pk_prefix``: a filtered, paginated Scan of the whole
         table (maintenance only; consumes read capacity for every item in the table)."""
-        if not pk_prefix:
-            raise ValueError("scan needs a non-empty pk prefix")
-        kwargs: dict[str, Any] = {
-            "TableName": self.table_name,
-            "FilterExpression": "begins_with(pk, :p)",
-            "ExpressionAttributeValues": {":p": {"S": pk_prefix}},
-        }
+        after: dict[str, str] | None = None
         while True:
-            response = self.client.scan(**kwargs)
-            for item in response.get("Items", []):
-                yield record_from_image(item)
-            if "LastEvaluatedKey" not in response:
+            page = self.scan_page(pk_prefix, after=after, limit=None)
+            yield from page.records
+            if page.last_key is None:
                 return
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+            after = page.last_key
 
-    def scan_page(self, pk_prefix: str, *, after: dict[str, str] | None = None, limit: int = 500) -> Page:
-        """One Scan call of up to ``limit`` evaluated items (the whole table is read, the
-        filter keeps ``pk_prefix``): the page's ``last_key`` is DynamoDB's ``LastEvaluatedKey``."""
+    def scan_page(self, pk_prefix: str, *, after: dict[str, str] | None = None,
+                  limit: int | None = 500) -> Page:
+        """One Scan call of up to ``limit`` evaluated items (``None``: DynamoDB's 1 MB page; the
+        whole table is read, the filter keeps ``pk_prefix``): the page's ``last_key`` is
+        DynamoDB's ``LastEvaluatedKey``."""
         if not pk_prefix:
             raise ValueError("scan needs a non-empty pk prefix")
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
             "FilterExpression": "begins_with(pk, :p)",
             "ExpressionAttributeValues": {":p": {"S": pk_prefix}},
-            "Limit": max(1, limit),
         }
+        if limit is not None:
+            kwargs["Limit"] = max(1, limit)
         if after:
             kwargs["ExclusiveStartKey"] = {name: {"S": value} for name, value in after.items()}
         response = self.client.scan(**kwargs)
