@@ -2829,6 +2829,8 @@ export interface components {
             snippet: string;
             /** Format: float */
             score: number;
+            /** @description A chunk's document (GET /documents/{id}/chunks lists the chunk, id as here); null for other kinds. */
+            documentId?: string | null;
             documentTitle?: string | null;
             positionPercent?: number | null;
             /** @description A PDF chunk's 1-based page (other formats - null). */

@@ -300,6 +300,7 @@ class Citation(WireModel):
     kind: str
     snippet: str
     score: float
+    document_id: str | None = None
     document_title: str | None = None
     position_percent: int | None = None
     page: int | None = None
