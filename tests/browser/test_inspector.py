@@ -77,7 +77,7 @@ def test_correction_timeline_and_as_of_slider(page, server):
     page.screenshot(path=str(ARTIFACTS / "entity-timeline.png"))
     slider = page.get_by_label("As of", exact=True)
     # Drag to December 2024: Lisbon (not yet Porto) and the job at Globex were true then.
-    slider.evaluate("(el, t) => { el.value = t; el.dispatchEvent(new Event('input', {bubbles: true})); }",
+    slider.evaluate("(el, t) => { el.value = el.positionOf(t); el.dispatchEvent(new Event('input', {bubbles: true})); }",
                     datetime(2024, 12, 1, tzinfo=UTC).timestamp() * 1000)
     expect(attrs).to_have_attribute("data-asof", re.compile(r"^2024-12-01"))
     assert "Lisbon" in attrs.inner_text() and "Porto" not in attrs.inner_text()

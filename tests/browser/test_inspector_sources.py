@@ -174,8 +174,23 @@ def test_the_timeline_scale_gives_a_recent_change_room(page, server):
     assert "now" in ticks and "1 d ago" in ticks and "30 d ago" in ticks, ticks
     # The as-of cursor follows the same scale: a day back sits at the "1 d ago" tick.
     slider = page.get_by_label("As of", exact=True)
-    slider.evaluate("(el, t) => { el.value = t; el.dispatchEvent(new Event('input', {bubbles: true})); }",
+    slider.evaluate("(el, t) => { el.value = el.positionOf(t); el.dispatchEvent(new Event('input', {bubbles: true})); }",
                     (now - timedelta(days=1)).timestamp() * 1000)
     cursor_x = float(page.locator("#asof-line").get_attribute("x1"))
     tick_x = float(page.locator("#timeline .axis", has_text="1 d ago").get_attribute("x"))
     assert abs(cursor_x - tick_x) < 6, (cursor_x, tick_x)
+    # The slider runs on that scale too: 38% of its length back is about two days, not two
+    # fifths of three years (a linear slider put all of the last month in its last 3%).
+    slider.evaluate("el => { el.value = 620; el.dispatchEvent(new Event('input', {bubbles: true})); }")
+    at = page.locator("#asof-value").text_content()
+    picked = datetime.strptime(at, "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC)
+    assert timedelta(days=1) < now - picked < timedelta(days=3), at
+    attrs = page.locator("#asof-attributes")
+    expect(attrs).to_have_attribute("data-asof", picked.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
+    assert "Porto" in attrs.inner_text() and "Faro" not in attrs.inner_text()
+    slider.focus()
+    slider.press("End")
+    expect(attrs).to_have_attribute("data-asof", "now")
+    assert "Faro" in attrs.inner_text()
+    slider.press("ArrowLeft")  # the keyboard still steps it
+    expect(page.locator("#asof-value")).not_to_have_text("now")

@@ -318,15 +318,21 @@ async function loadEntity(path) {
     .concat(actions.items.map((a) => a.occurredAt || a.createdAt)).filter(Boolean).map(Date.parse);
   const now = Date.now();
   const lo = times.length ? Math.min(...times) : now - 86400000;
-  const hi = lo + Math.ceil((Math.max(now, ...times) - lo) / 1000) * 1000; // on the slider's 1 s steps
-  const slider = el("input", { id: "asof-slider", type: "range", min: String(lo), max: String(hi), step: "1000",
-    value: String(hi), "aria-describedby": "asof-value" });
+  const hi = lo + Math.ceil((Math.max(now, ...times) - lo) / 1000) * 1000; // whole seconds, as the slider reads
+  // The slider runs along the timeline's own (log) scale, so recent times are as easy to reach
+  // as they are to see: its value is a position 0-1000, timeAt/positionOf convert (whole seconds).
+  const scale = logTimeScale(lo, hi, 0, 1000);
+  const slider = el("input", { id: "asof-slider", type: "range", min: "0", max: "1000", step: "any",
+    value: "1000", "aria-describedby": "asof-value", "aria-valuetext": "now" });
+  slider.timeAt = (pos) => Math.min(hi, Math.max(lo, Math.round(scale.invert(Number(pos)) / 1000) * 1000));
+  slider.positionOf = (t) => scale(Math.min(hi, Math.max(lo, t)));
   const asofText = el("output", { id: "asof-value", for: "asof-slider", text: "now" });
   const asofTable = el("div", { id: "asof-attributes" });
   let timer = null;
   slider.addEventListener("input", () => {
-    const t = Number(slider.value);
+    const t = Number(slider.value) >= 1000 ? hi : slider.timeAt(slider.value);
     asofText.textContent = t >= hi ? "now" : fmtTime(new Date(t).toISOString());
+    slider.setAttribute("aria-valuetext", asofText.textContent);
     moveCursor(t);
     clearTimeout(timer);
     timer = setTimeout(() => readAsOf(t >= hi ? null : new Date(t).toISOString()), 120);
