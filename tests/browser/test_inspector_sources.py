@@ -194,3 +194,22 @@ def test_the_timeline_scale_gives_a_recent_change_room(page, server):
     assert "Faro" in attrs.inner_text()
     slider.press("ArrowLeft")  # the keyboard still steps it
     expect(page.locator("#asof-value")).not_to_have_text("now")
+
+
+def test_a_cited_turn_opens_its_own_session_at_that_turn(page, server):
+    with httpx.Client(base_url=server, timeout=30) as c:
+        session = c.post(f"/api/v1/{CTX}/sessions", json={}).json()["id"]
+        for i in range(24):
+            post_fact(c, f"Routine stand-up note number {i}: nothing unusual.", sessionId=session, infer="none")
+        said = post_fact(c, "The zeppelin hangar door code is marmalade.", sessionId=session, infer="none")
+    page.goto(f"{server}/inspector/#context={CTX}")
+    page.get_by_role("tab", name="Chat").click()  # a session of its own, not the cited one
+    page.get_by_label("Message", exact=True).fill("What is the zeppelin hangar door code?")
+    page.get_by_role("button", name="Send").click()
+    cited = page.locator(f'.citations li[data-kind="turn"][data-id="{said["turnId"]}"]')
+    expect(cited).to_have_count(1)
+    cited.locator("a.cited").click()
+    expect(page.locator("#turn-list")).to_have_attribute("data-session", session)
+    turn = page.locator(f'#turn-list li[data-id="{said["turnId"]}"]')
+    expect(turn).to_be_focused()  # paged to: it is the 25th turn, past the first page of 20
+    expect(turn).to_have_class(re.compile(r"\bhighlight\b"))

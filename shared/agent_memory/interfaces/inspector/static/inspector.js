@@ -688,7 +688,8 @@ async function openCitation(c) {
     }
     return;
   }
-  if (c.kind === "turn" && chatSession) { show("sessions"); await openTurns("session", chatSession, c.id); return; }
+  const session = c.kind === "turn" ? c.sessionId || chatSession : null;
+  if (session) { show("sessions"); await openTurns("session", session, c.id); return; }
   if (c.kind === "chunk" && await openChunksFor(c)) return;
   show("search");
   $("#search-query").value = c.snippet;
@@ -734,10 +735,14 @@ async function openTurns(kind, id, highlight = null) {
       el("span", { class: `role role-${t.role}`, text: t.role }), " ", t.content, el("span", { class: "when", text: ` ${fmtTime(t.observedAt || t.createdAt)}` }))
     : (t) => el("li", { "data-id": t.turnId }, el("span", { class: "role", text: `#${t.turnIndex}` }), " ",
       t.text ?? el("em", { text: "(text not inline)" }), t.aclReaders ? el("span", { class: "readers", text: ` readers: ${t.aclReaders.join(", ") || "none"}` }) : null);
-  await pager(path, { list: $("#turn-list"), more: $("#turns-more"), render, key: kind === "session" ? "turns" : "items" });
+  const list = $("#turn-list"), more = $("#turns-more");
+  list.dataset.session = id;
+  await pager(path, { list, more, render, key: kind === "session" ? "turns" : "items" });
   if (highlight) {
+    // the cited turn may be pages into a long session: page on until it is listed
+    for (let i = 0; i < 1000 && !document.getElementById(`turn-${highlight}`) && !more.hidden; i += 1) await more.onclick();
     const li = document.getElementById(`turn-${highlight}`);
-    if (li) { li.focus(); li.scrollIntoView({ block: "nearest" }); }
+    if (li) { li.focus(); li.scrollIntoView({ block: "nearest" }); } else status(`Turn ${highlight} is not in ${kind} ${id} (any more).`, true);
   }
 }
 
