@@ -147,6 +147,17 @@ def test_update_replaces_the_memory_text_as_mem0_does(server):
         rows = m.history(again["id"])
         assert rows[-1]["event"] == "UPDATE" and rows[-1]["new_memory"] == "User location: Faro"
         assert rows[-1]["old_memory"] == "User location: Lisbon"
+        # The same text with new metadata: the memory keeps its text and takes the metadata
+        same = m.update(again["id"], "I moved to Faro.", metadata={"source": "audit"})
+        (now_faro,) = m.get_all(filters={"user_id": "finn"})["results"]
+        assert now_faro["id"] == same["id"] and now_faro["memory"] == "User location: Faro"
+        assert now_faro["metadata"] == {"source": "audit"}
+        # A text whose fact is stored already (as another memory): that memory now holds it
+        (lunch,) = m.add("My favourite food is ramen.", user_id="finn")["results"]
+        moved = m.update(lunch["id"], "I moved to Faro.")
+        assert moved["id"] == same["id"] and m.get(lunch["id"]) is None
+        assert [r["memory"] for r in m.get_all(filters={"user_id": "finn"})["results"]] == ["User location: Faro"]
+        again = same
         # Text with no fact in it is kept as it is
         plain = m.update(again["id"], "Prefers to be contacted after 6pm, never on Sundays")
         assert [r["memory"] for r in m.get_all(filters={"user_id": "finn"})["results"]] == \

@@ -20,10 +20,11 @@ How Mem0's ids map onto ours:
 - ``metadata`` on ``add``/``update`` is kept as labels (``mem0:meta:<key>=<JSON>``) on what
   the write stores, and ``get``, ``get_all`` and ``search`` return it as Mem0 does.
 - ``update(id, text)`` replaces the memory's text as Mem0 does: the new text is extracted
-  like an ``add``'s (its agent, run and metadata labels carried over). A fact of the same
-  entity and key corrects the old one (history kept, ``history(id)`` lists it); otherwise the
-  old memory is forgotten and the new text's facts take its place. Text with no fact in it is
-  kept verbatim (key ``memory``). The id of what replaced it is returned as ``id``.
+  (previewed in ``EXTRACT_PARTITION``) and written like an ``add``'s (its agent, run and
+  metadata labels carried over). A new value of the same entity and key corrects the old one
+  (history kept, ``history(id)`` lists it); otherwise the old memory is forgotten and the new
+  text's facts take its place. Text with no fact in it is kept verbatim (key ``memory``).
+  The id of what now holds the memory is returned as ``id``.
 - Every method renders a memory the same way: ``"<entity name> <key words>: <value>"`` with
   the entity's display name (``"User location: Berlin"``), as search's index writes it.
 """
@@ -37,7 +38,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agent_memory.client import AgentMemory, NotFoundError
+from agent_memory.client import AgentMemory, NotFoundError, PermissionDeniedError
 from agent_memory.client._calls import fact_collection
 from agent_memory.models import wire
 
@@ -48,6 +49,8 @@ MEMORY_KEY = "memory"
 META_PREFIX = "mem0:meta:"
 ID_PREFIX = "mem0:id:"
 ACTOR_PREFIX = "mem0:actor:"
+# A partition only ever previewed in (never written): what a text states, whatever is stored.
+EXTRACT_PARTITION = "mem0-extract"
 _ROLES = {"user", "assistant", "system", "tool"}
 _PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENTITY_PARAMS = ("user_id", "agent_id", "run_id")
@@ -228,37 +231,73 @@ class Memory:
         meta = [label for label in old.labels if label.startswith(META_PREFIX)] if metadata is None \
             else metadata_labels(metadata)
         labels = kept + meta
-        preview = client.remember(value, infer="preview").extraction
-        attributes = list(preview.attributes) if preview else []
-        relations = list(preview.relations) if preview else []
-        if (isinstance(old, wire.MemoryAttribute) and metadata is None and not relations and len(attributes) == 1
+        attributes, relations = self._statements(client, value)
+        relabel = metadata is not None and sorted(meta) != sorted(x for x in old.labels if x.startswith(META_PREFIX))
+        if (isinstance(old, wire.MemoryAttribute) and not relations and len(attributes) == 1
                 and (attributes[0].entity_id, attributes[0].key) == (old.entity, old.key)):
-            if attributes[0].value == old.value:
+            if attributes[0].value == old.value and not relabel:
                 return {"message": "Memory updated successfully!", "id": old.id}
-            out = api.update(memory_id, attributes[0].value)  # a correction: the chain keeps the old
-            return {"message": "Memory updated successfully!", "id": out.fact.id}
+            if attributes[0].value != old.value and not relabel:
+                # a new value of its own slot: a correction, the chain keeps the old
+                return {"message": "Memory updated successfully!", "id": api.update(memory_id, attributes[0].value).fact.id}
+        new_ids: list[str] = []
+        forgotten = False
         if attributes or relations:
-            written = client.remember(value, infer="full", labels=labels or None).extraction
-            new_ids = [a.id for a in written.attributes] if written else []
-            same_slot = [a.id for a in written.attributes
-                         if isinstance(old, wire.MemoryAttribute) and (a.entity_id, a.key) == (old.entity, old.key)
-                         ] if written else []
-            if written and written.relations:
-                new_ids += [rel.id for r in written.relations
-                            for rel in client.relations.list(src=r.subject.removeprefix("entity:"), label=r.label)
-                            if rel.object == r.object and rel.valid_until is None][:1]
-        else:
-            written = None
-            same_slot, new_ids = [], []
-        if not new_ids:  # nothing to extract (or nothing new): the text itself is the memory
+            client.remember(value, infer="full", labels=labels or None)
+            new_ids = self._stored(client, attributes, relations)  # written now, or stored already
+        if new_ids == [memory_id] and relabel:
+            # The same memory with new metadata: labels are set when a fact is written, so it is
+            # forgotten and written again with them (same entity, key and value).
+            api.delete(memory_id)
+            forgotten, new_ids = True, []
+            if isinstance(old, wire.MemoryAttribute) and old.key != MEMORY_KEY:
+                etype = old.entity.removeprefix("entity:").partition("/")[0]
+                again = client.remember(value, infer="triples", labels=labels or None, triples=[
+                    {"entity": {"type": etype, "name": _name(old.entity, self._names_for(client, [old.entity]))},
+                     "key": old.key, "value": old.value}])
+                new_ids = [a.id for a in again.extraction.attributes] if again.extraction else []
+        if not new_ids:  # nothing to extract: the text itself is the memory, as in Mem0
             verbatim = client.remember(value, infer="triples", labels=labels or None,
                                        triples=[{"entity": {"type": "person", "name": "User"}, "key": MEMORY_KEY,
                                                  "value": value}])
             new_ids = [verbatim.extraction.attributes[0].id]  # type: ignore[union-attr]
-        current = api.get(memory_id)
-        if current.superseded_by is None and current.valid_until is None and memory_id not in new_ids:
-            api.delete(memory_id)  # replaced by facts of other slots: forget the old memory
-        return {"message": "Memory updated successfully!", "id": (same_slot or new_ids)[0]}
+        if memory_id not in new_ids and not forgotten:
+            current = api.get(memory_id)
+            if current.superseded_by is None and current.valid_until is None:
+                api.delete(memory_id)  # replaced by facts of other slots: forget the old memory
+
+        def own_slot(fact_id: str) -> bool:  # the new value of the memory's own entity and key
+            if not isinstance(old, wire.MemoryAttribute) or fact_collection(fact_id) != "attributes":
+                return False
+            fact = client.attributes.get(fact_id)
+            return (fact.entity, fact.key) == (old.entity, old.key)
+
+        return {"message": "Memory updated successfully!", "id": next(filter(own_slot, new_ids), new_ids[0])}
+
+    def _statements(self, client: AgentMemory, text: str) -> tuple[list[Any], list[Any]]:
+        """The attributes and relations ``text`` states, nothing stored. A preview answers what
+        a write would add, so in the user's partition a statement of what is stored already
+        previews as nothing; it is asked in a partition with nothing in it
+        (``EXTRACT_PARTITION``, only ever previewed in), which answers everything the text
+        states. A key refused that partition previews in its own."""
+        try:
+            preview = self._client(EXTRACT_PARTITION).remember(text, infer="preview").extraction
+        except PermissionDeniedError:
+            preview = client.remember(text, infer="preview").extraction
+        return (list(preview.attributes), list(preview.relations)) if preview is not None else ([], [])
+
+    @staticmethod
+    def _stored(client: AgentMemory, attributes: list[Any], relations: list[Any]) -> list[str]:
+        """The ids of the current facts that already state these (entity, key, value) and
+        (subject, label, object) claims."""
+        ids: list[str] = []
+        for a in attributes:
+            ids += [row.id for row in client.attributes.list(entity=a.entity_id.removeprefix("entity:"), key=a.key)
+                    if row.value == a.value][:1]
+        for r in relations:
+            ids += [row.id for row in client.relations.list(src=r.subject.removeprefix("entity:"), label=r.label)
+                    if row.object == r.object][:1]
+        return ids
 
     def delete(self, memory_id: str) -> dict[str, Any]:
         client, _ = self._locate(memory_id)
