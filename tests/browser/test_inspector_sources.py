@@ -213,3 +213,27 @@ def test_a_cited_turn_opens_its_own_session_at_that_turn(page, server):
     turn = page.locator(f'#turn-list li[data-id="{said["turnId"]}"]')
     expect(turn).to_be_focused()  # paged to: it is the 25th turn, past the first page of 20
     expect(turn).to_have_class(re.compile(r"\bhighlight\b"))
+
+
+def test_a_chunk_citation_without_its_document_never_opens_another_document(page, server):
+    """A citation with no documentId (a reply cached before citations carried it) is searched
+    for: no document is guessed by title or taken first."""
+    with httpx.Client(base_url=server, timeout=60) as c:
+        upload(c, "Handbook", "# Lunch\n\nLunch is served at noon in the zeppelin hangar canteen.\n")
+
+    def strip_document_ids(route):
+        response = route.fetch()
+        body = re.sub(r'"documentId":\s*"[^"]*"', '"documentId": null', response.text())
+        route.fulfill(response=response, body=body)
+
+    page.route("**/chat", strip_document_ids)
+    page.goto(f"{server}/inspector/#context={CTX}")
+    page.get_by_role("tab", name="Chat").click()
+    page.get_by_label("Message", exact=True).fill("When is lunch served in the zeppelin hangar canteen?")
+    page.get_by_role("button", name="Send").click()
+    cited = page.locator('.citations li[data-kind="chunk"]').first
+    cited.wait_for()
+    cited.locator("a.cited").click()
+    expect(page.get_by_role("tab", name="Search")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#search-hits")).to_be_visible()
+    assert page.locator("#chunk-list li").count() == 0  # no document was opened
