@@ -63,6 +63,7 @@ def test_mem0_methods_shapes_and_user_isolation(server):
     assert "Berlin" in update["memory"] and "London" in update["previous_memory"]
     m.add("I live in Oslo.", user_id="bob@example.com")  # not a partition name: hashed into one
     assert partition_for("bob@example.com").startswith("u-")
+    assert partition_for("mem0-extract").startswith("u-")  # the partition update() only previews in
 
     found = m.search("Where do I live?", filters={"user_id": "alice"}, top_k=3)["results"]
     assert found and "Berlin" in found[0]["memory"] and found[0]["score"] == 1.0

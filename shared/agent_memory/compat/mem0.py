@@ -58,7 +58,7 @@ _ENTITY_PARAMS = ("user_id", "agent_id", "run_id")
 
 def partition_for(user_id: str) -> str:
     """The partition a Mem0 ``user_id`` maps to (stable; hashed when not a valid name)."""
-    if _PARTITION.match(user_id):
+    if _PARTITION.match(user_id) and user_id != EXTRACT_PARTITION:  # that one is only previewed in
         return user_id
     return "u-" + hashlib.sha256(user_id.encode()).hexdigest()[:32]
 
@@ -209,8 +209,8 @@ class Memory:
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
                expiration_date: Any = None, data: str | None = None) -> dict[str, Any]:
-        """Replace one memory's text, as Mem0 does: the new text is extracted (a preview first,
-        nothing stored). When it states just a new value of the memory's own entity and key,
+        """Replace one memory's text, as Mem0 does: the new text is extracted first (a preview,
+        nothing stored; ``_statements``). When it states just a new value of the memory's own entity and key,
         that value corrects it (history kept); otherwise its facts are stored (labels carried
         over) and the old memory is forgotten; text with no fact in it is kept verbatim.
         ``metadata`` replaces the memory's metadata (``None`` keeps it). ``id`` in the answer
@@ -461,7 +461,7 @@ class Memory:
         """The client (partition) holding ``memory_id`` and its Mem0 item. Mem0's ``get`` takes
         no user id, so the partitions this object has used are tried, the default first."""
         collection = self._collection(memory_id)
-        order = [None, *[p for p in self._clients if p is not None]]
+        order = [None, *[p for p in self._clients if p not in (None, EXTRACT_PARTITION)]]
         for partition in order:
             client = self._clients.get(partition) or self._client(None)
             try:
