@@ -77,7 +77,7 @@ def test_correction_timeline_and_as_of_slider(page, server):
     page.screenshot(path=str(ARTIFACTS / "entity-timeline.png"))
     slider = page.get_by_label("As of", exact=True)
     # Drag to December 2024: Lisbon (not yet Porto) and the job at Globex were true then.
-    slider.evaluate("(el, t) => { el.value = t; el.dispatchEvent(new Event('input', {bubbles: true})); }",
+    slider.evaluate("(el, t) => { el.value = el.positionOf(t); el.dispatchEvent(new Event('input', {bubbles: true})); }",
                     datetime(2024, 12, 1, tzinfo=UTC).timestamp() * 1000)
     expect(attrs).to_have_attribute("data-asof", re.compile(r"^2024-12-01"))
     assert "Lisbon" in attrs.inner_text() and "Porto" not in attrs.inner_text()
@@ -98,15 +98,17 @@ def test_chat_streams_and_a_citation_is_followed(page, server):
     page.locator(".chat-turn .citations").wait_for()
     assert "Porto" in reply.inner_text()
     assert int(reply.get_attribute("data-deltas") or 0) >= 1  # text arrived as SSE deltas
-    marker = reply.locator("a.marker").first
-    marker.click()
     cited = page.locator(".citations li").first
-    assert cited.evaluate("el => el === document.activeElement")
     cited_id = cited.get_attribute("data-id")
     cited.locator("a.cited").click()
     bar = page.locator(f'#timeline g.bar[data-attr="{cited_id}"]')
     bar.wait_for()
     assert bar.get_attribute("data-value") == "Porto"
+    expect(bar).to_be_focused()
+    # The inline marker opens the same source (test_inspector_sources.py covers it in full).
+    page.get_by_role("tab", name="Chat").click()
+    reply.locator(f'a.marker[data-id="{cited_id}"]').first.click()
+    expect(page.locator(f'#timeline g.bar[data-attr="{cited_id}"]')).to_be_focused()
 
 
 def test_search_shows_hits_with_scores_kinds_and_trace(page, server):

@@ -117,7 +117,7 @@ def test_relations_and_actions_follow_the_as_of_slider(page, server):
     slider = page.get_by_label("As of", exact=True)
 
     def slide(when: datetime) -> None:
-        slider.evaluate("(el, t) => { el.value = t; el.dispatchEvent(new Event('input', {bubbles: true})); }",
+        slider.evaluate("(el, t) => { el.value = el.positionOf(t); el.dispatchEvent(new Event('input', {bubbles: true})); }",
                         when.timestamp() * 1000)
 
     slide(datetime(2024, 6, 1, tzinfo=UTC))  # before the sister and the trip

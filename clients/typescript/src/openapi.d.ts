@@ -2829,6 +2829,10 @@ export interface components {
             snippet: string;
             /** Format: float */
             score: number;
+            /** @description A chunk's document (GET /documents/{id}/chunks lists the chunk, id as here); null for other kinds. */
+            documentId?: string | null;
+            /** @description A turn's session (GET /sessions/{id}/turns lists the turn); null for other kinds. */
+            sessionId?: string | null;
             documentTitle?: string | null;
             positionPercent?: number | null;
             /** @description A PDF chunk's 1-based page (other formats - null). */

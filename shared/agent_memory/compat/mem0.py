@@ -17,9 +17,16 @@ How Mem0's ids map onto ours:
 - A "memory" is one extracted fact (an attribute or relation; actions and instructions in
   ``get``/``delete`` by id too). ``add`` reports each stored fact as ``ADD``, a correction as
   ``UPDATE`` (with ``previous_memory``), and a negation as ``DELETE``.
-- ``update(id, text)`` records a correction (``PATCH /attributes/{id}``): the corrected
-  value is a new fact with a new id (returned as ``id``); the old one stays as history,
-  which ``history(id)`` lists.
+- ``metadata`` on ``add``/``update`` is kept as labels (``mem0:meta:<key>=<JSON>``) on what
+  the write stores, and ``get``, ``get_all`` and ``search`` return it as Mem0 does.
+- ``update(id, text)`` replaces the memory's text as Mem0 does: the new text is extracted
+  (previewed in ``EXTRACT_PARTITION``) and written like an ``add``'s (its agent, run and
+  metadata labels carried over). A new value of the same entity and key corrects the old one
+  (history kept, ``history(id)`` lists it); otherwise the old memory is forgotten and the new
+  text's facts take its place. Text with no fact in it is kept verbatim (key ``memory``).
+  The id of what now holds the memory is returned as ``id``.
+- Every method renders a memory the same way: ``"<entity name> <key words>: <value>"`` with
+  the entity's display name (``"User location: Berlin"``), as search's index writes it.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from agent_memory.client import AgentMemory, NotFoundError
+from agent_memory.client import AgentMemory, NotFoundError, PermissionDeniedError
 from agent_memory.client._calls import fact_collection
 from agent_memory.models import wire
 
@@ -42,6 +49,8 @@ MEMORY_KEY = "memory"
 META_PREFIX = "mem0:meta:"
 ID_PREFIX = "mem0:id:"
 ACTOR_PREFIX = "mem0:actor:"
+# A partition only ever previewed in (never written): what a text states, whatever is stored.
+EXTRACT_PARTITION = "mem0-extract"
 _ROLES = {"user", "assistant", "system", "tool"}
 _PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _ENTITY_PARAMS = ("user_id", "agent_id", "run_id")
@@ -49,7 +58,7 @@ _ENTITY_PARAMS = ("user_id", "agent_id", "run_id")
 
 def partition_for(user_id: str) -> str:
     """The partition a Mem0 ``user_id`` maps to (stable; hashed when not a valid name)."""
-    if _PARTITION.match(user_id):
+    if _PARTITION.match(user_id) and user_id != EXTRACT_PARTITION:  # that one is only previewed in
         return user_id
     return "u-" + hashlib.sha256(user_id.encode()).hexdigest()[:32]
 
@@ -66,15 +75,24 @@ def _trim(value: Any, name: str) -> str | None:
     return value.strip()
 
 
-def _attribute_text(a: wire.MemoryAttribute) -> str:
+# Entity id -> display name ("entity:person/user" -> "User"), as the service names entities in
+# its search index's text (services/facts/fact_kinds.py), so get_all, get, search and history
+# render one memory one way. An id missing from it falls back to its name part.
+Names = dict[str, str]
+
+
+def _name(entity_id: str, names: Names | None) -> str:
+    return (names or {}).get(entity_id.removeprefix("entity:")) or entity_id.split("/", 1)[-1]
+
+
+def _attribute_text(a: wire.MemoryAttribute, names: Names | None = None) -> str:
     if a.key == MEMORY_KEY:
-        return a.value  # a memory imported from Mem0: its own text
-    name = a.entity.split("/", 1)[-1]
-    return f"{name} {a.key.replace('_', ' ')}: {a.value}"
+        return a.value  # a memory imported from Mem0 (or replaced verbatim): its own text
+    return f"{_name(a.entity, names)} {a.key.replace('_', ' ')}: {a.value}"
 
 
-def _relation_text(r: wire.MemoryRelation) -> str:
-    return f"{r.subject.split('/', 1)[-1]} {r.label.replace('_', ' ')}: {r.object.split('/', 1)[-1]}"
+def _relation_text(r: wire.MemoryRelation, names: Names | None = None) -> str:
+    return f"{_name(r.subject, names)} {r.label.replace('_', ' ')}: {_name(r.object, names)}"
 
 
 class Memory:
@@ -91,6 +109,7 @@ class Memory:
         self.context = context or os.environ.get("AGENT_MEMORY_CONTEXT") or DEFAULT_CONTEXT
         self._base_url, self._api_key = base_url, api_key
         self._clients: dict[str | None, AgentMemory] = {}
+        self._names: dict[str | None, Names] = {}
 
     @classmethod
     def from_config(cls, config_dict: dict[str, Any]) -> Memory:
@@ -102,6 +121,24 @@ class Memory:
             self._clients[partition] = AgentMemory(self.context, base_url=self._base_url, api_key=self._api_key,
                                                    partition=partition)
         return self._clients[partition]
+
+    def _names_for(self, client: AgentMemory, entity_ids: Iterable[str]) -> Names:
+        """Display names of the partition's entities, listed again when one asked for is new."""
+        names = self._names.get(client.partition)
+        wanted = {e.removeprefix("entity:") for e in entity_ids if e}
+        if names is None or not wanted <= names.keys():
+            names = {e.id.removeprefix("entity:"): e.name for e in client.entities.list()}
+            self._names[client.partition] = names
+        return names
+
+    def _render(self, client: AgentMemory, records: list[Any], filters: dict[str, Any] | None = None
+                ) -> list[dict[str, Any]]:
+        ids: list[str] = []
+        for r in records:
+            ids += [r.entity] if isinstance(r, wire.MemoryAttribute) else \
+                [r.subject, r.object] if isinstance(r, wire.MemoryRelation) else []
+        names = self._names_for(client, ids) if ids else {}
+        return [_item(r, client.partition, filters, names) for r in records]
 
     def close(self) -> None:
         for client in self._clients.values():
@@ -128,52 +165,60 @@ class Memory:
             raise ValueError("at least one of user_id, agent_id or run_id is required")
         if timestamp is not None:
             raise ValueError("timestamp is not supported; statements take their event time from the text")
+        labels = _labels(agent_id, run_id) + metadata_labels(metadata)  # refused before anything is written
         turns = list(_messages(messages))
         if not turns:
             return {"results": []}
         client = self._client(user_id)
-        labels = _labels(agent_id, run_id)
         out = client.remember_many(turns, extract="per_message", infer="full" if infer else "none",
                                    labels=labels or None)
+        ids = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)) if v}
         results: list[dict[str, Any]] = []
         for extraction in out.extractions:
             if extraction is not None:
-                results += self._events(client, extraction, user_id, agent_id, run_id)
+                results += self._events(client, extraction, ids, metadata_of(labels))
         return {"results": results}
 
-    @staticmethod
-    def _events(client: AgentMemory, extraction: Any, user_id: str | None, agent_id: str | None,
-                run_id: str | None) -> list[dict[str, Any]]:
-        ids = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id)) if v}
+    def _events(self, client: AgentMemory, extraction: Any, ids: dict[str, str],
+                metadata: dict[str, Any] | None) -> list[dict[str, Any]]:
+        names = self._names_for(client, [a.entity_id for a in extraction.attributes]
+                                + [c.entity_id for c in extraction.corrections])
+
+        def text(entity_id: str, key: str, value: str) -> str:
+            return f"{_name(entity_id, names)} {key.replace('_', ' ')}: {value}"
+
         corrected = {(c.entity_id, c.key): c for c in extraction.corrections}
         events: list[dict[str, Any]] = []
         for a in extraction.attributes:
-            name = a.entity_id.split("/", 1)[-1]
-            text = f"{name} {a.key.replace('_', ' ')}: {a.value}"
             c = corrected.pop((a.entity_id, a.key), None)
+            event = {"id": a.id, "memory": text(a.entity_id, a.key, a.value), "event": "ADD", "metadata": metadata}
             if c is not None and c.new_value == a.value:
-                events.append({"id": a.id, "memory": text, "event": "UPDATE",
-                               "previous_memory": f"{name} {a.key.replace('_', ' ')}: {c.old_value}", **ids})
-            else:
-                events.append({"id": a.id, "memory": text, "event": "ADD", **ids})
+                event |= {"event": "UPDATE", "previous_memory": text(a.entity_id, a.key, c.old_value)}
+            events.append({**event, **ids})
         for r in extraction.relations:
             for rel in client.relations.list(src=r.subject.removeprefix("entity:"), label=r.label):
                 if rel.object == r.object:
-                    events.append({"id": rel.id, "memory": _relation_text(rel), "event": "ADD", **ids})
+                    events.append({"id": rel.id, "memory": self._render(client, [rel])[0]["memory"],
+                                   "event": "ADD", "metadata": metadata, **ids})
                     break
         for c in corrected.values():  # a negation: the value closed, nothing replacing it
             if not c.new_value:
-                name = c.entity_id.split("/", 1)[-1]
-                events.append({"id": None, "memory": f"{name} {c.key.replace('_', ' ')}: {c.old_value}",
-                               "event": "DELETE", **ids})
+                events.append({"id": None, "memory": text(c.entity_id, c.key, c.old_value), "event": "DELETE",
+                               "metadata": metadata, **ids})
         return events
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
                expiration_date: Any = None, data: str | None = None) -> dict[str, Any]:
-        """Correct one memory: its new value supersedes it (history kept)."""
+        """Replace one memory's text, as Mem0 does: the new text is extracted first (a preview,
+        nothing stored; ``_statements``). When it states just a new value of the memory's own entity and key,
+        that value corrects it (history kept); otherwise its facts are stored (labels carried
+        over) and the old memory is forgotten; text with no fact in it is kept verbatim.
+        ``metadata`` replaces the memory's metadata (``None`` keeps it). ``id`` in the answer
+        is what now holds the memory."""
         value = text if text is not None else data
-        if value is None:
+        if not isinstance(value, str) or not value.strip():
             raise ValueError("text is required")
+        value = value.strip()
         collection = self._collection(memory_id)
         if collection not in ("attributes", "relations"):
             raise ValueError(f"Memory with id {memory_id} cannot be updated; delete it and add the new one")
@@ -181,8 +226,78 @@ class Memory:
         if client is None:
             raise ValueError(f"Memory with id {memory_id} not found")
         api = client.attributes if collection == "attributes" else client.relations
-        out = api.update(memory_id, _value_of(value))
-        return {"message": "Memory updated successfully!", "id": out.fact.id}
+        old = api.get(memory_id)
+        kept = [label for label in old.labels if label.startswith(("mem0:agent:", "mem0:run:", ACTOR_PREFIX))]
+        meta = [label for label in old.labels if label.startswith(META_PREFIX)] if metadata is None \
+            else metadata_labels(metadata)
+        labels = kept + meta
+        attributes, relations = self._statements(client, value)
+        relabel = metadata is not None and sorted(meta) != sorted(x for x in old.labels if x.startswith(META_PREFIX))
+        if (isinstance(old, wire.MemoryAttribute) and not relations and len(attributes) == 1
+                and (attributes[0].entity_id, attributes[0].key) == (old.entity, old.key)):
+            if attributes[0].value == old.value and not relabel:
+                return {"message": "Memory updated successfully!", "id": old.id}
+            if attributes[0].value != old.value and not relabel:
+                # a new value of its own slot: a correction, the chain keeps the old
+                return {"message": "Memory updated successfully!", "id": api.update(memory_id, attributes[0].value).fact.id}
+        new_ids: list[str] = []
+        forgotten = False
+        if attributes or relations:
+            client.remember(value, infer="full", labels=labels or None)
+            new_ids = self._stored(client, attributes, relations)  # written now, or stored already
+        if new_ids == [memory_id] and relabel:
+            # The same memory with new metadata: labels are set when a fact is written, so it is
+            # forgotten and written again with them (same entity, key and value).
+            api.delete(memory_id)
+            forgotten, new_ids = True, []
+            if isinstance(old, wire.MemoryAttribute) and old.key != MEMORY_KEY:
+                etype = old.entity.removeprefix("entity:").partition("/")[0]
+                again = client.remember(value, infer="triples", labels=labels or None, triples=[
+                    {"entity": {"type": etype, "name": _name(old.entity, self._names_for(client, [old.entity]))},
+                     "key": old.key, "value": old.value}])
+                new_ids = [a.id for a in again.extraction.attributes] if again.extraction else []
+        if not new_ids:  # nothing to extract: the text itself is the memory, as in Mem0
+            verbatim = client.remember(value, infer="triples", labels=labels or None,
+                                       triples=[{"entity": {"type": "person", "name": "User"}, "key": MEMORY_KEY,
+                                                 "value": value}])
+            new_ids = [verbatim.extraction.attributes[0].id]  # type: ignore[union-attr]
+        if memory_id not in new_ids and not forgotten:
+            current = api.get(memory_id)
+            if current.superseded_by is None and current.valid_until is None:
+                api.delete(memory_id)  # replaced by facts of other slots: forget the old memory
+
+        def own_slot(fact_id: str) -> bool:  # the new value of the memory's own entity and key
+            if not isinstance(old, wire.MemoryAttribute) or fact_collection(fact_id) != "attributes":
+                return False
+            fact = client.attributes.get(fact_id)
+            return (fact.entity, fact.key) == (old.entity, old.key)
+
+        return {"message": "Memory updated successfully!", "id": next(filter(own_slot, new_ids), new_ids[0])}
+
+    def _statements(self, client: AgentMemory, text: str) -> tuple[list[Any], list[Any]]:
+        """The attributes and relations ``text`` states, nothing stored. A preview answers what
+        a write would add, so in the user's partition a statement of what is stored already
+        previews as nothing; it is asked in a partition with nothing in it
+        (``EXTRACT_PARTITION``, only ever previewed in), which answers everything the text
+        states. A key refused that partition previews in its own."""
+        try:
+            preview = self._client(EXTRACT_PARTITION).remember(text, infer="preview").extraction
+        except PermissionDeniedError:
+            preview = client.remember(text, infer="preview").extraction
+        return (list(preview.attributes), list(preview.relations)) if preview is not None else ([], [])
+
+    @staticmethod
+    def _stored(client: AgentMemory, attributes: list[Any], relations: list[Any]) -> list[str]:
+        """The ids of the current facts that already state these (entity, key, value) and
+        (subject, label, object) claims."""
+        ids: list[str] = []
+        for a in attributes:
+            ids += [row.id for row in client.attributes.list(entity=a.entity_id.removeprefix("entity:"), key=a.key)
+                    if row.value == a.value][:1]
+        for r in relations:
+            ids += [row.id for row in client.relations.list(src=r.subject.removeprefix("entity:"), label=r.label)
+                    if row.object == r.object][:1]
+        return ids
 
     def delete(self, memory_id: str) -> dict[str, Any]:
         client, _ = self._locate(memory_id)
@@ -232,18 +347,25 @@ class Memory:
         if top_k == 0:
             return {"results": []}
         client = self._client(filters.get("user_id"))
-        labels = _labels(filters.get("agent_id"), filters.get("run_id"))
+        labels = _filter_labels(filters)
         hits = client.query(query, k=min(top_k, 50), include=["facts"], labels=labels or None).hits
         best = max((h.score for h in hits), default=0.0) or 1.0
-        ids = {k: filters[k] for k in _ENTITY_PARAMS if filters.get(k)}
-        results = []
-        for h in hits:
-            score = round(h.score / best, 6)
-            if threshold is not None and score < threshold:
+        kept = [(h, round(h.score / best, 6)) for h in hits]
+        kept = [(h, score) for h, score in kept if threshold is None or score >= threshold]
+        # Each hit's record (its labels hold the metadata), rendered as get_all renders it.
+        records: list[Any] = []
+        scores: list[float] = []
+        for h, score in kept:
+            collection = fact_collection(h.id)
+            if collection is None:
                 continue
-            results.append({"id": h.id, "memory": h.text, "hash": None, "metadata": None, "score": score,
-                            "created_at": h.occurred_at, "updated_at": None, **ids})
-        return {"results": results}
+            try:
+                records.append(getattr(client, collection).get(h.id))
+            except NotFoundError:  # forgotten since the search read it
+                continue
+            scores.append(score)
+        items = self._render(client, records, filters)
+        return {"results": [{**item, "score": score} for item, score in zip(items, scores, strict=True)]}
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """The memory's chain, oldest first, as Mem0's history rows (``ADD`` then ``UPDATE``s,
@@ -263,6 +385,7 @@ class Memory:
                                  prev.value if prev else None, "UPDATE" if prev else "ADD")
                     for prev, row in zip([None, *chain[:-1]], chain, strict=True)]
         by_id = {row.id: row for row in stated}
+        names = self._names_for(client, [attr.entity])
         # Follow the supersession links both ways from this memory: its own chain only (a
         # multi-valued key's other values have theirs).
         first = by_id.get(memory_id, attr)
@@ -272,8 +395,8 @@ class Memory:
         previous: wire.MemoryAttribute | None = None
         row: wire.MemoryAttribute | None = first
         while row is not None and len(rows) < len(by_id) + 1:
-            rows.append(_history_row({"id": row.id, "memory": _attribute_text(row), "created_at": row.created_at},
-                                     _attribute_text(previous) if previous else None,
+            rows.append(_history_row({"id": row.id, "memory": _attribute_text(row, names), "created_at": row.created_at},
+                                     _attribute_text(previous, names) if previous else None,
                                      "UPDATE" if previous else "ADD"))
             previous, row = row, by_id.get(row.superseded_by or "")
         return rows
@@ -338,35 +461,36 @@ class Memory:
         """The client (partition) holding ``memory_id`` and its Mem0 item. Mem0's ``get`` takes
         no user id, so the partitions this object has used are tried, the default first."""
         collection = self._collection(memory_id)
-        order = [None, *[p for p in self._clients if p is not None]]
+        order = [None, *[p for p in self._clients if p not in (None, EXTRACT_PARTITION)]]
         for partition in order:
             client = self._clients.get(partition) or self._client(None)
             try:
                 item = getattr(client, collection).get(memory_id)
             except NotFoundError:
                 continue
-            return client, _item(item, partition)
+            return client, self._render(client, [item])[0]
         return None, None
 
     def _all(self, filters: dict[str, Any], top_k: int | None) -> list[dict[str, Any]]:
         client = self._client(filters.get("user_id"))
-        want = set(_labels(filters.get("agent_id"), filters.get("run_id")))
-        out: list[dict[str, Any]] = []
+        want = set(_filter_labels(filters))
+        records: list[Any] = []
         for collection in ("attributes", "relations"):
             for item in getattr(client, collection).list():
                 if want and not want <= set(item.labels):
                     continue
-                out.append(_item(item, client.partition, filters))
-                if top_k is not None and len(out) >= top_k:
-                    return out
-        return out
+                records.append(item)
+                if top_k is not None and len(records) >= top_k:
+                    return self._render(client, records, filters)
+        return self._render(client, records, filters)
 
 
-def _item(item: Any, partition: str | None, filters: dict[str, Any] | None = None) -> dict[str, Any]:
+def _item(item: Any, partition: str | None, filters: dict[str, Any] | None = None,
+          names: Names | None = None) -> dict[str, Any]:
     if isinstance(item, wire.MemoryAttribute):
-        text = _attribute_text(item)
+        text = _attribute_text(item, names)
     elif isinstance(item, wire.MemoryRelation):
-        text = _relation_text(item)
+        text = _relation_text(item, names)
     else:
         text = getattr(item, "summary", None) or getattr(item, "description", None) or ""
     out: dict[str, Any] = {"id": item.id, "memory": text, "hash": hashlib.md5(text.encode()).hexdigest(),
@@ -383,11 +507,6 @@ def _history_row(item: dict[str, Any] | None, old: str | None, event: str) -> di
     return {"id": item.get("id"), "memory_id": item.get("id"), "old_memory": old, "new_memory": item.get("memory"),
             "event": event, "created_at": item.get("created_at"), "updated_at": None, "is_deleted": False,
             "actor_id": None, "role": None}
-
-
-def _value_of(text: str) -> str:
-    """A new memory text's value: ``"User location: Leeds"`` -> ``Leeds``; plain text as is."""
-    return text.split(":", 1)[1].strip() if ":" in text and text.split(":", 1)[1].strip() else text.strip()
 
 
 def _messages(messages: Any) -> Iterable[dict[str, str]]:
@@ -420,6 +539,19 @@ def _reject_entity_params(kwargs: dict[str, Any], method: str) -> None:
 def _check_filters(filters: dict[str, Any] | None) -> None:
     if not filters or not any(filters.get(k) for k in _ENTITY_PARAMS):
         raise ValueError("filters must contain at least one of: user_id, agent_id, run_id")
+    _filter_labels(filters)
+
+
+def _filter_labels(filters: dict[str, Any]) -> list[str]:
+    """The labels a memory must carry to match ``filters``: its agent and run, and each other key
+    as a metadata equality (``{"category": "work"}``). Mem0's operators (``AND``/``OR``/``NOT``,
+    ``{"gte": ...}`` and the like) are refused rather than ignored."""
+    extra = {k: v for k, v in filters.items() if k not in _ENTITY_PARAMS}
+    for key, value in extra.items():
+        if key in ("AND", "OR", "NOT") or isinstance(value, dict):
+            raise ValueError(f"filter {key!r}: operators are not supported; filters match user_id, agent_id, "
+                             "run_id and metadata values by equality")
+    return _labels(filters.get("agent_id"), filters.get("run_id")) + metadata_labels(extra or None)
 
 
 def metadata_labels(metadata: Any) -> list[str]:

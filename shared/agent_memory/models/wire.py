@@ -300,6 +300,8 @@ class Citation(WireModel):
     kind: str
     snippet: str
     score: float
+    document_id: str | None = None
+    session_id: str | None = None
     document_title: str | None = None
     position_percent: int | None = None
     page: int | None = None

@@ -20,7 +20,8 @@ from agent_memory.services.conversation.chat.service import (
 
 def citation(c: Citation) -> dict[str, Any]:
     return {"marker": c.marker, "id": c.id, "kind": c.kind, "snippet": c.snippet, "score": c.score,
-            "documentTitle": c.document_title, "positionPercent": c.position_percent,
+            "documentId": c.document_id, "sessionId": c.session_id, "documentTitle": c.document_title,
+            "positionPercent": c.position_percent,
             "page": c.page,
             "occurredAt": c.occurred_at, "role": c.role}
 

@@ -152,23 +152,30 @@ async function loadContexts() {
     $("#context").addEventListener("change", fill);
     if (!$("#context").value && page.items.length === 1) $("#context").value = page.items[0].contextId;
     fill();
+    // The only context this key may use opens by itself, unless one is already open.
+    if (page.items.length === 1 && !conn.context && $("#context").value === page.items[0].contextId) openContext();
   } catch (err) {
     if (err.status !== 401) status(err.message, true);
   }
 }
 
-$("#api-key").addEventListener("change", () => { conn.key = $("#api-key").value.trim(); loadContexts(); });
-$("#base-url").addEventListener("change", () => { conn.base = $("#base-url").value.trim(); loadContexts(); });
-
-$("#connection").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
+function openContext() {
   conn.base = $("#base-url").value.trim();
   conn.key = $("#api-key").value.trim();
   conn.context = $("#context").value.trim();
   conn.partition = $("#partition").value.trim() || "default";
+  if (!conn.context) return;
   status(`Context ${conn.context}, partition ${conn.partition}.`);
   const selected = tabs.find((t) => t.getAttribute("aria-selected") === "true");
   selectTab(selected, false);
+}
+
+$("#api-key").addEventListener("change", () => { conn.key = $("#api-key").value.trim(); loadContexts(); });
+$("#base-url").addEventListener("change", () => { conn.base = $("#base-url").value.trim(); loadContexts(); });
+
+$("#connection").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  openContext();
 });
 
 // The context's export (GET /export, docs/export.md) saved as a file: fetched with the key
@@ -311,15 +318,21 @@ async function loadEntity(path) {
     .concat(actions.items.map((a) => a.occurredAt || a.createdAt)).filter(Boolean).map(Date.parse);
   const now = Date.now();
   const lo = times.length ? Math.min(...times) : now - 86400000;
-  const hi = lo + Math.ceil((Math.max(now, ...times) - lo) / 1000) * 1000; // on the slider's 1 s steps
-  const slider = el("input", { id: "asof-slider", type: "range", min: String(lo), max: String(hi), step: "1000",
-    value: String(hi), "aria-describedby": "asof-value" });
+  const hi = lo + Math.ceil((Math.max(now, ...times) - lo) / 1000) * 1000; // whole seconds, as the slider reads
+  // The slider runs along the timeline's own (log) scale, so recent times are as easy to reach
+  // as they are to see: its value is a position 0-1000, timeAt/positionOf convert (whole seconds).
+  const scale = logTimeScale(lo, hi, 0, 1000);
+  const slider = el("input", { id: "asof-slider", type: "range", min: "0", max: "1000", step: "any",
+    value: "1000", "aria-describedby": "asof-value", "aria-valuetext": "now" });
+  slider.timeAt = (pos) => Math.min(hi, Math.max(lo, Math.round(scale.invert(Number(pos)) / 1000) * 1000));
+  slider.positionOf = (t) => scale(Math.min(hi, Math.max(lo, t)));
   const asofText = el("output", { id: "asof-value", for: "asof-slider", text: "now" });
   const asofTable = el("div", { id: "asof-attributes" });
   let timer = null;
   slider.addEventListener("input", () => {
-    const t = Number(slider.value);
+    const t = Number(slider.value) >= 1000 ? hi : slider.timeAt(slider.value);
     asofText.textContent = t >= hi ? "now" : fmtTime(new Date(t).toISOString());
+    slider.setAttribute("aria-valuetext", asofText.textContent);
     moveCursor(t);
     clearTimeout(timer);
     timer = setTimeout(() => readAsOf(t >= hi ? null : new Date(t).toISOString()), 120);
@@ -345,12 +358,12 @@ function showAsOf(detail, iso) {
   const scoped = sideBySide(detail.relations.map((r) => [r.label, r.scopes]));
   const relList = $("#entity-relations"), actList = $("#entity-actions"), table = $("#asof-attributes");
   renderAttrs(detail.attributes, table, { editable: !iso });  // only what is true now is corrected
-  relList.replaceChildren(detail.relations.length ? el("ul", {}, detail.relations.map((r) => el("li", { "data-kind": "relation", "data-id": r.id },
+  relList.replaceChildren(detail.relations.length ? el("ul", {}, detail.relations.map((r) => el("li", { "data-kind": "relation", "data-id": r.id, tabindex: "-1" },
     `${r.label} → `, el("a", { href: "#", onclick: (e) => { e.preventDefault(); openEntity(r.object); } }, entityPath(r.object)),
     scopeTag(scoped, r.label, r.scopes),
     el("span", { class: "when", text: ` since ${fmtTime(r.validFrom)}${r.validUntil ? ` until ${fmtTime(r.validUntil)}` : ""}` }))))
     : el("p", { class: "hint", text: iso ? "None then." : "None." }));
-  actList.replaceChildren(acts.length ? el("ul", {}, acts.map((a) => el("li", { "data-kind": "action", "data-id": a.id },
+  actList.replaceChildren(acts.length ? el("ul", {}, acts.map((a) => el("li", { "data-kind": "action", "data-id": a.id, tabindex: "-1" },
     el("span", { class: "when", text: `${fmtTime(a.occurredAt || a.createdAt)} ` }), a.summary)))
     : el("p", { class: "hint", text: iso ? "None by then." : "None." }));
   for (const node of [table, relList, actList]) node.dataset.asof = iso || "now";
@@ -411,6 +424,23 @@ async function readAsOf(iso) {
   } catch (err) { showError($("#asof-attributes"), err); }
 }
 
+// The timeline's time scale: logarithmic in the time before ``hi`` (now), so the last hour,
+// day and week get room of their own however long the history is (on a linear scale a change
+// of yesterday in two years' history is a sliver). ``unit`` sets where it bends: up to about
+// an hour back it is nearly linear. Returns x(t) for the plot [x0, x1] and its inverse.
+function logTimeScale(lo, hi, x0, x1) {
+  const span = Math.max(1, hi - lo);
+  const unit = Math.min(3_600_000, Math.max(1000, span / 100));
+  const whole = Math.log1p(span / unit);
+  const x = (t) => x1 - (Math.log1p(Math.max(0, hi - t) / unit) / whole) * (x1 - x0);
+  x.invert = (px) => hi - unit * Math.expm1(((x1 - px) / (x1 - x0)) * whole);
+  return x;
+}
+
+// Ticks a reader can read on that scale: now, then round ages back to the start.
+const AGES = [["1 h", 3_600_000], ["1 d", 86_400_000], ["1 w", 604_800_000], ["30 d", 2_592_000_000],
+  ["1 y", 31_536_000_000], ["2 y", 63_072_000_000], ["5 y", 157_680_000_000]];
+
 // One row per key; each value a bar over [validFrom, validUntil); an arrow from a value to
 // the one that superseded it.
 function timeline(rows, lo, hi) {
@@ -422,18 +452,26 @@ function timeline(rows, lo, hi) {
   const W = 760, right = 16, rowH = 40, top = 30;
   const left = Math.min(320, Math.max(120, 12 + 7.3 * Math.max(0, ...keys.map((k) => k.length))));  // 12 px monospace
   const H = top + Math.max(1, keys.length) * rowH + 24;
-  const x = (t) => left + ((t - lo) / Math.max(1, hi - lo)) * (W - left - right);
-  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "list", id: "timeline", class: "timeline",
-    "aria-label": `Timeline of ${rows.length} attribute values over ${keys.length} keys` });
+  const x = logTimeScale(lo, hi, left, W - right);
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "list", id: "timeline", class: "timeline", "data-scale": "log",
+    "aria-label": `Timeline of ${rows.length} attribute values over ${keys.length} keys (log time scale: recent changes get more room)` });
   const defs = svg("defs");
   const marker = svg("marker", { id: "arrow", viewBox: "0 0 8 8", refX: "7", refY: "4", markerWidth: "7", markerHeight: "7", orient: "auto" });
   marker.append(svg("path", { d: "M0,0 L8,4 L0,8 z", class: "arrowhead" }));
   defs.append(marker);
   root.append(defs);
-  for (const [label, t] of [[fmtTime(new Date(lo).toISOString()), lo], ["now", hi]]) {
-    const tick = svg("text", { x: String(x(t)), y: "14", class: "axis", "text-anchor": t === lo ? "start" : "end" });
+  const ticks = [[fmtTime(new Date(lo).toISOString()).slice(0, 10), lo, "start"], ["now", hi, "end"]];
+  for (const [label, age] of AGES) {
+    // a tick where it neither crowds the start label nor its neighbour
+    if (hi - age > lo && x(hi - age) - x(lo) > 90 && ticks.every(([, t]) => Math.abs(x(t) - x(hi - age)) > 44)) {
+      ticks.push([`${label} ago`, hi - age, "middle"]);
+    }
+  }
+  for (const [label, t, anchor] of ticks) {
+    const tick = svg("text", { x: String(x(t)), y: "14", class: "axis", "text-anchor": anchor, "data-t": String(t) });
     tick.textContent = label;
     root.append(tick);
+    if (anchor === "middle") root.append(svg("line", { class: "gridline", x1: String(x(t)), x2: String(x(t)), y1: "18", y2: String(H - 20) }));
   }
   const pos = {};
   keys.forEach((name_, i) => {
@@ -530,15 +568,25 @@ function* sseFrames(buffer) {
 
 const bare = (marker) => marker.replace(/^\[|\]$/g, "");
 
+// A reply's text with each known [S1] marker a link to its source: clicking opens what it
+// cites (the chunk in its document, the fact on its entity page), as the citation's own link
+// does, and marks its entry in the citation list; the href names that entry for other uses.
 function withMarkers(text, turnNo, citations = []) {
-  const known = new Set(citations.map((c) => bare(c.marker)));
+  const known = new Map(citations.map((c) => [bare(c.marker), c]));
   const out = [];
   let last = 0;
   for (const m of text.matchAll(/\[(S\d+)\]/g)) {
     out.push(text.slice(last, m.index));
-    out.push(known.has(m[1])
-      ? el("a", { href: `#cite-${turnNo}-${m[1]}`, class: "marker", "aria-label": `source ${m[1]}`,
-        onclick: (e) => { e.preventDefault(); const t = document.getElementById(`cite-${turnNo}-${m[1]}`); t.focus(); t.scrollIntoView({ block: "nearest" }); } }, m[0])
+    const c = known.get(m[1]);
+    out.push(c
+      ? el("a", { href: `#cite-${turnNo}-${m[1]}`, class: "marker", "data-id": c.id,
+        "aria-label": `open source ${m[1]}: ${c.documentTitle || c.kind}`,
+        onclick: (e) => {
+          e.preventDefault();
+          for (const li of document.querySelectorAll(".citations li.current")) li.classList.remove("current");
+          document.getElementById(`cite-${turnNo}-${m[1]}`)?.classList.add("current");
+          openCitation(c).catch((err) => status(err.message, true));
+        } }, m[0])
       : m[0]);
     last = m.index + m[0].length;
   }
@@ -610,33 +658,47 @@ function citationList(citations, turnNo) {
     el("blockquote", { text: c.snippet }))));
 }
 
-// Where a citation leads: the entity page (the cited value's bar focused) for a fact, the
+// Where a citation leads, found by its id (never by title or position): the entity page for
+// a fact (an attribute's bar, a relation's or action's row focused, superseded ones too), the
 // session's turn list for a turn, the document's chunks for a chunk; else a search for it.
+const FACT_PATHS = { attribute: "attributes", relation: "relations", action: "actions" };
+
 async function factEntity(c) {
-  const state = await api("GET", ctxPath("/state"), { params: { limit: 500 } });
-  for (const cat of ["identity", "knowledge", "context"]) {
-    const a = state[cat].attributes.find((row) => row.id === c.id);
-    if (a) return a.entity;
-    const r = state[cat].relations.find((row) => row.id === c.id);
-    if (r) return r.subject;
+  const path = FACT_PATHS[c.kind];
+  if (!path) return null;
+  try {
+    const fact = await api("GET", ctxPath(`/${path}/${encodeURIComponent(c.id)}`));
+    return fact.entity || fact.subject || fact.actor || null;
+  } catch (err) {
+    if (err.status === 404) return null;  // forgotten since the reply: searched for instead
+    throw err;
   }
-  return null;
+}
+
+async function openCitation(c) {
+  const entity = await factEntity(c);
+  if (entity) {
+    await openEntity(entity);
+    const target = document.querySelector(`#timeline [data-attr="${CSS.escape(c.id)}"]`)
+      || document.querySelector(`#entity-body [data-id="${CSS.escape(c.id)}"]`);
+    if (target) {
+      target.classList.add("cited-target");
+      target.focus();
+      target.scrollIntoView({ block: "nearest" });
+    }
+    return;
+  }
+  const session = c.kind === "turn" ? c.sessionId || chatSession : null;
+  if (session) { show("sessions"); await openTurns("session", session, c.id); return; }
+  if (c.kind === "chunk" && await openChunksFor(c)) return;
+  show("search");
+  $("#search-query").value = c.snippet;
+  $("#search-form").requestSubmit();
 }
 
 function citedLink(c) {
   const label = c.documentTitle ? `${c.documentTitle} (${c.positionPercent}%)` : c.id;
-  const open = async (e) => {
-    e.preventDefault();
-    const entity = ["attribute", "relation"].includes(c.kind) ? await factEntity(c) : null;
-    if (entity) {
-      await openEntity(entity);
-      const bar = document.querySelector(`#timeline [data-attr="${CSS.escape(c.id)}"]`);
-      if (bar) bar.focus();
-    } else if (c.kind === "turn" && chatSession) { show("sessions"); await openTurns("session", chatSession, c.id); }
-    else if (c.kind === "chunk") { show("documents"); await openChunksFor(c); }
-    else { show("search"); $("#search-query").value = c.snippet; $("#search-form").requestSubmit(); }
-  };
-  return el("a", { href: "#", class: "cited", onclick: (e) => open(e).catch((err) => status(err.message, true)) }, label);
+  return el("a", { href: "#", class: "cited", onclick: (e) => { e.preventDefault(); openCitation(c).catch((err) => status(err.message, true)); } }, label);
 }
 
 function updatesList(u) {
@@ -673,10 +735,14 @@ async function openTurns(kind, id, highlight = null) {
       el("span", { class: `role role-${t.role}`, text: t.role }), " ", t.content, el("span", { class: "when", text: ` ${fmtTime(t.observedAt || t.createdAt)}` }))
     : (t) => el("li", { "data-id": t.turnId }, el("span", { class: "role", text: `#${t.turnIndex}` }), " ",
       t.text ?? el("em", { text: "(text not inline)" }), t.aclReaders ? el("span", { class: "readers", text: ` readers: ${t.aclReaders.join(", ") || "none"}` }) : null);
-  await pager(path, { list: $("#turn-list"), more: $("#turns-more"), render, key: kind === "session" ? "turns" : "items" });
+  const list = $("#turn-list"), more = $("#turns-more");
+  list.dataset.session = id;
+  await pager(path, { list, more, render, key: kind === "session" ? "turns" : "items" });
   if (highlight) {
+    // the cited turn may be pages into a long session: page on until it is listed
+    for (let i = 0; i < 1000 && !document.getElementById(`turn-${highlight}`) && !more.hidden; i += 1) await more.onclick();
     const li = document.getElementById(`turn-${highlight}`);
-    if (li) { li.focus(); li.scrollIntoView({ block: "nearest" }); }
+    if (li) { li.focus(); li.scrollIntoView({ block: "nearest" }); } else status(`Turn ${highlight} is not in ${kind} ${id} (any more).`, true);
   }
 }
 
@@ -696,21 +762,32 @@ function chunkProgress(d) {
   return `${done ?? 0}/${total} chunks`;
 }
 
-async function openChunks(id, title, highlightOrdinal = null) {
+// A document's chunks; with ``highlightId``, pages on until that chunk is listed, then marks
+// and focuses it (a cited chunk may sit pages into a long document).
+async function openChunks(id, title, highlightId = null) {
   $("#chunks-title").textContent = `Chunks of ${title}`;
-  await pager(ctxPath(`/documents/${encodeURIComponent(id)}/chunks`), { list: $("#chunk-list"), more: $("#chunks-more"), key: "chunks",
-    render: (c) => el("li", { "data-id": c.id, tabindex: "-1", class: c.ordinal === highlightOrdinal ? "highlight" : null },
+  const list = $("#chunk-list"), more = $("#chunks-more");
+  list.dataset.document = id;
+  await pager(ctxPath(`/documents/${encodeURIComponent(id)}/chunks`), { list, more, key: "chunks",
+    render: (c) => el("li", { "data-id": c.id, tabindex: "-1", class: c.id === highlightId ? "highlight" : null,
+      "aria-current": c.id === highlightId ? "true" : null },
       c.headingPath.length ? el("span", { class: "when", text: `${c.headingPath.join(" › ")} · ` }) : null,
       el("span", { class: "when", text: `${c.positionPercent}% ` }), c.text) });
+  if (!highlightId) return;
+  const find = () => list.querySelector(`[data-id="${CSS.escape(highlightId)}"]`);
+  for (let i = 0; i < 1000 && !find() && !more.hidden; i += 1) await more.onclick();
+  const li = find();
+  if (li) { li.focus(); li.scrollIntoView({ block: "center" }); } else status(`Chunk ${highlightId} is not in ${title} (any more).`, true);
 }
 
+// A cited chunk opens its own document (by id: titles repeat) at that chunk. A citation
+// without a documentId (a reply cached before citations carried it) is searched for instead.
 async function openChunksFor(citation) {
-  const docs = await api("GET", ctxPath("/documents"), { params: { limit: 100 } });
-  const doc = docs.documents.find((d) => d.title === citation.documentTitle) || docs.documents[0];
-  if (!doc) return;
-  await openChunks(doc.id, doc.title);
-  const li = document.querySelector(`#chunk-list [data-id="${CSS.escape(citation.id)}"]`);
-  if (li) { li.classList.add("highlight"); li.focus(); }
+  if (!citation.documentId) return false;
+  const doc = await api("GET", ctxPath(`/documents/${encodeURIComponent(citation.documentId)}`));
+  show("documents");
+  await openChunks(doc.id, doc.title || doc.id, citation.id);
+  return true;
 }
 
 // XMLHttpRequest: the one browser API that reports upload progress. Resolves with the status
@@ -967,6 +1044,15 @@ const loaders = { "tab-state": loadState, "tab-sessions": loadSessions, "tab-doc
 
 if (location.protocol.startsWith("http")) $("#base-url").value = location.origin;
 conn.base = $("#base-url").value;
-const hash = new URLSearchParams(location.hash.slice(1));
-if (hash.get("context")) $("#context").value = hash.get("context");
+// #context=acme (and &partition=) opens that context; a later change of the hash opens the new one.
+function openFromHash() {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  if (!hash.get("context")) return false;
+  $("#context").value = hash.get("context");
+  if (hash.get("partition")) $("#partition").value = hash.get("partition");
+  openContext();
+  return true;
+}
+window.addEventListener("hashchange", openFromHash);
+openFromHash();
 loadContexts();

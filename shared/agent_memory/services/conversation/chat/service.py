@@ -99,6 +99,8 @@ class Citation:
     score: float
     document_title: str | None = None
     position_percent: Any = None
+    document_id: str | None = None  # a chunk's document, so a reader opens that one (titles repeat)
+    session_id: str | None = None  # a turn's session, so a reader opens that session at the turn
     occurred_at: str | None = None
     role: str | None = None
     page: int | None = None  # a PDF chunk's page
@@ -106,7 +108,8 @@ class Citation:
     def to_stored(self) -> dict[str, Any]:
         """The response cache's stored form."""
         return {"marker": self.marker, "id": self.id, "kind": self.kind, "snippet": self.snippet,
-                "score": self.score, "documentTitle": self.document_title,
+                "score": self.score, "documentTitle": self.document_title, "documentId": self.document_id,
+                "sessionId": self.session_id,
                 "positionPercent": self.position_percent, "occurredAt": self.occurred_at, "role": self.role,
                 **({"page": self.page} if self.page is not None else {})}
 
@@ -115,7 +118,8 @@ class Citation:
         return cls(marker=data["marker"], id=data["id"], kind=data["kind"], snippet=data["snippet"],
                    score=data["score"], document_title=data.get("documentTitle"),
                    position_percent=data.get("positionPercent"), occurred_at=data.get("occurredAt"),
-                   role=data.get("role"), page=data.get("page"))
+                   role=data.get("role"), page=data.get("page"), document_id=data.get("documentId"),
+                   session_id=data.get("sessionId"))
 
 
 @dataclass
@@ -403,7 +407,9 @@ class ChatService:
                         score=round(float(hit.score), 6), document_title=meta.get("documentTitle"),
                         position_percent=meta.get("positionPercent"), occurred_at=getattr(hit, "occurred_at", None),
                         role=getattr(hit, "role", None) if hit.kind == "turn" else None,
-                        page=meta.get("page") if hit.kind == "chunk" else None)
+                        page=meta.get("page") if hit.kind == "chunk" else None,
+                        document_id=meta.get("documentId") if hit.kind == "chunk" else None,
+                        session_id=getattr(hit, "session_id", None) if hit.kind == "turn" else None)
 
 
 def _cached_citations(cached: dict[str, Any]) -> list[Citation]:
