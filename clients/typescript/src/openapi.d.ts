@@ -2621,7 +2621,7 @@ export interface components {
             id: string;
             title: string;
             contentHash: string;
-            /** @description Bytes of normalised UTF-8 text. */
+            /** @description Bytes (UTF-8) of the text extracted from the original, which is what is chunked and searched; while uploading, the bytes the upload declared. The original's own size is sizeBytes. */
             size: number;
             chunkCount: number;
             /** @description Chunks to ingest (the same as chunkCount). */
@@ -2647,11 +2647,11 @@ export interface components {
             observedAt: string;
             scopes: components["schemas"]["CanonicalScopes"];
             labels: string[];
-            /** @description The same as size. */
+            /** @description Bytes of the original as uploaded (a PDF's or DOCX's file size, not its text's); while uploading, the bytes the upload declared. A document ingested before originals were kept reports its text's size here, as size. */
             sizeBytes: number;
             /** @description As uploaded (the metadata part, else the file part's type), else from format. */
             mimeType: string;
-            /** @description The content version (1 until re-ingestion exists). */
+            /** @description The content version: 1 when first ingested, one more on each re-ingestion (PUT /documents/{id}). */
             version: number;
             /** @description Where the uploader says the document came from. */
             source?: string | null;
