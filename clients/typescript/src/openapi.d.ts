@@ -2720,18 +2720,43 @@ export interface components {
         DocumentQueryHit: {
             /** @description Relative to the best hit (1). */
             score: number;
-            /** @description The chunk as GET /documents/{id}/chunks shows it (no charStart/charEnd). */
-            chunk: {
-                [key: string]: unknown;
-            };
-            /** @description The chunk's document as GET /documents/{id} shows it. */
-            document: {
-                [key: string]: unknown;
-            };
-            /** @description expandGraph hits: {entity, factId, factKind, fact, via (the top chunk that mentions the entity)}; null for direct hits. */
-            graphEvidence: {
-                [key: string]: unknown;
-            }[] | null;
+            chunk: components["schemas"]["DocumentQueryChunk"];
+            /** @description The chunk's document as GET /documents/{id} shows it; only its id when it was deleted after the chunk was indexed. */
+            document: components["schemas"]["Document"] | components["schemas"]["DocumentRef"];
+            /** @description expandGraph hits: why the chunk was reached; null for direct hits. */
+            graphEvidence: components["schemas"]["GraphEvidence"][] | null;
+        };
+        /** @description The chunk as GET /documents/{id}/chunks shows it, without offset, charStart and charEnd. Fields read from the search index are null where it lacks them. */
+        DocumentQueryChunk: {
+            id: string;
+            documentId: string | null;
+            documentTitle: string | null;
+            ordinal: number | null;
+            positionPercent: number | null;
+            headingPath: string[];
+            /** @description A PDF chunk's 1-based page (other formats - null). */
+            page?: number | null;
+            text: string;
+            /** @description The same as documentId. */
+            document: string | null;
+            /** @description The same as ordinal. */
+            position: number | null;
+            /** @description The heading path joined with " / ". */
+            section?: string | null;
+        };
+        DocumentRef: {
+            id: string;
+        };
+        GraphEvidence: {
+            /** @description The entity the chunk mentions. */
+            entity: string;
+            factId: string;
+            /** @enum {string} */
+            factKind: "attribute" | "relation" | "action";
+            /** @description The fact's text. */
+            fact: string;
+            /** @description The id of the top chunk that mentions the entity. */
+            via: string;
         };
         DocumentQueryResponse: {
             results: components["schemas"]["DocumentQueryHit"][];

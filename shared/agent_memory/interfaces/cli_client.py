@@ -336,9 +336,10 @@ def _documents_query(memory: AgentMemory, args: argparse.Namespace) -> int:
         print("(nothing found)")
     for n, hit in enumerate(result.results, 1):
         chunk, document = hit.chunk, hit.document
-        text = " ".join(str(chunk.get("text", "")).split())
-        print(f"{n:>2}. {document.get('title')} [{document.get('id')}, chunk {chunk.get('chunkIndex')}]  "
-              f"({hit.score:.3f})")
+        text = " ".join(chunk.text.split())
+        title = getattr(document, "title", None) or chunk.document_title or "(deleted document)"
+        where = f", {chunk.section}" if chunk.section else ""
+        print(f"{n:>2}. {title} [{document.id}, chunk {chunk.ordinal}{where}]  ({hit.score:.3f})")
         print(f"    {text[:300]}{'…' if len(text) > 300 else ''}")
     return 0
 
