@@ -88,7 +88,7 @@ def test_a_busy_port_names_the_setting_in_use(busy_port, tmp_path) -> None:
     out = _run("serve", "--data-dir", str(tmp_path), env={"PORT": str(busy_port)})
     assert_one_line_error(out, f"127.0.0.1:{busy_port}", "pick another with PORT= or --port")
     out = _run("serve", "--data-dir", str(tmp_path), env={"PORT": str(busy_port), "MAKELEVEL": "1"})
-    assert_one_line_error(out, "pick another with PORT= (make serve PORT=8081)")
+    assert_one_line_error(out, "pick another with PORT= (PORT=8081 make serve)")
     assert "--port" not in out.stderr
     out = _run("serve", "--data-dir", str(tmp_path), env={"PORT": "eighty"})
     assert_one_line_error(out, "PORT='eighty' is not a port number")
@@ -113,7 +113,7 @@ def test_make_serve_on_a_busy_port_says_port_equals(busy_port, tmp_path) -> None
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode != 0
     line = next(line for line in out.stderr.splitlines() if line.startswith("agent-memory: "))
-    assert f"cannot listen on 127.0.0.1:{busy_port}" in line and "PORT= (make serve PORT=8081)" in line
+    assert f"cannot listen on 127.0.0.1:{busy_port}" in line and "PORT= (PORT=8081 make serve)" in line
     assert "--port" not in line
 
 
