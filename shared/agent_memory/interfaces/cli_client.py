@@ -16,6 +16,7 @@ from typing import Any
 
 from agent_memory.client import AgentMemory, AgentMemoryError, ApiError
 from agent_memory.client._calls import fact_collection
+from agent_memory.interfaces.memory_text import scope_note, scope_text, side_by_side, state_lines
 from agent_memory.models import wire
 
 
@@ -248,32 +249,6 @@ def _state(memory: AgentMemory, args: argparse.Namespace) -> int:
     return 0
 
 
-def state_lines(state: wire.State) -> list[str]:
-    """The snapshot for people, by category (``state`` and chat's ``/state``)."""
-    out: list[str] = []
-    categories: list[wire.StateCategory] = [getattr(state, name) for name in ("identity", "knowledge", "context")]
-    scoped = side_by_side([((a.entity, a.key), a.scopes) for c in categories for a in c.attributes]
-                          + [((r.subject, "rel", r.label), r.scopes) for c in categories for r in c.relations])
-    for name, category in zip(("identity", "knowledge", "context"), categories, strict=True):
-        rows = [f"  {a.entity} {a.key} = {a.value}{_scope_note(scoped, (a.entity, a.key), a.scopes)}  [{a.id}]"
-                for a in category.attributes]
-        rows += [f"  {r.subject} {r.label} {r.object}{_scope_note(scoped, (r.subject, 'rel', r.label), r.scopes)}"
-                 f"  [{r.id}]" for r in category.relations]
-        rows += [f"  {a.actor} {a.verb}: {a.summary}  [{a.id}]" for a in category.actions]
-        out.append(f"{name}:" if rows else f"{name}: (empty)")
-        out.extend(rows)
-    if state.instructions:
-        out.append("instructions:")
-        out.extend(f"  {i.label}: {i.description}" for i in state.instructions)
-    if state.unknowns:
-        out.append("unknowns:")
-        out.extend(f"  {u.about} ({u.reason})" for u in state.unknowns)
-    truncated = [name for name, cut in state.truncated.model_dump().items() if cut]
-    if truncated:
-        out.append(f"(truncated: {', '.join(truncated)}; raise --limit)")
-    return out
-
-
 # A request body at most this large goes to POST /documents (a multipart body adds a little).
 SYNC_UPLOAD_BYTES = 2_900_000
 
@@ -427,25 +402,5 @@ def _history(memory: AgentMemory, args: argparse.Namespace) -> int:
     scoped = side_by_side([("chain", a.scopes) for a in chain])
     for a in chain:
         until = a.valid_until or "now"
-        print(f"{a.valid_from or '(start)'} .. {until}: {a.value}{_scope_note(scoped, 'chain', a.scopes)}")
+        print(f"{a.valid_from or '(start)'} .. {until}: {a.value}{scope_note(scoped, 'chain', a.scopes)}")
     return 0
-
-
-def scope_text(scopes: list[list[str]]) -> str:
-    """A DNF scope for people: ``unscoped``, ``org/acme/user/alice``, ``a + b | c`` (clauses
-    OR-ed with ``|``, the paths of one clause AND-ed with ``+``)."""
-    return " | ".join(" + ".join(clause) for clause in scopes) or "unscoped"
-
-
-def side_by_side(slots: list[tuple[Any, list[list[str]]]]) -> set[Any]:
-    """The slots (an entity's key, a subject's label, a history chain) holding values of more
-    than one scope: a value supersedes only one of its own scope, so there values coexist,
-    and each is shown with its scope."""
-    seen: dict[Any, set[str]] = {}
-    for slot, scopes in slots:
-        seen.setdefault(slot, set()).add(scope_text(scopes))
-    return {slot for slot, found in seen.items() if len(found) > 1}
-
-
-def _scope_note(scoped: set[Any], slot: Any, scopes: list[list[str]]) -> str:
-    return f"  (scope: {scope_text(scopes)})" if slot in scoped else ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent_memory.client import AgentMemory, ApiError
+from agent_memory.interfaces.memory_text import state_lines
 from agent_memory.models.wire import ChatResponse
 
 EXIT_WORDS = {"exit", "quit", ":q"}
@@ -35,8 +36,6 @@ def _command(memory: AgentMemory, line: str, session_id: str | None, write: Call
             write(f"  {command:<9} {what}")
         write("  //text    send a message that starts with /")
     elif name == "/state":
-        from agent_memory.interfaces.cli_client import state_lines
-
         for row in state_lines(memory.state()):
             write(row)
     elif name == "/session":
