@@ -135,6 +135,15 @@ def test_keys_answer_scripts_with_json(tmp_path, capsys) -> None:
     assert code == 1 and json.loads(out) == {"keyId": created["keyId"], "revoked": False}
 
 
+def test_scopes_status_and_backfill_answer_scripts_with_json(tmp_path, capsys) -> None:
+    data = str(tmp_path / "data")
+    code, out, _ = run(capsys, "scopes", "backfill", "--data-dir", data, "--json")
+    done = json.loads(out)  # one object, no progress lines before it
+    assert code == 0 and done["complete"] is True and done["finishedAt"]
+    code, out, _ = run(capsys, "scopes", "status", "--data-dir", data, "--json")
+    assert json.loads(out) == done
+
+
 def test_documents_list_query_and_delete(env_server, capsys, tmp_path: Path) -> None:
     path = tmp_path / "refunds.md"
     path.write_text("# Refunds\n\nRefunds are paid within 14 days of a return, to the card used.\n")
