@@ -43,6 +43,18 @@ def test_every_layer_package_is_listed_with_a_license() -> None:
     assert not unlicensed, f"give these an SPDX license: {sorted(unlicensed)}"
 
 
+def test_every_direct_dependency_of_the_shipped_extras_is_listed() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    names = {re.split(r"[=<>;\s\[]", dep, maxsplit=1)[0].lower()
+             for dep in [*project["dependencies"], *(d for extra in ("server", "mcp", "cli", "ann", "semantic")
+                                                     for d in extras[extra])]}
+    notices = (REPO / "THIRD_PARTY_NOTICES.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| ([a-z0-9][a-z0-9._-]*) \| [^|]+ \|$", notices, flags=re.MULTILINE))
+    missing = {n for n in names if n.replace("_", "-") not in listed}
+    assert not missing, f"add these dependencies and their licenses to THIRD_PARTY_NOTICES.md: {sorted(missing)}"
+
+
 def test_the_served_swagger_ui_and_its_package_are_noted() -> None:
     notices = (REPO / "THIRD_PARTY_NOTICES.md").read_text(encoding="utf-8")
     from agent_memory.interfaces.reference import _VENDORED
