@@ -4,6 +4,8 @@ re-ingestion, which counts ``version`` up, as openapi.yaml says."""
 
 from __future__ import annotations
 
+from openapi_schemas import validate
+
 from agent_memory.runtime import get_runtime
 
 DOCS = "/api/v1/acme/documents"
@@ -33,3 +35,15 @@ def test_size_bytes_is_the_original_and_size_the_extracted_text(client):
     settle()
     again = client.get(f"{DOCS}/{doc['id']}").json()
     assert again["version"] == 2 and (again["size"], again["sizeBytes"]) == (doc["size"], doc["sizeBytes"])
+
+
+def test_a_document_query_answer_matches_its_typed_schema(client):
+    r = client.post(DOCS, files={"file": ("refunds.html", PAGE.encode("utf-8"), "text/html")})
+    settle()
+    found = client.post(f"{DOCS}/query", json={"query": "refunds 14 days", "k": 3})
+    assert found.status_code == 200
+    body = found.json()
+    validate("DocumentQueryResponse", body)  # the typed chunk, document and evidence
+    top = body["results"][0]
+    assert top["document"]["id"] == r.json()["id"] and top["document"]["sizeBytes"] == len(PAGE.encode("utf-8"))
+    assert "14 days" in top["chunk"]["text"] and top["graphEvidence"] is None
