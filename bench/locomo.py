@@ -3,12 +3,13 @@ and their RRF, computed in the same run with the same embedder (not a test).
 
 Usage::
 
-    python bench/locomo.py ../shared/bench/locomo [--embedder hashing|minilm] [--reranker none|minilm]
+    python bench/locomo.py .locomo [--embedder hashing|minilm] [--reranker none|minilm]
                            [--out results.json]
-    agent-memory bench locomo ../shared/bench/locomo --embedder minilm
+    agent-memory bench locomo .locomo --embedder minilm
 
 Data: LoCoMo (Maharana et al., "Evaluating Very Long-Term Conversational Memory of LLM
-Agents", ACL 2024), read by path; never copied into the repository.
+Agents", ACL 2024; https://github.com/snap-research/locomo), read by path from the folder
+``bench/locomo_data.py`` prepares (``.locomo``, git-ignored); never copied into the repository.
 
 What runs, per conversation (one context each, in a fresh temporary data directory):
 

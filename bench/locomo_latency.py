@@ -4,7 +4,7 @@ the turns plus the facts extraction stored), embedded store, hashing embedder. N
 
 Usage::
 
-    python bench/locomo_latency.py ../shared/bench/locomo [--limit N] [--profile] [--repeat R]
+    python bench/locomo_latency.py .locomo [--limit N] [--profile] [--repeat R]
                                    [--reranker none|minilm]
 
 The query embedding is excluded: the index's embedder is wrapped with a timer and its time

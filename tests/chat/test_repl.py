@@ -37,5 +37,6 @@ def test_repl_reports_errors_and_continues(sdk, model):
 
     out: list[str] = []
     run_repl(sdk, None, read=read, write=out.append)
-    assert out[0].startswith("  [error 413]")
+    assert out[0].startswith("agent-memory chat: context acme at ")  # the banner, then the error
+    assert out[2].startswith("  [error 413]")
     assert any(line.startswith("Agent: ") for line in out)

@@ -14,6 +14,8 @@ import anyio
 import httpx
 import pytest
 
+import agent_memory
+
 pytest.importorskip("mcp")
 
 from mcp import ClientSession, types  # noqa: E402
@@ -140,6 +142,7 @@ def test_keys_required_no_key_is_401_and_a_bad_key_too(server: str):
     assert r.status_code == 401
     r = httpx.post(url, json=initialize, headers={**accept, "Authorization": f"Bearer {KEYS['alice']}"})
     assert r.status_code == 200 and r.json()["result"]["serverInfo"]["name"] == "agent-memory"
+    assert r.json()["result"]["serverInfo"]["version"] == agent_memory.__version__  # ours, not the MCP SDK's
 
 
 def test_a_key_not_bound_to_the_context_is_403(server: str):

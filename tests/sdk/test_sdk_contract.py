@@ -100,6 +100,7 @@ MODELS = {
     wire.DocumentUploadTicket: "DocumentUploadTicket",
     wire.ReprocessDocumentResponse: "ReprocessDocumentResponse", wire.RecomputeLinksResponse: "RecomputeLinksResponse",
     wire.DocumentQueryHit: "DocumentQueryHit", wire.DocumentQueryResponse: "DocumentQueryResponse",
+    wire.DocumentQueryChunk: "DocumentQueryChunk", wire.DocumentRef: "DocumentRef", wire.GraphEvidence: "GraphEvidence",
     wire.Keyword: "Keyword", wire.KeywordPage: "KeywordPage", wire.KeywordDocument: "KeywordDocument",
     wire.KeywordDetail: "KeywordDetail", wire.KeywordSearchHit: "KeywordSearchHit",
     wire.KeywordSearchResponse: "KeywordSearchResponse", wire.DocumentKeyword: "DocumentKeyword",

@@ -1,4 +1,4 @@
-// `AgentMemory`: the client of the whole API, for Node 20+ and modern browsers (only the
+// `AgentMemory`: the client of the whole API, for Node ^20.19 or 22.12+ and modern browsers (only the
 // platform's `fetch`, `AbortController`, `TextDecoder`, `FormData` and `Blob`).
 //
 //   const memory = new AgentMemory({ context: "acme-prod", baseUrl, apiKey });

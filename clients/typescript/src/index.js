@@ -1,4 +1,4 @@
-// agent-memory: the JavaScript client of the agent-memory service (Node 20+, browsers).
+// agent-memory: the JavaScript client of the agent-memory service (Node ^20.19 or 22.12+, browsers).
 export {
   AgentMemory, Spectron, Session, Memory, Thread, Paginator, nextCursor, newIdempotencyKey,
   CONTEXT_BYTE_BUDGET, DOWNLOAD_CONCURRENCY, DEFAULT_URL,

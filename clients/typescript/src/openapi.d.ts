@@ -2621,7 +2621,7 @@ export interface components {
             id: string;
             title: string;
             contentHash: string;
-            /** @description Bytes of normalised UTF-8 text. */
+            /** @description Bytes (UTF-8) of the text extracted from the original, which is what is chunked and searched; while uploading, the bytes the upload declared. The original's own size is sizeBytes. */
             size: number;
             chunkCount: number;
             /** @description Chunks to ingest (the same as chunkCount). */
@@ -2647,11 +2647,11 @@ export interface components {
             observedAt: string;
             scopes: components["schemas"]["CanonicalScopes"];
             labels: string[];
-            /** @description The same as size. */
+            /** @description Bytes of the original as uploaded (a PDF's or DOCX's file size, not its text's); while uploading, the bytes the upload declared. A document ingested before originals were kept reports its text's size here, as size. */
             sizeBytes: number;
             /** @description As uploaded (the metadata part, else the file part's type), else from format. */
             mimeType: string;
-            /** @description The content version (1 until re-ingestion exists). */
+            /** @description The content version: 1 when first ingested, one more on each re-ingestion (PUT /documents/{id}). */
             version: number;
             /** @description Where the uploader says the document came from. */
             source?: string | null;
@@ -2720,18 +2720,43 @@ export interface components {
         DocumentQueryHit: {
             /** @description Relative to the best hit (1). */
             score: number;
-            /** @description The chunk as GET /documents/{id}/chunks shows it (no charStart/charEnd). */
-            chunk: {
-                [key: string]: unknown;
-            };
-            /** @description The chunk's document as GET /documents/{id} shows it. */
-            document: {
-                [key: string]: unknown;
-            };
-            /** @description expandGraph hits: {entity, factId, factKind, fact, via (the top chunk that mentions the entity)}; null for direct hits. */
-            graphEvidence: {
-                [key: string]: unknown;
-            }[] | null;
+            chunk: components["schemas"]["DocumentQueryChunk"];
+            /** @description The chunk's document as GET /documents/{id} shows it; only its id when it was deleted after the chunk was indexed. */
+            document: components["schemas"]["Document"] | components["schemas"]["DocumentRef"];
+            /** @description expandGraph hits: why the chunk was reached; null for direct hits. */
+            graphEvidence: components["schemas"]["GraphEvidence"][] | null;
+        };
+        /** @description The chunk as GET /documents/{id}/chunks shows it, without offset, charStart and charEnd. Fields read from the search index are null where it lacks them. */
+        DocumentQueryChunk: {
+            id: string;
+            documentId: string | null;
+            documentTitle: string | null;
+            ordinal: number | null;
+            positionPercent: number | null;
+            headingPath: string[];
+            /** @description A PDF chunk's 1-based page (other formats - null). */
+            page?: number | null;
+            text: string;
+            /** @description The same as documentId. */
+            document: string | null;
+            /** @description The same as ordinal. */
+            position: number | null;
+            /** @description The heading path joined with " / ". */
+            section?: string | null;
+        };
+        DocumentRef: {
+            id: string;
+        };
+        GraphEvidence: {
+            /** @description The entity the chunk mentions. */
+            entity: string;
+            factId: string;
+            /** @enum {string} */
+            factKind: "attribute" | "relation" | "action";
+            /** @description The fact's text. */
+            fact: string;
+            /** @description The id of the top chunk that mentions the entity. */
+            via: string;
         };
         DocumentQueryResponse: {
             results: components["schemas"]["DocumentQueryHit"][];

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const SUITES = ["test/unit/", "test/operations.test.js", "test/declarations.test.js", "test/drift.test.js",
+const SUITES = ["test/unit/", "test/operations.test.js", "test/declarations.test.js", "test/drift.test.js", "test/package.test.js",
   "test/integration/"];
 const root = fileURLToPath(new URL("..", import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), "agent-memory-ts-run-"));

@@ -1,6 +1,7 @@
 """The ``agent-memory`` commands that talk to a running service, all through the SDK:
 ``chat`` (the terminal loop) and the operator commands ``remember``, ``recall``, ``state``,
-``history``, ``fact show|correct|delete`` (one fact by the id ``state`` prints), and ``export`` /
+``history``, ``fact show|correct|delete`` (one fact by the id ``state`` prints), ``documents
+upload|list|query|delete``, and ``export`` /
 ``import`` of a whole context (docs/export.md). Each prints human-readable text, or the response JSON with ``--json``.
 An error response prints its problem and exits 1; a service that cannot be reached exits 2."""
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from agent_memory.client import AgentMemory, AgentMemoryError, ApiError
 from agent_memory.client._calls import fact_collection
+from agent_memory.interfaces.memory_text import scope_note, scope_text, side_by_side, state_lines
 from agent_memory.models import wire
 
 
@@ -60,6 +62,17 @@ def add_commands(sub: Any) -> None:
     upload.add_argument("--label", action="append", dest="labels", help="a label (repeatable)")
     upload.add_argument("--no-wait", action="store_true", help="return once the upload is accepted")
     upload.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for ingestion")
+    listing = _command(documents_sub, "list", "the documents of the context, with their status", _documents_list)
+    listing.add_argument("--limit", type=int, default=None, help="at most this many (default: all)")
+    query = _command(documents_sub, "query", "the chunks of the documents that best answer a query", _documents_query)
+    query.add_argument("query", help="what to look for, e.g. \"refund policy\"")
+    query.add_argument("-k", type=int, default=None, help="number of chunks (default 10)")
+    query.add_argument("--mode", choices=["hybrid", "vector", "bm25", "graph"], default=None,
+                       help="default: hybrid; graph also follows the entities the top chunks mention")
+    query.add_argument("--threshold", type=float, default=None,
+                       help="drop chunks scoring below this share (0-1) of the best")
+    delete_doc = _command(documents_sub, "delete", "delete a document, its chunks and its original", _documents_delete)
+    delete_doc.add_argument("id", help="doc_..., as documents list prints it")
 
     export = _command(sub, "export", "export the context as versioned NDJSON (docs/export.md; needs admin)", _export)
     export.add_argument("-o", "--output", default=None, help="file to write (default: stdout)")
@@ -159,9 +172,17 @@ def _run(args: argparse.Namespace, run: Callable[[AgentMemory, argparse.Namespac
         print(f"agent-memory: {exc.status} {exc.title}: {exc.detail}", file=sys.stderr)
         return 1
     except AgentMemoryError as exc:
-        url = args.url or os.environ.get("AGENT_MEMORY_URL") or "http://127.0.0.1:8080"
-        print(f"agent-memory: cannot reach {url}: {exc}", file=sys.stderr)
+        print(unreachable_message(args.url, exc), file=sys.stderr)
         return 2
+
+
+def unreachable_message(url_flag: str | None, exc: Exception) -> str:
+    """Names the URL tried, where it came from, and both ways to point elsewhere."""
+    env = os.environ.get("AGENT_MEMORY_URL")
+    url, source = ((url_flag, "--url") if url_flag else (env, "AGENT_MEMORY_URL") if env
+                   else ("http://127.0.0.1:8080", "the default"))
+    return (f"agent-memory: cannot reach {url} ({source}): {exc}. Is the service running (`make serve` or "
+            "`agent-memory serve`)? Point at another with --url URL or AGENT_MEMORY_URL=URL")
 
 
 def _print_json(model: Any) -> None:
@@ -184,6 +205,11 @@ def _remember(memory: AgentMemory, args: argparse.Namespace) -> int:
     print(f"stored turn {result.turn_id} in session {result.session_id}")
     extraction = result.extraction
     if extraction is None:
+        print("  nothing extracted" + (f" (mode {result.mode})" if result.mode != "full" else ""))
+        return 0
+    if not any((extraction.attributes, extraction.relations, extraction.actions, extraction.instructions,
+                extraction.corrections, extraction.uncertainties)):
+        print("  nothing new: memory already held all of it, or it held no fact to keep")
         return 0
     for a in extraction.attributes:
         print(f"  + {a.entity_id} {a.key} = {a.value}  [{a.id}]")
@@ -218,29 +244,8 @@ def _state(memory: AgentMemory, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(state)
         return 0
-    categories: list[wire.StateCategory] = [getattr(state, name) for name in ("identity", "knowledge", "context")]
-    scoped = side_by_side([((a.entity, a.key), a.scopes) for c in categories for a in c.attributes]
-                          + [((r.subject, "rel", r.label), r.scopes) for c in categories for r in c.relations])
-    for name, category in zip(("identity", "knowledge", "context"), categories, strict=True):
-        rows = [f"  {a.entity} {a.key} = {a.value}{_scope_note(scoped, (a.entity, a.key), a.scopes)}  [{a.id}]"
-                for a in category.attributes]
-        rows += [f"  {r.subject} {r.label} {r.object}{_scope_note(scoped, (r.subject, 'rel', r.label), r.scopes)}"
-                 f"  [{r.id}]" for r in category.relations]
-        rows += [f"  {a.actor} {a.verb}: {a.summary}  [{a.id}]" for a in category.actions]
-        print(f"{name}:" if rows else f"{name}: (empty)")
-        for row in rows:
-            print(row)
-    if state.instructions:
-        print("instructions:")
-        for i in state.instructions:
-            print(f"  {i.label}: {i.description}")
-    if state.unknowns:
-        print("unknowns:")
-        for u in state.unknowns:
-            print(f"  {u.about} ({u.reason})")
-    truncated = [name for name, cut in state.truncated.model_dump().items() if cut]
-    if truncated:
-        print(f"(truncated: {', '.join(truncated)}; raise --limit)")
+    for row in state_lines(state):
+        print(row)
     return 0
 
 
@@ -279,6 +284,47 @@ def _upload(memory: AgentMemory, args: argparse.Namespace) -> int:
     if error is not None:
         print(f"agent-memory: ingestion failed: {error.detail}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _documents_list(memory: AgentMemory, args: argparse.Namespace) -> int:
+    from itertools import islice
+
+    documents = list(islice(memory.documents.list(), args.limit))
+    if args.json:
+        _print_json(documents)
+        return 0
+    if not documents:
+        print("(no documents)")
+    for d in documents:
+        progress = f"{d.chunks_done}/{d.chunks_total} chunks" if d.status != "ready" else f"{d.chunk_count} chunks"
+        print(f"{d.id}  {d.status}  {d.format}  {progress}  {d.size_bytes} bytes  {d.title}")
+    return 0
+
+
+def _documents_query(memory: AgentMemory, args: argparse.Namespace) -> int:
+    result = memory.documents.query(args.query, k=args.k, mode=args.mode, threshold=args.threshold)
+    if args.json:
+        _print_json(result)
+        return 0
+    if not result.results:
+        print("(nothing found)")
+    for n, hit in enumerate(result.results, 1):
+        chunk, document = hit.chunk, hit.document
+        text = " ".join(chunk.text.split())
+        title = getattr(document, "title", None) or chunk.document_title or "(deleted document)"
+        where = f", {chunk.section}" if chunk.section else ""
+        print(f"{n:>2}. {title} [{document.id}, chunk {chunk.ordinal}{where}]  ({hit.score:.3f})")
+        print(f"    {text[:300]}{'…' if len(text) > 300 else ''}")
+    return 0
+
+
+def _documents_delete(memory: AgentMemory, args: argparse.Namespace) -> int:
+    memory.documents.delete(args.id)
+    if args.json:
+        print(json.dumps({"id": args.id, "deleted": True}))
+        return 0
+    print(f"deleted {args.id}")
     return 0
 
 
@@ -356,25 +402,5 @@ def _history(memory: AgentMemory, args: argparse.Namespace) -> int:
     scoped = side_by_side([("chain", a.scopes) for a in chain])
     for a in chain:
         until = a.valid_until or "now"
-        print(f"{a.valid_from or '(start)'} .. {until}: {a.value}{_scope_note(scoped, 'chain', a.scopes)}")
+        print(f"{a.valid_from or '(start)'} .. {until}: {a.value}{scope_note(scoped, 'chain', a.scopes)}")
     return 0
-
-
-def scope_text(scopes: list[list[str]]) -> str:
-    """A DNF scope for people: ``unscoped``, ``org/acme/user/alice``, ``a + b | c`` (clauses
-    OR-ed with ``|``, the paths of one clause AND-ed with ``+``)."""
-    return " | ".join(" + ".join(clause) for clause in scopes) or "unscoped"
-
-
-def side_by_side(slots: list[tuple[Any, list[list[str]]]]) -> set[Any]:
-    """The slots (an entity's key, a subject's label, a history chain) holding values of more
-    than one scope: a value supersedes only one of its own scope, so there values coexist,
-    and each is shown with its scope."""
-    seen: dict[Any, set[str]] = {}
-    for slot, scopes in slots:
-        seen.setdefault(slot, set()).add(scope_text(scopes))
-    return {slot for slot, found in seen.items() if len(found) > 1}
-
-
-def _scope_note(scoped: set[Any], slot: Any, scopes: list[list[str]]) -> str:
-    return f"  (scope: {scope_text(scopes)})" if slot in scoped else ""

@@ -623,7 +623,10 @@ def build_server(memory: AsyncAgentMemory) -> Any:
     from mcp.server.lowlevel import Server
     from mcp.server.lowlevel.helper_types import ReadResourceContents
 
-    server: Server = Server(SERVER_NAME, instructions=(
+    from agent_memory import __version__
+
+    # our version, not the MCP SDK's (the SDK's default when none is given)
+    server: Server = Server(SERVER_NAME, version=__version__, instructions=(
         f"Long-term memory of context {memory.context_id!r}: remember statements, recall facts, read the "
         "current state and an attribute's history, chat with memory, append to and read shared threads."))
     by_name = {t.name: t for t in TOOLS}

@@ -518,11 +518,41 @@ class DocumentChunk(WireModel):
     section: str | None = None
 
 
+class DocumentQueryChunk(WireModel):
+    """A chunk as a document query finds it: ``DocumentChunk`` without its character offsets."""
+
+    id: str
+    document_id: str | None
+    document_title: str | None
+    ordinal: int | None
+    position_percent: int | None
+    heading_path: list[str]
+    page: int | None = None
+    text: str
+    document: str | None
+    position: int | None
+    section: str | None = None
+
+
+class DocumentRef(WireModel):
+    """A hit's document when it could not be read back (deleted since it was indexed): its id."""
+
+    id: str
+
+
+class GraphEvidence(WireModel):
+    entity: str
+    fact_id: str
+    fact_kind: str
+    fact: str
+    via: str
+
+
 class DocumentQueryHit(WireModel):
     score: float
-    chunk: dict[str, Any]
-    document: dict[str, Any]
-    graph_evidence: list[dict[str, Any]] | None = None
+    chunk: DocumentQueryChunk
+    document: Document | DocumentRef
+    graph_evidence: list[GraphEvidence] | None = None
 
 
 class DocumentQueryResponse(WireModel):

@@ -28,12 +28,19 @@ def document_wire(doc: Document) -> dict[str, Any]:
             "format": doc.format, "filename": doc.filename, "createdAt": doc.created_at,
             "observedAt": doc.observed_at, "scopes": doc.scopes, "labels": doc.labels,
             # The Spectron client's names (docs/decisions.md, "One shape for both readers")
-            "sizeBytes": doc.size, "mimeType": mime_type(doc), "version": doc.content_version or DOCUMENT_VERSION,
+            "sizeBytes": original_bytes(doc), "mimeType": mime_type(doc), "version": doc.content_version or DOCUMENT_VERSION,
             "source": doc.source, "updatedAt": doc.updated_at or doc.created_at,
             "keywordCount": doc.keyword_count}
     if doc.error:
         wire["error"] = doc.error
     return wire
+
+
+def original_bytes(doc: Document) -> int:
+    """``sizeBytes``: bytes of the original as uploaded (the Spectron client reads it as the
+    file's size). While uploading, the bytes the upload declared; a document ingested before
+    originals were kept has only its text's size."""
+    return doc.original_size if doc.original_size is not None else doc.size
 
 
 def numbered(key: str, page: NumberedPage[Any], item: Any) -> dict[str, Any]:

@@ -69,3 +69,18 @@ export async function sdk(): Promise<void> {
     if (err instanceof ApiError) void [err.status, err.code, err.title, err.detail, err.problem];
   }
 }
+
+// A document query's hits are typed to the chunk, its document and the graph evidence.
+export async function documentQuery(memory: AgentMemory): Promise<void> {
+  const found = await memory.documents.query("refund policy", { k: 3, expandGraph: true });
+  for (const hit of found.results) {
+    const text: string = hit.chunk.text;
+    const section: string | null | undefined = hit.chunk.section;
+    const id: string = hit.document.id;
+    const size: number | undefined = "sizeBytes" in hit.document ? hit.document.sizeBytes : undefined;
+    const via: string[] = (hit.graphEvidence ?? []).map((e) => `${e.factKind} ${e.fact} via ${e.via}`);
+    // @ts-expect-error a chunk has no charStart in a query hit
+    void hit.chunk.charStart;
+    void text; void section; void id; void size; void via;
+  }
+}

@@ -5,8 +5,10 @@ administration service that also serves ``/keys`` over HTTP."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from typing import Any
 
 from agent_memory.interfaces.cli._settings import settings_for
 
@@ -39,6 +41,8 @@ def add_parser(sub) -> None:
     revoke = keys_sub.add_parser("revoke", help="delete a key by its id")
     revoke.add_argument("key_id", help="the key's id, as keys list prints it")
     for p in keys_sub.choices.values():
+        p.add_argument("--json", action="store_true",
+                       help="print JSON (create: one object with the key; list: an array; revoke: {keyId, revoked})")
         p.add_argument("--data-dir", default=None, help="local store (AGENT_MEMORY_DATA_DIR)")
         p.add_argument("--table", default=None, help="the tenant's DynamoDB table (stack output TableName)")
     keys.set_defaults(func=run)
@@ -64,19 +68,19 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"agent-memory: {exc}", file=sys.stderr)
             return 2
-        print(f"key id: {stored.key_id}\nprincipal: {stored.principal}\nadmin: {str(stored.admin).lower()}")
-        for label, value in (("name", stored.name), ("valid until", stored.valid_until)):
-            if value:
-                print(f"{label}: {value}")
-        for name, value in stored.grant.items():
-            print(f"{name}: {','.join(value) if isinstance(value, tuple) else value}")
-        print(f"key (shown once, store it now): {raw}")
+        if args.json:
+            print(json.dumps({**key_json(stored), "key": raw}, indent=2))
+        else:
+            _print_created(stored, raw)
         if settings.store == "sqlite":
             # Keys required is decided when a service starts (docs/access.md): say when this one counts.
             print("agent-memory: a service on this data directory requires keys from its next start; one "
                   "running without keys keeps running open until restarted", file=sys.stderr)
         return 0
     if args.keys == "list":
+        if args.json:
+            print(json.dumps([key_json(k) for k in admin.operator_keys()], indent=2))
+            return 0
         for k in admin.operator_keys():
             groups = ",".join(k.groups) or "-"
             grant = "".join(f"  {name}={','.join(v) if isinstance(v, tuple) else v}" for name, v in k.grant.items())
@@ -85,8 +89,30 @@ def run(args: argparse.Namespace) -> int:
                   + (f"  valid_until={k.valid_until}" if k.valid_until else "")
                   + (f"  label={k.label}" if k.label else "") + grant)
         return 0
-    if admin.operator_revoke_key(args.key_id):
+    revoked = admin.operator_revoke_key(args.key_id)
+    if args.json:
+        print(json.dumps({"keyId": args.key_id, "revoked": revoked}))
+    elif revoked:
         print(f"revoked {args.key_id}")
+    if revoked:
         return 0
     print(f"agent-memory: no key {args.key_id}", file=sys.stderr)
     return 1
+
+
+def key_json(stored: Any) -> dict[str, Any]:
+    """A stored key for scripts (never the key or its digest): camelCase, as the HTTP API."""
+    return {"keyId": stored.key_id, "principal": stored.principal, "groups": list(stored.groups),
+            "admin": stored.admin, "name": stored.name, "label": stored.label, "createdAt": stored.created_at,
+            "validUntil": stored.valid_until,
+            "grant": {name: list(v) if isinstance(v, tuple) else v for name, v in stored.grant.items()}}
+
+
+def _print_created(stored: Any, raw: str) -> None:
+    print(f"key id: {stored.key_id}\nprincipal: {stored.principal}\nadmin: {str(stored.admin).lower()}")
+    for label, value in (("name", stored.name), ("valid until", stored.valid_until)):
+        if value:
+            print(f"{label}: {value}")
+    for name, value in stored.grant.items():
+        print(f"{name}: {','.join(value) if isinstance(value, tuple) else value}")
+    print(f"key (shown once, store it now): {raw}")

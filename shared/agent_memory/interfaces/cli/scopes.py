@@ -9,6 +9,7 @@ halfway (or a crash) goes on where it stood, and a finished one does nothing.
 from __future__ import annotations
 
 import argparse
+import json
 
 from agent_memory.interfaces.cli._settings import settings_for
 
@@ -22,6 +23,8 @@ def add_parser(sub) -> None:
         action.add_argument("--data-dir", default=None, help="embedded storage directory (AGENT_MEMORY_DATA_DIR)")
         action.add_argument("--store", choices=("sqlite", "dynamodb"), default=None,
                             help="record store (AGENT_MEMORY_STORE)")
+        action.add_argument("--json", action="store_true",
+                            help="print the backfill's state as one JSON object (backfill: when it stops)")
         if name == "backfill":
             action.add_argument("--pages", type=int, default=None,
                                 help="stop after this many pages (default: run to the end)")
@@ -36,6 +39,11 @@ def _line(state) -> str:
             f"written" + (f", finished {state.finished_at}" if state.finished_at else ""))
 
 
+def _json(state) -> str:
+    return json.dumps({"complete": state.complete, "scanned": state.scanned, "indexed": state.indexed,
+                       "startedAt": state.started_at, "finishedAt": state.finished_at})
+
+
 def run(args: argparse.Namespace) -> int:
     from agent_memory.runtime import Runtime
 
@@ -45,9 +53,12 @@ def run(args: argparse.Namespace) -> int:
     index = Runtime(settings).scope_index
     if getattr(args, "page_size", None):
         index.page = max(1, args.page_size)
+    show = _json if args.json else _line
     if args.action == "status":
-        print(_line(index.state()))
+        print(show(index.state()))
         return 0
-    state = index.backfill(pages=args.pages, progress=lambda s: s.complete or print(_line(s), flush=True))
-    print(_line(state))
+    quiet = args.json  # one object for scripts, no progress lines before it
+    state = index.backfill(pages=args.pages,
+                           progress=lambda s: s.complete or quiet or print(_line(s), flush=True))
+    print(show(state))
     return 0

@@ -16,7 +16,7 @@ def add_parser(sub) -> None:
     serve = sub.add_parser("serve", help="run the local service (the deployed API, in-process)")
     serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"),
                        help="address to bind (HOST, default 127.0.0.1; another needs API keys)")
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8080")),
+    serve.add_argument("--port", type=int, default=None,
                        help="port to listen on (PORT, default 8080; 0 picks a free one)")
     serve.add_argument("--data-dir", default=None, help="embedded storage directory (AGENT_MEMORY_DATA_DIR)")
     serve.add_argument("--store", choices=["sqlite", "dynamodb"], default=None,
@@ -30,6 +30,11 @@ def run(args: argparse.Namespace) -> int:
     from agent_memory.http.local_server import make_server
     from agent_memory.runtime import Runtime, set_runtime
 
+    try:
+        args.port, port_setting = resolve_port(args.port, os.environ)
+    except ValueError as exc:
+        print(f"agent-memory: {exc}", file=sys.stderr)
+        return 2
     settings = settings_for(args)
     if settings is None:
         return 2
@@ -61,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = make_server(args.host, args.port)
     except OSError as exc:
-        reason = "the address is already in use (another agent-memory serve?); pick another with --port" \
+        reason = f"the address is already in use (another agent-memory serve?); pick another with {port_setting}" \
             if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         print(f"agent-memory: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 2
@@ -87,6 +92,22 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def resolve_port(flag: int | None, env) -> tuple[int, str]:
+    """The port and how the user sets it, for messages: ``--port`` when given, else the
+    ``PORT`` variable, which under make (``PORT=8081 make serve``: make exports MAKELEVEL to
+    its recipes) is make's setting, else the default 8080 (changed with ``--port``)."""
+    if flag is not None:
+        return flag, "--port"
+    raw = env.get("PORT")
+    if raw is None or not raw.strip():
+        return 8080, "--port"
+    setting = "PORT= (PORT=8081 make serve)" if env.get("MAKELEVEL") else "PORT= or --port"
+    try:
+        return int(raw), setting
+    except ValueError:
+        raise ValueError(f"PORT={raw!r} is not a port number; set {setting.split(' (')[0]} to one, e.g. 8081") from None
 
 
 def open_mode_refusal(host: str, runtime) -> str | None:
