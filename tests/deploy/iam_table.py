@@ -242,6 +242,20 @@ GRANTS: dict[str, Grant] = {
                                                           sub("${UploadBucket.Arn}/staging/*"))]),
     "OriginalsRead": Grant("reading (and signing reads of) documents' originals",
                            [allow("OriginalsRead", ["s3:GetObject"], sub("${UploadBucket.Arn}/originals/*"))]),
+    # --- export and import jobs ----------------------------------------------------------------
+    "PortabilityQueueSend": Grant("queueing an export or import job",
+                                  [allow("PortabilityQueueSend", ["sqs:SendMessage"], att("PortabilityQueue"))]),
+    "PollPortabilityQueue": Grant(
+        "Lambda's event source mapping receives and deletes the portability queue's messages",
+        [allow("LambdaPollsTheQueue", ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"],
+               att("PortabilityQueue"))]),
+    "PortabilitySign": Grant("signing an import job's PUT (imports/) and an export job's download (exports/)",
+                             [allow("ImportUploadSign", ["s3:PutObject"], sub("${UploadBucket.Arn}/imports/*")),
+                              allow("ExportDownloadSign", ["s3:GetObject"], sub("${UploadBucket.Arn}/exports/*"))]),
+    "PortabilityObjects": Grant("an export job writes its stream; an import job reads its upload, then removes it",
+                                [allow("ExportWrite", ["s3:PutObject"], sub("${UploadBucket.Arn}/exports/*")),
+                                 allow("ImportRead", ["s3:GetObject", "s3:DeleteObject"],
+                                       sub("${UploadBucket.Arn}/imports/*"))]),
     "DocumentObjectsDelete": Grant("removing a document's staged upload and original",
                                    [allow("DocumentObjectsDelete", ["s3:DeleteObject"],
                                           [sub("${UploadBucket.Arn}/staging/*"),
@@ -268,7 +282,14 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
     "AdministrationFunction": (*API, "AuditWrite", "AdministrationWrite", "RecordWrite", "RecordBatchRead",
                                "SearchRead", "SearchWrite", "DocumentObjectsDelete",
                                # GET /export reads documents' originals, POST /import writes them
-                               "OriginalsRead", "UploadPut"),
+                               "OriginalsRead", "UploadPut",
+                               # POST /export/jobs and /import/jobs/{id}/start queue; the URLs are signed
+                               "PortabilityQueueSend", "PortabilitySign"),
+    # Export and import jobs: the export's scan (AdministrationWrite's Scan) and the import's writes,
+    # principals' grant versions included; documents' originals read and written as GET /export,
+    # POST /import do.
+    "PortabilityWorkerFunction": ("PollPortabilityQueue", "RecordRead", "RecordBatchRead", "RecordWrite",
+                                  "AdministrationWrite", "OriginalsRead", "UploadPut", "PortabilityObjects"),
     "EntitiesFunction": (*API, "RecordBatchRead", "RecordWrite", "CursorSecret", "OpenAIKey", "SearchRead",
                          "SearchWrite"),
     "RecallFunction": (*API, "RecordBatchRead", "AuditWrite", "EmbeddingModel", "Rerank", "OpenAIKey", "SearchRead"),
