@@ -283,3 +283,32 @@ def test_principals_setting_parses():
     # the escalation test's keys are valid configuration (a typo would test an open server)
     assert len(parse_principals(None, [{"key": KEYS["other"], "principal": "olga", "admin": True,
                                         "contexts": ["other"]}])) == 1
+
+
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+def test_both_python_clients_move_a_context_through_the_job_form(server):
+    import asyncio
+
+    from agent_memory.client import AgentMemory, AsyncAgentMemory, ValidationError
+
+    src = AgentMemory("exp", server)
+    src.remember("I live in Paris. I like tea.")
+    seen: list[str] = []
+    data = src.export_job(poll_interval=0.05, on_progress=lambda job: seen.append(job.state))
+    assert seen[-1] == "succeeded"
+    assert data.decode().splitlines()[1:] == list(src.export_context())[1:]
+    result = AgentMemory("copy", server).import_job(data, poll_interval=0.05)
+    assert result.written == result.records > 0 and result.context_id == "copy"
+    with pytest.raises(ValidationError) as bad:  # the inline route's problem, line included
+        AgentMemory("copy", server).import_job(data.replace(b'"type":"end"', b'"type":"nope"'),
+                                                      poll_interval=0.05)
+    assert bad.value.code == "invalid_export_line" and bad.value.problem["line"] == len(data.splitlines())
+
+    async def twin() -> None:
+        async with AsyncAgentMemory("exp", server) as client:
+            again = await client.export_job(poll_interval=0.05)
+            assert again.splitlines()[1:] == data.splitlines()[1:]
+            result = await client.import_job(again, poll_interval=0.05)
+            assert result.written == 0 and result.unchanged == result.records
+
+    asyncio.run(twin())
