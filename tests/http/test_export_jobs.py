@@ -199,7 +199,8 @@ def test_locally_the_job_routes_run_in_process_and_serve_the_file(api):
     path = done["downloadUrl"].split("//", 1)[1].split("/", 1)[1]
     got = api.get("/" + path)
     assert got.status == 200 and got.headers["content-type"] == "application/x-ndjson"
-    assert got.body.decode().splitlines()[1:] == inline[1:]
+    assert got.body.decode().splitlines()[1:-1] == inline[1:-1]
+    assert json.loads(got.body.decode().splitlines()[-1])["records"] == len(inline) - 2
     # a URL with another signature, or another object, is refused
     assert api.get("/" + path.replace("signature=", "signature=0")).status == 403
     assert api.get("/" + path.replace(job["id"], job["id"][:-1] + "0")).status == 403
@@ -296,7 +297,8 @@ def test_both_python_clients_move_a_context_through_the_job_form(server):
     seen: list[str] = []
     data = src.export_job(poll_interval=0.05, on_progress=lambda job: seen.append(job.state))
     assert seen[-1] == "succeeded"
-    assert data.decode().splitlines()[1:] == list(src.export_context())[1:]
+    # the same records (the trailer's skipped rows count audit rows, which arrive meanwhile)
+    assert data.decode().splitlines()[1:-1] == list(src.export_context())[1:-1]
     result = AgentMemory("copy", server).import_job(data, poll_interval=0.05)
     assert result.written == result.records > 0 and result.context_id == "copy"
     with pytest.raises(ValidationError) as bad:  # the inline route's problem, line included
@@ -307,7 +309,7 @@ def test_both_python_clients_move_a_context_through_the_job_form(server):
     async def twin() -> None:
         async with AsyncAgentMemory("exp", server) as client:
             again = await client.export_job(poll_interval=0.05)
-            assert again.splitlines()[1:] == data.splitlines()[1:]
+            assert again.splitlines()[1:-1] == data.splitlines()[1:-1]
             result = await client.import_job(again, poll_interval=0.05)
             assert result.written == 0 and result.unchanged == result.records
 

@@ -40,7 +40,8 @@ test("exportJob and importJob move a context through the job form, and a bad str
   const text = await source.exportJob({ pollIntervalMs: 50, onProgress: (job) => states.push(job.state) });
   assert.equal(states.at(-1), "succeeded");
   const inline = await source.exportContext().toArray();
-  assert.deepEqual(text.trimEnd().split("\n").slice(1), inline.slice(1));
+  // the same records (the trailer's skipped rows include audit rows written meanwhile)
+  assert.deepEqual(text.trimEnd().split("\n").slice(1, -1), inline.slice(1, -1));
 
   const copy = new AgentMemory({ context: service.context("job-copy"), baseUrl: service.url });
   const result = await copy.importJob(text, { pollIntervalMs: 50 });
