@@ -252,6 +252,16 @@ GRANTS: dict[str, Grant] = {
     "PortabilitySign": Grant("signing an import job's PUT (imports/) and an export job's download (exports/)",
                              [allow("ImportUploadSign", ["s3:PutObject"], sub("${UploadBucket.Arn}/imports/*")),
                               allow("ExportDownloadSign", ["s3:GetObject"], sub("${UploadBucket.Arn}/exports/*"))]),
+    "RecordPut": Grant("an import job's writes of context records and the catalogue (puts only: an import "
+                       "never deletes)",
+                       [allow("RecordPut", ["dynamodb:PutItem"], TABLE_ARN, leading_keys("c#*", "contexts", "contexts#*"))]),
+    "PrincipalGrantsPut": Grant("an import job carrying principals' grant versions (an admin's export with them)",
+                                [allow("PrincipalGrantsPut", ["dynamodb:PutItem"], TABLE_ARN,
+                                       leading_keys("t#principals"))]),
+    "ContextScan": Grant("an export job reads the context with the store's maintenance scan",
+                         [allow("ContextScan", ["dynamodb:Scan"], TABLE_ARN)]),
+    "OriginalsWrite": Grant("an import job writes the documents' originals its stream carries",
+                            [allow("OriginalsWrite", ["s3:PutObject"], sub("${UploadBucket.Arn}/originals/*"))]),
     "PortabilityObjects": Grant("an export job writes its stream; an import job reads its upload, then removes it",
                                 [allow("ExportWrite", ["s3:PutObject"], sub("${UploadBucket.Arn}/exports/*")),
                                  allow("ImportRead", ["s3:GetObject", "s3:DeleteObject"],
@@ -285,11 +295,11 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
                                "OriginalsRead", "UploadPut",
                                # POST /export/jobs and /import/jobs/{id}/start queue; the URLs are signed
                                "PortabilityQueueSend", "PortabilitySign"),
-    # Export and import jobs: the export's scan (AdministrationWrite's Scan) and the import's writes,
-    # principals' grant versions included; documents' originals read and written as GET /export,
-    # POST /import do.
-    "PortabilityWorkerFunction": ("PollPortabilityQueue", "RecordRead", "RecordBatchRead", "RecordWrite",
-                                  "AdministrationWrite", "OriginalsRead", "UploadPut", "PortabilityObjects"),
+    # Export and import jobs: the export's scan and the import's puts, principals' grant versions
+    # included; documents' originals read and written as GET /export and POST /import do.
+    "PortabilityWorkerFunction": ("PollPortabilityQueue", "RecordRead", "RecordBatchRead", "RecordPut",
+                                  "PrincipalGrantsPut", "ContextScan", "OriginalsRead", "OriginalsWrite",
+                                  "PortabilityObjects"),
     "EntitiesFunction": (*API, "RecordBatchRead", "RecordWrite", "CursorSecret", "OpenAIKey", "SearchRead",
                          "SearchWrite"),
     "RecallFunction": (*API, "RecordBatchRead", "AuditWrite", "EmbeddingModel", "Rerank", "OpenAIKey", "SearchRead"),
