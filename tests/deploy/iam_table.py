@@ -155,6 +155,12 @@ GRANTS: dict[str, Grant] = {
         [{"Sid": "NoAuditRowDeletes", "Effect": "Deny", "Action": ["dynamodb:DeleteItem"],
           "Resource": TABLE_ARN,
           "Condition": {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["c#*#audit"]}}}]),
+    "NoAuditRowPuts": Grant(
+        "audit rows are written by the functions that serve the audited reads and the audit worker: c#* would let "
+        "the portability worker put them (an export never carries them, so an import never writes one)",
+        [{"Sid": "NoAuditRowPuts", "Effect": "Deny", "Action": ["dynamodb:PutItem"],
+          "Resource": TABLE_ARN,
+          "Condition": {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["c#*#audit"]}}}]),
     "AdministrationWrite": Grant(
         "API-key records and principals' grant versions; POST /scopes/forget moves the scope index's backfill on "
         "(Scan) while a table written before the index is not yet indexed",
@@ -339,6 +345,8 @@ def grants_of(function: str) -> list[str]:
     names = [*EVERY, *FUNCTIONS[function]]
     if "RecordWrite" in names and "AuditWrite" not in names:
         names.append("NoAuditRowDeletes")
+    if "RecordPut" in names and "AuditWrite" not in names:
+        names.append("NoAuditRowPuts")
     return names
 
 
