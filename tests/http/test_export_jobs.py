@@ -314,3 +314,34 @@ def test_both_python_clients_move_a_context_through_the_job_form(server):
             assert result.written == 0 and result.unchanged == result.records
 
     asyncio.run(twin())
+
+
+class RefusingSqs:
+    """An SQS client whose sends fail (throttled)."""
+
+    def send_message(self, **kw: Any) -> Any:
+        from botocore.exceptions import ClientError
+
+        raise ClientError({"Error": {"Code": "RequestThrottled", "Message": "slow down"}}, "SendMessage")
+
+
+def test_a_queue_that_refuses_is_a_503_and_an_import_can_be_started_again(aws):
+    from agent_memory.adapters.portability_queues import SqsPortabilityQueue
+
+    rt, url = aws
+    api = InProcessApi()
+    body = big_stream(2, 10)
+    job = ok(api.post(f"{CTX}/import/jobs", {"size": len(body)}), 201)
+    requests.put(job["uploadUrl"], data=body, headers=job["uploadHeaders"])
+    working = rt.portability_queue
+    rt.__dict__["portability_queue"] = SqsPortabilityQueue(url, client=RefusingSqs())
+    r = api.post(f"{CTX}/export/jobs")
+    assert r.status == 503 and r.headers["content-type"] == "application/problem+json" and "retry-after" in r.headers
+    assert r.json()["code"] == "queue_unavailable"
+    r = api.post(f"{CTX}/import/jobs/{job['id']}/start")
+    assert r.status == 503 and r.json()["code"] == "queue_unavailable"
+    assert ok(api.get(f"{CTX}/import/jobs/{job['id']}"))["state"] == "awaiting_upload"  # nothing lost
+    rt.__dict__["portability_queue"] = working
+    ok(api.post(f"{CTX}/import/jobs/{job['id']}/start"), 202)
+    run_worker(url)
+    assert ok(api.get(f"{CTX}/import/jobs/{job['id']}"))["result"]["written"] == 2

@@ -171,10 +171,19 @@ class PortabilityJobs:
             return job, False
         job.state = "queued"
         try:
-            self._save(job, version)
+            version = self._save(job, version)
         except ConditionFailed:  # a concurrent start won
             return self._load(ctx, job_id, "import")[0], False
-        self._send(job)
+        try:
+            self._queue().send(PortabilityJobMessage(job.id, job.context_id))
+        except BaseException:
+            # The upload is still there: back to awaiting it, so the caller's retried start queues it.
+            job.state = "awaiting_upload"
+            try:
+                self._save(job, version)
+            except Exception:
+                log.exception("could not put portability job %s back to awaiting_upload", job.id)
+            raise
         return job, True
 
     def get(self, ctx: RequestContext, job_id: str, kind: str) -> PortabilityJob:
