@@ -10,6 +10,7 @@ import jobs (``portability_jobs.PortabilityJobs.run``).
 Rules: ``agent_memory.services.operations.administration``; shapes: ``presenters.administration``."""
 
 import json
+import logging
 import threading
 from urllib.parse import urljoin
 
@@ -22,11 +23,12 @@ from agent_memory.models.requests import (
     ImportJobRequest,
     RegisterScopeRequest,
 )
-from agent_memory.observability import instrumented
+from agent_memory.observability import count, instrumented
 from agent_memory.presenters import administration as wire
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
+log = logging.getLogger("agent_memory.portability")
 _pending_stream = threading.local()
 
 OVERLAP_MAX_S = 30 * 86_400
@@ -218,8 +220,12 @@ def portability_worker(event):
     failures = []
     for record in event["Records"]:
         try:
-            get_runtime().portability_jobs.run(PortabilityJobMessage.from_message(json.loads(record["body"])))
+            state = get_runtime().portability_jobs.run(PortabilityJobMessage.from_message(json.loads(record["body"])))
+            count({"succeeded": "PortabilityJobsSucceeded", "failed": "PortabilityJobsFailed"}.get(
+                state, "PortabilityJobsSkipped"))
         except Exception:
+            log.exception("portability message %s did not finish", record.get("messageId"))
+            count("PortabilityJobsRetried")
             failures.append({"itemIdentifier": record["messageId"]})
     return {"batchItemFailures": failures}
 
