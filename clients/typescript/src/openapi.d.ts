@@ -1941,7 +1941,7 @@ export interface components {
             originals: boolean;
         };
         ImportJobRequest: {
-            /** @description Bytes the caller will PUT (the URL is signed for exactly this). */
+            /** @description Bytes the caller will PUT (the URL is signed for exactly this); over the maximum is a 413. */
             size: number;
         };
         PortabilityJob: {
