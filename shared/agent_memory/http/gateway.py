@@ -246,15 +246,15 @@ def _local_download(key: str, query: str) -> dict[str, Any]:
         return _problem(501, "Not implemented", "this server signs no local downloads (an upload bucket is "
                         "configured)", "not-implemented")
     try:
-        data, content_type = serve(key, query)
+        data, content_type, filename = serve(key, query)
     except UploadRefused as exc:
         slug = {403: "forbidden", 404: "not-found"}.get(exc.status, "invalid-request")
         return _problem(exc.status, {403: "Forbidden", 404: "Not found"}.get(exc.status, "Bad request"),
                         exc.detail, slug)
-    name = key.rsplit("/", 1)[-1]
+    safe = "".join(c for c in filename if c.isalnum() or c in "._-") or "export.ndjson"
     return {"statusCode": 200, "isBase64Encoded": True, "body": base64.b64encode(data).decode("ascii"),
-            "headers": {"Content-Type": content_type,
-                        "Content-Disposition": f'attachment; filename="{name}.ndjson"'}}
+            "headers": {"Content-Type": content_type, "Content-Disposition": f'attachment; filename="{safe}"',
+                        "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}}
 
 
 def _function_timeout_s() -> float:

@@ -191,7 +191,8 @@ class PortabilityJobs:
         if job.kind == "export" and job.state == "succeeded":
             uploads = self._uploads()
             if uploads is not None:
-                job.download_url = uploads.presign_get(job.object_key, self._url_ttl_s, NDJSON)
+                job.download_url = uploads.presign_get(job.object_key, self._url_ttl_s, NDJSON,
+                                                       filename=f"{job.context_id}.ndjson")
                 job.download_expires_at = timeutil.iso(timeutil.now() + timedelta(seconds=self._url_ttl_s))
         return job
 
