@@ -1,7 +1,8 @@
 """Export and import figures: size and time of exporting a context of N turns and M facts
 (default 10,000 and 1,000) on SQLite, importing it back into another SQLite context, loading it
 into DynamoDB (moto, the table from template.yaml) and exporting it again from DynamoDB
-(docs/export.md, "Figures").
+(docs/export.md, "Figures"), and the export through the job form on both stores (the local
+worker and file; moto's SQS, S3 and the administration function's worker handler).
 
 Usage: python bench/export_size.py [--turns 10000] [--facts 1000] [--import-route]
 
@@ -53,6 +54,27 @@ def _export(api) -> tuple[str, float]:
     return r.text, time.perf_counter() - started
 
 
+def _export_job(api, ctx: str, drain) -> tuple[bytes, float, dict]:
+    """Start an export job, run it (``drain``), read its status and download the stream."""
+    started = time.perf_counter()
+    r = api.post(f"{ctx}/export/jobs", {})
+    assert r.status == 202, r.text
+    job_id = r.json()["id"]
+    drain()
+    job = api.get(f"{ctx}/export/jobs/{job_id}").json()
+    assert job["state"] == "succeeded", job
+    url = job["downloadUrl"]
+    if "amazonaws.com" in url:
+        import requests  # moto answers presigned URLs made through requests
+
+        data = requests.get(url, timeout=60).content
+    else:  # the local server's signed path
+        got = api.get("/" + url.split("//", 1)[1].split("/", 1)[1])
+        assert got.status == 200, got.text
+        data = got.body
+    return data, time.perf_counter() - started, job
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10_000)
@@ -89,6 +111,11 @@ def main() -> int:
         r = api.post("/api/v1/copy/import", raw=text.encode())  # re-keyed into another context
         assert r.status == 200 and r.json()["written"] == end["records"], r.text
         out["sqlite_import_s"] = round(time.perf_counter() - started, 1)
+        data, seconds, job = _export_job(api, CTX, lambda: sqlite.portability_queue.join(timeout=600))
+        out["sqlite_export_job"] = {"bytes": len(data), "seconds": round(seconds, 2),
+                                    "records": job["result"]["records"],
+                                    "records_equal_to_get_export": data.decode().splitlines()[1:-1]
+                                    == text.splitlines()[1:-1]}
         settings = _settings(Path(tmp) / "dynamodb", "dynamodb")
         create_table_from_template(boto3.client("dynamodb", region_name="us-east-1"), settings.table_name)
         dynamo = Runtime(settings)
@@ -111,8 +138,32 @@ def main() -> int:
         again, seconds = _export(api)
         out["dynamodb_export"] = {"bytes": len(again.encode()), "seconds": round(seconds, 2),
                                   "records_equal_to_sqlite": again.splitlines()[1:-1] == text.splitlines()[1:-1]}
+        # The job form as deployed: the stack's bucket and queue (moto), the worker's handler.
+        import dataclasses
+        import importlib.util
+
+        bucket = "agent-memory-bench-uploads"
+        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=bucket)
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        queue = sqs.create_queue(QueueName="portability")["QueueUrl"]
+        jobs = Runtime(dataclasses.replace(settings, upload_bucket=bucket, portability_queue_url=queue))
+        set_runtime(jobs)
+        spec = importlib.util.spec_from_file_location("administration_app", REPO / "functions/administration/app.py")
+        admin = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(admin)
+
+        def drain() -> None:
+            for m in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", []):
+                event = {"Records": [{"messageId": m["MessageId"], "body": m["Body"], "eventSource": "aws:sqs"}]}
+                assert admin.lambda_handler(event, None) == {"batchItemFailures": []}
+
+        data, seconds, job = _export_job(api, CTX, drain)
+        out["dynamodb_export_job"] = {"bytes": len(data), "seconds": round(seconds, 2),
+                                      "records_equal_to_sqlite": data.decode().splitlines()[1:-1]
+                                      == text.splitlines()[1:-1]}
         sqlite.close()
         dynamo.close()
+        jobs.close()
     print(json.dumps(out, indent=2))
     return 0
 

@@ -1,25 +1,34 @@
 """Administration area: who am I (GET /me), keys (/keys), principals and their grants
 (/principals), the scopes registry (/scopes, /scopes/forget), a context's export and import
-(/export, /import: docs/export.md). Its own function and role: the only one that writes key
-records. The stack's ``ScopeIndexBackfillSchedule`` also invokes it with
-``{"scopeIndex": "backfill"}``: the scope index's backfill, within the invocation's time.
+(/export, /import, and their job form /export/jobs, /import/jobs: docs/export.md). Its own
+function and role: the only one that writes key records. The stack's
+``ScopeIndexBackfillSchedule`` also invokes it with ``{"scopeIndex": "backfill"}``: the scope
+index's backfill, within the invocation's time. The same code, as ``PortabilityWorkerFunction``
+(its own role and a longer timeout), consumes the portability queue: SQS records of export and
+import jobs (``portability_jobs.PortabilityJobs.run``).
 
 Rules: ``agent_memory.services.operations.administration``; shapes: ``presenters.administration``."""
 
+import json
+import logging
 import threading
+from urllib.parse import urljoin
 
 from agent_memory.http import api as http
 from agent_memory.models.requests import (
     CreateKeyRequest,
+    ExportJobRequest,
     ForgetScopeRequest,
     GrantChangeRequest,
+    ImportJobRequest,
     RegisterScopeRequest,
 )
-from agent_memory.observability import instrumented
+from agent_memory.observability import count, instrumented
 from agent_memory.presenters import administration as wire
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
+log = logging.getLogger("agent_memory.portability")
 _pending_stream = threading.local()
 
 OVERLAP_MAX_S = 30 * 86_400
@@ -157,10 +166,76 @@ def import_context(context_id: str):
     return wire.imported(result)
 
 
+def _job_response(context_id: str, job, status: int):
+    body = wire.portability_job(job)
+    # The local store signs paths on this server: made absolute against the caller's origin.
+    for name in ("uploadUrl", "downloadUrl"):
+        if name in body:
+            body[name] = urljoin(http.request_origin(app) + "/", body[name])
+    location = f"/api/v1/{context_id}/{job.kind}/jobs/{job.id}"
+    return http.json_response(body, status, headers={"Location": location} if status in (201, 202) else None)
+
+
+@app.post("/api/v1/<context_id>/export/jobs")
+def start_export_job(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, ExportJobRequest, optional=True)
+    job = get_runtime().portability_jobs.start_export(ctx, partition=req.partition,
+                                                      include_principals=req.include_principals,
+                                                      include_originals=req.originals)
+    return _job_response(context_id, job, 202)
+
+
+@app.get("/api/v1/<context_id>/export/jobs/<job_id>")
+def get_export_job(context_id: str, job_id: str):
+    job = get_runtime().portability_jobs.get(http.context(app, context_id), job_id, "export")
+    return _job_response(context_id, job, 200)
+
+
+@app.post("/api/v1/<context_id>/import/jobs")
+def create_import_job(context_id: str):
+    ctx = http.context(app, context_id)
+    req = http.body(app, ImportJobRequest)
+    return _job_response(context_id, get_runtime().portability_jobs.create_import(ctx, req.size), 201)
+
+
+@app.post("/api/v1/<context_id>/import/jobs/<job_id>/start")
+def start_import_job(context_id: str, job_id: str):
+    job, queued = get_runtime().portability_jobs.start_import(http.context(app, context_id), job_id)
+    return _job_response(context_id, job, 202 if queued else 200)
+
+
+@app.get("/api/v1/<context_id>/import/jobs/<job_id>")
+def get_import_job(context_id: str, job_id: str):
+    job = get_runtime().portability_jobs.get(http.context(app, context_id), job_id, "import")
+    return _job_response(context_id, job, 200)
+
+
+def portability_worker(event):
+    """``PortabilityWorkerFunction``: one export or import job per SQS record; a record whose
+    run raised is reported failed, so SQS delivers it again (the job fails for good after
+    ``MAX_ATTEMPTS`` runs)."""
+    from agent_memory.services.operations.portability_jobs import PortabilityJobMessage
+
+    failures = []
+    for record in event["Records"]:
+        try:
+            state = get_runtime().portability_jobs.run(PortabilityJobMessage.from_message(json.loads(record["body"])))
+            count({"succeeded": "PortabilityJobsSucceeded", "failed": "PortabilityJobsFailed"}.get(
+                state, "PortabilityJobsSkipped"))
+        except Exception:
+            log.exception("portability message %s did not finish", record.get("messageId"))
+            count("PortabilityJobsRetried")
+            failures.append({"itemIdentifier": record["messageId"]})
+    return {"batchItemFailures": failures}
+
+
 @instrumented
 def lambda_handler(event, lambda_context):
     if event.get("scopeIndex") == "backfill":
         return scheduled_backfill(lambda_context)
+    if event.get("Records") and event["Records"][0].get("eventSource") == "aws:sqs":
+        return portability_worker(event)
     _pending_stream.frames = None
     response = app.resolve(event, lambda_context)
     frames = getattr(_pending_stream, "frames", None)

@@ -90,6 +90,8 @@ class Settings:
     openai_secret_arn: str | None = None
     # Deployed: the SQS queue of document ingestion jobs; unset, jobs run in-process.
     ingestion_queue_url: str | None = None
+    # Deployed: the SQS queue of export and import jobs; unset, they run in-process.
+    portability_queue_url: str | None = None
     # Deployed: the S3 bucket of presigned document uploads; unset, the uploads route answers 503.
     upload_bucket: str | None = None
     # Deployed: the projector's dead-letter queue, which its scheduled run redrives.
@@ -313,6 +315,7 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         cursor_secret_arn=pick("AGENT_MEMORY_CURSOR_SECRET_ARN", file_cfg.get("cursor_secret_arn")),
         openai_secret_arn=pick("AGENT_MEMORY_OPENAI_SECRET_ARN", None),
         ingestion_queue_url=pick("AGENT_MEMORY_INGESTION_QUEUE_URL", None),
+        portability_queue_url=pick("AGENT_MEMORY_PORTABILITY_QUEUE_URL", None),
         upload_bucket=pick("AGENT_MEMORY_UPLOAD_BUCKET", None),
         projection_dead_letter_url=pick("AGENT_MEMORY_PROJECTION_DEAD_LETTER_URL", None),
         search_breaker_failures=breaker_failures,

@@ -228,9 +228,9 @@ class UploadStore(Protocol):
         """Store ``data`` under ``key`` (replacing what is there), encrypted at rest."""
         ...
 
-    def presign_get(self, key: str, expires_s: int, content_type: str) -> str | None:
-        """A URL the caller GETs the object from, or ``None`` when this store only serves bytes
-        through the API itself (the local store)."""
+    def presign_get(self, key: str, expires_s: int, content_type: str, filename: str | None = None) -> str | None:
+        """A URL the caller GETs the object from (an attachment, named ``filename`` when given),
+        or ``None`` when this store only serves these bytes through the API itself."""
         ...
 
     def delete(self, key: str) -> None:

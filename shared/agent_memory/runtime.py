@@ -83,9 +83,10 @@ class Runtime:
 
     def close(self) -> None:
         """Let background work started by this runtime finish (the local ingestion worker)."""
-        queue = self.__dict__.get("ingestion_queue")
-        if queue is not None and hasattr(queue, "close"):
-            queue.close()
+        for name in ("ingestion_queue", "portability_queue"):
+            queue = self.__dict__.get(name)
+            if queue is not None and hasattr(queue, "close"):
+                queue.close()
         sink = self.__dict__.get("audit_sink")
         if sink is not None:
             sink.flush()  # the cost rows still queued
@@ -306,6 +307,28 @@ class Runtime:
         from agent_memory.services.operations.portability import Portability
 
         return Portability(self.store, lambda: self.upload_store, catalogue=self.catalogue)
+
+    @cached_property
+    def portability_jobs(self):
+        """Export and import as jobs (the stack's bucket and a queue), for contexts past a
+        Lambda payload."""
+        from agent_memory.services.operations.portability_jobs import PortabilityJobs
+
+        return PortabilityJobs(self.store, self.portability, uploads=lambda: self.upload_store,
+                               queue=lambda: self.portability_queue,
+                               url_ttl_s=self.settings.limits.upload_url_ttl_s)
+
+    @cached_property
+    def portability_queue(self):
+        """SQS when deployed (PortabilityWorkerFunction runs the jobs), else a thread here."""
+        if self.settings.portability_queue_url:
+            from agent_memory.adapters.portability_queues import SqsPortabilityQueue
+
+            return SqsPortabilityQueue(self.settings.portability_queue_url, region=self.settings.aws_region)
+        from agent_memory.adapters.portability_queues import InProcessPortabilityQueue
+        from agent_memory.services.operations.portability_jobs import MAX_ATTEMPTS
+
+        return InProcessPortabilityQueue(self.portability_jobs.run, attempts=MAX_ATTEMPTS)
 
     # --- services -------------------------------------------------------------------
 

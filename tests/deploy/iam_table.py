@@ -155,6 +155,12 @@ GRANTS: dict[str, Grant] = {
         [{"Sid": "NoAuditRowDeletes", "Effect": "Deny", "Action": ["dynamodb:DeleteItem"],
           "Resource": TABLE_ARN,
           "Condition": {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["c#*#audit"]}}}]),
+    "NoAuditRowPuts": Grant(
+        "audit rows are written by the functions that serve the audited reads and the audit worker: c#* would let "
+        "the portability worker put them (an export never carries them, so an import never writes one)",
+        [{"Sid": "NoAuditRowPuts", "Effect": "Deny", "Action": ["dynamodb:PutItem"],
+          "Resource": TABLE_ARN,
+          "Condition": {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["c#*#audit"]}}}]),
     "AdministrationWrite": Grant(
         "API-key records and principals' grant versions; POST /scopes/forget moves the scope index's backfill on "
         "(Scan) while a table written before the index is not yet indexed",
@@ -242,6 +248,30 @@ GRANTS: dict[str, Grant] = {
                                                           sub("${UploadBucket.Arn}/staging/*"))]),
     "OriginalsRead": Grant("reading (and signing reads of) documents' originals",
                            [allow("OriginalsRead", ["s3:GetObject"], sub("${UploadBucket.Arn}/originals/*"))]),
+    # --- export and import jobs ----------------------------------------------------------------
+    "PortabilityQueueSend": Grant("queueing an export or import job",
+                                  [allow("PortabilityQueueSend", ["sqs:SendMessage"], att("PortabilityQueue"))]),
+    "PollPortabilityQueue": Grant(
+        "Lambda's event source mapping receives and deletes the portability queue's messages",
+        [allow("LambdaPollsTheQueue", ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"],
+               att("PortabilityQueue"))]),
+    "PortabilitySign": Grant("signing an import job's PUT (imports/) and an export job's download (exports/)",
+                             [allow("ImportUploadSign", ["s3:PutObject"], sub("${UploadBucket.Arn}/imports/*")),
+                              allow("ExportDownloadSign", ["s3:GetObject"], sub("${UploadBucket.Arn}/exports/*"))]),
+    "RecordPut": Grant("an import job's writes of context records and the catalogue (puts only: an import "
+                       "never deletes)",
+                       [allow("RecordPut", ["dynamodb:PutItem"], TABLE_ARN, leading_keys("c#*", "contexts", "contexts#*"))]),
+    "PrincipalGrantsPut": Grant("an import job carrying principals' grant versions (an admin's export with them)",
+                                [allow("PrincipalGrantsPut", ["dynamodb:PutItem"], TABLE_ARN,
+                                       leading_keys("t#principals"))]),
+    "ContextScan": Grant("an export job reads the context with the store's maintenance scan",
+                         [allow("ContextScan", ["dynamodb:Scan"], TABLE_ARN)]),
+    "OriginalsWrite": Grant("an import job writes the documents' originals its stream carries",
+                            [allow("OriginalsWrite", ["s3:PutObject"], sub("${UploadBucket.Arn}/originals/*"))]),
+    "PortabilityObjects": Grant("an export job writes its stream; an import job reads its upload, then removes it",
+                                [allow("ExportWrite", ["s3:PutObject"], sub("${UploadBucket.Arn}/exports/*")),
+                                 allow("ImportRead", ["s3:GetObject", "s3:DeleteObject"],
+                                       sub("${UploadBucket.Arn}/imports/*"))]),
     "DocumentObjectsDelete": Grant("removing a document's staged upload and original",
                                    [allow("DocumentObjectsDelete", ["s3:DeleteObject"],
                                           [sub("${UploadBucket.Arn}/staging/*"),
@@ -268,7 +298,14 @@ FUNCTIONS: dict[str, tuple[str, ...]] = {
     "AdministrationFunction": (*API, "AuditWrite", "AdministrationWrite", "RecordWrite", "RecordBatchRead",
                                "SearchRead", "SearchWrite", "DocumentObjectsDelete",
                                # GET /export reads documents' originals, POST /import writes them
-                               "OriginalsRead", "UploadPut"),
+                               "OriginalsRead", "UploadPut",
+                               # POST /export/jobs and /import/jobs/{id}/start queue; the URLs are signed
+                               "PortabilityQueueSend", "PortabilitySign"),
+    # Export and import jobs: the export's scan and the import's puts, principals' grant versions
+    # included; documents' originals read and written as GET /export and POST /import do.
+    "PortabilityWorkerFunction": ("PollPortabilityQueue", "RecordRead", "RecordBatchRead", "RecordPut",
+                                  "PrincipalGrantsPut", "ContextScan", "OriginalsRead", "OriginalsWrite",
+                                  "PortabilityObjects"),
     "EntitiesFunction": (*API, "RecordBatchRead", "RecordWrite", "CursorSecret", "OpenAIKey", "SearchRead",
                          "SearchWrite"),
     "RecallFunction": (*API, "RecordBatchRead", "AuditWrite", "EmbeddingModel", "Rerank", "OpenAIKey", "SearchRead"),
@@ -308,6 +345,8 @@ def grants_of(function: str) -> list[str]:
     names = [*EVERY, *FUNCTIONS[function]]
     if "RecordWrite" in names and "AuditWrite" not in names:
         names.append("NoAuditRowDeletes")
+    if "RecordPut" in names and "AuditWrite" not in names:
+        names.append("NoAuditRowPuts")
     return names
 
 

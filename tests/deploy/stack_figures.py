@@ -79,7 +79,7 @@ class Figures:
     alarms: int
     alarm_metrics: int
     secrets: int
-    polls_queue: bool
+    polls_queue: int  # SQS queues Lambda polls (an event source each)
     redrive: bool
     memory_mb: int
     functions: int = 0
@@ -89,7 +89,7 @@ class Figures:
         p = PRICES
         out = {"secrets": self.secrets * p["secret"].usd, "alarms": self.alarm_metrics * p["alarm_metric"].usd}
         if self.polls_queue:
-            out["queue polling"] = SQS_POLLERS * RECEIVES_PER_MINUTE * MINUTES * p["sqs_request"].usd
+            out["queue polling"] = self.polls_queue * SQS_POLLERS * RECEIVES_PER_MINUTE * MINUTES * p["sqs_request"].usd
         if self.redrive:
             runs = MINUTES / REDRIVE_EVERY_MINUTES
             out["redrive"] = (len(REDRIVE_METRICS) * p["custom_metric"].usd + runs * p["lambda_request"].usd
@@ -113,9 +113,9 @@ def figures(template: dict[str, Any], parameters: dict[str, str]) -> Figures:
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
     metrics = sum(1 if "MetricName" in a else sum(1 for q in a["Metrics"] if "MetricStat" in q) for a in alarms)
     functions = [r for r in resources.values() if r["Type"] in ("AWS::Serverless::Function", "AWS::Lambda::Function")]
-    polls = any(e.get("Type") == "SQS" for f in functions for e in (f["Properties"].get("Events") or {}).values()) \
-        or any(r["Type"] == "AWS::Lambda::EventSourceMapping"
-               and ":sqs:" in str(stack.resolve(r["Properties"].get("EventSourceArn"))) for r in resources.values())
+    polls = sum(1 for f in functions for e in (f["Properties"].get("Events") or {}).values() if e.get("Type") == "SQS") \
+        + sum(1 for r in resources.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"
+              and ":sqs:" in str(stack.resolve(r["Properties"].get("EventSourceArn"))))
     schedule = resources.get("ProjectionRedriveSchedule")
     redrive = schedule is not None and stack.resolve(schedule["Properties"]["State"]) == "ENABLED"
     globals_ = template.get("Globals", {}).get("Function", {})
@@ -148,12 +148,16 @@ def source_template() -> dict[str, Any]:
 
 # --- the docs' blocks ------------------------------------------------------------------------
 
+def _queues(f: Figures) -> str:
+    return "ingestion queue" if f.polls_queue == 1 else f"{f.polls_queue} queues (ingestion, export and import jobs)"
+
+
 def _fixed_line(f: Figures) -> str:
     c = f.costs()
     parts = [f"two secrets {usd(c['secrets'])}" if f.secrets == 2 else f"{f.secrets} secrets {usd(c['secrets'])}",
              f"{f.alarms} alarms over {f.alarm_metrics} alarm metrics {usd(c['alarms'])}"]
     if "queue polling" in c:
-        parts.append(f"ingestion queue polling {usd(c['queue polling'])}")
+        parts.append(f"{_queues(f)} polling {usd(c['queue polling'])}")
     if "redrive" in c:
         parts.append(f"the projector's 5-minute redrive {usd(c['redrive'])}")
     return ", ".join(parts)
@@ -183,9 +187,10 @@ def block_costs_idle(figs: dict[str, Figures]) -> str:
         f"shared by its tenants). Fixed per tenant stack: {on.secrets} secrets ({usd(PRICES['secret'].usd)} each, "
         f"{usd(c['secrets'])}), the {on.alarms} CloudWatch",
         f"alarms ({usd(PRICES['alarm_metric'].usd)} per alarm metric: {on.alarm_metrics} metrics, {usd(c['alarms'])}), "
-        f"the ingestion queue's long polling by Lambda",
-        f"({SQS_POLLERS} pollers x {RECEIVES_PER_MINUTE} receives a minute, about "
-        f"{SQS_POLLERS * RECEIVES_PER_MINUTE * MINUTES:,} requests, {usd(c['queue polling'])}) and, with search, the",
+        f"the long polling by Lambda of the {_queues(on)}",
+        f"({SQS_POLLERS} pollers x {RECEIVES_PER_MINUTE} receives a minute each, about "
+        f"{on.polls_queue * SQS_POLLERS * RECEIVES_PER_MINUTE * MINUTES:,} requests, {usd(c['queue polling'])}) and, "
+        "with search, the",
         f"projector's redrive every {REDRIVE_EVERY_MINUTES} minutes ({runs:,} runs: its {len(REDRIVE_METRICS)} "
         f"custom metrics, invocations, dead-letter receives",
         f"and traces, {usd(c['redrive'])}): **about {usd(on.fixed)} with search, {usd(off.fixed)} without**. "

@@ -53,7 +53,8 @@ RESOURCES = TEMPLATE["Resources"]
 # its calls are the chat function's, recorded here; tests/deploy/test_built_streaming.py drives it.
 FUNCTIONS = sorted(n for n, r in RESOURCES.items()
                    if r["Type"] == "AWS::Serverless::Function" and n not in iam_table.SHARED_ROLES)
-WORKERS = ("ProjectorFunction", "IngestionFunction", "SearchIndexFunction", "AuditFunction")  # no routes
+WORKERS = ("ProjectorFunction", "IngestionFunction", "SearchIndexFunction", "AuditFunction",  # no routes
+           "PortabilityWorkerFunction")
 API_FUNCTIONS = [f for f in FUNCTIONS if f not in WORKERS]
 TABLE = "agent-memory-acme"
 UPLOAD_BUCKET = "agent-memory-acme-uploads"
@@ -145,7 +146,8 @@ def stack(parameters: dict[str, str], secrets: dict[str, str]) -> iam_policy.Sta
     physical = {name: name for name in RESOURCES}
     physical.update({"MemoryTable": TABLE, "UploadBucket": UPLOAD_BUCKET, "CursorSecret": secrets["cursor"],
                      "BootstrapKeySecret": secrets["bootstrap"], "IngestionQueue": secrets.get("ingestion_queue", ""),
-                     "ProjectorDeadLetterQueue": secrets.get("projector_dlq", "")})
+                     "ProjectorDeadLetterQueue": secrets.get("projector_dlq", ""),
+                     "PortabilityQueue": secrets.get("portability_queue", "")})
     table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}"
     attributes = {"FunctionLogGroup.Arn": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:agent-memory-acme-functions:*","MemoryTable.Arn": table_arn, "MemoryTable.StreamArn": f"{table_arn}/stream/2026-01-01T00:00:00.000",
                   "UploadBucket.Arn": f"arn:aws:s3:::{UPLOAD_BUCKET}",
@@ -153,8 +155,10 @@ def stack(parameters: dict[str, str], secrets: dict[str, str]) -> iam_policy.Sta
                   "SearchCollection.CollectionEndpoint": "https://am-acme-id.us-east-1.aoss.amazonaws.com",
                   "SearchIndexSetup.Alias": ALIAS, "SearchIndexSetup.IndexName": f"{ALIAS}-0", "SearchIndexSetup.Serving": f"{ALIAS}-0",
                   "SearchIndexSetup.NeedsRebuild": "false"}
-    for queue in ("IngestionQueue", "IngestionDeadLetterQueue", "ProjectorDeadLetterQueue"):
-        name = {"IngestionQueue": "ingestion", "ProjectorDeadLetterQueue": "projector-dlq"}.get(queue, queue)
+    for queue in ("IngestionQueue", "IngestionDeadLetterQueue", "ProjectorDeadLetterQueue", "PortabilityQueue",
+                  "PortabilityDeadLetterQueue"):
+        name = {"IngestionQueue": "ingestion", "ProjectorDeadLetterQueue": "projector-dlq",
+                "PortabilityQueue": "portability"}.get(queue, queue)
         attributes[f"{queue}.Arn"] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
         attributes[f"{queue}.QueueName"] = name
     for name in FUNCTIONS:
@@ -278,6 +282,7 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
     sqs = boto3.client("sqs", **aws)
     secrets["ingestion_queue"] = sqs.create_queue(QueueName="ingestion")["QueueUrl"]
     secrets["projector_dlq"] = sqs.create_queue(QueueName="projector-dlq")["QueueUrl"]
+    secrets["portability_queue"] = sqs.create_queue(QueueName="portability")["QueueUrl"]
     boto3.client("s3", **aws).create_bucket(Bucket=UPLOAD_BUCKET)
     keys = {"ops": create_key(moto_endpoint, "ops", "--group", "support", "--admin")}
     for principal, flags in route_scenario.EXAMPLE_KEYS.items():
@@ -334,8 +339,11 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         ndjson = "ndjson" in str((result.get("headers") or {}).get("Content-Type", ""))  # an export: lines
         payload = json.loads(text) if text and text.lstrip()[:1] in "{[" and not ndjson else text
         if isinstance(payload, dict) and payload.get("uploadUrl"):
-            # The caller's PUT to S3 is authorised as the signer, the documents function.
-            presigned.append(["s3", "PutObject", presigned_target(payload["uploadUrl"])])
+            # The caller's PUT to S3 is authorised as the signer (the documents function, or the
+            # administration function for an import job's upload).
+            presigned.append([name, "s3", "PutObject", presigned_target(payload["uploadUrl"])])
+        if isinstance(payload, dict) and payload.get("downloadUrl"):  # an export job's download: its GET
+            presigned.append([name, "s3", "GetObject", presigned_target(payload["downloadUrl"])])
         return result["statusCode"], payload
 
     try:
@@ -348,6 +356,12 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                       "LogicalResourceId": "SearchIndexSetup", "ResourceProperties": {}})
         route_scenario.run(call)
         route_scenario.run_modes(call)
+        # Export and import as jobs: the administration function queues them and signs the URLs,
+        # the worker (the same code, its own role) runs them from the portability queue.
+        portability = FunctionProcess("PortabilityWorkerFunction", build,
+                                      function_env("PortabilityWorkerFunction", moto_endpoint,
+                                                   cluster.listen("PortabilityWorkerFunction"), secrets))
+        job_form = run_job_form(call, sqs, secrets["portability_queue"], portability)
         # The jobs the documents function queued, delivered as Lambda's SQS event source does.
         messages = sqs.receive_message(QueueUrl=secrets["ingestion_queue"], MaxNumberOfMessages=10)["Messages"]
         ingestion = FunctionProcess("IngestionFunction", build,
@@ -379,7 +393,8 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         scheduled = process("FactsFunction").invoke({"care": "lifecycle"})
         outage = projector_outage(projector, cluster, sqs, secrets["projector_dlq"], records)
         calls = {name: p.finish() for name, p in processes.items()}
-        calls["DocumentsFunction"] = calls.get("DocumentsFunction", []) + presigned
+        for signer, *presigned_call in presigned:
+            calls.setdefault(signer, []).append(presigned_call)
         # The audit's cost rows: the lines the API functions printed, delivered as the log
         # subscription (AuditLogSubscription) delivers them.
         cost_lines = [line for p in processes.values() for line in "".join(p.stderr).splitlines()
@@ -391,7 +406,7 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                    "used": {json.loads(line[line.index("{"):])["auditRecord"]["data"].get("keyId")
                             for line in cost_lines} - {None}}
         workers = {"ProjectorFunction": projector, "IngestionFunction": ingestion, "SearchIndexFunction": setup,
-                   "AuditFunction": audit}
+                   "AuditFunction": audit, "PortabilityWorkerFunction": portability}
         for name, worker in workers.items():
             calls[name] = worker.finish()
         output = {name: "".join(p.stderr) for name, p in {**processes, **workers}.items()}
@@ -404,13 +419,49 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
                "bulk": list(cluster.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()},
                "output": output, "keys": [bootstrap_key, *keys.values()], "secrets": secrets,
                "outage": outage, "scheduled": scheduled, "audited": audited,
-               "reprocessed": {"jobs": len(requeued), "result": reprocessed, "id": again_id}}
+               "reprocessed": {"jobs": len(requeued), "result": reprocessed, "id": again_id},
+               "job_form": job_form}
     finally:
         for p in processes.values():
             if p.proc.poll() is None:
                 p.proc.kill()
         cluster.close()
         api.close()
+
+
+def run_job_form(call: Any, sqs: Any, queue: str, worker: FunctionProcess) -> dict[str, Any]:
+    """An export job and an import job of the scenario's context, as a client runs them: the
+    routes, the presigned PUT and download against moto_server, and the queued jobs delivered
+    to the built worker as Lambda's SQS event source does."""
+    import httpx
+
+    ctx = route_scenario.CTX
+    # With the principals' grant versions: the worker reads them as GET /export does (a Query).
+    status, export = call("POST", f"{ctx}/export/jobs", {"includePrincipals": True})
+    assert status == 202, export
+    status, inline = call("GET", f"{ctx}/export?includePrincipals=true")
+    assert status == 200
+    data = inline.encode()
+    status, imp = call("POST", f"{ctx}/import/jobs", {"size": len(data)})
+    assert status == 201, imp
+    put = httpx.put(imp["uploadUrl"], content=data, headers=imp["uploadHeaders"], timeout=30)
+    assert put.status_code == 200, put.text
+    status, started = call("POST", f"{ctx}/import/jobs/{imp['id']}/start")
+    assert status == 202, started
+    results = []
+    for _ in range(2):
+        for m in sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", []):
+            results.append(worker.invoke({"Records": [{"messageId": m["MessageId"], "body": m["Body"],
+                                                       "eventSource": "aws:sqs"}]}))
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=m["ReceiptHandle"])
+    status, exported = call("GET", f"{ctx}/export/jobs/{export['id']}")
+    assert status == 200, exported
+    download = httpx.get(exported["downloadUrl"], timeout=30) if exported.get("downloadUrl") else None
+    status, imported = call("GET", f"{ctx}/import/jobs/{imp['id']}")
+    assert status == 200, imported
+    return {"results": results, "export": exported, "import": imported, "inline": inline,
+            "download": download.content.decode() if download is not None else None,
+            "download_status": download.status_code if download is not None else None}
 
 
 class LoopbackApi:
@@ -651,6 +702,19 @@ def test_the_built_ingestion_worker_ingests_the_queued_documents(deployed):
         assert doc["chunksDone"] == doc["chunksTotal"] >= 1
 
 
+def test_the_built_worker_runs_export_and_import_jobs_through_the_bucket(deployed):
+    jobs = deployed["job_form"]
+    output = deployed["output"]["PortabilityWorkerFunction"][-4000:]
+    assert jobs["results"] == [{"batchItemFailures": []}] * 2, output
+    assert jobs["export"]["state"] == "succeeded", (jobs["export"], output)
+    assert jobs["download_status"] == 200
+    # the job's stream is GET /export's, record for record (the trailer's skipped rows may differ)
+    assert jobs["download"].splitlines()[1:-1] == jobs["inline"].splitlines()[1:-1]
+    assert jobs["import"]["state"] == "succeeded", (jobs["import"], output)
+    assert jobs["import"]["result"]["written"] == 0  # the context's own export: everything is there
+    assert jobs["import"]["result"]["records"] == jobs["export"]["result"]["records"]
+
+
 def test_the_built_functions_log_json_lines_and_emf_without_keys_or_text(deployed):
     for name, text in deployed["output"].items():
         lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
@@ -754,7 +818,7 @@ NOT_REACHED = {
     "InvokeResponseModel": "the scenario's models are offline (test_model_access.py evaluates the ARNs)",
     "InvokeEmbeddingModel": "the scenario's embedder is offline (test_model_access.py evaluates the ARNs)",
     "LambdaWritesLogs": "the Lambda service writes the function's log streams with its role",
-    "LambdaPollsTheQueue": "the Lambda service polls the ingestion queue with the worker's role",
+    "LambdaPollsTheQueue": "the Lambda service polls the ingestion and portability queues with the workers' roles",
     "LambdaReadsTheStream": "the Lambda service reads the stream with the projector's role",
     "LambdaListsTheStreams": "the Lambda service lists the table's streams with the projector's role",
     "LambdaSendsFailedBatches": "the Lambda service sends failed batches to the dead-letter queue",
@@ -785,6 +849,15 @@ UNREACHED_PATHS = {
     ("FactsFunction", "DocumentObjectsDelete", "s3:DeleteObject"):
         "forget hitting a document's chunk removes the document's original (services/facts/forget.py): "
         "the stub's searches find nothing to forget (tests/documents/test_originals_removed.py runs it on moto S3)",
+    ("AdministrationFunction", "UploadPut", "s3:PutObject"):
+        "POST /import writing an original not kept yet: the scenario imports its own context's export "
+        "before any document is uploaded (tests/http/test_export_import.py writes originals on moto S3)",
+    ("PortabilityWorkerFunction", "OriginalsWrite", "s3:PutObject"):
+        "an import job writes the originals a stream carries that are not kept yet: the scenario imports its "
+        "own context's export, whose originals are all there (tests/http/test_export_import.py writes them)",
+    ("PortabilityWorkerFunction", "PrincipalGrantsPut", "dynamodb:PutItem"):
+        "an import job writing grant versions not there yet: the scenario imports its own context's export, "
+        "whose grant versions are all there (tests/http/test_export_import.py imports them into another context)",
     ("AdministrationFunction", "DocumentObjectsDelete", "s3:DeleteObject"):
         "scope forget of a subtree holding a document removes its original (services/operations/scopes.py): "
         "the scenario's scoped write is a fact (tests/documents/test_originals_removed.py runs it on moto S3)",

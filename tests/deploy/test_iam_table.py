@@ -86,9 +86,11 @@ def test_audit_rows_are_put_by_the_functions_that_serve_delegated_reads_and_dele
     assert deleters == {"AdministrationFunction"}  # /scopes/forget erases a scope, its audit rows with it
 
 
-def test_the_ingestion_worker_polls_only_its_queue():
+def test_each_queue_worker_polls_only_its_own_queue():
     s = _stack()
-    polls = [st for st in s.role_statements("IngestionFunctionRole") if st["Sid"] == "LambdaPollsTheQueue"]
-    assert [st["Resource"] for st in polls] == ["arn:aws:stand-in:us-east-1:123456789012:IngestionQueue.Arn"]
-    assert not [f for f in FUNCTIONS if f != "IngestionFunction"
+    workers = {"IngestionFunction": "IngestionQueue", "PortabilityWorkerFunction": "PortabilityQueue"}
+    for function, queue in workers.items():
+        polls = [st for st in s.role_statements(iam_table.role_name(function)) if st["Sid"] == "LambdaPollsTheQueue"]
+        assert [st["Resource"] for st in polls] == [f"arn:aws:stand-in:us-east-1:123456789012:{queue}.Arn"]
+    assert not [f for f in FUNCTIONS if f not in workers
                 and any(st["Sid"] == "LambdaPollsTheQueue" for st in s.role_statements(iam_table.role_name(f)))]

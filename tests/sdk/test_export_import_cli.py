@@ -63,3 +63,26 @@ def test_the_async_sdk_streams_the_export(env_server):
             assert result.unchanged == result.records and result.written == 0
 
     asyncio.run(main())
+
+
+def test_the_cli_uses_the_job_form_when_asked_and_for_a_service_elsewhere(env_server, capsys, tmp_path):
+    from agent_memory.interfaces.cli_client import _use_job
+
+    assert run(capsys, "remember", "--context", "acme", "I live in London.")[0] == 0
+    path = tmp_path / "acme.ndjson"
+    code, out, err = run(capsys, "export", "--context", "acme", "-o", str(path), "--via", "job")
+    assert code == 0 and "export acme (job)" in err
+    inline = tmp_path / "inline.ndjson"
+    assert run(capsys, "export", "--context", "acme", "-o", str(inline))[0] == 0
+    assert path.read_text().splitlines()[1:-1] == inline.read_text().splitlines()[1:-1]
+    code, out, _ = run(capsys, "import", "--context", "copy", str(path), "--via", "job", "--json")
+    assert code == 0 and json.loads(out)["written"] == json.loads(out)["records"] > 0
+    bad = tmp_path / "bad.ndjson"
+    lines = path.read_text().splitlines()
+    bad.write_text(lines[0] + "\n{oops\n" + lines[-1] + "\n")
+    code, _, err = run(capsys, "import", "--context", "copy", str(bad), "--via", "job")
+    assert code == 1 and "line 2" in err  # the job's problem, as the inline route answers it
+    # auto: stream to this machine, the job form to a deployed stack
+    assert not _use_job(AgentMemory("acme", "http://127.0.0.1:8080"), "auto")
+    assert _use_job(AgentMemory("acme", "https://abc.execute-api.eu-west-1.amazonaws.com"), "auto")
+    assert not _use_job(AgentMemory("acme", "https://abc.execute-api.eu-west-1.amazonaws.com"), "stream")

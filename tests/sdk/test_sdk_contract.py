@@ -113,7 +113,7 @@ MODELS = {
     wire.LifecycleResponse: "LifecycleResponse", wire.FsckFinding: "FsckFinding", wire.FsckReport: "FsckReport",
     wire.Whoami: "Whoami", wire.MintedKey: "MintedKey", wire.KeyDetail: "KeyDetail", wire.Principal: "Principal",
     wire.EffectiveGrants: "EffectiveGrants", wire.ScopeNode: "ScopeNode", wire.ForgetScopeResponse: "ForgetScopeResponse",
-    wire.ImportResponse: "ImportResponse",
+    wire.ImportResponse: "ImportResponse", wire.PortabilityJob: "PortabilityJob",
     extraction.ExtractionResult: "ExtractionResultJson",
 }
 

@@ -9,7 +9,7 @@
 // are `AgentMemoryError`, error responses `ApiError` subclasses by status (errors.js).
 
 import { withCorrections } from "./corrections.js";
-import { AgentMemoryError, NotFoundError } from "./errors.js";
+import { AgentMemoryError, NotFoundError, errorFor } from "./errors.js";
 import { OPERATIONS, operationPath } from "./operations.js";
 import { ChatStream } from "./sse.js";
 import { DEFAULT_TIMEOUT_MS, ON_BEHALF_OF_HEADER, PARTITION_HEADER, Transport } from "./transport.js";
@@ -359,6 +359,88 @@ export class AgentMemory {
     return this._send("importContext", {
       raw, contentType: "application/x-ndjson", idempotent: true, sdk,
     });
+  }
+
+  /** Start an export as a job (docs/export.md "The job form"), for a context past what one
+   * response carries on a deployed stack; poll `getExportJob`, or use `exportJob`. */
+  startExportJob(options = {}) {
+    const [sdk, fields] = split(options);
+    return this._send("startExportJob", { json: pick(fields, ["partition", "includePrincipals", "originals"]), sdk });
+  }
+
+  /** An export job's state and progress; once succeeded, its presigned `downloadUrl`. */
+  getExportJob(jobId, options = {}) {
+    const [sdk] = split(options);
+    return this._send("getExportJob", { params: { job_id: jobId }, sdk });
+  }
+
+  /** An import job awaiting its stream: PUT `size` bytes to `uploadUrl` with `uploadHeaders`,
+   * then `startImportJob`; or use `importJob`. */
+  createImportJob(size, options = {}) {
+    const [sdk] = split(options);
+    return this._send("createImportJob", { json: { size }, sdk });
+  }
+
+  /** Queue an uploaded import job (a repeat answers the job as it is). */
+  startImportJob(jobId, options = {}) {
+    const [sdk] = split(options);
+    return this._send("startImportJob", { params: { job_id: jobId }, idempotent: true, sdk });
+  }
+
+  /** An import job's state and progress; once done, its `result` or `error`. */
+  getImportJob(jobId, options = {}) {
+    const [sdk] = split(options);
+    return this._send("getImportJob", { params: { job_id: jobId }, sdk });
+  }
+
+  async _waitJob(job, read, { pollIntervalMs = 1000, waitTimeoutMs = 3_600_000, onProgress } = {}) {
+    const deadline = Date.now() + waitTimeoutMs;
+    while (job.state !== "succeeded" && job.state !== "failed") {
+      if (Date.now() > deadline) {
+        throw new AgentMemoryError(`the ${job.kind} job ${job.id} is still ${job.state} after ${waitTimeoutMs} ms`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, pollIntervalMs));
+      job = await read(job.id);
+      if (onProgress) onProgress(job);
+    }
+    if (job.state === "failed") {
+      const problem = job.error || { status: 500, title: "Internal error", detail: "the job failed" };
+      throw errorFor(Number(problem.status) || 500, problem);
+    }
+    return job;
+  }
+
+  /** The export stream (NDJSON text) through the job form: start, wait (`onProgress` sees each
+   * poll), download from the presigned URL (no API key goes there). A failed job throws its
+   * problem as an `ApiError`. */
+  async exportJob(options = {}) {
+    const { pollIntervalMs, waitTimeoutMs, onProgress, ...rest } = options;
+    const started = await this.startExportJob(rest);
+    const job = await this._waitJob(started, (id) => this.getExportJob(id), { pollIntervalMs, waitTimeoutMs, onProgress });
+    const got = await this._transport.fetch(job.downloadUrl, { method: "GET", signal: options.signal });
+    if (got.status >= 300) {
+      throw new AgentMemoryError(`the export download answered ${got.status}: ${(await got.text()).slice(0, 300)}`);
+    }
+    return got.text();
+  }
+
+  /** `importContext` through the job form: the stream PUT to a presigned URL, then checked
+   * whole and written by the service's worker. A failed job throws the problem `importContext`
+   * would have (a bad line names it). `body`: the NDJSON text, its bytes, or its lines. */
+  async importJob(body, options = {}) {
+    const { pollIntervalMs, waitTimeoutMs, onProgress, ...rest } = options;
+    const raw = Array.isArray(body) ? body.map((line) => `${line}\n`).join("") : body;
+    const bytes = typeof raw === "string" ? new TextEncoder().encode(raw) : raw;
+    const created = await this.createImportJob(bytes.byteLength, rest);
+    const put = await this._transport.fetch(created.uploadUrl, {
+      method: created.uploadMethod || "PUT", headers: created.uploadHeaders || {}, body: bytes, signal: options.signal,
+    });
+    if (put.status >= 300) {
+      throw new AgentMemoryError(`the presigned upload answered ${put.status}: ${(await put.text()).slice(0, 300)}`);
+    }
+    const started = await this.startImportJob(created.id, rest);
+    const job = await this._waitJob(started, (id) => this.getImportJob(id), { pollIntervalMs, waitTimeoutMs, onProgress });
+    return job.result;
   }
 
   // --- chat -----------------------------------------------------------------------------

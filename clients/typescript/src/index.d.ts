@@ -12,6 +12,16 @@ export type Schema<K extends keyof S> = S[K];
 // --- options ----------------------------------------------------------------------------
 
 /** Options every method accepts beside its own. */
+/** How `exportJob` and `importJob` wait for their job. */
+export interface JobWaitOptions {
+  /** Between two reads of the job (default 1000). */
+  pollIntervalMs?: number;
+  /** How long to wait for the job to end (default an hour). */
+  waitTimeoutMs?: number;
+  /** Sees the job after each read: its state and recordsDone. */
+  onProgress?: (job: S["PortabilityJob"]) => void;
+}
+
 export interface CallOptions {
   /** `X-Memory-Partition` for this call (overrides the client's). */
   partition?: string;
@@ -221,6 +231,18 @@ export declare class AgentMemory {
   } & CallOptions): AsyncIterable<string> & { toArray(): Promise<string[]> };
   /** Write an export into this context (ids kept; idempotent); needs admin. */
   importContext(body: string | Uint8Array | string[], options?: CallOptions): Promise<S["ImportResponse"]>;
+  /** Export and import as jobs (docs/export.md "The job form"); needs admin. */
+  startExportJob(options?: { partition?: string; includePrincipals?: boolean; originals?: boolean } & CallOptions):
+    Promise<S["PortabilityJob"]>;
+  getExportJob(jobId: string, options?: CallOptions): Promise<S["PortabilityJob"]>;
+  createImportJob(size: number, options?: CallOptions): Promise<S["PortabilityJob"]>;
+  startImportJob(jobId: string, options?: CallOptions): Promise<S["PortabilityJob"]>;
+  getImportJob(jobId: string, options?: CallOptions): Promise<S["PortabilityJob"]>;
+  /** The export stream through the job form (start, wait, presigned download). */
+  exportJob(options?: { partition?: string; includePrincipals?: boolean; originals?: boolean } & JobWaitOptions &
+    CallOptions): Promise<string>;
+  /** An import through the job form (presigned PUT, start, wait); a failed job throws its problem. */
+  importJob(body: string | Uint8Array | string[], options?: JobWaitOptions & CallOptions): Promise<S["ImportResponse"]>;
 
   chat(message: string, options?: ChatOptions & { stream?: false }): Promise<ChatResponse>;
   chat(message: string, options: ChatOptions & { stream: true }): Promise<ChatStream>;

@@ -1777,6 +1777,122 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/export/jobs": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description GET /export as a job, for a context past what one response carries (a deployed stack's Lambda answers at most 6 MB): the same stream is written to the stack's bucket (locally, the data directory) and GET /export/jobs/{job_id} reports progress and, once the job has succeeded, a short-lived downloadUrl. Answers 202 with the job and its Location. Needs admin (includePrincipals: the admin verb, as for GET /export). */
+        post: operations["startExportJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/export/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description An export or import job's id (job_...). */
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /** @description An export job: state (queued, running, succeeded, failed), recordsDone as it runs, and once it succeeded result (the trailer's counts, bytes) and downloadUrl, valid until downloadExpiresAt (read the job again for a fresh one; the file itself expires with the bucket's lifecycle rule, a day). A failed job carries error, a problem document. A job of another context is not found here. Needs admin. */
+        get: operations["getExportJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/import/jobs": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description POST /import as a job, for a stream past what one request carries: answers 201 with the job (state awaiting_upload) and an uploadUrl signed for exactly size bytes of application/x-ndjson (S3 deployed; locally a path on this server). PUT the stream there with uploadHeaders before uploadExpiresAt, then POST /import/jobs/{job_id}/start. At most 268435456 bytes (413). Needs admin. */
+        post: operations["createImportJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/import/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description An export or import job's id (job_...). */
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /** @description An import job: state (awaiting_upload, queued, running, succeeded, failed), recordsDone as it writes, and once done result (POST /import's answer: records, written, unchanged, originals, principals, byType) or error, the problem document POST /import would have answered (a malformed line names it in line; nothing was written). Needs admin. */
+        get: operations["getImportJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/import/jobs/{job_id}/start": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description An export or import job's id (job_...). */
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Queue an import job whose stream was PUT to its uploadUrl: 202 with the job (queued). A job already started answers 200 as it is (a repeated call queues nothing). The whole stream is checked before anything is written, as POST /import does. Needs admin. */
+        post: operations["startImportJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1808,6 +1924,66 @@ export interface components {
             complete?: boolean;
             /** @description Present when more is left; send it back (with the same path) to go on. */
             continuation?: string;
+        };
+        ExportJobRequest: {
+            /** @description Only this partition (default every partition of the context). */
+            partition?: string;
+            /**
+             * @description Also include_principals. Add the context's principals and grant versions (admin; never keys).
+             * @default false
+             */
+            includePrincipals: boolean;
+            include_principals?: boolean;
+            /**
+             * @description Carry documents' original bytes inline (base64).
+             * @default true
+             */
+            originals: boolean;
+        };
+        ImportJobRequest: {
+            /** @description Bytes the caller will PUT (the URL is signed for exactly this); over the maximum is a 413. */
+            size: number;
+        };
+        PortabilityJob: {
+            id: string;
+            /** @enum {string} */
+            kind: "export" | "import";
+            contextId: string;
+            /** @enum {string} */
+            state: "awaiting_upload" | "queued" | "running" | "succeeded" | "failed";
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description Lines written (export) or records checked and written (import) so far. */
+            recordsDone: number;
+            /** @description Records of the stream */
+            recordsTotal?: number;
+            /** @description The stream's size */
+            bytes?: number;
+            /** @description An import's declared upload size. */
+            size?: number;
+            /** @description Where to PUT an import's stream (created import jobs only). */
+            uploadUrl?: string;
+            /** @enum {string} */
+            uploadMethod?: "PUT";
+            uploadHeaders?: {
+                [key: string]: string;
+            };
+            /** Format: date-time */
+            uploadExpiresAt?: string;
+            /** @description A succeeded export's stream, presigned; no API key goes there. */
+            downloadUrl?: string;
+            /** Format: date-time */
+            downloadExpiresAt?: string;
+            /** @description A succeeded job's counts: an export's trailer (records, originals, principals, byType) and bytes; an import's ImportResponse. */
+            result?: {
+                [key: string]: unknown;
+            };
+            /** @description A failed job's problem document (status, title, detail, code; line for a malformed line). */
+            error?: {
+                [key: string]: unknown;
+            };
         };
         ImportResponse: {
             contextId: string;
@@ -3504,6 +3680,8 @@ export interface components {
         /** @description The key stops working this many seconds from now (at most ten years). */
         TtlSeconds: number;
         KeyName: string;
+        /** @description An export or import job's id (job_...). */
+        JobId: components["schemas"]["PathId"];
         /** @description A principal's id, at most 128 bytes (UTF-8) once percent-decoded, no control characters (else 400). */
         PrincipalId: string;
         /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
@@ -6866,6 +7044,188 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
             422: components["responses"]["InvalidContext"];
+        };
+    };
+    startExportJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ExportJobRequest"];
+            };
+        };
+        responses: {
+            /** @description The job, queued. */
+            202: {
+                headers: {
+                    /** @description The job's status route. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortabilityJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["InvalidContext"];
+            501: components["responses"]["NotAvailable"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getExportJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description An export or import job's id (job_...). */
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortabilityJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    createImportJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImportJobRequest"];
+            };
+        };
+        responses: {
+            /** @description The job, awaiting its upload. */
+            201: {
+                headers: {
+                    /** @description The job's status route. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortabilityJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["TooLarge"];
+            422: components["responses"]["InvalidContext"];
+            501: components["responses"]["NotAvailable"];
+        };
+    };
+    getImportJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description An export or import job's id (job_...). */
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortabilityJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    startImportJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                /** @description An export or import job's id (job_...). */
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Already started; the job as it is. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortabilityJob"];
+                };
+            };
+            /** @description Queued. */
+            202: {
+                headers: {
+                    /** @description The job's status route. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortabilityJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

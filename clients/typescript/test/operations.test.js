@@ -34,7 +34,7 @@ test("the operation table matches openapi.yaml's methods and paths, and names no
 // Arguments that reach each method's route; path parameters take these values.
 const PARAMS = { context_id: "acme", session_id: "s1", thread_id: "t1", turn_index: "2", trace_id: "tr1",
   document_id: "d1", type: "person", name: "alice", key: "location", uncertainty_id: "u1",
-  fact_id: "f1", key_name: "k1", principal_id: "p1", normalised: "refund" };
+  fact_id: "f1", key_name: "k1", principal_id: "p1", normalised: "refund", job_id: "job_1" };
 const ARGS = {
   "sessions.create": [{}], "sessions.delete": ["s1"], "sessions.close": ["s1"], "sessions.turns": ["s1"],
   "sessions.context": ["s1", "q"], remember: ["t"], rememberMany: [["t"]], "threads.get": ["t1"],
@@ -52,6 +52,7 @@ const ARGS = {
   "principals.revoke": ["p1", "/", ["memory:read"]], "principals.effective": ["p1", "/"],
   "scopes.register": ["org/acme"], "scopes.delete": ["org/acme"], "scopes.forget": ["org/acme"],
   importContext: ['{"type":"header"}\n'],
+  getExportJob: ["job_1"], getImportJob: ["job_1"], startImportJob: ["job_1"], createImportJob: [10],
   ...Object.fromEntries(["attributes", "relations", "actions", "instructions"].flatMap((c) =>
     [[`${c}.get`, ["f1"]], [`${c}.delete`, ["f1"]], [`${c}.update`, ["f1", "v"]]])),
 };

@@ -31,7 +31,10 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlencode
 
 LOCAL_UPLOAD_PATH = "/_local/uploads/"
-_KEY = re.compile(r"^(?:staging|originals)/[A-Za-z0-9_-]{1,128}$")
+_KEY = re.compile(r"^(?:staging|originals|exports|imports)/[A-Za-z0-9_-]{1,128}$")
+#: Objects the local server hands out by a signed GET (an export job's stream); originals are
+#: served by the API itself.
+_SIGNED_GET = ("exports/",)
 
 
 class S3UploadStore:
@@ -52,10 +55,11 @@ class S3UploadStore:
                                   "ContentType": content_type},
             ExpiresIn=int(expires_s), HttpMethod="PUT")
 
-    def presign_get(self, key: str, expires_s: int, content_type: str) -> str | None:
+    def presign_get(self, key: str, expires_s: int, content_type: str, filename: str | None = None) -> str | None:
+        disposition = f'attachment; filename="{filename}"' if filename else "attachment"
         return self._s3.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key, "ResponseContentType": content_type,
-                                  "ResponseContentDisposition": "attachment"},
+                                  "ResponseContentDisposition": disposition},
             ExpiresIn=int(expires_s), HttpMethod="GET")
 
     def read(self, key: str, max_bytes: int) -> bytes | None:
@@ -124,8 +128,39 @@ class LocalUploadStore:
                            "signature": self._signature(key, int(size), content_type, expires)})
         return f"{LOCAL_UPLOAD_PATH}{quote(key)}?{query}"
 
-    def presign_get(self, key: str, expires_s: int, content_type: str) -> str | None:
-        return None  # the local server has no payload limit: the API serves the bytes itself
+    def presign_get(self, key: str, expires_s: int, content_type: str, filename: str | None = None) -> str | None:
+        if not key.startswith(_SIGNED_GET):
+            return None  # the local server has no payload limit: the API serves the bytes itself
+        _check_key(key)
+        expires = int(time.time()) + int(expires_s)
+        name = filename or key.rsplit("/", 1)[-1]
+        query = urlencode({"type": content_type, "name": name, "expires": expires,
+                           "signature": self._get_signature(key, content_type, name, expires)})
+        return f"{LOCAL_UPLOAD_PATH}{quote(key)}?{query}"
+
+    def _get_signature(self, key: str, content_type: str, name: str, expires: int) -> str:
+        message = f"GET\n{key}\n{content_type}\n{name}\n{expires}".encode()
+        return hmac.new(self._key_secret(), message, hashlib.sha256).hexdigest()
+
+    def serve_get(self, key: str, raw_query: str) -> tuple[bytes, str, str]:
+        """The bytes, content type and file name of a signed local GET (an export job's stream),
+        or ``UploadRefused`` (403: bad or expired signature; 404: nothing there)."""
+        if not _KEY.match(key) or not key.startswith(_SIGNED_GET):
+            raise UploadRefused(404, "no such object")
+        query = {k: v[0] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
+        try:
+            expires, content_type, signature = int(query["expires"]), query["type"], query["signature"]
+            name = query["name"]
+        except (KeyError, ValueError):
+            raise UploadRefused(403, "the download URL is not signed") from None
+        if not hmac.compare_digest(signature, self._get_signature(key, content_type, name, expires)):
+            raise UploadRefused(403, "the download URL's signature does not match")
+        if time.time() > expires:
+            raise UploadRefused(403, "the download URL has expired; read the job again for a new one")
+        try:
+            return self._path(key).read_bytes(), content_type, name
+        except FileNotFoundError:
+            raise UploadRefused(404, "no such object (it expired)") from None
 
     def accept_put(self, key: str, raw_query: str, content_type: str | None, body: bytes) -> None:
         """Take a PUT to a presigned local URL, or raise ``UploadRefused`` (403: bad or expired

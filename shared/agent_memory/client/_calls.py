@@ -20,6 +20,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
+from agent_memory.client.errors import ApiError, error_for
 from agent_memory.client.transport import Call
 from agent_memory.models import wire
 
@@ -68,6 +69,12 @@ def export_bytes(source: ExportSource) -> bytes:
         data = read()
         return data.encode("utf-8") if isinstance(data, str) else data
     return "".join(line if line.endswith("\n") else line + "\n" for line in source).encode("utf-8")
+
+
+def job_failure(job: wire.PortabilityJob) -> ApiError:
+    """A failed export or import job's problem as the error the inline route would have raised."""
+    problem = dict(job.error or {"status": 500, "title": "Internal error", "detail": "the job failed"})
+    return error_for(int(problem.get("status") or 500), problem)
 
 
 def _seg(value: str, safe: str = "") -> str:
@@ -320,6 +327,26 @@ class Calls:
         # Import is idempotent (records already there are left alone): safe to retry.
         return Call("POST", f"{self.prefix}/import", model(wire.ImportResponse), content=data,
                     headers={"content-type": "application/x-ndjson"}, idempotent=True)
+
+    def start_export_job(self, *, partition: str | None, include_principals: bool | None,
+                         originals: bool | None) -> Call[wire.PortabilityJob]:
+        body = {k: v for k, v in {"partition": partition, "includePrincipals": include_principals,
+                                  "originals": originals}.items() if v is not None}
+        return Call("POST", f"{self.prefix}/export/jobs", model(wire.PortabilityJob), json=body)
+
+    def get_export_job(self, job_id: str) -> Call[wire.PortabilityJob]:
+        return Call("GET", f"{self.prefix}/export/jobs/{_seg(job_id)}", model(wire.PortabilityJob), idempotent=True)
+
+    def create_import_job(self, size: int) -> Call[wire.PortabilityJob]:
+        return Call("POST", f"{self.prefix}/import/jobs", model(wire.PortabilityJob), json={"size": size})
+
+    def start_import_job(self, job_id: str) -> Call[wire.PortabilityJob]:
+        # A second start answers the job as it is: safe to retry.
+        return Call("POST", f"{self.prefix}/import/jobs/{_seg(job_id)}/start", model(wire.PortabilityJob),
+                    idempotent=True)
+
+    def get_import_job(self, job_id: str) -> Call[wire.PortabilityJob]:
+        return Call("GET", f"{self.prefix}/import/jobs/{_seg(job_id)}", model(wire.PortabilityJob), idempotent=True)
 
     def _entity_path(self, type: str, name: str) -> str:
         return f"{self.prefix}/entities/{_seg(type)}/{_seg(name)}"

@@ -29,6 +29,7 @@ from agent_memory.client._calls import (
     Scopes,
     _document_content,
     export_bytes,
+    job_failure,
     operation,
 )
 from agent_memory.client.errors import AgentMemoryError, NotFoundError
@@ -341,6 +342,78 @@ class AsyncAgentMemory:
         """Write an export into this client's context (ids kept; re-keyed from another context).
         ``source``: bytes, text, a path, a binary file or lines. Idempotent."""
         return await self._send(self._calls.import_context(export_bytes(source)))
+
+    @operation("startExportJob")
+    async def start_export_job(self, *, partition: str | None = None, include_principals: bool | None = None,
+                         originals: bool | None = None) -> wire.PortabilityJob:
+        """Start an export as a job (docs/export.md "The job form"): for a context past what one
+        response carries on a deployed stack. Poll ``get_export_job``; or use ``export_job``."""
+        return await self._send(self._calls.start_export_job(partition=partition, include_principals=include_principals,
+                                                          originals=originals))
+
+    @operation("getExportJob")
+    async def get_export_job(self, job_id: str) -> wire.PortabilityJob:
+        """An export job's state and progress; once succeeded, its presigned ``download_url``."""
+        return await self._send(self._calls.get_export_job(job_id))
+
+    @operation("createImportJob")
+    async def create_import_job(self, size: int) -> wire.PortabilityJob:
+        """An import job awaiting its stream: PUT ``size`` bytes to its ``upload_url`` with its
+        ``upload_headers``, then ``start_import_job``; or use ``import_job``."""
+        return await self._send(self._calls.create_import_job(size))
+
+    @operation("startImportJob")
+    async def start_import_job(self, job_id: str) -> wire.PortabilityJob:
+        return await self._send(self._calls.start_import_job(job_id))
+
+    @operation("getImportJob")
+    async def get_import_job(self, job_id: str) -> wire.PortabilityJob:
+        """An import job's state and progress; once done, its ``result`` or ``error``."""
+        return await self._send(self._calls.get_import_job(job_id))
+
+    async def _wait_job(self, job: wire.PortabilityJob, read: Callable[[str], Any], poll_interval: float,
+                   timeout: float, on_progress: Callable[[wire.PortabilityJob], None] | None) -> wire.PortabilityJob:
+        deadline = time.monotonic() + timeout
+        while job.state not in ("succeeded", "failed"):
+            if time.monotonic() > deadline:
+                raise AgentMemoryError(f"the {job.kind} job {job.id} is still {job.state} after {timeout} s")
+            await asyncio.sleep(poll_interval)
+            job = await read(job.id)
+            if on_progress is not None:
+                on_progress(job)
+        if job.state == "failed":
+            raise job_failure(job)
+        return job
+
+    async def export_job(self, *, partition: str | None = None, include_principals: bool | None = None,
+                   originals: bool | None = None, poll_interval: float = 1.0, timeout: float = 3600.0,
+                   on_progress: Callable[[wire.PortabilityJob], None] | None = None) -> bytes:
+        """The export stream through the job form: start, wait (``on_progress`` sees each
+        poll), download from the presigned URL (no API key goes there). Raises the job's
+        problem as an ``ApiError`` when it failed."""
+        job = await self.start_export_job(partition=partition, include_principals=include_principals,
+                                     originals=originals)
+        job = await self._wait_job(job, self.get_export_job, poll_interval, timeout, on_progress)
+        async with httpx.AsyncClient(timeout=timeout) as http:
+            response = await http.get(job.download_url or "")
+        if response.status_code >= 300:
+            raise AgentMemoryError(f"the export download answered {response.status_code}: {response.text[:300]}")
+        return response.content
+
+    async def import_job(self, source: ExportSource, *, poll_interval: float = 1.0, timeout: float = 3600.0,
+                   on_progress: Callable[[wire.PortabilityJob], None] | None = None) -> wire.ImportResponse:
+        """``import_context`` through the job form: the stream PUT to a presigned URL, then
+        checked whole and written by the service's worker. Raises the problem ``POST /import``
+        would have answered (a bad line names it) as an ``ApiError``."""
+        content = export_bytes(source)
+        job = await self.create_import_job(len(content))
+        async with httpx.AsyncClient(timeout=timeout) as http:
+            response = await http.put(job.upload_url or "", content=content, headers=job.upload_headers or {})
+        if response.status_code >= 300:
+            raise AgentMemoryError(f"the presigned upload answered {response.status_code}: {response.text[:300]}")
+        job = await self.start_import_job(job.id)
+        job = await self._wait_job(job, self.get_import_job, poll_interval, timeout, on_progress)
+        return wire.ImportResponse.model_validate(job.result or {})
 
     @operation("forgetScope")
     async def forget_scope(self, path: str, *, continuation: str | None = None) -> wire.ForgetScopeResponse:

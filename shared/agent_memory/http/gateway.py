@@ -215,6 +215,8 @@ def local_upload(method: str, key: str, query: str, headers: dict[str, str], bod
     from agent_memory.adapters.upload_store import UploadRefused
     from agent_memory.runtime import get_runtime
 
+    if method == "GET" and key.startswith("exports/"):
+        return _local_download(key, query)
     if method != "PUT":
         return _problem(405, "Method not allowed", "a presigned upload URL takes PUT", "method-not-allowed",
                         headers={"Allow": "PUT"})
@@ -230,6 +232,29 @@ def local_upload(method: str, key: str, query: str, headers: dict[str, str], bod
                         exc.detail, slug)
     return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}",
             "isBase64Encoded": False}
+
+
+def _local_download(key: str, query: str) -> dict[str, Any]:
+    """A GET of a URL the local upload store signed for an export job's stream."""
+    import base64
+
+    from agent_memory.adapters.upload_store import UploadRefused
+    from agent_memory.runtime import get_runtime
+
+    serve = getattr(get_runtime().upload_store, "serve_get", None)
+    if serve is None:
+        return _problem(501, "Not implemented", "this server signs no local downloads (an upload bucket is "
+                        "configured)", "not-implemented")
+    try:
+        data, content_type, filename = serve(key, query)
+    except UploadRefused as exc:
+        slug = {403: "forbidden", 404: "not-found"}.get(exc.status, "invalid-request")
+        return _problem(exc.status, {403: "Forbidden", 404: "Not found"}.get(exc.status, "Bad request"),
+                        exc.detail, slug)
+    safe = "".join(c for c in filename if c.isalnum() or c in "._-") or "export.ndjson"
+    return {"statusCode": 200, "isBase64Encoded": True, "body": base64.b64encode(data).decode("ascii"),
+            "headers": {"Content-Type": content_type, "Content-Disposition": f'attachment; filename="{safe}"',
+                        "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}}
 
 
 def _function_timeout_s() -> float:

@@ -80,16 +80,52 @@ def add_commands(sub: Any) -> None:
                         help="export only this partition (default: every partition)")
     export.add_argument("--include-principals", action="store_true", help="add principals and grants (never keys)")
     export.add_argument("--no-originals", action="store_true", help="leave documents' original bytes out")
+    export.add_argument("--via", choices=["auto", "job", "stream"], default="auto",
+                        help="job: the job form (the stack's bucket and a presigned download; any size); stream: "
+                             "GET /export (a deployed stack answers at most 6 MB); auto (default): stream from "
+                             "a service on this machine, the job form from any other")
 
     imp = _command(sub, "import", "import an export (or Mem0's get_all output) into the context", _import)
     imp.add_argument("file", help="an export (.ndjson), or with --from mem0 a JSON file of Mem0's get_all")
     imp.add_argument("--from", dest="source", choices=["agent-memory", "mem0"], default="agent-memory",
                      help="what the file is (default: an agent-memory export)")
+    imp.add_argument("--via", choices=["auto", "job", "stream"], default="auto",
+                     help="job: a presigned upload and an import job (any size); stream: POST /import (a deployed "
+                          "stack takes at most 6 MB); auto (default): stream to a service on this machine, the job "
+                          "form to any other")
+
+
+def _use_job(memory: AgentMemory, via: str) -> bool:
+    """The job form for a service not on this machine (a deployed stack: Lambda carries at
+    most 6 MB each way); the local service streams either way."""
+    if via != "auto":
+        return via == "job"
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(str(memory.base_url)).hostname or "").lower()
+    return host not in ("localhost", "127.0.0.1", "::1") and not host.startswith("127.")
+
+
+def _job_progress(bar: Any) -> Callable[[Any], None]:
+    def show(job: Any) -> None:
+        bar.update(completed=job.records_done, total=job.records_total)
+    return show
 
 
 def _export(memory: AgentMemory, args: argparse.Namespace) -> int:
     from agent_memory.interfaces.progress import ProgressBar
 
+    if _use_job(memory, args.via):
+        with ProgressBar(f"export {args.context} (job)", unit="records") as bar:
+            data = memory.export_job(partition=args.only_partition,
+                                     include_principals=args.include_principals or None,
+                                     originals=False if args.no_originals else None, on_progress=_job_progress(bar))
+        if args.output:
+            with open(args.output, "wb") as f:
+                f.write(data)
+        else:
+            sys.stdout.write(data.decode("utf-8"))
+        return 0
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
         with ProgressBar(f"export {args.context}", unit="lines") as bar:
@@ -117,7 +153,10 @@ def _import(memory: AgentMemory, args: argparse.Namespace) -> int:
         return _import_mem0(memory, args, path)
     lines = path.read_bytes().splitlines()
     with ProgressBar(f"import {path.name}", len(lines), unit="lines") as bar:
-        result = memory.import_context(b"\n".join(lines) + b"\n")
+        if _use_job(memory, args.via):
+            result = memory.import_job(b"\n".join(lines) + b"\n", on_progress=_job_progress(bar))
+        else:
+            result = memory.import_context(b"\n".join(lines) + b"\n")
         bar.update(completed=len(lines))
     if args.json:
         _print_json(result)

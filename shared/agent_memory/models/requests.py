@@ -268,3 +268,18 @@ class ForgetScopeRequest(RequestModel):
 
     path: str
     continuation: str | None = None
+
+
+class ExportJobRequest(RequestModel):
+    """``POST /export/jobs``: what ``GET /export``'s query says, as a body (docs/export.md)."""
+
+    partition: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    include_principals: bool = Field(default=False, strict=True,
+                                     validation_alias=AliasChoices("include_principals", "includePrincipals"))
+    originals: bool = Field(default=True, strict=True)
+
+
+class ImportJobRequest(RequestModel):
+    """``POST /import/jobs``: the size of the stream the caller then PUTs to the job's URL."""
+
+    size: int = Field(ge=1, strict=True, description="Bytes the caller will PUT (the URL is signed for exactly this).")

@@ -841,3 +841,27 @@ class ImportResponse(WireModel):
     originals: int
     principals: int
     by_type: dict[str, int]
+
+
+class PortabilityJob(WireModel):
+    """``/export/jobs`` and ``/import/jobs``: a job's state, progress and, when it is done, its
+    result (an import's counts, an export's download URL) or its problem (docs/export.md)."""
+
+    id: str
+    kind: str
+    context_id: str
+    state: str
+    created_at: str
+    updated_at: str
+    records_done: int
+    records_total: int | None = None
+    bytes: int | None = None
+    size: int | None = None
+    upload_url: str | None = None
+    upload_method: str | None = None
+    upload_headers: dict[str, str] | None = None
+    upload_expires_at: str | None = None
+    download_url: str | None = None
+    download_expires_at: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None

@@ -15,6 +15,7 @@ from agent_memory.services.operations.administration import (
     WhoAmI,
 )
 from agent_memory.services.operations.portability import ImportResult
+from agent_memory.services.operations.portability_jobs import NDJSON, PortabilityJob
 from agent_memory.services.operations.scopes import ScopeForgotten, ScopeNode
 
 
@@ -72,3 +73,22 @@ def imported(result: ImportResult) -> dict[str, Any]:
     return {"contextId": result.context_id, "records": result.records, "written": result.written,
             "unchanged": result.unchanged, "originals": result.originals, "principals": result.principals,
             "byType": dict(sorted(result.by_type.items()))}
+
+
+def portability_job(job: PortabilityJob) -> dict[str, Any]:
+    """An export or import job (wire ``PortabilityJob``): fields that do not apply are left out."""
+    out: dict[str, Any] = {"id": job.id, "kind": job.kind, "contextId": job.context_id, "state": job.state,
+                           "createdAt": job.created_at, "updatedAt": job.updated_at,
+                           "recordsDone": job.records_done, "recordsTotal": job.records_total,
+                           "bytes": job.bytes, "size": job.size}
+    if job.upload_url is not None:
+        out.update(uploadUrl=job.upload_url, uploadMethod="PUT",
+                   uploadHeaders={"Content-Type": NDJSON, "Content-Length": str(job.size)},
+                   uploadExpiresAt=job.upload_expires_at)
+    if job.download_url is not None:
+        out.update(downloadUrl=job.download_url, downloadExpiresAt=job.download_expires_at)
+    if job.result is not None:
+        out["result"] = job.result
+    if job.error is not None:
+        out["error"] = job.error
+    return {k: v for k, v in out.items() if v is not None}

@@ -82,12 +82,17 @@ class Portability:
         """The context's NDJSON lines: a header, records in key order, originals, principals,
         then a trailer with counts (a stream cut short has no trailer, and import refuses it)."""
         # Checked here, before the first line: a streamed response cannot turn into a 403 later.
-        _admin(ctx, "export")
+        self.check_export(ctx, partition, include_principals)
+        return self._lines(ctx, partition, include_principals, include_originals)
+
+    @staticmethod
+    def check_export(ctx: RequestContext, partition: str | None, include_principals: bool) -> None:
+        """What an export refuses before its first line (and an export job before it is queued)."""
+        admin_only(ctx, "export")
         if include_principals and not ctx.admin:
             raise Forbidden("principals and grants are exported only for an admin", code="admin_required")
         if partition is not None and not valid_context_id(partition):
             raise InvalidRequest(f"partition {partition!r} is not a valid partition name", field="partition")
-        return self._lines(ctx, partition, include_principals, include_originals)
 
     def _lines(self, ctx: RequestContext, partition: str | None, include_principals: bool,
                include_originals: bool) -> Iterator[str]:
@@ -146,7 +151,7 @@ class Portability:
         """Read the whole stream first and write only when every line is valid (a bad line
         anywhere writes nothing), then write in transactions, skipping records already there
         unchanged or newer (so the same file twice changes nothing)."""
-        _admin(ctx, "import")
+        admin_only(ctx, "import")
         parsed = _parse(lines, ctx.context_id)
         if parsed.principals and not ctx.admin:
             raise Forbidden("principals and grants are imported only by an admin", code="admin_required")
@@ -192,7 +197,7 @@ class Portability:
         return result
 
 
-def _admin(ctx: RequestContext, what: str) -> None:
+def admin_only(ctx: RequestContext, what: str) -> None:
     # A whole context, past reader lists and write regions: only an admin moves it.
     if not ctx.admin:
         raise Forbidden(f"{what} of a whole context needs the admin verb", code="admin_required")

@@ -187,6 +187,9 @@ $("#export-context").addEventListener("click", async () => {
   conn.key = $("#api-key").value.trim();
   conn.context = context;
   status(`Exporting ${context}…`);
+  // A deployed stack answers at most 6 MB: there the export runs as a job and the browser
+  // downloads the stream from its presigned URL (docs/export.md "The job form").
+  if (new URL(url("/"), location.href).origin !== location.origin) { exportJob(context); return; }
   try {
     const res = await fetch(url(ctxPath("/export")), { headers: headers({ Accept: "application/x-ndjson" }) });
     if (!res.ok) {
@@ -205,6 +208,27 @@ $("#export-context").addEventListener("click", async () => {
     status(`Export failed: ${err.status ? err.status + ": " : ""}${err.message}`, true);
   }
 });
+
+async function exportJob(context) {
+  try {
+    let job = await api("POST", ctxPath("/export/jobs"), { body: {} });
+    while (job.state !== "succeeded" && job.state !== "failed") {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      job = await api("GET", ctxPath(`/export/jobs/${encodeURIComponent(job.id)}`));
+      status(`Exporting ${context}… ${job.recordsDone} records`);
+    }
+    if (job.state === "failed") throw new ApiError(job.error || {}, (job.error || {}).status || 500);
+    // The presigned URL answers as an attachment: a navigation downloads it (no CORS, no key).
+    const link = el("a", { href: job.downloadUrl });
+    link.download = `${context}.ndjson`;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    status(`Exported ${context} (${job.bytes} bytes).`);
+  } catch (err) {
+    status(`Export failed: ${err.status ? err.status + ": " : ""}${err.message}`, true);
+  }
+}
 
 // --- state ------------------------------------------------------------------------------
 
