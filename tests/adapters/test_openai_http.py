@@ -115,7 +115,7 @@ def test_a_server_that_is_not_there_is_retried_then_a_model_error():
     assert not isinstance(info.value, ModelTimeout)
 
 
-def test_connections_are_kept_for_the_next_call(openai_server):
+def test_calls_in_a_row_on_one_client_plain_streamed_and_refused(openai_server):
     client = OpenAIHTTPClient(api_key="sk-test", base_url=openai_server.url, timeout=5)
     for _ in range(3):
         answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
