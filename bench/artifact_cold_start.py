@@ -1,7 +1,7 @@
 """Cold start of the built stack, measured on a pristine build.
 
 Usage: python bench/artifact_cold_start.py [--runs N] [--sam PATH] [--build-dir DIR] [--no-requests]
-       [--model-latency-ms 800]
+       [--model-latency-ms 800] [--only ChatFunction,FactsFunction]
 
 By default it runs a fresh ``sam build`` into a temporary folder (removed afterwards), so no
 earlier run can have left bytecode in it; ``--build-dir`` measures an existing build instead
@@ -134,6 +134,9 @@ def sam_build(sam: str, build_dir: Path) -> None:
     print(f"sam build into {build_dir}: {time.perf_counter() - started:.0f} s")
 
 
+ONLY: set[str] = set()  # --only: these functions alone (a paired run of a few, sooner)
+
+
 def report(build: Path, runs: int) -> None:
     layer = build / "DependenciesLayer" / "python"
     sources, compiled = compiled_share(layer)
@@ -149,7 +152,7 @@ def report(build: Path, runs: int) -> None:
     # each pair's ratio, so load that comes and goes moves both sides of a ratio alike.
     measured: list[tuple[str, str, dict[str, float], float]] = []
     refs: list[dict[str, float]] = []
-    for function in sorted(p for p in build.iterdir() if p.name.endswith("Function")):
+    for function in sorted(p for p in build.iterdir() if p.name.endswith("Function") and (not ONLY or p.name in ONLY)):
         argv = [sys.executable, "-B", "-I", "-S", str(HARNESS), str(function), str(layer)]
         rows, ratios = [], []
         for _ in range(runs):
@@ -247,7 +250,7 @@ def first_requests(build: Path, runs: int, model_latency_ms: float | None = None
             print(f"{name + label:<22} {method + ' ' + path.removeprefix(CTX):<28} {r['first_cpu']:>7.0f} ms "
                   f"{r['first_ms']:>8.0f} ms {r['warm_cpu']:>6.0f} ms {r['extra_cpu']:>7.0f} ms {r['extra_ms']:>8.0f} ms")
 
-        for name in sorted(FIRST_REQUEST):
+        for name in sorted(n for n in FIRST_REQUEST if not ONLY or n in ONLY):
             measure(name, artifact.function_env(name, endpoint, cluster.listen(name), secrets))
         if model_latency_ms is not None:
             # The same first requests with a model behind them: the OpenAI-compatible fake at a
@@ -258,7 +261,7 @@ def first_requests(build: Path, runs: int, model_latency_ms: float | None = None
             with FakeOpenAIServer(Behaviour(latency_ms=model_latency_ms, seed=1)) as fake:
                 print(f"\nwith openai/ models on a fake OpenAI-compatible endpoint at {model_latency_ms:.0f} ms "
                       "(wall includes it; first cpu less the offline row's is the client's share)")
-                for name in ("ChatFunction", "FactsFunction"):
+                for name in (n for n in ("ChatFunction", "FactsFunction") if not ONLY or n in ONLY):
                     env = artifact.function_env(name, endpoint, cluster.listen(name), secrets)
                     env |= {"AGENT_MEMORY_MODELS_EXTRACTION": "openai/fake-extract",
                             "AGENT_MEMORY_MODELS_RESPONSE": "openai/fake-chat", "OPENAI_BASE_URL": fake.url}
@@ -266,7 +269,11 @@ def first_requests(build: Path, runs: int, model_latency_ms: float | None = None
     finally:
         cluster.close()
         moto.terminate()
-        moto.wait(timeout=10)
+        try:
+            moto.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # a loaded machine: the figures are printed, just stop it
+            moto.kill()
+            moto.wait()
 
 
 def main() -> int:
@@ -277,7 +284,9 @@ def main() -> int:
     parser.add_argument("--no-requests", action="store_true", help="the import only, no first request")
     parser.add_argument("--model-latency-ms", type=float, default=None,
                         help="also time chat's and facts' first request with openai/ models on a fake endpoint")
+    parser.add_argument("--only", default="", help="comma-separated functions to measure (default: all)")
     args = parser.parse_args()
+    ONLY.update(name for name in args.only.split(",") if name)
     if args.build_dir:
         if not (args.build_dir / "DependenciesLayer" / "python").exists():
             print(f"no build in {args.build_dir}: run `make sam-build` first", file=sys.stderr)

@@ -188,6 +188,14 @@ def _int(value: Any, setting: str) -> int:
         raise ConfigurationError(f"{setting}: expected an integer, got {value!r}") from exc
 
 
+def _openai_client_choice(raw: Any) -> str:
+    """``models.openai_client``: ``library`` (the openai package) or ``http`` (the thin client)."""
+    value = str(raw).strip().lower()
+    if value not in ("library", "http"):
+        raise ConfigurationError(f"models.openai_client must be 'library' or 'http', not {raw!r}")
+    return value
+
+
 def _float(value: Any, setting: str) -> float:
     try:
         return float(value)
@@ -246,6 +254,8 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         openai_base_url=pick("OPENAI_BASE_URL", file_models.get("openai_base_url")),
         request_timeout_s=_float(pick("AGENT_MEMORY_MODEL_TIMEOUT_S", file_models.get("timeout_s"), 30.0),
                                  "models.timeout_s"),
+        openai_client=_openai_client_choice(pick("AGENT_MEMORY_OPENAI_CLIENT", file_models.get("openai_client"),
+                                                 "library")),
     )
 
     limit_fields = {f for f in Limits.__dataclass_fields__}

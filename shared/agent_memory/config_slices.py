@@ -47,6 +47,10 @@ class ModelsConfig:
     reranker: ModelRef | None = None
     openai_base_url: str | None = None
     request_timeout_s: float = 30.0
+    # Which OpenAI client the openai/ models use: "library" (the openai package; the local
+    # service) or "http" (adapters.openai_http on urllib3; template.yaml sets it for the
+    # functions, whose first model call would otherwise pay 0.4-0.6 s importing the library).
+    openai_client: str = "library"
 
     def is_allowed(self, name: str) -> bool:
         return name == str(self.response) or name in self.allowed

@@ -622,7 +622,8 @@ def build_embedder(settings: Settings) -> Embedder:
             from agent_memory.adapters.embedders import OpenAIEmbedder
 
             inner = OpenAIEmbedder(model=ref.model, dimensions=settings.models.embedding_dimensions,
-                                   api_key=_openai_key(settings), base_url=settings.models.openai_base_url)
+                                   api_key=_openai_key(settings), base_url=settings.models.openai_base_url,
+                                   http_client=settings.models.openai_client)
         else:
             from agent_memory.adapters.embedders import BedrockTitanEmbedder
 
@@ -643,7 +644,7 @@ def build_language_model(settings: Settings, name: str) -> LanguageModel:
         from agent_memory.adapters.language_models import OpenAIChatModel
 
         return OpenAIChatModel(ref.model, api_key=_openai_key(settings), base_url=settings.models.openai_base_url,
-                               timeout=timeout)
+                               timeout=timeout, http_client=settings.models.openai_client)
     if ref.provider == "bedrock":
         from agent_memory.adapters.language_models import BedrockConverseModel
 

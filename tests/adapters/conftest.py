@@ -2,7 +2,7 @@
 
 ``openai_server`` is a local OpenAI-compatible HTTP endpoint (chat completions, JSON and
 SSE, and embeddings) so the adapters run through the real ``openai`` client library
-without touching the network. Responses look like the recorded API's; every request body
+(and the functions' thin client, ``http_client``) without touching the network. Responses look like the recorded API's; every request body
 is kept for assertions, and replies can be scripted per path (status, body, delay).
 
 ``bedrock_client`` is a real ``bedrock-runtime`` botocore client with fake credentials,
@@ -77,6 +77,11 @@ class FakeOpenAIServer:
         self.scripts: dict[str, deque[Reply]] = defaultdict(deque)
         self.chat_content = "Hello from the fake model."
         self.stream_stall = 0.0  # seconds to go quiet after the first SSE event
+        # Set, the stream waits after its first piece of text until the test sets it (at most 10 s), and
+        # ``released_in_time`` says whether it was set before that wait ran out.
+        self.stream_hold: threading.Event | None = None
+        self.released_in_time: bool | None = None
+        self.stream_events: list[str] | None = None  # raw SSE lines to send instead of the default
         self._lock = threading.Lock()
         server = self
 
@@ -105,6 +110,9 @@ class FakeOpenAIServer:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
+                if server.stream_events is not None:
+                    self.wfile.write("".join(server.stream_events).encode())
+                    return
                 text = server.chat_content
                 pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
                 chunks = [{"role": "assistant", "content": ""}] + [{"content": p} for p in pieces]
@@ -119,6 +127,9 @@ class FakeOpenAIServer:
                     if i == 0 and server.stream_stall:
                         self.wfile.flush()
                         time.sleep(server.stream_stall)
+                    if i == 1 and server.stream_hold is not None:  # after the first piece of text
+                        self.wfile.flush()
+                        server.released_in_time = server.stream_hold.wait(10)
                 self.wfile.write(b"data: [DONE]\n\n")
 
             def log_message(self, *args: Any) -> None:
@@ -161,6 +172,13 @@ def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]
     finally:
         server.httpd.shutdown()
         server.httpd.server_close()
+
+
+@pytest.fixture(params=["library", "http"])
+def http_client(request: pytest.FixtureRequest) -> str:
+    """The OpenAI client an adapter test runs through: the openai library (the local service's)
+    and the thin one on urllib3 (the functions', adapters/openai_http.py); each test runs both."""
+    return request.param
 
 
 @pytest.fixture

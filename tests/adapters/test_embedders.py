@@ -122,13 +122,13 @@ def test_normalize_rows_never_makes_nan():
 # ---------------------------------------------------------------------------
 
 
-def _openai(server, **kw) -> OpenAIEmbedder:
+def _openai(server, http_client, **kw) -> OpenAIEmbedder:
     kw.setdefault("backoff", 0.01)
-    return OpenAIEmbedder(api_key="sk-test", base_url=server.url, **kw)
+    return OpenAIEmbedder(api_key="sk-test", base_url=server.url, http_client=http_client, **kw)
 
 
-def test_openai_embedder_batches_and_normalises(openai_server):
-    embedder = _openai(openai_server, model="text-embedding-3-small", dimensions=8, batch_size=256)
+def test_openai_embedder_batches_and_normalises(openai_server, http_client):
+    embedder = _openai(openai_server, http_client, model="text-embedding-3-small", dimensions=8, batch_size=256)
     assert isinstance(embedder, Embedder)
     assert (embedder.name, embedder.dimension) == ("openai/text-embedding-3-small", 8)
     texts = [f"text number {i}" for i in range(600)]
@@ -146,8 +146,8 @@ def test_openai_embedder_batches_and_normalises(openai_server):
     assert np.allclose(vectors[300], expected)
 
 
-def test_openai_embedder_sends_dimensions_only_when_set(openai_server, monkeypatch):
-    embedder = _openai(openai_server, model="text-embedding-3-large")
+def test_openai_embedder_sends_dimensions_only_when_set(openai_server, http_client, monkeypatch):
+    embedder = _openai(openai_server, http_client, model="text-embedding-3-large")
     assert embedder.dimension == 3072
     with pytest.raises(ModelError, match="expected 3072"):  # the fake returns 8-d vectors
         embedder.embed(["a", ""])
@@ -156,24 +156,24 @@ def test_openai_embedder_sends_dimensions_only_when_set(openai_server, monkeypat
     assert body["input"] == ["a", " "]  # the API rejects empty input
 
 
-def test_openai_embedder_probes_the_dimension_of_unknown_models(openai_server):
-    embedder = _openai(openai_server, model="nomic-embed-text")
+def test_openai_embedder_probes_the_dimension_of_unknown_models(openai_server, http_client):
+    embedder = _openai(openai_server, http_client, model="nomic-embed-text")
     assert embedder.dimension == 8
     assert embedder.embed(["x"]).shape == (1, 8)
     assert len(openai_server.bodies(EMBEDDINGS_PATH)) == 2  # probe once, then the real call
 
 
-def test_openai_embedder_retries_transient_errors(openai_server):
+def test_openai_embedder_retries_transient_errors(openai_server, http_client):
     openai_server.enqueue(EMBEDDINGS_PATH, openai_server.Reply(status=503, body=openai_server.error("busy")))
-    vectors = _openai(openai_server, dimensions=8).embed(["a", "b"])
+    vectors = _openai(openai_server, http_client, dimensions=8).embed(["a", "b"])
     assert vectors.shape == (2, 8)
     assert len(openai_server.bodies(EMBEDDINGS_PATH)) == 2
 
 
-def test_openai_embedder_timeout(openai_server):
+def test_openai_embedder_timeout(openai_server, http_client):
     openai_server.enqueue(EMBEDDINGS_PATH, openai_server.Reply(body={"data": []}, delay=1.5))
     with pytest.raises(ModelTimeout):
-        _openai(openai_server, dimensions=8, timeout=0.3).embed(["a"])
+        _openai(openai_server, http_client, dimensions=8, timeout=0.3).embed(["a"])
 
 
 # ---------------------------------------------------------------------------

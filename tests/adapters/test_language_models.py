@@ -1,5 +1,6 @@
-"""Language model adapters: OpenAI through the real client against a local endpoint,
-Bedrock Converse through botocore stubs, the offline model, and the schema helpers."""
+"""Language model adapters: OpenAI through both its clients (the ``openai`` library and the thin
+one on urllib3 the functions use) against a local endpoint, Bedrock Converse through botocore
+stubs, the offline model, and the schema helpers."""
 
 from __future__ import annotations
 
@@ -115,9 +116,9 @@ def test_inline_refs_keeps_defs_for_recursive_models():
 # ---------------------------------------------------------------------------
 
 
-def _openai(server, **kw) -> OpenAIChatModel:
+def _openai(server, http_client, **kw) -> OpenAIChatModel:
     kw.setdefault("backoff", 0.01)
-    return OpenAIChatModel("gpt-test", api_key="sk-test", base_url=server.url, **kw)
+    return OpenAIChatModel("gpt-test", api_key="sk-test", base_url=server.url, http_client=http_client, **kw)
 
 
 def _answer(server, content, *, delay=0.0, **usage):
@@ -130,9 +131,9 @@ def _failure(server, status, message="failed", type_="server_error"):
     return server.Reply(status=status, body=server.error(message, type_))
 
 
-def test_openai_structured_sends_strict_json_schema(openai_server):
+def test_openai_structured_sends_strict_json_schema(openai_server, http_client):
     openai_server.enqueue(CHAT_PATH, _answer(openai_server, json.dumps(PERSON)))
-    model = _openai(openai_server)
+    model = _openai(openai_server, http_client)
     assert isinstance(model, LanguageModel)
     assert model.name == "openai/gpt-test"
 
@@ -152,18 +153,18 @@ def test_openai_structured_sends_strict_json_schema(openai_server):
 
 
 @pytest.mark.parametrize("content", ["not json {", json.dumps({"name": "Alice"}), None])
-def test_openai_structured_invalid_output_is_not_retried(openai_server, content):
+def test_openai_structured_invalid_output_is_not_retried(openai_server, content, http_client):
     openai_server.enqueue(CHAT_PATH, _answer(openai_server, content))
     with pytest.raises(ModelOutputInvalid):
-        _openai(openai_server).structured(system="s", user="u", schema=Person)
+        _openai(openai_server, http_client).structured(system="s", user="u", schema=Person)
     assert len(openai_server.bodies(CHAT_PATH)) == 1
 
 
-def test_openai_complete_reports_usage(openai_server):
+def test_openai_complete_reports_usage(openai_server, http_client):
     openai_server.enqueue(CHAT_PATH, _answer(openai_server, "Hi!", prompt_tokens=42, completion_tokens=7))
     messages = [ChatMessage("system", "Be brief."), ChatMessage("user", "Hello")]
 
-    completion = _openai(openai_server).complete(messages, max_tokens=50)
+    completion = _openai(openai_server, http_client).complete(messages, max_tokens=50)
 
     assert (completion.text, completion.model) == ("Hi!", "openai/gpt-test")
     assert (completion.prompt_tokens, completion.completion_tokens) == (42, 7)
@@ -189,9 +190,9 @@ def test_openai_max_tokens_field_for_the_openai_api(openai_server):
     assert client.chat.completions.kw["max_completion_tokens"] == 9
 
 
-def test_openai_stream_yields_deltas(openai_server):
+def test_openai_stream_yields_deltas(openai_server, http_client):
     openai_server.chat_content = "Streaming works, one piece at a time."
-    chunks = list(_openai(openai_server).stream([ChatMessage("user", "go")]))
+    chunks = list(_openai(openai_server, http_client).stream([ChatMessage("user", "go")]))
     assert len(chunks) > 1
     assert "".join(chunks) == openai_server.chat_content
     (body,) = openai_server.bodies(CHAT_PATH)
@@ -199,45 +200,46 @@ def test_openai_stream_yields_deltas(openai_server):
 
 
 @pytest.mark.parametrize("status", [500, 503, 429])
-def test_openai_transient_error_then_success_is_retried(openai_server, status):
+def test_openai_transient_error_then_success_is_retried(openai_server, status, http_client):
     openai_server.enqueue(CHAT_PATH, _failure(openai_server, status, "try again"))
-    completion = _openai(openai_server).complete([ChatMessage("user", "hi")])
+    completion = _openai(openai_server, http_client).complete([ChatMessage("user", "hi")])
     assert completion.text == openai_server.chat_content
     assert len(openai_server.bodies(CHAT_PATH)) == 2
 
 
-def test_openai_stream_that_stalls_raises_model_timeout(openai_server):
+def test_openai_stream_that_stalls_raises_model_timeout(openai_server, http_client):
     openai_server.stream_stall = 1.5
-    stream = _openai(openai_server, timeout=0.3).stream([ChatMessage("user", "go")])
+    stream = _openai(openai_server, http_client, timeout=0.3).stream([ChatMessage("user", "go")])
     with pytest.raises(ModelTimeout):
         list(stream)
 
 
-def test_openai_stream_open_is_retried(openai_server):
+def test_openai_stream_open_is_retried(openai_server, http_client):
     openai_server.enqueue(CHAT_PATH, _failure(openai_server, 502, "bad gateway"))
-    assert "".join(_openai(openai_server).stream([ChatMessage("user", "go")])) == openai_server.chat_content
+    model = _openai(openai_server, http_client)
+    assert "".join(model.stream([ChatMessage("user", "go")])) == openai_server.chat_content
     assert len(openai_server.bodies(CHAT_PATH)) == 2
 
 
-def test_openai_persistent_server_error_gives_up_after_max_retries(openai_server):
+def test_openai_persistent_server_error_gives_up_after_max_retries(openai_server, http_client):
     openai_server.enqueue(CHAT_PATH, *[_failure(openai_server, 500, "boom")] * 5)
     with pytest.raises(ModelError) as info:
-        _openai(openai_server, max_retries=2).complete([ChatMessage("user", "hi")])
+        _openai(openai_server, http_client, max_retries=2).complete([ChatMessage("user", "hi")])
     assert not isinstance(info.value, ModelTimeout)
     assert "500" in str(info.value)
     assert len(openai_server.bodies(CHAT_PATH)) == 3
 
 
-def test_openai_client_error_is_not_retried(openai_server):
+def test_openai_client_error_is_not_retried(openai_server, http_client):
     openai_server.enqueue(CHAT_PATH, _failure(openai_server, 400, "bad model", "invalid_request_error"))
     with pytest.raises(ModelError, match="400"):
-        _openai(openai_server).complete([ChatMessage("user", "hi")])
+        _openai(openai_server, http_client).complete([ChatMessage("user", "hi")])
     assert len(openai_server.bodies(CHAT_PATH)) == 1
 
 
-def test_openai_timeout_raises_model_timeout_without_retry(openai_server):
+def test_openai_timeout_raises_model_timeout_without_retry(openai_server, http_client):
     openai_server.enqueue(CHAT_PATH, _answer(openai_server, "late", delay=1.5))
-    model = _openai(openai_server, timeout=0.3, max_retries=2)
+    model = _openai(openai_server, http_client, timeout=0.3, max_retries=2)
     with pytest.raises(ModelTimeout):  # the answer would come, so only the client timeout raises
         model.complete([ChatMessage("user", "hi")])
     assert len(openai_server.bodies(CHAT_PATH)) == 1  # and a timeout is not retried

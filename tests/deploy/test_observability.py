@@ -129,3 +129,20 @@ def test_a_stream_closed_before_its_first_frame_still_ends_its_request_and_invoc
         ["POST /api/v1/{context_id}/chat"]
     assert len([x for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]) == 1
     assert observability._in_invocation is False
+
+
+def test_on_lambda_the_handler_modules_import_is_frozen_out_of_the_collector(monkeypatch):
+    import gc
+
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "FactsFunction")
+    made_at_import = [{"row": n} for n in range(100)]
+    gc.unfreeze()
+    try:
+        observability.instrumented(lambda event, context: None)
+        assert gc.get_freeze_count() >= len(made_at_import)  # what the import made is no longer scanned
+        gc.unfreeze()
+        monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
+        observability.instrumented(lambda event, context: None)
+        assert gc.get_freeze_count() == 0  # the local server and tests: the collector as usual
+    finally:
+        gc.unfreeze()

@@ -1,5 +1,5 @@
-"""Request deadlines and load shedding, with the service's real ``openai`` adapters talking
-to the fake model (``agent_memory.testing.fake_openai``) over loopback HTTP.
+"""Request deadlines and load shedding, with the service's real ``openai`` adapters (through
+the openai library and through the functions' thin client) talking to the fake model (``agent_memory.testing.fake_openai``) over loopback HTTP.
 
 The fake model answers with the offline provider's logic, so extraction through it stores
 real facts; its latency, failures and hangs drive the error paths: a model that hangs gives
@@ -34,9 +34,10 @@ def fake_model() -> Iterator[FakeOpenAIServer]:
         yield fake
 
 
-@pytest.fixture
-def fake_runtime(tmp_path: Path, fake_model: FakeOpenAIServer) -> Iterator[Runtime]:
-    env = {"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": TEST_SECRET,
+@pytest.fixture(params=["library", "http"])
+def fake_runtime(request: pytest.FixtureRequest, tmp_path: Path, fake_model: FakeOpenAIServer) -> Iterator[Runtime]:
+    # Both OpenAI clients: the openai library (the local service) and the thin one (the functions).
+    env = {"AGENT_MEMORY_OPENAI_CLIENT": request.param,"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_CURSOR_SECRET": TEST_SECRET,
            "OPENAI_BASE_URL": fake_model.url, "AGENT_MEMORY_MODELS_EXTRACTION": "openai/fake-extract",
            "AGENT_MEMORY_MODELS_RESPONSE": "openai/fake-chat", "AGENT_MEMORY_MODELS_EMBEDDING": "openai/fake-embed",
            "AGENT_MEMORY_EMBEDDING_DIMENSIONS": "64",

@@ -89,3 +89,15 @@ def test_the_search_breaker_and_projection_retry_are_configured_within_bounds(tm
                                     "AGENT_MEMORY_CURSOR_SECRET": "s"})
     breaker = Runtime(opensearch).search
     assert (breaker.failures_to_open, breaker.cool_down_s) == (7, 30.0)
+
+
+def test_the_openai_client_is_the_library_locally_and_the_thin_one_on_the_stack(tmp_path):
+    from agent_memory.cfn_template import load_template, repo_root
+
+    template = load_template(repo_root() / "template.yaml")
+    assert load_settings(env={}).models.openai_client == "library"
+    assert load_settings(env={"AGENT_MEMORY_OPENAI_CLIENT": "HTTP"}).models.openai_client == "http"
+    # every function of the stack: importing openai would cost each container's first model call
+    assert template["Globals"]["Function"]["Environment"]["Variables"]["AGENT_MEMORY_OPENAI_CLIENT"] == "http"
+    with pytest.raises(ConfigurationError, match="models.openai_client"):
+        load_settings(env={"AGENT_MEMORY_OPENAI_CLIENT": "requests"})

@@ -24,6 +24,7 @@ import numpy as np
 
 from agent_memory.adapters.language_models import (
     _bedrock_call,
+    _is_openai_error,
     _openai_client,
     _openai_transient,
     _translate_openai,
@@ -247,7 +248,7 @@ class OpenAIEmbedder:
     is not known here and no ``dimensions``, the first access to ``dimension`` embeds a
     probe text to find out. Empty texts are sent as a single space (the API rejects empty
     input). Retries and error mapping follow ``language_models`` (transient errors retried,
-    timeouts -> ``ModelTimeout``, others -> ``ModelError``).
+    timeouts -> ``ModelTimeout``, others -> ``ModelError``); ``http_client`` as there.
     """
 
     def __init__(
@@ -262,6 +263,7 @@ class OpenAIEmbedder:
         max_retries: int = 2,
         backoff: float = 0.5,
         client: Any = None,
+        http_client: str = "library",
     ):
         self.model = model
         self.name = f"openai/{model}"
@@ -271,7 +273,7 @@ class OpenAIEmbedder:
         self.backoff = backoff
         self._dimension = dimensions or _OPENAI_DIMENSIONS.get(model)
         self.timeout = timeout
-        self._client = client if client is not None else _openai_client(api_key, base_url, timeout)
+        self._client = client if client is not None else _openai_client(api_key, base_url, timeout, http_client)
 
     @property
     def dimension(self) -> int:
@@ -289,8 +291,6 @@ class OpenAIEmbedder:
         return out
 
     def _embed_batch(self, batch: Sequence[str]) -> np.ndarray:
-        import openai
-
         extra = {"dimensions": self.dimensions} if self.dimensions else {}
         inputs = [t if t.strip() else " " for t in batch]
         try:
@@ -299,7 +299,9 @@ class OpenAIEmbedder:
                     model=self.model, input=inputs, encoding_format="float",
                     timeout=model_call_timeout(self.timeout), **extra),
                 is_transient=_openai_transient, max_retries=self.max_retries, backoff=self.backoff)
-        except openai.OpenAIError as exc:
+        except Exception as exc:
+            if not _is_openai_error(exc):
+                raise
             raise _translate_openai(exc) from exc
         data = sorted(resp.data, key=lambda d: d.index)
         if len(data) != len(inputs):

@@ -114,6 +114,15 @@ def fact_sk(key: str, fact_id: str) -> str:
     return f"a#{key}#{fact_id}"
 
 
+def scope_sig(scopes: list[list[str]]) -> str:
+    """A scope DNF's short signature in sort keys (a fact's head row, a document's hash row):
+    ``-`` unscoped. Here, not with the facts repository, so the documents service keys its rows
+    without importing the fact-kind registry and the extraction models (a cold start's cost)."""
+    if not scopes:
+        return "-"
+    return hashlib.sha1(repr(scopes).encode()).hexdigest()[:12]
+
+
 def head_sk(key: str, scope_sig: str, value: str | None = None) -> str:
     return f"h#{key}#{scope_sig}" + (f"#{value}" if value is not None else "")
 

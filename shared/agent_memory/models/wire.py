@@ -18,8 +18,17 @@ from pydantic import Field
 
 from agent_memory.models.extraction import CorrectionSummary, ExtractionResult
 from agent_memory.models.wire_base import WireModel
-
-Category = Literal["identity", "knowledge", "context"]
+from agent_memory.models.wire_memory import (  # noqa: F401 - re-exported: the wire's one namespace
+    Category,
+    FactSource,
+    MemoryAction,
+    MemoryAttribute,
+    MemoryEntity,
+    MemoryInstruction,
+    MemoryRelation,
+    MemoryUncertainty,
+    StateInstruction,
+)
 
 
 class Problem(WireModel):
@@ -89,97 +98,8 @@ class TurnPage(WireModel):
 # --- stored memory ----------------------------------------------------------------
 
 
-class FactSource(WireModel):
-    kind: Literal["turn", "upsert", "document", "observation", "reflection", "elaboration"]
-    ref: str | None = None
-    session_id: str | None = None
-
-
-class MemoryEntity(WireModel):
-    id: str
-    name: str
-    entity_type: str
-    memory_category: Category
-    importance: float
-    created_at: str
-    updated_at: str
-
-
-class MemoryAttribute(WireModel):
-    id: str
-    entity: str
-    key: str
-    value: str
-    memory_category: Category
-    importance: float
-    valid_from: str | None
-    valid_until: str | None
-    supersedes: str | None
-    superseded_by: str | None
-    source: FactSource
-    created_at: str
-    labels: list[str] = Field(default_factory=list)
-    #: The DNF scopes the stating write carried ([] unscoped): values of one single-valued key
-    #: written under different scopes are current side by side (each supersedes only its own).
-    scopes: list[list[str]] = Field(default_factory=list)
-    #: A later statement that backdated its start covered this value's whole window: it never
-    #: held (validFrom == validUntil) and no asOf read returns it.
-    retracted: bool = False
-
-
-class MemoryRelation(WireModel):
-    id: str
-    subject: str
-    label: str
-    object: str
-    memory_category: Category
-    importance: float
-    valid_from: str | None
-    valid_until: str | None
-    supersedes: str | None
-    superseded_by: str | None
-    source: FactSource
-    created_at: str
-    labels: list[str] = Field(default_factory=list)
-    scopes: list[list[str]] = Field(default_factory=list)
-
-
-class MemoryAction(WireModel):
-    id: str
-    actor: str
-    verb: str
-    object: str | None
-    occurred_at: str | None
-    summary: str
-    memory_category: Category
-    importance: float
-    source: FactSource
-    created_at: str
-
-
-class StateInstruction(WireModel):
-    id: str
-    label: str
-    description: str
-
-
-class MemoryInstruction(StateInstruction):
-    source: FactSource
-    created_at: str
-
-
-class MemoryUncertainty(WireModel):
-    id: str
-    about: str
-    reason: str
-    entity: str | None
-    key: str | None
-    proposed_value: str | None
-    resolved: bool
-    resolved_at: str | None
-    accepted_value: str | None
-    note: str | None
-    created_at: str
+# FactSource, MemoryEntity, MemoryAttribute, MemoryRelation, MemoryAction, StateInstruction,
+# MemoryInstruction and MemoryUncertainty live in models.wire_memory (imported above).
 
 
 class StateCategory(WireModel):

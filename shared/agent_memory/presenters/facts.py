@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent_memory.models import wire
+# models.wire_memory, not models.wire: wire's other models, which no function presenting facts
+# uses, would be built at every cold start of chat, entities and state.
+from agent_memory.models import wire_memory as wire
 from agent_memory.models.extraction import ExtractionResult
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Source, Uncertainty
 

@@ -42,10 +42,10 @@ from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import cursor
 from agent_memory.kernel import storage_keys as keys
+from agent_memory.kernel.storage_keys import scope_sig
 from agent_memory.models.records import Document, DocumentKeyword, Keyword, KeywordDocument, NumberedPage
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore
 from agent_memory.services import paging
-from agent_memory.services.facts.repository import scope_sig
 
 KEYWORDS_PER_DOCUMENT = 20
 MIN_WORD_CHARS = 3

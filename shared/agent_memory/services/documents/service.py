@@ -58,6 +58,7 @@ from agent_memory.kernel.errors import (
     PayloadTooLarge,
 )
 from agent_memory.kernel.ids import new_id
+from agent_memory.kernel.storage_keys import scope_sig
 from agent_memory.kernel.stored_item import transaction_batches
 from agent_memory.models.documents import (
     FORMAT_MIME_TYPES,
@@ -86,7 +87,6 @@ from agent_memory.services.documents.ingestion import (
     remove_parts,
 )
 from agent_memory.services.documents.keywords import KeywordIndex
-from agent_memory.services.facts.repository import scope_sig
 
 log = logging.getLogger("agent_memory.documents")
 

@@ -17,6 +17,7 @@ from agent_memory.access.request_context import RequestContext
 from agent_memory.access.scopes import normalise_dnf
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_name_fits, normalise_entity_name, split_entity_id
+from agent_memory.kernel.storage_keys import scope_sig
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Uncertainty
 from agent_memory.ports import Condition, Page, Put, Record, RecordStore, WriteOp
 from agent_memory.rules import vocabulary as vocab
@@ -25,12 +26,6 @@ from agent_memory.services.facts.fact_kinds import BY_KIND, RECORD_KINDS
 from agent_memory.services.facts.reconcile import ReconcilePlan, normalise_value
 
 Fact = Attribute | Relation
-
-
-def scope_sig(scopes: list[list[str]]) -> str:
-    if not scopes:
-        return "-"
-    return hashlib.sha1(repr(scopes).encode()).hexdigest()[:12]
 
 
 def value_sig(value: str) -> str:
