@@ -3,7 +3,7 @@
 Why it exists: ``import openai`` costs 0.4-0.6 s of CPU, nearly all of it the package's type
 modules, which its ``__init__`` and its client both import, so no import path of the library is
 cheap, and every new container's first model call paid it (docs/decisions.md,
-"First requests: a persisted view, model clients before the first chat (issue 64)"). urllib3 is already loaded on a function by then
+"First requests: a persisted view, model clients before the first chat"). urllib3 is already loaded on a function by then
 (botocore, for DynamoDB, imports it), so this client's import and set-up cost almost nothing.
 
 It speaks the part of the API the adapters use (chat completions, plain, structured and
