@@ -346,8 +346,10 @@ class Runtime:
         from agent_memory.services.facts.forget import ForgetService
 
         # A forgotten chunk or document takes its kept original (object storage) with it.
+        # A forgotten chunk's document loses its original and rebuilds from its remaining chunks.
         return ForgetService(self.store, self.search, self.sessions, self.events,
-                             remove_originals=self._remove_originals)
+                             remove_originals=self._remove_originals,
+                             forget_passages=lambda ctx, counts: self.documents.forget_passages(ctx, counts))
 
     def _remove_originals(self, document_ids) -> None:
         for doc_id in document_ids:

@@ -2485,6 +2485,14 @@ export interface components {
                 id: string;
                 name: string;
             }[];
+            /** @description Facts learned from a forgotten document chunk (their source is the chunk), removed with it (with dryRun, those that would be); sourceId names the chunk. */
+            derivedFacts?: {
+                id: string;
+                /** @enum {string} */
+                kind: "attribute" | "relation" | "action" | "instruction";
+                text: string;
+                sourceId: string;
+            }[];
         };
         UploadDocumentRequest: {
             /** @description The document; at most 5 MiB UTF-8 (413 above). */
@@ -2659,6 +2667,8 @@ export interface components {
             updatedAt: string;
             /** @description Keywords indexed when it became ready (null before). */
             keywordCount?: number | null;
+            /** @description Chunks removed by POST /forget (absent when none): the original went with them, and a reprocess rebuilds the document from its remaining chunks. */
+            passagesForgotten?: number;
         };
         DocumentChunk: {
             id: string;

@@ -271,10 +271,18 @@ class ForgottenEntity(WireModel):
     name: str
 
 
+class DerivedFact(WireModel):
+    id: str
+    kind: Literal["attribute", "relation", "action", "instruction"]
+    text: str
+    source_id: str
+
+
 class ForgetResponse(WireModel):
     deleted: int
     items: list[ForgetItem]
     entities: list[ForgottenEntity] = []
+    derived_facts: list[DerivedFact] = []
 
 
 # --- writes and chat ----------------------------------------------------------------
@@ -486,6 +494,7 @@ class Document(WireModel):
     source: str | None = None
     updated_at: str
     keyword_count: int | None = None
+    passages_forgotten: int | None = None
 
 
 class DocumentUploadTicket(WireModel):

@@ -162,7 +162,9 @@ def write_batch(o: BatchWriteOutcome) -> dict[str, Any]:
 def forget(o: ForgetOutcome) -> dict[str, Any]:
     return {"deleted": o.deleted,
             "items": [{"id": i.id, "kind": i.kind, "text": i.text, "score": i.score} for i in o.items],
-            "entities": [{"id": e.id, "name": e.name} for e in o.entities]}
+            "entities": [{"id": e.id, "name": e.name} for e in o.entities],
+            "derivedFacts": [{"id": d.id, "kind": d.kind, "text": d.text, "sourceId": d.source}
+                             for d in o.derived]}
 
 
 def corrected(c: CorrectedFact) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.access import scopes as scope_lib
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent_memory.forget")
 
+DERIVED_FACTS_MAX = 500  # facts learned from one chunk (at most 1,200 characters) looked for at once
 TRANSACT_CHUNK = 25  # records per transaction at most (and 4 MB: kernel.stored_item.batches)
 WRITE_ATTEMPTS = 8
 
@@ -190,9 +191,33 @@ class ChunkForgetter(Forgetter):
 
     def remove(self, svc: ForgetService, ctx: RequestContext, records: list[Record], purge: bool) -> set[str]:
         # The document's original holds the forgotten text too: it goes first (the document
-        # keeps its other chunks; ``GET /documents/{id}/raw`` answers 404 from then on).
-        svc.remove_originals(r.data.get("documentId") or "" for r in records)
+        # keeps its other chunks, ``GET /documents/{id}/raw`` answers 404 from then on, and a
+        # reprocess rebuilds the document from the chunks it has left).
+        counts: dict[str, int] = {}
+        for r in records:
+            if not r.data.get("deleted"):
+                counts[r.data.get("documentId") or ""] = counts.get(r.data.get("documentId") or "", 0) + 1
+        svc.forget_passages(ctx, counts)
         return svc.remove(records, purge)
+
+    def derived(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[tuple[Forgetter, Record]]:
+        """The facts learned from this chunk (their ``source.ref`` is its id): they were read
+        out of the forgotten text, so they go with it (a fact a later turn or another chunk
+        stated again cites that one, not this chunk, and stays)."""
+        chunk_id = record.data.get("id")
+        if not chunk_id or svc.search is None:
+            return []
+        kinds = [k.kind for k in FACT_KINDS if k.forgetter is not None]
+        flt = SearchFilter(context_id=ctx.context_id, partition=ctx.partition, admin=True, kinds=kinds,
+                           source_ids=[chunk_id], valid_window=(None, None))
+        found: list[tuple[Forgetter, Record]] = []
+        hits = svc.search.search(record.data.get("text") or chunk_id, flt, k=DERIVED_FACTS_MAX, mode="vector")
+        for hit in hits:
+            forgetter = FORGETTERS.get(hit.unit.id.split("_", 1)[0])
+            fact = forgetter.locate(svc, ctx, hit.unit) if forgetter is not None else None
+            if forgetter is not None and fact is not None and (fact.data.get("source") or {}).get("ref") == chunk_id:
+                found.append((forgetter, fact))
+        return found
 
 
 # --- entities left with nothing ---------------------------------------------------------
@@ -229,7 +254,7 @@ class OrphanedEntities:
         candidates.discard(SELF_ENTITY_ID)
         left = {eid for eid in candidates if not self._own_facts(eid, gone)}
         left -= self._referenced_elsewhere(left, gone)
-        left = {eid for eid in left if not self._in_turns_or_chunks(eid)}
+        left = {eid for eid in left if not self._in_turns_or_chunks(eid, gone)}
         records = [self.svc.store.get(keys.entities_pk(self.ctx), keys.entity_sk(eid)) for eid in sorted(left)]
         return [r for r in records if _live(r) is not None]
 
@@ -250,13 +275,16 @@ class OrphanedEntities:
         found |= {r.data.get("actor") for r in self._live_rows(paging.Source(keys.actions_pk(self.ctx)), gone)} & eids
         return found
 
-    def _in_turns_or_chunks(self, eid: str) -> bool:
+    def _in_turns_or_chunks(self, eid: str, gone: set[Any]) -> bool:
+        """A turn or chunk labelled with the entity, other than those being removed (a
+        forgotten chunk that named it is still in the index until the removal)."""
         search = self.svc.search
         if search is None:
             return True  # cannot tell: keep it
         flt = SearchFilter(context_id=self.ctx.context_id, partition=self.ctx.partition, admin=True,
                            kinds=["turn", "chunk", "thread_turn"], labels=[eid])
-        return bool(search.search(eid.split("/", 1)[-1], flt, k=1, mode="vector"))
+        hits = search.search(eid.split("/", 1)[-1], flt, k=len(gone) + 1, mode="vector")
+        return any(hit.unit.id not in gone for hit in hits)
 
 
 def _fact_text(data: dict[str, Any]) -> str:
@@ -286,12 +314,23 @@ class OrphanedEntity:
 
 
 @dataclass
+class DerivedFact:
+    """A fact learned from a forgotten chunk (``source``: the chunk's id), removed with it."""
+
+    id: str
+    kind: str
+    text: str
+    source: str
+
+
+@dataclass
 class ForgetOutcome:
     """What a forget removed (or, with ``dryRun``, would remove; then ``deleted`` is 0)."""
 
     deleted: int
     items: list[ForgottenItem]
     entities: list[OrphanedEntity]
+    derived: list[DerivedFact] = field(default_factory=list)
 
 
 class ForgetService:
@@ -301,12 +340,26 @@ class ForgetService:
     response cache)."""
 
     def __init__(self, store: RecordStore, search: SearchIndex | None, sessions: SessionService,
-                 events: DomainEvents, *, remove_originals: Callable[[Iterable[str]], None] | None = None):
+                 events: DomainEvents, *, remove_originals: Callable[[Iterable[str]], None] | None = None,
+                 forget_passages: Callable[[RequestContext, dict[str, int]], None] | None = None):
         self.store = store
         self.search = search
         self.sessions = sessions
         self._events = events
         self._remove_originals = remove_originals
+        self._forget_passages = forget_passages
+
+    def forget_passages(self, ctx: RequestContext, counts: dict[str, int]) -> None:
+        """Chunks of these documents (``{document id: chunks}``) are being forgotten: their
+        originals go and the documents are marked to rebuild from their remaining chunks
+        (``DocumentService.forget_passages``); without that collaborator, the originals go."""
+        counts = {d: n for d, n in counts.items() if d}
+        if not counts:
+            return
+        if self._forget_passages is not None:
+            self._forget_passages(ctx, counts)
+        else:
+            self.remove_originals(counts)
 
     def remove_originals(self, document_ids: Iterable[str]) -> None:
         """Remove the kept originals (object storage) of these documents: called before the
@@ -354,11 +407,25 @@ class ForgetService:
                   ([record, *forgetter.history(self, ctx, record)] if req.purge else [record])
                   if forgetter is not None and record is not None else [])
                  for forgetter, record, unit_id in targets]
+        # Facts learned from a forgotten chunk go with it (``ChunkForgetter.derived``).
+        listed = {unit_id for *_, unit_id in targets}
+        derived: list[DerivedFact] = []
+        for forgetter, record, unit_id in targets:
+            if forgetter is None or record is None:
+                continue
+            for fact_forgetter, fact in forgetter.derived(self, ctx, record):
+                fact_id = fact.data["id"]
+                if fact_id in listed:
+                    continue
+                listed.add(fact_id)
+                derived.append(DerivedFact(fact_id, fact.data["kind"], _fact_text(fact.data), unit_id))
+                rows = [fact, *fact_forgetter.history(self, ctx, fact)] if req.purge else [fact]
+                plans.append((fact_forgetter, fact, fact_id, rows))
         going = [row for *_, rows in plans for row in rows]
         orphans = OrphanedEntities(self, ctx).find(going)
         entities = [OrphanedEntity(o.data["id"], o.data.get("name") or o.data["id"]) for o in orphans]
         if req.dry_run:
-            return ForgetOutcome(0, items, entities)
+            return ForgetOutcome(0, items, entities, derived)
         removed: set[str] = set(stale)
         for forgetter, _, unit_id, rows in plans:
             removed.add(unit_id)
@@ -367,7 +434,7 @@ class ForgetService:
         if orphans:
             removed |= remove_records(self.store, orphans, purge=req.purge)
         self.after_removal(ctx, removed)
-        return ForgetOutcome(len(items), items, entities)
+        return ForgetOutcome(len(items), items, entities, derived)
 
     def forget_record(self, ctx: RequestContext, record: Record, *, purge: bool = False) -> ForgetOutcome:
         """Forget one fact record the caller named by id (``edits.FactEdits.delete``, which
