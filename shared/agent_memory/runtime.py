@@ -54,6 +54,7 @@ class Runtime:
         self.events.subscribe(RecordsForgotten, self._forget_idempotent_replies_naming)
         self.events.subscribe(RecordsForgotten, self._invalidate_responses_using)
         self.events.subscribe(RecordsForgotten, self._unindex_forgotten_documents)
+        self.events.subscribe(RecordsForgotten, self._redact_traces_quoting)
 
     def _invalidate_responses_citing(self, event: FactsChanged) -> None:
         self.response_cache.mark_written(event.ctx.context_id, event.ctx.partition)
@@ -80,6 +81,10 @@ class Runtime:
         """A document removed by a forget (a scope forget takes document rows): its keywords go."""
         for doc_id in sorted(i for i in event.ids if i.startswith("doc_")):
             self.keywords.remove_document(event.ctx, doc_id)
+
+    def _redact_traces_quoting(self, event: RecordsForgotten) -> None:
+        """Traces that named or quoted a removed record lose the quoted text (ids stay)."""
+        self.traces.redact(event.ctx, event.ids, event.texts)
 
     def close(self) -> None:
         """Let background work started by this runtime finish (the local ingestion worker)."""

@@ -104,8 +104,9 @@ class SessionService:
             page = self.store.query(pk, after=after, limit=100)
             if page.records:
                 self.store.transact([Delete(r.pk, r.sk) for r in page.records])
-                turn_ids = frozenset(Turn.from_item(r.data).id for r in page.records)
-                self._events.publish(RecordsForgotten(ctx, turn_ids))
+                turns = [Turn.from_item(r.data) for r in page.records]
+                self._events.publish(RecordsForgotten(ctx, frozenset(t.id for t in turns),
+                                                      frozenset(t.content for t in turns if t.content)))
             if page.last_key is None:
                 break
             after = page.last_key

@@ -287,6 +287,15 @@ class OrphanedEntities:
         return any(hit.unit.id not in gone for hit in hits)
 
 
+def record_text(data: dict[str, Any]) -> str:
+    """What a removed record said: a turn's content, a chunk's text, a fact's unit text."""
+    if data.get("kind") == "turn":
+        return data.get("content") or ""
+    if data.get("kind") == "chunk":
+        return data.get("text") or ""
+    return _fact_text(data)
+
+
 def _fact_text(data: dict[str, Any]) -> str:
     """The text a fact's search unit holds (what forget lists for a hit)."""
     kind = BY_KIND.get(data.get("kind"))  # type: ignore[arg-type]
@@ -433,7 +442,8 @@ class ForgetService:
                 removed |= forgetter.remove(self, ctx, rows, req.purge)
         if orphans:
             removed |= remove_records(self.store, orphans, purge=req.purge)
-        self.after_removal(ctx, removed)
+        texts = [i.text for i in items] + [d.text for d in derived] + [record_text(r.data) for r in going]
+        self.after_removal(ctx, removed, texts)
         return ForgetOutcome(len(items), items, entities, derived)
 
     def forget_record(self, ctx: RequestContext, record: Record, *, purge: bool = False) -> ForgetOutcome:
@@ -447,15 +457,17 @@ class ForgetService:
         removed = {record.data["id"]} | forgetter.remove(self, ctx, rows, purge)
         if orphans:
             removed |= remove_records(self.store, orphans, purge=purge)
-        self.after_removal(ctx, removed)
+        self.after_removal(ctx, removed, [record_text(r.data) for r in rows])
         unit_kind = record.data["kind"]
         item = ForgottenItem(record.data["id"], unit_kind, _fact_text(record.data), 1.0)
         return ForgetOutcome(1, [item], [OrphanedEntity(o.data["id"], o.data.get("name") or o.data["id"])
                                          for o in orphans])
 
-    def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str]) -> None:
+    def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str],
+                      texts: Iterable[str] = ()) -> None:
         """Derived copies: search units now (whatever the projection lag), then the event's
-        subscribers (idempotency replies, the response cache)."""
+        subscribers (idempotency replies, the response cache, traces quoting ``texts``: what
+        the removed records said, never stored)."""
         ids = set(ids)
         if not ids:
             return
@@ -466,4 +478,4 @@ class ForgetService:
                 # The records are gone (readers check units against the store) and the
                 # projection's pending entry removes their units once the index answers.
                 log.warning("search unavailable after a removal; its units go with the projection")
-        self._events.publish(RecordsForgotten(ctx, frozenset(ids)))
+        self._events.publish(RecordsForgotten(ctx, frozenset(ids), frozenset(t for t in texts if t)))
