@@ -71,11 +71,22 @@ class Runtime:
             mark_written(self.base_store, context_id, partition)
 
     def _forget_idempotent_replies_naming(self, event: RecordsForgotten) -> None:
-        self.idempotency.forget_refs(event.ctx, event.ids)
+        from agent_memory.services.operations import receipts
+
+        receipts.note_derived(idempotency=self.idempotency.forget_refs(event.ctx, event.ids),
+                              idempotency_refs=event.ids)
 
     def _invalidate_responses_using(self, event: RecordsForgotten) -> None:
-        self.response_cache.invalidate(event.ctx, entity_ids=[i for i in event.ids if i.startswith("entity:")],
-                                       unit_ids=[i for i in event.ids if not i.startswith("entity:")])
+        from agent_memory.services.operations import receipts
+
+        entities = [i for i in event.ids if i.startswith("entity:")]
+        units = [i for i in event.ids if not i.startswith("entity:")]
+        dropped = self.response_cache.invalidate(event.ctx, entity_ids=entities, unit_ids=units)
+        # The query embeddings held in memory that quote the removed text go too.
+        forget_texts = getattr(self.__dict__.get("embedder"), "forget_texts", None)
+        embeddings = forget_texts(sorted(event.texts)) if forget_texts is not None else 0
+        receipts.note_derived(response_cache=dropped, query_embeddings=embeddings,
+                              cache_refs=[*(f"e#{e}" for e in entities), *(f"u#{u}" for u in units)])
 
     def _unindex_forgotten_documents(self, event: RecordsForgotten) -> None:
         """A document removed by a forget (a scope forget takes document rows): its keywords go."""
@@ -84,7 +95,43 @@ class Runtime:
 
     def _redact_traces_quoting(self, event: RecordsForgotten) -> None:
         """Traces that named or quoted a removed record lose the quoted text (ids stay)."""
-        self.traces.redact(event.ctx, event.ids, event.texts)
+        from agent_memory.services.operations import receipts
+
+        receipts.note_derived(traces=self.traces.redact(event.ctx, event.ids, event.texts))
+
+    @cached_property
+    def receipts(self):
+        from agent_memory.services.operations.receipts import Places, ReceiptBook
+
+        def search_get(context_id: str, unit_id: str):
+            return self.search.get(context_id, unit_id) if self.search is not None else None
+
+        def object_exists(key: str) -> bool:
+            uploads = self.documents._uploads()
+            if uploads is None:
+                return False
+            try:
+                return uploads.read(key, 1) is not None
+            except ValueError:  # larger than one byte: it is there
+                return True
+
+        def cached_queries(hashes: set[str]) -> int:
+            cached = getattr(self.__dict__.get("embedder"), "cached_hashes", None)
+            return cached(hashes) if cached is not None else 0
+
+        def cache_ref_exists(ctx, ref: str) -> bool:
+            from agent_memory.kernel import storage_keys as keys
+
+            if ref.startswith("idem:"):
+                from agent_memory.services.facts.idempotency import REF_SK
+
+                return self.store.get(keys.idempotency_ref_pk(ctx, ref[5:]), REF_SK) is not None
+            return bool(self.store.query(f"{keys.base(ctx)}#cache-refs#{ref}", limit=1).records)
+
+        return ReceiptBook(self.store, Places(search_get=search_get, object_exists=object_exists,
+                                              traces_holding=self.traces.holding, cached_queries=cached_queries,
+                                              cache_ref_exists=cache_ref_exists),
+                           ttl_s=self.settings.limits.audit_ttl_s)
 
     def close(self) -> None:
         """Let background work started by this runtime finish (the local ingestion worker)."""

@@ -8,7 +8,7 @@ import threading
 import time
 import unicodedata
 
-KINDS = {"turn", "sess", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "trace", "thr", "tturn", "key", "cache", "audit"}
+KINDS = {"turn", "sess", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "trace", "thr", "tturn", "key", "cache", "audit", "rcpt"}
 
 ENTITY_TYPES = (
     "person", "organisation", "project", "location", "topic", "product",

@@ -23,6 +23,7 @@ from agent_memory.kernel.ids import new_id
 from agent_memory.kernel.stored_item import record_bytes
 from agent_memory.models.records import Page, Session, Turn
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
+from agent_memory.services.operations import receipts
 from agent_memory.services.events import DomainEvents, EventPublisher, RecordsForgotten
 
 APPEND_ATTEMPTS = 40
@@ -104,6 +105,7 @@ class SessionService:
             page = self.store.query(pk, after=after, limit=100)
             if page.records:
                 self.store.transact([Delete(r.pk, r.sk) for r in page.records])
+                receipts.note_rows(page.records)
                 turns = [Turn.from_item(r.data) for r in page.records]
                 self._events.publish(RecordsForgotten(ctx, frozenset(t.id for t in turns),
                                                       frozenset(t.content for t in turns if t.content)))

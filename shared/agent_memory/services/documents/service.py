@@ -76,6 +76,7 @@ from agent_memory.ports import (
     RecordStore,
     UploadStore,
 )
+from agent_memory.services.operations import receipts
 from agent_memory.services import paging
 from agent_memory.services.documents import chunking, formats, links
 from agent_memory.services.documents.ingestion import (
@@ -404,7 +405,10 @@ class DocumentService:
         """Remove a document's chunks and stored parts, then its row and (if it still names it)
         its hash row."""
         remove_parts(self.store, ctx, doc_id)
-        remove_all(self.store, keys.chunks_pk(ctx, doc_id))
+        chunks_pk = keys.chunks_pk(ctx, doc_id)
+        receipts.note_partition(chunks_pk, [str(r.data.get("id")) for r in paging.scan(self.store, paging.Source(chunks_pk))
+                                            if r.data.get("id")])
+        remove_all(self.store, chunks_pk)
         if self.keywords is not None:
             self.keywords.remove_document(ctx, doc_id)
         self.remove_original(doc_id)
@@ -415,6 +419,9 @@ class DocumentService:
                     self.store.delete(*hash_key, Condition.version_is(claim.version))
                 except ConditionFailed:
                     pass  # another upload took the claim over meanwhile
+        doc_row = self.store.get(keys.documents_pk(ctx), doc_id)
+        if doc_row is not None:
+            receipts.note_rows([doc_row])
         self.store.delete(keys.documents_pk(ctx), doc_id)
 
     def remove_original(self, doc_id: str) -> None:
@@ -424,6 +431,7 @@ class DocumentService:
             return
         uploads.delete(original_key(doc_id))
         uploads.delete(staging_key(doc_id))
+        receipts.note_objects([original_key(doc_id), staging_key(doc_id)])
 
     def forget_passages(self, ctx: RequestContext, counts: dict[str, int]) -> None:
         """``POST /forget`` is removing chunks of these documents (``{document id: chunks}``):

@@ -63,6 +63,7 @@ from agent_memory.ports import (
 from agent_memory.services import paging
 from agent_memory.services.conversation.sessions import backoff
 from agent_memory.services.events import RecordsForgotten
+from agent_memory.services.operations import receipts
 from agent_memory.services.facts.fact_kinds import (
     BY_KIND,
     FACT_KINDS,
@@ -119,6 +120,7 @@ def remove_records(store: RecordStore, records: Iterable[Record], *, purge: bool
     unique: dict[tuple[str, str], Record] = {}
     for r in records:
         unique[(r.pk, r.sk)] = r
+    receipts.note_rows(unique.values())
     pending = list(unique.values())
     removed: set[str] = set()
     at = timeutil.now_iso()
@@ -175,6 +177,18 @@ class TurnForgetter(Forgetter):
         if turn is None:
             return None
         return _live(svc.store.get(keys.turns_pk(ctx, turn.session), keys.turn_sk(turn.seq)))
+
+    def derived(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[tuple[Forgetter, Record]]:
+        """A forgotten user turn's reply (the assistant turn right after it, written by the same
+        chat call) goes with it: it answers, and may repeat, what was said."""
+        data = record.data
+        if data.get("role") != "user" or data.get("seq") is None:
+            return []
+        reply = _live(svc.store.get(record.pk, keys.turn_sk(int(data["seq"]) + 1)))
+        if reply is None or reply.data.get("role") != "assistant" or reply.data.get("infer") != "none" \
+                or reply.data.get("observedAt") != data.get("observedAt"):
+            return []
+        return [(self, reply)]
 
 
 @register_forgetter("chunk")
@@ -324,7 +338,8 @@ class OrphanedEntity:
 
 @dataclass
 class DerivedFact:
-    """A fact learned from a forgotten chunk (``source``: the chunk's id), removed with it."""
+    """A record that goes with a forgotten one (``source``: its id): a fact learned from a
+    forgotten chunk, or the reply to a forgotten user turn."""
 
     id: str
     kind: str
@@ -427,13 +442,20 @@ class ForgetService:
                 if fact_id in listed:
                     continue
                 listed.add(fact_id)
-                derived.append(DerivedFact(fact_id, fact.data["kind"], _fact_text(fact.data), unit_id))
+                derived.append(DerivedFact(fact_id, fact.data["kind"], record_text(fact.data), unit_id))
                 rows = [fact, *fact_forgetter.history(self, ctx, fact)] if req.purge else [fact]
                 plans.append((fact_forgetter, fact, fact_id, rows))
         going = [row for *_, rows in plans for row in rows]
         orphans = OrphanedEntities(self, ctx).find(going)
         entities = [OrphanedEntity(o.data["id"], o.data.get("name") or o.data["id"]) for o in orphans]
         if req.dry_run:
+            # The receipt's preview: what would go, from the same places (nothing is removed).
+            receipts.note_rows([*going, *orphans])
+            receipts.note_texts([i.text for i in items] + [record_text(r.data) for r in going])
+            receipts.note_objects(f"originals/{r.data['documentId']}" for r in going
+                                  if r.data.get("kind") == "chunk" and r.data.get("documentId"))
+            receipts.note_derived(search_units=[*(i.id for i in items), *(d.id for d in derived),
+                                                *(o.data["id"] for o in orphans)])
             return ForgetOutcome(0, items, entities, derived)
         removed: set[str] = set(stale)
         for forgetter, _, unit_id, rows in plans:
@@ -471,6 +493,9 @@ class ForgetService:
         ids = set(ids)
         if not ids:
             return
+        texts = [t for t in texts if t]
+        receipts.note_texts(texts)
+        receipts.note_derived(search_units=ids)
         if self.search is not None:
             try:
                 self.search.delete(ctx.context_id, sorted(ids))
@@ -478,4 +503,4 @@ class ForgetService:
                 # The records are gone (readers check units against the store) and the
                 # projection's pending entry removes their units once the index answers.
                 log.warning("search unavailable after a removal; its units go with the projection")
-        self._events.publish(RecordsForgotten(ctx, frozenset(ids), frozenset(t for t in texts if t)))
+        self._events.publish(RecordsForgotten(ctx, frozenset(ids), frozenset(texts)))

@@ -174,6 +174,23 @@ class TraceStore:
         return sorted(trace_id for trace_id, records in self._all(ctx)
                       if any(_redacted(r.data, _asked(records, ids), quoted)[1] for r in records))
 
+    def holding(self, ctx: RequestContext, ids: set[str], hashes: set[str]) -> list[str]:
+        """The trace ids that still hold erased text, known only by ids and SHA-256 hashes (a
+        receipt's verify): a string whose hash is one of ``hashes``, or the unredacted
+        question of a trace asked by one of the removed turns ``ids``."""
+        def holds(value: Any, key: str | None, asked: bool) -> bool:
+            if isinstance(value, str):
+                return value != REDACTED and bool(value) and (
+                    hashlib.sha256(value.encode("utf-8")).hexdigest() in hashes or (asked and key in _FREE_TEXT))
+            if isinstance(value, dict):
+                return any(holds(v, k, asked) for k, v in value.items() if k != "redacted")
+            if isinstance(value, list):
+                return any(holds(v, key, asked) for v in value)
+            return False
+
+        return sorted(trace_id for trace_id, records in self._all(ctx)
+                      if any(holds(r.data, None, _asked(records, ids)) for r in records))
+
     def _all(self, ctx: RequestContext) -> list[tuple[str, list[Record]]]:
         """Every trace row of the context (expired ones included: they still hold text), by trace."""
         grouped: dict[str, list[Record]] = {}
