@@ -17,7 +17,6 @@ import numpy as np
 
 from agent_memory.ports import Embedder
 
-
 MIN_PART = 8  # a cached text shorter than this is never taken for a part of an erased one
 
 

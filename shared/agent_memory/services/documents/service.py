@@ -76,7 +76,6 @@ from agent_memory.ports import (
     RecordStore,
     UploadStore,
 )
-from agent_memory.services.operations import receipts
 from agent_memory.services import paging
 from agent_memory.services.documents import chunking, formats, links
 from agent_memory.services.documents.ingestion import (
@@ -88,6 +87,7 @@ from agent_memory.services.documents.ingestion import (
 )
 from agent_memory.services.documents.keywords import KeywordIndex
 from agent_memory.services.facts.repository import scope_sig
+from agent_memory.services.operations import receipts
 
 log = logging.getLogger("agent_memory.documents")
 
@@ -443,7 +443,7 @@ class DocumentService:
             if not doc_id:
                 continue
             self.remove_original(doc_id)
-            for attempt in range(8):
+            for _ in range(8):
                 record = self.store.get(keys.documents_pk(ctx), doc_id)
                 if record is None or document_of(record).deleted:
                     break

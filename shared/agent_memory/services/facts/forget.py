@@ -63,13 +63,13 @@ from agent_memory.ports import (
 from agent_memory.services import paging
 from agent_memory.services.conversation.sessions import backoff
 from agent_memory.services.events import RecordsForgotten
-from agent_memory.services.operations import receipts
 from agent_memory.services.facts.fact_kinds import (
     BY_KIND,
     FACT_KINDS,
     Forgetter,
     live,
 )
+from agent_memory.services.operations import receipts
 
 if TYPE_CHECKING:
     from agent_memory.models.reads import ForgetRequest

@@ -172,7 +172,12 @@ class ScopeRegistry:
         """Remove what ``members`` name that is still under ``path`` and the caller may take,
         and the membership rows that no longer stand for anything."""
         from agent_memory.services.facts.fact_kinds import BY_KIND
-        from agent_memory.services.facts.forget import FORGETTERS, OrphanedEntities, record_text, remove_records
+        from agent_memory.services.facts.forget import (
+            FORGETTERS,
+            OrphanedEntities,
+            record_text,
+            remove_records,
+        )
 
         if not members:
             return 0
