@@ -106,15 +106,6 @@ class Runtime:
         def search_get(context_id: str, unit_id: str):
             return self.search.get(context_id, unit_id) if self.search is not None else None
 
-        def object_exists(key: str) -> bool:
-            uploads = self.documents._uploads()
-            if uploads is None:
-                return False
-            try:
-                return uploads.read(key, 1) is not None
-            except ValueError:  # larger than one byte: it is there
-                return True
-
         def cached_queries(hashes: set[str]) -> int:
             cached = getattr(self.__dict__.get("embedder"), "cached_hashes", None)
             return cached(hashes) if cached is not None else 0
@@ -128,7 +119,9 @@ class Runtime:
                 return self.store.get(keys.idempotency_ref_pk(ctx, ref[5:]), REF_SK) is not None
             return bool(self.store.query(f"{keys.base(ctx)}#cache-refs#{ref}", limit=1).records)
 
-        return ReceiptBook(self.store, Places(search_get=search_get, object_exists=object_exists,
+        # Object storage is not read again: deployed, a GetObject of a missing key answers 403
+        # without s3:ListBucket, so the receipt's object keys rest on the deletes' success.
+        return ReceiptBook(self.store, Places(search_get=search_get,
                                               traces_holding=self.traces.holding, cached_queries=cached_queries,
                                               cache_ref_exists=cache_ref_exists),
                            ttl_s=self.settings.limits.audit_ttl_s)

@@ -256,9 +256,7 @@ API = ("RecordRead", "BootstrapKey")
 FUNCTIONS: dict[str, tuple[str, ...]] = {
     "SessionsFunction": (*API, "RecordWrite", "RecordBatchRead", "CursorSecret"),
     "FactsFunction": (*API, "RecordBatchRead", "RecordWrite", "ExtractionModel", "ResponseModel", "EmbeddingModel",
-                      "Rerank", "OpenAIKey", "SearchRead", "SearchWrite", "DocumentObjectsDelete",
-                      # POST /receipts/{id}/verify looks for originals and staged uploads again
-                      "OriginalsRead", "UploadRead"),
+                      "Rerank", "OpenAIKey", "SearchRead", "SearchWrite", "DocumentObjectsDelete"),
     "ThreadsFunction": (*API, "RecordBatchRead", "RecordWrite", "CursorSecret", "EmbeddingModel", "OpenAIKey",
                         "SearchRead"),
     "ChatFunction": (*API, "RecordBatchRead", "RecordWrite", "ExtractionModel", "ResponseModelStreaming",

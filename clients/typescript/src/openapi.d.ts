@@ -506,7 +506,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** @description Looks again in every place the receipt names (record rows by key, search units, originals and staged uploads, idempotency and response-cache references, traces and query embeddings by content hash) and lists what remains; clean when nothing does. A soft delete's rows remain as tombstones. Writes nothing (no body needed). */
+        /** @description Looks again in every place the receipt names (record rows by key, search units, idempotency and response-cache references, traces and query embeddings by content hash; object storage is not read again) and lists what remains; clean when nothing does. A soft delete's rows remain as tombstones. Writes nothing (no body needed). */
         post: operations["verifyReceipt"];
         delete?: never;
         options?: never;

@@ -16,7 +16,7 @@ On exit the receipt is written to the audit log (``reason:
 
 ``verify`` looks again in every place a receipt names, by its ids, keys and hashes, and lists
 what remains: a row still there (a soft delete's tombstone is reported as ``tombstone``), a
-search unit, an object, an idempotency or cache reference, a trace string or query embedding
+search unit, an idempotency or cache reference, a trace string or query embedding
 whose hash is one of the erased texts.
 """
 
