@@ -136,8 +136,11 @@ def delete_scope(context_id: str):
 @app.post("/api/v1/<context_id>/scopes/forget")
 def forget_scope(context_id: str):
     req = http.body(app, ForgetScopeRequest)
-    return wire.scope_forgotten(get_runtime().scope_registry.forget(http.context(app, context_id), req.path,
-                                                                    req.continuation))
+    ctx = http.context(app, context_id)
+    rt = get_runtime()
+    with rt.receipts.collect(ctx, "scope.forget") as erasure:
+        outcome = rt.scope_registry.forget(ctx, req.path, req.continuation)
+    return {**wire.scope_forgotten(outcome), "receipt": erasure.receipt}
 
 
 def scheduled_backfill(lambda_context):

@@ -160,8 +160,10 @@ def get_document(context_id: str, document_id: str):
 @app.delete(f"{BASE}/<document_id>")
 def delete_document(context_id: str, document_id: str):
     ctx = http.context(app, context_id)
-    get_runtime().documents.delete(ctx, document_id)
-    return http.empty_response(204)
+    rt = get_runtime()
+    with rt.receipts.collect(ctx, "document.delete") as erasure:
+        rt.documents.delete(ctx, document_id)
+    return http.receipted_empty(erasure.receipt)
 
 
 @app.put(f"{BASE}/<document_id>")

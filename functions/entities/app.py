@@ -42,8 +42,10 @@ def get_entity(context_id: str, type: str, name: str):
 @app.delete(ENTITY)
 def delete_entity(context_id: str, type: str, name: str):
     ctx = http.context(app, context_id)
-    get_runtime().entities.delete(ctx, entity_ref(type, name))
-    return http.empty_response(204)
+    rt = get_runtime()
+    with rt.receipts.collect(ctx, "entity.delete", purge=False) as erasure:
+        rt.entities.delete(ctx, entity_ref(type, name))
+    return http.receipted_empty(erasure.receipt)
 
 
 @app.get(f"{ENTITY}/history")
@@ -110,9 +112,11 @@ def _get_fact(context_id: str, collection: str, fact_id: str):
 
 def _delete_fact(context_id: str, collection: str, fact_id: str):
     ctx = http.context(app, context_id)
-    outcome = get_runtime().fact_edits.delete(ctx, EDITABLE[collection], fact_id,
-                                              purge=bool(http.query_bool(app, "purge")))
-    return facts.forget(outcome)
+    rt = get_runtime()
+    purge = bool(http.query_bool(app, "purge"))
+    with rt.receipts.collect(ctx, "fact.delete", purge=purge) as erasure:
+        outcome = rt.fact_edits.delete(ctx, EDITABLE[collection], fact_id, purge=purge)
+    return facts.forget(outcome, erasure.receipt)
 
 
 def _correct_fact(context_id: str, collection: str, fact_id: str):

@@ -1,5 +1,6 @@
 """Facts area: POST /facts and /facts/batch (store turns, extract and reconcile facts),
-POST /forget (semantic soft delete, ``agent_memory.services.facts.forget``), and the
+POST /forget (semantic soft delete, ``agent_memory.services.facts.forget``), erasure receipts
+(GET /receipts/{id}, POST /receipts/{id}/verify: ``services.operations.receipts``), and the
 memory-care verbs: POST /consolidate, /reflect, /elaborate, /lifecycle/decay,
 /lifecycle/expire and /fsck (``agent_memory.services.care``, docs/memory-care.md).
 
@@ -50,7 +51,24 @@ def forget(context_id: str):
     # Not idempotency-keyed on purpose: a stored reply would keep the forgotten text.
     ctx = http.context(app, context_id)
     req = http.body(app, ForgetRequest)
-    return facts.forget(get_runtime().forget.forget(ctx, req))
+    rt = get_runtime()
+    # A dry run previews the receipt (same shape, nothing stored); a forget stores it.
+    with (rt.receipts.preview(ctx, "forget", purge=req.purge) if req.dry_run
+          else rt.receipts.collect(ctx, "forget", purge=req.purge)) as erasure:
+        outcome = rt.forget.forget(ctx, req)
+    return facts.forget(outcome, erasure.receipt)
+
+
+@app.get("/api/v1/<context_id>/receipts/<receipt_id>")
+def get_receipt(context_id: str, receipt_id: str):
+    ctx = http.context(app, context_id)
+    return get_runtime().receipts.get(ctx, http.path_id(receipt_id))
+
+
+@app.post("/api/v1/<context_id>/receipts/<receipt_id>/verify")
+def verify_receipt(context_id: str, receipt_id: str):
+    ctx = http.context(app, context_id)
+    return get_runtime().receipts.verify(ctx, http.path_id(receipt_id))
 
 
 # --- memory care ----------------------------------------------------------------------------

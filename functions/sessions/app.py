@@ -67,8 +67,10 @@ def close_session(context_id: str, session_id: str):
 @app.delete("/api/v1/<context_id>/sessions/<session_id>")
 def delete_session(context_id: str, session_id: str):
     ctx = http.context(app, context_id)
-    get_runtime().sessions.delete(ctx, http.path_id(session_id))
-    return http.empty_response(204)
+    rt = get_runtime()
+    with rt.receipts.collect(ctx, "session.delete") as erasure:
+        rt.sessions.delete(ctx, http.path_id(session_id))
+    return http.receipted_empty(erasure.receipt)
 
 
 @app.get("/api/v1/<context_id>/sessions/<session_id>/turns")

@@ -54,6 +54,7 @@ class Runtime:
         self.events.subscribe(RecordsForgotten, self._forget_idempotent_replies_naming)
         self.events.subscribe(RecordsForgotten, self._invalidate_responses_using)
         self.events.subscribe(RecordsForgotten, self._unindex_forgotten_documents)
+        self.events.subscribe(RecordsForgotten, self._redact_traces_quoting)
 
     def _invalidate_responses_citing(self, event: FactsChanged) -> None:
         self.response_cache.mark_written(event.ctx.context_id, event.ctx.partition)
@@ -70,16 +71,60 @@ class Runtime:
             mark_written(self.base_store, context_id, partition)
 
     def _forget_idempotent_replies_naming(self, event: RecordsForgotten) -> None:
-        self.idempotency.forget_refs(event.ctx, event.ids)
+        from agent_memory.services.operations import receipts
+
+        receipts.note_derived(idempotency=self.idempotency.forget_refs(event.ctx, event.ids),
+                              idempotency_refs=event.ids)
 
     def _invalidate_responses_using(self, event: RecordsForgotten) -> None:
-        self.response_cache.invalidate(event.ctx, entity_ids=[i for i in event.ids if i.startswith("entity:")],
-                                       unit_ids=[i for i in event.ids if not i.startswith("entity:")])
+        from agent_memory.services.operations import receipts
+
+        entities = [i for i in event.ids if i.startswith("entity:")]
+        units = [i for i in event.ids if not i.startswith("entity:")]
+        dropped = self.response_cache.invalidate(event.ctx, entity_ids=entities, unit_ids=units)
+        # The query embeddings held in memory that quote the removed text go too.
+        forget_texts = getattr(self.__dict__.get("embedder"), "forget_texts", None)
+        embeddings = forget_texts(sorted(event.texts)) if forget_texts is not None else 0
+        receipts.note_derived(response_cache=dropped, query_embeddings=embeddings,
+                              cache_refs=[*(f"e#{e}" for e in entities), *(f"u#{u}" for u in units)])
 
     def _unindex_forgotten_documents(self, event: RecordsForgotten) -> None:
         """A document removed by a forget (a scope forget takes document rows): its keywords go."""
         for doc_id in sorted(i for i in event.ids if i.startswith("doc_")):
             self.keywords.remove_document(event.ctx, doc_id)
+
+    def _redact_traces_quoting(self, event: RecordsForgotten) -> None:
+        """Traces that named or quoted a removed record lose the quoted text (ids stay)."""
+        from agent_memory.services.operations import receipts
+
+        receipts.note_derived(traces=self.traces.redact(event.ctx, event.ids, event.texts))
+
+    @cached_property
+    def receipts(self):
+        from agent_memory.services.operations.receipts import Places, ReceiptBook
+
+        def search_get(context_id: str, unit_id: str):
+            return self.search.get(context_id, unit_id) if self.search is not None else None
+
+        def cached_queries(hashes: set[str]) -> int:
+            cached = getattr(self.__dict__.get("embedder"), "cached_hashes", None)
+            return cached(hashes) if cached is not None else 0
+
+        def cache_ref_exists(ctx, ref: str) -> bool:
+            from agent_memory.kernel import storage_keys as keys
+
+            if ref.startswith("idem:"):
+                from agent_memory.services.facts.idempotency import REF_SK
+
+                return self.store.get(keys.idempotency_ref_pk(ctx, ref[5:]), REF_SK) is not None
+            return bool(self.store.query(f"{keys.base(ctx)}#cache-refs#{ref}", limit=1).records)
+
+        # Object storage is not read again: deployed, a GetObject of a missing key answers 403
+        # without s3:ListBucket, so the receipt's object keys rest on the deletes' success.
+        return ReceiptBook(self.store, Places(search_get=search_get,
+                                              traces_holding=self.traces.holding, cached_queries=cached_queries,
+                                              cache_ref_exists=cache_ref_exists),
+                           ttl_s=self.settings.limits.audit_ttl_s)
 
     def close(self) -> None:
         """Let background work started by this runtime finish (the local ingestion worker)."""
@@ -369,8 +414,10 @@ class Runtime:
         from agent_memory.services.facts.forget import ForgetService
 
         # A forgotten chunk or document takes its kept original (object storage) with it.
+        # A forgotten chunk's document loses its original and rebuilds from its remaining chunks.
         return ForgetService(self.store, self.search, self.sessions, self.events,
-                             remove_originals=self._remove_originals)
+                             remove_originals=self._remove_originals,
+                             forget_passages=lambda ctx, counts: self.documents.forget_passages(ctx, counts))
 
     def _remove_originals(self, document_ids) -> None:
         for doc_id in document_ids:

@@ -27,11 +27,13 @@ RECORD_ENV = "AGENT_MEMORY_RECORD_BASELINE"
 CTX = "/api/v1/baseline"
 FIXED_TIMES = {"2026-01-05T09:00:00Z", "2026-02-01T10:00:00Z"}
 
-_ID = re.compile(r"\b(?:turn|sess|attr|rel|act|instr|unc|doc|chunk|trace|thr|tturn|key|cache|audit)_[0-9a-z]{26}\b")
+_ID = re.compile(r"\b(?:turn|sess|attr|rel|act|instr|unc|doc|chunk|trace|thr|tturn|key|cache|audit|rcpt)_[0-9a-z]{26}\b")
 _TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?")
 _DURATION = re.compile(r'("(?:[a-zA-Z]*(?:Ms|_ms|Seconds|_seconds))"\s*:\s*)-?\d+(?:\.\d+)?')
 _CURSOR = re.compile(r'("(?:nextCursor|next_cursor|cursor)"\s*:\s*)"[^"]*"')
 _REQUEST_ID = re.compile(r'("(?:requestId|request_id)"\s*:\s*)"[^"]*"')
+# An audit decision's traceId is its request's id (an erasure receipt's row, say): drawn per request.
+_REQUEST_TRACE = re.compile(r'("traceId"\s*:\s*)"[0-9a-f]{32}"')
 # A write without observedAt is dated today, and a context block's fence nonce is drawn
 # from the block's text: both follow the day the scenario runs on. The nonce opens and closes
 # the block, so both lines are masked, as one numbered value that must still match.
@@ -57,6 +59,7 @@ class Masker:
     def __call__(self, text: str) -> str:
         text = _CURSOR.sub(lambda m: m.group(1) + '"<cursor>"', text)
         text = _REQUEST_ID.sub(lambda m: m.group(1) + '"<request-id>"', text)
+        text = _REQUEST_TRACE.sub(lambda m: m.group(1) + '"<request-id>"', text)
         text = _DURATION.sub(lambda m: m.group(1) + "<duration>", text)
         text = _ID.sub(lambda m: self._token(m.group(0).split("_")[0], m.group(0)), text)
         text = _FENCE.sub(lambda m: m.group(1) + self._token("fence", m.group(2)) + (m.group(3) or ""), text)

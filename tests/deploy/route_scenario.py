@@ -145,6 +145,10 @@ def run(call: Call) -> None:
     ok("GET", f"{CTX}/documents/{doc_id}/keywords")
 
     ok("POST", f"{CTX}/forget", {"query": "Lisbon", "dryRun": True})
+    # A forget that matches nothing still stores its (empty) erasure receipt: read it, verify it.
+    receipt = ok("POST", f"{CTX}/forget", {"query": "zeppelin parade", "minScore": 0.99})["receipt"]
+    assert ok("GET", f"{CTX}/receipts/{receipt['id']}")["id"] == receipt["id"]
+    assert ok("POST", f"{CTX}/receipts/{receipt['id']}/verify")["clean"] is True
     ok("DELETE", f"{CTX}/documents/{doc_id}", status=204)
     ok("DELETE", f"{CTX}/entities/person/emma", status=404)
     # Kept, so that the ingestion worker has a document to finish (the first was deleted while queued).

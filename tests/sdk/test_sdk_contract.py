@@ -24,7 +24,7 @@ TWINS = [
     (sync.Entities, aio.AsyncEntities), (sync.Attributes, aio.AsyncAttributes),
     (sync.Relations, aio.AsyncRelations), (sync.Actions, aio.AsyncActions),
     (sync.Instructions, aio.AsyncInstructions), (sync.Uncertainty, aio.AsyncUncertainty),
-    (sync.Documents, aio.AsyncDocuments), (sync.Traces, aio.AsyncTraces),
+    (sync.Documents, aio.AsyncDocuments), (sync.Traces, aio.AsyncTraces), (sync.Receipts, aio.AsyncReceipts),
 ]
 
 
@@ -94,6 +94,7 @@ MODELS = {
     wire.WriteFactsResponse: "WriteFactsResponse", wire.WriteFactsBatchResponse: "WriteFactsBatchResponse",
     wire.Citation: "CitationJson", wire.ChatResponse: "ChatResponseJson", wire.Trace: "Trace", wire.TraceSummary: "TraceSummary", wire.TraceList: "TraceList",
     wire.TraceStats: "TraceStats", wire.Inspection: "Inspection",
+    wire.ErasureReceipt: "ErasureReceipt", wire.ReceiptVerification: "ReceiptVerification",
     wire.QueryHit: "QueryHit", wire.QueryResponse: "QueryResponse", wire.ContextSource: "ContextSource",
     wire.ContextResponse: "ContextResponse", wire.UploadDocumentResponse: "UploadDocumentResponse",
     wire.Document: "Document", wire.DocumentChunk: "DocumentChunk",

@@ -15,6 +15,8 @@ EXPECTED_MISSING: dict[str, int] = {
 # operationId -> why the client has no method for it
 OURS_ONLY: dict[str, str] = {
     "listContexts": "the client is pinned to one context",
+    "getReceipt": "erasure receipts are ours (issue 70)",
+    "verifyReceipt": "erasure receipts are ours (issue 70)",
     "listSessions": "the client creates and deletes sessions but never lists them",
     "closeSession": "sessions close on our side only; the client deletes them",
     "listThreads": "threads (Memory.Thread) are ours",

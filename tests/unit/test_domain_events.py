@@ -91,4 +91,5 @@ def test_deleting_a_session_publishes_its_turns_as_forgotten(tmp_path):
 
     sessions.delete(CTX, session.id)
 
-    assert published == [RecordsForgotten(CTX, frozenset(t.id for t in turns))]
+    # what the turns said travels too (traces quoting it are redacted), never stored
+    assert published == [RecordsForgotten(CTX, frozenset(t.id for t in turns), frozenset({"one", "two"}))]

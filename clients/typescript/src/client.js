@@ -145,6 +145,7 @@ export class AgentMemory {
     this.uncertainty = new Uncertainty(this);
     this.documents = new Documents(this);
     this.traces = new Traces(this);
+    this.receipts = new Receipts(this);
     this.keys = new Keys(this);
     this.principals = new Principals(this);
     this.scopes = new Scopes(this);
@@ -170,6 +171,12 @@ export class AgentMemory {
 
   async _send(operationId, spec) {
     return (await this._transport.send(this._call(operationId, spec))).data;
+  }
+
+  /** A 204 removal: its erasure receipt id (the X-Erasure-Receipt header), or null. */
+  async _sendForReceipt(operationId, spec) {
+    const response = await this._transport.send(this._call(operationId, spec));
+    return response.headers.get("x-erasure-receipt") || null;
   }
 
   _paged(operationId, { params, query = {}, key, pageSize, sdk }) {
@@ -541,7 +548,7 @@ class Sessions {
 
   async delete(sessionId, options = {}) {
     const [sdk] = split(options);
-    await this._client._send("deleteSession", { params: { session_id: sessionId }, idempotent: true, sdk });
+    return this._client._sendForReceipt("deleteSession", { params: { session_id: sessionId }, idempotent: true, sdk });
   }
 
   context(sessionId, query, options = {}) {
@@ -740,7 +747,7 @@ class Entities {
 
   async delete(type, name, options = {}) {
     const [sdk] = split(options);
-    await this._client._send("deleteEntity", { params: { type, name }, idempotent: true, sdk });
+    return this._client._sendForReceipt("deleteEntity", { params: { type, name }, idempotent: true, sdk });
   }
 }
 
@@ -955,7 +962,9 @@ class Documents {
 
   async delete(documentId, options = {}) {
     const [sdk] = split(options);
-    await this._client._send("deleteDocument", { params: { document_id: documentId }, idempotent: true, sdk });
+    return this._client._sendForReceipt("deleteDocument", {
+      params: { document_id: documentId }, idempotent: true, sdk,
+    });
   }
 
   /** Polls until the document is no longer ingesting; throws after `timeoutMs`.
@@ -1069,6 +1078,22 @@ class Scopes {
     return this._client._send("forgetScope", {
       json: { path, ...pick(fields, ["continuation"]) }, idempotent: true, sdk,
     });
+  }
+}
+
+/** Erasure receipts: what a removal took out of each place (ids and hashes only). */
+class Receipts {
+  constructor(client) { this._client = client; }
+
+  get(receiptId, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("getReceipt", { params: { receipt_id: receiptId }, idempotent: true, sdk });
+  }
+
+  /** Looks again in every place the receipt names; `remaining` lists what is still there. */
+  verify(receiptId, options = {}) {
+    const [sdk] = split(options);
+    return this._client._send("verifyReceipt", { params: { receipt_id: receiptId }, idempotent: true, sdk });
   }
 }
 

@@ -187,6 +187,7 @@ export declare class AgentMemory {
   readonly uncertainty: UncertaintyApi;
   readonly documents: Documents;
   readonly traces: Traces;
+  readonly receipts: Receipts;
   readonly keys: Keys;
   readonly principals: Principals;
   readonly scopes: Scopes;
@@ -261,7 +262,7 @@ export declare class Spectron extends AgentMemory {}
 
 export interface Session extends Schema<"Session"> {
   close(options?: CallOptions): Promise<Session>;
-  delete(options?: CallOptions): Promise<void>;
+  delete(options?: CallOptions): Promise<string | null>;
   context(query: string, options?: { k?: number } & CallOptions): Promise<S["ContextResponse"]>;
   turns(options?: PageOptions): Paginator<S["Turn"]>;
   chat(message: string, options?: ChatOptions & { stream?: false }): Promise<ChatResponse>;
@@ -276,7 +277,8 @@ export interface Sessions {
   handle(sessionId: string): Session;
   list(options?: PageOptions): Paginator<S["Session"]>;
   close(sessionId: string, options?: CallOptions): Promise<Session>;
-  delete(sessionId: string, options?: CallOptions): Promise<void>;
+  /** Resolves to the removal's erasure receipt id (X-Erasure-Receipt). */
+  delete(sessionId: string, options?: CallOptions): Promise<string | null>;
   context(sessionId: string, query: string, options?: { k?: number } & CallOptions): Promise<S["ContextResponse"]>;
   turns(sessionId: string, options?: PageOptions): Paginator<S["Turn"]>;
 }
@@ -305,7 +307,8 @@ export interface Entities {
   /** One attribute's supersession chain, oldest to newest. */
   history(type: S["EntityType"], name: string, key: string, options?: CallOptions): Promise<S["MemoryAttribute"][]>;
   allHistory(type: S["EntityType"], name: string, options?: PageOptions): Paginator<S["MemoryAttribute"]>;
-  delete(type: S["EntityType"], name: string, options?: CallOptions): Promise<void>;
+  /** Resolves to the removal's erasure receipt id (X-Erasure-Receipt). */
+  delete(type: S["EntityType"], name: string, options?: CallOptions): Promise<string | null>;
 }
 
 export interface Lister<T, F> extends AsyncIterable<T> {
@@ -356,7 +359,8 @@ export interface Documents {
   searchKeywords(query: string, options?: { k?: number; threshold?: number } & CallOptions
   ): Promise<S["KeywordSearchResponse"]>;
   documentKeywords(documentId: string, options?: CallOptions): Promise<S["DocumentKeywords"]>;
-  delete(documentId: string, options?: CallOptions): Promise<void>;
+  /** Resolves to the removal's erasure receipt id (X-Erasure-Receipt). */
+  delete(documentId: string, options?: CallOptions): Promise<string | null>;
   waitReady(documentId: string, options?: {
     timeoutMs?: number; pollIntervalMs?: number; onProgress?: (document: S["Document"]) => void;
   } & CallOptions): Promise<S["Document"]>;
@@ -385,6 +389,11 @@ export interface Scopes {
   list(options?: CallOptions): Promise<S["ScopeNode"][]>;
   delete(path: string, options?: CallOptions): Promise<void>;
   forget(path: string, options?: { continuation?: string } & CallOptions): Promise<S["ForgetScopeResponse"]>;
+}
+
+export interface Receipts {
+  get(receiptId: string, options?: CallOptions): Promise<S["ErasureReceipt"]>;
+  verify(receiptId: string, options?: CallOptions): Promise<S["ReceiptVerification"]>;
 }
 
 export interface Traces {

@@ -464,6 +464,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/{context_id}/receipts/{receipt_id}": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                receipt_id: components["parameters"]["ReceiptId"];
+            };
+            cookie?: never;
+        };
+        /** @description One erasure receipt: what a removal (forget, fact, entity, session, document or scope delete) took out of each place, with ids and content hashes only. Readable by the principal that made the removal, and by an admin; anyone else gets the 404 of a missing one. */
+        get: operations["getReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/{context_id}/receipts/{receipt_id}/verify": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                receipt_id: components["parameters"]["ReceiptId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Looks again in every place the receipt names (record rows by key, search units, idempotency and response-cache references, traces and query embeddings by content hash; object storage is not read again) and lists what remains; clean when nothing does. A soft delete's rows remain as tombstones. Writes nothing (no body needed). */
+        post: operations["verifyReceipt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/{context_id}/documents": {
         parameters: {
             query?: never;
@@ -1918,7 +1968,59 @@ export interface components {
             /** @description The previous answer's continuation, to resume a forget that stopped at the request deadline. */
             continuation?: string | null;
         };
+        /** @description What one removal took out of each place, with ids, object keys and SHA-256 content hashes only (never the erased text). A dry run's preview has the same shape, id null. */
+        ErasureReceipt: {
+            /** @description rcpt_<ulid>; null for a dry run's preview. */
+            id: string | null;
+            /** Format: date-time */
+            at: string | null;
+            dryRun: boolean;
+            principal: string;
+            /** @enum {string} */
+            action: "forget" | "fact.delete" | "entity.delete" | "session.delete" | "document.delete" | "scope.forget";
+            /** @description False when rows were soft-deleted (their tombstones stay). */
+            purge: boolean;
+            /** @description Record-store rows removed, by kind (attribute, turn, chunk, document, entity...), their ids. */
+            records: {
+                [key: string]: string[];
+            };
+            /** @description Whole partitions emptied (a document's chunks). */
+            partitions: number;
+            searchUnits: string[];
+            /** @description Object keys of documents' originals removed. */
+            originals: string[];
+            stagedUploads: string[];
+            /** @description Cached chat replies removed. */
+            responseCache: number;
+            /** @description Query embeddings dropped from the in-process cache. */
+            queryEmbeddings: number;
+            /** @description Stored idempotent replies removed. */
+            idempotencyReplies: number;
+            /** @description Traces whose quoted text was redacted (ids kept). */
+            traces: string[];
+            /** @description SHA-256 of each erased text (what a verify looks for). */
+            contentHashes: string[];
+        };
+        ReceiptVerification: {
+            id: string;
+            /** Format: date-time */
+            verifiedAt: string;
+            /** @description True when nothing the receipt names remains anywhere. */
+            clean: boolean;
+            /** @description How many ids were looked for, by place. */
+            checked: {
+                [key: string]: number;
+            };
+            remaining: {
+                place: string;
+                kind?: string;
+                id: string;
+                /** @description present, tombstone (a soft delete's row), or quotes erased text */
+                state: string;
+            }[];
+        };
         ForgetScopeResponse: {
+            receipt?: components["schemas"]["ErasureReceipt"];
             forgotten: number;
             /** @description False when the forget stopped at the request deadline; call again with continuation. */
             complete?: boolean;
@@ -2648,6 +2750,7 @@ export interface components {
             injection: components["schemas"]["FsckFinding"][];
         };
         ForgetResponse: {
+            receipt?: components["schemas"]["ErasureReceipt"];
             deleted: number;
             items: {
                 id: string;
@@ -2660,6 +2763,14 @@ export interface components {
             entities?: {
                 id: string;
                 name: string;
+            }[];
+            /** @description Records that go with a forgotten one (with dryRun, those that would): facts learned from a forgotten document chunk (their source is the chunk), and the assistant reply to a forgotten user turn (written by the same chat call); sourceId names the forgotten one. */
+            derivedFacts?: {
+                id: string;
+                /** @enum {string} */
+                kind: "attribute" | "relation" | "action" | "instruction" | "turn";
+                text: string;
+                sourceId: string;
             }[];
         };
         UploadDocumentRequest: {
@@ -2835,6 +2946,8 @@ export interface components {
             updatedAt: string;
             /** @description Keywords indexed when it became ready (null before). */
             keywordCount?: number | null;
+            /** @description Chunks removed by POST /forget (absent when none): the original went with them, and a reprocess rebuilds the document from its remaining chunks. */
+            passagesForgotten?: number;
         };
         DocumentChunk: {
             id: string;
@@ -3345,9 +3458,12 @@ export interface components {
             /** @description The route (delegation) or the read (admin bypass). */
             action: string;
             /** @enum {string} */
-            reason: "admin-bypass" | "delegation" | "usage";
+            reason: "admin-bypass" | "delegation" | "usage" | "erasure";
             recordIds?: string[];
             requestId?: string | null;
+            /** @description An erasure receipt (reason erasure; GET /receipts/{id}). */
+            receiptId?: string;
+            receipt?: components["schemas"]["ErasureReceipt"];
         };
         PageInfo: {
             hasMore: boolean;
@@ -3557,6 +3673,14 @@ export interface components {
         };
     };
     responses: {
+        /** @description Deleted. X-Erasure-Receipt names the erasure receipt of what was removed from each place (GET /receipts/{id}; POST /receipts/{id}/verify re-checks it). */
+        DeletedWithReceipt: {
+            headers: {
+                "X-Erasure-Receipt"?: string;
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description Static API keys are configured and the request has no valid bearer key. */
         Unauthorized: {
             headers: {
@@ -3699,6 +3823,7 @@ export interface components {
         EntityNamePath: components["schemas"]["PathId"];
         ThreadId: string;
         ContextId: string;
+        ReceiptId: components["schemas"]["PathId"];
         SessionId: components["schemas"]["PathId"];
         Limit: number;
         /** @description Opaque; the nextCursor of the previous page. */
@@ -3898,13 +4023,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Deleted. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
+            204: components["responses"]["DeletedWithReceipt"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -4495,6 +4614,72 @@ export interface operations {
             422: components["responses"]["InvalidContext"];
         };
     };
+    getReceipt: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                receipt_id: components["parameters"]["ReceiptId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The receipt. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureReceipt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
+    verifyReceipt: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The partition within the context (default "default"): a hard boundary. A key bound to other partitions gets 403. Absent means "default"; present and empty is a 400. */
+                "X-Memory-Partition"?: components["parameters"]["Partition"];
+                /** @description Act for another principal (depth 1; the key needs the delegate verb). The effective read and write regions are the intersection of both principals' regions, reader lists are the target's, and the call is written to the audit trail. The target is any known principal: one with a key, or one with recorded grants in this context (principals' grants), which then holds exactly those; on a service started without keys required the local admin may act for any known principal. A principal:<id> value names principal <id>. An unknown principal is a 403. Present and empty is a 400. */
+                "X-Spectron-On-Behalf-Of"?: components["parameters"]["OnBehalfOf"];
+            };
+            path: {
+                context_id: components["parameters"]["ContextId"];
+                receipt_id: components["parameters"]["ReceiptId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What remains, place by place. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReceiptVerification"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["InvalidContext"];
+        };
+    };
     listDocuments: {
         parameters: {
             query?: {
@@ -4765,13 +4950,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Deleted. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
+            204: components["responses"]["DeletedWithReceipt"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -5335,13 +5514,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Deleted. */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
+            204: components["responses"]["DeletedWithReceipt"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

@@ -26,6 +26,8 @@ export const OPERATIONS = Object.freeze({
   listTraces: ["GET", "/api/v1/{context_id}/traces", "traces.list"],
   getTraceStats: ["GET", "/api/v1/{context_id}/traces/stats", "traces.stats"],
   getTrace: ["GET", "/api/v1/{context_id}/traces/{trace_id}", "traces.get"],
+  getReceipt: ["GET", "/api/v1/{context_id}/receipts/{receipt_id}", "receipts.get"],
+  verifyReceipt: ["POST", "/api/v1/{context_id}/receipts/{receipt_id}/verify", "receipts.verify"],
   listDocuments: ["GET", "/api/v1/{context_id}/documents", "documents.list"],
   uploadDocument: ["POST", "/api/v1/{context_id}/documents", "documents.upload"],
   createDocumentUpload: ["POST", "/api/v1/{context_id}/documents/uploads", "documents.createUpload"],

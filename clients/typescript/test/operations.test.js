@@ -34,12 +34,14 @@ test("the operation table matches openapi.yaml's methods and paths, and names no
 // Arguments that reach each method's route; path parameters take these values.
 const PARAMS = { context_id: "acme", session_id: "s1", thread_id: "t1", turn_index: "2", trace_id: "tr1",
   document_id: "d1", type: "person", name: "alice", key: "location", uncertainty_id: "u1",
-  fact_id: "f1", key_name: "k1", principal_id: "p1", normalised: "refund", job_id: "job_1" };
+  fact_id: "f1", key_name: "k1", principal_id: "p1", normalised: "refund", job_id: "job_1",
+  receipt_id: "rcpt_1" };
 const ARGS = {
   "sessions.create": [{}], "sessions.delete": ["s1"], "sessions.close": ["s1"], "sessions.turns": ["s1"],
   "sessions.context": ["s1", "q"], remember: ["t"], rememberMany: [["t"]], "threads.get": ["t1"],
   "threads.append": ["t1", "x"], "threads.turns": ["t1"], "threads.turn": ["t1", 2], "threads.context": ["t1", "q"],
-  "threads.setAcl": ["t1", ["r"]], chat: ["hi"], "traces.get": ["tr1"], "documents.upload": ["text"],
+  "threads.setAcl": ["t1", ["r"]], chat: ["hi"], "traces.get": ["tr1"],
+  "receipts.get": ["rcpt_1"], "receipts.verify": ["rcpt_1"], "documents.upload": ["text"],
   "documents.createUpload": [10], "documents.completeUpload": ["d1"], "documents.get": ["d1"],
   "documents.delete": ["d1"], "documents.chunks": ["d1"], "documents.fetchRaw": ["d1"], "documents.reprocess": ["d1"],
   "documents.query": ["q"], "documents.keyword": ["refund"], "documents.searchKeywords": ["q"],

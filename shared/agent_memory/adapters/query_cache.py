@@ -17,6 +17,8 @@ import numpy as np
 
 from agent_memory.ports import Embedder
 
+MIN_PART = 8  # a cached text shorter than this is never taken for a part of an erased one
+
 
 class QueryCachingEmbedder:
     """Transparent wrapper: same ``name`` and ``dimension`` as ``inner``."""
@@ -44,6 +46,24 @@ class QueryCachingEmbedder:
             while len(self._cache) > self._size:
                 self._cache.popitem(last=False)
         return vector.copy()
+
+    def forget_texts(self, texts: Sequence[str]) -> int:
+        """Erasure: drop every cached text that holds one of ``texts``, or is a part of one (a
+        retrieval query cut from a message; at least ``MIN_PART`` characters); how many went."""
+        wanted = [t for t in texts if t]
+        with self._lock:
+            going = [q for q in self._cache
+                     if any(t in q or (len(q.strip()) >= MIN_PART and q.strip() in t) for t in wanted)]
+            for q in going:
+                del self._cache[q]
+        return len(going)
+
+    def cached_hashes(self, hashes: set[str]) -> int:
+        """How many cached queries are one of these SHA-256 hashes (a receipt's verify)."""
+        import hashlib
+
+        with self._lock:
+            return sum(1 for q in self._cache if hashlib.sha256(q.encode("utf-8")).hexdigest() in hashes)
 
     def __getattr__(self, name: str):
         return getattr(self.inner, name)

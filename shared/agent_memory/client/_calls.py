@@ -49,6 +49,11 @@ def nothing(response: httpx.Response) -> None:
     return None
 
 
+def receipt_id(response: httpx.Response) -> str | None:
+    """A 204 removal's erasure receipt id (``X-Erasure-Receipt``; ``receipts.get`` reads it)."""
+    return response.headers.get("x-erasure-receipt")
+
+
 def new_idempotency_key() -> str:
     return f"sdk-{uuid.uuid4()}"
 
@@ -218,6 +223,13 @@ class Calls:
         headers = {"accept": "text/event-stream"} if stream else None
         return Call("POST", f"{self.prefix}/chat", model(wire.ChatResponse), json=body, headers=headers)
 
+    def receipt(self, receipt_id: str) -> Call[wire.ErasureReceipt]:
+        return Call("GET", f"{self.prefix}/receipts/{_seg(receipt_id)}", model(wire.ErasureReceipt), idempotent=True)
+
+    def verify_receipt(self, receipt_id: str) -> Call[wire.ReceiptVerification]:
+        return Call("POST", f"{self.prefix}/receipts/{_seg(receipt_id)}/verify", model(wire.ReceiptVerification),
+                    idempotent=True)
+
     def trace(self, trace_id: str) -> Call[wire.Trace]:
         return Call("GET", f"{self.prefix}/traces/{_seg(trace_id)}", model(wire.Trace), idempotent=True)
 
@@ -244,8 +256,8 @@ class Calls:
         return Call("POST", f"{self.prefix}/sessions/{_seg(session_id)}/close", model(wire.Session),
                     idempotent=True)  # closing twice is the same as once
 
-    def delete_session(self, session_id: str) -> Call[None]:
-        return Call("DELETE", f"{self.prefix}/sessions/{_seg(session_id)}", nothing, idempotent=True)
+    def delete_session(self, session_id: str) -> Call[str | None]:
+        return Call("DELETE", f"{self.prefix}/sessions/{_seg(session_id)}", receipt_id, idempotent=True)
 
     def session_turns(self, session_id: str, *, limit: int | None, cursor: str | None) -> Call[wire.TurnPage]:
         return Call("GET", f"{self.prefix}/sessions/{_seg(session_id)}/turns", model(wire.TurnPage),
@@ -355,8 +367,8 @@ class Calls:
         return Call("GET", self._entity_path(type, name), model(wire.EntityDetail),
                     params={"asOf": as_of, "limit": limit}, idempotent=True)
 
-    def delete_entity(self, type: str, name: str) -> Call[None]:
-        return Call("DELETE", self._entity_path(type, name), nothing, idempotent=True)
+    def delete_entity(self, type: str, name: str) -> Call[str | None]:
+        return Call("DELETE", self._entity_path(type, name), receipt_id, idempotent=True)
 
     def attribute_history(self, type: str, name: str, key: str) -> Call[wire.AttributeHistory]:
         return Call("GET", f"{self._entity_path(type, name)}/history/{_seg(key)}", model(wire.AttributeHistory),
@@ -447,8 +459,8 @@ class Calls:
                     headers={"Idempotency-Key": idempotency_key or new_idempotency_key()}, idempotent=True,
                     keyed_write=True)
 
-    def delete_document(self, document_id: str) -> Call[None]:
-        return Call("DELETE", f"{self.prefix}/documents/{_seg(document_id)}", nothing, idempotent=True)
+    def delete_document(self, document_id: str) -> Call[str | None]:
+        return Call("DELETE", f"{self.prefix}/documents/{_seg(document_id)}", receipt_id, idempotent=True)
 
     def query_documents(self, query: str, *, k: int | None, mode: str | None, threshold: float | None,
                         expand_graph: bool | None, filter: dict[str, Any] | None) -> Call[wire.DocumentQueryResponse]:

@@ -78,6 +78,7 @@ class AsyncAgentMemory:
         self.uncertainty = AsyncUncertainty(self)
         self.documents = AsyncDocuments(self)
         self.traces = AsyncTraces(self)
+        self.receipts = AsyncReceipts(self)
 
     async def close(self) -> None:
         await self._transport.close()
@@ -530,8 +531,8 @@ class AsyncSession(wire.Session):
     async def close(self) -> AsyncSession:
         return await self._sessions.close(self.id)
 
-    async def delete(self) -> None:
-        await self._sessions.delete(self.id)
+    async def delete(self) -> str | None:
+        return await self._sessions.delete(self.id)
 
     async def context(self, query: str, *, k: int | None = None) -> wire.ContextResponse:
         return await self._sessions.context(self.id, query, k=k)
@@ -576,8 +577,9 @@ class AsyncSessions:
         return self._bind(await self._client._send(self._client._calls.close_session(session_id)))
 
     @operation("deleteSession")
-    async def delete(self, session_id: str) -> None:
-        await self._client._send(self._client._calls.delete_session(session_id))
+    async def delete(self, session_id: str) -> str | None:
+        """Returns the removal's erasure receipt id (``receipts.get``)."""
+        return await self._client._send(self._client._calls.delete_session(session_id))
 
     @operation("sessionContext")
     async def context(self, session_id: str, query: str, *, k: int | None = None) -> wire.ContextResponse:
@@ -622,8 +624,9 @@ class AsyncEntities:
         return self._client._paged(path, {}, "history", wire.MemoryAttribute, page_size)
 
     @operation("deleteEntity")
-    async def delete(self, type: str, name: str) -> None:
-        await self._client._send(self._client._calls.delete_entity(type, name))
+    async def delete(self, type: str, name: str) -> str | None:
+        """Returns the removal's erasure receipt id (``receipts.get``)."""
+        return await self._client._send(self._client._calls.delete_entity(type, name))
 
 
 class AsyncAttributes:
@@ -873,8 +876,9 @@ class AsyncDocuments:
         return await self._client._send(self._client._calls.keywords_of_document(document_id))
 
     @operation("deleteDocument")
-    async def delete(self, document_id: str) -> None:
-        await self._client._send(self._client._calls.delete_document(document_id))
+    async def delete(self, document_id: str) -> str | None:
+        """Returns the removal's erasure receipt id (``receipts.get``)."""
+        return await self._client._send(self._client._calls.delete_document(document_id))
 
     async def wait_ready(self, document_id: str, *, timeout: float = 300.0, poll_interval: float = 0.5,
                          on_progress: Callable[[wire.Document], None] | None = None) -> wire.Document:
@@ -890,6 +894,22 @@ class AsyncDocuments:
             if time.monotonic() + poll_interval > deadline:
                 raise AgentMemoryError(f"document {document_id} still ingesting after {timeout}s")
             await asyncio.sleep(poll_interval)
+
+
+class AsyncReceipts:
+    """Erasure receipts: what a removal took out of each place (ids and hashes only)."""
+
+    def __init__(self, client: AsyncAgentMemory):
+        self._client = client
+
+    @operation("getReceipt")
+    async def get(self, receipt_id: str) -> wire.ErasureReceipt:
+        return await self._client._send(self._client._calls.receipt(receipt_id))
+
+    @operation("verifyReceipt")
+    async def verify(self, receipt_id: str) -> wire.ReceiptVerification:
+        """Look again in every place the receipt names; ``remaining`` lists what is still there."""
+        return await self._client._send(self._client._calls.verify_receipt(receipt_id))
 
 
 class AsyncTraces:

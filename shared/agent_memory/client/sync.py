@@ -78,6 +78,7 @@ class AgentMemory:
         self.uncertainty = Uncertainty(self)
         self.documents = Documents(self)
         self.traces = Traces(self)
+        self.receipts = Receipts(self)
 
     def close(self) -> None:
         self._transport.close()
@@ -528,8 +529,8 @@ class Session(wire.Session):
     def close(self) -> Session:
         return self._sessions.close(self.id)
 
-    def delete(self) -> None:
-        self._sessions.delete(self.id)
+    def delete(self) -> str | None:
+        return self._sessions.delete(self.id)
 
     def context(self, query: str, *, k: int | None = None) -> wire.ContextResponse:
         return self._sessions.context(self.id, query, k=k)
@@ -573,8 +574,9 @@ class Sessions:
         return self._bind(self._client._send(self._client._calls.close_session(session_id)))
 
     @operation("deleteSession")
-    def delete(self, session_id: str) -> None:
-        self._client._send(self._client._calls.delete_session(session_id))
+    def delete(self, session_id: str) -> str | None:
+        """Returns the removal's erasure receipt id (``receipts.get``)."""
+        return self._client._send(self._client._calls.delete_session(session_id))
 
     @operation("sessionContext")
     def context(self, session_id: str, query: str, *, k: int | None = None) -> wire.ContextResponse:
@@ -617,8 +619,9 @@ class Entities:
         return self._client._paged(path, {}, "history", wire.MemoryAttribute, page_size)
 
     @operation("deleteEntity")
-    def delete(self, type: str, name: str) -> None:
-        self._client._send(self._client._calls.delete_entity(type, name))
+    def delete(self, type: str, name: str) -> str | None:
+        """Returns the removal's erasure receipt id (``receipts.get``)."""
+        return self._client._send(self._client._calls.delete_entity(type, name))
 
 
 class Attributes:
@@ -865,8 +868,9 @@ class Documents:
         return self._client._send(self._client._calls.keywords_of_document(document_id))
 
     @operation("deleteDocument")
-    def delete(self, document_id: str) -> None:
-        self._client._send(self._client._calls.delete_document(document_id))
+    def delete(self, document_id: str) -> str | None:
+        """Returns the removal's erasure receipt id (``receipts.get``)."""
+        return self._client._send(self._client._calls.delete_document(document_id))
 
     def wait_ready(self, document_id: str, *, timeout: float = 300.0, poll_interval: float = 0.5,
                    on_progress: Callable[[wire.Document], None] | None = None) -> wire.Document:
@@ -882,6 +886,22 @@ class Documents:
             if time.monotonic() + poll_interval > deadline:
                 raise AgentMemoryError(f"document {document_id} still ingesting after {timeout}s")
             time.sleep(poll_interval)
+
+
+class Receipts:
+    """Erasure receipts: what a removal took out of each place (ids and hashes only)."""
+
+    def __init__(self, client: AgentMemory):
+        self._client = client
+
+    @operation("getReceipt")
+    def get(self, receipt_id: str) -> wire.ErasureReceipt:
+        return self._client._send(self._client._calls.receipt(receipt_id))
+
+    @operation("verifyReceipt")
+    def verify(self, receipt_id: str) -> wire.ReceiptVerification:
+        """Look again in every place the receipt names; ``remaining`` lists what is still there."""
+        return self._client._send(self._client._calls.verify_receipt(receipt_id))
 
 
 class Traces:

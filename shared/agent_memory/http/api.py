@@ -81,6 +81,16 @@ def empty_response(status: int = 204) -> Response:
     return Response(status_code=status, content_type="application/json", body="")
 
 
+#: A removal that answers 204 names its erasure receipt here (``GET /receipts/{id}``).
+RECEIPT_HEADER = "X-Erasure-Receipt"
+
+
+def receipted_empty(receipt: dict[str, Any] | None) -> Response:
+    """204 naming the removal's receipt (``services/operations/receipts.py``)."""
+    headers = {RECEIPT_HEADER: receipt["id"]} if receipt and receipt.get("id") else None
+    return Response(status_code=204, content_type="application/json", body="", headers=headers)
+
+
 # A caller's own bytes served back (``GET /documents/{id}/raw``): a download, never a page of
 # this origin (the inspector's): no sniffing, no scripts, no plugins, not framed.
 DOWNLOAD_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",

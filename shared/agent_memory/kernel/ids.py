@@ -9,7 +9,7 @@ import time
 import unicodedata
 
 KINDS = {"turn", "sess", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "trace", "thr", "tturn", "key", "cache", "audit",
-         "job"}
+         "job", "rcpt"}
 
 ENTITY_TYPES = (
     "person", "organisation", "project", "location", "topic", "product",

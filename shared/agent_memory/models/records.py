@@ -192,6 +192,9 @@ class Document(StoredItem):
     reprocess: bool = _optional(False)  # PUT /documents/{id} queued a re-ingest from the original
     content_version: int | None = _optional()  # 1 as uploaded (absent), +1 for each reprocess
     keyword_count: int | None = _optional()  # keywords indexed when it became ready (none before)
+    # Chunks removed by ``POST /forget``: the original went with them, and a reprocess rebuilds
+    # the document from the chunks it has left (services/documents/service.py, ``claim_reprocess``).
+    passages_forgotten: int | None = _optional()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -191,10 +191,55 @@ class ForgottenEntity(WireModel):
     name: str
 
 
+class DerivedFact(WireModel):
+    id: str
+    kind: Literal["attribute", "relation", "action", "instruction", "turn"]
+    text: str
+    source_id: str
+
+
+class ErasureReceipt(WireModel):
+    """What one removal took out of each place (ids, keys, SHA-256 hashes; never the text)."""
+
+    id: str | None
+    at: str | None
+    dry_run: bool
+    principal: str
+    action: Literal["forget", "fact.delete", "entity.delete", "session.delete", "document.delete", "scope.forget"]
+    purge: bool
+    records: dict[str, list[str]]
+    partitions: int
+    search_units: list[str]
+    originals: list[str]
+    staged_uploads: list[str]
+    response_cache: int
+    query_embeddings: int
+    idempotency_replies: int
+    traces: list[str]
+    content_hashes: list[str]
+
+
+class RemainingItem(WireModel):
+    place: str
+    kind: str | None = None
+    id: str
+    state: str
+
+
+class ReceiptVerification(WireModel):
+    id: str
+    verified_at: str
+    clean: bool
+    checked: dict[str, int]
+    remaining: list[RemainingItem]
+
+
 class ForgetResponse(WireModel):
+    receipt: ErasureReceipt | None = None
     deleted: int
     items: list[ForgetItem]
     entities: list[ForgottenEntity] = []
+    derived_facts: list[DerivedFact] = []
 
 
 # --- writes and chat ----------------------------------------------------------------
@@ -408,6 +453,7 @@ class Document(WireModel):
     source: str | None = None
     updated_at: str
     keyword_count: int | None = None
+    passages_forgotten: int | None = None
 
 
 class DocumentUploadTicket(WireModel):
@@ -589,7 +635,7 @@ class AuditRecord(WireModel):
     at: str
     principal: str
     action: str
-    reason: Literal["admin-bypass", "delegation", "usage"]
+    reason: Literal["admin-bypass", "delegation", "usage", "erasure"]
     on_behalf_of: str | None = None
     context_id: str | None = None
     partition: str | None = None
@@ -611,6 +657,9 @@ class AuditRecord(WireModel):
     model_calls: int | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    # an erasure's (reason "erasure"): its receipt, ids and hashes only
+    receipt_id: str | None = None
+    receipt: ErasureReceipt | None = None
 
 
 class AuditPage(WireModel):
@@ -745,6 +794,7 @@ class ScopeNode(WireModel):
 
 
 class ForgetScopeResponse(WireModel):
+    receipt: ErasureReceipt | None = None
     forgotten: int
     # False when the forget stopped at the request deadline: call again with ``continuation``.
     complete: bool = True

@@ -33,6 +33,8 @@ def document_wire(doc: Document) -> dict[str, Any]:
             "keywordCount": doc.keyword_count}
     if doc.error:
         wire["error"] = doc.error
+    if doc.passages_forgotten:
+        wire["passagesForgotten"] = doc.passages_forgotten
     return wire
 
 

@@ -161,10 +161,13 @@ def write_batch(o: BatchWriteOutcome) -> dict[str, Any]:
             "extractions": [extraction(e) for e in o.extractions], "memoryCategory": o.memory_category}
 
 
-def forget(o: ForgetOutcome) -> dict[str, Any]:
-    return {"deleted": o.deleted,
+def forget(o: ForgetOutcome, receipt: dict[str, Any] | None = None) -> dict[str, Any]:
+    extra = {"receipt": receipt} if receipt is not None else {}
+    return {**extra, "deleted": o.deleted,
             "items": [{"id": i.id, "kind": i.kind, "text": i.text, "score": i.score} for i in o.items],
-            "entities": [{"id": e.id, "name": e.name} for e in o.entities]}
+            "entities": [{"id": e.id, "name": e.name} for e in o.entities],
+            "derivedFacts": [{"id": d.id, "kind": d.kind, "text": d.text, "sourceId": d.source}
+                             for d in o.derived]}
 
 
 def corrected(c: CorrectedFact) -> dict[str, Any]:

@@ -34,10 +34,12 @@ class FactsChanged:
 @dataclass(frozen=True)
 class RecordsForgotten:
     """The records ``ids`` (facts, turns, chunks, ``entity:`` ids) were removed from ``ctx``'s
-    context and partition."""
+    context and partition; ``texts`` is what they said (turn content, chunk text, fact text),
+    so that copies quoting it (traces) can be redacted. Never stored."""
 
     ctx: RequestContext
     ids: frozenset[str]
+    texts: frozenset[str] = frozenset()
 
 
 DomainEvent = FactsChanged | RecordsForgotten

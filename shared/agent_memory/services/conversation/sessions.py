@@ -24,6 +24,7 @@ from agent_memory.kernel.stored_item import record_bytes
 from agent_memory.models.records import Page, Session, Turn
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
 from agent_memory.services.events import DomainEvents, EventPublisher, RecordsForgotten
+from agent_memory.services.operations import receipts
 
 APPEND_ATTEMPTS = 40
 
@@ -104,8 +105,10 @@ class SessionService:
             page = self.store.query(pk, after=after, limit=100)
             if page.records:
                 self.store.transact([Delete(r.pk, r.sk) for r in page.records])
-                turn_ids = frozenset(Turn.from_item(r.data).id for r in page.records)
-                self._events.publish(RecordsForgotten(ctx, turn_ids))
+                receipts.note_rows(page.records)
+                turns = [Turn.from_item(r.data) for r in page.records]
+                self._events.publish(RecordsForgotten(ctx, frozenset(t.id for t in turns),
+                                                      frozenset(t.content for t in turns if t.content)))
             if page.last_key is None:
                 break
             after = page.last_key

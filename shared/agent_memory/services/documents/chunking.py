@@ -122,6 +122,35 @@ def paged(pages: list[str] | tuple[str, ...], *, max_chars: int | None = None) -
     return joined, out
 
 
+def rebuilt(kept: list[tuple[str, tuple[str, ...], int | None]], *,
+            max_chars: int | None = None) -> tuple[str, list[Chunk]]:
+    """A document rebuilt from the chunks it has left (``(text, heading path, page)`` in
+    order) after some were forgotten: each is chunked again as plain text of its own (never
+    merged with a neighbour across a forgotten gap, its heading path and page kept), and the
+    texts are joined by one blank line (what is hashed, and what offsets refer to)."""
+    out: list[Chunk] = []
+    texts: list[str] = []
+    offset = 0
+    placed: list[tuple[int, str, tuple[str, ...], int | None]] = []
+    for text, path, page in kept:
+        text = normalise(text)
+        if not text:
+            continue
+        if texts:
+            offset += 2  # the "\n\n" between kept chunks
+        placed.append((offset, text, tuple(path), page))
+        texts.append(text)
+        offset += len(text)
+    joined = "\n\n".join(texts)
+    total = len(joined)
+    for start, text, path, page in placed:
+        for c in chunk(text, "text", max_chars=max_chars):
+            at = start + c.offset
+            out.append(Chunk(ordinal=len(out), offset=at, text=c.text, heading_path=path,
+                             position_percent=min(100, at * 100 // max(1, total)), page=page))
+    return joined, out
+
+
 # --- structure ------------------------------------------------------------------------
 
 

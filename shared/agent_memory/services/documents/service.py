@@ -87,6 +87,7 @@ from agent_memory.services.documents.ingestion import (
     remove_parts,
 )
 from agent_memory.services.documents.keywords import KeywordIndex
+from agent_memory.services.operations import receipts
 
 log = logging.getLogger("agent_memory.documents")
 
@@ -404,7 +405,10 @@ class DocumentService:
         """Remove a document's chunks and stored parts, then its row and (if it still names it)
         its hash row."""
         remove_parts(self.store, ctx, doc_id)
-        remove_all(self.store, keys.chunks_pk(ctx, doc_id))
+        chunks_pk = keys.chunks_pk(ctx, doc_id)
+        receipts.note_partition(chunks_pk, [str(r.data.get("id")) for r in paging.scan(self.store, paging.Source(chunks_pk))
+                                            if r.data.get("id")])
+        remove_all(self.store, chunks_pk)
         if self.keywords is not None:
             self.keywords.remove_document(ctx, doc_id)
         self.remove_original(doc_id)
@@ -415,6 +419,9 @@ class DocumentService:
                     self.store.delete(*hash_key, Condition.version_is(claim.version))
                 except ConditionFailed:
                     pass  # another upload took the claim over meanwhile
+        doc_row = self.store.get(keys.documents_pk(ctx), doc_id)
+        if doc_row is not None:
+            receipts.note_rows([doc_row])
         self.store.delete(keys.documents_pk(ctx), doc_id)
 
     def remove_original(self, doc_id: str) -> None:
@@ -424,6 +431,33 @@ class DocumentService:
             return
         uploads.delete(original_key(doc_id))
         uploads.delete(staging_key(doc_id))
+        receipts.note_objects([original_key(doc_id), staging_key(doc_id)])
+
+    def forget_passages(self, ctx: RequestContext, counts: dict[str, int]) -> None:
+        """``POST /forget`` is removing chunks of these documents (``{document id: chunks}``):
+        their originals (and any staged upload) hold the forgotten text too, so they go first;
+        each document row then records that its source is now the chunks it has left
+        (``original_key`` cleared, ``passages_forgotten`` counted), so that a reprocess rebuilds
+        it from them rather than failing for want of an original."""
+        for doc_id, count in sorted(counts.items()):
+            if not doc_id:
+                continue
+            self.remove_original(doc_id)
+            for _ in range(8):
+                record = self.store.get(keys.documents_pk(ctx), doc_id)
+                if record is None or document_of(record).deleted:
+                    break
+                doc = document_of(record)
+                marked = replace(doc, original_key=None, passages_forgotten=(doc.passages_forgotten or 0) + count,
+                                 updated_at=timeutil.now_iso())
+                try:
+                    self.store.put(Record(record.pk, record.sk, marked.to_item(), version=record.version + 1),
+                                   Condition.version_is(record.version))
+                    break
+                except ConditionFailed:
+                    continue  # the worker moved it on meanwhile: mark the fresh row
+            else:
+                raise Conflict(f"document {doc_id} is being modified concurrently; retry")
 
     # --- reprocess (PUT /documents/{id}) -------------------------------------------------
 
@@ -438,7 +472,7 @@ class DocumentService:
         doc = document_of(record)
         if doc.status == "uploading" or (doc.status == "ingesting" and not _stale(doc)):
             return doc, False
-        if not doc.original_key or self._uploads() is None:
+        if not doc.passages_forgotten and (not doc.original_key or self._uploads() is None):
             raise Conflict(f"document {doc_id} has no original kept to reprocess from; upload it again",
                            code="original_unavailable")
         queued = replace(doc, status="ingesting", reprocess=True, error=None, updated_at=timeutil.now_iso())
@@ -463,29 +497,37 @@ class DocumentService:
         id, its facts and links: not extracted again, rewritten only when its place moved), remove
         the chunks that vanished, and store the sources of the new ones as part rows for the
         worker to extract. Returns ``ingesting`` (the worker continues), ``failed`` or ``gone``.
-        Facts learned from vanished chunks stay, as for a deleted document; facts of changed
+        A document whose original ``POST /forget`` removed (``passages_forgotten``) is rebuilt
+        from its remaining chunks instead (``_rebuilt``): they all carry over, the forgotten
+        ones' rows go, and it never fails for want of the original. Facts learned from vanished chunks stay, as for a deleted document; facts of changed
         chunks are extracted again and reconciled with what is stored (a fact already known
         stores nothing new, a changed single value supersedes the old one)."""
         doc = document_of(record)
         uploads = self._uploads()
         cap = self._document_bytes
+        chunks_pk = keys.chunks_pk(ctx, doc.id)
+        old = [Chunk.from_item(r.data) for r in paging.scan(self.store, paging.Source(chunks_pk))]
         try:
-            if uploads is None or not doc.original_key:
+            if doc.passages_forgotten and not doc.original_key:
+                # Forget took the original (it held the forgotten text): the document is what
+                # its remaining chunks say, each chunked again on its own (chunking.rebuilt).
+                content = _rebuilt(doc, old)
+            elif uploads is None or not doc.original_key:
                 raise Conflict(f"document {doc.id} has no original kept", code="original_unavailable")
-            try:
-                raw = uploads.read(doc.original_key, max(cap, doc.original_size or 0))
-            except ValueError as exc:
-                raise PayloadTooLarge(str(exc), limit=cap) from exc
-            if raw is None:
-                raise Conflict(f"the original of document {doc.id} is no longer kept", code="original_unavailable")
-            hint = doc.format if doc.format in ("text", "markdown") else None
-            upload = DocumentFileUpload(format=hint, filename=doc.filename)  # type: ignore[arg-type]
-            content = _content(upload, OriginalFile(raw, doc.mime_type), cap)
+            else:
+                try:
+                    raw = uploads.read(doc.original_key, max(cap, doc.original_size or 0))
+                except ValueError as exc:
+                    raise PayloadTooLarge(str(exc), limit=cap) from exc
+                if raw is None:
+                    raise Conflict(f"the original of document {doc.id} is no longer kept",
+                                   code="original_unavailable")
+                hint = doc.format if doc.format in ("text", "markdown") else None
+                upload = DocumentFileUpload(format=hint, filename=doc.filename)  # type: ignore[arg-type]
+                content = _content(upload, OriginalFile(raw, doc.mime_type), cap)
         except MemoryError_ as exc:  # the old chunks stay searchable; the error says why
             unflagged = Record(record.pk, record.sk, replace(doc, reprocess=False).to_item(), version=record.version)
             return self._fail_upload(unflagged, exc)
-        chunks_pk = keys.chunks_pk(ctx, doc.id)
-        old = [Chunk.from_item(r.data) for r in paging.scan(self.store, paging.Source(chunks_pk))]
         plan = carry_plan(old, content.chunks)
         # Vanished and moved rows go first (their own transactions), so that the projection
         # removes their units before the moved chunks' rows (same ids) are written again.
@@ -509,7 +551,8 @@ class DocumentService:
         claimed = replace(doc, content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(content.chunks),
                           chunks_done=plan.carried, status="ingesting", reprocess=False, format=content.kind,
                           content_version=(doc.content_version or 1) + 1,
-                          updated_at=timeutil.now_iso(), original_size=len(content.raw))
+                          updated_at=timeutil.now_iso(),
+                          original_size=len(content.raw) if doc.original_key else doc.original_size)
         ops: list[Any] = [Put(Record(record.pk, record.sk, claimed.to_item(), version=record.version + 1),
                               Condition.version_is(record.version))]
         if digest != doc.content_hash:  # the content-hash row follows the new text when it is free
@@ -732,6 +775,15 @@ def _content(upload: DocumentFileUpload, original: OriginalFile | None, cap: int
         raise InvalidRequest("the document is empty", field="file")
     kind = got.kind if got.kind not in ("text", "markdown") else fmt
     return _Content(original.data, kind, got.mime_type, text, fmt, chunks, got.title)
+
+
+def _rebuilt(doc: Document, old: list[Chunk]) -> _Content:
+    """A document whose original forget removed, as its remaining (live) chunks say."""
+    kept = [(c.text, tuple(c.heading_path or ()), c.page)
+            for c in sorted((c for c in old if not c.deleted and c.text), key=lambda c: c.ordinal or 0)]
+    text, chunks = chunking.rebuilt(kept)
+    return _Content(b"", doc.format, doc.mime_type or FORMAT_MIME_TYPES.get(doc.format, "text/plain"),
+                    text, doc.format, chunks, doc.title)
 
 
 def _hash_row(ctx: RequestContext, hash_key: tuple[str, str], doc_id: str, digest: str) -> Record:

@@ -51,7 +51,7 @@ from agent_memory.models.facts import Attribute, Entity, Relation
 from agent_memory.ports import Condition, ConditionFailed, Record
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.services import paging
-from agent_memory.services.facts.forget import remove_records, tombstone
+from agent_memory.services.facts.forget import record_text, remove_records, tombstone
 from agent_memory.services.facts.readable import Readable, named_entities
 
 if TYPE_CHECKING:
@@ -213,7 +213,8 @@ class EntityService:
             except ConditionFailed:  # a write widened (or a delete removed) it meanwhile: read again
                 self._forget.after_removal(ctx, removed)
                 continue
-            self._forget.after_removal(ctx, removed | ({entity_id} if left is None else set()))
+            self._forget.after_removal(ctx, removed | ({entity_id} if left is None else set()),
+                                       [record_text(r.data) for r in ok])
             return
         raise Conflict(f"entity {entity_id} is being modified concurrently; retry")
 

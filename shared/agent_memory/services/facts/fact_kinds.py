@@ -90,6 +90,10 @@ class Forgetter:
     def remove(self, svc: ForgetSources, ctx: RequestContext, records: list[Record], purge: bool) -> set[str]:
         return svc.remove(records, purge)
 
+    def derived(self, svc: Any, ctx: RequestContext, record: Record) -> list[tuple[Forgetter, Record]]:
+        """Records learned from this one that go with it (a chunk's facts); none by default."""
+        return []
+
 
 def live(record: Record | None) -> Record | None:
     return record if record is not None and not record.data.get("deleted") else None

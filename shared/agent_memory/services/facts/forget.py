@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.access import scopes as scope_lib
@@ -69,6 +69,7 @@ from agent_memory.services.facts.fact_kinds import (
     Forgetter,
     live,
 )
+from agent_memory.services.operations import receipts
 
 if TYPE_CHECKING:
     from agent_memory.models.reads import ForgetRequest
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent_memory.forget")
 
+DERIVED_FACTS_MAX = 500  # facts learned from one chunk (at most 1,200 characters) looked for at once
 TRANSACT_CHUNK = 25  # records per transaction at most (and 4 MB: kernel.stored_item.batches)
 WRITE_ATTEMPTS = 8
 
@@ -118,6 +120,7 @@ def remove_records(store: RecordStore, records: Iterable[Record], *, purge: bool
     unique: dict[tuple[str, str], Record] = {}
     for r in records:
         unique[(r.pk, r.sk)] = r
+    receipts.note_rows(unique.values())
     pending = list(unique.values())
     removed: set[str] = set()
     at = timeutil.now_iso()
@@ -175,6 +178,18 @@ class TurnForgetter(Forgetter):
             return None
         return _live(svc.store.get(keys.turns_pk(ctx, turn.session), keys.turn_sk(turn.seq)))
 
+    def derived(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[tuple[Forgetter, Record]]:
+        """A forgotten user turn's reply (the assistant turn right after it, written by the same
+        chat call) goes with it: it answers, and may repeat, what was said."""
+        data = record.data
+        if data.get("role") != "user" or data.get("seq") is None:
+            return []
+        reply = _live(svc.store.get(record.pk, keys.turn_sk(int(data["seq"]) + 1)))
+        if reply is None or reply.data.get("role") != "assistant" or reply.data.get("infer") != "none" \
+                or reply.data.get("observedAt") != data.get("observedAt"):
+            return []
+        return [(self, reply)]
+
 
 @register_forgetter("chunk")
 class ChunkForgetter(Forgetter):
@@ -190,9 +205,33 @@ class ChunkForgetter(Forgetter):
 
     def remove(self, svc: ForgetService, ctx: RequestContext, records: list[Record], purge: bool) -> set[str]:
         # The document's original holds the forgotten text too: it goes first (the document
-        # keeps its other chunks; ``GET /documents/{id}/raw`` answers 404 from then on).
-        svc.remove_originals(r.data.get("documentId") or "" for r in records)
+        # keeps its other chunks, ``GET /documents/{id}/raw`` answers 404 from then on, and a
+        # reprocess rebuilds the document from the chunks it has left).
+        counts: dict[str, int] = {}
+        for r in records:
+            if not r.data.get("deleted"):
+                counts[r.data.get("documentId") or ""] = counts.get(r.data.get("documentId") or "", 0) + 1
+        svc.forget_passages(ctx, counts)
         return svc.remove(records, purge)
+
+    def derived(self, svc: ForgetService, ctx: RequestContext, record: Record) -> list[tuple[Forgetter, Record]]:
+        """The facts learned from this chunk (their ``source.ref`` is its id): they were read
+        out of the forgotten text, so they go with it (a fact a later turn or another chunk
+        stated again cites that one, not this chunk, and stays)."""
+        chunk_id = record.data.get("id")
+        if not chunk_id or svc.search is None:
+            return []
+        kinds = [k.kind for k in FACT_KINDS if k.forgetter is not None]
+        flt = SearchFilter(context_id=ctx.context_id, partition=ctx.partition, admin=True, kinds=kinds,
+                           source_ids=[chunk_id], valid_window=(None, None))
+        found: list[tuple[Forgetter, Record]] = []
+        hits = svc.search.search(record.data.get("text") or chunk_id, flt, k=DERIVED_FACTS_MAX, mode="vector")
+        for hit in hits:
+            forgetter = FORGETTERS.get(hit.unit.id.split("_", 1)[0])
+            fact = forgetter.locate(svc, ctx, hit.unit) if forgetter is not None else None
+            if forgetter is not None and fact is not None and (fact.data.get("source") or {}).get("ref") == chunk_id:
+                found.append((forgetter, fact))
+        return found
 
 
 # --- entities left with nothing ---------------------------------------------------------
@@ -229,7 +268,7 @@ class OrphanedEntities:
         candidates.discard(SELF_ENTITY_ID)
         left = {eid for eid in candidates if not self._own_facts(eid, gone)}
         left -= self._referenced_elsewhere(left, gone)
-        left = {eid for eid in left if not self._in_turns_or_chunks(eid)}
+        left = {eid for eid in left if not self._in_turns_or_chunks(eid, gone)}
         records = [self.svc.store.get(keys.entities_pk(self.ctx), keys.entity_sk(eid)) for eid in sorted(left)]
         return [r for r in records if _live(r) is not None]
 
@@ -250,13 +289,25 @@ class OrphanedEntities:
         found |= {r.data.get("actor") for r in self._live_rows(paging.Source(keys.actions_pk(self.ctx)), gone)} & eids
         return found
 
-    def _in_turns_or_chunks(self, eid: str) -> bool:
+    def _in_turns_or_chunks(self, eid: str, gone: set[Any]) -> bool:
+        """A turn or chunk labelled with the entity, other than those being removed (a
+        forgotten chunk that named it is still in the index until the removal)."""
         search = self.svc.search
         if search is None:
             return True  # cannot tell: keep it
         flt = SearchFilter(context_id=self.ctx.context_id, partition=self.ctx.partition, admin=True,
                            kinds=["turn", "chunk", "thread_turn"], labels=[eid])
-        return bool(search.search(eid.split("/", 1)[-1], flt, k=1, mode="vector"))
+        hits = search.search(eid.split("/", 1)[-1], flt, k=len(gone) + 1, mode="vector")
+        return any(hit.unit.id not in gone for hit in hits)
+
+
+def record_text(data: dict[str, Any]) -> str:
+    """What a removed record said: a turn's content, a chunk's text, a fact's unit text."""
+    if data.get("kind") == "turn":
+        return data.get("content") or ""
+    if data.get("kind") == "chunk":
+        return data.get("text") or ""
+    return _fact_text(data)
 
 
 def _fact_text(data: dict[str, Any]) -> str:
@@ -286,12 +337,24 @@ class OrphanedEntity:
 
 
 @dataclass
+class DerivedFact:
+    """A record that goes with a forgotten one (``source``: its id): a fact learned from a
+    forgotten chunk, or the reply to a forgotten user turn."""
+
+    id: str
+    kind: str
+    text: str
+    source: str
+
+
+@dataclass
 class ForgetOutcome:
     """What a forget removed (or, with ``dryRun``, would remove; then ``deleted`` is 0)."""
 
     deleted: int
     items: list[ForgottenItem]
     entities: list[OrphanedEntity]
+    derived: list[DerivedFact] = field(default_factory=list)
 
 
 class ForgetService:
@@ -301,12 +364,26 @@ class ForgetService:
     response cache)."""
 
     def __init__(self, store: RecordStore, search: SearchIndex | None, sessions: SessionService,
-                 events: DomainEvents, *, remove_originals: Callable[[Iterable[str]], None] | None = None):
+                 events: DomainEvents, *, remove_originals: Callable[[Iterable[str]], None] | None = None,
+                 forget_passages: Callable[[RequestContext, dict[str, int]], None] | None = None):
         self.store = store
         self.search = search
         self.sessions = sessions
         self._events = events
         self._remove_originals = remove_originals
+        self._forget_passages = forget_passages
+
+    def forget_passages(self, ctx: RequestContext, counts: dict[str, int]) -> None:
+        """Chunks of these documents (``{document id: chunks}``) are being forgotten: their
+        originals go and the documents are marked to rebuild from their remaining chunks
+        (``DocumentService.forget_passages``); without that collaborator, the originals go."""
+        counts = {d: n for d, n in counts.items() if d}
+        if not counts:
+            return
+        if self._forget_passages is not None:
+            self._forget_passages(ctx, counts)
+        else:
+            self.remove_originals(counts)
 
     def remove_originals(self, document_ids: Iterable[str]) -> None:
         """Remove the kept originals (object storage) of these documents: called before the
@@ -354,11 +431,32 @@ class ForgetService:
                   ([record, *forgetter.history(self, ctx, record)] if req.purge else [record])
                   if forgetter is not None and record is not None else [])
                  for forgetter, record, unit_id in targets]
+        # Facts learned from a forgotten chunk go with it (``ChunkForgetter.derived``).
+        listed = {unit_id for *_, unit_id in targets}
+        derived: list[DerivedFact] = []
+        for forgetter, record, unit_id in targets:
+            if forgetter is None or record is None:
+                continue
+            for fact_forgetter, fact in forgetter.derived(self, ctx, record):
+                fact_id = fact.data["id"]
+                if fact_id in listed:
+                    continue
+                listed.add(fact_id)
+                derived.append(DerivedFact(fact_id, fact.data["kind"], record_text(fact.data), unit_id))
+                rows = [fact, *fact_forgetter.history(self, ctx, fact)] if req.purge else [fact]
+                plans.append((fact_forgetter, fact, fact_id, rows))
         going = [row for *_, rows in plans for row in rows]
         orphans = OrphanedEntities(self, ctx).find(going)
         entities = [OrphanedEntity(o.data["id"], o.data.get("name") or o.data["id"]) for o in orphans]
         if req.dry_run:
-            return ForgetOutcome(0, items, entities)
+            # The receipt's preview: what would go, from the same places (nothing is removed).
+            receipts.note_rows([*going, *orphans])
+            receipts.note_texts([i.text for i in items] + [record_text(r.data) for r in going])
+            receipts.note_objects(f"originals/{r.data['documentId']}" for r in going
+                                  if r.data.get("kind") == "chunk" and r.data.get("documentId"))
+            receipts.note_derived(search_units=[*(i.id for i in items), *(d.id for d in derived),
+                                                *(o.data["id"] for o in orphans)])
+            return ForgetOutcome(0, items, entities, derived)
         removed: set[str] = set(stale)
         for forgetter, _, unit_id, rows in plans:
             removed.add(unit_id)
@@ -366,8 +464,9 @@ class ForgetService:
                 removed |= forgetter.remove(self, ctx, rows, req.purge)
         if orphans:
             removed |= remove_records(self.store, orphans, purge=req.purge)
-        self.after_removal(ctx, removed)
-        return ForgetOutcome(len(items), items, entities)
+        texts = [i.text for i in items] + [d.text for d in derived] + [record_text(r.data) for r in going]
+        self.after_removal(ctx, removed, texts)
+        return ForgetOutcome(len(items), items, entities, derived)
 
     def forget_record(self, ctx: RequestContext, record: Record, *, purge: bool = False) -> ForgetOutcome:
         """Forget one fact record the caller named by id (``edits.FactEdits.delete``, which
@@ -380,18 +479,23 @@ class ForgetService:
         removed = {record.data["id"]} | forgetter.remove(self, ctx, rows, purge)
         if orphans:
             removed |= remove_records(self.store, orphans, purge=purge)
-        self.after_removal(ctx, removed)
+        self.after_removal(ctx, removed, [record_text(r.data) for r in rows])
         unit_kind = record.data["kind"]
         item = ForgottenItem(record.data["id"], unit_kind, _fact_text(record.data), 1.0)
         return ForgetOutcome(1, [item], [OrphanedEntity(o.data["id"], o.data.get("name") or o.data["id"])
                                          for o in orphans])
 
-    def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str]) -> None:
+    def after_removal(self, ctx: RequestContext, ids: Sequence[str] | set[str],
+                      texts: Iterable[str] = ()) -> None:
         """Derived copies: search units now (whatever the projection lag), then the event's
-        subscribers (idempotency replies, the response cache)."""
+        subscribers (idempotency replies, the response cache, traces quoting ``texts``: what
+        the removed records said, never stored)."""
         ids = set(ids)
         if not ids:
             return
+        texts = [t for t in texts if t]
+        receipts.note_texts(texts)
+        receipts.note_derived(search_units=ids)
         if self.search is not None:
             try:
                 self.search.delete(ctx.context_id, sorted(ids))
@@ -399,4 +503,4 @@ class ForgetService:
                 # The records are gone (readers check units against the store) and the
                 # projection's pending entry removes their units once the index answers.
                 log.warning("search unavailable after a removal; its units go with the projection")
-        self._events.publish(RecordsForgotten(ctx, frozenset(ids)))
+        self._events.publish(RecordsForgotten(ctx, frozenset(ids), frozenset(texts)))

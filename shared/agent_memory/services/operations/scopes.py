@@ -172,7 +172,12 @@ class ScopeRegistry:
         """Remove what ``members`` name that is still under ``path`` and the caller may take,
         and the membership rows that no longer stand for anything."""
         from agent_memory.services.facts.fact_kinds import BY_KIND
-        from agent_memory.services.facts.forget import FORGETTERS, OrphanedEntities, remove_records
+        from agent_memory.services.facts.forget import (
+            FORGETTERS,
+            OrphanedEntities,
+            record_text,
+            remove_records,
+        )
 
         if not members:
             return 0
@@ -219,7 +224,7 @@ class ScopeRegistry:
             removed |= remove_records(self.store, orphans, purge=True)
         # The membership rows of what went, under every path it named.
         index.drop(dropped + [k for r in gone for k in member_keys(r)])
-        svc.after_removal(ctx, removed)  # type: ignore[attr-defined]
+        svc.after_removal(ctx, removed, [record_text(r.data) for r in gone])  # type: ignore[attr-defined]
         new = {r.data.get("id") or r.sk for r in taken} - counted
         counted |= new
         return len(new)

@@ -10,6 +10,7 @@ naming its ``verb``: what it read, and what it did.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter
 from typing import Any
@@ -20,7 +21,8 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.errors import NotFound
 from agent_memory.kernel.ids import new_id, ulid_floor
-from agent_memory.ports import Record, RecordStore
+from agent_memory.ports import Condition, ConditionFailed, Record, RecordStore
+from agent_memory.services import paging
 
 TRACE_TTL_S = 30 * 24 * 3600
 #: Trace rows one list or stats call reads at most (two rows a trace): a caller whose own
@@ -130,6 +132,109 @@ class TraceStore:
         since_ms = int(time.time() * 1000) - window_hours * 3600 * 1000
         found, truncated = self._newest(ctx, since_ms=since_ms)
         return aggregate(found, window_hours, truncated)
+
+
+    def redact(self, ctx: RequestContext, ids: frozenset[str] | set[str], texts: frozenset[str] | set[str]) -> list[str]:
+        """Erasure (forget, purge, session, entity and fact delete): every trace of the context
+        whose question was a removed turn (``turnIds``) loses its ``query``, and every string
+        of any trace that holds a removed text becomes ``REDACTED``; ids stay (a hit naming a
+        removed record is an id, not its text), and ``redacted`` keeps the SHA-256 of each
+        string taken out. Returns the trace ids redacted. Rows are rewritten under a version
+        condition (a lost race re-reads)."""
+        quoted = _quotes(texts)
+        if not ids and not quoted:
+            return []
+        redacted: list[str] = []
+        for trace_id, records in self._all(ctx):
+            asked = _asked(records, ids)
+            for record in records:
+                for _ in range(4):
+                    data, hashes = _redacted(record.data, asked, quoted)
+                    if not hashes:
+                        break
+                    data["redacted"] = {"at": timeutil.now_iso(),
+                                        "hashes": sorted({*(record.data.get("redacted") or {}).get("hashes", []),
+                                                          *hashes})}
+                    try:
+                        self.store.put(Record(record.pk, record.sk, data, version=record.version + 1,
+                                              expires_at=record.expires_at), Condition.version_is(record.version))
+                        redacted.append(trace_id)
+                        break
+                    except ConditionFailed:
+                        fresh = self.store.get(record.pk, record.sk)
+                        if fresh is None:
+                            break
+                        record = fresh
+        return sorted(set(redacted))
+
+    def quoting(self, ctx: RequestContext, ids: frozenset[str] | set[str],
+                texts: frozenset[str] | set[str]) -> list[str]:
+        """The trace ids that still hold what ``redact`` would take out (a receipt's verify)."""
+        quoted = _quotes(texts)
+        return sorted(trace_id for trace_id, records in self._all(ctx)
+                      if any(_redacted(r.data, _asked(records, ids), quoted)[1] for r in records))
+
+    def holding(self, ctx: RequestContext, ids: set[str], hashes: set[str]) -> list[str]:
+        """The trace ids that still hold erased text, known only by ids and SHA-256 hashes (a
+        receipt's verify): a string whose hash is one of ``hashes``, or the unredacted
+        question of a trace asked by one of the removed turns ``ids``."""
+        def holds(value: Any, key: str | None, asked: bool) -> bool:
+            if isinstance(value, str):
+                return value != REDACTED and bool(value) and (
+                    hashlib.sha256(value.encode("utf-8")).hexdigest() in hashes or (asked and key in _FREE_TEXT))
+            if isinstance(value, dict):
+                return any(holds(v, k, asked) for k, v in value.items() if k != "redacted")
+            if isinstance(value, list):
+                return any(holds(v, key, asked) for v in value)
+            return False
+
+        return sorted(trace_id for trace_id, records in self._all(ctx)
+                      if any(holds(r.data, None, _asked(records, ids)) for r in records))
+
+    def _all(self, ctx: RequestContext) -> list[tuple[str, list[Record]]]:
+        """Every trace row of the context (expired ones included: they still hold text), by trace."""
+        grouped: dict[str, list[Record]] = {}
+        for record in paging.scan(self.store, paging.Source(traces_pk(ctx)), batch=_SCAN_BATCH):
+            grouped.setdefault(record.data.get("traceId") or record.sk.split("#", 1)[0], []).append(record)
+        return list(grouped.items())
+
+
+REDACTED = "[redacted]"
+#: A removed text shorter than this is not looked for inside other strings (a two-letter
+#: turn would redact every trace); the traces that name its record lose their query anyway.
+MIN_QUOTE_CHARS = 8
+_FREE_TEXT = ("query",)
+
+
+def _quotes(texts: frozenset[str] | set[str]) -> list[str]:
+    return sorted({t.strip() for t in texts if len(t.strip()) >= MIN_QUOTE_CHARS}, key=len, reverse=True)
+
+
+def _asked(records: list[Record], ids: frozenset[str] | set[str]) -> bool:
+    """Whether the trace's question was one of the removed turns (its response part names them)."""
+    return any(set(r.data.get("turnIds") or []) & set(ids) for r in records)
+
+
+def _redacted(data: dict[str, Any], asked: bool, quoted: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` with its quoted text taken out, and the SHA-256 of each string taken out."""
+    hashes: list[str] = []
+
+    def clean(key: str | None, value: Any) -> Any:
+        if isinstance(value, str):
+            if value == REDACTED or not value:
+                return value
+            if (asked and key in _FREE_TEXT) or any(q in value for q in quoted):
+                hashes.append(hashlib.sha256(value.encode("utf-8")).hexdigest())
+                return REDACTED
+            return value
+        if isinstance(value, dict):
+            return {k: clean(k, v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(key, v) for v in value]
+        return value
+
+    out = {k: (v if k in _HIDDEN or k in ("redacted", "createdAt") else clean(k, v)) for k, v in data.items()}
+    return out, hashes
 
 
 def _assemble(trace_id: str, records: list[Record]) -> dict[str, Any]:

@@ -395,8 +395,9 @@ class ChatService:
             if any(h.kind == "turn" and (h.role or "user") == "user" for h in cited):
                 entities.add(SELF_ENTITY_ID)  # a user's own statement is about the user
             self.cache.store_reply(ctx.narrowed(req.scopes), turn.model_name, req.message, turn.query_vector,
-                                   {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities, [h.id for h in cited],
-                                   entry_id=turn.cache_entry)
+                                   {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities,
+                                   # its own turns too: forgetting the question (or the reply) drops the entry
+                                   [h.id for h in cited] + list(turn_ids), entry_id=turn.cache_entry)
         return ChatReply(reply=reply, session_id=turn.session.id, trace_id=turn.trace_id, citations=citations,
                          memory_updates=memory_updates, degraded=None if from_cache else turn.degraded)
 
