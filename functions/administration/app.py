@@ -11,7 +11,6 @@ Rules: ``agent_memory.services.operations.administration``; shapes: ``presenters
 
 import json
 import logging
-import threading
 from urllib.parse import urljoin
 
 from agent_memory.http import api as http
@@ -29,7 +28,7 @@ from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
 log = logging.getLogger("agent_memory.portability")
-_pending_stream = threading.local()
+_stream = http.StreamSlot()
 
 OVERLAP_MAX_S = 30 * 86_400
 
@@ -158,7 +157,7 @@ def export_context(context_id: str):
         include_principals=bool(http.query_bool(app, "includePrincipals")),
         include_originals=http.query_bool(app, "originals") is not False)
     # The lines outlive this handler: the local server streams them as they are read.
-    _pending_stream.frames = http.stream_in_request(lines)
+    _stream.hold(lines)
     return http.ndjson_response(f"{context_id}.ndjson")
 
 
@@ -239,10 +238,4 @@ def lambda_handler(event, lambda_context):
         return scheduled_backfill(lambda_context)
     if event.get("Records") and event["Records"][0].get("eventSource") == "aws:sqs":
         return portability_worker(event)
-    _pending_stream.frames = None
-    response = app.resolve(event, lambda_context)
-    frames = getattr(_pending_stream, "frames", None)
-    _pending_stream.frames = None
-    if frames is not None and response.get("statusCode") == 200:
-        return http.attach_stream(response, frames, streaming=getattr(lambda_context, "supports_streaming", False))
-    return response
+    return _stream.resolve(app, event, lambda_context)

@@ -6,8 +6,6 @@ handler hands them an iterator when the context ``supports_streaming``); the HTT
 Lambda responses, so there the same frames arrive together when the reply is complete
 (docs/deploying.md, "Streaming chat")."""
 
-import threading
-
 from agent_memory.http import api as http
 from agent_memory.models.requests import ChatRequest
 from agent_memory.observability import instrumented
@@ -15,7 +13,7 @@ from agent_memory.presenters import chat as present
 from agent_memory.runtime import get_runtime
 
 app = http.make_resolver()
-_pending_stream = threading.local()
+_stream = http.StreamSlot()
 
 
 @app.post("/api/v1/<context_id>/chat")
@@ -28,7 +26,7 @@ def chat(context_id: str):
         return http.answer(present.reply(reply), reply.degraded)
     # The frames outlive this handler: they keep its in-flight slot and deadline.
     events = rt.chat.chat_stream(ctx, req)
-    _pending_stream.frames = http.stream_in_request(http.sse_stream(present.stream(events)))
+    _stream.hold(http.sse_stream(present.stream(events)))
     return http.sse_response(events.degraded)
 
 
@@ -54,10 +52,4 @@ def get_trace(context_id: str, trace_id: str):
 
 @instrumented
 def lambda_handler(event, lambda_context):
-    _pending_stream.frames = None
-    response = app.resolve(event, lambda_context)
-    frames = getattr(_pending_stream, "frames", None)
-    _pending_stream.frames = None
-    if frames is not None and response.get("statusCode") == 200:
-        return http.attach_stream(response, frames, streaming=getattr(lambda_context, "supports_streaming", False))
-    return response
+    return _stream.resolve(app, event, lambda_context)

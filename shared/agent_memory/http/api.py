@@ -687,6 +687,29 @@ def ndjson_response(filename: str) -> Response:
                     headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
 
 
+class StreamSlot:
+    """Where a route leaves the frames of its SSE answer for the handler to attach after the
+    resolver has built the response's status and headers (one slot per thread)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def hold(self, frames: Iterator[str]) -> None:
+        self._local.frames = stream_in_request(frames)
+
+    def resolve(self, app: APIGatewayHttpResolver, event: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
+        """``app.resolve``, with the frames a route held attached to a 200 answer."""
+        self._local.frames = None
+        try:
+            response = app.resolve(event, lambda_context)
+            frames = getattr(self._local, "frames", None)
+        finally:
+            self._local.frames = None
+        if frames is not None and response.get("statusCode") == 200:
+            return attach_stream(response, frames, streaming=getattr(lambda_context, "supports_streaming", False))
+        return response
+
+
 def attach_stream(response: dict[str, Any], frames: Any, *, streaming: bool) -> dict[str, Any]:
     """Give an SSE response its frames: as an iterator when the host streams (the local
     server), else joined into the body (API Gateway buffers the whole response anyway)."""

@@ -8,8 +8,8 @@ projects them like any other write (the projection wrapper locally, DynamoDB Str
 
 Which record kinds travel is a closed list: the fact kinds of the one registry
 (``facts.fact_kinds.FACT_KINDS``) plus the conversation, thread, document and scope kinds below.
-Derived and operational rows (idempotency replies, caches, traces, audit rows, pending
-ingestion parts) are left out and counted in the trailer; API keys never leave the store.
+Derived and operational rows (idempotency replies, caches, traces, audit rows and erasure
+receipts, pending ingestion parts) are left out and counted in the trailer; API keys never leave the store.
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ OTHER_KINDS = ("head", "ref", "session", "turn", "thread", "thread_turn", "threa
 RECORD_TYPES: tuple[str, ...] = (*(k.kind for k in FACT_KINDS), *OTHER_KINDS)
 #: Rows that are derived from memory or about its use, not memory: rebuilt or not worth moving.
 DERIVED_KINDS = frozenset({"idempotency", "idempotency_ref", "audit", "cache_entry", "cache_mark", "cache_ref",
-                           "trace", "document-part", "budget", "key_use", "recent_unit"})
+                           "trace", "document-part", "budget", "key_use", "recent_unit",
+                           # an erasure receipt proves what this deployment removed; it stays
+                           # with the deployment's audit log, not with the memory it erased
+                           "receipt"})
 PRINCIPAL_TYPE = "principal_grants"
 ORIGINAL_TYPE = "original"
 ORIGINAL_MAX_BYTES = 64 * 1024 * 1024
