@@ -157,6 +157,23 @@ def test_booleans_are_not_numbers(api, path, body, field):
     assert problem(api.post(CTX + path, body), 400)["field"] == field
 
 
+@pytest.mark.parametrize("path, body, field", [
+    ("/chat", {"message": "hi", "stream": "yes"}, "stream"),
+    ("/chat", {"message": "hi", "bypassCache": 1}, "bypassCache"),
+    ("/forget", {"query": "x", "dryRun": "true"}, "dryRun"),
+    ("/consolidate", {"dry_run": 0}, "dry_run"),
+    ("/documents/query", {"query": "x", "expandGraph": "false"}, "expandGraph"),
+    ("/query", {"query": "x", "k": "5"}, "k"),
+    ("/forget", {"query": "x", "minScore": "0.5", "dryRun": True}, "minScore"),
+])
+def test_booleans_and_numbers_are_strict_alike(api, path, body, field):
+    # one rule for JSON scalars: a boolean is true or false, a number a JSON number; nothing
+    # is coerced from a string, a number or a boolean of the other kind
+    got = problem(api.post(CTX + path, body), 400)
+    assert got["field"] == field, got
+    assert ("true or false" in got["detail"]) == (field not in ("k", "minScore")), got["detail"]
+
+
 def test_put_acl_with_an_empty_object_clears_the_list(api):
     assert api.post(f"{CTX}/threads/t9/turns", {"text": "hello"}).status == 201
     assert api.request("PUT", f"{CTX}/threads/t9/acl", {"aclReaders": ["alice"]}).status == 200

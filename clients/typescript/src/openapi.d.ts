@@ -11,6 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** @description Whether the service is up, for probes and load balancers: answered without a key, even where keys are required (a key sent is not checked). It names the deployment's record store and search backend, nothing of any context or caller. */
         get: operations["health"];
         put?: never;
         post?: never;
@@ -27,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description This document, as JSON: the API the service answers (the same on the local server and a deployed stack). Any key may read it; a deployed stack, like health, answers no caller without one. The local server also shows it as a browsable page at /docs. */
+        /** @description This document, as JSON: the API the service answers (the same on the local server and a deployed stack). Any key may read it; a deployed stack answers no caller without one (health aside). The local server also shows it as a browsable page at /docs. */
         get: operations["getOpenApiJson"];
         put?: never;
         post?: never;
@@ -3434,7 +3435,16 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The file is not PDF, DOCX, HTML, Markdown or plain text, or not what its content type says (code unsupported_format or not_what_it_claims); nothing was stored. */
+        /** @description The body's Content-Type names something other than JSON (application/json or a +json type; a body sent without a Content-Type is read as JSON): code json_required. Nothing was written. */
+        NotJson: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The file is not PDF, DOCX, HTML, Markdown or plain text, or not what its content type says (code unsupported_format or not_what_it_claims), or a body that is neither multipart nor JSON (code json_required, as NotJson); nothing was stored. */
         UnsupportedDocument: {
             headers: {
                 [name: string]: unknown;
@@ -3528,7 +3538,6 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
         };
     };
     getOpenApiJson: {
@@ -3671,6 +3680,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -3814,6 +3824,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             504: components["responses"]["ModelTimeout"];
@@ -3856,6 +3867,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             504: components["responses"]["ModelTimeout"];
@@ -4015,6 +4027,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };
@@ -4088,6 +4101,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };
@@ -4125,6 +4139,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };
@@ -4174,6 +4189,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             /** @description Server too busy (in-flight cap); retry per Retry-After. */
@@ -4733,6 +4749,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -4812,6 +4829,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -5487,6 +5505,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -5600,6 +5619,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -5819,6 +5839,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -5855,6 +5876,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };
@@ -5894,6 +5916,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -5932,6 +5955,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             503: components["responses"]["Unavailable"];
@@ -5974,6 +5998,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             503: components["responses"]["Unavailable"];
@@ -6012,6 +6037,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6047,6 +6073,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6082,6 +6109,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6119,6 +6147,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6156,6 +6185,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6195,6 +6225,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6373,6 +6404,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6545,6 +6577,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6583,6 +6616,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6697,6 +6731,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6764,6 +6799,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };

@@ -90,10 +90,28 @@ def _with_accept(headers: dict[str, str]) -> dict[str, str]:
     return lowered
 
 
+def _check_method(body: bytes) -> None:
+    """A JSON-RPC message's ``method`` names one: an empty name is a 400 (openapi.yaml states
+    ``minLength: 1``), which the MCP SDK would accept as a notification of nothing (202).
+    Everything else about the message is the SDK's to judge."""
+    import json
+
+    from agent_memory.kernel.errors import InvalidRequest
+
+    try:
+        message = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return
+    if isinstance(message, dict) and message.get("method") == "":
+        raise InvalidRequest("method: a JSON-RPC method name is not empty", field="method")
+
+
 def answer(context_id: str, method: str, path: str, headers: dict[str, str], body: bytes, *,
            invoke_api: InvokeApi | None, domain: str | None) -> tuple[int, dict[str, str], bytes]:
     """One MCP request, answered: (status, headers, body)."""
     import anyio
+
+    _check_method(body)
 
     from agent_memory.kernel import deadline
 
