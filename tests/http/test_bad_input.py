@@ -137,6 +137,23 @@ def test_year_one_is_stored_with_a_four_digit_year_and_relative_phrases_do_not_o
     assert rows and all(r["validFrom"].startswith("0001-01-") for r in rows)
 
 
+def test_a_time_without_an_offset_is_utc_everywhere(api):
+    # one rule, stated in openapi.yaml: no offset (or a date alone) is UTC, in bodies and queries
+    r = api.post(f"{CTX}/facts", {"text": "I live in Oslo.", "observed_at": "2026-03-10T10:00:00"})
+    assert r.status == 200, r.text
+    rows = api.get(f"{CTX}/attributes").json()["items"]
+    assert [row["validFrom"] for row in rows] == ["2026-03-10T10:00:00.000Z"]
+    for naive, aware in [("2026-03-10T10:00:00", "2026-03-10T10:00:00Z"),
+                         ("2030-01-01T00:00:00", "2030-01-01T01:00:00%2B01:00")]:
+        assert api.get(f"{CTX}/attributes?since={naive}").json()["items"] == \
+            api.get(f"{CTX}/attributes?since={aware}").json()["items"]
+    naive = api.get(f"{CTX}/entities/person/user?asOf=2026-03-10T10:00:00").json()
+    assert naive == api.get(f"{CTX}/entities/person/user?asOf=2026-03-10T10:00:00Z").json()
+    midnight = api.get(f"{CTX}/entities/person/user?asOf=2026-03-10").json()  # a date alone: midnight UTC
+    assert midnight["asOf"] == "2026-03-10T00:00:00.000Z" and midnight["attributes"] == []
+    assert [a["value"] for a in naive["attributes"]] == ["Oslo"]
+
+
 # --- smaller request rules -------------------------------------------------------------------
 
 
