@@ -1947,7 +1947,7 @@ export interface components {
             /** Format: date-time */
             valid_until?: string;
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
-            lens?: string[][];
+            lens?: components["schemas"]["ScopePath"][][];
             /**
              * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
@@ -2054,7 +2054,7 @@ export interface components {
             /** Format: date-time */
             valid_until?: string;
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
-            lens?: string[][];
+            lens?: components["schemas"]["ScopePath"][][];
             /**
              * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
@@ -3058,7 +3058,9 @@ export interface components {
             search?: string;
         };
         /** @description DNF scope selector: an OR of clauses, each an AND of scope paths. A bare string is a singleton clause. Empty means unscoped. A scope path (here and wherever one is named, POST /scopes included) is at most 512 bytes of UTF-8 once normalised (else 400). */
-        Scopes: string | (string | string[])[];
+        Scopes: components["schemas"]["ScopePath"] | (components["schemas"]["ScopePath"] | components["schemas"]["ScopePath"][])[];
+        /** @description A scope path: segments between slashes, each without whitespace and none "." or ".."; surrounding whitespace and extra slashes are dropped (" /team//eng/ " is team/eng). At most 512 bytes of UTF-8 once normalised (else 400). */
+        ScopePath: string;
         CanonicalScopes: string[][];
         /** @description The caller's own flat map of scalars (at most 16 KiB as JSON), returned as given. */
         SessionMetadata: {
@@ -3504,7 +3506,7 @@ export interface components {
         ContextId: string;
         SessionId: components["schemas"]["PathId"];
         Limit: number;
-        /** @description Opaque; the nextCursor of the previous page. */
+        /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
         Cursor: string;
         /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
         FactId: string;
@@ -3590,7 +3592,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -3617,7 +3619,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
@@ -3752,7 +3754,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Skip this many turn positions (ignored with a cursor). */
                 offset?: number;
@@ -3877,7 +3879,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
@@ -3945,7 +3947,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Start after this turn_index (instead of a cursor). Indexes have at most 12 digits. */
                 after_index?: number;
@@ -4308,7 +4310,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description The page number (1-based; a cursor wins over it). */
                 page?: number;
@@ -4637,7 +4639,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description The page number (1-based; a cursor wins over it). */
                 page?: number;
@@ -4761,7 +4763,7 @@ export interface operations {
                 minDocumentCount?: number;
                 sort?: "documentCount" | "normalised";
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description The page number (1-based; a cursor wins over it). */
                 page?: number;
@@ -4972,7 +4974,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Records of calls this principal made (or that were made on its behalf). */
                 principal?: string;
@@ -5055,7 +5057,7 @@ export interface operations {
             query?: {
                 type?: components["schemas"]["EntityType"];
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5165,7 +5167,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5244,7 +5246,7 @@ export interface operations {
                 entity?: components["schemas"]["EntityReference"];
                 key?: string;
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5284,7 +5286,7 @@ export interface operations {
                 dst?: components["schemas"]["EntityReference"];
                 label?: string;
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5325,7 +5327,7 @@ export interface operations {
                 since?: string;
                 until?: string;
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5362,7 +5364,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5771,7 +5773,7 @@ export interface operations {
                 entity?: components["schemas"]["EntityReference"];
                 resolved?: boolean;
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
