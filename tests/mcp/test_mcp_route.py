@@ -246,3 +246,11 @@ def test_an_empty_method_is_a_400_not_an_accepted_notification(server: str, mess
     r = httpx.post(f"{server}/api/v1/acme/mcp", json=message, headers={"Authorization": f"Bearer {KEYS['alice']}"})
     assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json"), r.text
     assert r.json()["field"] == "method"
+
+
+def test_a_body_that_is_not_utf8_is_a_400_not_a_500(server: str):
+    # schemathesis (seed 4242, open service) found the SDK's 500 for such a body
+    r = httpx.post(f"{server}/api/v1/acme/mcp", content=b";\xda", headers={
+        "Authorization": f"Bearer {KEYS['alice']}", "content-type": "application/json"})
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json"), r.text
+    assert r.json()["field"] == "body"

@@ -90,17 +90,22 @@ def _with_accept(headers: dict[str, str]) -> dict[str, str]:
     return lowered
 
 
-def _check_method(body: bytes) -> None:
-    """A JSON-RPC message's ``method`` names one: an empty name is a 400 (openapi.yaml states
-    ``minLength: 1``), which the MCP SDK would accept as a notification of nothing (202).
-    Everything else about the message is the SDK's to judge."""
+def _check_message(body: bytes) -> None:
+    """What the MCP SDK gets wrong, refused first as 400s: a body that is not UTF-8 (the SDK
+    fails decoding it and answers 500) and a JSON-RPC message whose ``method`` is empty
+    (openapi.yaml states ``minLength: 1``; the SDK accepts it as a notification of nothing,
+    202). Everything else about the message is the SDK's to judge."""
     import json
 
     from agent_memory.kernel.errors import InvalidRequest
 
     try:
-        message = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+        text = bytes(body).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest("request body is not valid UTF-8 (JSON-RPC is JSON)", field="body") from exc
+    try:
+        message = json.loads(text)
+    except ValueError:
         return
     if isinstance(message, dict) and message.get("method") == "":
         raise InvalidRequest("method: a JSON-RPC method name is not empty", field="method")
@@ -111,7 +116,7 @@ def answer(context_id: str, method: str, path: str, headers: dict[str, str], bod
     """One MCP request, answered: (status, headers, body)."""
     import anyio
 
-    _check_method(body)
+    _check_message(body)
 
     from agent_memory.kernel import deadline
 
