@@ -2316,9 +2316,9 @@ export interface components {
              * Format: date-time
              * @description When the correction was made (default now). Also observed_at.
              */
-            observedAt?: string;
+            observedAt?: string | null;
             /** Format: date-time */
-            observed_at?: string;
+            observed_at?: string | null;
         };
         CorrectFactResponse: {
             /** @description The row now current. */
@@ -2504,9 +2504,9 @@ export interface components {
              * Format: date-time
              * @description When the document's statements were made; also observed_at.
              */
-            observedAt?: string;
+            observedAt?: string | null;
             /** Format: date-time */
-            observed_at?: string;
+            observed_at?: string | null;
             /** @description Where the document came from; stored and returned. */
             source?: string;
             /** @description type/subtype; also mimeType. Default - from format. */
@@ -2597,9 +2597,9 @@ export interface components {
              * Format: date-time
              * @description Also observed_at.
              */
-            observedAt?: string;
+            observedAt?: string | null;
             /** Format: date-time */
-            observed_at?: string;
+            observed_at?: string | null;
         };
         DocumentUploadTicket: {
             /** @description The document id (GET the document for its status). */
@@ -3249,9 +3249,9 @@ export interface components {
              * Format: date-time
              * @description When the statement was made (RFC 3339). Also observedAt.
              */
-            observed_at?: string;
+            observed_at?: string | null;
             /** Format: date-time */
-            observedAt?: string;
+            observedAt?: string | null;
             speaker?: components["schemas"]["Speaker"];
         };
         /** @description Who said the turn. A string is shorthand for {name}. Without entityId the speaker is the person of that name (entity:person/<name>), or the context's own user for "User"/"me". Retrieval labels the turn with the speaker's entity; the text is never parsed for a speaker. */

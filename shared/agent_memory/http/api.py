@@ -568,8 +568,9 @@ def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
 
 
 def query_choice(app: APIGatewayHttpResolver, name: str, choices: Sequence[str]) -> str | None:
-    """One of ``choices`` (compared case-insensitively, answered as listed); absent is ``None``."""
-    raw = query_str(app, name)
+    """One of ``choices`` (compared case-insensitively, answered as listed); absent is ``None``,
+    and empty (``kind=``) is a 400 naming the choices, as for every other query value."""
+    raw = app.current_event.get_query_string_value(name)
     if raw is None:
         return None
     for choice in choices:
