@@ -67,6 +67,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"triples are only accepted with infer: triples",
     r"text: required \(only a write of triples may leave it out\)",  # text or triples (docs/http-api.md)
     r"at most one of value, target or verb",  # a triple's object: one kind (a cross-field rule)
+    r"\.key: required with value",  # a triple's key with its value (a cross-field rule, as above)
     r"must be an entity id such as",
     r"speaker name must contain a letter or digit",
     # the scope routes' own paths (POST /scopes, /scopes/forget, DELETE /scopes), which take

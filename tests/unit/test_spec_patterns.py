@@ -1,6 +1,9 @@
-"""The patterns openapi.yaml states for labels, readers, scope paths and cursors are the
-service's own rules: a string matches exactly when the service takes it (one truth, checked
-both ways over an alphabet of the characters the rules turn on)."""
+r"""The patterns openapi.yaml states for labels, readers, scope paths, titles, a document's
+text, Idempotency-Key and cursors are the service's own rules: a string matches exactly when
+the service takes it (one truth, checked both ways over an alphabet of the characters the
+rules turn on), under Python's regex engine and the ECMA-style one schemathesis validates with
+(jsonschema_rs): whitespace is spelled out as the characters ``str.isspace`` names, since
+``\s`` differs between the two (schemathesis, seed 7, found a label of U+0085 U+001E)."""
 
 from __future__ import annotations
 
@@ -13,25 +16,36 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_memory.access.scopes import InvalidScope, normalise_path
+from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.models.requests import WriteFactsRequest
+from agent_memory.models.documents import DocumentUpload
 from agent_memory.models.threads import SetThreadAclRequest
+from agent_memory.services.facts.idempotency import check_key
+
+try:
+    import jsonschema_rs
+except ImportError:  # pragma: no cover - a dev dependency of schemathesis
+    jsonschema_rs = None
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[2] / "openapi.yaml").read_text())
 SCHEMAS = SPEC["components"]["schemas"]
-TRICKY = list("ab./: \t\n\x1c\x85\xa0\u3000*") + ["group:", ".."]
+TRICKY = list("ab./: \t\n\x00\x02\x1c\x1e\x85\xa0\u3000\ufeff*") + ["group:", ".."]
 texts = st.lists(st.sampled_from(TRICKY), max_size=8).map("".join)
 
 
 def _matches(schema: dict, value: str) -> bool:
-    return (len(value) >= schema.get("minLength", 0) and len(value) <= schema.get("maxLength", 10**9)
-            and re.search(schema["pattern"], value) is not None)
+    python = (len(value) >= schema.get("minLength", 0) and len(value) <= schema.get("maxLength", 10**9)
+              and re.search(schema["pattern"], value) is not None)
+    if jsonschema_rs is not None:
+        assert jsonschema_rs.is_valid(schema, value) == python, (schema["pattern"], repr(value))
+    return python
 
 
 def _service_takes(build) -> bool:
     try:
         build()
         return True
-    except (ValueError, InvalidScope):  # pydantic's ValidationError is a ValueError
+    except (ValueError, InvalidScope, InvalidRequest):  # pydantic's ValidationError is a ValueError
         return False
 
 
@@ -59,6 +73,21 @@ def test_label(value):
 def test_reader(value):
     schema = SCHEMAS["ReaderList"]["items"]
     assert _matches(schema, value) == _service_takes(lambda: SetThreadAclRequest(aclReaders=[value])), repr(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_title_and_text(value):
+    props = SCHEMAS["UploadDocumentRequest"]["properties"]
+    assert _matches(props["title"], value) == _service_takes(lambda: DocumentUpload(text="x", title=value)), repr(value)
+    assert _matches(props["text"], value) == _service_takes(lambda: DocumentUpload(text=value)), repr(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_idempotency_key(value):
+    schema = SPEC["components"]["parameters"]["IdempotencyKey"]["schema"]
+    assert _matches(schema, value) == _service_takes(lambda: check_key(value)), repr(value)
 
 
 @pytest.mark.parametrize("value, ok", [("", True), ("abc_-09", True), ("a+b", False), ("a=", False)])

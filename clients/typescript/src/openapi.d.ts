@@ -1786,8 +1786,10 @@ export interface components {
         PathId: string;
         RegisterScopeRequest: {
             path: string;
-            displayName?: string;
-            description?: string;
+            /** @description null is absent. */
+            displayName?: string | null;
+            /** @description null is absent. */
+            description?: string | null;
         };
         ScopeNode: {
             path: string;
@@ -2488,7 +2490,7 @@ export interface components {
             }[];
         };
         UploadDocumentRequest: {
-            /** @description The document; at most 5 MiB UTF-8 (413 above). */
+            /** @description The document; at most 5 MiB UTF-8 (413 above) */
             text: string;
             /** @description Default - the first markdown heading, else the file name, else the start of the first line. */
             title?: string;
