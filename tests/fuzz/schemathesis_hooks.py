@@ -1,4 +1,4 @@
-"""Schemathesis hooks for the bounded run (``test_schemathesis_run.py``).
+r"""Schemathesis hooks for the bounded run (``test_schemathesis_run.py``).
 
 One hook, ``filter_failure``: a "schema-valid request rejected" failure (a 400 to a
 request the schema allows) is dropped only when the problem document names a rule the
@@ -20,10 +20,11 @@ The rules, by the detail text of the 400:
   (``application/x-ndjson``, whose line schema is docs/export.schema.json);
 - the scope routes' own paths (POST /scopes, /scopes/forget, DELETE /scopes: '/' and a
   trailing '/' have meanings there, so only ScopePath elsewhere states the characters), an
-  entity id's printable characters and blank titles (``\S`` with a length in one pattern is
-  past what OpenAPI 3.0's regex dialects agree on). Labels, readers and the scopes of every
-  body are stated in openapi.yaml (``ScopePath``, ``ReaderList``; checked against the service's
-  rules by tests/unit/test_spec_patterns.py).
+  entity id's printable characters and a blank query text (not yet patterns), and a triple's
+  key with its value (a cross-field rule). Labels, readers, titles, a document's text and the
+  scopes of every body are stated in openapi.yaml (``ScopePath``, ``ReaderList``; each
+  pattern held to the service's rule under both regex engines by
+  tests/unit/test_spec_patterns.py).
 - a grant's verbs other than memory:read and memory:write named at a path other than '/', a
   revoke under a path whose verb is held at '/' (it depends on the stored grants), and a
   declared upload size past the deployment's ``limits.document_bytes`` (a 413);
