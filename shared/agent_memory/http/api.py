@@ -567,6 +567,15 @@ def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
     return value if value not in (None, "") else None
 
 
+def query_text(app: APIGatewayHttpResolver, name: str) -> str | None:
+    """A query value that is absent or says something: empty (``partition=``) is a 400, as every
+    other empty query value (``query_str`` is for the cursor, whose empty is documented as absent)."""
+    raw = app.current_event.get_query_string_value(name)
+    if raw == "":
+        raise InvalidRequest(f"{name} is empty: leave it out, or give a value", field=name)
+    return raw
+
+
 def query_choice(app: APIGatewayHttpResolver, name: str, choices: Sequence[str]) -> str | None:
     """One of ``choices`` (compared case-insensitively, answered as listed); absent is ``None``,
     and empty (``kind=``) is a 400 naming the choices, as for every other query value."""
