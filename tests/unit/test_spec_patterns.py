@@ -94,3 +94,9 @@ def test_idempotency_key(value):
 def test_cursor_alphabet_is_base64url(value, ok):
     schema = next(p for p in [SPEC["components"]["parameters"]["Cursor"]])["schema"]
     assert (re.search(schema["pattern"], value) is not None) == ok
+
+
+def test_the_upload_form_states_the_json_uploads_text_and_title_rules():
+    # a form's text field and title are validated as the JSON body's (seed 7 found a NUL in the form's text)
+    form, body = SCHEMAS["UploadDocumentForm"]["properties"], SCHEMAS["UploadDocumentRequest"]["properties"]
+    assert form["text"]["pattern"] == body["text"]["pattern"] and form["title"]["pattern"] == body["title"]["pattern"]

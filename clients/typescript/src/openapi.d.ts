@@ -2522,6 +2522,7 @@ export interface components {
              * @description Not empty.
              */
             file?: string;
+            /** @description Without NUL characters. */
             text?: string;
             title?: string;
             filename?: string;
