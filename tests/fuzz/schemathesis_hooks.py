@@ -34,6 +34,9 @@ The rules, by the detail text of the 400:
 And a 406 from ``POST /mcp`` whose request did not accept both application/json and
 text/event-stream (the MCP transport's rule; OpenAPI 3.0 ignores an ``Accept`` parameter).
 
+A 413 ``payload-too-large`` to a schema-violating body is a refusal, which schemathesis' list of
+rejecting statuses leaves out.
+
 In the open run only (``AGENT_MEMORY_FUZZ_OPEN_SERVICE=1``), a request without
 ``Authorization`` that is answered: a service started without keys needs none, by design.
 
@@ -142,6 +145,11 @@ def _detail(response) -> str:
 @schemathesis.hook
 def filter_failure(ctx, failure, case, response):
     if _OPEN_SERVICE and _about_missing_authorization(failure):
+        return False
+    # A body over the route's cap answered 413 payload-too-large is a refusal (RFC 9110), which
+    # schemathesis' list of rejecting statuses for negative data leaves out.
+    if (type(failure).__name__ == "AcceptedNegativeData" and getattr(response, "status_code", None) == 413
+            and str(_problem(response).get("type", "")).endswith("/payload-too-large")):
         return False
     if (getattr(response, "status_code", None) == 501 and _problem(response).get("code") == "uploads_unavailable"
             and case.path.endswith("/documents/uploads")):
