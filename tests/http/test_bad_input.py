@@ -211,7 +211,8 @@ def test_put_acl_with_an_empty_object_clears_the_list(api):
 @pytest.mark.parametrize("path", ["/attributes?limit=", "/entities?limit=", "/state?limit=",
                                   "/entities/person/user?asOf=", "/audit?kind=", "/documents?status=",
                                   "/documents/keywords?sort=", "/export?partition=",
-                                  "/relations?src=", "/attributes?entity=", "/actions?actor="])
+                                  "/relations?src=", "/attributes?entity=", "/actions?actor=",
+                                  "/documents?page_size=5&limit=x"])
 def test_an_empty_query_value_is_not_taken_as_absent(api, path):
     problem(api.get(CTX + path), 400)
 
