@@ -153,7 +153,7 @@ def scheduled_backfill(lambda_context):
 def export_context(context_id: str):
     ctx = http.context(app, context_id)
     lines = get_runtime().portability.export(
-        ctx, partition=http.query_str(app, "partition"),
+        ctx, partition=http.query_text(app, "partition"),
         include_principals=bool(http.query_bool(app, "includePrincipals")),
         include_originals=http.query_bool(app, "originals") is not False)
     # The lines outlive this handler: the local server streams them as they are read.

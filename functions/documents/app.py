@@ -60,8 +60,9 @@ def _upload(context_id: str) -> tuple[DocumentFileUpload, Any]:
 
 def _page_size() -> int:
     """``limit``, or ``page_size`` (the Spectron client's spelling), which wins over it."""
+    limit = http.page_limit(app)  # checked even where page_size wins: a bad limit is a 400 either way
     if http.query_str(app, "page_size") is None:
-        return http.page_limit(app)
+        return limit
     limits = get_runtime().settings.limits
     return http.query_int(app, "page_size", limits.page_default, maximum=limits.page_max)
 

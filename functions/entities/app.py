@@ -65,7 +65,7 @@ def attribute_history(context_id: str, type: str, name: str, key: str):
 def list_attributes(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().collections.attributes(
-        ctx, entity=parse_entity_param(http.query_str(app, "entity"), "entity"), key=http.query_str(app, "key"),
+        ctx, entity=parse_entity_param(http.query_text(app, "entity"), "entity"), key=http.query_str(app, "key"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
     return facts.page(page)
 
@@ -74,8 +74,8 @@ def list_attributes(context_id: str):
 def list_relations(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().collections.relations(
-        ctx, src=parse_entity_param(http.query_str(app, "src"), "src"),
-        dst=parse_entity_param(http.query_str(app, "dst"), "dst"), label=http.query_str(app, "label"),
+        ctx, src=parse_entity_param(http.query_text(app, "src"), "src"),
+        dst=parse_entity_param(http.query_text(app, "dst"), "dst"), label=http.query_str(app, "label"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
     return facts.page(page)
 
@@ -84,7 +84,7 @@ def list_relations(context_id: str):
 def list_actions(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().collections.actions(
-        ctx, actor=parse_entity_param(http.query_str(app, "actor"), "actor"), verb=http.query_str(app, "verb"),
+        ctx, actor=parse_entity_param(http.query_text(app, "actor"), "actor"), verb=http.query_str(app, "verb"),
         since=http.query_instant(app, "since"), until=http.query_instant(app, "until"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
     return facts.page(page)
@@ -141,7 +141,7 @@ for _collection in EDITABLE:
 def list_uncertainty(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().collections.uncertainties(
-        ctx, entity=parse_entity_param(http.query_str(app, "entity"), "entity"),
+        ctx, entity=parse_entity_param(http.query_text(app, "entity"), "entity"),
         resolved=http.query_bool(app, "resolved"), limit=http.page_limit(app),
         page_cursor=http.query_str(app, "cursor"), with_total=_count())
     return facts.page(page)

@@ -15,14 +15,16 @@ app = http.make_resolver()
 
 @app.get("/api/v1/health")
 def health():
-    http.authenticate(app)
+    # No key needed, even where keys are required (openapi.yaml declares no security): a load
+    # balancer or uptime probe holds none. The answer names the deployment's backends only,
+    # nothing of any tenant, context or caller.
     settings = get_runtime().settings
     return {"status": "ok", "store": settings.store, "search": settings.search}
 
 
 @app.get("/api/v1/openapi.json")
 def openapi_json():
-    http.authenticate(app)  # as health: a deployed stack answers no anonymous caller
+    http.authenticate(app)  # a deployed stack answers no anonymous caller (health aside)
     return http.openapi_response("json")
 
 

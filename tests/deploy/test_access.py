@@ -41,11 +41,21 @@ def call(path: str, key: str | None = None) -> tuple[int, dict]:
 
 def test_in_lambda_a_request_without_a_key_gets_401_even_with_no_keys_configured(runtime, monkeypatch):
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "SessionsFunction")
-    for path in ("/api/v1/health", "/api/v1/ctx/entities", "/api/v1/ctx/state"):
+    for path in ("/api/v1/contexts", "/api/v1/ctx/entities", "/api/v1/ctx/state"):
         status, body = call(path)
         assert status == 401, path
         assert body["status"] == 401 and "API key" in body["detail"]
     assert call("/api/v1/ctx/state", key="amk_not-a-key")[0] == 401
+
+
+def test_in_lambda_health_answers_a_probe_without_a_key_and_names_no_tenant(runtime, monkeypatch):
+    # openapi.yaml declares no security on health: a load balancer's probe holds no key
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "SessionsFunction")
+    runtime.api_keys.create("alice", groups=["care"], label="laptop")
+    for key in (None, "amk_not-a-key"):
+        status, body = call("/api/v1/health", key=key)
+        assert status == 200, key
+        assert set(body) <= {"status", "store", "search"} and body["status"] == "ok"
 
 
 def test_locally_without_keys_every_caller_is_the_default_admin(runtime):

@@ -293,6 +293,7 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
     statuses: dict[str, list[tuple[str, int]]] = {}
     anonymous: dict[str, int] = {}
     unknown_key: dict[str, int] = {}
+    health_without_key: list[int] = []
     presigned: list[list[Any]] = []
 
     # The API as the functions reach it over HTTP (API Gateway at the stack's URL): the MCP
@@ -323,7 +324,11 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         # The bootstrap key for the first call (as the README's first curl), stored keys after.
         bearer = bootstrap_key if path == "/api/v1/health" else keys[key]
         hdrs = {"content-type": "application/json", "authorization": f"Bearer {bearer}", **(headers or {})}
-        if name not in anonymous:  # every function refuses a caller without a key, first
+        if path == "/api/v1/health":  # the one route open to a caller without a key (a probe)
+            no_key = {k: v for k, v in hdrs.items() if k != "authorization"}
+            event = build_event(route, method, target_path, query, no_key, data, params, "203.0.113.9")
+            health_without_key.append(process(name).invoke(event)["statusCode"])
+        elif name not in anonymous:  # every function refuses a caller without a key, first
             no_key = {k: v for k, v in hdrs.items() if k != "authorization"}
             event = build_event(route, method, target_path, query, no_key, data, params, "203.0.113.9")
             anonymous[name] = process(name).invoke(event)["statusCode"]
@@ -413,7 +418,8 @@ def deployed(build: Path, moto_endpoint: str) -> Iterator[dict[str, Any]]:
         if os.environ.get("AGENT_MEMORY_DUMP_CALLS"):  # what each function called, for a reader of a failure
             Path(os.environ["AGENT_MEMORY_DUMP_CALLS"]).write_text(json.dumps(
                 {"calls": calls, "search": cluster.requests, "secrets": secrets}, indent=1, default=str))
-        yield {"statuses": statuses, "anonymous": anonymous, "unknown_key": unknown_key, "calls": calls, "records": records, "batch": batch,
+        yield {"statuses": statuses, "anonymous": anonymous, "unknown_key": unknown_key,
+               "health_without_key": health_without_key, "calls": calls, "records": records, "batch": batch,
                "jobs": jobs, "messages": messages, "ingested": ingested, "cfn": cfn.responses,
                "search": {n: list(r) for n, r in cluster.requests.items()}, "cluster": cluster,
                "bulk": list(cluster.bulk_bodies), "ready": {n: p.ready for n, p in processes.items()},
@@ -634,6 +640,7 @@ def test_every_route_is_served_by_its_built_function(deployed):
 def test_a_deployed_function_refuses_anonymous_callers(deployed):
     assert deployed["anonymous"] == {name: 401 for name in API_FUNCTIONS}
     assert deployed["unknown_key"] == {name: 401 for name in API_FUNCTIONS}
+    assert deployed["health_without_key"] and set(deployed["health_without_key"]) == {200}
 
 
 def test_the_built_projector_writes_the_stream_to_the_search_index(deployed):

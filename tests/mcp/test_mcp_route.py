@@ -241,3 +241,19 @@ def test_the_documented_registration_names_the_route_and_the_key(store_kind):
     assert entry["type"] == "http" and entry["url"] == "http://127.0.0.1:8080/api/v1/acme/mcp"
     assert entry["headers"]["Authorization"].startswith("Bearer ")
     assert LocalGateway(REPO).match("POST", "/api/v1/acme/mcp") is not None
+
+
+@pytest.mark.parametrize("message", [{"jsonrpc": "2.0", "method": ""}, {"jsonrpc": "2.0", "id": 1, "method": ""}])
+def test_an_empty_method_is_a_400_not_an_accepted_notification(server: str, message: dict):
+    # openapi.yaml gives method minLength 1; the SDK alone took {"method": ""} as a notification (202)
+    r = httpx.post(f"{server}/api/v1/acme/mcp", json=message, headers={"Authorization": f"Bearer {KEYS['alice']}"})
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json"), r.text
+    assert r.json()["field"] == "method"
+
+
+def test_a_body_that_is_not_utf8_is_a_400_not_a_500(server: str):
+    # schemathesis (seed 4242, open service) found the SDK's 500 for such a body
+    r = httpx.post(f"{server}/api/v1/acme/mcp", content=b";\xda", headers={
+        "Authorization": f"Bearer {KEYS['alice']}", "content-type": "application/json"})
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json"), r.text
+    assert r.json()["field"] == "body"

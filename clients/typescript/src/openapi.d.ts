@@ -11,6 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
+        /** @description Whether the service is up, for probes and load balancers: answered without a key, even where keys are required (a key sent is not checked). It names the deployment's record store and search backend, nothing of any context or caller. */
         get: operations["health"];
         put?: never;
         post?: never;
@@ -27,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description This document, as JSON: the API the service answers (the same on the local server and a deployed stack). Any key may read it; a deployed stack, like health, answers no caller without one. The local server also shows it as a browsable page at /docs. */
+        /** @description This document, as JSON: the API the service answers (the same on the local server and a deployed stack). Any key may read it; a deployed stack answers no caller without one (health aside). The local server also shows it as a browsable page at /docs. */
         get: operations["getOpenApiJson"];
         put?: never;
         post?: never;
@@ -1951,8 +1952,10 @@ export interface components {
         PathId: string;
         RegisterScopeRequest: {
             path: string;
-            displayName?: string;
-            description?: string;
+            /** @description null is absent. */
+            displayName?: string | null;
+            /** @description null is absent. */
+            description?: string | null;
         };
         ScopeNode: {
             path: string;
@@ -2224,7 +2227,7 @@ export interface components {
             /** Format: date-time */
             valid_until?: string;
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
-            lens?: string[][];
+            lens?: components["schemas"]["ScopePath"][][];
             /**
              * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
@@ -2331,7 +2334,7 @@ export interface components {
             /** Format: date-time */
             valid_until?: string;
             /** @description A read narrowing in the scopes' DNF shape (an OR of clauses, each an AND of scope paths, no '*'), applied besides the key's read region, never instead of it. A bare string or a flat list of paths is accepted as for scopes. */
-            lens?: string[][];
+            lens?: components["schemas"]["ScopePath"][][];
             /**
              * @description How the lens is read. strict (the default; without a lens, everything the key may read) - the lens paths and below; merged - also the lens paths' ancestors themselves and unscoped memory; crossTeam - also the lens paths' siblings and below, as far as the key may read (merged and crossTeam need a lens). Also scope_view.
              * @default strict
@@ -2593,9 +2596,9 @@ export interface components {
              * Format: date-time
              * @description When the correction was made (default now). Also observed_at.
              */
-            observedAt?: string;
+            observedAt?: string | null;
             /** Format: date-time */
-            observed_at?: string;
+            observed_at?: string | null;
         };
         CorrectFactResponse: {
             /** @description The row now current. */
@@ -2774,7 +2777,7 @@ export interface components {
             }[];
         };
         UploadDocumentRequest: {
-            /** @description The document; at most 5 MiB UTF-8 (413 above). */
+            /** @description The document; at most 5 MiB UTF-8 (413 above) */
             text: string;
             /** @description Default - the first markdown heading, else the file name, else the start of the first line. */
             title?: string;
@@ -2790,9 +2793,9 @@ export interface components {
              * Format: date-time
              * @description When the document's statements were made; also observed_at.
              */
-            observedAt?: string;
+            observedAt?: string | null;
             /** Format: date-time */
-            observed_at?: string;
+            observed_at?: string | null;
             /** @description Where the document came from; stored and returned. */
             source?: string;
             /** @description type/subtype; also mimeType. Default - from format. */
@@ -2806,6 +2809,7 @@ export interface components {
              * @description Not empty.
              */
             file?: string;
+            /** @description Without NUL characters. */
             text?: string;
             title?: string;
             filename?: string;
@@ -2883,9 +2887,9 @@ export interface components {
              * Format: date-time
              * @description Also observed_at.
              */
-            observedAt?: string;
+            observedAt?: string | null;
             /** Format: date-time */
-            observed_at?: string;
+            observed_at?: string | null;
         };
         DocumentUploadTicket: {
             /** @description The document id (GET the document for its status). */
@@ -3375,7 +3379,9 @@ export interface components {
             search?: string;
         };
         /** @description DNF scope selector: an OR of clauses, each an AND of scope paths. A bare string is a singleton clause. Empty means unscoped. A scope path (here and wherever one is named, POST /scopes included) is at most 512 bytes of UTF-8 once normalised (else 400). */
-        Scopes: string | (string | string[])[];
+        Scopes: components["schemas"]["ScopePath"] | (components["schemas"]["ScopePath"] | components["schemas"]["ScopePath"][])[];
+        /** @description A scope path: segments between slashes, each without whitespace and none "." or ".."; surrounding whitespace and extra slashes are dropped (" /team//eng/ " is team/eng). At most 512 bytes of UTF-8 once normalised (else 400). */
+        ScopePath: string;
         CanonicalScopes: string[][];
         /** @description The caller's own flat map of scalars (at most 16 KiB as JSON), returned as given. */
         SessionMetadata: {
@@ -3567,9 +3573,9 @@ export interface components {
              * Format: date-time
              * @description When the statement was made (RFC 3339). Also observedAt.
              */
-            observed_at?: string;
+            observed_at?: string | null;
             /** Format: date-time */
-            observedAt?: string;
+            observedAt?: string | null;
             speaker?: components["schemas"]["Speaker"];
         };
         /** @description Who said the turn. A string is shorthand for {name}. Without entityId the speaker is the person of that name (entity:person/<name>), or the context's own user for "User"/"me". Retrieval labels the turn with the speaker's entity; the text is never parsed for a speaker. */
@@ -3763,7 +3769,16 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The file is not PDF, DOCX, HTML, Markdown or plain text, or not what its content type says (code unsupported_format or not_what_it_claims); nothing was stored. */
+        /** @description The body's Content-Type names something other than JSON (application/json or a +json type; a body sent without a Content-Type is read as JSON): code json_required. Nothing was written. */
+        NotJson: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The file is not PDF, DOCX, HTML, Markdown or plain text, or not what its content type says (code unsupported_format or not_what_it_claims), or a body that is neither multipart nor JSON (code json_required, as NotJson); nothing was stored. */
         UnsupportedDocument: {
             headers: {
                 [name: string]: unknown;
@@ -3826,7 +3841,7 @@ export interface components {
         ReceiptId: components["schemas"]["PathId"];
         SessionId: components["schemas"]["PathId"];
         Limit: number;
-        /** @description Opaque; the nextCursor of the previous page. */
+        /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
         Cursor: string;
         /** @description The fact's id (attr_..., rel_..., act_..., instr_...). */
         FactId: string;
@@ -3860,7 +3875,6 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            401: components["responses"]["Unauthorized"];
         };
     };
     getOpenApiJson: {
@@ -3913,7 +3927,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: never;
@@ -3940,7 +3954,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
@@ -4003,6 +4017,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -4068,7 +4083,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Skip this many turn positions (ignored with a cursor). */
                 offset?: number;
@@ -4140,6 +4155,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             504: components["responses"]["ModelTimeout"];
@@ -4182,6 +4198,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             504: components["responses"]["ModelTimeout"];
@@ -4191,7 +4208,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
             };
             header?: {
@@ -4259,7 +4276,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Start after this turn_index (instead of a cursor). Indexes have at most 12 digits. */
                 after_index?: number;
@@ -4341,6 +4358,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };
@@ -4414,6 +4432,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };
@@ -4451,6 +4470,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };
@@ -4500,6 +4520,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             /** @description Server too busy (in-flight cap); retry per Retry-After. */
@@ -4684,7 +4705,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description The page number (1-based; a cursor wins over it). */
                 page?: number;
@@ -5007,7 +5028,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description The page number (1-based; a cursor wins over it). */
                 page?: number;
@@ -5119,6 +5140,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -5130,7 +5152,7 @@ export interface operations {
                 minDocumentCount?: number;
                 sort?: "documentCount" | "normalised";
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description The page number (1-based; a cursor wins over it). */
                 page?: number;
@@ -5198,6 +5220,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -5340,7 +5363,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Records of calls this principal made (or that were made on its behalf). */
                 principal?: string;
@@ -5423,7 +5446,7 @@ export interface operations {
             query?: {
                 type?: components["schemas"]["EntityType"];
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5527,7 +5550,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5606,7 +5629,7 @@ export interface operations {
                 entity?: components["schemas"]["EntityReference"];
                 key?: string;
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5646,7 +5669,7 @@ export interface operations {
                 dst?: components["schemas"]["EntityReference"];
                 label?: string;
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5687,7 +5710,7 @@ export interface operations {
                 since?: string;
                 until?: string;
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5724,7 +5747,7 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -5867,6 +5890,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -5980,6 +6004,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6131,7 +6156,7 @@ export interface operations {
                 entity?: components["schemas"]["EntityReference"];
                 resolved?: boolean;
                 limit?: components["parameters"]["Limit"];
-                /** @description Opaque; the nextCursor of the previous page. */
+                /** @description Opaque; the nextCursor of the previous page (base64url; one this service did not issue, or issued for another context or list, is a 400). Empty is absent. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description true adds page.totalSize (counts the whole filtered collection). */
                 count?: components["parameters"]["Count"];
@@ -6199,6 +6224,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6235,6 +6261,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };
@@ -6274,6 +6301,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6312,6 +6340,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             503: components["responses"]["Unavailable"];
@@ -6354,6 +6383,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             502: components["responses"]["ModelFailed"];
             503: components["responses"]["Unavailable"];
@@ -6392,6 +6422,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6427,6 +6458,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6462,6 +6494,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6499,6 +6532,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6536,6 +6570,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6575,6 +6610,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6753,6 +6789,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6925,6 +6962,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -6963,6 +7001,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -7077,6 +7116,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
         };
     };
@@ -7144,6 +7184,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             503: components["responses"]["Unavailable"];
         };

@@ -512,10 +512,24 @@ def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes
     return data
 
 
+def is_json_media_type(content_type: str | None) -> bool:
+    """``application/json`` or a ``+json`` type (RFC 6839), parameters aside; no Content-Type
+    at all is read as JSON too (a body is JSON on these routes unless its sender says not)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return not media or media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
 def json_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> dict[str, Any]:
     data = raw_body(app, max_bytes)
     if not data.strip():
         raise InvalidRequest("request body is required", field="body")
+    content_type = header(app, "content-type")
+    if not is_json_media_type(content_type):
+        from agent_memory.kernel.errors import UnsupportedMediaType
+
+        raise UnsupportedMediaType(
+            f"the body is sent as {(content_type or '').split(';', 1)[0].strip()!r}; this route takes application/json",
+            code="json_required", field="content-type")
     try:
         parsed = safe_json.loads(data)
     except safe_json.JsonLimitExceeded as exc:
@@ -563,9 +577,19 @@ def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
     return value if value not in (None, "") else None
 
 
+def query_text(app: APIGatewayHttpResolver, name: str) -> str | None:
+    """A query value that is absent or says something: empty (``partition=``) is a 400, as every
+    other empty query value (``query_str`` is for the cursor, whose empty is documented as absent)."""
+    raw = app.current_event.get_query_string_value(name)
+    if raw == "":
+        raise InvalidRequest(f"{name} is empty: leave it out, or give a value", field=name)
+    return raw
+
+
 def query_choice(app: APIGatewayHttpResolver, name: str, choices: Sequence[str]) -> str | None:
-    """One of ``choices`` (compared case-insensitively, answered as listed); absent is ``None``."""
-    raw = query_str(app, name)
+    """One of ``choices`` (compared case-insensitively, answered as listed); absent is ``None``,
+    and empty (``kind=``) is a 400 naming the choices, as for every other query value."""
+    raw = app.current_event.get_query_string_value(name)
     if raw is None:
         return None
     for choice in choices:

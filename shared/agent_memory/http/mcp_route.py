@@ -90,10 +90,33 @@ def _with_accept(headers: dict[str, str]) -> dict[str, str]:
     return lowered
 
 
+def _check_message(body: bytes) -> None:
+    """What the MCP SDK gets wrong, refused first as 400s: a body that is not UTF-8 (the SDK
+    fails decoding it and answers 500) and a JSON-RPC message whose ``method`` is empty
+    (openapi.yaml states ``minLength: 1``; the SDK accepts it as a notification of nothing,
+    202). Everything else about the message is the SDK's to judge."""
+    import json
+
+    from agent_memory.kernel.errors import InvalidRequest
+
+    try:
+        text = bytes(body).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequest("request body is not valid UTF-8 (JSON-RPC is JSON)", field="body") from exc
+    try:
+        message = json.loads(text)
+    except ValueError:
+        return
+    if isinstance(message, dict) and message.get("method") == "":
+        raise InvalidRequest("method: a JSON-RPC method name is not empty", field="method")
+
+
 def answer(context_id: str, method: str, path: str, headers: dict[str, str], body: bytes, *,
            invoke_api: InvokeApi | None, domain: str | None) -> tuple[int, dict[str, str], bytes]:
     """One MCP request, answered: (status, headers, body)."""
     import anyio
+
+    _check_message(body)
 
     from agent_memory.kernel import deadline
 

@@ -81,6 +81,14 @@ class PayloadTooLarge(MemoryError_):
     type_slug = "payload-too-large"
 
 
+class UnsupportedMediaType(MemoryError_):
+    """A body whose Content-Type names something other than JSON on a route that takes JSON."""
+
+    status = 415
+    title = "Unsupported media type"
+    type_slug = "unsupported-media-type"
+
+
 class InvalidContext(MemoryError_):
     status = 422
     title = "Invalid context id"

@@ -29,6 +29,25 @@ def _is_number(annotation: Any) -> bool:
     return any(a in (int, float) for a in args) and bool not in args
 
 
+def _is_boolean(annotation: Any) -> bool:
+    args = typing.get_args(annotation) or (annotation,)
+    return bool in args and not any(a in (int, float, str) for a in args)
+
+
+def _json_type_problem(spelling: str, value: Any, annotation: Any) -> str | None:
+    """One strictness for JSON scalars: a boolean field takes only ``true``/``false`` and a
+    number field only a JSON number (pydantic's lax mode would read ``"yes"`` as true,
+    ``true`` as 1 and ``"5"`` as 5)."""
+    if value is None:
+        return None
+    if _is_boolean(annotation) and not isinstance(value, bool):
+        return f"{spelling}: must be true or false (a JSON boolean), not {type(value).__name__}"
+    if _is_number(annotation) and (isinstance(value, bool) or not isinstance(value, int | float)):
+        kind = "a boolean" if isinstance(value, bool) else type(value).__name__
+        return f"{spelling}: must be a number, not {kind}"
+    return None
+
+
 def both(snake: str, camel: str) -> Any:
     return Field(default=None, validation_alias=AliasChoices(snake, camel))
 
@@ -42,8 +61,8 @@ class RequestModel(BaseModel):
         """One value per field whatever its spelling, and numbers that are numbers.
 
         A field may be sent as ``sessionId`` or ``session_id``; both at once are accepted
-        when they agree and rejected naming both when they do not. ``true`` is not a
-        number: pydantic's lax mode would read it as 1."""
+        when they agree and rejected naming both when they do not. Booleans and numbers are
+        strict alike (``_json_type_problem``)."""
         if not isinstance(data, dict):
             return data
         data = dict(data)
@@ -58,8 +77,9 @@ class RequestModel(BaseModel):
                 for extra in sent[1:]:
                     del data[extra]
                 sent = sent[:1]
-            if sent and isinstance(data[sent[0]], bool) and _is_number(field.annotation):
-                raise InvalidRequest(f"{sent[0]}: must be a number, not a boolean", field=sent[0])
+            problem = _json_type_problem(sent[0], data[sent[0]], field.annotation) if sent else None
+            if problem:
+                raise InvalidRequest(problem, field=sent[0])
         return data
 
 
