@@ -7292,6 +7292,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             501: components["responses"]["NotAvailable"];
             503: components["responses"]["Unavailable"];
@@ -7362,6 +7363,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["TooLarge"];
+            415: components["responses"]["NotJson"];
             422: components["responses"]["InvalidContext"];
             501: components["responses"]["NotAvailable"];
         };
