@@ -19,7 +19,7 @@ PARAMS = {"context_id": "acme", "session_id": "sess_01HV0000000000000000000000",
           "document_id": "doc_01HV0000000000000000000000", "type": "person", "name": "alice", "key": "city",
           "uncertainty_id": "unc_01HV0000000000000000000000", "fact_id": "attr_01HV0000000000000000000000",
           "key_name": "key-1", "principal_id": "alice", "normalised": "refund",
-          "receipt_id": "rcpt_01HV0000000000000000000000"}
+          "receipt_id": "rcpt_01HV0000000000000000000000", "job_id": "job_01HV0000000000000000000000"}
 KEYS = {"bound-elsewhere": "key-elsewhere-000000", "no-verbs": "key-noverbs-00000000"}
 OPERATIONS = sorted((method.upper(), path, op) for path, item in SPEC["paths"].items()
                     for method, op in item.items() if method in ("get", "post", "put", "delete", "patch"))

@@ -109,7 +109,9 @@ def test_forgetting_a_scope_reads_only_that_scopes_records(api, runtime, store_k
     before = {(r.pk, r.sk): r for r in _base_records(runtime)}
     r = api.post(f"{CTX}/scopes/forget", {"path": "team/b"})
     assert r.status == 200, r.text
-    assert r.json() == {"forgotten": r.json()["forgotten"], "complete": True}
+    body = r.json()
+    assert body["complete"] is True and body["receipt"]["action"] == "scope.forget"
+    assert set(body) == {"forgotten", "complete", "receipt"}  # no continuation when done
     fetched = set(counting.fetched)
     # The records read by key are exactly team/b's (facts under it), nothing of another scope.
     assert fetched and all(_under(before[k], "team/b") for k in fetched if k in before)

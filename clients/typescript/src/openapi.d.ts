@@ -2062,9 +2062,9 @@ export interface components {
             updatedAt: string;
             /** @description Lines written (export) or records checked and written (import) so far. */
             recordsDone: number;
-            /** @description Records of the stream */
+            /** @description Records of the stream, once known. */
             recordsTotal?: number;
-            /** @description The stream's size */
+            /** @description The stream's size, once known. */
             bytes?: number;
             /** @description An import's declared upload size. */
             size?: number;
@@ -2777,7 +2777,7 @@ export interface components {
             }[];
         };
         UploadDocumentRequest: {
-            /** @description The document; at most 5 MiB UTF-8 (413 above) */
+            /** @description The document; at most 5 MiB UTF-8 (413 above), without NUL characters. */
             text: string;
             /** @description Default - the first markdown heading, else the file name, else the start of the first line. */
             title?: string;
