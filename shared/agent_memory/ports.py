@@ -237,6 +237,10 @@ class UploadStore(Protocol):
         """Remove the object; a missing one is no error."""
         ...
 
+    def exists(self, key: str) -> bool:
+        """Whether an object is stored under ``key`` (an erasure receipt's verify looks again)."""
+        ...
+
 
 @runtime_checkable
 class Embedder(Protocol):

@@ -119,11 +119,11 @@ class Runtime:
                 return self.store.get(keys.idempotency_ref_pk(ctx, ref[5:]), REF_SK) is not None
             return bool(self.store.query(f"{keys.base(ctx)}#cache-refs#{ref}", limit=1).records)
 
-        # Object storage is not read again: deployed, a GetObject of a missing key answers 403
-        # without s3:ListBucket, so the receipt's object keys rest on the deletes' success.
+        uploads = self.upload_store  # None on a function without the bucket: objects not looked at
         return ReceiptBook(self.store, Places(search_get=search_get,
                                               traces_holding=self.traces.holding, cached_queries=cached_queries,
-                                              cache_ref_exists=cache_ref_exists),
+                                              cache_ref_exists=cache_ref_exists,
+                                              object_exists=uploads.exists if uploads is not None else None),
                            ttl_s=self.settings.limits.audit_ttl_s)
 
     def close(self) -> None:

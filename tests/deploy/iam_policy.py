@@ -28,6 +28,7 @@ from typing import Any
 
 from intrinsics import Intrinsics
 
+
 class Stack(Intrinsics):
     def __init__(self, template: dict[str, Any], parameters: dict[str, str], physical: dict[str, str],
                  attributes: dict[str, str], *, region: str = "us-east-1", account: str = "123456789012",

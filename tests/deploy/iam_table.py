@@ -276,6 +276,13 @@ GRANTS: dict[str, Grant] = {
                                    [allow("DocumentObjectsDelete", ["s3:DeleteObject"],
                                           [sub("${UploadBucket.Arn}/staging/*"),
                                            sub("${UploadBucket.Arn}/originals/*")])]),
+    "DocumentObjectsLook": Grant(
+        "an erasure receipt's verify looks again for the originals and staged uploads it removed: "
+        "HeadObject needs s3:GetObject, and answers 404 for a missing key (not 403) only to a role "
+        "that may list the bucket, whose keys are the service's own (document ids)",
+        [allow("DocumentObjectsHead", ["s3:GetObject"], [sub("${UploadBucket.Arn}/staging/*"),
+                                                         sub("${UploadBucket.Arn}/originals/*")]),
+         allow("UploadBucketList", ["s3:ListBucket"], att("UploadBucket"))]),
 }
 
 # What every function's role holds: Lambda's logs and traces.
@@ -286,7 +293,8 @@ API = ("RecordRead", "BootstrapKey")
 FUNCTIONS: dict[str, tuple[str, ...]] = {
     "SessionsFunction": (*API, "RecordWrite", "RecordBatchRead", "CursorSecret"),
     "FactsFunction": (*API, "RecordBatchRead", "RecordWrite", "ExtractionModel", "ResponseModel", "EmbeddingModel",
-                      "Rerank", "OpenAIKey", "SearchRead", "SearchWrite", "DocumentObjectsDelete"),
+                      "Rerank", "OpenAIKey", "SearchRead", "SearchWrite", "DocumentObjectsDelete",
+                      "DocumentObjectsLook"),
     "ThreadsFunction": (*API, "RecordBatchRead", "RecordWrite", "CursorSecret", "EmbeddingModel", "OpenAIKey",
                         "SearchRead"),
     "ChatFunction": (*API, "RecordBatchRead", "RecordWrite", "ExtractionModel", "ResponseModelStreaming",

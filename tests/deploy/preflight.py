@@ -34,8 +34,9 @@ if str(Path(__file__).parent) not in sys.path:  # run as a script: its neighbour
 if str(REPO / "shared") not in sys.path:  # the tools venv has no agent_memory installed
     sys.path.insert(0, str(REPO / "shared"))
 
-from agent_memory.cfn_template import load_openapi, load_template  # noqa: E402
 from intrinsics import Intrinsics  # noqa: E402
+
+from agent_memory.cfn_template import load_openapi, load_template  # noqa: E402
 
 IAM_QUOTAS = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html"
 CFN_QUOTAS = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html"

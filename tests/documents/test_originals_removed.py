@@ -130,3 +130,22 @@ def test_forgetting_a_scope_removes_its_documents_and_their_originals(api, objec
     gone(api, inside)
     assert objects.keys() == [f"originals/{outside}"]
     assert api.get(f"{DOCS}/{outside}/raw").status == 200
+
+
+def test_verify_looks_again_in_object_storage_and_names_an_original_that_came_back(api, objects):
+    """A purge's receipt names the original it removed; verify finds it gone (S3: HeadObject's
+    404) and, when the object is there again (a delete that did not happen), names it."""
+    doc_id = upload(api)
+    r = api.delete(f"{DOCS}/{doc_id}")
+    assert r.status == 204, r.text
+    receipt_id = r.headers["x-erasure-receipt"]
+    receipt = api.get(f"{CTX}/receipts/{receipt_id}").json()
+    assert f"originals/{doc_id}" in receipt["originals"]
+    assert f"originals/{doc_id}" not in objects.keys()
+    verified = api.post(f"{CTX}/receipts/{receipt_id}/verify", {}).json()
+    assert verified["clean"] is True and verified["checked"]["originals"] == 1, verified
+
+    get_runtime().upload_store.write(f"originals/{doc_id}", b"still here", "text/markdown")
+    verified = api.post(f"{CTX}/receipts/{receipt_id}/verify", {}).json()
+    assert verified["clean"] is False
+    assert {"place": "originals", "id": f"originals/{doc_id}", "state": "present"} in verified["remaining"]

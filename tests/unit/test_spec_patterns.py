@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from agent_memory.access.scopes import InvalidScope, normalise_path
 from agent_memory.kernel.errors import InvalidRequest
-from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.models.documents import DocumentUpload
+from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.models.threads import SetThreadAclRequest
 from agent_memory.services.facts.idempotency import check_key
 

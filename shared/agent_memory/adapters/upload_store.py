@@ -86,6 +86,19 @@ class S3UploadStore:
     def delete(self, key: str) -> None:
         self._s3.delete_object(Bucket=self.bucket, Key=key)
 
+    def exists(self, key: str) -> bool:
+        # HeadObject answers 404 for a missing key only to a role that may list the bucket
+        # (else 403): the verifying function holds s3:ListBucket (tests/deploy/iam_table.py).
+        from botocore.exceptions import ClientError
+
+        try:
+            self._s3.head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise
+        return True
+
 
 class UploadRefused(Exception):
     """A local presigned PUT that cannot be taken: ``status`` and why."""
@@ -213,6 +226,9 @@ class LocalUploadStore:
             self._path(key).unlink()
         except FileNotFoundError:
             pass
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
 
 
 def _check_key(key: str) -> None:
