@@ -34,7 +34,7 @@ OVERLAP_MAX_S = 30 * 86_400
 
 
 def _ttl() -> int | None:
-    raw = http.query_str(app, "ttlSeconds")
+    raw = http.query_text(app, "ttlSeconds")
     return None if raw is None else http.query_int(app, "ttlSeconds", 0)
 
 
@@ -98,7 +98,7 @@ def revoke(context_id: str, principal_id: str):
 
 @app.get("/api/v1/<context_id>/principals/<principal_id>/effective")
 def effective(context_id: str, principal_id: str):
-    path = http.query_str(app, "path")
+    path = http.query_text(app, "path")
     if path is None:
         from agent_memory.kernel.errors import InvalidRequest
 
@@ -123,7 +123,7 @@ def list_scopes(context_id: str):
 @app.delete("/api/v1/<context_id>/scopes")
 def delete_scope(context_id: str):
     ctx = http.context(app, context_id)
-    path = http.query_str(app, "path")
+    path = http.query_text(app, "path")
     if path is None:
         from agent_memory.kernel.errors import InvalidRequest
 

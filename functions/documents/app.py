@@ -61,7 +61,7 @@ def _upload(context_id: str) -> tuple[DocumentFileUpload, Any]:
 def _page_size() -> int:
     """``limit``, or ``page_size`` (the Spectron client's spelling), which wins over it."""
     limit = http.page_limit(app)  # checked even where page_size wins: a bad limit is a 400 either way
-    if http.query_str(app, "page_size") is None:
+    if http.query_text(app, "page_size") is None:
         return limit
     limits = get_runtime().settings.limits
     return http.query_int(app, "page_size", limits.page_default, maximum=limits.page_max)
@@ -97,7 +97,7 @@ def list_documents(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().catalogue.list_documents(
         ctx, _page_size(), http.query_str(app, "cursor"), page=http.query_int(app, "page", 1),
-        status=http.query_choice(app, "status", DOCUMENT_STATUSES), mime_type=http.query_str(app, "mime_type"))
+        status=http.query_choice(app, "status", DOCUMENT_STATUSES), mime_type=http.query_text(app, "mime_type"))
     return http.json_response(documents_wire.document_page(page), ensure_ascii=False)
 
 
@@ -115,7 +115,7 @@ def query_documents(context_id: str):
 @app.get(f"{BASE}/keywords")
 def list_document_keywords(context_id: str):
     ctx = http.context(app, context_id)
-    q = http.query_str(app, "q")
+    q = http.query_text(app, "q")
     if q is not None and len(q) > 200:
         raise InvalidRequest("q: at most 200 characters", field="q")
     page = get_runtime().keywords.page(

@@ -27,7 +27,7 @@ def _count() -> bool:
 @app.get(f"{BASE}/entities")
 def list_entities(context_id: str):
     ctx = http.context(app, context_id)
-    return facts.page(get_runtime().entities.list(ctx, http.query_str(app, "type"), http.page_limit(app),
+    return facts.page(get_runtime().entities.list(ctx, http.query_text(app, "type"), http.page_limit(app),
                                                    http.query_str(app, "cursor"), _count()), "entities")
 
 
@@ -65,7 +65,7 @@ def attribute_history(context_id: str, type: str, name: str, key: str):
 def list_attributes(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().collections.attributes(
-        ctx, entity=parse_entity_param(http.query_text(app, "entity"), "entity"), key=http.query_str(app, "key"),
+        ctx, entity=parse_entity_param(http.query_text(app, "entity"), "entity"), key=http.query_text(app, "key"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
     return facts.page(page)
 
@@ -75,7 +75,7 @@ def list_relations(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().collections.relations(
         ctx, src=parse_entity_param(http.query_text(app, "src"), "src"),
-        dst=parse_entity_param(http.query_text(app, "dst"), "dst"), label=http.query_str(app, "label"),
+        dst=parse_entity_param(http.query_text(app, "dst"), "dst"), label=http.query_text(app, "label"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
     return facts.page(page)
 
@@ -84,7 +84,7 @@ def list_relations(context_id: str):
 def list_actions(context_id: str):
     ctx = http.context(app, context_id)
     page = get_runtime().collections.actions(
-        ctx, actor=parse_entity_param(http.query_text(app, "actor"), "actor"), verb=http.query_str(app, "verb"),
+        ctx, actor=parse_entity_param(http.query_text(app, "actor"), "actor"), verb=http.query_text(app, "verb"),
         since=http.query_instant(app, "since"), until=http.query_instant(app, "until"),
         limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"), with_total=_count())
     return facts.page(page)
@@ -157,7 +157,7 @@ def resolve_uncertainty(context_id: str, uncertainty_id: str):
 @app.get(f"{BASE}/inspect")
 def inspect(context_id: str):
     ctx = http.context(app, context_id)
-    ref = parse_ref(http.query_str(app, "ref"))
+    ref = parse_ref(http.query_text(app, "ref"))
     view = View.of(http.query_instant(app, "asOf"), http.query_instant(app, "atInstant"),
                    http.query_instant(app, "validFrom"), http.query_instant(app, "validUntil"))
     return facts.inspection(get_runtime().inspector.inspect(ctx, ref, view))

@@ -37,12 +37,12 @@ def get_audit(context_id: str):
     # Admin only (``agent_memory.access.grants.required_verb``): admin bypasses and delegated calls.
     ctx = http.context(app, context_id)
     rt = get_runtime()
-    if http.query_str(app, "key") is not None:
+    if http.query_text(app, "key") is not None:
         raise InvalidRequest("key: audit records name the principal, not the key; filter by principal",
                              field="key")
     kind = http.query_choice(app, "kind", AUDIT_KINDS)
     return paging.audit_page(rt.audit.page(ctx, rt.settings.cursor_secret, http.page_limit(app),
-                                           http.query_str(app, "cursor"), principal=http.query_str(app, "principal"),
+                                           http.query_str(app, "cursor"), principal=http.query_text(app, "principal"),
                                            since=http.query_instant(app, "since"),
                                            until=http.query_instant(app, "until"),
                                            kinds=None if kind is None else [kind]))

@@ -67,8 +67,8 @@ def list_turns(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
     return _json(threads_wire.turn_page(get_runtime().threads.list_turns(
         ctx, _thread(thread_id), limit=http.page_limit(app), page_cursor=http.query_str(app, "cursor"),
-        after_index=_index(http.query_str(app, "after_index"), "after_index"),
-        entity_id=http.query_str(app, "entity_id"))))
+        after_index=_index(http.query_text(app, "after_index"), "after_index"),
+        entity_id=http.query_text(app, "entity_id"))))
 
 
 @app.get(f"{BASE}/turns/<turn_index>")

@@ -212,9 +212,18 @@ def test_put_acl_with_an_empty_object_clears_the_list(api):
                                   "/entities/person/user?asOf=", "/audit?kind=", "/documents?status=",
                                   "/documents/keywords?sort=", "/export?partition=",
                                   "/relations?src=", "/attributes?entity=", "/actions?actor=",
-                                  "/documents?page_size=5&limit=x"])
+                                  "/documents?page_size=5&limit=x",
+                                  "/entities?type=", "/attributes?key=", "/relations?label=", "/actions?verb=",
+                                  "/documents?mime_type=", "/documents?page_size=", "/documents/keywords?q=",
+                                  "/audit?principal=", "/audit?key=", "/inspect?ref=",
+                                  "/threads/t1/turns?entity_id=", "/threads/t1/turns?after_index=",
+                                  "/principals/alice/effective?path="])
 def test_an_empty_query_value_is_not_taken_as_absent(api, path):
     problem(api.get(CTX + path), 400)
+
+
+def test_an_empty_cursor_is_a_first_page(api):
+    assert api.get(f"{CTX}/entities?cursor=").status == 200
 
 
 def test_percent_encoded_thread_ids_are_decoded(api):

@@ -573,6 +573,8 @@ def query_int(app: APIGatewayHttpResolver, name: str, default: int, *, minimum: 
 
 
 def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
+    """A query value whose empty form is documented as absent: only ``cursor`` (a first page);
+    every other value goes through ``query_text``, ``query_choice`` or ``query_int``."""
     value = app.current_event.get_query_string_value(name)
     return value if value not in (None, "") else None
 
