@@ -39,7 +39,7 @@ install-dev: $(VENV)/.installed-dev
 
 # PORT reaches serve as the variable, not --port, so that a taken port's message names PORT=.
 serve: install
-	PORT=$(PORT) $(VENV)/bin/agent-memory serve --data-dir $(AGENT_MEMORY_DATA_DIR)
+	PORT=$(PORT) AGENT_MEMORY_PORT_SETTING=make $(VENV)/bin/agent-memory serve --data-dir $(AGENT_MEMORY_DATA_DIR)
 
 # The MCP host registration for this checkout: an mcpServers block whose command is this
 # .venv's agent-memory by its absolute path (CONTEXT=acme, the service on PORT).

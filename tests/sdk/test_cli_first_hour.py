@@ -87,7 +87,7 @@ def test_a_busy_port_names_the_setting_in_use(busy_port, tmp_path) -> None:
     assert_one_line_error(out, "already in use", "pick another with --port")
     out = _run("serve", "--data-dir", str(tmp_path), env={"PORT": str(busy_port)})
     assert_one_line_error(out, f"127.0.0.1:{busy_port}", "pick another with PORT= or --port")
-    out = _run("serve", "--data-dir", str(tmp_path), env={"PORT": str(busy_port), "MAKELEVEL": "1"})
+    out = _run("serve", "--data-dir", str(tmp_path), env={"PORT": str(busy_port), "AGENT_MEMORY_PORT_SETTING": "make"})
     assert_one_line_error(out, "pick another with PORT= (PORT=8081 make serve)")
     assert "--port" not in out.stderr
     out = _run("serve", "--data-dir", str(tmp_path), env={"PORT": "eighty"})

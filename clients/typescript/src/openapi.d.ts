@@ -5082,13 +5082,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The original bytes. */
+            /** @description The original bytes, as the type they were uploaded with (text/plain, application/pdf...). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": string;
+                    "*/*": string;
                 };
             };
             /** @description A large original - Location is a presigned URL to GET it from. */

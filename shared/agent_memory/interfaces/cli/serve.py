@@ -96,14 +96,16 @@ def run(args: argparse.Namespace) -> int:
 
 def resolve_port(flag: int | None, env) -> tuple[int, str]:
     """The port and how the user sets it, for messages: ``--port`` when given, else the
-    ``PORT`` variable, which under make (``PORT=8081 make serve``: make exports MAKELEVEL to
-    its recipes) is make's setting, else the default 8080 (changed with ``--port``)."""
+    ``PORT`` variable, which is make's setting when the Makefile's serve recipe says so
+    (``AGENT_MEMORY_PORT_SETTING=make``; not MAKELEVEL, which every process under any make
+    inherits), else the default 8080 (changed with ``--port``)."""
     if flag is not None:
         return flag, "--port"
     raw = env.get("PORT")
     if raw is None or not raw.strip():
         return 8080, "--port"
-    setting = "PORT= (PORT=8081 make serve)" if env.get("MAKELEVEL") else "PORT= or --port"
+    setting = ("PORT= (PORT=8081 make serve)" if env.get("AGENT_MEMORY_PORT_SETTING") == "make"
+               else "PORT= or --port")
     try:
         return int(raw), setting
     except ValueError:
