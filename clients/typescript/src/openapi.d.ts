@@ -3508,18 +3508,17 @@ export interface components {
             turns: components["schemas"]["Turn"][];
             page: components["schemas"]["PageInfo"];
         };
+        /** @description An entity a triple names; its type and name each hold a character that is not whitespace. */
+        TripleEntity: {
+            type: string;
+            name: string;
+        };
         /** @description Dates and the category are also accepted in camelCase (occurredAt, validFrom, validUntil, memoryCategory). */
         Triple: {
-            entity: {
-                type: string;
-                name: string;
-            };
+            entity: components["schemas"]["TripleEntity"];
             key?: string;
             value?: string;
-            target?: {
-                type: string;
-                name: string;
-            };
+            target?: components["schemas"]["TripleEntity"];
             verb?: string;
             object?: string;
             summary?: string;
