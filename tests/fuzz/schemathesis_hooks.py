@@ -21,7 +21,7 @@ The rules, by the detail text of the 400:
 - the scope routes' own paths (POST /scopes, /scopes/forget, DELETE /scopes: '/' and a
   trailing '/' have meanings there, so only ScopePath elsewhere states the characters), an
   entity id's printable characters and a blank query text (not yet patterns), and a triple's
-  key with its value (a cross-field rule). Labels, readers, titles, a document's text and the
+  key with its value or its target (cross-field rules). Labels, readers, titles, a document's text and the
   scopes of every body are stated in openapi.yaml (``ScopePath``, ``ReaderList``; each
   pattern held to the service's rule under both regex engines by
   tests/unit/test_spec_patterns.py).
@@ -72,6 +72,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     r"text: required \(only a write of triples may leave it out\)",  # text or triples (docs/http-api.md)
     r"at most one of value, target or verb",  # a triple's object: one kind (a cross-field rule)
     r"\.key: required with value",  # a triple's key with its value (a cross-field rule, as above)
+    r"the relation label is required with target",  # a triple's key with its target (as above)
     r"must be an entity id such as",
     r"speaker name must contain a letter or digit",
     # the scope routes' own paths (POST /scopes, /scopes/forget, DELETE /scopes), which take
