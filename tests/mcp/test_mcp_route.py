@@ -251,6 +251,15 @@ def test_an_empty_method_is_a_400_not_an_accepted_notification(server: str, mess
     assert r.json()["field"] == "method"
 
 
+@pytest.mark.parametrize("bad_id", [{}, [], 1.5, True, None])
+def test_an_id_that_is_not_a_string_or_integer_is_a_400_not_an_accepted_notification(server: str, bad_id):
+    # schemathesis (seed 4242, keys) found {"id": {}} taken as a notification (202) by the SDK
+    message = {"jsonrpc": "2.0", "id": bad_id, "method": "tools/list"}
+    r = httpx.post(f"{server}/api/v1/acme/mcp", json=message, headers={"Authorization": f"Bearer {KEYS['alice']}"})
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json"), r.text
+    assert r.json()["field"] == "id"
+
+
 def test_a_body_that_is_not_utf8_is_a_400_not_a_500(server: str):
     # schemathesis (seed 4242, open service) found the SDK's 500 for such a body
     r = httpx.post(f"{server}/api/v1/acme/mcp", content=b";\xda", headers={

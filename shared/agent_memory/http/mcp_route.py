@@ -94,7 +94,7 @@ def _check_message(body: bytes) -> None:
     """What the MCP SDK gets wrong, refused first as 400s: a body that is not UTF-8 (the SDK
     fails decoding it and answers 500) and a JSON-RPC message whose ``method`` is empty
     (openapi.yaml states ``minLength: 1``; the SDK accepts it as a notification of nothing,
-    202). Everything else about the message is the SDK's to judge."""
+    202), and one whose ``id`` is neither a string nor an integer. Everything else about the message is the SDK's to judge."""
     import json
 
     from agent_memory.kernel.errors import InvalidRequest
@@ -109,6 +109,11 @@ def _check_message(body: bytes) -> None:
         return
     if isinstance(message, dict) and message.get("method") == "":
         raise InvalidRequest("method: a JSON-RPC method name is not empty", field="method")
+    # JSON-RPC's id is a string or a number; the SDK takes a message with any other id as a
+    # notification (202) and drops it unanswered.
+    if isinstance(message, dict) and "id" in message and (
+            isinstance(message["id"], bool) or not isinstance(message["id"], (str, int))):
+        raise InvalidRequest("id: a JSON-RPC id is a string or an integer", field="id")
 
 
 def answer(context_id: str, method: str, path: str, headers: dict[str, str], body: bytes, *,
