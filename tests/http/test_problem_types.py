@@ -26,11 +26,25 @@ def _strings(node: ast.AST) -> set[str]:
             and SLUG.match(n.value)}
 
 
+def _parse(path: Path) -> ast.AST:
+    """``ast.parse``, once more if CPython 3.11's AST builder trips over a recursion limit that
+    another thread changed meanwhile ("AST constructor recursion depth mismatch", a SystemError
+    fixed in later CPython releases; seen once under a busy xdist worker)."""
+    source = path.read_text(encoding="utf-8")
+    for attempt in range(3):
+        try:
+            return ast.parse(source, filename=str(path))
+        except SystemError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 def answered_types() -> dict[str, str]:
     """slug -> a place that answers it."""
     found: dict[str, str] = {}
     for path in SOURCES:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = _parse(path)
         where = str(path.relative_to(REPO))
         for node in ast.walk(tree):
             slugs: set[str] = set()
