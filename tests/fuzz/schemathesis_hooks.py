@@ -78,6 +78,7 @@ _DOCUMENTED_400 = re.compile("|".join([
     # the scope routes' own paths (POST /scopes, /scopes/forget, DELETE /scopes), which take
     # '/' or a trailing '/' besides a ScopePath, so the schema gives them minLength only
     r"invalid scope path segment",
+    r"a registered scope cannot hold a wildcard",  # a '*' segment: a grant's, never a scope's
     r"empty scope (path|clause)",
     r"printable characters",
     r"must not contain control characters other than tab",  # a thread text's C0 controls
