@@ -856,6 +856,12 @@ UNREACHED_PATHS = {
     ("FactsFunction", "DocumentObjectsDelete", "s3:DeleteObject"):
         "forget hitting a document's chunk removes the document's original (services/facts/forget.py): "
         "the stub's searches find nothing to forget (tests/documents/test_originals_removed.py runs it on moto S3)",
+    ("FactsFunction", "DocumentObjectsHead", "s3:GetObject"):
+        "verify of a receipt naming a document's original or staged upload looks for it with HeadObject: "
+        "the stub's searches find nothing to forget, so no receipt names one "
+        "(tests/documents/test_originals_removed.py runs verify on moto S3)",
+    ("FactsFunction", "UploadBucketList", "s3:ListBucket"):
+        "never called: it makes S3 answer that HeadObject 404, not 403, for an object that is gone",
     ("AdministrationFunction", "UploadPut", "s3:PutObject"):
         "POST /import writing an original not kept yet: the scenario imports its own context's export "
         "before any document is uploaded (tests/http/test_export_import.py writes originals on moto S3)",
