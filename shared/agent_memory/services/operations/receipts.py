@@ -166,26 +166,29 @@ class ReceiptBook:
         self.places = places
         self.ttl_s = ttl_s
 
+    @staticmethod
     @contextmanager
-    def collect(self, ctx: RequestContext, action: str, *, purge: bool = True) -> Iterator[Erasure]:
-        """Run a removal inside; on success its receipt is stored (``erasure.receipt``)."""
+    def _gathering(action: str, purge: bool) -> Iterator[Erasure]:
+        """What the removals run inside note (``note_derived`` and the stores' hooks)."""
         erasure = Erasure(action, purge)
         token = _current.set(erasure)
         try:
             yield erasure
         finally:
             _current.reset(token)
+
+    @contextmanager
+    def collect(self, ctx: RequestContext, action: str, *, purge: bool = True) -> Iterator[Erasure]:
+        """Run a removal inside; on success its receipt is stored (``erasure.receipt``)."""
+        with self._gathering(action, purge) as erasure:
+            yield erasure
         erasure.receipt = self._store(ctx, erasure)
 
     @contextmanager
     def preview(self, ctx: RequestContext, action: str, *, purge: bool = True) -> Iterator[Erasure]:
         """A dry run: the same shape, nothing stored (``receipt`` has no id)."""
-        erasure = Erasure(action, purge)
-        token = _current.set(erasure)
-        try:
+        with self._gathering(action, purge) as erasure:
             yield erasure
-        finally:
-            _current.reset(token)
         erasure.receipt = {"id": None, "at": None, "dryRun": True, "principal": ctx.delegated_by or ctx.principal,
                            **erasure.to_wire()}
 
