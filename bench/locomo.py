@@ -298,12 +298,6 @@ def make_runtime(data_dir: Path, embedder: str, reranker: str = "none") -> Any:
     from agent_memory.config import load_settings
     from agent_memory.runtime import Runtime
 
-    if "minilm" in (embedder, reranker):
-        # On a small shared machine, torch's intra-op threads fight each other: one thread
-        # embeds a query in ~15 ms, two busy ones take ~150 ms.
-        import torch
-
-        torch.set_num_threads(1)
     env = {"AGENT_MEMORY_DATA_DIR": str(data_dir), "AGENT_MEMORY_STORE": "sqlite", "AGENT_MEMORY_SEARCH": "embedded",
            "AGENT_MEMORY_CURSOR_SECRET": "locomo-bench", "AGENT_MEMORY_MODELS_EMBEDDING": EMBEDDERS[embedder],
            "AGENT_MEMORY_MODELS_RERANKER": RERANKERS[reranker]}

@@ -2,7 +2,7 @@
 
 Domain services depend on these Protocols; adapters under ``agent_memory.adapters``
 implement them (DynamoDB/SQLite records, OpenSearch/embedded search, model providers).
-Nothing here imports boto3, opensearchpy, openai or sentence-transformers.
+Nothing here imports boto3, opensearchpy, openai or onnxruntime.
 """
 
 from __future__ import annotations

@@ -677,9 +677,9 @@ def build_embedder(settings: Settings) -> Embedder:
             inner = BedrockTitanEmbedder(model_id=ref.model, dimensions=settings.models.embedding_dimensions or 1024,
                                          region=settings.aws_region)
         return LongTextEmbedder(inner, MAX_PIECE_BYTES[ref.provider])
-    from agent_memory.adapters.embedders import SentenceTransformerEmbedder
+    from agent_memory.adapters.embedders import LocalEmbedder
 
-    return SentenceTransformerEmbedder(model=ref.model)
+    return LocalEmbedder(model=ref.model)
 
 
 def build_language_model(settings: Settings, name: str) -> LanguageModel:

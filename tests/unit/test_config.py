@@ -101,3 +101,4 @@ def test_the_openai_client_is_the_library_locally_and_the_thin_one_on_the_stack(
     assert template["Globals"]["Function"]["Environment"]["Variables"]["AGENT_MEMORY_OPENAI_CLIENT"] == "http"
     with pytest.raises(ConfigurationError, match="models.openai_client"):
         load_settings(env={"AGENT_MEMORY_OPENAI_CLIENT": "requests"})
+

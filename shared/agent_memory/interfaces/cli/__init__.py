@@ -101,7 +101,8 @@ EXTRA_OF_MODULE = {
     **dict.fromkeys(("uvicorn", "boto3", "botocore", "yaml", "numpy", "tenacity", "openai", "opensearchpy",
                      "aws_lambda_powertools", "aws_xray_sdk"), "server"),
     **dict.fromkeys(("mcp", "anyio", "starlette"), "mcp"),
-    "rich": "cli", "faiss": "ann", "sentence_transformers": "semantic",
+    "rich": "cli", "faiss": "ann",
+    **dict.fromkeys(("onnxruntime", "tokenizers"), "semantic"),
 }
 
 
