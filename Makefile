@@ -239,7 +239,7 @@ bench-venv: $(BENCH_VENV)/.installed
 # The side-by-side against Mem0 OSS (bench/mem0_side_by_side.py; docs/benchmarks.md): Mem0 and
 # its torch go into their own target folder, never into a venv of ours, and its child runs with
 # that folder alone on its path. Not part of `make test`. MEM0_ARGS: e.g. --limit 1, --rounds 2,
-# --embedder hashing; LOCOMO: the conversations (default .locomo, else ../shared/bench/locomo).
+# --embedder hashing; LOCOMO: the conversations (default .locomo: bench/locomo_data.py).
 BENCH_MEM0 := .bench-mem0
 $(BENCH_MEM0)/.installed: bench/mem0-requirements.txt
 	rm -rf $(BENCH_MEM0)

@@ -521,18 +521,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def default_data() -> Path:
-    for candidate in (REPO / ".locomo", REPO.parent / "shared" / "bench" / "locomo"):
-        if any(candidate.glob("*.json")):
-            return candidate
-    return REPO / ".locomo"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("directory", type=Path, nargs="?", default=default_data(),
-                        help="LoCoMo conversation files (default: .locomo, which bench/locomo_data.py "
-                             "prepares, else ../shared/bench/locomo)")
+    parser.add_argument("directory", type=Path, nargs="?", default=REPO / ".locomo",
+                        help="LoCoMo conversation files (default .locomo, which bench/locomo_data.py prepares)")
     parser.add_argument("--embedder", choices=EMBEDDERS, default="minilm",
                         help="our side's embedder (minilm: the product's local MiniLM as its settings build it)")
     parser.add_argument("--conversations", default=None, help="comma-separated conversation names (e.g. 26,30)")
