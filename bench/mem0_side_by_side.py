@@ -127,6 +127,9 @@ def report(results: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
     lines = [results["title"], "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    if results.get("embedder", "minilm") != "minilm":
+        lines.append(f"note: ours embeds with {results['embedder']}, Mem0 with MiniLM: only the figures "
+                     "without embedding compare like for like")
     lines += [f"ours: {_describe(ours['describe'])}", f"Mem0: {_describe(mem0['describe'])}",
               f"{results['turns']} turns, {results['questions']} questions, {results['rounds']} round(s), "
               f"{results['seconds']} s; load average before/after: {results['load_before']} / {results['load_after']}"]
