@@ -20,7 +20,7 @@ export SAM_CLI_TELEMETRY = 0
 	browser-install browser-install-background browser-test \
 	integrations-install integrations-install-background integrations-test \
 	ts-install ts-install-background ts-test \
-	bench-artifact bench-venv install-dev install dist mcp-config clean
+	bench-artifact bench-venv bench-mem0-install bench-mem0 install-dev install dist mcp-config clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -233,6 +233,21 @@ $(BENCH_VENV)/.installed: pyproject.toml
 
 bench-venv: $(BENCH_VENV)/.installed
 
+# The side-by-side against Mem0 OSS (bench/mem0_side_by_side.py; docs/benchmarks.md): Mem0 and
+# its torch go into their own target folder, never into a venv of ours, and its child runs with
+# that folder alone on its path. Not part of `make test`. MEM0_ARGS: e.g. --limit 1, --rounds 2,
+# --embedder hashing; LOCOMO: the conversations (default .locomo: bench/locomo_data.py).
+BENCH_MEM0 := .bench-mem0
+$(BENCH_MEM0)/.installed: bench/mem0-requirements.txt
+	rm -rf $(BENCH_MEM0)
+	$(PYTHON) -m pip install --quiet --target $(BENCH_MEM0) -r bench/mem0-requirements.txt
+	touch $@
+
+bench-mem0-install: $(BENCH_MEM0)/.installed
+
+bench-mem0: $(BENCH_VENV)/.installed $(BENCH_MEM0)/.installed
+	$(BENCH_VENV)/bin/python bench/mem0_side_by_side.py $(LOCOMO) $(MEM0_ARGS)
+
 clean:
-	rm -rf dist $(VENV) $(TOOLS) $(BENCH_VENV) $(INTEGRATIONS) .aws-sam .pytest_cache .ruff_cache .browser .integrations \
+	rm -rf dist $(VENV) $(TOOLS) $(BENCH_VENV) $(BENCH_MEM0) $(INTEGRATIONS) .aws-sam .pytest_cache .ruff_cache .browser .integrations \
 		test-artifacts .typescript $(TS_DIR)/node_modules

@@ -28,8 +28,9 @@ from typing import Any
 SPLIT_CONVERSATIONS = ("26", "30", "41", "42", "43", "44", "47")
 
 
-def _documents(source: Path) -> Iterator[Any]:
-    """Every JSON document in ``source``: a .json file, a .zip of them, or a folder of either."""
+def _documents(source: Path) -> Iterator[tuple[str, Any]]:
+    """Every JSON document in ``source`` with its file's stem: a .json file, a .zip of them, or
+    a folder of either."""
     if source.is_dir():
         for path in sorted(source.iterdir()):
             if path.suffix in (".json", ".zip"):
@@ -38,22 +39,29 @@ def _documents(source: Path) -> Iterator[Any]:
         with zipfile.ZipFile(source) as archive:
             for name in sorted(archive.namelist()):
                 if name.endswith(".json") and not name.startswith("__MACOSX/"):
-                    yield json.loads(archive.read(name).decode("utf-8"))
+                    yield Path(name).stem, json.loads(archive.read(name).decode("utf-8"))
     else:
-        yield json.loads(source.read_text(encoding="utf-8"))
+        yield source.stem, json.loads(source.read_text(encoding="utf-8"))
 
 
 def conversations(source: Path) -> dict[str, dict[str, Any]]:
-    """Conversation number -> conversation, from the layouts LoCoMo has been published in."""
+    """Conversation number -> conversation, from the layouts LoCoMo has been published in: a
+    sample's ``sample_id`` names it, else a one-conversation file's numeric name (``26.json``,
+    the layout this script writes)."""
     found: dict[str, dict[str, Any]] = {}
-    for document in _documents(source):
+    for stem, document in _documents(source):
         for sample in document if isinstance(document, list) else [document]:
             if not isinstance(sample, dict) or "qa" not in sample:
                 continue
             if "conversation" not in sample and "speaker_a" not in sample:
                 continue
             sample_id = str(sample.get("sample_id") or "")
-            number = sample_id.rsplit("-", 1)[-1] if sample_id else str(len(found))
+            if sample_id:
+                number = sample_id.rsplit("-", 1)[-1]
+            elif isinstance(document, dict) and stem.isdigit():
+                number = stem
+            else:
+                number = str(len(found))
             found[number] = sample
     return found
 

@@ -53,6 +53,21 @@ def test_the_published_layout_becomes_the_folder_the_benchmark_reads(tmp_path) -
     assert "99.json" in {p.name for p in (tmp_path / "all").iterdir()}
 
 
+def test_one_conversation_per_file_without_sample_ids_keeps_the_file_names(tmp_path) -> None:
+    """The layout this script writes (``26.json``: one conversation, no ``sample_id``) reads
+    back under the same numbers, so a prepared folder can be prepared again."""
+    data = _load("locomo_data")
+    source = tmp_path / "prepared"
+    source.mkdir()
+    for number in data.SPLIT_CONVERSATIONS:
+        sample = _sample(number)
+        del sample["sample_id"]
+        (source / f"{number}.json").write_text(json.dumps({**sample.pop("conversation"), **sample}))
+    out = tmp_path / ".locomo"
+    assert data.main([str(source), "--out", str(out)]) == 0
+    assert sorted(p.stem for p in out.glob("*.json")) == sorted(data.SPLIT_CONVERSATIONS)
+
+
 def test_missing_conversations_are_named_and_fail(tmp_path, capsys) -> None:
     data = _load("locomo_data")
     (tmp_path / "locomo10.json").write_text(json.dumps([_sample("26")]))
