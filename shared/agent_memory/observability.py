@@ -79,13 +79,17 @@ def instrumented(handler: Callable[[dict, Any], Any] | None = None, *, http: boo
         # (modules, pydantic models, compiled patterns) lives as long as the container, so the
         # collector is told to stop scanning it. Without this every full collection of the first
         # request (boto3's client creation makes several) walks all of it again: about 20 ms of
-        # CPU (docs/benchmarks.md). Objects made later are collected as before.
+        # CPU (docs/benchmarks.md). Objects made later are collected as before. The collector
+        # was off during the import (agent_memory/__init__.py): it goes back on here.
         gc.freeze()
+        gc.enable()
 
     @functools.wraps(handler)
     def wrapper(event: dict, lambda_context: Any) -> Any:
         if not _lambda():
             return handler(event, lambda_context)
+        if not gc.isenabled():  # a module imported without a decorated handler after it
+            gc.enable()
         _route_package_logs()
         invocation = _Invocation(span_name)
         try:

@@ -146,3 +146,25 @@ def test_on_lambda_the_handler_modules_import_is_frozen_out_of_the_collector(mon
         assert gc.get_freeze_count() == 0  # the local server and tests: the collector as usual
     finally:
         gc.unfreeze()
+
+
+def test_on_lambda_the_collector_is_off_while_a_handler_module_imports_and_on_after(tmp_path):
+    """agent_memory/__init__.py turns the collector off on Lambda (the import's objects all
+    live as long as the container); the handler's decorator turns it back on, and an
+    invocation would too. Off Lambda nothing changes. Fresh interpreters: the switch is at import."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import gc; import agent_memory; off = gc.isenabled(); "
+            "from agent_memory import observability; "
+            "h = observability.instrumented(lambda e, c: None); print(off, gc.isenabled())")
+    shared = str(Path(observability.__file__).resolve().parents[1])
+    env = {k: v for k, v in os.environ.items() if k != "AWS_LAMBDA_FUNCTION_NAME"}
+    env["PYTHONPATH"] = shared
+    lam = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**env, "AWS_LAMBDA_FUNCTION_NAME": "RecallFunction"})
+    assert lam.returncode == 0, lam.stderr
+    assert lam.stdout.split() == ["False", "True"]
+    local = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert local.stdout.split() == ["True", "True"]

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field
 
-from agent_memory.models.requests import RequestModel
+from agent_memory.models.request_base import RequestModel
 
 FsckCheck = Literal["contradictions", "duplicates", "injection"]
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 
-from agent_memory.models.requests import RequestModel, ScopedRequest, both, rfc3339
+from agent_memory.models.request_base import RequestModel, ScopedRequest, both, rfc3339
 from agent_memory.models.retrieval import K_DEFAULT, K_MAX, QUERY_MAX_CHARS, not_blank
 
 MAX_TITLE_CHARS = 512

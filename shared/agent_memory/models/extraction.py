@@ -30,7 +30,8 @@ _CATEGORIES = {"identity", "knowledge", "context"}
 
 
 class _Extracted(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # built at the first validation, not at import (recall and state read no extractions)
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     @field_validator("*", mode="before")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, Field, field_validator
 
-from agent_memory.models.requests import RequestModel, rfc3339
+from agent_memory.models.request_base import RequestModel, rfc3339
 
 
 class ForgetRequest(RequestModel):

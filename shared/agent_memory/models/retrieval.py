@@ -9,7 +9,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from agent_memory.access import scopes as scope_lib
 from agent_memory.kernel.errors import InvalidRequest
-from agent_memory.models.requests import RequestModel, both, rfc3339
+from agent_memory.models.request_base import RequestModel, both, rfc3339
 from agent_memory.rules import geo
 
 RetrievalMode = Literal["hybrid", "vector", "bm25", "graph"]

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import AliasChoices, Field, field_validator
 
 from agent_memory.kernel.errors import InvalidRequest
-from agent_memory.models.requests import RequestModel, both
+from agent_memory.models.request_base import RequestModel, both
 
 THREAD_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 MAX_READERS = 64
