@@ -41,7 +41,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -185,10 +185,14 @@ _MISSING = object()  # a cached "no such record"
 
 
 class RetrievalService:
-    def __init__(self, store: RecordStore, search: SearchIndex | None, reranker: Reranker | None = None):
+    def __init__(self, store: RecordStore, search: SearchIndex | None, reranker: Reranker | None = None, *,
+                 settle: Callable[[str], bool] | None = None):
         self._store = store
         self._search = search
         self._reranker = reranker
+        # Read-your-writes where projection runs after the commit (``Projector.settle``): a
+        # search first waits, within a bound, for its context's projections queued before it.
+        self._settle = settle
         self._reads = _ReadCache()
 
     def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
@@ -281,7 +285,11 @@ class RetrievalService:
         profiled = _profiled(qa, entities) if seeds else None
         ranking = ranking_from_units([])
         degraded: str | None = None
+        # False: the bound passed with some of this context's writes not yet searchable.
+        settled = True
         if flt.kinds:
+            if self._settle is not None:
+                settled = self._settle(ctx.context_id)
             try:
                 ranking, legs = self._search_legs(recipe, qa, flt, entities, depth)
             except SearchUnavailable as exc:
@@ -346,6 +354,8 @@ class RetrievalService:
         elapsed = (time.perf_counter() - started) * 1000
         if degraded is not None:
             trace["degraded"] = degraded
+        if not settled:
+            trace["projectionPending"] = True
         return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace, degraded=degraded)
 
     @staticmethod

@@ -249,6 +249,8 @@ class ChatService:
                      for m, h in sources.items()]}
         if result.degraded is not None:
             retrieval_trace["degraded"] = result.degraded
+        if result.trace.get("projectionPending"):
+            retrieval_trace["projectionPending"] = True  # some writes were not searchable yet
         turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
                             sources=sources, messages=messages, trace_id=trace_id, tier=3,
                             retrieval_ms=retrieval_ms, model_name=model_name, degraded=result.degraded,
