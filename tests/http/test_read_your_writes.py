@@ -173,3 +173,18 @@ def test_the_writer_is_never_served_a_cached_answer_older_than_its_write(http, r
     embedder.release_after(0.2)
     answered = http.post(f"{CTX}/chat", json=question).json()  # waits, then the mark has moved
     assert "yellow" in answered["reply"] and answered["citations"], answered
+
+
+def test_an_answer_made_right_after_a_write_is_still_cached(http, runtime, embedder, model):
+    """The chat awaits its context's pending projections before it takes its cache entry's id:
+    the write mark they move when they become searchable precedes the entry, so the entry is
+    served next time instead of being outdated by a write its own answer already saw."""
+    question = {"message": "Where is my canoe stored?"}
+    embedder.hold()
+    remember(http, "My canoe is stored in the garden shed.")
+    embedder.release_after(0.2)
+    first = http.post(f"{CTX}/chat", json=question).json()
+    assert "garden shed" in first["reply"], first
+    n = model.calls["complete"]
+    second = http.post(f"{CTX}/chat", json=question).json()
+    assert model.calls["complete"] == n and second["reply"] == first["reply"]  # a tier-2 hit

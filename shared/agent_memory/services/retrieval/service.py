@@ -195,6 +195,11 @@ class RetrievalService:
         self._settle = settle
         self._reads = _ReadCache()
 
+    def await_projection(self, context_id: str) -> bool:
+        """Wait (bounded) until the context's writes committed before now are searchable;
+        False when some are not yet (the read then answers with what is searchable)."""
+        return self._settle(context_id) if self._settle is not None else True
+
     def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
                  as_of: str | None = None, session_id: str | None = None, labels: Sequence[str] | None = None,
                  exclude_ids: Iterable[str] = (), include: Sequence[str] | None = None,
@@ -288,8 +293,7 @@ class RetrievalService:
         # False: the bound passed with some of this context's writes not yet searchable.
         settled = True
         if flt.kinds:
-            if self._settle is not None:
-                settled = self._settle(ctx.context_id)
+            settled = self.await_projection(ctx.context_id)
             try:
                 ranking, legs = self._search_legs(recipe, qa, flt, entities, depth)
             except SearchUnavailable as exc:
