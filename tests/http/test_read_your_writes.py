@@ -188,3 +188,28 @@ def test_an_answer_made_right_after_a_write_is_still_cached(http, runtime, embed
     n = model.calls["complete"]
     second = http.post(f"{CTX}/chat", json=question).json()
     assert model.calls["complete"] == n and second["reply"] == first["reply"]  # a tier-2 hit
+
+
+def test_a_restart_indexes_what_a_crash_left_pending(tmp_path, runtime, embedder):
+    """The process dies with background projections queued: their outbox rows committed with
+    the records, so the next start indexes them before it serves (``agent-memory serve``
+    opens the store at startup)."""
+    from tests.conftest import InProcessApi
+
+    api = InProcessApi()
+    runtime.projector.pause()  # the worker never gets to it
+    assert api.post(f"{CTX}/facts", {"text": "The lighthouse keeper is called Morag.", "infer": "none"}).status == 200
+    assert runtime.store.pending_projections == 1
+    restarted = Runtime(runtime.settings)
+    set_runtime(restarted)
+    try:
+        _ = restarted.store  # what serve does before it listens
+        assert restarted.store.pending_projections == 0
+        restarted.projector.pause()  # nothing queued after the start: the index already has it
+        body = api.post(f"{CTX}/query", {"query": "what is the lighthouse keeper called"}).json()
+        assert "Morag" in " ".join(texts(body)) and "projectionPending" not in body["trace"], body
+    finally:
+        restarted.projector.resume()
+        restarted.close()
+        set_runtime(runtime)
+        runtime.projector.resume()
