@@ -32,10 +32,12 @@ class HeldEmbedder(HashingEmbedder):
         self.released = threading.Event()
         self.released.set()
         self.projector_calls: list[int] = []
+        self.entered = threading.Event()  # the projector is inside a call
 
     def embed(self, texts):
         if threading.current_thread().name == "projector":
             self.projector_calls.append(len(texts))
+            self.entered.set()
             assert self.released.wait(30), "the test never released the projector"
         return super().embed(texts)
 
@@ -85,6 +87,7 @@ def texts(body: dict) -> list[str]:
 
 def test_a_query_right_after_a_write_finds_it_over_http(http, runtime, embedder):
     remember(http, "The spare key is under the blue flowerpot.")
+    assert runtime.projector.drain(timeout_s=20)
     embedder.hold()
     turn_id = remember(http, "The boat is moored at pier nine.")
     assert runtime.projector.pending("acme") == 1  # answered before its unit is searchable
@@ -118,6 +121,7 @@ def test_past_the_bound_the_read_answers_with_what_is_searchable_and_says_so(htt
 def test_a_burst_of_writes_is_embedded_in_one_call(http, runtime, embedder):
     embedder.hold()
     remember(http, "first of the burst")  # the worker takes this one and waits in the embedder
+    assert embedder.entered.wait(20)
     for n in range(9):
         remember(http, f"burst turn number {n}")
     embedder.projector_calls.clear()

@@ -191,3 +191,26 @@ def test_drain_leaves_nothing_pending(background):
         projector.submit(upsert(unit(f"u{n}")))
     assert projector.drain(timeout_s=10) and projector.pending() == 0
     assert sorted(uid for ups, _ in index.writes for uid, _ in ups) == [f"u{n}" for n in range(5)]
+
+
+def test_a_replay_writes_pending_entries_together_and_marks_them_searchable(tmp_path):
+    """What the outbox replays (after an outage, at a start) becomes searchable after its
+    commit like any projection: the response cache's write mark moves for it too, and the
+    entries are embedded together."""
+    from tests.services.test_projection_pending import DownIndex
+
+    embedder = CountingEmbedder()
+    inner = EmbeddedSearchIndex(tmp_path / "search.db", embedder)
+    index = DownIndex(inner)
+    searchable: list[ProjectionChange] = []
+    store = ProjectingRecordStore(SQLiteRecordStore(tmp_path / "records.db"),
+                                  Projector(index, on_searchable=searchable.append))
+    for n, text in enumerate(["the kettle is blue", "the bicycle is orange", "the door is red"], start=1):
+        store.put(turn(n, text))
+    assert store.pending_projections == 3 and searchable == []
+    index.down = False
+    embedder.calls.clear()
+    assert store.catch_up() == 3
+    assert embedder.calls == [3]
+    assert sorted(u.id for change in searchable for u in change.upserts) == ["turn_1", "turn_2", "turn_3"]
+    assert store.pending_projections == 0 and found(inner, "bicycle orange") >= {"turn_2"}

@@ -177,6 +177,9 @@ MAX_HELD_PROJECTIONS = 10_000
 #: embeds a batch of texts in one call instead of one call per write.
 MAX_BATCH_UNITS = 256
 
+#: Outbox entries a replay (start-up, catch-up after an outage) writes to the index at once.
+REPLAY_BATCH = 64
+
 #: How long a read waits, by default, for the pending projections of its context
 #: (``Settings.projection_wait_s``).
 DEFAULT_SETTLE_S = 2.0
@@ -388,7 +391,11 @@ class Projector:
     def _after(self, change: ProjectionChange, on_applied: Callable[[], None] | None) -> None:
         if on_applied is not None:
             on_applied()
-        if self.on_searchable is not None:
+        self.searchable(change)
+
+    def searchable(self, change: ProjectionChange) -> None:
+        """``change`` reached the index: tell ``on_searchable`` (never raises)."""
+        if self.on_searchable is not None and change:
             try:
                 self.on_searchable(change)
             except Exception:  # noqa: BLE001 - the index has the change; the mark moved at commit too
@@ -577,23 +584,32 @@ class ProjectingRecordStore:
     def replay_outbox(self) -> int:
         """Apply what committed writes left pending: each written key is projected from its
         current record (so a later write is never undone), and a deleted one that is still
-        absent has its recorded units removed. Returns the entries replayed; raises (leaving
-        the rest pending) when the index fails."""
+        absent has its recorded units removed. Up to ``REPLAY_BATCH`` entries go to the index
+        as one write (their texts embedded together), and what became searchable moves the
+        response cache's write mark (``Projector.on_searchable``), as a live projection does.
+        Returns the entries replayed; raises (leaving the rest pending) when the index fails."""
         index, replayed, seen = self.projector.index, 0, set()
         while rows := [r for r in self._pending() if r[0] not in seen]:
-            for row_id, text in rows:
-                for pk, sk, deletes in json.loads(text)["keys"]:
-                    current = self.inner.get(pk, sk)
-                    if current is not None:
-                        apply(index, change_for(current, None))
-                    elif deletes:
-                        apply(index, ProjectionChange(deletes=deletes))
+            for start in range(0, len(rows), REPLAY_BATCH):
+                chunk = rows[start:start + REPLAY_BATCH]
+                changes: list[ProjectionChange] = []
+                for _, text in chunk:
+                    for pk, sk, deletes in json.loads(text)["keys"]:
+                        current = self.inner.get(pk, sk)
+                        if current is not None:
+                            changes.append(change_for(current, None))
+                        elif deletes:
+                            changes.append(ProjectionChange(deletes=deletes))
+                change = collapse(changes)
+                apply(index, change)
+                ids = [row_id for row_id, _ in chunk]
                 if self._outbox is not None:
-                    self._outbox.clear_outbox([row_id])
+                    self._outbox.clear_outbox(ids)
                 else:
-                    self._release([row_id])
-                seen.add(row_id)
-                replayed += 1
+                    self._release(ids)
+                self.projector.searchable(change)
+                seen.update(ids)
+                replayed += len(chunk)
         return replayed
 
 
