@@ -214,3 +214,31 @@ def test_a_replay_writes_pending_entries_together_and_marks_them_searchable(tmp_
     assert embedder.calls == [3]
     assert sorted(u.id for change in searchable for u in change.upserts) == ["turn_1", "turn_2", "turn_3"]
     assert store.pending_projections == 0 and found(inner, "bicycle orange") >= {"turn_2"}
+
+
+def test_a_replay_batch_the_index_refuses_is_replayed_entry_by_entry(tmp_path):
+    inner = EmbeddedSearchIndex(tmp_path / "search.db", HashingEmbedder(64))
+
+    class Refusing:
+        refuse = "everything"
+
+        def __getattr__(self, name):
+            return getattr(inner, name)
+
+        def upsert(self, units):
+            if self.refuse == "everything" or any(self.refuse in u.text for u in units):
+                raise SearchUnavailable("refused")
+            inner.upsert(units)
+
+    index = Refusing()
+    store = ProjectingRecordStore(SQLiteRecordStore(tmp_path / "records.db"), Projector(index))
+    for n, text in enumerate(["the kettle is blue", "the bicycle is orange", "the door is red"], start=1):
+        store.put(turn(n, text))
+    assert store.pending_projections == 3
+    index.refuse = "bicycle"  # one poisoned entry among the pending ones
+    store.catch_up()
+    assert inner.get("ctx", "turn_1") is not None and inner.get("ctx", "turn_2") is None
+    assert store.pending_projections == 2  # the refused one and what follows it, for the next try
+    index.refuse = "nothing matches this"
+    store.catch_up()
+    assert store.pending_projections == 0 and inner.get("ctx", "turn_3") is not None

@@ -588,29 +588,44 @@ class ProjectingRecordStore:
         as one write (their texts embedded together), and what became searchable moves the
         response cache's write mark (``Projector.on_searchable``), as a live projection does.
         Returns the entries replayed; raises (leaving the rest pending) when the index fails."""
-        index, replayed, seen = self.projector.index, 0, set()
+        replayed, seen = 0, set()
         while rows := [r for r in self._pending() if r[0] not in seen]:
             for start in range(0, len(rows), REPLAY_BATCH):
                 chunk = rows[start:start + REPLAY_BATCH]
-                changes: list[ProjectionChange] = []
-                for _, text in chunk:
-                    for pk, sk, deletes in json.loads(text)["keys"]:
-                        current = self.inner.get(pk, sk)
-                        if current is not None:
-                            changes.append(change_for(current, None))
-                        elif deletes:
-                            changes.append(ProjectionChange(deletes=deletes))
-                change = collapse(changes)
-                apply(index, change)
-                ids = [row_id for row_id, _ in chunk]
-                if self._outbox is not None:
-                    self._outbox.clear_outbox(ids)
-                else:
-                    self._release(ids)
-                self.projector.searchable(change)
-                seen.update(ids)
+                try:
+                    self._replay(chunk)
+                except Exception:
+                    if len(chunk) == 1:
+                        raise
+                    # One entry the index refuses must not hold back the others: each alone,
+                    # in order, stopping (as before batching) at the first that still fails.
+                    log.warning("replaying %d pending entries together failed; one at a time", len(chunk))
+                    for row in chunk:
+                        self._replay([row])
+                        seen.add(row[0])
+                        replayed += 1
+                    continue
+                seen.update(row_id for row_id, _ in chunk)
                 replayed += len(chunk)
         return replayed
+
+    def _replay(self, rows: Sequence[tuple[int, str]]) -> None:
+        changes: list[ProjectionChange] = []
+        for _, text in rows:
+            for pk, sk, deletes in json.loads(text)["keys"]:
+                current = self.inner.get(pk, sk)
+                if current is not None:
+                    changes.append(change_for(current, None))
+                elif deletes:
+                    changes.append(ProjectionChange(deletes=deletes))
+        change = collapse(changes)
+        apply(self.projector.index, change)
+        ids = [row_id for row_id, _ in rows]
+        if self._outbox is not None:
+            self._outbox.clear_outbox(ids)
+        else:
+            self._release(ids)
+        self.projector.searchable(change)
 
 
 def _outbox_entry(written: Sequence[Record], deleted: Sequence[Record]) -> str | None:
