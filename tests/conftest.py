@@ -122,7 +122,12 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def make_settings(tmp_path: Path, store: str = "sqlite", **overrides: Any) -> Settings:
     env = {"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"), "AGENT_MEMORY_STORE": store,
            "AGENT_MEMORY_CURSOR_SECRET": TEST_SECRET, "AWS_REGION": "us-east-1",
-           "AGENT_MEMORY_TABLE": "agent-memory-test"}
+           "AGENT_MEMORY_TABLE": "agent-memory-test",
+           # Inline projection: a test reads the index right after a write, deterministically.
+           # The local default (background, batched, read-your-writes) has its own tests
+           # (tests/services/test_background_projection.py, tests/http/test_read_your_writes.py)
+           # and is what a test gets that passes ``projection="background"``.
+           "AGENT_MEMORY_PROJECTION": "inline"}
     return load_settings(env=env, **overrides)
 
 

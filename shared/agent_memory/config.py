@@ -65,9 +65,15 @@ class Settings:
     store: Literal["sqlite", "dynamodb"]
     search: Literal["embedded", "opensearch", "none"]
     models: ModelsConfig
-    # How written records reach the search index: inline (after each commit), background
-    # (a worker thread), or stream (DynamoDB Streams -> the projector function, on AWS).
+    # How written records reach the search index: inline (after each commit, on the request
+    # path), background (a worker thread embeds and indexes batches after the commit; the
+    # default with the SQLite store and the embedded index, whose outbox keeps pending work
+    # across a crash), or stream (DynamoDB Streams -> the projector function, on AWS).
     projection: Literal["inline", "background", "stream"] = "inline"
+    # Read-your-writes with background projection: how long a search of a context waits for
+    # that context's projections queued before it (docs/local-server.md); past it the read
+    # answers with what is searchable and its trace says ``projectionPending``.
+    projection_wait_s: float = 2.0
     # Where the audit log's cost rows (one per successful API request) go: store (a background
     # thread writes them to the record store: the local server), log (a JSON line on stdout that
     # the stack's log subscription writes to the table: deployed), or off.
@@ -283,7 +289,9 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
     if search == "opensearch" and not opensearch_url:
         raise ConfigurationError("storage.search is opensearch but no OpenSearch endpoint is set "
                                  "(AGENT_MEMORY_OPENSEARCH_URL or storage.opensearch_url)")
-    projection = pick("AGENT_MEMORY_PROJECTION", file_storage.get("projection"), "inline")
+    # Background where the outbox makes it safe (SQLite records + embedded index); inline else.
+    projection = pick("AGENT_MEMORY_PROJECTION", file_storage.get("projection"),
+                      "background" if (store, search) == ("sqlite", "embedded") else "inline")
     if projection not in ("inline", "background", "stream"):
         raise ConfigurationError(f"storage.projection: expected inline, background or stream, got {projection!r}")
     audit_usage = pick("AGENT_MEMORY_AUDIT_USAGE", file_storage.get("audit_usage"), "store")
@@ -302,6 +310,9 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
     projection_retry = _bounded(_float(pick("AGENT_MEMORY_PROJECTION_RETRY_S", file_storage.get("projection_retry_s"),
                                             30.0), "storage.projection_retry_s"),
                                 1.0, 3600.0, "storage.projection_retry_s")
+    projection_wait = _bounded(_float(pick("AGENT_MEMORY_PROJECTION_WAIT_S", file_storage.get("projection_wait_s"),
+                                           2.0), "storage.projection_wait_s"),
+                               0.0, 30.0, "storage.projection_wait_s")
     settings = Settings(
         data_dir=Path(pick("AGENT_MEMORY_DATA_DIR", file_storage.get("data_dir"), ".agent-memory")),
         store=store,
@@ -331,6 +342,7 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         search_breaker_failures=breaker_failures,
         search_breaker_cool_down_s=breaker_cool_down,
         projection_retry_s=projection_retry,
+        projection_wait_s=projection_wait,
         bootstrap_key_secret_arn=pick("AGENT_MEMORY_BOOTSTRAP_KEY_SECRET_ARN", None),
         default_principal=pick("AGENT_MEMORY_DEFAULT_PRINCIPAL", file_cfg.get("default_principal"), "local-admin"),
         principals=parse_principals(env.get("AGENT_MEMORY_PRINCIPALS_JSON"), file_cfg.get("principals")),

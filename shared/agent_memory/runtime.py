@@ -139,6 +139,11 @@ class Runtime:
         store = getattr(store, "inner", store)  # under the metering
         if store is not None and hasattr(type(store), "stop_retries"):
             store.stop_retries()  # no pending-projection retry after this
+        projector = self.__dict__.get("projector")
+        if projector is not None and projector.background:
+            # What the worker has queued reaches the index now; past the bound it stays in the
+            # outbox, which the next start replays.
+            projector.drain(timeout_s=5.0)
 
     # --- adapters -------------------------------------------------------------------
 
@@ -162,7 +167,17 @@ class Runtime:
         from agent_memory.services.operations.projection import Projector
 
         return Projector(self.search, background=self.settings.projection == "background",
-                         on_searchable=self._outdate_responses_searchable)
+                         on_searchable=self._outdate_responses_searchable,
+                         settle_s=self.settings.projection_wait_s)
+
+    @property
+    def settle(self):
+        """Read-your-writes: a read's wait for its context's pending projections
+        (``Projector.settle``), or ``None`` where writes are indexed elsewhere (the stream)."""
+        if self.settings.search == "none" or self.settings.projection == "stream":
+            return None
+        _ = self.store  # the projecting store and its projector exist before a read waits on it
+        return self.projector.settle
 
     @cached_property
     def base_store(self) -> RecordStore:
@@ -416,7 +431,7 @@ class Runtime:
         # A forgotten chunk or document takes its kept original (object storage) with it.
         # A forgotten chunk's document loses its original and rebuilds from its remaining chunks.
         return ForgetService(self.store, self.search, self.sessions, self.events,
-                             remove_originals=self._remove_originals,
+                             remove_originals=self._remove_originals, settle=self.settle,
                              forget_passages=lambda ctx, counts: self.documents.forget_passages(ctx, counts))
 
     def _remove_originals(self, document_ids) -> None:
@@ -561,7 +576,7 @@ class Runtime:
     def retrieval(self):
         from agent_memory.services.retrieval.service import RetrievalService
 
-        return RetrievalService(self.store, self.search, self.reranker)
+        return RetrievalService(self.store, self.search, self.reranker, settle=self.settle)
 
     @cached_property
     def reranker(self) -> Reranker | None:
@@ -652,7 +667,7 @@ class Runtime:
         from agent_memory.services.conversation.threads import ThreadService
 
         return ThreadService(self.store, self.search, self.settings.cursor_secret, self.audit,
-                             turn_bytes=self.settings.limits.thread_turn_bytes)
+                             turn_bytes=self.settings.limits.thread_turn_bytes, settle=self.settle)
 
 
 def build_embedder(settings: Settings) -> Embedder:

@@ -12,8 +12,26 @@ def test_defaults_are_offline_without_keys(tmp_path):
     s = load_settings(env={})
     assert str(s.models.extraction) == "offline/deterministic"
     assert str(s.models.embedding) == "hashing/v1"
-    assert s.store == "sqlite" and s.search == "embedded" and s.projection == "inline"
+    # SQLite records + the embedded index: projection after the commit, batched (the outbox
+    # keeps it across a crash), reads of a context waiting up to 2 s for its pending writes.
+    assert s.store == "sqlite" and s.search == "embedded" and s.projection == "background"
+    assert s.projection_wait_s == 2.0
     assert "offline" in s.describe()
+
+
+def test_projection_is_inline_where_there_is_no_outbox_and_configurable_everywhere(tmp_path):
+    assert load_settings(env={"AGENT_MEMORY_STORE": "dynamodb"}).projection == "inline"
+    assert load_settings(env={"AGENT_MEMORY_SEARCH": "opensearch",
+                              "AGENT_MEMORY_OPENSEARCH_URL": "http://localhost:9200"}).projection == "inline"
+    assert load_settings(env={"AGENT_MEMORY_PROJECTION": "inline"}).projection == "inline"
+    cfg = tmp_path / "agent-memory.yaml"
+    cfg.write_text("storage:\n  projection: inline\n  projection_wait_s: 0.5\n")
+    s = load_settings(env={}, config_path=cfg)
+    assert (s.projection, s.projection_wait_s) == ("inline", 0.5)
+    assert load_settings(env={"AGENT_MEMORY_PROJECTION_WAIT_S": "0"}).projection_wait_s == 0.0
+    for bad in ("-1", "31", "soon"):
+        with pytest.raises(ConfigurationError, match="storage.projection_wait_s"):
+            load_settings(env={"AGENT_MEMORY_PROJECTION_WAIT_S": bad})
 
 
 def test_openai_key_switches_defaults():

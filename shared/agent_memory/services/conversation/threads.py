@@ -125,9 +125,12 @@ class ThreadService:
     text is at most ``turn_bytes`` (``limits.thread_turn_bytes``)."""
 
     def __init__(self, store: RecordStore, search: SearchIndex | None, cursor_secret: cursor.CursorSecret,
-                 audit: reader_access.AuditLog, *, turn_bytes: int):
+                 audit: reader_access.AuditLog, *, turn_bytes: int,
+                 settle: Callable[[str], bool] | None = None):
         self.store = store
         self.search = search
+        # Read-your-writes (``Projector.settle``): a context right after an append waits for it.
+        self._settle = settle
         self._cursor_secret = cursor_secret
         self.audit = audit
         self._turn_bytes = turn_bytes
@@ -383,6 +386,8 @@ class ThreadService:
         start = rows[-1].turn_index
         semantic: list[tuple[ThreadTurn, float]] = []
         if start > 1 and self.search is not None:
+            if self._settle is not None:
+                self._settle(ctx.context_id)
             self._require_projected(ctx, thread_id, *window[0])
             semantic = self._semantic(ctx, thread_id, req, rows, start, readable)
         self.audit.bypass(ctx, "thread.context", bypassed, threadId=thread_id)

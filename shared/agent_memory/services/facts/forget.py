@@ -225,6 +225,8 @@ class ChunkForgetter(Forgetter):
         flt = SearchFilter(context_id=ctx.context_id, partition=ctx.partition, admin=True, kinds=kinds,
                            source_ids=[chunk_id], valid_window=(None, None))
         found: list[tuple[Forgetter, Record]] = []
+        if svc.settle is not None:
+            svc.settle(ctx.context_id)
         hits = svc.search.search(record.data.get("text") or chunk_id, flt, k=DERIVED_FACTS_MAX, mode="vector")
         for hit in hits:
             forgetter = FORGETTERS.get(hit.unit.id.split("_", 1)[0])
@@ -365,13 +367,16 @@ class ForgetService:
 
     def __init__(self, store: RecordStore, search: SearchIndex | None, sessions: SessionService,
                  events: DomainEvents, *, remove_originals: Callable[[Iterable[str]], None] | None = None,
-                 forget_passages: Callable[[RequestContext, dict[str, int]], None] | None = None):
+                 forget_passages: Callable[[RequestContext, dict[str, int]], None] | None = None,
+                 settle: Callable[[str], bool] | None = None):
         self.store = store
         self.search = search
         self.sessions = sessions
         self._events = events
         self._remove_originals = remove_originals
         self._forget_passages = forget_passages
+        # Read-your-writes (``Projector.settle``): what the caller wrote just before is found.
+        self.settle = settle
 
     def forget_passages(self, ctx: RequestContext, counts: dict[str, int]) -> None:
         """Chunks of these documents (``{document id: chunks}``) are being forgotten: their
@@ -409,6 +414,8 @@ class ForgetService:
         # Forget ranks by vector similarity alone, on purpose (one leg, no fusion, so no recipe):
         # ``min_score`` is a cosine threshold on how close in meaning a unit is to what the caller
         # names, and a shared word (BM25) or a fused rank must never get a unit forgotten.
+        if self.settle is not None:
+            self.settle(ctx.context_id)
         hits = self.search.search(req.query, flt, k=req.limit, mode="vector")
         items: list[ForgottenItem] = []
         targets: list[tuple[Forgetter | None, Record | None, str]] = []

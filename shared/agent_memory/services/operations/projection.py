@@ -21,6 +21,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,24 +172,66 @@ def _turn_units(data: dict[str, Any], version: int) -> list[SearchUnit]:
 MAX_HELD_PROJECTIONS = 10_000
 
 
+#: The most units (upserts plus deletes) the background worker writes to the index in one
+#: batch: every change queued so far, up to this, becomes one index write, so the embedder
+#: embeds a batch of texts in one call instead of one call per write.
+MAX_BATCH_UNITS = 256
+
+#: Outbox entries a replay (start-up, catch-up after an outage) writes to the index at once.
+REPLAY_BATCH = 64
+
+#: How long a read waits, by default, for the pending projections of its context
+#: (``Settings.projection_wait_s``).
+DEFAULT_SETTLE_S = 2.0
+
+
+@dataclass
+class _Queued:
+    change: ProjectionChange
+    on_applied: Callable[[], None] | None
+    on_failed: Callable[[], None] | None
+    seq: int
+    contexts: frozenset[str]
+
+    @property
+    def units(self) -> int:
+        return len(self.change.upserts) + sum(len(ids) for ids in self.change.deletes.values())
+
+
 class Projector:
     """Applies projection changes to a search index, inline or on a background thread.
 
-    ``pause()``/``resume()`` hold projection back (tests of projection lag); ``drain()``
-    waits until everything queued so far is applied. ``on_applied`` (per change) runs once
-    the index has the change: the projecting store clears its outbox entry there.
+    In the background, the worker takes every change queued so far (up to
+    ``MAX_BATCH_UNITS`` units) and writes them as one collapsed change (``collapse``: per
+    unit the last operation in commit order wins, so a delete after an upsert deletes), so
+    a burst of writes is embedded in one call. ``on_applied`` and ``on_searchable`` still
+    run per change, in commit order; when a batch's write fails, each of its changes is
+    tried alone, and each that fails again calls its ``on_failed`` (its pending entry is
+    then retried by the projecting store), so one bad change never holds back the others.
+
+    ``settle(context_id)`` is read-your-writes: a read waits (up to ``settle_s``) for the
+    changes of its context queued before it began. ``pause()``/``resume()`` hold projection
+    back (tests of projection lag; a paused projector is not waited for); ``drain()`` waits
+    until everything queued so far is applied.
     """
 
     def __init__(self, index: SearchIndex, *, background: bool = False,
-                 on_searchable: Callable[[ProjectionChange], None] | None = None):
+                 on_searchable: Callable[[ProjectionChange], None] | None = None,
+                 settle_s: float = DEFAULT_SETTLE_S, batch_units: int = MAX_BATCH_UNITS):
         self.index = index
         self.background = background
+        self.settle_s = settle_s
+        self.batch_units = max(1, batch_units)
         # Called with each change once the index has it (the response cache's write mark).
         self.on_searchable = on_searchable
-        self._queue: queue.Queue[tuple[ProjectionChange, Callable[[], None] | None,
-                                       Callable[[], None] | None]] = queue.Queue()
+        self._queue: queue.Queue[_Queued] = queue.Queue()
         self._resumed = threading.Event()
         self._resumed.set()
+        # Changes queued and not yet applied (or given up on), per context, by sequence number
+        # (inserted in increasing order, so a context's first key is its oldest pending change).
+        self._pending: dict[str, dict[int, None]] = {}
+        self._seq = 0
+        self._settled = threading.Condition()
         self._worker: threading.Thread | None = None
         if background:
             self._worker = threading.Thread(target=self._run, name="projector", daemon=True)
@@ -203,9 +246,57 @@ class Projector:
                 on_applied()
             return
         if self.background or not self._resumed.is_set():
-            self._queue.put((change, on_applied, on_failed))
+            self._queue.put(self._track(change, on_applied, on_failed))
         else:
             self._apply_then(change, on_applied)
+
+    def _track(self, change: ProjectionChange, on_applied: Callable[[], None] | None,
+               on_failed: Callable[[], None] | None) -> _Queued:
+        contexts = frozenset({u.context_id for u in change.upserts} | set(change.deletes))
+        with self._settled:
+            self._seq += 1
+            for context_id in contexts:
+                self._pending.setdefault(context_id, {})[self._seq] = None
+            return _Queued(change, on_applied, on_failed, self._seq, contexts)
+
+    def _done(self, item: _Queued) -> None:
+        with self._settled:
+            for context_id in item.contexts:
+                seqs = self._pending.get(context_id)
+                if seqs is not None:
+                    seqs.pop(item.seq, None)
+                    if not seqs:
+                        del self._pending[context_id]
+            self._settled.notify_all()
+
+    def pending(self, context_id: str | None = None) -> int:
+        """Changes queued and not yet applied (for ``context_id``, or in all)."""
+        with self._settled:
+            if context_id is not None:
+                return len(self._pending.get(context_id, ()))
+            return len({seq for seqs in self._pending.values() for seq in seqs})
+
+    def settle(self, context_id: str, timeout_s: float | None = None) -> bool:
+        """Wait until every change touching ``context_id`` queued before this call has
+        reached the index (or was given up on for a later retry), at most ``timeout_s``
+        (``settle_s`` by default). True when nothing of it is pending any more; False past
+        the bound, or at once while projection is paused (nothing would move): the read then
+        answers with what is searchable. Changes queued after the call are not waited for, so
+        a steady stream of other writers cannot hold a read back."""
+        with self._settled:
+            seqs = self._pending.get(context_id)
+            if not seqs:
+                return True
+            target = next(reversed(seqs))
+            deadline = time.monotonic() + (self.settle_s if timeout_s is None else timeout_s)
+            while True:
+                seqs = self._pending.get(context_id)
+                if not seqs or next(iter(seqs)) > target:
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._resumed.is_set():
+                    return False
+                self._settled.wait(remaining)
 
     def pause(self) -> None:
         self._resumed.clear()
@@ -215,35 +306,96 @@ class Projector:
         if not self.background:
             self.drain()
 
-    def drain(self) -> None:
+    def drain(self, timeout_s: float | None = None) -> bool:
+        """Wait until everything queued so far is applied (at most ``timeout_s`` in the
+        background; None: no bound). Returns whether nothing is left pending."""
         if self.background:
-            self._queue.join()
-            return
+            if timeout_s is None:
+                self._queue.join()
+                return True
+            deadline = time.monotonic() + timeout_s
+            with self._settled:
+                while self._pending:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._settled.wait(remaining)
+            return True
         while not self._queue.empty():
-            change, on_applied, _ = self._queue.get()
+            item = self._queue.get()
             try:
-                self._apply_then(change, on_applied)
+                self._apply_then(item.change, item.on_applied)
             finally:
+                self._done(item)
                 self._queue.task_done()
+        return True
 
     def _run(self) -> None:
         while True:
-            change, on_applied, on_failed = self._queue.get()
+            batch = [self._queue.get()]
             self._resumed.wait()
+            units = batch[0].units
+            while units < self.batch_units:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                batch.append(item)
+                units += item.units
             try:
-                self._apply_then(change, on_applied)
-            except Exception:  # keep the worker alive; the pending entry is retried later
-                log.warning("projection failed; kept for a later retry", exc_info=True)
-                if on_failed is not None:
-                    on_failed()
+                self._apply_batch(batch)
             finally:
-                self._queue.task_done()
+                for _ in batch:
+                    self._queue.task_done()
+
+    def _apply_batch(self, batch: list[_Queued]) -> None:
+        """One index write for the batch; on failure each change alone (see the class)."""
+        try:
+            apply(self.index, batch[0].change if len(batch) == 1 else collapse([i.change for i in batch]))
+        except Exception:  # keep the worker alive; the pending entries are retried later
+            if len(batch) == 1:
+                self._failed(batch[0])
+                return
+            log.warning("projection of a batch of %d changes failed; trying each alone", len(batch), exc_info=True)
+            for item in batch:
+                try:
+                    apply(self.index, item.change)
+                except Exception:
+                    self._failed(item)
+                else:
+                    self._applied(item)
+            return
+        for item in batch:
+            self._applied(item)
+
+    def _applied(self, item: _Queued) -> None:
+        try:
+            self._after(item.change, item.on_applied)
+        except Exception:
+            self._failed(item)
+        else:
+            self._done(item)
+
+    def _failed(self, item: _Queued) -> None:
+        log.warning("projection failed; kept for a later retry", exc_info=True)
+        try:
+            if item.on_failed is not None:
+                item.on_failed()
+        finally:
+            self._done(item)
 
     def _apply_then(self, change: ProjectionChange, on_applied: Callable[[], None] | None) -> None:
         apply(self.index, change)
+        self._after(change, on_applied)
+
+    def _after(self, change: ProjectionChange, on_applied: Callable[[], None] | None) -> None:
         if on_applied is not None:
             on_applied()
-        if self.on_searchable is not None:
+        self.searchable(change)
+
+    def searchable(self, change: ProjectionChange) -> None:
+        """``change`` reached the index: tell ``on_searchable`` (never raises)."""
+        if self.on_searchable is not None and change:
             try:
                 self.on_searchable(change)
             except Exception:  # noqa: BLE001 - the index has the change; the mark moved at commit too
@@ -432,24 +584,48 @@ class ProjectingRecordStore:
     def replay_outbox(self) -> int:
         """Apply what committed writes left pending: each written key is projected from its
         current record (so a later write is never undone), and a deleted one that is still
-        absent has its recorded units removed. Returns the entries replayed; raises (leaving
-        the rest pending) when the index fails."""
-        index, replayed, seen = self.projector.index, 0, set()
+        absent has its recorded units removed. Up to ``REPLAY_BATCH`` entries go to the index
+        as one write (their texts embedded together), and what became searchable moves the
+        response cache's write mark (``Projector.on_searchable``), as a live projection does.
+        Returns the entries replayed; raises (leaving the rest pending) when the index fails."""
+        replayed, seen = 0, set()
         while rows := [r for r in self._pending() if r[0] not in seen]:
-            for row_id, text in rows:
-                for pk, sk, deletes in json.loads(text)["keys"]:
-                    current = self.inner.get(pk, sk)
-                    if current is not None:
-                        apply(index, change_for(current, None))
-                    elif deletes:
-                        apply(index, ProjectionChange(deletes=deletes))
-                if self._outbox is not None:
-                    self._outbox.clear_outbox([row_id])
-                else:
-                    self._release([row_id])
-                seen.add(row_id)
-                replayed += 1
+            for start in range(0, len(rows), REPLAY_BATCH):
+                chunk = rows[start:start + REPLAY_BATCH]
+                try:
+                    self._replay(chunk)
+                except Exception:
+                    if len(chunk) == 1:
+                        raise
+                    # One entry the index refuses must not hold back the others: each alone,
+                    # in order, stopping (as before batching) at the first that still fails.
+                    log.warning("replaying %d pending entries together failed; one at a time", len(chunk))
+                    for row in chunk:
+                        self._replay([row])
+                        seen.add(row[0])
+                        replayed += 1
+                    continue
+                seen.update(row_id for row_id, _ in chunk)
+                replayed += len(chunk)
         return replayed
+
+    def _replay(self, rows: Sequence[tuple[int, str]]) -> None:
+        changes: list[ProjectionChange] = []
+        for _, text in rows:
+            for pk, sk, deletes in json.loads(text)["keys"]:
+                current = self.inner.get(pk, sk)
+                if current is not None:
+                    changes.append(change_for(current, None))
+                elif deletes:
+                    changes.append(ProjectionChange(deletes=deletes))
+        change = collapse(changes)
+        apply(self.projector.index, change)
+        ids = [row_id for row_id, _ in rows]
+        if self._outbox is not None:
+            self._outbox.clear_outbox(ids)
+        else:
+            self._release(ids)
+        self.projector.searchable(change)
 
 
 def _outbox_entry(written: Sequence[Record], deleted: Sequence[Record]) -> str | None:

@@ -41,7 +41,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -185,11 +185,20 @@ _MISSING = object()  # a cached "no such record"
 
 
 class RetrievalService:
-    def __init__(self, store: RecordStore, search: SearchIndex | None, reranker: Reranker | None = None):
+    def __init__(self, store: RecordStore, search: SearchIndex | None, reranker: Reranker | None = None, *,
+                 settle: Callable[[str], bool] | None = None):
         self._store = store
         self._search = search
         self._reranker = reranker
+        # Read-your-writes where projection runs after the commit (``Projector.settle``): a
+        # search first waits, within a bound, for its context's projections queued before it.
+        self._settle = settle
         self._reads = _ReadCache()
+
+    def await_projection(self, context_id: str) -> bool:
+        """Wait (bounded) until the context's writes committed before now are searchable;
+        False when some are not yet (the read then answers with what is searchable)."""
+        return self._settle(context_id) if self._settle is not None else True
 
     def retrieve(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
                  as_of: str | None = None, session_id: str | None = None, labels: Sequence[str] | None = None,
@@ -281,7 +290,10 @@ class RetrievalService:
         profiled = _profiled(qa, entities) if seeds else None
         ranking = ranking_from_units([])
         degraded: str | None = None
+        # False: the bound passed with some of this context's writes not yet searchable.
+        settled = True
         if flt.kinds:
+            settled = self.await_projection(ctx.context_id)
             try:
                 ranking, legs = self._search_legs(recipe, qa, flt, entities, depth)
             except SearchUnavailable as exc:
@@ -346,6 +358,8 @@ class RetrievalService:
         elapsed = (time.perf_counter() - started) * 1000
         if degraded is not None:
             trace["degraded"] = degraded
+        if not settled:
+            trace["projectionPending"] = True
         return RetrievalResult(tier=tier, hits=hits, query_ms=elapsed, trace=trace, degraded=degraded)
 
     @staticmethod

@@ -228,7 +228,12 @@ class ChatService:
 
         reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
         # Taken before retrieval: a write that commits while this turn answers outdates its entry.
-        cache_entry = self.cache.begin() if not window and not req.bypass_cache else None
+        # Earlier writes' projections are awaited first (read-your-writes, bounded): the write
+        # mark they move when they become searchable then precedes the entry, not follows it.
+        cacheable = not window and not req.bypass_cache
+        if cacheable:
+            self._retrieval.await_projection(reader.context_id)
+        cache_entry = self.cache.begin() if cacheable else None
         started = time.perf_counter()
         # The user turn's write reads each entity partition once: its entity list and the
         # self entity's facts, read here for retrieval too (retries read afresh).
@@ -249,6 +254,8 @@ class ChatService:
                      for m, h in sources.items()]}
         if result.degraded is not None:
             retrieval_trace["degraded"] = result.degraded
+        if result.trace.get("projectionPending"):
+            retrieval_trace["projectionPending"] = True  # some writes were not searchable yet
         turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
                             sources=sources, messages=messages, trace_id=trace_id, tier=3,
                             retrieval_ms=retrieval_ms, model_name=model_name, degraded=result.degraded,
