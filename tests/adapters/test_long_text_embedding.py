@@ -118,6 +118,7 @@ def test_a_300k_thread_turn_and_a_60k_fact_are_searchable_through_the_openai_emb
         assert turn.status == 201, turn.text
         fact = api.post("/api/v1/acme/facts", {"text": long_text(60_000, tail="quokkafish harbour"), "infer": "none"})
         assert fact.status == 200, fact.text
+        assert rt.projector.drain(timeout_s=30)  # the local default indexes after the commit
         for words in ("zebracorn lighthouse", "quokkafish harbour"):
             hits = fused_search(rt.search, words, SearchFilter(context_id="acme"), k=5)
             assert hits and words.split()[0] in hits[0].unit.text, words
@@ -139,6 +140,7 @@ def test_a_300k_fact_is_searchable_where_the_fact_cap_admits_it(tmp_path: Path, 
         assert len(text) >= 300_000
         fact = InProcessApi().post("/api/v1/acme/facts", {"text": text, "infer": "none"})
         assert fact.status == 200, fact.text
+        assert rt.projector.drain(timeout_s=30)  # the local default indexes after the commit
         hits = fused_search(rt.search, "quokkafish harbour", SearchFilter(context_id="acme"), k=5)
         assert hits and "quokkafish" in hits[0].unit.text and len(hits[0].unit.text) >= 300_000
     finally:

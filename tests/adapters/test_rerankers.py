@@ -176,6 +176,7 @@ def test_with_a_local_reranker_every_indexed_unit_gets_its_tokens_and_reindex_ba
         for text in ("The harbour ferry leaves at nine.", "I keep my ferry pass in the blue wallet.",
                      "Lunch is at the harbour cafe."):
             runtime.facts.write(admin, WriteFactsRequest(text=text, infer="none"))
+        assert runtime.projector.drain(timeout_s=30)  # indexed (and precomputed) after the commit
         store = runtime.reranker.store
         stored, size = store.stats()
         assert stored >= 3 and size > 0  # each turn's unit, at write time
