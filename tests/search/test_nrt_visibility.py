@@ -34,8 +34,10 @@ LOCATION = SearchFilter(context_id="acme", kinds=["attribute"])
 class Service:
     def __init__(self, tmp_path: Path, service: str) -> None:
         self.cluster = NrtCluster(service=service, allowed_prefix="tenant1-")
+        # inline: what a store with OpenSearch gets (the index is swapped in below)
         settings = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data"),
-                                      "AGENT_MEMORY_CURSOR_SECRET": "test", "AWS_REGION": "us-east-1"})
+                                      "AGENT_MEMORY_CURSOR_SECRET": "test", "AWS_REGION": "us-east-1",
+                                      "AGENT_MEMORY_PROJECTION": "inline"})
         self.rt = Runtime(settings)
         self.rt.__dict__["search"] = OpenSearchIndex(
             "https://nrt.invalid", INDEX, self.rt.embedder, service=service, client=self.cluster.client(),
