@@ -118,9 +118,14 @@ class LocalEncoder:
     """Sentence and token vectors of a local encoder, in one ONNX Runtime run.
 
     Thread-safe: ONNX Runtime sessions may be run from several threads at once; the
-    tokenizer is called under a lock (its padding settings are per instance)."""
+    tokenizer is called under a lock (its padding settings are per instance).
 
-    def __init__(self, files: ModelFiles, *, threads: int = 1, batch_size: int = 32):
+    ``batch_size`` 8: texts of up to 256 tokens make attention's scratch grow with the batch
+    (batch x 12 heads x 256 x 256 floats), and past 8 the per-text time does not fall any more
+    (8.8 ms a LoCoMo-length text at 8, 9.9 at 32; peak memory 312 MB against 621 MB, for 512
+    texts of 5-120 words: docs/benchmarks.md)."""
+
+    def __init__(self, files: ModelFiles, *, threads: int | None = None, batch_size: int = 8):
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -135,9 +140,10 @@ class LocalEncoder:
             self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest text
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            # One thread: a query's pass takes a few milliseconds, where waking a pool costs more
-            # than it saves, and a server runs requests side by side anyway.
-            options.intra_op_num_threads = threads
+            # One thread: a question's pass takes about 5 ms, and two threads (no spinning) gave
+            # 4.2 ms on an idle 2-core machine but 4.9 ms in the Mem0 side-by-side, where the
+            # projection worker and the other process want the second core (docs/benchmarks.md).
+            options.intra_op_num_threads = threads or 1
             options.inter_op_num_threads = 1
             self._session = ort.InferenceSession(str(files.graph), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - a broken install or file is a configuration problem
