@@ -163,7 +163,7 @@ def report(build: Path, runs: int) -> None:
 
     def line(name: str, kb: str, row: dict[str, float], multiple: float) -> None:
         print(f"{name:<22} {kb:>9} {row['import_cpu_ms']:>8.0f} ms {row['import_ms']:>9.0f} ms "
-              f"{row['process_cpu_ms']:>9.0f} ms {row['process_ms']:>10.0f} ms {multiple:>6.1f}")
+              f"{row['process_cpu_ms']:>9.0f} ms {row['process_ms']:>10.0f} ms {multiple:>6.2f}")
 
     line("reference (12 stdlib)", "-", median_row(refs), 1.0)
     for name, kb, row, multiple in measured:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_memory.kernel import storage_keys as keys
+from agent_memory.models.document_records import DocumentPart
 from agent_memory.models.documents import DocumentUpload
 from agent_memory.models.extraction import (
     ExtractedAction,
@@ -20,7 +21,6 @@ from agent_memory.models.extraction import (
     ExtractedRelation,
     ExtractionOutput,
 )
-from agent_memory.models.records import DocumentPart
 from agent_memory.runtime import Runtime, set_runtime
 from agent_memory.services.documents.ingestion import IngestionInterrupted, IngestionJob, windows
 from agent_memory.services.facts.extraction.prompt import build_window_prompt

@@ -10,7 +10,7 @@ import pytest
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
-from agent_memory.models.records import Document
+from agent_memory.models.document_records import Document
 from agent_memory.runtime import get_runtime
 from agent_memory.services.documents import chunking
 

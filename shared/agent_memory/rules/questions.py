@@ -159,22 +159,28 @@ def profile_subject(question: str) -> str | None:
 #: "What did I tell you at the start of this conversation?": a question about the conversation
 #: itself, answered from the transcript window, never from memory. A cue that names the
 #: conversation (or a moment of it) is required: "What did I tell you about my job?" asks memory.
-_CONVERSATION_CUE = re.compile(
-    r"\b(?:(?:this|our|the) (?:conversation|chat|session)|so far|earlier (?:today|on)?|a (?:moment|minute) ago"
-    r"|at the (?:start|beginning)|to begin with|first thing|(?:just|previously|last time|before) (?:now)?)\b",
-    re.IGNORECASE)
-_CONVERSATION_ASK = re.compile(
-    r"\b(?:what|which)\b.*\b(?:did|have|had) I (?:just |first |last )?(?:tell|told|say|said|ask|asked|mention|"
-    r"mentioned|write|wrote|talk|talked)\b|\bwhat (?:were|was) (?:we|I) (?:talking|saying|discussing)\b"
-    r"|\bwhat (?:have|did) we (?:talk|talked|discuss|discussed)\b|\bremind me what I (?:said|asked|told you)\b",
-    re.IGNORECASE)
+@functools.cache
+def _conversation_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(cue, ask), compiled on first use: only the chat's offline responder asks (recall's
+    import does not pay for them)."""
+    cue = re.compile(
+        r"\b(?:(?:this|our|the) (?:conversation|chat|session)|so far|earlier (?:today|on)?|a (?:moment|minute) ago"
+        r"|at the (?:start|beginning)|to begin with|first thing|(?:just|previously|last time|before) (?:now)?)\b",
+        re.IGNORECASE)
+    ask = re.compile(
+        r"\b(?:what|which)\b.*\b(?:did|have|had) I (?:just |first |last )?(?:tell|told|say|said|ask|asked|mention|"
+        r"mentioned|write|wrote|talk|talked)\b|\bwhat (?:were|was) (?:we|I) (?:talking|saying|discussing)\b"
+        r"|\bwhat (?:have|did) we (?:talk|talked|discuss|discussed)\b|\bremind me what I (?:said|asked|told you)\b",
+        re.IGNORECASE)
+    return cue, ask
 
 
 def about_conversation(question: str) -> str | None:
     """Whether ``question`` asks about the conversation itself: ``"first"`` (its start),
     ``"last"`` (what was just said), ``"all"`` (so far), else ``None``."""
     text = " ".join((question or "").split())
-    if not (_CONVERSATION_ASK.search(text) and _CONVERSATION_CUE.search(text)):
+    cue, ask = _conversation_patterns()
+    if not (ask.search(text) and cue.search(text)):
         return None
     lowered = text.lower()
     if re.search(r"\b(?:start|beginning|first|to begin with)\b", lowered):
@@ -184,10 +190,12 @@ def about_conversation(question: str) -> str | None:
     return "all"
 
 
-_PART_SPLIT = re.compile(r"(?<=\?)\s+|,?\s+(?:and|also|plus)\s+(?=(?:" + "|".join(
-    sorted(w for w in lexicon.QUESTION_WORDS if w.isalpha() and w not in {"do", "does", "did", "is", "are", "am",
-                                                                        "was", "were", "have", "has"})) + r")\b)",
-    re.IGNORECASE)
+@functools.cache
+def _part_split() -> re.Pattern[str]:
+    """Where a question's parts meet, compiled on first use (the chat's, not recall's)."""
+    return re.compile(r"(?<=\?)\s+|,?\s+(?:and|also|plus)\s+(?=(?:" + "|".join(
+        sorted(w for w in lexicon.QUESTION_WORDS if w.isalpha() and w not in {
+            "do", "does", "did", "is", "are", "am", "was", "were", "have", "has"})) + r")\b)", re.IGNORECASE)
 
 
 def question_parts(question: str) -> list[str]:
@@ -195,6 +203,6 @@ def question_parts(question: str) -> list[str]:
     it, and where do orders ship from?" -> two), split at a "?" or at "and"/"also" before a
     question word; a one-part question is one part. Parts keep their own words."""
     text = " ".join((question or "").split())
-    parts = [p.strip(" ,;") for p in _PART_SPLIT.split(text) if p and p.strip(" ,;")]
+    parts = [p.strip(" ,;") for p in _part_split().split(text) if p and p.strip(" ,;")]
     parts = [p for p in parts if len(p.split()) >= 2]
     return parts if len(parts) > 1 and all(is_question(p) or p.endswith("?") for p in parts) else [text]

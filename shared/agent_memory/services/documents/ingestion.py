@@ -45,7 +45,8 @@ from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.errors import PROBLEM_TYPE_BASE, MemoryError_
-from agent_memory.models.records import Chunk, Document, DocumentPart
+from agent_memory.models.document_records import Document, DocumentPart
+from agent_memory.models.records import Chunk
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore
 from agent_memory.services.documents.links import EntityNames, add_entities, load_entity_names
 

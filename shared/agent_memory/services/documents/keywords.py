@@ -43,7 +43,8 @@ from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import cursor
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.storage_keys import scope_sig
-from agent_memory.models.records import Document, DocumentKeyword, Keyword, KeywordDocument, NumberedPage
+from agent_memory.models.document_records import Document, DocumentKeyword, Keyword, KeywordDocument
+from agent_memory.models.records import NumberedPage
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore
 from agent_memory.services import paging
 

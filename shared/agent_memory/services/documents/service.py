@@ -60,13 +60,14 @@ from agent_memory.kernel.errors import (
 from agent_memory.kernel.ids import new_id
 from agent_memory.kernel.storage_keys import scope_sig
 from agent_memory.kernel.stored_item import transaction_batches
+from agent_memory.models.document_records import Document, DocumentHash, DocumentKeyword
 from agent_memory.models.documents import (
     FORMAT_MIME_TYPES,
     MARKDOWN_SUFFIXES,
     DocumentFileUpload,
     DocumentUploadTicketRequest,
 )
-from agent_memory.models.records import Chunk, Document, DocumentHash, DocumentKeyword, NumberedPage
+from agent_memory.models.records import Chunk, NumberedPage
 from agent_memory.ports import (
     Condition,
     ConditionFailed,

@@ -30,20 +30,6 @@ from agent_memory.access.scopes import Dnf
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import new_id
-from agent_memory.models.extraction import (
-    ActionSummary,
-    AttributeSummary,
-    EntitySummary,
-    ExtractedAction,
-    ExtractedAttribute,
-    ExtractedEntity,
-    ExtractedInstruction,
-    ExtractedRelation,
-    ExtractedUncertainty,
-    InstructionSummary,
-    RelationSummary,
-    UncertaintySummary,
-)
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Source, Uncertainty
 from agent_memory.ports import Record, RecordStore, SearchUnit
 from agent_memory.rules import vocabulary as vocab
@@ -53,6 +39,17 @@ from agent_memory.rules.vocabulary import normalise_value
 from agent_memory.services import paging
 
 if TYPE_CHECKING:
+    from agent_memory.models.extraction import (
+        ActionSummary,
+        AttributeSummary,
+        EntitySummary,
+        ExtractedAction,
+        ExtractedInstruction,
+        ExtractedUncertainty,
+        InstructionSummary,
+        RelationSummary,
+        UncertaintySummary,
+    )
     from agent_memory.services.conversation.sessions import SessionService
 
 UnitBuilder = Callable[[dict[str, Any], int], list[SearchUnit]]
@@ -323,31 +320,37 @@ def _plan_uncertainties(claims: list[ExtractedUncertainty], inputs: PlanInputs) 
 
 def _entity_summary(touch: Any) -> EntitySummary:  # a reconcile.EntityTouch
     e = touch.entity
-    return EntitySummary(id=e.id, name=e.name, entity_type=e.entity_type,
+    return _extraction().EntitySummary(id=e.id, name=e.name, entity_type=e.entity_type,
                          memory_category=vocab.known_category(e.category), is_new=touch.is_new)
 
 
 def _attribute_summary(a: Attribute) -> AttributeSummary:
-    return AttributeSummary(id=a.id, entity_id=a.entity_id, key=a.key, value=a.value,
+    return _extraction().AttributeSummary(id=a.id, entity_id=a.entity_id, key=a.key, value=a.value,
                             memory_category=vocab.known_category(a.category))
 
 
 def _relation_summary(r: Relation) -> RelationSummary:
-    return RelationSummary(subject=r.subject, label=r.label, object=r.object,
+    return _extraction().RelationSummary(subject=r.subject, label=r.label, object=r.object,
                            memory_category=vocab.known_category(r.category))
 
 
 def _action_summary(a: Action) -> ActionSummary:
-    return ActionSummary(actor=a.actor, verb=a.verb, object=a.object, occurred_at=a.occurred_at,
+    return _extraction().ActionSummary(actor=a.actor, verb=a.verb, object=a.object, occurred_at=a.occurred_at,
                          summary=a.summary, memory_category=vocab.known_category(a.category))
 
 
 def _instruction_summary(i: Instruction) -> InstructionSummary:
-    return InstructionSummary(id=i.id, label=i.label, description=i.description)
+    return _extraction().InstructionSummary(id=i.id, label=i.label, description=i.description)
 
 
 def _uncertainty_summary(u: Uncertainty) -> UncertaintySummary:
-    return UncertaintySummary(about=u.about, reason=u.reason)
+    return _extraction().UncertaintySummary(about=u.about, reason=u.reason)
+
+
+def _extraction() -> Any:
+    from agent_memory.models import extraction
+
+    return extraction
 
 
 # --- the registry -------------------------------------------------------------------------------
@@ -359,7 +362,9 @@ class FactKind:
     field: str                     # the list's name in extractions, results and on the wire
     id_prefix: str | None          # of the records' ids (``attr_...``); None: ids are not prefixed
     record_type: type              # models.memory
-    extracted_type: type           # models.extraction (what a model or a triple states)
+    # models.extraction's class of what a model or a triple states, by name: that module (its
+    # pydantic models) loads only where claims are read, not where units are projected (recall)
+    extracted_name: str
     claim_names: tuple[str, ...] = ()    # fields of an extracted claim that name entities (each
                                          # with its entity type in ``<field>_type``)
     record_entities: tuple[str, ...] = ()  # fields of a stored record that hold entity ids
@@ -375,6 +380,10 @@ class FactKind:
     # passages when the model did not say which passage states it (extraction/windows.py).
     text_fields: tuple[str, ...] = ()
 
+    @property
+    def extracted_type(self) -> type:
+        return getattr(_extraction(), self.extracted_name)
+
     def names_in(self, claim: Any) -> list[str]:
         """The entity names an extracted claim of this kind refers to."""
         return [getattr(claim, f) for f in self.claim_names]
@@ -385,30 +394,35 @@ class FactKind:
 
 
 FACT_KINDS: tuple[FactKind, ...] = (
-    FactKind("entity", "entities", None, Entity, ExtractedEntity, summarise=_entity_summary,
+    FactKind("entity", "entities", None, Entity, "ExtractedEntity", summarise=_entity_summary,
              text_fields=("name",)),
-    FactKind("attribute", "attributes", "attr", Attribute, ExtractedAttribute, claim_names=("entity",),
+    FactKind("attribute", "attributes", "attr", Attribute, "ExtractedAttribute", claim_names=("entity",),
              record_entities=("entityId",), project=_attribute_units, forgetter=AttributeForgetter(),
              summarise=_attribute_summary, slotted=True, text_fields=("value", "entity")),
-    FactKind("relation", "relations", "rel", Relation, ExtractedRelation, claim_names=("subject", "object"),
+    FactKind("relation", "relations", "rel", Relation, "ExtractedRelation", claim_names=("subject", "object"),
              record_entities=("subject", "object"), project=_relation_units, forgetter=RelationForgetter(),
              summarise=_relation_summary, slotted=True, text_fields=("object", "subject")),
-    FactKind("action", "actions", "act", Action, ExtractedAction, claim_names=("actor",),
+    FactKind("action", "actions", "act", Action, "ExtractedAction", claim_names=("actor",),
              record_entities=("actor",), project=_action_units, forgetter=ActionForgetter(),
              summarise=_action_summary, plan=_plan_actions, text_fields=("object", "summary", "verb", "actor"),
              store_key=lambda ctx, a: (keys.actions_pk(ctx), f"{a.occurred_at or a.created_at}#{a.id}")),
-    FactKind("instruction", "instructions", "instr", Instruction, ExtractedInstruction,
+    FactKind("instruction", "instructions", "instr", Instruction, "ExtractedInstruction",
              project=_instruction_units, forgetter=InstructionForgetter(),
              summarise=_instruction_summary, plan=_plan_instructions, text_fields=("description", "label"),
              store_key=lambda ctx, i: (keys.instructions_pk(ctx), i.id)),
     # An uncertainty's entity is the claim it doubts, not a reference that keeps the entity.
-    FactKind("uncertainty", "uncertainties", "unc", Uncertainty, ExtractedUncertainty,
+    FactKind("uncertainty", "uncertainties", "unc", Uncertainty, "ExtractedUncertainty",
              summarise=_uncertainty_summary, plan=_plan_uncertainties, text_fields=("about", "reason"),
              store_key=lambda ctx, u: (keys.uncertainties_pk(ctx), u.id)),
 )
 
 BY_KIND: dict[str, FactKind] = {k.kind: k for k in FACT_KINDS}
-BY_EXTRACTED: dict[type, FactKind] = {k.extracted_type: k for k in FACT_KINDS}
+_BY_EXTRACTED_NAME: dict[str, FactKind] = {k.extracted_name: k for k in FACT_KINDS}
+
+
+def kind_of_claim(claim: Any) -> FactKind:
+    """The kind of an extracted claim (an instance of one of models.extraction's classes)."""
+    return _BY_EXTRACTED_NAME[type(claim).__name__]
 #: The kinds a write creates records of (everything but the entities, which it touches).
 RECORD_KINDS: tuple[FactKind, ...] = tuple(k for k in FACT_KINDS if k.kind != "entity")
 #: The lists of an extraction that are claims (everything but the entities themselves).

@@ -7,11 +7,15 @@ A user turn written without a speaker is the context's own user (the self entity
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent_memory.kernel.ids import entity_id
-from agent_memory.models.extraction import ExtractionOutput
 from agent_memory.models.records import Turn
 from agent_memory.models.speaker import Speaker
 from agent_memory.rules.speaker import SELF_ENTITY_ID, SELF_NAME, is_self
+
+if TYPE_CHECKING:
+    from agent_memory.models.extraction import ExtractionOutput
 
 
 def speaker_entity_id(speaker: Speaker) -> str:

@@ -71,7 +71,7 @@ from agent_memory.services.events import DomainEvents, EventPublisher, FactsChan
 from agent_memory.services.facts import reconcile as rec
 from agent_memory.services.facts.extraction.prompt import build_extraction_prompt, build_window_prompt
 from agent_memory.services.facts.extraction.windows import split_by_passage
-from agent_memory.services.facts.fact_kinds import BY_EXTRACTED, CLAIM_FIELDS
+from agent_memory.services.facts.fact_kinds import CLAIM_FIELDS, kind_of_claim
 from agent_memory.services.facts.repository import MemoryRepository, PartitionReads
 from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record
 
@@ -494,7 +494,7 @@ CLAIM_KINDS = CLAIM_FIELDS
 
 def _claim_names(claim: Any) -> list[str]:
     """The entity names one claim refers to (its entities must be written with it)."""
-    return BY_EXTRACTED[type(claim)].names_in(claim)
+    return kind_of_claim(claim).names_in(claim)
 
 
 def _with_entities(claims: list[tuple[str, Any]], free: list[ExtractedEntity],

@@ -28,7 +28,7 @@ from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.errors import InvalidRequest
-from agent_memory.models.records import Document
+from agent_memory.models.document_records import Document
 from agent_memory.ports import RecordStore, SearchFilter, SearchIndex, SearchUnavailable, SearchUnit
 from agent_memory.ranking.visibility import unit_visible
 from agent_memory.services.retrieval.service import Hit, RetrievalService, hit_text
