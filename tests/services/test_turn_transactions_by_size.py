@@ -12,7 +12,7 @@ import pytest
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.stored_item import TRANSACT_BATCH_BYTES, op_bytes
-from agent_memory.models.records import Session
+from agent_memory.models.conversation_records import Session
 from agent_memory.models.requests import WriteFactsBatchRequest
 from agent_memory.ports import MAX_TRANSACT_BYTES, MAX_TRANSACT_OPS
 from agent_memory.services.conversation.sessions import NewTurn, planned_session_bytes, planned_turn_bytes

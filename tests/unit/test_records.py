@@ -7,8 +7,9 @@ import dataclasses
 
 import pytest
 
+from agent_memory.models.conversation_records import Session, Thread
 from agent_memory.models.document_records import Document
-from agent_memory.models.records import Chunk, Page, Session, Thread, ThreadTurn, Turn
+from agent_memory.models.records import Chunk, Page, ThreadTurn, Turn
 
 SESSION_ITEM = {"kind": "session", "contextId": "acme", "id": "sess_1", "scopes": [["org", "acme"]],
                 "labels": ["support"], "createdAt": "2026-01-01T00:00:00.000Z", "createdBy": "alice",

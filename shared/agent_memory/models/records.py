@@ -1,5 +1,7 @@
-"""Typed stored records: session, turn, thread, thread turn and chunk (a document's own rows:
-``models.document_records``, apart so functions that never read a document do not build them).
+"""Typed stored records: the ones search projects (turn, thread turn, chunk) and the paging
+types. Sessions and threads themselves are in ``models.conversation_records``, a document's own
+rows in ``models.document_records``: apart, so the functions that only project and rank units
+(recall, state) do not build them at import.
 
 The ``RecordStore`` port stores an item as a dict (``Record.data``); services convert at
 their boundary with ``X.from_item(record.data)`` and ``x.to_item()`` and otherwise use
@@ -70,23 +72,6 @@ class StoredItem:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Session(StoredItem):
-    KIND: ClassVar[str] = "session"
-    id: str
-    context_id: str
-    partition: str = "default"
-    scopes: list[list[str]]
-    labels: list[str] = field(default_factory=list)
-    created_at: str
-    created_by: str | None = None
-    closed_at: str | None = None
-    turn_count: int = 0
-    last_turn_at: str | None = _optional()
-    deleted: bool = _optional(False)
-    metadata: dict[str, Any] | None = _optional()
-
-
-@dataclass(frozen=True, kw_only=True)
 class Turn(StoredItem):
     """A raw turn of a session (``seq`` is dense per session)."""
 
@@ -110,23 +95,6 @@ class Turn(StoredItem):
     # transcript, never projected as evidence. See docs/decisions.md,
     # "Refusals, questions and echoes are never evidence; questions about someone (issue 61)".
     unsupported: bool = _optional(False)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Thread(StoredItem):
-    KIND: ClassVar[str] = "thread"
-    id: str
-    context_id: str
-    partition: str
-    turn_count: int
-    acl_readers: list[str] | None = None
-    acl_version: int = 0
-    created_at: str
-    updated_at: str
-    created_by: str | None = None
-    # The scopes of the write that made the thread (DNF; ``None``: unscoped, as every thread
-    # made before threads carried scopes): its turns' scopes when they name none.
-    scopes: list[list[str]] | None = _optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,15 +123,6 @@ class ThreadTurn(StoredItem):
     text_parts: int | None = _optional()
     # The scopes of the append that wrote it (DNF; ``None``: the thread's).
     scopes: list[list[str]] | None = _optional()
-
-
-@dataclass(frozen=True, kw_only=True)
-class ThreadTurnPart(StoredItem):
-    """A piece of a thread turn's text beyond its ``text_head`` (part ``n`` of ``text_parts``)."""
-
-    KIND: ClassVar[str] = "thread_turn_part"
-    turn_id: str
-    text: str
 
 
 @dataclass(frozen=True, kw_only=True)

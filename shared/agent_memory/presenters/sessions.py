@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory.models.records import Page, Session, Turn
+from agent_memory.models.conversation_records import Session
+from agent_memory.models.records import Page, Turn
 from agent_memory.presenters.paging import page_wire
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory.models.records import Page, Thread, ThreadTurn
+from agent_memory.models.conversation_records import Thread
+from agent_memory.models.records import Page, ThreadTurn
 from agent_memory.presenters.paging import page_wire
 from agent_memory.services.conversation.threads import ContextItem, TurnText
 

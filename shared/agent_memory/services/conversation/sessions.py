@@ -21,7 +21,8 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Conflict, NotFound, SessionClosed
 from agent_memory.kernel.ids import new_id
 from agent_memory.kernel.stored_item import record_bytes
-from agent_memory.models.records import Page, Session, Turn
+from agent_memory.models.conversation_records import Session
+from agent_memory.models.records import Page, Turn
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore, WriteOp
 from agent_memory.services.events import DomainEvents, EventPublisher, RecordsForgotten
 from agent_memory.services.operations import receipts

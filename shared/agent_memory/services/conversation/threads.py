@@ -61,7 +61,8 @@ from agent_memory.kernel import cursor, stored_item, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import Forbidden, InvalidRequest, NotFound, PayloadTooLarge, ServiceBusy
 from agent_memory.kernel.ids import new_id
-from agent_memory.models.records import Page, Thread, ThreadTurn, ThreadTurnPart
+from agent_memory.models.conversation_records import Thread, ThreadTurnPart
+from agent_memory.models.records import Page, ThreadTurn
 from agent_memory.models.threads import (
     AppendThreadTurnRequest,
     SetThreadAclRequest,

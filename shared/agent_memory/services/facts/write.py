@@ -39,6 +39,7 @@ from agent_memory.kernel.ids import (
     normalise_entity_name,
 )
 from agent_memory.kernel.stored_item import TRANSACT_BATCH_BYTES, batches, fits_one_transaction, op_bytes
+from agent_memory.models.conversation_records import Session
 from agent_memory.models.extraction import (
     ExtractedAction,
     ExtractedAttribute,
@@ -49,7 +50,7 @@ from agent_memory.models.extraction import (
     ExtractionResult,
 )
 from agent_memory.models.facts import Source
-from agent_memory.models.records import Session, Turn
+from agent_memory.models.records import Turn
 from agent_memory.models.requests import Triple, WriteFactsBatchRequest, WriteFactsRequest
 from agent_memory.ports import (
     MAX_TRANSACT_OPS,

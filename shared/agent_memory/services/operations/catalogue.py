@@ -18,9 +18,10 @@ from agent_memory.access import scopes as scope_lib
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import cursor, timeutil
 from agent_memory.kernel import storage_keys as keys
+from agent_memory.models.conversation_records import Session, Thread
 from agent_memory.models.document_records import Document
 from agent_memory.models.documents import FORMAT_MIME_TYPES
-from agent_memory.models.records import NumberedPage, Page, Session, Thread
+from agent_memory.models.records import NumberedPage, Page
 from agent_memory.ports import Condition, ConditionFailed, Record, RecordStore
 from agent_memory.services import paging
 from agent_memory.services.conversation import reader_access

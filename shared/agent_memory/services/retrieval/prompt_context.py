@@ -73,8 +73,8 @@ class ContextService:
         """The window of the session written to last (of the newest ``RECENT_SESSIONS`` the
         caller may read) and the active instructions the caller may read."""
         from agent_memory.kernel import storage_keys as keys
+        from agent_memory.models.conversation_records import Session
         from agent_memory.models.facts import Instruction
-        from agent_memory.models.records import Session
         from agent_memory.services.conversation.chat.window import session_window
 
         started = time.perf_counter()

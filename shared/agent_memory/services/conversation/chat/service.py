@@ -31,8 +31,8 @@ from agent_memory.kernel.errors import (
     UpstreamModelError,
     UpstreamModelTimeout,
 )
+from agent_memory.models.conversation_records import Session
 from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
-from agent_memory.models.records import Session
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Put
 from agent_memory.rules.questions import question_parts
