@@ -58,7 +58,9 @@ from agent_memory.config import load_settings
 from agent_memory.http.local_server import LocalGateway
 from agent_memory.runtime import Runtime, set_runtime
 
-rt = Runtime(load_settings(env={{"AGENT_MEMORY_DATA_DIR": tempfile.mkdtemp(), "AGENT_MEMORY_CURSOR_SECRET": "s"}}))
+# inline: the adapters run inside the traced invocation, as on Lambda (the projector function)
+rt = Runtime(load_settings(env={{"AGENT_MEMORY_DATA_DIR": tempfile.mkdtemp(), "AGENT_MEMORY_CURSOR_SECRET": "s",
+                                "AGENT_MEMORY_PROJECTION": "inline"}}))
 set_runtime(rt)
 key, _ = rt.api_keys.create("alice")
 gateway = LocalGateway(Path({str(REPO)!r}))

@@ -12,6 +12,7 @@ Lambda, and run on a thread pool, concurrently, as Lambda would run concurrent i
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from pathlib import Path
@@ -55,13 +56,28 @@ class LocalServer:
                                 h11_max_incomplete_event_size=64 * 1024)
         self._server = uvicorn.Server(config)
         self._stopped = threading.Event()
+        # The event loop is made here, before `serve` says it listens: a Ctrl-C that arrives as
+        # soon as it has said so then stops a loop that exists, instead of interrupting the
+        # loop's own construction (which left a half-made loop whose finaliser printed a
+        # traceback).
+        self._loop = config.get_loop_factory()() if config.get_loop_factory() else asyncio.new_event_loop()
 
     def serve_forever(self) -> None:
         self._stopped.clear()
+        asyncio.set_event_loop(self._loop)
         try:
-            self._server.run(sockets=[self.socket])
+            self._loop.run_until_complete(self._server.serve(sockets=[self.socket]))
         finally:
-            self._stopped.set()
+            try:  # what asyncio.run does on the way out: no task or generator left half-run
+                pending = [t for t in asyncio.all_tasks(self._loop) if not t.done()]
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            finally:
+                asyncio.set_event_loop(None)
+                self._stopped.set()
 
     def shutdown(self) -> None:
         self._server.should_exit = True
@@ -69,6 +85,8 @@ class LocalServer:
 
     def server_close(self) -> None:
         self.socket.close()
+        if not self._loop.is_running() and not self._loop.is_closed():
+            self._loop.close()
         # A stop must stop: a close still busy after CLOSE_WAIT_S (a store or index flush stuck
         # behind a slow disk) is left to the next start, which recovers as after a crash
         # (SQLite's journal, the persisted views' change log).
