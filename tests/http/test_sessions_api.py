@@ -126,6 +126,7 @@ def _count_records(rt) -> int:
     ({"text": "x", "infer": "sometimes"}, "infer"),
     ({"text": "x", "infer": "none", "role": "robot"}, "role"),
     ({"text": "x", "infer": "none", "scopes": [[]]}, "scopes"),
+    ({"text": "x", "infer": "none", "scopes": None}, "scopes"),  # null is not a scope: leave it out
     ({"text": "x", "infer": "none", "observed_at": "yesterday"}, "observed_at"),
     ({"text": "x", "infer": "none", "unknown_field": 1}, "unknown_field"),
 ])
@@ -188,3 +189,11 @@ def test_facts_written_into_a_scoped_session_keep_its_scope_unless_they_name_the
     assert attrs["employer"] == [["org/acme/user/alice"]]
     turns = any_api.get(f"{CTX}/sessions/{session['id']}/turns").json()["turns"]
     assert len(turns) == 3
+
+
+def test_a_session_with_null_scopes_is_400_and_writes_nothing(any_api):
+    before = _count_records(get_runtime())
+    r = any_api.post(f"{CTX}/sessions", {"scopes": None, "labels": ["a"]})
+    assert r.status == 400 and r.json()["field"] == "scopes", r.text
+    assert _count_records(get_runtime()) == before
+    assert any_api.post(f"{CTX}/sessions", {"labels": ["a"]}).status == 201  # left out: unscoped

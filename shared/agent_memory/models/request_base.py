@@ -88,6 +88,8 @@ class ScopedRequest(RequestModel):
     @field_validator("scopes", mode="before")
     @classmethod
     def _dnf(cls, value: Any) -> list[list[str]]:
+        if value is None:  # left out means unscoped; an explicit null is not a scope (openapi.yaml)
+            raise ValueError("must be a scope path, a list of paths or a list of clauses (leave it out for none)")
         try:
             return scope_lib.normalise_dnf(value)
         except scope_lib.InvalidScope as exc:
