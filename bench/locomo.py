@@ -83,6 +83,8 @@ ABLATIONS: dict[str, tuple[dict[str, Any], dict[str, float]]] = {
     "structured reads off": ({}, {"structured": 0.0}),
     "reranker off": ({}, {"rerank": 0.0}),
     "reply share off": ({}, {"reply_share": 0.0}),
+    "context share off": ({}, {"context_share": 0.0}),
+    "rerank power 1 (was)": ({}, {"rerank_power": 1.0}),
     "superseded/support off": ({}, {"superseded_factor": 1.0, "support_factor": 1.0}),
     "question factor off": ({}, {"question_factor": 1.0}),
     "tier-1 answer lead off": ({}, {"lead_answer": False}),

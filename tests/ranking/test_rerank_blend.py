@@ -63,3 +63,28 @@ def test_a_failing_reranker_leaves_the_fused_order_and_says_why(scores):
     order, trace = rerank(FixedReranker(scores), "q", cands, weight=0.5)
     assert order == [(0, 0.8), (1, 0.4), (2, 0.2)]
     assert trace["failed"] in ("RuntimeError", "ValueError")
+
+
+def test_a_power_above_one_lets_only_the_rerankers_clear_winners_move_far():
+    cands = [Candidate("a", 0.8), Candidate("b", 0.4), Candidate("c", 0.2)]
+    linear, _ = rerank(FixedReranker([0.0, 5.0, 10.0]), "q", cands, weight=0.5)
+    squared, _ = rerank(FixedReranker([0.0, 5.0, 10.0]), "q", cands, weight=0.5, power=2.0)
+    # b: 0.5 x 0.5 + 0.5 x 0.5 ** 2 falls below a's 0.5 x 1.0; c: 0.5 x 0.25 + 0.5 x 1.0 still leads
+    assert dict(linear)[1] == pytest.approx(0.5)
+    assert squared == [(2, pytest.approx(0.625)), (0, pytest.approx(0.5)), (1, pytest.approx(0.375))]
+
+
+def test_with_context_share_every_turn_passes_its_own_score_to_the_turn_before_it():
+    cands = [Candidate("We went hiking.", 1.0, "turn", "s1", {"seq": 1}),
+             Candidate("Where to?", 1.0, "turn", "s1", {"seq": 2}),
+             Candidate("The lake.", 1.0, "turn", "s1", {"seq": 3}),
+             Candidate("Another day.", 1.0, "turn", "s2", {"seq": 2}),
+             Candidate("A note.", 1.0, "action", "s1", {"seq": 4})]
+    order, _ = rerank(FixedReranker([0.0, 0.0, 1.0, 1.0, 1.0]), "q", cands, weight=1.0,
+                      reply_share=0.4, context_share=0.1)
+    scores = dict(order)
+    # "Where to?" gets 0.1 x the reply's 1.0, and passes 0.4 x its own 0 on; the first turn gets
+    # 0.1 x what "Where to?" scored itself (0), not what it received: nothing compounds
+    assert scores[1] == pytest.approx(0.1) and scores[0] == 0.0
+    assert scores[2] == pytest.approx(1.0)  # the action (no turn) passes nothing to seq 3
+    assert scores[3] == pytest.approx(1.0)  # another session's seq 3 is not its neighbour

@@ -160,3 +160,13 @@ def test_an_echo_already_below_its_sources_or_without_one_stays():
     assert rules.echoes_below_sources(echo, [[], [0], []]) == [0, 1, 2]
     # an echo never counts as a source, and a source above never moves an echo up
     assert rules.echoes_below_sources([True, True, False], [[1], [], []]) == [0, 1, 2]
+
+
+def test_passed_along_reaches_the_turn_step_positions_away_in_the_same_session_only():
+    sessions = ["s1", "s1", "s2", "s1", None]
+    seqs = [1, 2, 1, None, 3]
+    scores = np.array([0.5, 1.0, 1.0, 1.0, 1.0])
+    back = rules.passed_along(scores, sessions, seqs, [True] * 5, step=-1, share=0.1)
+    assert back.tolist() == pytest.approx([0.1, 0.0, 0.0, 0.0, 0.0])
+    ahead = rules.passed_along(scores, sessions, seqs, [True, False, True, True, True], step=1, share=0.4)
+    assert ahead.tolist() == pytest.approx([0.0, 0.2, 0.0, 0.0, 0.0])  # only givers give

@@ -81,12 +81,19 @@ class SearchRecipe:
     # After reranking, a turn that asks something passes this x its score to its reply: the reranker
     # favours the turn repeating the query's words, the reply after it is what answers.
     reply_share: float = 0.0
+    # ... and every turn passes this x its score to the turn before it in its session: an answer
+    # makes the turn it answers or continues likelier to bear on the query too (multi-turn evidence).
+    context_share: float = 0.0
+    # The reranker's scaled score is raised to this power before the blend: above 1, only its clear
+    # winners move far from the fused order, and its middling scores count for little.
+    rerank_power: float = 1.0
 
 
 RECIPES: dict[str, SearchRecipe] = {
     # /query, /context and /chat by default: every leg and rule (values: docs/benchmarks.md).
     "hybrid": SearchRecipe("hybrid", current_fact_factor=1.0, rrf_k=30, session_prior=1.0, fact_factor=0.7,
-                           score_share=2.0, key_hint_factor=2.5, rerank=0.5, reply_share=0.4),
+                           score_share=2.0, key_hint_factor=2.5, rerank=0.5, reply_share=0.4,
+                           context_share=0.1, rerank_power=2.0),
     # The single-leg retrieval modes: one kind of match, for callers that want only that one.
     "bm25": SearchRecipe("bm25", vector=0.0, entity_vector=0.0, bm25=1.0),
     "vector": SearchRecipe("vector", bm25=0.0, entity_bm25=0.0, vector=1.0),

@@ -92,15 +92,23 @@ def share_with_replies(scores: np.ndarray, sessions: Sequence[str | None], seqs:
     is a turn's integer position in its session (anything else, e.g. ``None`` for a unit that
     is not a turn, takes no part). A turn's own score is what it passes on, never what it
     received: a chain of questions does not compound."""
-    out = scores.copy()
+    return scores + passed_along(scores, sessions, seqs, asks, step=1, share=share)
+
+
+def passed_along(scores: np.ndarray, sessions: Sequence[str | None], seqs: Sequence[Any],
+                 givers: Sequence[bool], *, step: int, share: float) -> np.ndarray:
+    """What each candidate receives when every giver passes ``share`` x its own score to the
+    turn ``step`` positions away in its session (+1 its reply, -1 the turn it follows), when
+    that turn is in the list. Only turns (an integer ``seq``) give or receive."""
+    out = np.zeros_like(scores)
     position = {(session, seq): i for i, (session, seq) in enumerate(zip(sessions, seqs, strict=True))
                 if session is not None and isinstance(seq, int)}
     for i, (session, seq) in enumerate(zip(sessions, seqs, strict=True)):
-        if not isinstance(seq, int) or not asks[i]:
+        if not isinstance(seq, int) or not givers[i]:
             continue
-        reply = position.get((session, seq + 1))
-        if reply is not None:
-            out[reply] += share * scores[i]
+        other = position.get((session, seq + step))
+        if other is not None:
+            out[other] += share * scores[i]
     return out
 
 

@@ -345,7 +345,8 @@ class RetrievalService:
         if reranker is not None:
             # A tier-1 answer (the current fact of the key the query asks for) stays first.
             order, trace["rerank"] = rerank(reranker, query, hits, weight=recipe.rerank,
-                                            reply_share=recipe.reply_share, pin_first=answer)
+                                            reply_share=recipe.reply_share, context_share=recipe.context_share,
+                                            power=recipe.rerank_power, pin_first=answer)
             hits = [dataclasses.replace(hits[i], score=score) for i, score in order]
         hits = self._evidence_order(recipe, hits, said, pinned=answer, reranked=reranker is not None)
         if profiled:
