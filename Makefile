@@ -93,7 +93,7 @@ generate-deploy: install-dev
 
 # After editing client/aio.py (or AsyncChatStream): regenerates the sync client from it.
 generate-sdk: install-dev
-	$(PY) tests/sdk/unasync.py --write
+	$(PY) tests/sdk/sync_from_async.py --write
 
 # In `make test`: waits for the background job's tools venv (never two pip installs into it).
 preflight-after-tools:

@@ -108,7 +108,7 @@ class AsyncChatStream:
         return self.response
 
 
-# --- generated from AsyncChatStream above by tests/sdk/unasync.py --write: do not edit ---
+# --- generated from AsyncChatStream above by tests/sdk/sync_from_async.py --write: do not edit ---
 class ChatStream:
     """Iterator of ``str`` deltas, then the ``ChatResponse``. Use it in a ``with`` block, or
     iterate to the end, so the connection is released."""

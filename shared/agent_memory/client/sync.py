@@ -1,5 +1,5 @@
-# Generated from client/aio.py by tests/sdk/unasync.py: do not edit. Change client/aio.py, then run
-# `python tests/sdk/unasync.py --write` (tests/sdk/test_sync_generated.py fails while this file differs).
+# Generated from client/aio.py by tests/sdk/sync_from_async.py: do not edit. Change client/aio.py, then run
+# `python tests/sdk/sync_from_async.py --write` (tests/sdk/test_sync_generated.py fails while this file differs).
 """``AgentMemory``: the synchronous client of the whole API.
 
     with AgentMemory("acme-prod", api_key=...) as memory:

@@ -10,7 +10,7 @@ async client gathers coroutines) is data: ``CLIENT_REPLACEMENTS`` and ``STREAM_R
 pair a passage of the async source with the sync passage it becomes, and each passage must
 occur exactly once, so a change to it stops the generator instead of slipping through.
 
-``python tests/sdk/unasync.py --write`` rewrites the generated code (``make generate-sdk``);
+``python tests/sdk/sync_from_async.py --write`` rewrites the generated code (``make generate-sdk``);
 tests/sdk/test_sync_generated.py fails while the committed code differs.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "shared" / "agent_memory" / "client"
-TOOL = "tests/sdk/unasync.py"
+TOOL = "tests/sdk/sync_from_async.py"
 
 DROPPED = {"async", "await"}
 # Names that are not ``Async`` + the sync name (those follow ASYNC_NAME).
@@ -87,7 +87,7 @@ STREAM_REPLACEMENTS: list[tuple[str, str]] = [
      '    iterate to the end, so the connection is released."""'),
 ]
 
-BEGIN = "# --- generated from AsyncChatStream above by tests/sdk/unasync.py --write: do not edit ---\n"
+BEGIN = "# --- generated from AsyncChatStream above by tests/sdk/sync_from_async.py --write: do not edit ---\n"
 END = "# --- end of generated code ---\n"
 
 
@@ -180,6 +180,8 @@ def streaming() -> str:
     """client/streaming.py with ``ChatStream`` generated from ``AsyncChatStream`` above it."""
     text = (CLIENT / "streaming.py").read_text(encoding="utf-8")
     start = text.index("class AsyncChatStream")
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"client/streaming.py lost the markers of its generated part:\n{BEGIN}{END}")
     begin, end = text.index(BEGIN), text.index(END) + len(END)
     async_class = text[start:begin].rstrip("\n") + "\n"
     generated = unasync(_replace(async_class, STREAM_REPLACEMENTS, "AsyncChatStream"))
