@@ -16,7 +16,7 @@ SAM := $(TOOLS)/bin/sam
 SAM_CLI_VERSION ?= 1.170.0
 export SAM_CLI_TELEMETRY = 0
 
-.PHONY: serve test lint unit preflight preflight-after-tools generate-deploy artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result test-moved-clock tools test-opensearch bench-cold-start \
+.PHONY: serve test lint unit preflight preflight-after-tools generate-deploy generate-sdk artifact-check cfn-lint sam-validate sam-build sam-build-background sam-validate-result test-moved-clock tools test-opensearch bench-cold-start \
 	browser-install browser-install-background browser-test \
 	integrations-install integrations-install-background integrations-test \
 	ts-install ts-install-background ts-test \
@@ -90,6 +90,10 @@ generate-deploy: install-dev
 	$(PY) tests/deploy/stack_figures.py --write
 	$(PY) tests/deploy/served_spec.py --write
 	$(PY) tests/deploy/route_table.py --write
+
+# After editing client/aio.py (or AsyncChatStream): regenerates the sync client from it.
+generate-sdk: install-dev
+	$(PY) tests/sdk/sync_from_async.py --write
 
 # In `make test`: waits for the background job's tools venv (never two pip installs into it).
 preflight-after-tools:

@@ -177,3 +177,18 @@ def test_importing_the_client_loads_no_server_library():
                                            text=True).stdout))
     assert "httpx" in loaded and "pydantic" in loaded
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+@pytest.mark.parametrize("model", [wire.MemoryAttribute, wire.MemoryRelation, wire.MemoryAction, wire.MemoryInstruction],
+                         ids=lambda m: m.__name__)
+def test_the_facts_built_from_shared_parts_keep_openapis_field_order(model: type[BaseModel]):
+    """Their fields come from shared bases (models/wire_memory.py), whose order decides the
+    order of every fact's keys on the wire: it must stay the one openapi.yaml lists."""
+    schema = spec()["components"]["schemas"][model.__name__]
+    if "allOf" in schema:  # an extension of another component: its properties, then its own
+        parts = [spec()["components"]["schemas"][p["$ref"].rsplit("/", 1)[1]] if "$ref" in p else p
+                 for p in schema["allOf"]]
+        listed = [name for part in parts for name in part.get("properties", {})]
+    else:
+        listed = list(schema["properties"])
+    assert [f.alias or name for name, f in model.model_fields.items()] == listed

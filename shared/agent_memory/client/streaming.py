@@ -65,6 +65,50 @@ def _interpret(event: str, data: str) -> str | ChatResponse | None:
     return None
 
 
+class AsyncChatStream:
+    """Async iterator of ``str`` deltas, then the ``ChatResponse``."""
+
+    def __init__(self, response: httpx.Response):
+        self._response = response
+        self.response: ChatResponse | None = None
+
+    async def __aenter__(self) -> AsyncChatStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._response.aclose()
+
+    async def __aiter__(self) -> AsyncIterator[str | ChatResponse]:
+        frames = _Frames()
+        try:
+            async for line in self._response.aiter_lines():
+                frame = frames.feed(line)
+                if frame is None:
+                    continue
+                part = _interpret(*frame)
+                if isinstance(part, ChatResponse):
+                    self.response = part
+                if part is not None:
+                    yield part
+        except httpx.TransportError as exc:
+            raise AgentMemoryError(f"chat stream broke off: {exc}") from exc
+        finally:
+            await self.close()
+        if self.response is None:
+            raise AgentMemoryError("chat stream ended without a final response")
+
+    async def final(self) -> ChatResponse:
+        """Consumes the rest of the stream; the final response."""
+        async for _ in self:
+            pass
+        assert self.response is not None
+        return self.response
+
+
+# --- generated from AsyncChatStream above by tests/sdk/sync_from_async.py --write: do not edit ---
 class ChatStream:
     """Iterator of ``str`` deltas, then the ``ChatResponse``. Use it in a ``with`` block, or
     iterate to the end, so the connection is released."""
@@ -107,45 +151,4 @@ class ChatStream:
             pass
         assert self.response is not None
         return self.response
-
-
-class AsyncChatStream:
-    """Async iterator of ``str`` deltas, then the ``ChatResponse``."""
-
-    def __init__(self, response: httpx.Response):
-        self._response = response
-        self.response: ChatResponse | None = None
-
-    async def __aenter__(self) -> AsyncChatStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        await self._response.aclose()
-
-    async def __aiter__(self) -> AsyncIterator[str | ChatResponse]:
-        frames = _Frames()
-        try:
-            async for line in self._response.aiter_lines():
-                frame = frames.feed(line)
-                if frame is None:
-                    continue
-                part = _interpret(*frame)
-                if isinstance(part, ChatResponse):
-                    self.response = part
-                if part is not None:
-                    yield part
-        except httpx.TransportError as exc:
-            raise AgentMemoryError(f"chat stream broke off: {exc}") from exc
-        finally:
-            await self.close()
-        if self.response is None:
-            raise AgentMemoryError("chat stream ended without a final response")
-
-    async def final(self) -> ChatResponse:
-        async for _ in self:
-            pass
-        assert self.response is not None
-        return self.response
+# --- end of generated code ---

@@ -1,3 +1,5 @@
+# Generated from client/aio.py by tests/sdk/sync_from_async.py: do not edit. Change client/aio.py, then run
+# `python tests/sdk/sync_from_async.py --write` (tests/sdk/test_sync_generated.py fails while this file differs).
 """``AgentMemory``: the synchronous client of the whole API.
 
     with AgentMemory("acme-prod", api_key=...) as memory:
@@ -57,7 +59,8 @@ class AgentMemory:
                  retry_budget_s: float = common.DEFAULT_RETRY_BUDGET_S,
                  context_byte_budget: int = common.CONTEXT_BYTE_BUDGET,
                  download_concurrency: int = common.DOWNLOAD_CONCURRENCY, stream_url: str | None = None,
-                 sleep: Callable[[float], None] | None = None, http_transport: httpx.BaseTransport | None = None):
+                 sleep: Callable[[float], None] | None = None,
+                 http_transport: httpx.BaseTransport | None = None):
         self.context_id = context
         self.partition = partition
         self.context_byte_budget = context_byte_budget
@@ -94,7 +97,7 @@ class AgentMemory:
 
     def _paged(self, path: str, params: dict[str, Any], key: str, item: type[M], page_size: int | None,
                  *, root: bool = False
-               ) -> Iterator[M]:
+                     ) -> Iterator[M]:
         cursor: str | None = None
         while True:
             page = self._send(self._calls.page(path, params, cursor, page_size, root=root))
@@ -395,7 +398,8 @@ class AgentMemory:
         job = self.start_export_job(partition=partition, include_principals=include_principals,
                                      originals=originals)
         job = self._wait_job(job, self.get_export_job, poll_interval, timeout, on_progress)
-        response = httpx.get(job.download_url or "", timeout=timeout)
+        with httpx.Client(timeout=timeout) as http:
+            response = http.get(job.download_url or "")
         if response.status_code >= 300:
             raise AgentMemoryError(f"the export download answered {response.status_code}: {response.text[:300]}")
         return response.content
@@ -407,8 +411,8 @@ class AgentMemory:
         would have answered (a bad line names it) as an ``ApiError``."""
         content = export_bytes(source)
         job = self.create_import_job(len(content))
-        response = httpx.put(job.upload_url or "", content=content, headers=job.upload_headers or {},
-                             timeout=timeout)
+        with httpx.Client(timeout=timeout) as http:
+            response = http.put(job.upload_url or "", content=content, headers=job.upload_headers or {})
         if response.status_code >= 300:
             raise AgentMemoryError(f"the presigned upload answered {response.status_code}: {response.text[:300]}")
         job = self.start_import_job(job.id)
@@ -444,7 +448,8 @@ class AgentMemory:
                                 model_name=model, bypass_cache=bypass_cache, suppress_markers=suppress_markers)
         if not stream:
             return self._send(call)
-        return ChatStream(self._transport.response(common.on_stream_url(call, self.stream_url), stream=True))
+        streamed = common.on_stream_url(call, self.stream_url)
+        return ChatStream(self._transport.response(streamed, stream=True))
 
     # --- threads ------------------------------------------------------------------------
 
@@ -455,8 +460,9 @@ class AgentMemory:
         """Appends one turn. ``acl_readers=None`` sends no list (the thread's default
         applies); ``[]`` quarantines the turn. The idempotency key is reused across this
         call's retries; durable workers pass their own, persisted with the message."""
-        response = self._send(self._calls.append_thread(thread_id, text, entity_id=entity_id, metadata=metadata,
-                                                         acl_readers=acl_readers, idempotency_key=idempotency_key))
+        response = self._send(self._calls.append_thread(
+            thread_id, text, entity_id=entity_id, metadata=metadata, acl_readers=acl_readers,
+            idempotency_key=idempotency_key))
         return common.turn_ref(response.status_code, response.json())
 
     @operation("listThreadTurns")
@@ -538,7 +544,8 @@ class Session(wire.Session):
     def turns(self, *, page_size: int | None = None) -> Iterator[wire.Turn]:
         return self._sessions.turns(self.id, page_size=page_size)
 
-    def chat(self, message: str, *, stream: bool = False, **options: Any) -> wire.ChatResponse | ChatStream:
+    def chat(self, message: str, *, stream: bool = False, **options: Any
+                   ) -> wire.ChatResponse | ChatStream:
         return self._sessions._client.chat(message, session_id=self.id, stream=stream, **options)
 
     def remember(self, text: str, **options: Any) -> wire.WriteFactsResponse:
@@ -587,7 +594,8 @@ class Sessions:
         """The session's turns, oldest first, following pages lazily."""
         cursor: str | None = None
         while True:
-            page = self._client._send(self._client._calls.session_turns(session_id, limit=page_size, cursor=cursor))
+            page = self._client._send(self._client._calls.session_turns(session_id, limit=page_size,
+                                                                        cursor=cursor))
             yield from page.turns
             if not page.page.has_more or not page.page.next_cursor:
                 return
@@ -610,7 +618,7 @@ class Entities:
     @operation("getAttributeHistory")
     def history(self, type: str, name: str, key: str) -> list[wire.MemoryAttribute]:
         """One attribute's supersession chain, oldest to newest."""
-        return self._client._send(self._client._calls.attribute_history(type, name, key)).history
+        return (self._client._send(self._client._calls.attribute_history(type, name, key))).history
 
     @operation("listEntityHistory")
     def all_history(self, type: str, name: str, *, page_size: int | None = None) -> Iterator[wire.MemoryAttribute]:
@@ -791,7 +799,8 @@ class Documents:
         name, content = _document_content(source, filename)
         ticket = self.create_upload(len(content), title, filename=filename or name, format=format, scopes=scopes,
                                     labels=labels, observed_at=observed_at, content_type=content_type)
-        response = httpx.put(ticket.upload_url, content=content, headers=ticket.headers, timeout=timeout)
+        with httpx.Client(timeout=timeout) as http:
+            response = http.put(ticket.upload_url, content=content, headers=ticket.headers)
         if response.status_code >= 300:
             raise AgentMemoryError(f"the presigned upload answered {response.status_code}: {response.text[:300]}")
         return self.complete_upload(ticket.id)
@@ -811,7 +820,8 @@ class Documents:
         URL the API redirects to (fetched without the API key)."""
         response = self._client._send(self._client._calls.get_document_raw(document_id))
         if response.status_code == 303:
-            response = httpx.get(response.headers["location"], timeout=timeout)
+            with httpx.Client(timeout=timeout) as http:
+                response = http.get(response.headers["location"])
             if response.status_code >= 300:
                 raise AgentMemoryError(f"the original's URL answered {response.status_code}")
         return response.content
@@ -822,7 +832,8 @@ class Documents:
                                    wire.DocumentChunk, page_size)
 
     @operation("reprocessDocument")
-    def reprocess(self, document_id: str, *, idempotency_key: str | None = None) -> wire.ReprocessDocumentResponse:
+    def reprocess(self, document_id: str, *, idempotency_key: str | None = None
+                  ) -> wire.ReprocessDocumentResponse:
         """Re-ingests the document from its stored original (same id; unchanged chunks keep
         theirs); then ``wait_ready``. ``queued`` is false when one was already running."""
         return self._client._send(self._client._calls.reprocess_document(document_id,

@@ -36,56 +36,73 @@ class MemoryEntity(WireModel):
     updated_at: str
 
 
-class MemoryAttribute(WireModel):
+# The parts of a stored fact, each field declared once. pydantic puts a base's fields before
+# its subclass's own and takes the bases right to left, so a fact lists its parts last to
+# first: id, what it states, weight, validity, source, tags, the order openapi.yaml gives.
+class _Identified(WireModel):
     id: str
-    entity: str
-    key: str
-    value: str
+
+
+class _Weighed(WireModel):
     memory_category: Category
     importance: float
+
+
+class _Versioned(WireModel):
     valid_from: str | None
     valid_until: str | None
     supersedes: str | None
     superseded_by: str | None
+
+
+class _Sourced(WireModel):
     source: FactSource
     created_at: str
+
+
+class _Tagged(WireModel):
     labels: list[str] = Field(default_factory=list)
     #: The DNF scopes the stating write carried ([] unscoped): values of one single-valued key
     #: written under different scopes are current side by side (each supersedes only its own).
     scopes: list[list[str]] = Field(default_factory=list)
-    #: A later statement that backdated its start covered this value's whole window: it never
-    #: held (validFrom == validUntil) and no asOf read returns it.
-    retracted: bool = False
 
 
-class MemoryRelation(WireModel):
-    id: str
+class _VersionedFact(_Tagged, _Sourced, _Versioned, _Weighed):
+    """What an attribute and a relation share after what they state."""
+
+
+class _AttributeStatement(_Identified):
+    entity: str
+    key: str
+    value: str
+
+
+class _RelationStatement(_Identified):
     subject: str
     label: str
     object: str
-    memory_category: Category
-    importance: float
-    valid_from: str | None
-    valid_until: str | None
-    supersedes: str | None
-    superseded_by: str | None
-    source: FactSource
-    created_at: str
-    labels: list[str] = Field(default_factory=list)
-    scopes: list[list[str]] = Field(default_factory=list)
 
 
-class MemoryAction(WireModel):
-    id: str
+class _ActionStatement(_Identified):
     actor: str
     verb: str
     object: str | None
     occurred_at: str | None
     summary: str
-    memory_category: Category
-    importance: float
-    source: FactSource
-    created_at: str
+
+
+class MemoryAttribute(_VersionedFact, _AttributeStatement):
+    #: A later statement that backdated its start covered this value's whole window: it never
+    #: held (validFrom == validUntil) and no asOf read returns it.
+    retracted: bool = False
+
+
+class MemoryRelation(_VersionedFact, _RelationStatement):
+    pass
+
+
+class MemoryAction(_Sourced, _Weighed, _ActionStatement):
+    pass
 
 
 class StateInstruction(WireModel):
@@ -94,9 +111,8 @@ class StateInstruction(WireModel):
     description: str
 
 
-class MemoryInstruction(StateInstruction):
-    source: FactSource
-    created_at: str
+class MemoryInstruction(_Sourced, StateInstruction):
+    pass
 
 
 class MemoryUncertainty(WireModel):
