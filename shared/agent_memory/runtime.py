@@ -498,7 +498,7 @@ class Runtime:
 
     @cached_property
     def inflight(self):
-        from agent_memory.http.load_shedding import InflightLimiter
+        from agent_memory.kernel.load_shedding import InflightLimiter
 
         return InflightLimiter(self.settings.limits.inflight_cap)
 
