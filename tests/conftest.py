@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_memory.config import Settings, load_settings, parse_principals
+from agent_memory.access.static_principals import parse_principals
+from agent_memory.config import Settings, load_settings
 from agent_memory.http.local_server import LocalGateway, make_server
 from agent_memory.runtime import Runtime, set_runtime
 

@@ -41,7 +41,7 @@ def get_audit(context_id: str):
         raise InvalidRequest("key: audit records name the principal, not the key; filter by principal",
                              field="key")
     kind = http.query_choice(app, "kind", AUDIT_KINDS)
-    return paging.audit_page(rt.audit.page(ctx, rt.settings.cursor_secret, http.page_limit(app),
+    return paging.audit_page(rt.audit.page(ctx, rt.cursor_secret, http.page_limit(app),
                                            http.query_str(app, "cursor"), principal=http.query_text(app, "principal"),
                                            since=http.query_instant(app, "since"),
                                            until=http.query_instant(app, "until"),

@@ -12,11 +12,11 @@ clear ``ConfigurationError`` at startup rather than a stack trace at first use.
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from agent_memory.access.static_principals import StaticPrincipal, parse_principals
 from agent_memory.config_slices import Limits, ModelRef, ModelsConfig
 from agent_memory.kernel.errors import ConfigurationError
 
@@ -24,40 +24,6 @@ LANGUAGE_PROVIDERS = {"offline", "openai", "bedrock"}
 EMBEDDING_PROVIDERS = {"hashing", "openai", "bedrock", "local"}
 # local/<model>: late interaction over the model's token vectors; bedrock/<model>: Bedrock's Rerank API
 RERANKER_PROVIDERS = {"local", "bedrock"}
-
-GRANT_FIELDS = ("contexts", "partitions", "read_region", "write_region", "default_write_scope", "verbs")
-
-
-@dataclass(frozen=True)
-class StaticPrincipal:
-    """One entry of the optional ``principals`` list: the caller a bearer API key stands for.
-
-    Only the key's SHA-256 is kept, so a settings dump or a log line never shows a key; the
-    config may give the key itself (``key``) or its digest (``key_sha256``, for deployments
-    that keep raw keys out of configuration).
-    """
-
-    key_sha256: str
-    principal: str
-    groups: tuple[str, ...] = ()
-    admin: bool = False
-    # Grants (agent_memory.access.grants). The defaults are today's single-user behaviour: any
-    # context and partition, unrestricted regions, read/write/forget.
-    contexts: tuple[str, ...] | None = None  # None: every context
-    partitions: tuple[str, ...] | None = None  # None: every partition
-    read_region: tuple[str, ...] | None = None  # None: unrestricted
-    write_region: tuple[str, ...] | None = None  # None: unrestricted
-    default_write_scope: str | None = None
-    verbs: tuple[str, ...] | None = None  # None: memory:read, memory:write, memory:forget
-    # A stored key's principal's grants per context (``{context: {verb: [paths]}}``), kept on
-    # the key record by the administration service: the key's authority there is the
-    # intersection (``agent_memory.access.authority.bounded``). ``None``: the key's own.
-    principal_grants: dict[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
-    # Where the key stops working (RFC 3339, UTC); ``None``: never.
-    valid_until: str | None = None
-    # A stored key's id (``key_...``), which its cost rows carry (``access.key_use``); ``None``: a configured key.
-    key_id: str | None = field(default=None, compare=False, hash=False, repr=False)
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -90,6 +56,9 @@ class Settings:
     # Whether this process may create the index on first use. Deployed functions may not: the
     # stack's deploy step creates it and the alias they use (adapters/opensearch_admin.py).
     opensearch_create_index: bool = True
+    # The paging cursors' key: configured here, else read from Secrets Manager (``cursor_secret_arn``)
+    # or generated into ``data_dir`` by the composition root (``runtime.resolve_cursor_secret``).
+    cursor_secret: bytes | None = field(default=None, repr=False)
     cursor_secret_arn: str | None = None
     # Deployed: the stack's bootstrap admin key (Secrets Manager), accepted besides stored keys.
     bootstrap_key_secret_arn: str | None = None
@@ -122,7 +91,6 @@ class Settings:
     # when it is not in-process (on AWS); unset, the domain the request came in on, over HTTPS.
     # Set it behind a custom domain with a base path.
     api_url: str | None = None
-    _cursor_secret: bytes | None = None
 
     @property
     def sqlite_path(self) -> Path:
@@ -131,29 +99,6 @@ class Settings:
     @property
     def search_path(self) -> Path:
         return self.data_dir / "search.db"
-
-    def cursor_secret(self) -> bytes:
-        """The secret paging cursors are encrypted and authenticated under: configured, from Secrets Manager (Lambda), or
-        generated once into the data directory (local runs)."""
-        if self._cursor_secret:
-            return self._cursor_secret
-        if self.cursor_secret_arn:
-            from agent_memory.adapters.secrets import read_secret
-
-            return read_secret(self.cursor_secret_arn, region=self.aws_region).encode()
-        if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
-            raise ConfigurationError("no cursor secret: set AGENT_MEMORY_CURSOR_SECRET_ARN (template.yaml does)")
-        path = self.data_dir / "cursor-secret"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            # Owner-only from the first byte: the key signs every paging cursor.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_hex(32))
-            os.chmod(tmp, 0o600)  # O_CREAT's mode is narrowed by the umask, never widened; an old tmp keeps its own
-            os.replace(tmp, path)
-        return path.read_text().strip().encode()
 
     def describe(self) -> str:
         m = self.models
@@ -351,64 +296,12 @@ def load_settings(env: dict[str, str] | None = None, config_path: str | Path | N
         trust_forwarded=str(pick("AGENT_MEMORY_TRUST_FORWARDED", file_cfg.get("trust_forwarded"), "false")).lower()
         in ("1", "true", "yes"),
         api_url=(pick("AGENT_MEMORY_API_URL", file_cfg.get("api_url")) or "").rstrip("/") or None,
-        _cursor_secret=(pick("AGENT_MEMORY_CURSOR_SECRET", file_cfg.get("cursor_secret")) or "").encode() or None,
+        cursor_secret=(pick("AGENT_MEMORY_CURSOR_SECRET", file_cfg.get("cursor_secret")) or "").encode() or None,
     )
     if overrides:
         settings = replace(settings, **overrides)
     _check_provider_keys(settings, env)
     return settings
-
-
-def parse_principals(env_json: str | None, file_value: Any) -> tuple[StaticPrincipal, ...]:
-    """Parse ``[{key | key_sha256, principal, groups?, admin?}, ...]`` (env JSON wins over yaml)."""
-    import hashlib
-    import json
-
-    raw: Any = file_value
-    if env_json:
-        try:
-            raw = json.loads(env_json)
-        except json.JSONDecodeError as exc:
-            raise ConfigurationError(f"AGENT_MEMORY_PRINCIPALS_JSON: invalid JSON: {exc}") from exc
-    if raw in (None, ""):
-        return ()
-    if not isinstance(raw, list):
-        raise ConfigurationError("principals: expected a list of {key, principal, groups, admin}")
-    out: list[StaticPrincipal] = []
-    for i, entry in enumerate(raw):
-        where = f"principals[{i}]"
-        if not isinstance(entry, dict) or set(entry) - {"key", "key_sha256", "principal", "groups", "admin",
-                                                         *GRANT_FIELDS}:
-            raise ConfigurationError(f"{where}: expected keys key|key_sha256, principal, groups, admin, "
-                                     + ", ".join(GRANT_FIELDS))
-        key, digest = entry.get("key"), entry.get("key_sha256")
-        if (key is None) == (digest is None):
-            raise ConfigurationError(f"{where}: give exactly one of key or key_sha256")
-        if key is not None:
-            if not isinstance(key, str) or len(key) < 16:
-                raise ConfigurationError(f"{where}.key: expected a string of at least 16 characters")
-            digest = hashlib.sha256(key.encode()).hexdigest()
-        if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            raise ConfigurationError(f"{where}.key_sha256: expected 64 lower-case hex digits")
-        principal, groups = entry.get("principal"), entry.get("groups") or []
-        if not isinstance(principal, str) or not principal.strip() or principal.startswith("group:"):
-            raise ConfigurationError(f"{where}.principal: expected a non-empty name (not starting with group:)")
-        if not isinstance(groups, list) or not all(isinstance(g, str) and g.strip() for g in groups):
-            raise ConfigurationError(f"{where}.groups: expected a list of non-empty strings")
-        if not isinstance(entry.get("admin", False), bool):
-            raise ConfigurationError(f"{where}.admin: expected true or false")
-        if any(p.key_sha256 == digest for p in out):
-            raise ConfigurationError(f"{where}: the same API key is listed twice")
-        from agent_memory.access.grants import parse_grant_fields
-
-        try:
-            grant = parse_grant_fields(entry)
-        except ValueError as exc:
-            raise ConfigurationError(f"{where}: {exc}") from exc
-        out.append(StaticPrincipal(key_sha256=digest, principal=principal,
-                                   groups=tuple(g.removeprefix("group:") for g in groups),
-                                   admin=entry.get("admin", False), **grant))
-    return tuple(out)
 
 
 def _check_provider_keys(settings: Settings, env: dict[str, str]) -> None:

@@ -1,7 +1,7 @@
 """Composition root: builds adapters and services from ``Settings``, once per process.
 
 Only this module reads the whole ``Settings``: each service is handed the slice it uses
-(single limit values, ``config_slices.ModelsConfig``, ``Settings.cursor_secret`` as its
+(single limit values, ``config_slices.ModelsConfig``, ``Runtime.cursor_secret`` as its
 ``CursorSecret``), so what a service depends on shows in its constructor.
 
 Everything is created lazily on first use, so a Lambda function that only reads sessions
@@ -312,6 +312,10 @@ class Runtime:
 
         count(metric, value)
 
+    def cursor_secret(self) -> bytes:
+        """The paging cursors' key (a ``kernel.cursor.CursorSecret``: read when a page is served)."""
+        return resolve_cursor_secret(self.settings)
+
     @cached_property
     def api_keys(self):
         from agent_memory.access.api_keys import ApiKeyStore
@@ -354,7 +358,7 @@ class Runtime:
     def scope_registry(self):
         from agent_memory.services.operations.scopes import ScopeRegistry
 
-        return ScopeRegistry(self.store, self.forget, self.scope_index, self.settings.cursor_secret)
+        return ScopeRegistry(self.store, self.forget, self.scope_index, self.cursor_secret)
 
     @cached_property
     def scope_index(self):
@@ -397,13 +401,13 @@ class Runtime:
         from agent_memory.services.conversation.sessions import SessionService
 
         # Deleted turns: search units go with the rows (projection); the rest via the event.
-        return SessionService(self.store, self.settings.cursor_secret, self.events)
+        return SessionService(self.store, self.cursor_secret, self.events)
 
     @cached_property
     def catalogue(self):
         from agent_memory.services.operations.catalogue import CatalogueService
 
-        return CatalogueService(self.store, self.settings.cursor_secret)
+        return CatalogueService(self.store, self.cursor_secret)
 
     @cached_property
     def state(self):
@@ -415,14 +419,14 @@ class Runtime:
     def entities(self):
         from agent_memory.services.facts.entities import EntityService
 
-        return EntityService(self.store, self.settings.cursor_secret, self.forget)
+        return EntityService(self.store, self.cursor_secret, self.forget)
 
     @cached_property
     def collections(self):
         from agent_memory.services.facts.collections import CollectionService
 
         # The write path is resolved on first use (listing collections does not load it).
-        return CollectionService(self.store, self.settings.cursor_secret, lambda ctx, req: self.facts.write(ctx, req))
+        return CollectionService(self.store, self.cursor_secret, lambda ctx, req: self.facts.write(ctx, req))
 
     @cached_property
     def forget(self):
@@ -494,7 +498,7 @@ class Runtime:
 
     @cached_property
     def inflight(self):
-        from agent_memory.http.load_shedding import InflightLimiter
+        from agent_memory.kernel.load_shedding import InflightLimiter
 
         return InflightLimiter(self.settings.limits.inflight_cap)
 
@@ -519,7 +523,7 @@ class Runtime:
         from agent_memory.services.documents.service import DocumentService
 
         limits = self.settings.limits
-        return DocumentService(self.store, self.settings.cursor_secret, ingestion_queue=lambda: self.ingestion_queue,
+        return DocumentService(self.store, self.cursor_secret, ingestion_queue=lambda: self.ingestion_queue,
                                upload_store=lambda: self.upload_store, document_bytes=limits.document_bytes,
                                upload_url_ttl_s=limits.upload_url_ttl_s, keywords=self.keywords)
 
@@ -527,7 +531,7 @@ class Runtime:
     def keywords(self):
         from agent_memory.services.documents.keywords import KeywordIndex
 
-        return KeywordIndex(self.store, self.settings.cursor_secret)
+        return KeywordIndex(self.store, self.cursor_secret)
 
     @cached_property
     def corpus(self):
@@ -666,7 +670,7 @@ class Runtime:
     def threads(self) -> ThreadService:
         from agent_memory.services.conversation.threads import ThreadService
 
-        return ThreadService(self.store, self.search, self.settings.cursor_secret, self.audit,
+        return ThreadService(self.store, self.search, self.cursor_secret, self.audit,
                              turn_bytes=self.settings.limits.thread_turn_bytes, settle=self.settle)
 
 
@@ -729,6 +733,32 @@ def _openai_key(settings: Settings) -> str | None:
 
         return read_secret(settings.openai_secret_arn, region=settings.aws_region)
     return None
+
+
+def resolve_cursor_secret(settings: Settings) -> bytes:
+    """The secret paging cursors are encrypted and authenticated under: configured, from Secrets
+    Manager (Lambda), or generated once into the data directory (local runs)."""
+    if settings.cursor_secret:
+        return settings.cursor_secret
+    if settings.cursor_secret_arn:
+        from agent_memory.adapters.secrets import read_secret
+
+        return read_secret(settings.cursor_secret_arn, region=settings.aws_region).encode()
+    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        raise ConfigurationError("no cursor secret: set AGENT_MEMORY_CURSOR_SECRET_ARN (template.yaml does)")
+    path = settings.data_dir / "cursor-secret"
+    if not path.exists():
+        import secrets
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        # Owner-only from the first byte: the key signs every paging cursor.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+        os.chmod(tmp, 0o600)  # O_CREAT's mode is narrowed by the umask, never widened; an old tmp keeps its own
+        os.replace(tmp, path)
+    return path.read_text().strip().encode()
 
 
 _runtime: Runtime | None = None

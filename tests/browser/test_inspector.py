@@ -14,7 +14,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from agent_memory.config import parse_principals
+from agent_memory.access.static_principals import parse_principals
 from agent_memory.runtime import Runtime, set_runtime
 
 CTX = "acme"

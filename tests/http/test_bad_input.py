@@ -12,7 +12,7 @@ import pytest
 from agent_memory.config import load_settings
 from agent_memory.http import safe_json
 from agent_memory.kernel import timeutil
-from agent_memory.runtime import get_runtime
+from agent_memory.runtime import get_runtime, resolve_cursor_secret
 
 CTX = "/api/v1/acme"
 DEEP = "[" * 1000 + "]" * 1000
@@ -233,8 +233,7 @@ def test_percent_encoded_thread_ids_are_decoded(api):
 
 
 def test_the_generated_cursor_secret_is_owner_only(tmp_path):
-    settings = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data")})
-    settings.cursor_secret()
+    resolve_cursor_secret(load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "data")}))
     mode = stat.S_IMODE((tmp_path / "data" / "cursor-secret").stat().st_mode)
     assert mode == 0o600
 

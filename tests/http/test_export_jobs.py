@@ -19,7 +19,7 @@ import boto3
 import pytest
 import requests
 
-from agent_memory.config import parse_principals
+from agent_memory.access.static_principals import parse_principals
 from agent_memory.runtime import Runtime, get_runtime, set_runtime
 from tests.conftest import REPO, InProcessApi, make_settings, serialise_moto
 

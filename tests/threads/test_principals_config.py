@@ -9,7 +9,8 @@ import json
 import pytest
 
 from agent_memory.access.request_context import resolve
-from agent_memory.config import ConfigurationError, StaticPrincipal, load_settings, parse_principals
+from agent_memory.access.static_principals import StaticPrincipal, parse_principals
+from agent_memory.config import ConfigurationError, load_settings
 from agent_memory.kernel.errors import Unauthorized
 
 KEY = "k-0123456789abcdef"

@@ -75,10 +75,12 @@ def test_unknown_limit_in_file_is_rejected(tmp_path):
 
 
 def test_cursor_secret_is_generated_once_into_data_dir(tmp_path):
+    from agent_memory.runtime import resolve_cursor_secret
+
     s = load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "d")})
-    first = s.cursor_secret()
+    first = resolve_cursor_secret(s)
     assert len(first) == 64 and (tmp_path / "d" / "cursor-secret").exists()
-    assert load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "d")}).cursor_secret() == first
+    assert resolve_cursor_secret(load_settings(env={"AGENT_MEMORY_DATA_DIR": str(tmp_path / "d")})) == first
 
 
 def test_the_search_breaker_and_projection_retry_are_configured_within_bounds(tmp_path):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory.access.grants import parse_grant_fields
-from agent_memory.config import StaticPrincipal
+from agent_memory.access.static_principals import StaticPrincipal
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import new_id
 from agent_memory.ports import Condition, Record, RecordStore

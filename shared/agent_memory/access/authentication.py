@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from agent_memory.access.api_keys import ApiKeyStore, digest, stored_form
-from agent_memory.config import StaticPrincipal
+from agent_memory.access.static_principals import StaticPrincipal
 from agent_memory.kernel.errors import Unauthorized
 
 BOOTSTRAP_PRINCIPAL = "bootstrap-admin"

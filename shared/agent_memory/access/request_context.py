@@ -29,7 +29,7 @@ from agent_memory.kernel.ids import valid_context_id
 
 if TYPE_CHECKING:
     from agent_memory.access.authentication import Authenticator
-    from agent_memory.config import StaticPrincipal
+    from agent_memory.access.static_principals import StaticPrincipal
 
 PARTITION_HEADER = "x-memory-partition"
 _PARTITION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -112,7 +112,7 @@ def resolve(context_id: str, headers: dict[str, str] | None, *, default_principa
             return _granted(caller, context_id, partition, request_id, verb, on_behalf_of, named)
         if on_behalf_of is not None and on_behalf_of != default_principal:
             # Single-user mode: the local admin may act for any known principal, narrowed to it.
-            from agent_memory.config import StaticPrincipal as Local
+            from agent_memory.access.static_principals import StaticPrincipal as Local
 
             return _granted(Local(key_sha256="", principal=default_principal, admin=True), context_id,
                             partition, request_id, verb, on_behalf_of, named)

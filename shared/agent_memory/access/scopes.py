@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from agent_memory.kernel.scope_paths import ancestors as ancestors  # the region paths covering a path
+
 Dnf = list[list[str]]
 # A scope path is a record key in the scope registry and part of index keys: at most this many
 # UTF-8 bytes once normalised (openapi.yaml's Scopes), inside the store's 1,024-byte sort key.
@@ -146,12 +148,6 @@ def removable(scopes: Sequence[Sequence[str]], read_region: Sequence[str] | None
     if write_region is None:
         return True
     return bool(scopes) and not writable(scopes, write_region)
-
-
-def ancestors(path: str) -> list[str]:
-    """``a/b/c`` -> ``["a", "a/b", "a/b/c"]``: the region paths that would cover ``path``."""
-    parts = path.split("/")
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 # --- read lenses --------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from agent_memory.kernel.errors import InvalidCursor
 
-# The key of paging cursors, read when a page is served (``config.Settings.cursor_secret``:
+# The key of paging cursors, read when a page is served (``runtime.Runtime.cursor_secret``:
 # Secrets Manager on Lambda), so building a service reads no secret.
 CursorSecret = Callable[[], bytes]
 

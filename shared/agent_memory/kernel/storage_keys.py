@@ -19,11 +19,21 @@ Later collections (facts, threads, documents, traces) add their rows here.
 from __future__ import annotations
 
 import hashlib
+from typing import Protocol
 
-from agent_memory.access.request_context import RequestContext
+
+class Place(Protocol):
+    """What every key starts with: a context and a partition. A request's ``RequestContext``
+    is one (the kernel names no caller type, so nothing above it is imported here)."""
+
+    @property
+    def context_id(self) -> str: ...
+
+    @property
+    def partition(self) -> str: ...
 
 
-def base(ctx: RequestContext) -> str:
+def base(ctx: Place) -> str:
     return base_of(ctx.context_id, ctx.partition)
 
 
@@ -32,11 +42,11 @@ def base_of(context_id: str, partition: str) -> str:
     return f"c#{context_id}#{partition}"
 
 
-def sessions_pk(ctx: RequestContext) -> str:
+def sessions_pk(ctx: Place) -> str:
     return f"{base(ctx)}#sessions"
 
 
-def turns_pk(ctx: RequestContext, session_id: str) -> str:
+def turns_pk(ctx: Place, session_id: str) -> str:
     return f"{base(ctx)}#turns#{session_id}"
 
 
@@ -44,26 +54,26 @@ def turn_sk(seq: int) -> str:
     return f"{seq:012d}"
 
 
-def turn_ids_gsi(ctx: RequestContext) -> str:
+def turn_ids_gsi(ctx: Place) -> str:
     return f"{base(ctx)}#turn-ids"
 
 
 IDEMPOTENCY_SHARDS = 16
 
 
-def idempotency_pk(ctx: RequestContext, sk: str) -> str:
+def idempotency_pk(ctx: Place, sk: str) -> str:
     """The shard of the idempotency record ``sk`` (``<scope>#<caller>#<key>``): a record is only
     ever read by its key, so the context's idempotent writes spread over 16 partitions."""
     shard = hashlib.sha256(sk.encode("utf-8", "surrogatepass")).digest()[0] % IDEMPOTENCY_SHARDS
     return f"{base(ctx)}#idem#{shard:x}"
 
 
-def idempotency_pks(ctx: RequestContext) -> list[str]:
+def idempotency_pks(ctx: Place) -> list[str]:
     """Every shard of the context's idempotency records (maintenance and tests)."""
     return [f"{base(ctx)}#idem#{shard:x}" for shard in range(IDEMPOTENCY_SHARDS)]
 
 
-def idempotency_ref_pk(ctx: RequestContext, record_id: str) -> str:
+def idempotency_ref_pk(ctx: Place, record_id: str) -> str:
     """The index row listing the stored replies that mention ``record_id`` (forget reads it)."""
     return f"{base(ctx)}#idem-ref#{record_id}"
 
@@ -94,7 +104,7 @@ def idempotency_ref_pk(ctx: RequestContext, record_id: str) -> str:
 # or deleted): gsi1pk c#<ctx>#<part>#current#attribute|relation, gsi1sk <category>#<entity>#<key>#<id>.
 # /state and the collections page through it.
 
-def entities_pk(ctx: RequestContext) -> str:
+def entities_pk(ctx: Place) -> str:
     return f"{base(ctx)}#entities"
 
 
@@ -102,11 +112,11 @@ def entity_sk(entity_id: str) -> str:
     return entity_id.removeprefix("entity:")
 
 
-def attrs_pk(ctx: RequestContext, entity_id: str) -> str:
+def attrs_pk(ctx: Place, entity_id: str) -> str:
     return f"{base(ctx)}#attrs#{entity_id}"
 
 
-def rels_pk(ctx: RequestContext, subject: str) -> str:
+def rels_pk(ctx: Place, subject: str) -> str:
     return f"{base(ctx)}#rels#{subject}"
 
 
@@ -127,11 +137,11 @@ def head_sk(key: str, scope_sig: str, value: str | None = None) -> str:
     return f"h#{key}#{scope_sig}" + (f"#{value}" if value is not None else "")
 
 
-def current_gsi(ctx: RequestContext, kind: str) -> str:
+def current_gsi(ctx: Place, kind: str) -> str:
     return f"{base(ctx)}#current#{kind}"
 
 
-def refs_pk(ctx: RequestContext, entity_id: str) -> str:
+def refs_pk(ctx: Place, entity_id: str) -> str:
     return f"{base(ctx)}#refs#{entity_id}"
 
 
@@ -139,15 +149,15 @@ def ref_sk(kind: str, row_id: str) -> str:
     return f"{kind}#{row_id}"
 
 
-def actions_pk(ctx: RequestContext) -> str:
+def actions_pk(ctx: Place) -> str:
     return f"{base(ctx)}#actions"
 
 
-def instructions_pk(ctx: RequestContext) -> str:
+def instructions_pk(ctx: Place) -> str:
     return f"{base(ctx)}#instructions"
 
 
-def uncertainties_pk(ctx: RequestContext) -> str:
+def uncertainties_pk(ctx: Place) -> str:
     return f"{base(ctx)}#uncertainties"
 
 
@@ -162,11 +172,11 @@ def uncertainties_pk(ctx: RequestContext) -> str:
 # transaction as the new turn row, so turn indexes are dense and never shared. Turn text over
 # what one item holds is split into part rows written in that transaction too.
 
-def threads_pk(ctx: RequestContext) -> str:
+def threads_pk(ctx: Place) -> str:
     return f"{base(ctx)}#threads"
 
 
-def thread_turns_pk(ctx: RequestContext, thread_id: str) -> str:
+def thread_turns_pk(ctx: Place, thread_id: str) -> str:
     return f"{base(ctx)}#thread-turns#{thread_id}"
 
 
@@ -174,7 +184,7 @@ def thread_turn_sk(turn_index: int) -> str:
     return f"{turn_index:012d}"
 
 
-def thread_parts_pk(ctx: RequestContext, thread_id: str) -> str:
+def thread_parts_pk(ctx: Place, thread_id: str) -> str:
     return f"{base(ctx)}#thread-parts#{thread_id}"
 
 
@@ -182,7 +192,7 @@ def thread_part_sk(turn_index: int, part: int) -> str:
     return f"{turn_index:012d}#{part:03d}"
 
 
-def audit_pk(ctx: RequestContext) -> str:
+def audit_pk(ctx: Place) -> str:
     return f"{base(ctx)}#audit"
 
 
@@ -196,11 +206,11 @@ def audit_pk(ctx: RequestContext) -> str:
 # content-hash row is created with the document row, conditioned on absence, so concurrent
 # uploads of the same content in the same scopes resolve to one document.
 
-def documents_pk(ctx: RequestContext) -> str:
+def documents_pk(ctx: Place) -> str:
     return f"{base(ctx)}#docs"
 
 
-def chunks_pk(ctx: RequestContext, document_id: str) -> str:
+def chunks_pk(ctx: Place, document_id: str) -> str:
     return f"{base(ctx)}#chunks#{document_id}"
 
 
@@ -214,17 +224,17 @@ def chunk_sk(ordinal: int) -> str:
 DOCUMENT_PART_SHARDS = 32
 
 
-def document_parts_pk(ctx: RequestContext, document_id: str, ordinal: int = 0) -> str:
+def document_parts_pk(ctx: Place, document_id: str, ordinal: int = 0) -> str:
     """The stored source of a document's chunks, awaiting extraction (one row per chunk), in
     the shard of chunk ``ordinal`` (``document_parts_pks``: every shard)."""
     return f"{base(ctx)}#doc-parts#{document_id}#{ordinal % DOCUMENT_PART_SHARDS:x}"
 
 
-def document_parts_pks(ctx: RequestContext, document_id: str) -> list[str]:
+def document_parts_pks(ctx: Place, document_id: str) -> list[str]:
     return [document_parts_pk(ctx, document_id, shard) for shard in range(DOCUMENT_PART_SHARDS)]
 
 
-def document_hashes_pk(ctx: RequestContext) -> str:
+def document_hashes_pk(ctx: Place) -> str:
     return f"{base(ctx)}#doc-hashes"
 
 
@@ -234,16 +244,16 @@ def document_hashes_pk(ctx: RequestContext) -> str:
 # a keyword's docs     c#<ctx>#<part>#keyword-docs#<term digest>     <document id>
 # a document's terms   c#<ctx>#<part>#doc-keywords#<document id>     <normalised term>
 
-def keywords_pk(ctx: RequestContext) -> str:
+def keywords_pk(ctx: Place) -> str:
     return f"{base(ctx)}#keywords"
 
 
-def keyword_documents_pk(ctx: RequestContext, normalised: str) -> str:
+def keyword_documents_pk(ctx: Place, normalised: str) -> str:
     # A digest: a term may hold characters and lengths a key should not.
     return f"{base(ctx)}#keyword-docs#{hashlib.sha1(normalised.encode()).hexdigest()[:20]}"
 
 
-def document_keywords_pk(ctx: RequestContext, document_id: str) -> str:
+def document_keywords_pk(ctx: Place, document_id: str) -> str:
     return f"{base(ctx)}#doc-keywords#{document_id}"
 
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from agent_memory.access import scopes as scope_lib
+from agent_memory.kernel.scope_paths import ancestors as path_ancestors
 from agent_memory.ports import MAX_TRANSACT_BYTES, MAX_TRANSACT_OPS, Check, Delete, Put, Record, WriteOp
 
 MAX_ITEM_BYTES = 400 * 1024
@@ -60,7 +60,7 @@ def scope_attributes(data: dict[str, Any]) -> dict[str, Value]:
     singles = [c[0] for c in clauses if len(set(c)) == 1]
     if len(singles) < len(clauses):
         attrs["sm"] = True
-    ancestors = sorted({a for p in singles for a in scope_lib.ancestors(p)})
+    ancestors = sorted({a for p in singles for a in path_ancestors(p)})
     tokens = sorted({t for p in singles for i, seg in enumerate(p.split("/")) for t in (f"{i}:{seg}", f"{i}:*")})
     if ancestors:
         attrs["sa"] = ancestors

@@ -1,8 +1,8 @@
 """Pure domain rules: what the services and the offline model provider both follow.
 
-No ports, no I/O, no settings; these modules import only the kernel, models, ``lexicon``
-and the standard library (``.importlinter``, "Rules"), so an adapter may use them without
-depending on services.
+No ports, no I/O, no settings; these modules import only the kernel, ``lexicon`` and the
+standard library (``.importlinter``, "Rules"), so an adapter may use them without depending
+on services, and the models may use them too.
 
 - ``vocabulary``: the registry of attribute keys and relation labels (``normalise_key``,
   cardinality, default category).

@@ -19,6 +19,7 @@ is learned:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Generic, Protocol, TypeVar
 
 from agent_memory.kernel.ids import (
     entity_id,
@@ -27,7 +28,6 @@ from agent_memory.kernel.ids import (
     normalise_entity_type,
     split_entity_id,
 )
-from agent_memory.models.facts import Entity
 
 SELF_NAME = "User"
 SELF_ENTITY_ID = "entity:person/user"
@@ -57,7 +57,24 @@ def self_display_name(speaker_name: str | None) -> str:
     return speaker_name.strip() if speaker_name and speaker_name.strip() else SELF_NAME
 
 
-class EntityResolver:
+class KnownEntity(Protocol):
+    """What the resolver reads of a stored entity (``models.facts.Entity`` is one): the rules
+    name no record model, so they sit below the models."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def deleted(self) -> bool: ...
+
+
+E = TypeVar("E", bound=KnownEntity)
+
+
+class EntityResolver(Generic[E]):
     """Names -> entity ids, consistently for one write.
 
     Order of preference for a name: the speaker (``is_self``); an existing entity with the
@@ -67,9 +84,9 @@ class EntityResolver:
     each resolved id's display name (existing name, else the first spelling seen).
     """
 
-    def __init__(self, existing: Iterable[Entity] = (), *, speaker_name: str | None = None):
+    def __init__(self, existing: Iterable[E] = (), *, speaker_name: str | None = None):
         self.speaker_name = speaker_name
-        self.existing: dict[str, Entity] = {e.id: e for e in existing if not e.deleted}
+        self.existing: dict[str, E] = {e.id: e for e in existing if not e.deleted}
         self._by_name: dict[str, list[str]] = {}
         for e in self.existing.values():
             self._index(e.name or split_entity_id(e.id)[1], e.id)

@@ -49,7 +49,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent_memory.config import GRANT_FIELDS
+    from agent_memory.access.static_principals import GRANT_FIELDS
     from agent_memory.runtime import Runtime
 
     if args.table:
