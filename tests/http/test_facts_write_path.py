@@ -311,14 +311,14 @@ def test_a_turn_naming_more_entities_than_one_transaction_holds_completes(api):
 
 def test_halving_drops_the_entities_only_the_left_out_claims_name():
     from agent_memory.models.extraction import ExtractedEntity, ExtractedRelation, ExtractionOutput
-    from agent_memory.services.facts.write import _halve, _halves
+    from agent_memory.services.facts.extraction.halving import halve, halves
 
     full = ExtractionOutput(
         entities=[ExtractedEntity(name=f"N{i}") for i in range(40)] + [ExtractedEntity(name="Loner")],
         relations=[ExtractedRelation(subject="User", label="friend", object=f"N{i}") for i in range(40)])
-    kept = _halve(full, full)
+    kept = halve(full, full)
     assert len(kept.relations) == 20
     assert {e.name for e in kept.entities} == {f"N{i}" for i in range(20)}
-    first, second = _halves(full)
+    first, second = halves(full)
     assert {e.name for e in first.entities} == {f"N{i}" for i in range(20)}
     assert {e.name for e in second.entities} == {f"N{i}" for i in range(20, 40)} | {"Loner"}

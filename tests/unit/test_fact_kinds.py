@@ -15,7 +15,7 @@ from agent_memory.models.extraction import (
 from agent_memory.ports import Record
 from agent_memory.presenters.facts import RECORD_WIRE
 from agent_memory.services.facts import forget, readable
-from agent_memory.services.facts import write as facts
+from agent_memory.services.facts.extraction import halving
 from agent_memory.services.facts.fact_kinds import BY_KIND, CLAIM_FIELDS, FACT_KINDS
 from agent_memory.services.operations import projection
 
@@ -71,8 +71,8 @@ def test_the_write_path_splits_claims_of_every_kind_but_entities():
         attributes=[ExtractedAttribute(entity="Ann", key="city", value="Oslo")],
         relations=[ExtractedRelation(subject="Ann", label="sister", object="Bea")],
         actions=[ExtractedAction(actor="Cid", verb="ran")])
-    assert facts._mentioned_names(out) == ["Ann", "Ann", "Bea", "Cid"]  # noqa: SLF001
-    assert facts._claim_names(out.relations[0]) == ["Ann", "Bea"]  # noqa: SLF001
+    assert halving.mentioned_names(out) == ["Ann", "Ann", "Bea", "Cid"]
+    assert halving.claim_names(out.relations[0]) == ["Ann", "Bea"]
 
 
 def test_reconciliation_plans_and_summarises_every_kind_from_the_registry():

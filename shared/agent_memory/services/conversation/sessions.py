@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_memory.access import grants
@@ -38,6 +38,21 @@ class NewTurn:
     infer: str = "full"
     speaker: dict[str, str] | None = None  # stored form (services/facts/speakers.py)
     unsupported: bool = False  # a chat reply that cited no memory (``Turn.unsupported``)
+
+
+@dataclass(frozen=True)
+class OpenedSession:
+    """A session opened for a write (``SessionService.open_for_append``): the session, whether
+    it is new (not stored yet), and its stored row as read then (None when new), which the
+    append's first attempt conditions on instead of reading the session a second time."""
+
+    session: Session
+    is_new: bool
+    row: Record | None = field(default=None, compare=False, repr=False)
+
+    def appended(self) -> OpenedSession:
+        """This session once a first append stored it: stored, its row read afresh."""
+        return OpenedSession(self.session, False)
 
 
 class SessionService:
@@ -150,24 +165,30 @@ class SessionService:
 
     def open_for_write(self, ctx: RequestContext, session_id: str | None, scopes: list[list[str]],
                        labels: list[str]) -> tuple[Session, bool]:
-        """The session a write lands in and whether it is new (not yet stored: ``append_turns``
-        creates it in the same transaction as its turns). No id: a new one. An id that names no
-        session: a new one with that id, scoped as an auto-created one (agent frameworks tie
-        memory to their own conversation ids). An existing one must be readable and open."""
+        """The session a write lands in and whether it is new (``open_for_append``)."""
+        opened = self.open_for_append(ctx, session_id, scopes, labels)
+        return opened.session, opened.is_new
+
+    def open_for_append(self, ctx: RequestContext, session_id: str | None, scopes: list[list[str]],
+                        labels: list[str]) -> OpenedSession:
+        """The session a write lands in, read once. New (not yet stored: ``append_turns``
+        creates it in the same transaction as its turns) when no id is given, or when the id
+        names no session: then it is scoped as an auto-created one (agent frameworks tie memory
+        to their own conversation ids). An existing one must be readable and open."""
         if session_id is None:
-            return self._new_session(ctx, scopes, labels), True
+            return OpenedSession(self._new_session(ctx, scopes, labels), True)
         record = self.store.get(keys.sessions_pk(ctx), session_id)
         if record is None:
-            return replace(self._new_session(ctx, scopes, labels), id=session_id), True
+            return OpenedSession(replace(self._new_session(ctx, scopes, labels), id=session_id), True)
         session = session_of(_visible(ctx, record, session_id))
         if session.closed_at:
             raise SessionClosed(f"session {session_id} is closed; its turns are kept but it takes no new writes")
-        return session, False
+        return OpenedSession(session, False, record)
 
     def append_turns(self, ctx: RequestContext, session: Session, turns: Sequence[NewTurn],
                      scopes: list[list[str]], labels: list[str],
                      extra_ops: Callable[[list[Turn], Sequence[WriteOp]], list[WriteOp]] | None = None,
-                     is_new: bool | None = None) -> list[Turn]:
+                     is_new: bool | None = None, row: Record | None = None) -> list[Turn]:
         """Append turns and commit them together with ``extra_ops(turns, own)`` in one
         transaction (``own``: this method's operations, the session row and the turn rows, so
         the caller can budget what it adds within one transaction's count and size).
@@ -177,6 +198,8 @@ class SessionService:
         not stored yet) is created in the same transaction. ``is_new``: whether ``session``
         is the new one ``resolve_for_write`` made (so no read is needed to tell); None reads
         to find out. A new session's row is put on absence, so a wrong True fails cleanly.
+        ``row``: the session's row as ``open_for_append`` read it; the first attempt conditions
+        on it rather than reading it again (a change since fails that attempt, and the retry reads).
         """
         record = Record(pk=keys.sessions_pk(ctx), sk=session.id, data=session.to_item())
         if is_new is None:
@@ -184,7 +207,7 @@ class SessionService:
         for attempt in range(APPEND_ATTEMPTS):
             deadline.check("the write")  # past the deadline, commit nothing (the caller gets a 503)
             if not is_new:
-                record = self._load(ctx, session.id)
+                record = row if row is not None and attempt == 0 else self._load(ctx, session.id)
                 if session_of(record).closed_at:
                     raise SessionClosed(f"session {session.id} is closed")
             now = timeutil.now_iso()

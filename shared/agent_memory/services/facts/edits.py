@@ -121,7 +121,7 @@ class FactEdits:
             slot_entity, slot = old.subject, old.label
         # Loaded by the first correction only (reads and deletes never need the write path).
         from agent_memory.models.requests import WriteFactsRequest
-        from agent_memory.services.facts.write import triples_to_extraction
+        from agent_memory.services.facts.extraction.triples import triples_to_extraction
 
         extraction = triples_to_extraction([triple])
         if isinstance(negation, ExtractedAttribute):

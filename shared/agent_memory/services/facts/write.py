@@ -1,15 +1,26 @@
 """The write path: POST /facts and /facts/batch.
 
-One write = store the turn, extract what it states (one model call, or the caller's
-``triples``), reconcile that against current memory, and commit the turn and every fact
-change in ONE transaction. Nothing is written when extraction fails (502, or 504 on a
-model timeout) or the input is invalid. A transaction that loses a race (another write
-changed the same slot) is re-reconciled against the fresh state and retried, without a
-second model call.
+A write is one pipeline; each step is a method of ``FactsService``, in this order:
 
-Modes: ``full`` (model extraction), ``triples`` (caller-supplied facts, authoritative,
-no model call), ``preview`` (extract and reconcile, write nothing, report what would
-change), ``none`` (store the turn only).
+1. ``open_session``: the session the turns land in, read once (the append conditions on
+   that read), and the scopes its turns store, checked once.
+2. ``read_memory``: what the write reads before it extracts, once: the user's name and the
+   entity partitions, shared by the prompt and the plan.
+3. ``extract``: one model call (``infer: full | preview``), or the caller's ``triples``
+   (``extraction.triples``), authoritative, with no model call.
+4. ``_load_for_reconcile``: one load of what reconciliation needs: the entities the
+   extraction names, the rows of every slot it touches, the instructions when it has some.
+5. ``_reconcile``: the plan (``reconcile``): what is new, what supersedes what.
+6. ``commit_turns``: the turns and every fact change in ONE transaction. A transaction that
+   loses a race (another write changed the same slot) repeats steps 4 and 5 against fresh
+   state, without a second model call; a plan too large for one transaction is cut down
+   (``extraction.halving``).
+7. ``_publish_changes``: ``FactsChanged`` for the entities whose facts changed.
+
+Nothing is written when extraction fails (502, or 504 on a model timeout) or the input is
+invalid. Modes: ``full`` (model extraction), ``triples`` (caller-supplied facts),
+``preview`` (steps 1 to 5: report what would change, write nothing), ``none`` (store the
+turn only: steps 1 and 6). A chat turn takes the same steps (``ChatService``).
 """
 
 from __future__ import annotations
@@ -20,8 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
+from agent_memory.access import grants
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import deadline, timeutil
 from agent_memory.kernel.errors import (
@@ -31,27 +41,12 @@ from agent_memory.kernel.errors import (
     UpstreamModelError,
     UpstreamModelTimeout,
 )
-from agent_memory.kernel.ids import (
-    MAX_ENTITY_NAME_BYTES,
-    MAX_KEY_BYTES,
-    entity_name_fits,
-    key_fits,
-    normalise_entity_name,
-)
 from agent_memory.kernel.stored_item import TRANSACT_BATCH_BYTES, batches, fits_one_transaction, op_bytes
 from agent_memory.models.conversation_records import Session
-from agent_memory.models.extraction import (
-    ExtractedAction,
-    ExtractedAttribute,
-    ExtractedEntity,
-    ExtractedRelation,
-    ExtractedUncertainty,
-    ExtractionOutput,
-    ExtractionResult,
-)
+from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
 from agent_memory.models.facts import Source
 from agent_memory.models.records import Turn
-from agent_memory.models.requests import Triple, WriteFactsBatchRequest, WriteFactsRequest
+from agent_memory.models.requests import WriteFactsBatchRequest, WriteFactsRequest
 from agent_memory.ports import (
     MAX_TRANSACT_OPS,
     ConditionFailed,
@@ -64,27 +59,30 @@ from agent_memory.ports import ModelError as PortModelError
 from agent_memory.rules.speaker import EntityResolver
 from agent_memory.services.conversation.sessions import (
     NewTurn,
+    OpenedSession,
     backoff,
     planned_session_bytes,
     planned_turn_bytes,
 )
 from agent_memory.services.events import DomainEvents, EventPublisher, FactsChanged
 from agent_memory.services.facts import reconcile as rec
+from agent_memory.services.facts.extraction.halving import extraction_size, halve, halves, mentioned_names
 from agent_memory.services.facts.extraction.prompt import build_extraction_prompt, build_window_prompt
+from agent_memory.services.facts.extraction.triples import triples_to_extraction
 from agent_memory.services.facts.extraction.windows import split_by_passage
-from agent_memory.services.facts.fact_kinds import CLAIM_FIELDS, kind_of_claim
-from agent_memory.services.facts.repository import MemoryRepository, PartitionReads
+from agent_memory.services.facts.repository import Loaded, MemoryRepository, PartitionReads
 from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record
 
 if TYPE_CHECKING:
     from agent_memory.ports import RecordStore
     from agent_memory.services.conversation.sessions import SessionService
 
+__all__ = ["BatchWriteOutcome", "FactsService", "MemoryReads", "PendingTurn", "WriteOutcome", "WriteTarget",
+           "plan_turn_transactions", "triples_to_extraction", "with_category"]
+
 log = logging.getLogger("agent_memory.facts")
 
 RECONCILE_ATTEMPTS = 12
-TRIPLES_PER_WRITE = 16  # worst case 5 operations each (two entities, row, head, old row)
-TRUNCATED_ABOUT = "facts left out of this turn"
 
 
 @dataclass
@@ -99,6 +97,44 @@ class PendingTurn:
     source_kind: str = "turn"
     speaker: dict[str, str] | None = None  # stored form (services/facts/speakers.py)
     unsupported: bool = False  # a chat reply that cited no memory: stored, never evidence
+
+
+@dataclass(frozen=True)
+class WriteTarget:
+    """Where a write's turns land (step 1): the session, opened once, and the scopes and
+    labels the turns store, checked once."""
+
+    opened: OpenedSession
+    scopes: list[list[str]]
+    labels: list[str]
+
+    @property
+    def session(self) -> Session:
+        return self.opened.session
+
+    def appended(self) -> WriteTarget:
+        """The same target once a first transaction stored the session (a batch's later turns)."""
+        return replace(self, opened=self.opened.appended())
+
+
+@dataclass(frozen=True)
+class MemoryReads:
+    """What a write read of memory before extracting (step 2), once, passed down to the plan:
+    the partitions as read (``PartitionReads``) and the user's name among them. A retry of the
+    commit reads afresh (a new ``MemoryReads``)."""
+
+    partitions: PartitionReads
+    user_name: str | None
+
+
+@dataclass
+class ReconcileInputs:
+    """Step 4's one load: what reconciling one extraction needs from memory."""
+
+    user_name: str | None
+    loaded: Loaded
+    resolver: EntityResolver
+    instructions: Sequence[Any]
 
 
 @dataclass
@@ -151,72 +187,108 @@ class FactsService:
         """``extraction_override`` (with ``infer: triples``) replaces what the triples say, for
         callers that write claims a triple cannot state (a correction's negation: ``edits``)."""
         self._check_size(req.text)
-        observed = req.observed_at
-        extraction: ExtractionOutput | None = None
-        source_kind = "turn"
-        if req.infer == "triples":
-            extraction = extraction_override or triples_to_extraction(req.triples or [])
-            source_kind = "upsert"
-        elif req.triples:
-            raise Unprocessable("triples are only accepted with infer: triples", field="triples")
-        sessions = self._sessions
-        session, new_session = sessions.open_for_write(ctx, req.session_id, req.scopes, req.labels)
-        scopes = _turn_scopes(req.scopes, session, req.session_id)
+        given = _given_extraction(req, extraction_override)
+        target = self.open_session(ctx, req.session_id, req.scopes, req.labels)
         speaker = speaker_record(req.speaker)
-        reads = self.repo.partition_reads()  # the speaker's partition: read once for prompt and plan
-        if req.infer in ("full", "preview"):
-            extraction = self.extract(ctx, req.text, observed, speaker=speaker, reads=reads)
+        memory = self.read_memory(ctx) if req.infer != "none" else None
+        extraction = (self.extract(ctx, req.text, req.observed_at, speaker=speaker, memory=memory)
+                      if req.infer in ("full", "preview") else given)
         extraction = with_category(extraction, req.memory_category, keep_own=req.infer == "triples")
-        pending = PendingTurn(req.role, req.text, observed, req.infer, extraction, source_kind, speaker=speaker)
+        pending = PendingTurn(req.role, req.text, req.observed_at, req.infer, extraction,
+                              "upsert" if req.infer == "triples" else "turn", speaker=speaker)
         if req.infer == "preview":
-            result = self._reconcile_only(ctx, pending, session.id, scopes, req.labels)
-            return WriteOutcome("preview", req.session_id, None, result, req.memory_category)
-        turn_ids, results = self.commit_turns(ctx, session, [pending], scopes, req.labels, reads=reads,
-                                              new_session=new_session)
-        return WriteOutcome(req.infer, session.id, turn_ids[0], results[0], req.memory_category)
+            return WriteOutcome("preview", req.session_id, None, self._preview(ctx, pending, target, memory),
+                                req.memory_category)
+        turn_ids, results = self.commit_turns(ctx, target, [pending], memory)
+        return WriteOutcome(req.infer, target.session.id, turn_ids[0], results[0], req.memory_category)
 
     def write_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> BatchWriteOutcome:
         for m in req.messages:
             self._check_size(m.content)
         if req.infer == "triples":
             raise Unprocessable("infer: triples is not available for batches; use POST /facts", field="infer")
-        sessions = self._sessions
-        session, new_session = sessions.open_for_write(ctx, req.session_id, req.scopes, req.labels)
-        scopes = _turn_scopes(req.scopes, session, req.session_id)
-        extract = req.infer in ("full", "preview")
-        pending: list[PendingTurn] = []
-        if extract and req.extract == "whole_conversation":
-            transcript = "\n".join(f"{m.role}: {m.content}" for m in req.messages)
-            whole = self.extract(ctx, transcript, req.messages[-1].ts)
-            pending = [PendingTurn(m.role, m.content, m.ts, req.infer, None, speaker=speaker_record(m.speaker))
-                       for m in req.messages]
-            # The single extraction is attributed to the last turn (the one that completes it).
-            pending[-1].extraction = whole
-        else:
-            speakers = [speaker_record(m.speaker) for m in req.messages]
-            wanted = [i for i, m in enumerate(req.messages) if extract and m.role == "user"]
-            extractions = self._extract_many(ctx, [(req.messages[i].content, req.messages[i].ts, speakers[i])
-                                                   for i in wanted])
-            by_index = dict(zip(wanted, extractions, strict=True))
-            pending = [PendingTurn(m.role, m.content, m.ts, req.infer, by_index.get(i), speaker=speakers[i])
-                       for i, m in enumerate(req.messages)]
+        target = self.open_session(ctx, req.session_id, req.scopes, req.labels)
+        pending = self._extract_batch(ctx, req)
         for p in pending:
             p.extraction = with_category(p.extraction, req.memory_category, keep_own=False)
         if req.infer == "preview":
-            results = [self._reconcile_only(ctx, p, session.id, scopes, req.labels) for p in pending]
-            return BatchWriteOutcome(req.session_id, [], results, req.memory_category)
+            return BatchWriteOutcome(req.session_id, [], [self._preview(ctx, p, target) for p in pending],
+                                     req.memory_category)
         # Every model call is done before the first write. A turn with facts then commits in
         # its own transaction, so a later turn reconciles against what the earlier ones stored;
         # the turns between them (no facts) commit together, as many as one transaction holds.
         turn_ids: list[str] = []
         results: list[ExtractionResult | None] = []
-        for i, group in enumerate(plan_turn_transactions(ctx, session, pending, scopes, req.labels)):
-            ids, res = self.commit_turns(ctx, session, group, scopes, req.labels, new_session=new_session and i == 0)
+        for i, group in enumerate(plan_turn_transactions(ctx, target.session, pending, target.scopes,
+                                                         target.labels)):
+            ids, res = self.commit_turns(ctx, target if i == 0 else target.appended(), group)
             turn_ids += ids
             results += res
-        return BatchWriteOutcome(session.id, turn_ids, results, req.memory_category)
+        return BatchWriteOutcome(target.session.id, turn_ids, results, req.memory_category)
 
-    # --- extraction ---------------------------------------------------------------------
+    # --- 1. session ---------------------------------------------------------------------
+
+    def open_session(self, ctx: RequestContext, session_id: str | None, scopes: list[list[str]],
+                     labels: list[str], *, session_scopes: bool = False) -> WriteTarget:
+        """The session the turns land in (``SessionService.open_for_append``: read once) and the
+        scopes they store. ``scopes`` are the request's, already the caller's write scopes
+        (``RequestContext.write_scopes``). A fact write's turns store them, or an existing
+        session's own when the request names none (a session created for one user keeps what is
+        written into it there); a chat turn's (``session_scopes``) always store the session's,
+        so an existing session's must lie inside the write region too."""
+        opened = self._sessions.open_for_append(ctx, session_id, scopes, labels)
+        session = opened.session
+        if session_scopes:
+            if not opened.is_new:
+                grants.check_writable(session.scopes or [], ctx.write_region, "session")
+            return WriteTarget(opened, session.scopes, labels)
+        if scopes or session_id is None:
+            return WriteTarget(opened, scopes, labels)
+        return WriteTarget(opened, [list(clause) for clause in (session.scopes or [])], labels)
+
+    # --- 2. what the write reads before it extracts --------------------------------------
+
+    def read_memory(self, ctx: RequestContext, partitions: PartitionReads | None = None) -> MemoryReads:
+        """The partitions one write reads (each once; ``partitions``: into these, which reads
+        before the write share) and the user's name among them."""
+        partitions = partitions if partitions is not None else self.repo.partition_reads()
+        return MemoryReads(partitions, self.repo.speaker_name(ctx, partitions))
+
+    # --- 3. extraction ------------------------------------------------------------------
+
+    def extract(self, ctx: RequestContext, text: str, observed_at: str | None,
+                speaker: dict[str, str] | None = None, memory: MemoryReads | None = None) -> ExtractionOutput:
+        """One extraction model call (one retry on invalid output). Writes nothing. In a turn
+        said by someone other than the context's user (``speaker``), "I" is that speaker.
+        ``memory``: what the write read already (its user's name, the entity list's partition),
+        so the prompt and the plan share one read; without it both are read here."""
+        other = speaker["name"] if is_other_speaker(speaker) else None
+        system, user = build_extraction_prompt(
+            text, speaker_name=other or (memory.user_name if memory is not None else self.repo.speaker_name(ctx)),
+            known_entities=self.repo.entity_names(ctx, reads=memory.partitions if memory is not None else None),
+            observed_at=observed_at or timeutil.now_iso())
+        output = self._structured_extraction(system, user)
+        return attribute_to_speaker(output, other) if other else output
+
+    def _extract_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> list[PendingTurn]:
+        """A batch's turns with their extractions: one call over the whole conversation
+        (``extract: whole_conversation``, attributed to the last turn, the one that completes
+        it), else one per user turn."""
+        extract = req.infer in ("full", "preview")
+        if extract and req.extract == "whole_conversation":
+            transcript = "\n".join(f"{m.role}: {m.content}" for m in req.messages)
+            whole = self.extract(ctx, transcript, req.messages[-1].ts)
+            pending = [PendingTurn(m.role, m.content, m.ts, req.infer, None, speaker=speaker_record(m.speaker))
+                       for m in req.messages]
+            pending[-1].extraction = whole
+            return pending
+        speakers = [speaker_record(m.speaker) for m in req.messages]
+        wanted = [i for i, m in enumerate(req.messages) if extract and m.role == "user"]
+        extractions = self._extract_many(ctx, [(req.messages[i].content, req.messages[i].ts, speakers[i])
+                                               for i in wanted])
+        by_index = dict(zip(wanted, extractions, strict=True))
+        return [PendingTurn(m.role, m.content, m.ts, req.infer, by_index.get(i), speaker=speakers[i])
+                for i, m in enumerate(req.messages)]
 
     def _extract_many(self, ctx: RequestContext, items: Sequence[tuple[str, str | None, dict[str, str] | None]]
                       ) -> list[ExtractionOutput]:
@@ -239,19 +311,6 @@ class FactsService:
     def _extract_one(self, ctx: RequestContext, text: str, ts: str | None,
                      speaker: dict[str, str] | None) -> ExtractionOutput:
         return self.extract(ctx, text, ts, speaker=speaker)
-
-    def extract(self, ctx: RequestContext, text: str, observed_at: str | None,
-                speaker: dict[str, str] | None = None, reads: PartitionReads | None = None) -> ExtractionOutput:
-        """One extraction model call (one retry on invalid output). Writes nothing. In a turn
-        said by someone other than the context's user (``speaker``), "I" is that speaker.
-        ``reads``: the write's partition reads, so its plan reuses the speaker's partition."""
-        other = speaker["name"] if is_other_speaker(speaker) else None
-        system, user = build_extraction_prompt(
-            text, speaker_name=other or self.repo.speaker_name(ctx, reads),
-            known_entities=self.repo.entity_names(ctx, reads=reads),
-            observed_at=observed_at or timeutil.now_iso())
-        output = self._structured_extraction(system, user)
-        return attribute_to_speaker(output, other) if other else output
 
     def extract_window(self, ctx: RequestContext, passages: Sequence[str],
                        observed_at: str | None) -> list[ExtractionOutput]:
@@ -280,67 +339,81 @@ class FactsService:
                 raise UpstreamModelError(f"extraction model failed: {exc}") from exc
         raise AssertionError("unreachable")
 
-    # --- reconciliation and commit -------------------------------------------------------
+    # --- 4. one load of what reconciliation needs ---------------------------------------
 
-    def _plan(self, ctx: RequestContext, pending: PendingTurn, turn_id: str, session_id: str,
-              scopes: list[list[str]], labels: list[str],
-              reads: PartitionReads | None = None) -> tuple[rec.ReconcilePlan, Any]:
-        extraction = pending.extraction or ExtractionOutput()
-        reads = reads if reads is not None else self.repo.partition_reads()
-        speaker = self.repo.speaker_name(ctx, reads)
-        names = _mentioned_names(extraction)
-        loaded = self.repo.load_entities(ctx, names, reads)
-        resolver = EntityResolver(loaded.entities.values(), speaker_name=speaker)
+    def _load_for_reconcile(self, ctx: RequestContext, extraction: ExtractionOutput,
+                            memory: MemoryReads) -> ReconcileInputs:
+        """The entities ``extraction`` names, then every row of the slots it touches (resolved
+        against those entities), and the instructions when it states some: from ``memory``'s
+        partitions where they were read whole."""
+        names = mentioned_names(extraction)
+        loaded = self.repo.load_entities(ctx, names, memory.partitions)
+        resolver = EntityResolver(loaded.entities.values(), speaker_name=memory.user_name)
         slots = rec.slots(extraction, resolver)
-        loaded = self.repo.load_for_write(ctx, slots.attributes, slots.relations, names, loaded, reads)
-        observed = timeutil.parse(pending.observed_at) if pending.observed_at else None
-        plan = rec.reconcile(
-            extraction,
-            source=Source(kind=pending.source_kind, ref=turn_id, session_id=session_id),
-            current_attributes=loaded.attributes, current_relations=loaded.relations,
-            current_instructions=self.repo.instructions(ctx) if extraction.instructions else (),
-            existing_entities=loaded.entities.values(),
-            resolver=resolver,
-            speaker_name=speaker, scopes=scopes, labels=labels, context_id=ctx.context_id,
-            created_by=ctx.principal, observed_at=observed,
-            settings=self._reconcile_settings,
-        )
-        return plan, loaded
+        loaded = self.repo.load_for_write(ctx, slots.attributes, slots.relations, names, loaded, memory.partitions)
+        instructions = self.repo.instructions(ctx) if extraction.instructions else ()
+        return ReconcileInputs(memory.user_name, loaded, resolver, instructions)
 
-    def _reconcile_only(self, ctx: RequestContext, pending: PendingTurn, session_id: str,
-                        scopes: list[list[str]], labels: list[str]) -> ExtractionResult | None:
+    # --- 5. reconcile -------------------------------------------------------------------
+
+    def _reconcile(self, ctx: RequestContext, pending: PendingTurn, source: Source, scopes: list[list[str]],
+                   labels: list[str], inputs: ReconcileInputs) -> rec.ReconcilePlan:
+        extraction = pending.extraction or ExtractionOutput()
+        return rec.reconcile(
+            extraction, source=source,
+            current_attributes=inputs.loaded.attributes, current_relations=inputs.loaded.relations,
+            current_instructions=inputs.instructions, existing_entities=inputs.loaded.entities.values(),
+            resolver=inputs.resolver, speaker_name=inputs.user_name, scopes=scopes, labels=labels,
+            context_id=ctx.context_id, created_by=ctx.principal,
+            observed_at=timeutil.parse(pending.observed_at) if pending.observed_at else None,
+            settings=self._reconcile_settings)
+
+    def _plan(self, ctx: RequestContext, pending: PendingTurn, turn_id: str, session_id: str | None,
+              scopes: list[list[str]], labels: list[str],
+              memory: MemoryReads | None = None) -> tuple[rec.ReconcilePlan, Loaded]:
+        """Steps 4 and 5 for one turn (or chunk): ``memory`` as the write read it, else read now."""
+        memory = memory if memory is not None else self.read_memory(ctx)
+        inputs = self._load_for_reconcile(ctx, pending.extraction or ExtractionOutput(), memory)
+        source = Source(kind=pending.source_kind, ref=turn_id, session_id=session_id)
+        return self._reconcile(ctx, pending, source, scopes, labels, inputs), inputs.loaded
+
+    def _preview(self, ctx: RequestContext, pending: PendingTurn, target: WriteTarget,
+                 memory: MemoryReads | None = None) -> ExtractionResult | None:
+        """What ``pending`` would change (steps 4 and 5), written nowhere."""
         if pending.extraction is None:
             return None
-        plan, _ = self._plan(ctx, pending, "turn_preview", session_id, scopes, labels)
+        plan, _ = self._plan(ctx, pending, "turn_preview", target.session.id, target.scopes, target.labels, memory)
         return plan.to_result("turn_preview")
 
-    def commit_turns(self, ctx: RequestContext, session: Session, pending: Sequence[PendingTurn],
-                scopes: list[list[str]], labels: list[str],
-                reads: PartitionReads | None = None, new_session: bool | None = None,
-                extra: Callable[[list[Turn], list[ExtractionResult | None]], list[WriteOp]] | None = None,
-                ) -> tuple[list[str], list[ExtractionResult | None]]:
-        """Append the turns and apply each turn's plan in one transaction; on a lost race,
-        reload and re-plan (extraction output is reused, never re-requested). ``reads``: what
-        the caller read for this write already, used by the first attempt only;
-        ``new_session``: whether ``session`` is one ``resolve_for_write`` just made (None:
-        read to tell); ``extra(rows, results)``: unconditioned puts that commit with the turns (chat's trace rows),
-        built once before the facts are planned (``results`` empty, for the transaction's budget)
-        and again after, with what each turn's facts do (the same rows, a few digits apart)."""
-        sessions = self._sessions
+    # --- 6. commit ----------------------------------------------------------------------
+
+    def commit_turns(self, ctx: RequestContext, target: WriteTarget, pending: Sequence[PendingTurn],
+                     memory: MemoryReads | None = None,
+                     extra: Callable[[list[Turn], list[ExtractionResult | None]], list[WriteOp]] | None = None,
+                     ) -> tuple[list[str], list[ExtractionResult | None]]:
+        """Append the turns to ``target`` and apply each turn's plan in one transaction, then
+        publish what changed (step 7). On a lost race, reload and re-plan (the extraction is
+        reused, never re-requested). ``memory``: what the write read already, used by the
+        first attempt only; ``extra(rows, results)``: unconditioned puts that commit with the
+        turns (chat's trace rows), built once before the facts are planned (``results`` empty,
+        for the transaction's budget) and again after, with what each turn's facts do (the same
+        rows, a few digits apart)."""
+        opened = target.opened
+        new_turns = [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker, p.unsupported) for p in pending]
         for attempt in range(RECONCILE_ATTEMPTS):
-            planner = _TurnPlanner(self, ctx, session.id, pending, scopes, labels, reads if attempt == 0 else None,
-                                   extra)
+            planner = _TurnPlanner(self, ctx, target, pending, memory if attempt == 0 else None, extra)
             try:
-                rows = sessions.append_turns(ctx, session, [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker,
-                                                                    p.unsupported)
-                                                            for p in pending], scopes, labels,
-                                             extra_ops=planner.ops, is_new=new_session)
+                rows = self._sessions.append_turns(ctx, opened.session, new_turns, target.scopes, target.labels,
+                                                   extra_ops=planner.ops, is_new=opened.is_new,
+                                                   row=opened.row if attempt == 0 else None)
             except ConditionFailed:
                 backoff(attempt)  # append_turns re-reads the stored session on each attempt
                 continue
             self._publish_changes(ctx, planner.results)
             return [r.id for r in rows], list(planner.results)
         raise Conflict("memory is receiving too many concurrent corrections of the same facts; retry")
+
+    # --- 7. publish ---------------------------------------------------------------------
 
     def _publish_changes(self, ctx: RequestContext, results: Sequence[ExtractionResult | None]) -> None:
         """Publish ``FactsChanged`` for the entities whose facts this write changed."""
@@ -354,6 +427,8 @@ class FactsService:
                 changed.update((r.subject, r.object))
         if changed:
             self._events.publish(FactsChanged(ctx, frozenset(changed)))
+
+    # --- facts without a turn ------------------------------------------------------------
 
     def write_document_facts(self, ctx: RequestContext, extractions: Sequence[tuple[str, ExtractionOutput]],
                              scopes: list[list[str]], labels: list[str],
@@ -386,15 +461,17 @@ class FactsService:
 
     def _commit_plan(self, ctx: RequestContext, pending: PendingTurn, ref: str, scopes: list[list[str]],
                      labels: list[str]) -> list[ExtractionResult]:
+        """Steps 4 to 6 for facts without a turn (a document chunk's, derived ones), in halves
+        when one transaction cannot hold them (``extraction.halving.halves``)."""
         for attempt in range(RECONCILE_ATTEMPTS):
             plan, loaded = self._plan(ctx, pending, ref, None, scopes, labels)
             ops = self.repo.plan_ops(ctx, plan, loaded)
             fits = fits_one_transaction(ops)
-            halves = None if fits else _halves(pending.extraction)
-            if not fits and halves is None:
+            parts = None if fits else halves(pending.extraction)
+            if not fits and parts is None:
                 raise PayloadTooLarge("one fact of this chunk needs more than one transaction")
-            if halves is not None:
-                return [r for half in halves
+            if parts is not None:
+                return [r for half in parts
                         for r in self._commit_plan(ctx, replace(pending, extraction=half), ref, scopes, labels)]
             try:
                 if ops:
@@ -439,14 +516,11 @@ class _TurnPlanner:
     """Builds the fact operations for freshly numbered turns (called inside the append
     transaction attempt, so every retry re-plans against current state)."""
 
-    def __init__(self, service: FactsService, ctx: RequestContext, session_id: str,
-                 pending: Sequence[PendingTurn], scopes: list[list[str]], labels: list[str],
-                 reads: PartitionReads | None = None,
+    def __init__(self, service: FactsService, ctx: RequestContext, target: WriteTarget,
+                 pending: Sequence[PendingTurn], memory: MemoryReads | None = None,
                  extra: Callable[[list[Turn], list[ExtractionResult | None]], list[WriteOp]] | None = None):
-        self.service, self.ctx, self.session_id = service, ctx, session_id
-        self.pending, self.scopes, self.labels = pending, scopes, labels
-        self.reads = reads
-        self.extra = extra
+        self.service, self.ctx, self.target = service, ctx, target
+        self.pending, self.memory, self.extra = pending, memory, extra
         self.results: list[ExtractionResult | None] = []
 
     def ops(self, rows: list[Turn], own: Sequence[WriteOp] = ()) -> list:
@@ -457,6 +531,7 @@ class _TurnPlanner:
         ops: list = []
         self.results = []
         used_bytes = sum(op_bytes(op) for op in (*own, *tail))
+        target = self.target
         for row, p in zip(rows, self.pending, strict=True):
             if p.extraction is None:
                 self.results.append(None)
@@ -466,7 +541,7 @@ class _TurnPlanner:
             extraction = p.extraction
             while True:
                 plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row.id,
-                                                  self.session_id, self.scopes, self.labels, self.reads)
+                                                  target.session.id, target.scopes, target.labels, self.memory)
                 turn_ops = self.service.repo.plan_ops(self.ctx, plan, loaded)
                 turn_bytes = sum(op_bytes(op) for op in turn_ops)
                 if len(turn_ops) <= budget and turn_bytes <= byte_budget:
@@ -477,8 +552,8 @@ class _TurnPlanner:
                 # A model extracted more than one atomic write can hold: keep the first half
                 # of its claims (statement order) and the entities they name, and say what
                 # was left out. Each halving strictly shrinks the extraction, so this ends.
-                smaller = _halve(extraction, p.extraction)
-                if _size(smaller) >= _size(extraction):
+                smaller = halve(extraction, p.extraction)
+                if extraction_size(smaller) >= extraction_size(extraction):
                     raise PayloadTooLarge("this turn needs more than one transaction even without its facts; "
                                           "send fewer turns per request")
                 extraction = smaller
@@ -488,127 +563,6 @@ class _TurnPlanner:
         if self.extra is not None:  # again, now that what the facts do is known (the same rows)
             tail = self.extra(rows, self.results)
         return ops + tail
-
-
-CLAIM_KINDS = CLAIM_FIELDS
-
-
-def _claim_names(claim: Any) -> list[str]:
-    """The entity names one claim refers to (its entities must be written with it)."""
-    return kind_of_claim(claim).names_in(claim)
-
-
-def _with_entities(claims: list[tuple[str, Any]], free: list[ExtractedEntity],
-                   entities: list[ExtractedEntity]) -> ExtractionOutput:
-    """An extraction of ``claims``, the entities they name, and the unreferenced ``free`` ones."""
-    named = {normalise_entity_name(n) for _, claim in claims for n in _claim_names(claim)}
-    out = ExtractionOutput(entities=[e for e in entities if normalise_entity_name(e.name) in named] + free)
-    for kind, item in claims:
-        getattr(out, kind).append(item)
-    return out
-
-
-def _free_entities(extraction: ExtractionOutput) -> list[ExtractedEntity]:
-    """Entities no claim names (they still cost one insert each)."""
-    named = {normalise_entity_name(n) for kind in CLAIM_KINDS for claim in getattr(extraction, kind)
-             for n in _claim_names(claim)}
-    return [e for e in extraction.entities if normalise_entity_name(e.name) not in named]
-
-
-def _size(extraction: ExtractionOutput) -> int:
-    return len(extraction.entities) + sum(len(getattr(extraction, kind)) for kind in CLAIM_KINDS)
-
-
-def _halve(current: ExtractionOutput, original: ExtractionOutput) -> ExtractionOutput:
-    """The first half of ``current``'s claims with only the entities they name (entities
-    no claim names are halved too), plus an uncertainty saying what was left out."""
-    def half(items: list) -> list:
-        return items[: len(items) // 2]
-
-    claims = [(kind, item) for kind in CLAIM_KINDS if kind != "uncertainties"
-              for item in half(getattr(current, kind))]
-    claims += [("uncertainties", u) for u in current.uncertainties if u.about != TRUNCATED_ABOUT][:3]
-    kept = _with_entities(claims, half(_free_entities(current)), current.entities)
-    kept.uncertainties.append(ExtractedUncertainty(
-        about=TRUNCATED_ABOUT,
-        reason=f"this turn stated more facts than one write holds; kept {len(kept.attributes)} of "
-               f"{len(original.attributes)} attributes and {len(kept.relations)} of {len(original.relations)} "
-               "relations"))
-    return kept
-
-
-def _halves(extraction: ExtractionOutput | None) -> tuple[ExtractionOutput, ExtractionOutput] | None:
-    """An extraction in two halves, each with only the entities its claims name (unnamed
-    entities are shared out too), or None when it cannot be split further."""
-    if extraction is None:
-        return None
-    claims = [(kind, item) for kind in CLAIM_KINDS for item in getattr(extraction, kind)]
-    free = _free_entities(extraction)
-    if len(claims) + len(free) < 2:
-        return None
-    middle, free_middle = len(claims) // 2, len(free) // 2
-    return (_with_entities(claims[:middle], free[:free_middle], extraction.entities),
-            _with_entities(claims[middle:], free[free_middle:], extraction.entities))
-
-
-def _mentioned_names(extraction: ExtractionOutput) -> list[str]:
-    names = [e.name for e in extraction.entities]
-    names += [n for kind in CLAIM_KINDS for claim in getattr(extraction, kind) for n in _claim_names(claim)]
-    return [n for n in names if n]
-
-
-def triples_to_extraction(raw: list[dict[str, Any]]) -> ExtractionOutput:
-    """Caller-supplied facts (``infer: triples``) as an extraction; 422 names a bad index."""
-    out = ExtractionOutput()
-    for i, item in enumerate(raw):
-        where = f"triples[{i}]"
-        try:
-            triple = Triple.model_validate(item)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            raise Unprocessable(f"{where}.{field}: {first['msg']}", field=f"{where}.{field}") from exc
-        etype, name = _entity_ref(triple.entity, f"{where}.entity")
-        if triple.key is not None and not key_fits(triple.key.strip()):
-            raise Unprocessable(f"{where}.key: at most {MAX_KEY_BYTES} bytes", field=f"{where}.key")
-        given = [k for k in ("value", "target", "verb") if getattr(triple, k) not in (None, "")]
-        if len(given) > 1:
-            raise Unprocessable(f"{where}: at most one of value, target or verb", field=where)
-        if triple.confidence is not None and not 0 <= triple.confidence <= 1:
-            raise Unprocessable(f"{where}.confidence: must be between 0 and 1", field=f"{where}.confidence")
-        times = {}
-        for key in ("occurred_at", "valid_from", "valid_until"):
-            value = getattr(triple, key)
-            if value is not None:
-                try:
-                    times[key] = timeutil.normalise(value)
-                except ValueError as exc:
-                    raise Unprocessable(f"{where}.{key}: must be RFC 3339", field=f"{where}.{key}") from exc
-        category = triple.memory_category
-        out.entities.append(ExtractedEntity(name=name, type=etype, category=category))
-        if "value" in given:
-            if not (triple.key or "").strip():
-                raise Unprocessable(f"{where}.key: required with value", field=f"{where}.key")
-            if not isinstance(triple.value, str | int | float | bool):
-                raise Unprocessable(f"{where}.value: must be a string, number or boolean", field=f"{where}.value")
-            out.attributes.append(ExtractedAttribute(
-                entity=name, entity_type=etype, key=triple.key, value=str(triple.value), category=category,
-                confidence=triple.confidence if triple.confidence is not None else 1.0,
-                valid_from=times.get("valid_from"), valid_until=times.get("valid_until")))
-        elif "target" in given:
-            if not (triple.key or "").strip():
-                raise Unprocessable(f"{where}.key: the relation label is required with target", field=f"{where}.key")
-            ttype, tname = _entity_ref(triple.target, f"{where}.target")
-            out.entities.append(ExtractedEntity(name=tname, type=ttype, category=category))
-            out.relations.append(ExtractedRelation(
-                subject=name, subject_type=etype, label=triple.key, object=tname, object_type=ttype,
-                category=category, valid_from=times.get("valid_from"), valid_until=times.get("valid_until")))
-        elif "verb" in given:
-            out.actions.append(ExtractedAction(
-                actor=name, actor_type=etype, verb=triple.verb, object=triple.object,
-                occurred_at=times.get("occurred_at"), summary=triple.summary or
-                " ".join(p for p in (name, triple.verb, triple.object or "") if p), category=category))
-    return out
 
 
 def with_category(extraction: ExtractionOutput | None, category: str | None, *,
@@ -626,24 +580,11 @@ def with_category(extraction: ExtractionOutput | None, category: str | None, *,
                                          "actions": filed(extraction.actions)})
 
 
-def _entity_ref(ref: Any, where: str) -> tuple[str, str]:
-    if not isinstance(ref, dict):
-        raise Unprocessable(f"{where}: must be an object with type and name", field=where)
-    name, etype = ref.get("name"), ref.get("type")
-    if not isinstance(name, str) or not name.strip():
-        raise Unprocessable(f"{where}.name: required", field=f"{where}.name")
-    if not isinstance(etype, str) or not etype.strip():
-        raise Unprocessable(f"{where}.type: required", field=f"{where}.type")
-    if not entity_name_fits(name):
-        raise Unprocessable(f"{where}.name: at most {MAX_ENTITY_NAME_BYTES} bytes once normalised",
-                            field=f"{where}.name")
-    return etype, name.strip()
-
-
-def _turn_scopes(requested: list[list[str]], session: Session, session_id: str | None) -> list[list[str]]:
-    """The scopes a write into a session stores: those the request names, else the session's
-    own (as a chat turn in that session is scoped), so a session created for one user keeps
-    what is written into it there."""
-    if requested or session_id is None:
-        return requested
-    return [list(clause) for clause in (session.scopes or [])]
+def _given_extraction(req: WriteFactsRequest, override: ExtractionOutput | None) -> ExtractionOutput | None:
+    """The extraction a write brings (``infer: triples``): ``override``, else its triples
+    read as one (``extraction.triples``); triples with another mode are a 422."""
+    if req.infer == "triples":
+        return override or triples_to_extraction(req.triples or [])
+    if req.triples:
+        raise Unprocessable("triples are only accepted with infer: triples", field="triples")
+    return None

@@ -21,7 +21,6 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_memory.access import grants
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import deadline, timeutil
 from agent_memory.kernel.errors import (
@@ -31,7 +30,6 @@ from agent_memory.kernel.errors import (
     UpstreamModelError,
     UpstreamModelTimeout,
 )
-from agent_memory.models.conversation_records import Session
 from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Put
@@ -41,7 +39,7 @@ from agent_memory.services.conversation.chat.citations import MarkerStream, reso
 from agent_memory.services.conversation.chat.prompt import build_messages
 from agent_memory.services.conversation.chat.window import WindowTurn, session_window
 from agent_memory.services.facts.speakers import self_speaker
-from agent_memory.services.facts.write import PendingTurn
+from agent_memory.services.facts.write import MemoryReads, PendingTurn, WriteTarget
 from agent_memory.services.operations.traces import memory_counts
 
 if TYPE_CHECKING:
@@ -65,8 +63,7 @@ class PreparedTurn:
 
     ctx: RequestContext
     req: ChatRequest
-    session: Session
-    is_new_session: bool
+    target: WriteTarget  # the session the turns land in, opened and checked once
     window: list[WindowTurn]
     hits: list[Any]
     sources: dict[str, Any]
@@ -75,13 +72,13 @@ class PreparedTurn:
     tier: int
     retrieval_ms: float
     model_name: str
+    # What the user turn's write read before its extraction: the commit reuses it (one read).
+    memory: MemoryReads
     query_vector: Any = None
     cached: dict[str, Any] | None = None
     # The cache entry this turn may store, its id taken before retrieval (``ResponseCache.begin``).
     cache_entry: str | None = None
     extraction: Future | None = None
-    # The partitions the extraction read (the speaker's): the commit reuses them (one read).
-    reads: Any = None
     degraded: str | None = None
     # Written with the commit (one transaction), or alone when the turn fails.
     retrieval_trace: dict[str, Any] = field(default_factory=dict)
@@ -219,14 +216,15 @@ class ChatService:
         if req.model and not self._models.is_allowed(req.model):
             allowed = ", ".join(self._models.allowed_names())
             raise InvalidRequest(f"model {req.model!r} is not in models.allowed; allowed: {allowed}", field="model")
-        scopes = ctx.write_scopes(req.scopes)
-        session, is_new = self._sessions.open_for_write(ctx, req.session_id, scopes, req.labels)
-        if not is_new:
-            # The turns take the session's scopes: they must lie inside the write region too.
-            grants.check_writable(session.scopes or [], ctx.write_region, "session")
+        # What this turn may touch, decided once: the session its turns land in, with the
+        # scopes they store (the session's; a new one's the request's write scopes), and the
+        # region it reads (the request's scopes narrow what it retrieves).
+        target = self._facts.open_session(ctx, req.session_id, ctx.write_scopes(req.scopes), req.labels,
+                                          session_scopes=True)
+        reader = ctx.narrowed(req.scopes)
+        session, is_new = target.session, target.opened.is_new
         window = [] if is_new else session_window(self._store, ctx, session.id)
 
-        reader = ctx.narrowed(req.scopes)  # the request's scopes narrow what it retrieves
         # Taken before retrieval: a write that commits while this turn answers outdates its entry.
         # Earlier writes' projections are awaited first (read-your-writes, bounded): the write
         # mark they move when they become searchable then precedes the entry, not follows it.
@@ -234,12 +232,13 @@ class ChatService:
         if cacheable:
             self._retrieval.await_projection(reader.context_id)
         cache_entry = self.cache.begin() if cacheable else None
+        # The user turn's write reads each entity partition once: the self entity's facts (the
+        # user's name) and its entity list, read here for retrieval too (retries read afresh).
+        partitions = self._facts.repo.partition_reads()
+        known = self._facts.read_memory(ctx, partitions)
         started = time.perf_counter()
-        # The user turn's write reads each entity partition once: its entity list and the
-        # self entity's facts, read here for retrieval too (retries read afresh).
-        reads = self._facts.repo.partition_reads()
-        self._facts.repo.read_entities(ctx, reads)
-        result = self._retrieve(reader, req.message, [t.id for t in window], reads)
+        self._facts.repo.read_entities(ctx, partitions)
+        result = self._retrieve(reader, req.message, [t.id for t in window], partitions)
         retrieval_ms = (time.perf_counter() - started) * 1000
         hits = list(result.hits)
         messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
@@ -256,9 +255,10 @@ class ChatService:
             retrieval_trace["degraded"] = result.degraded
         if result.trace.get("projectionPending"):
             retrieval_trace["projectionPending"] = True  # some writes were not searchable yet
-        turn = PreparedTurn(ctx=ctx, req=req, session=session, is_new_session=is_new, window=window, hits=hits,
+        turn = PreparedTurn(ctx=ctx, req=req, target=target, window=window, hits=hits,
                             sources=sources, messages=messages, trace_id=trace_id, tier=3,
-                            retrieval_ms=retrieval_ms, model_name=model_name, degraded=result.degraded,
+                            retrieval_ms=retrieval_ms, model_name=model_name, memory=known,
+                            degraded=result.degraded,
                             retrieval_trace=retrieval_trace, cache_entry=cache_entry)
         if cache_entry is not None:
             turn.query_vector = self._embed([req.message])[0]
@@ -268,9 +268,8 @@ class ChatService:
                 self._count("CacheHits")
         # The user turn's extraction runs while the model answers; it is committed only
         # after the reply succeeds (or discarded).
-        turn.reads = reads
         turn.extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
-                                                     timeutil.now_iso(), None, turn.reads)
+                                                     timeutil.now_iso(), None, known)
         return turn
 
     def _retrieve(self, reader: RequestContext, message: str, exclude: list[str], reads: Any) -> Any:
@@ -369,7 +368,7 @@ class ChatService:
                 raise UpstreamModelTimeout("the extraction model did not answer before the request deadline") from exc
             now = timeutil.now_iso()
             # The user turn's speaker is the context's own user; the assistant's role says who it is.
-            speaker = self_speaker(self._facts.repo.speaker_name(ctx, turn.reads))
+            speaker = self_speaker(turn.memory.user_name)
             # A reply that cites no memory (a refusal) is kept in the transcript, never as evidence.
             pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
                        PendingTurn("assistant", reply, now, "none", None, unsupported=not citations)]
@@ -387,9 +386,7 @@ class ChatService:
                 return [Put(self._traces.record(ctx, turn.trace_id, "retrieval", turn.retrieval_trace)),
                         Put(self._traces.record(ctx, turn.trace_id, "response", response))]
 
-            turn_ids, results = self._facts.commit_turns(ctx, turn.session, pending, turn.session.scopes,
-                                                         req.labels, reads=turn.reads,
-                                                         new_session=turn.is_new_session, extra=traces)
+            turn_ids, results = self._facts.commit_turns(ctx, turn.target, pending, turn.memory, extra=traces)
         except BaseException:
             self._trace_failed(turn)
             raise
@@ -405,7 +402,7 @@ class ChatService:
                                    {"reply": reply, "citations": [c.to_stored() for c in citations]}, entities,
                                    # its own turns too: forgetting the question (or the reply) drops the entry
                                    [h.id for h in cited] + list(turn_ids), entry_id=turn.cache_entry)
-        return ChatReply(reply=reply, session_id=turn.session.id, trace_id=turn.trace_id, citations=citations,
+        return ChatReply(reply=reply, session_id=turn.target.session.id, trace_id=turn.trace_id, citations=citations,
                          memory_updates=memory_updates, degraded=None if from_cache else turn.degraded)
 
     @staticmethod
