@@ -11,10 +11,10 @@ A write is one pipeline; each step is a method of ``FactsService``, in this orde
 4. ``_load_for_reconcile``: one load of what reconciliation needs: the entities the
    extraction names, the rows of every slot it touches, the instructions when it has some.
 5. ``_reconcile``: the plan (``reconcile``): what is new, what supersedes what.
-6. ``commit_turns``: the turns and every fact change in ONE transaction. A transaction that
-   loses a race (another write changed the same slot) repeats steps 4 and 5 against fresh
-   state, without a second model call; a plan too large for one transaction is cut down
-   (``extraction.halving``).
+6. ``commit_turns``: the turns and every fact change in ONE transaction (``turn_transactions``
+   keeps each within what a transaction holds). A transaction that loses a race (another
+   write changed the same slot) repeats steps 4 and 5 against fresh state, without a second
+   model call.
 7. ``_publish_changes``: ``FactsChanged`` for the entities whose facts changed.
 
 Nothing is written when extraction fails (502, or 504 on a model timeout) or the input is
@@ -25,6 +25,7 @@ turn only: steps 1 and 6). A chat turn takes the same steps (``ChatService``).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,14 +42,13 @@ from agent_memory.kernel.errors import (
     UpstreamModelError,
     UpstreamModelTimeout,
 )
-from agent_memory.kernel.stored_item import TRANSACT_BATCH_BYTES, batches, fits_one_transaction, op_bytes
+from agent_memory.kernel.stored_item import fits_one_transaction
 from agent_memory.models.conversation_records import Session
 from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
 from agent_memory.models.facts import Source
 from agent_memory.models.records import Turn
 from agent_memory.models.requests import WriteFactsBatchRequest, WriteFactsRequest
 from agent_memory.ports import (
-    MAX_TRANSACT_OPS,
     ConditionFailed,
     LanguageModel,
     ModelOutputInvalid,
@@ -57,21 +57,16 @@ from agent_memory.ports import (
 )
 from agent_memory.ports import ModelError as PortModelError
 from agent_memory.rules.speaker import EntityResolver
-from agent_memory.services.conversation.sessions import (
-    NewTurn,
-    OpenedSession,
-    backoff,
-    planned_session_bytes,
-    planned_turn_bytes,
-)
+from agent_memory.services.conversation.sessions import OpenedSession, backoff
 from agent_memory.services.events import DomainEvents, EventPublisher, FactsChanged
 from agent_memory.services.facts import reconcile as rec
-from agent_memory.services.facts.extraction.halving import extraction_size, halve, halves, mentioned_names
+from agent_memory.services.facts.extraction.halving import halves, mentioned_names
 from agent_memory.services.facts.extraction.prompt import build_extraction_prompt, build_window_prompt
 from agent_memory.services.facts.extraction.triples import triples_to_extraction
 from agent_memory.services.facts.extraction.windows import split_by_passage
 from agent_memory.services.facts.repository import Loaded, MemoryRepository, PartitionReads
 from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record
+from agent_memory.services.facts.turn_transactions import PendingTurn, TurnPlanner, plan_turn_transactions
 
 if TYPE_CHECKING:
     from agent_memory.ports import RecordStore
@@ -83,20 +78,6 @@ __all__ = ["BatchWriteOutcome", "FactsService", "MemoryReads", "PendingTurn", "W
 log = logging.getLogger("agent_memory.facts")
 
 RECONCILE_ATTEMPTS = 12
-
-
-@dataclass
-class PendingTurn:
-    """One turn of a write, with what its extraction produced (before reconciliation)."""
-
-    role: str
-    text: str
-    observed_at: str | None
-    infer: str
-    extraction: ExtractionOutput | None
-    source_kind: str = "turn"
-    speaker: dict[str, str] | None = None  # stored form (services/facts/speakers.py)
-    unsupported: bool = False  # a chat reply that cited no memory: stored, never evidence
 
 
 @dataclass(frozen=True)
@@ -368,21 +349,27 @@ class FactsService:
             observed_at=timeutil.parse(pending.observed_at) if pending.observed_at else None,
             settings=self._reconcile_settings)
 
-    def _plan(self, ctx: RequestContext, pending: PendingTurn, turn_id: str, session_id: str | None,
-              scopes: list[list[str]], labels: list[str],
-              memory: MemoryReads | None = None) -> tuple[rec.ReconcilePlan, Loaded]:
+    def plan(self, ctx: RequestContext, pending: PendingTurn, turn_id: str, session_id: str | None,
+             scopes: list[list[str]], labels: list[str],
+             memory: MemoryReads | None = None) -> tuple[rec.ReconcilePlan, Loaded]:
         """Steps 4 and 5 for one turn (or chunk): ``memory`` as the write read it, else read now."""
         memory = memory if memory is not None else self.read_memory(ctx)
         inputs = self._load_for_reconcile(ctx, pending.extraction or ExtractionOutput(), memory)
         source = Source(kind=pending.source_kind, ref=turn_id, session_id=session_id)
         return self._reconcile(ctx, pending, source, scopes, labels, inputs), inputs.loaded
 
+    def plan_ops(self, ctx: RequestContext, target: WriteTarget, memory: MemoryReads | None,
+                 pending: PendingTurn, turn_id: str) -> tuple[rec.ReconcilePlan, list[WriteOp]]:
+        """Steps 4 and 5 for a turn of ``target``, and the operations that commit the plan."""
+        plan, loaded = self.plan(ctx, pending, turn_id, target.session.id, target.scopes, target.labels, memory)
+        return plan, self.repo.plan_ops(ctx, plan, loaded)
+
     def _preview(self, ctx: RequestContext, pending: PendingTurn, target: WriteTarget,
                  memory: MemoryReads | None = None) -> ExtractionResult | None:
         """What ``pending`` would change (steps 4 and 5), written nowhere."""
         if pending.extraction is None:
             return None
-        plan, _ = self._plan(ctx, pending, "turn_preview", target.session.id, target.scopes, target.labels, memory)
+        plan, _ = self.plan(ctx, pending, "turn_preview", target.session.id, target.scopes, target.labels, memory)
         return plan.to_result("turn_preview")
 
     # --- 6. commit ----------------------------------------------------------------------
@@ -399,9 +386,10 @@ class FactsService:
         for the transaction's budget) and again after, with what each turn's facts do (the same
         rows, a few digits apart)."""
         opened = target.opened
-        new_turns = [NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker, p.unsupported) for p in pending]
+        new_turns = [p.new_turn() for p in pending]
         for attempt in range(RECONCILE_ATTEMPTS):
-            planner = _TurnPlanner(self, ctx, target, pending, memory if attempt == 0 else None, extra)
+            planner = TurnPlanner(pending, functools.partial(self.plan_ops, ctx, target,
+                                                             memory if attempt == 0 else None), extra)
             try:
                 rows = self._sessions.append_turns(ctx, opened.session, new_turns, target.scopes, target.labels,
                                                    extra_ops=planner.ops, is_new=opened.is_new,
@@ -464,7 +452,7 @@ class FactsService:
         """Steps 4 to 6 for facts without a turn (a document chunk's, derived ones), in halves
         when one transaction cannot hold them (``extraction.halving.halves``)."""
         for attempt in range(RECONCILE_ATTEMPTS):
-            plan, loaded = self._plan(ctx, pending, ref, None, scopes, labels)
+            plan, loaded = self.plan(ctx, pending, ref, None, scopes, labels)
             ops = self.repo.plan_ops(ctx, plan, loaded)
             fits = fits_one_transaction(ops)
             parts = None if fits else halves(pending.extraction)
@@ -486,83 +474,6 @@ class FactsService:
         cap = self._text_bytes
         if len(text.encode("utf-8")) > cap:
             raise PayloadTooLarge(f"text is over the {cap}-byte limit")
-
-
-def plan_turn_transactions(ctx: RequestContext, session: Session, pending: Sequence[PendingTurn],
-                           scopes: list[list[str]], labels: list[str]) -> list[list[PendingTurn]]:
-    """``pending`` in order, cut into the appends of one transaction each: a turn with an
-    extraction alone (its facts are planned against what the earlier turns stored), the runs
-    of turns without one together, each run within ``MAX_TRANSACT_OPS`` and
-    ``TRANSACT_BATCH_BYTES`` with the session row (sizes as ``kernel.stored_item`` counts them)."""
-    session_bytes = planned_session_bytes(ctx, session)
-    groups: list[list[PendingTurn]] = []
-    run: list[PendingTurn] = []
-
-    def size(p: PendingTurn) -> int:
-        return planned_turn_bytes(ctx, session, NewTurn(p.role, p.text, p.observed_at, p.infer, p.speaker, p.unsupported),
-                                  scopes, labels)
-
-    for p in pending:
-        if p.extraction is not None:
-            groups += batches(run, size, max_count=MAX_TRANSACT_OPS - 1,
-                              max_bytes=TRANSACT_BATCH_BYTES - session_bytes) + [[p]]
-            run = []
-        else:
-            run.append(p)
-    return groups + batches(run, size, max_count=MAX_TRANSACT_OPS - 1, max_bytes=TRANSACT_BATCH_BYTES - session_bytes)
-
-
-class _TurnPlanner:
-    """Builds the fact operations for freshly numbered turns (called inside the append
-    transaction attempt, so every retry re-plans against current state)."""
-
-    def __init__(self, service: FactsService, ctx: RequestContext, target: WriteTarget,
-                 pending: Sequence[PendingTurn], memory: MemoryReads | None = None,
-                 extra: Callable[[list[Turn], list[ExtractionResult | None]], list[WriteOp]] | None = None):
-        self.service, self.ctx, self.target = service, ctx, target
-        self.pending, self.memory, self.extra = pending, memory, extra
-        self.results: list[ExtractionResult | None] = []
-
-    def ops(self, rows: list[Turn], own: Sequence[WriteOp] = ()) -> list:
-        """The fact operations of ``rows`` (``own``: what the append commits with them, the
-        session row and the turn rows), within what one transaction holds beside ``own``:
-        ``MAX_TRANSACT_OPS`` operations and ``TRANSACT_BATCH_BYTES`` (``kernel.stored_item``)."""
-        tail = self.extra(rows, []) if self.extra is not None else []
-        ops: list = []
-        self.results = []
-        used_bytes = sum(op_bytes(op) for op in (*own, *tail))
-        target = self.target
-        for row, p in zip(rows, self.pending, strict=True):
-            if p.extraction is None:
-                self.results.append(None)
-                continue
-            budget = MAX_TRANSACT_OPS - len(own) - len(tail) - len(ops)  # the turns, session row, extra
-            byte_budget = TRANSACT_BATCH_BYTES - used_bytes
-            extraction = p.extraction
-            while True:
-                plan, loaded = self.service._plan(self.ctx, replace(p, extraction=extraction), row.id,
-                                                  target.session.id, target.scopes, target.labels, self.memory)
-                turn_ops = self.service.repo.plan_ops(self.ctx, plan, loaded)
-                turn_bytes = sum(op_bytes(op) for op in turn_ops)
-                if len(turn_ops) <= budget and turn_bytes <= byte_budget:
-                    break
-                if p.source_kind != "turn":
-                    raise PayloadTooLarge("these facts need more than one transaction; send fewer triples "
-                                          "per request")
-                # A model extracted more than one atomic write can hold: keep the first half
-                # of its claims (statement order) and the entities they name, and say what
-                # was left out. Each halving strictly shrinks the extraction, so this ends.
-                smaller = halve(extraction, p.extraction)
-                if extraction_size(smaller) >= extraction_size(extraction):
-                    raise PayloadTooLarge("this turn needs more than one transaction even without its facts; "
-                                          "send fewer turns per request")
-                extraction = smaller
-            ops.extend(turn_ops)
-            used_bytes += turn_bytes
-            self.results.append(plan.to_result(row.id))
-        if self.extra is not None:  # again, now that what the facts do is known (the same rows)
-            tail = self.extra(rows, self.results)
-        return ops + tail
 
 
 def with_category(extraction: ExtractionOutput | None, category: str | None, *,
