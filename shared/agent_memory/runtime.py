@@ -221,7 +221,7 @@ class Runtime:
                 recent=RecentUnits(self.base_store)),
                 failures_to_open=s.search_breaker_failures, cool_down_s=s.search_breaker_cool_down_s),
                 "search", SEARCH_CALLS, search=s.search)  # outside the breaker: its refusals show too
-        from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+        from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 
         index: Any = EmbeddedSearchIndex(s.search_path, self.embedder)
         ref = s.models.reranker

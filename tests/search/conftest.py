@@ -88,7 +88,7 @@ def make_index(backend: str, tmp_path, embedder: BagOfWordsEmbedder) -> Iterator
     def make(emb: Embedder | None = None) -> SearchIndex:
         emb = emb or embedder
         if backend.startswith("embedded"):
-            from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+            from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 
             thresholds = {"ann_min_rows": 0, "ann_exact_below": 0} if backend == "embedded-ann" else {}
             idx: SearchIndex = EmbeddedSearchIndex(tmp_path / "search.sqlite", emb, **thresholds)
