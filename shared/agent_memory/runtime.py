@@ -206,7 +206,7 @@ class Runtime:
         if s.search == "none":
             return None
         if s.search == "opensearch":
-            from agent_memory.adapters.opensearch_search import OpenSearchIndex
+            from agent_memory.adapters.opensearch.index import OpenSearchIndex
             from agent_memory.adapters.recent_units import RecentUnits
             from agent_memory.adapters.search_breaker import CircuitBreakingSearchIndex
             from agent_memory.services.retrieval.live_revisions import StoreRevisions
@@ -241,8 +241,9 @@ class Runtime:
         (``adapters.opensearch_admin.provision_with_retry``; ``sleep``/``clock`` for tests)."""
         import time
 
-        from agent_memory.adapters.opensearch_admin import provision_with_retry
-        from agent_memory.adapters.opensearch_search import SERVERLESS_ENGINE, make_client
+        from agent_memory.adapters.opensearch.admin import provision_with_retry
+        from agent_memory.adapters.opensearch.client import make_client
+        from agent_memory.adapters.opensearch.mapping import SERVERLESS_ENGINE
 
         s = self.settings
         if s.search != "opensearch":

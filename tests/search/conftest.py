@@ -95,14 +95,14 @@ def make_index(backend: str, tmp_path, embedder: BagOfWordsEmbedder) -> Iterator
         elif backend.startswith("double-"):
             from nrt_double import NrtCluster
 
-            from agent_memory.adapters.opensearch_search import OpenSearchIndex
+            from agent_memory.adapters.opensearch.index import OpenSearchIndex
 
             service = backend.removeprefix("double-")
             cluster = clusters.setdefault(service, NrtCluster(service=service, auto_refresh=True))
             idx = OpenSearchIndex("https://nrt.invalid", index_name, emb, service=service,  # type: ignore[arg-type]
                                   refresh=service == "es", client=cluster.client())
         else:
-            from agent_memory.adapters.opensearch_search import OpenSearchIndex
+            from agent_memory.adapters.opensearch.index import OpenSearchIndex
 
             url = opensearch_url()
             assert url is not None
