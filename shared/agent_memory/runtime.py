@@ -699,25 +699,14 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def build_language_model(settings: Settings, name: str) -> LanguageModel:
+    from agent_memory.adapters.models import registry
     from agent_memory.config import LANGUAGE_PROVIDERS
 
     ref = ModelRef.parse(name, providers=LANGUAGE_PROVIDERS, setting="model")
-    timeout = settings.models.request_timeout_s
-    if ref.provider == "openai":
-        from agent_memory.adapters.language_models import OpenAIChatModel
-
-        return OpenAIChatModel(ref.model, api_key=_openai_key(settings), base_url=settings.models.openai_base_url,
-                               timeout=timeout, http_client=settings.models.openai_client)
-    if ref.provider == "bedrock":
-        from agent_memory.adapters.language_models import BedrockConverseModel
-
-        return BedrockConverseModel(ref.model, region=settings.aws_region, timeout=timeout)
-    from agent_memory.adapters.language_models import OfflineLanguageModel
-    from agent_memory.adapters.offline import register_offline_extractor
-
-    model = OfflineLanguageModel(name=name)
-    register_offline_extractor(model)
-    return model
+    return registry.build_language_model(ref.provider, ref.model, registry.ProviderOptions(
+        name=name, timeout=settings.models.request_timeout_s, openai_api_key=lambda: _openai_key(settings),
+        openai_base_url=settings.models.openai_base_url, openai_http_client=settings.models.openai_client,
+        aws_region=settings.aws_region))
 
 
 def _openai_key(settings: Settings) -> str | None:

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_memory.adapters.language_models import OfflineLanguageModel
+from agent_memory.adapters.models.offline import OfflineLanguageModel
 from agent_memory.adapters.offline import extraction_handler, offline_extract, register_offline_extractor
 from agent_memory.models.extraction import ExtractionOutput
 from agent_memory.rules.turn_data import read_turn
