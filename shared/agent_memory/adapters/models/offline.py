@@ -1,19 +1,19 @@
 """The ``offline`` provider: a deterministic model with no network, for tests, CI and keyless
-local runs. Structured calls dispatch to handlers (the offline extractor registers its own,
-``adapters.offline``); replies come from a responder, by default one that quotes the retrieved
+local runs. Structured calls dispatch to handlers (the offline extractor registers its own:
+``adapters.offline.register.build`` makes the provider's model); replies come from a responder, by default one that quotes the retrieved
 memory line that best meets the question."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from agent_memory.adapters.models.schemas import validate_output
 from agent_memory.lexicon import ANSWER_WORD_HINTS, OVERLAP_STOP_WORDS
-from agent_memory.ports import ChatMessage, Completion, LanguageModel, ModelError
+from agent_memory.ports import ChatMessage, Completion, ModelError
 from agent_memory.rules.questions import (
     about_conversation,
     asked_slots,
@@ -21,9 +21,6 @@ from agent_memory.rules.questions import (
     profile_subject,
     question_parts,
 )
-
-if TYPE_CHECKING:
-    from agent_memory.adapters.models.registry import ProviderOptions
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -289,13 +286,3 @@ def approx_tokens(text: str) -> int:
 
 
 # ---------------------------------------------------------------------------
-
-
-def build(model: str, options: ProviderOptions) -> LanguageModel:
-    """The registry's entry (``registry.PROVIDERS``): the model under its full name, with the
-    offline extractor's structured handlers registered."""
-    from agent_memory.adapters.offline import register_offline_extractor
-
-    offline = OfflineLanguageModel(name=options.name)
-    register_offline_extractor(offline)
-    return offline

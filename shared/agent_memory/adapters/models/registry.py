@@ -20,7 +20,8 @@ from agent_memory.ports import LanguageModel
 PROVIDERS: dict[str, str] = {
     "openai": "agent_memory.adapters.models.openai_chat",
     "bedrock": "agent_memory.adapters.models.bedrock_converse",
-    "offline": "agent_memory.adapters.models.offline",
+    # the model is models/offline.py's; the offline package teaches it its answers
+    "offline": "agent_memory.adapters.offline.register",
 }
 
 
