@@ -540,7 +540,7 @@ class Runtime:
     def ingestion(self):
         from agent_memory.services.documents.ingestion import DocumentIngestion
 
-        return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
+        return DocumentIngestion(self.store, claim_upload=self.documents.uploads.claim, facts=self.facts,
                                  keywords=self.keywords, concurrency=self.settings.limits.document_concurrency,
                                  window_chars=self.settings.limits.document_window_chars,
                                  claim_reprocess=self.documents.claim_reprocess, relink=self.documents.relink_job)
