@@ -70,11 +70,11 @@ from agent_memory.services.conversation.sessions import (
 )
 from agent_memory.services.events import DomainEvents, EventPublisher, FactsChanged
 from agent_memory.services.facts import reconcile as rec
-from agent_memory.services.facts.extraction.prompt import build_extraction_prompt, build_window_prompt
 from agent_memory.services.facts.extraction.windows import split_by_passage
 from agent_memory.services.facts.fact_kinds import CLAIM_FIELDS, kind_of_claim
 from agent_memory.services.facts.repository import MemoryRepository, PartitionReads
 from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record
+from agent_memory.services.prompts.extraction import build_extraction_prompt, build_window_prompt
 
 if TYPE_CHECKING:
     from agent_memory.ports import RecordStore
