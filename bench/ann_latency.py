@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agent_memory.adapters import ann
-from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+from agent_memory.adapters.embedded import ann
+from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.ports import SearchFilter, SearchUnit
 
 DIM = 384
@@ -85,14 +85,14 @@ def run(n: int) -> None:
         print(f"  index loaded in {time.perf_counter() - t0:.0f}s", flush=True)
         index.search("q0", flt, k=10, mode="vector")  # load the view
         ex_wall, ex_cpu, exact = timed(index, flt)
-        index.ann_min_rows = 0
+        index._vectors.min_rows = 0  # noqa: SLF001 - bench: search through the graph from now on
         t0 = time.perf_counter()
         index.search("q0", flt, k=10, mode="vector")  # builds (and saves) the graph
         build_s = time.perf_counter() - t0
         print(f"  graph built in {build_s:.0f}s", flush=True)
         ann_wall, ann_cpu, approx = timed(index, flt)
         recall = sum(len(a & e) for a, e in zip(approx, exact, strict=True)) / sum(len(e) for e in exact)
-        graph = index._graph_path("bench")  # noqa: SLF001 - bench: size on disk
+        graph = index._vectors.graph_path("bench")  # noqa: SLF001 - bench: size on disk
         disk = sum(os.path.getsize(graph + s) for s in ("", ".pks.npy")) / 2**20
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"N={n:,} dim={DIM} (index load {load_s:.0f}s; graph build {build_s:.1f}s, {disk:.0f} MiB on disk; "

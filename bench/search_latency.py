@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.ports import SearchFilter, SearchUnit
 from agent_memory.ranking.recipes import RECIPES
 from agent_memory.ranking.search import search as ranked_search

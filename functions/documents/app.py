@@ -47,7 +47,7 @@ def _upload(context_id: str) -> tuple[DocumentFileUpload, Any]:
             limit=limits.sync_body_bytes, uploadRoute=f"/api/v1/{context_id}/documents/uploads")
     content_type = http.header(app, "content-type")
     if multipart.is_multipart(content_type):
-        from agent_memory.services.documents.service import OriginalFile
+        from agent_memory.services.documents.content import OriginalFile
 
         parts = multipart.parse_form(content_type, body)
         fields = multipart.document_upload_fields(parts, keep_file=True)
@@ -79,7 +79,7 @@ def upload_document(context_id: str):
 def create_document_upload(context_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, DocumentUploadTicketRequest)
-    ticket = get_runtime().documents.create_upload(ctx, ctx.scoped(req))
+    ticket = get_runtime().documents.uploads.create(ctx, ctx.scoped(req))
     # The local upload store signs a path on this server: made absolute against the caller's origin.
     ticket = replace(ticket, url=urljoin(http.request_origin(app) + "/", ticket.url))
     return http.json_response(*documents_wire.upload_ticket(ticket))
@@ -88,7 +88,7 @@ def create_document_upload(context_id: str):
 @app.post(f"{BASE}/<document_id>/complete")
 def complete_document_upload(context_id: str, document_id: str):
     ctx = http.context(app, context_id)
-    document, queued = get_runtime().documents.complete_upload(ctx, document_id)
+    document, queued = get_runtime().documents.uploads.complete(ctx, document_id)
     return http.json_response(*documents_wire.completed(document, queued))
 
 

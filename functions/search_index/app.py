@@ -1,7 +1,7 @@
 """Search index setup: the CloudFormation custom resource (``SearchIndexSetup`` in
 template.yaml) that makes the tenant's OpenSearch index and its alias before the first
 request, on every deploy that changes the embedder, the engine or the code
-(``Runtime.provision_search_index``, ``adapters/opensearch_admin.provision_with_retry``). Only this function's role may create indexes or
+(``Runtime.provision_search_index``, ``adapters/opensearch/admin.provision_with_retry``). Only this function's role may create indexes or
 move aliases; the API functions and the projector read and write documents through the alias.
 
 Create and Update provision (a changed configuration gets a new index beside the serving one;

@@ -54,7 +54,7 @@ class Settings:
     opensearch_index: str | None = None
     opensearch_engine: Literal["faiss", "lucene"] | None = None
     # Whether this process may create the index on first use. Deployed functions may not: the
-    # stack's deploy step creates it and the alias they use (adapters/opensearch_admin.py).
+    # stack's deploy step creates it and the alias they use (adapters/opensearch/admin.py).
     opensearch_create_index: bool = True
     # The paging cursors' key: configured here, else read from Secrets Manager (``cursor_secret_arn``)
     # or generated into ``data_dir`` by the composition root (``runtime.resolve_cursor_secret``).

@@ -206,7 +206,7 @@ class Runtime:
         if s.search == "none":
             return None
         if s.search == "opensearch":
-            from agent_memory.adapters.opensearch_search import OpenSearchIndex
+            from agent_memory.adapters.opensearch.index import OpenSearchIndex
             from agent_memory.adapters.recent_units import RecentUnits
             from agent_memory.adapters.search_breaker import CircuitBreakingSearchIndex
             from agent_memory.services.retrieval.live_revisions import StoreRevisions
@@ -221,7 +221,7 @@ class Runtime:
                 recent=RecentUnits(self.base_store)),
                 failures_to_open=s.search_breaker_failures, cool_down_s=s.search_breaker_cool_down_s),
                 "search", SEARCH_CALLS, search=s.search)  # outside the breaker: its refusals show too
-        from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+        from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 
         index: Any = EmbeddedSearchIndex(s.search_path, self.embedder)
         ref = s.models.reranker
@@ -238,11 +238,12 @@ class Runtime:
         versioned index and, on a first deploy, the alias the functions use; returns its
         ``Provisioned``. A collection that refuses (403/404) while its data access policy
         propagates is retried for up to ``budget_s`` seconds
-        (``adapters.opensearch_admin.provision_with_retry``; ``sleep``/``clock`` for tests)."""
+        (``adapters.opensearch.admin.provision_with_retry``; ``sleep``/``clock`` for tests)."""
         import time
 
-        from agent_memory.adapters.opensearch_admin import provision_with_retry
-        from agent_memory.adapters.opensearch_search import SERVERLESS_ENGINE, make_client
+        from agent_memory.adapters.opensearch.admin import provision_with_retry
+        from agent_memory.adapters.opensearch.client import make_client
+        from agent_memory.adapters.opensearch.mapping import SERVERLESS_ENGINE
 
         s = self.settings
         if s.search != "opensearch":
@@ -543,7 +544,7 @@ class Runtime:
     def ingestion(self):
         from agent_memory.services.documents.ingestion import DocumentIngestion
 
-        return DocumentIngestion(self.store, claim_upload=self.documents.claim_upload, facts=self.facts,
+        return DocumentIngestion(self.store, claim_upload=self.documents.uploads.claim, facts=self.facts,
                                  keywords=self.keywords, concurrency=self.settings.limits.document_concurrency,
                                  window_chars=self.settings.limits.document_window_chars,
                                  claim_reprocess=self.documents.claim_reprocess, relink=self.documents.relink_job)
@@ -702,25 +703,14 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def build_language_model(settings: Settings, name: str) -> LanguageModel:
+    from agent_memory.adapters.models import registry
     from agent_memory.config import LANGUAGE_PROVIDERS
 
     ref = ModelRef.parse(name, providers=LANGUAGE_PROVIDERS, setting="model")
-    timeout = settings.models.request_timeout_s
-    if ref.provider == "openai":
-        from agent_memory.adapters.language_models import OpenAIChatModel
-
-        return OpenAIChatModel(ref.model, api_key=_openai_key(settings), base_url=settings.models.openai_base_url,
-                               timeout=timeout, http_client=settings.models.openai_client)
-    if ref.provider == "bedrock":
-        from agent_memory.adapters.language_models import BedrockConverseModel
-
-        return BedrockConverseModel(ref.model, region=settings.aws_region, timeout=timeout)
-    from agent_memory.adapters.language_models import OfflineLanguageModel
-    from agent_memory.adapters.offline import register_offline_extractor
-
-    model = OfflineLanguageModel(name=name)
-    register_offline_extractor(model)
-    return model
+    return registry.build_language_model(ref.provider, ref.model, registry.ProviderOptions(
+        name=name, timeout=settings.models.request_timeout_s, openai_api_key=lambda: _openai_key(settings),
+        openai_base_url=settings.models.openai_base_url, openai_http_client=settings.models.openai_client,
+        aws_region=settings.aws_region))
 
 
 def _openai_key(settings: Settings) -> str | None:

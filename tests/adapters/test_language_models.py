@@ -14,15 +14,14 @@ from botocore.exceptions import ReadTimeoutError
 from botocore.stub import Stubber
 from pydantic import BaseModel, Field
 
-from agent_memory.adapters.language_models import (
+from agent_memory.adapters.models.bedrock_converse import BedrockConverseModel
+from agent_memory.adapters.models.offline import (
     NO_MEMORY_REPLY,
-    BedrockConverseModel,
     OfflineLanguageModel,
-    OpenAIChatModel,
     default_offline_responder,
-    inline_refs,
-    strict_json_schema,
 )
+from agent_memory.adapters.models.openai_chat import OpenAIChatModel
+from agent_memory.adapters.models.schemas import inline_refs, strict_json_schema
 from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.ports import ChatMessage, LanguageModel, ModelError, ModelOutputInvalid, ModelTimeout
 
@@ -572,7 +571,9 @@ def test_offline_custom_responder():
 def test_importing_adapters_does_not_import_provider_sdks():
     code = (
         "import sys\n"
-        "import agent_memory.adapters.embedders, agent_memory.adapters.language_models\n"
+        "import agent_memory.adapters.embedders, agent_memory.adapters.models.registry\n"
+        "import agent_memory.adapters.models.openai_chat, agent_memory.adapters.models.bedrock_converse\n"
+        "import agent_memory.adapters.models.offline\n"
         "print(sorted(m for m in ('openai', 'boto3', 'botocore', 'sentence_transformers', 'torch')"
         " if m in sys.modules))\n"
     )

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from agent_memory.adapters.language_models import OpenAIChatModel
+from agent_memory.adapters.models.openai_chat import OpenAIChatModel
 from agent_memory.adapters.openai_http import APIStatusError, OpenAIHTTPClient
 from agent_memory.ports import ChatMessage, ModelError, ModelOutputInvalid, ModelTimeout
 from tests.conftest import REPO
@@ -30,7 +30,7 @@ def test_a_model_call_through_the_thin_client_never_imports_openai():
     # A fresh interpreter: the test process has imported the library already.
     script = """
 import sys
-from agent_memory.adapters.language_models import OpenAIChatModel
+from agent_memory.adapters.models.openai_chat import OpenAIChatModel
 from agent_memory.ports import ChatMessage
 from agent_memory.testing.fake_openai import Behaviour, FakeOpenAIServer
 from pydantic import BaseModel

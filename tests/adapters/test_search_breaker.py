@@ -7,7 +7,8 @@ import pytest
 from opensearchpy import exceptions as ose
 
 from agent_memory.adapters.embedders import HashingEmbedder
-from agent_memory.adapters.opensearch_search import OpenSearchIndex, search_failure
+from agent_memory.adapters.opensearch.client import search_failure
+from agent_memory.adapters.opensearch.index import OpenSearchIndex
 from agent_memory.adapters.search_breaker import CircuitBreakingSearchIndex
 from agent_memory.ports import SearchFilter, SearchUnavailable
 

@@ -191,7 +191,7 @@ def test_assistant_replies_are_cited_with_role_assistant(api, model, monkeypatch
         found = re.search(r"^\[(S\d+)\] \(turn, assistant[^)]*\) (.*)$", prompt, re.MULTILINE)
         return f"It says: {found.group(2)} [{found.group(1)}]" if found else "Nothing."
 
-    monkeypatch.setattr("agent_memory.adapters.language_models.default_offline_responder", cite_the_reply)
+    monkeypatch.setattr("agent_memory.adapters.models.offline.default_offline_responder", cite_the_reply)
     sid = chat(api, "Tell me a fact.")["sessionId"]
     rt = get_runtime()
     from agent_memory.access.request_context import RequestContext

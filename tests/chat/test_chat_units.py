@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 
 from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
-from agent_memory.services.conversation.chat.prompt import build_messages
 from agent_memory.services.conversation.chat.window import WindowTurn, transcript_window
+from agent_memory.services.prompts.chat import build_messages
 
 
 def turns(*contents: str, role_cycle=("user", "assistant")) -> list[WindowTurn]:

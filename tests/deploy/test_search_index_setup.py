@@ -14,8 +14,10 @@ import pytest
 from cfn_response import CloudFormationSide
 from search_stub import SearchCluster
 
-from agent_memory.adapters.opensearch_admin import provision, versioned_name
-from agent_memory.adapters.opensearch_search import OpenSearchIndex, index_body, make_client
+from agent_memory.adapters.opensearch.admin import provision, versioned_name
+from agent_memory.adapters.opensearch.client import make_client
+from agent_memory.adapters.opensearch.index import OpenSearchIndex
+from agent_memory.adapters.opensearch.mapping import index_body
 from agent_memory.runtime import set_runtime
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,7 +128,7 @@ def test_a_lazily_created_index_under_the_alias_name_is_reported_and_replaced_by
     assert ALIAS in cluster.indices
     result = provision(client, ALIAS, "hashing/v1", 64, "lucene")
     assert result.legacy and result.needs_rebuild and result.serving is None
-    from agent_memory.adapters.opensearch_admin import switch
+    from agent_memory.adapters.opensearch.admin import switch
 
     switch(client, ALIAS, result.index)
     assert ALIAS not in cluster.indices and cluster.aliases == {ALIAS: {result.index}}

@@ -23,8 +23,8 @@ from agent_memory.models.extraction import (
 )
 from agent_memory.runtime import Runtime, set_runtime
 from agent_memory.services.documents.ingestion import IngestionInterrupted, IngestionJob, windows
-from agent_memory.services.facts.extraction.prompt import build_window_prompt
 from agent_memory.services.facts.extraction.windows import split_by_passage
+from agent_memory.services.prompts.extraction import build_window_prompt
 from agent_memory.testing.fake_openai import Behaviour, FakeOpenAIServer
 from tests.documents.test_ingestion import RC, _runtime
 

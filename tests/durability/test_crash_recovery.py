@@ -23,7 +23,7 @@ import pytest
 from fused_search import fused_search
 
 from agent_memory import faults
-from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.adapters.embedders import HashingEmbedder
 from agent_memory.adapters.sqlite_store import SQLiteRecordStore
 from agent_memory.ports import SearchFilter

@@ -1,4 +1,4 @@
-"""The embedded index's persisted views (``adapters/view_snapshots.py``) across crashes: a
+"""The embedded index's persisted views (``adapters/embedded/view_snapshots.py``) across crashes: a
 view loaded from its snapshot after a process was killed holds exactly the units SQLite
 holds, in the state SQLite holds them, and a snapshot that cannot be read is rebuilt from
 SQLite, saying so in the log."""
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent_memory.adapters import view_snapshots
-from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+from agent_memory.adapters.embedded import view_snapshots
+from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.adapters.embedders import HashingEmbedder
 from agent_memory.ports import SearchFilter, SearchUnit
 from tests.conftest import REPO
@@ -74,8 +74,8 @@ def found(index: EmbeddedSearchIndex, query: str, mode: str = "bm25") -> set[str
 
 CHILD = textwrap.dedent("""
     import json, os, signal, sys
-    from agent_memory.adapters import view_snapshots
-    from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+    from agent_memory.adapters.embedded import view_snapshots
+    from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
     from agent_memory.adapters.embedders import HashingEmbedder
     from agent_memory.ports import SearchFilter, SearchUnit
 

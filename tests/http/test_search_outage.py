@@ -13,7 +13,7 @@ import pytest
 from openapi_schemas import assert_matches
 from opensearchpy import exceptions as ose
 
-from agent_memory.adapters.opensearch_search import search_failure
+from agent_memory.adapters.opensearch.client import search_failure
 from agent_memory.adapters.search_breaker import GUARDED, CircuitBreakingSearchIndex
 from agent_memory.runtime import Runtime
 

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from agent_memory.client import AgentMemory  # noqa: E402
 from agent_memory.http.gateway import LambdaContext, LocalGateway, build_event  # noqa: E402
-from agent_memory.interfaces.mcp_server import TOOLS  # noqa: E402
+from agent_memory.interfaces.mcp.tools import TOOLS  # noqa: E402
 from tests.access.test_access_api import KEYS, PRINCIPALS  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 

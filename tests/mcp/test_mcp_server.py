@@ -24,7 +24,7 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import McpError  # noqa: E402
 
-from agent_memory.interfaces.mcp_server import TOOLS  # noqa: E402
+from agent_memory.interfaces.mcp.tools import TOOLS  # noqa: E402
 from agent_memory.models.retrieval import K_MAX, QueryRequest  # noqa: E402
 
 EXPECTED_TOOLS = {"remember", "recall", "get_context", "chat", "state", "entity", "history", "forget",

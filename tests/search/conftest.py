@@ -88,21 +88,21 @@ def make_index(backend: str, tmp_path, embedder: BagOfWordsEmbedder) -> Iterator
     def make(emb: Embedder | None = None) -> SearchIndex:
         emb = emb or embedder
         if backend.startswith("embedded"):
-            from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+            from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 
             thresholds = {"ann_min_rows": 0, "ann_exact_below": 0} if backend == "embedded-ann" else {}
             idx: SearchIndex = EmbeddedSearchIndex(tmp_path / "search.sqlite", emb, **thresholds)
         elif backend.startswith("double-"):
             from nrt_double import NrtCluster
 
-            from agent_memory.adapters.opensearch_search import OpenSearchIndex
+            from agent_memory.adapters.opensearch.index import OpenSearchIndex
 
             service = backend.removeprefix("double-")
             cluster = clusters.setdefault(service, NrtCluster(service=service, auto_refresh=True))
             idx = OpenSearchIndex("https://nrt.invalid", index_name, emb, service=service,  # type: ignore[arg-type]
                                   refresh=service == "es", client=cluster.client())
         else:
-            from agent_memory.adapters.opensearch_search import OpenSearchIndex
+            from agent_memory.adapters.opensearch.index import OpenSearchIndex
 
             url = opensearch_url()
             assert url is not None

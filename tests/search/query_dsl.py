@@ -1,4 +1,4 @@
-"""A Python evaluator of the query-DSL subset ``opensearch_search`` emits, used to check filter
+"""A Python evaluator of the query-DSL subset ``adapters/opensearch/queries`` emits, used to check filter
 semantics without a cluster and by the near-real-time test double (``make test-opensearch``
 runs the same filters on a real cluster)."""
 

@@ -1,4 +1,4 @@
-"""The embedded index's ANN path (faiss HNSW, ``adapters/ann.py``): recall against the exact
+"""The embedded index's ANN path (faiss HNSW, ``adapters/embedded/ann.py``): recall against the exact
 scan with filters applied inside the search, persistence, and incremental writes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.ports import SearchFilter, SearchUnit
 
 pytest.importorskip("faiss")
@@ -92,7 +92,7 @@ def test_the_graph_persists_and_writes_after_it_are_found(indexes):
     approx, _, emb, tmp_path = indexes
     flt = SearchFilter(context_id="c", admin=True)
     approx.search("q1", flt, k=10, mode="vector")
-    graph_file = approx._graph_path("c")  # noqa: SLF001
+    graph_file = approx._vectors.graph_path("c")  # noqa: SLF001
     assert os.path.exists(graph_file)
     approx.close()
     reopened = EmbeddedSearchIndex(tmp_path / "ann.sqlite", emb, ann_min_rows=1000, ann_exact_below=100)
@@ -117,7 +117,7 @@ def test_a_reloaded_graph_finds_rewritten_units_by_fingerprint(indexes):
     flt = SearchFilter(context_id="c", admin=True)
     approx.search("q1", flt, k=10, mode="vector")
     approx.close()
-    assert os.path.exists(approx._graph_path("c") + ".prints.npy")  # noqa: SLF001
+    assert os.path.exists(approx._vectors.graph_path("c") + ".prints.npy")  # noqa: SLF001
     reopened = EmbeddedSearchIndex(tmp_path / "ann.sqlite", emb, ann_min_rows=1000, ann_exact_below=100)
     emb.extra["moved"] = emb.queries[11]
     reopened.upsert([SearchUnit(id=f"u{i}", context_id="c", kind="turn", text="moved", revision=2) for i in (11, 12)])

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from agent_memory.adapters import embedded_search
-from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+from agent_memory.adapters.embedded import term_index
+from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.ports import SearchFilter, SearchUnit
 
 WORDS = ("harbour sailing boat engine repair chess club opening gambit bicycle chain wheel garden "
@@ -44,7 +44,7 @@ def test_in_memory_bm25_ranks_like_fts5_when_the_file_holds_one_context(pair, qu
     flt = SearchFilter(context_id="c", admin=True)
     got = fast.search(query, flt, k=40, mode="bm25")
     assert fast._views["c"].terms is not None  # noqa: SLF001 - the fast path ran
-    monkeypatch.setattr(embedded_search, "TERM_INDEX_MAX_ROWS", -1)
+    monkeypatch.setattr(term_index, "MAX_ROWS", -1)
     slow._views.clear()  # noqa: SLF001 - reload without postings
     want = slow.search(query, flt, k=40, mode="bm25")
     assert slow._views["c"].terms is None  # noqa: SLF001
@@ -72,7 +72,7 @@ def test_writes_reach_postings_decoded_units_and_masks(tmp_path, embedder):
 
 
 def test_a_context_that_grows_past_the_limit_falls_back_to_fts5(tmp_path, embedder, monkeypatch):
-    monkeypatch.setattr(embedded_search, "TERM_INDEX_MAX_ROWS", 50)
+    monkeypatch.setattr(term_index, "MAX_ROWS", 50)
     index = EmbeddedSearchIndex(tmp_path / "s.sqlite", embedder)
     flt = SearchFilter(context_id="c", admin=True)
     index.upsert(units(40))

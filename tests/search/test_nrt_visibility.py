@@ -16,7 +16,7 @@ from fused_search import fused_search
 from nrt_double import NrtCluster
 
 from agent_memory.access.request_context import RequestContext
-from agent_memory.adapters.opensearch_search import OpenSearchIndex
+from agent_memory.adapters.opensearch.index import OpenSearchIndex
 from agent_memory.adapters.recent_units import RecentUnits
 from agent_memory.config import load_settings
 from agent_memory.models.reads import ForgetRequest

@@ -21,13 +21,10 @@ from opensearchpy.exceptions import NotFoundError
 from query_dsl import matches
 
 from agent_memory.access import scopes as scope_rules
-from agent_memory.adapters.opensearch_search import (
-    OpenSearchBulkError,
-    OpenSearchIndex,
-    build_filter,
-    make_client,
-    unit_document,
-)
+from agent_memory.adapters.opensearch.client import make_client
+from agent_memory.adapters.opensearch.index import OpenSearchBulkError, OpenSearchIndex
+from agent_memory.adapters.opensearch.mapping import unit_document
+from agent_memory.adapters.opensearch.queries import build_filter
 from agent_memory.ports import EmbedderMismatch, SearchFilter, SearchUnit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,7 +118,7 @@ def unit_payload(unit: SearchUnit) -> dict[str, Any]:
 
 
 def test_module_import_does_not_import_opensearchpy_or_boto3() -> None:
-    code = ("import sys, agent_memory.adapters.opensearch_search; "
+    code = ("import sys, agent_memory.adapters.opensearch.index, agent_memory.adapters.opensearch.admin; "
             "bad = [m for m in ('opensearchpy', 'boto3', 'botocore') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
@@ -489,10 +486,10 @@ def copies_query(*contexts: tuple[str, list[str]]) -> dict[str, Any]:
 
 
 def test_serverless_write_compares_revisions_itself_in_one_search_and_one_bulk(embedder, monkeypatch) -> None:
-    from agent_memory.adapters import opensearch_search
+    from agent_memory.adapters.opensearch import index as opensearch_index
 
     copy_ids = iter(["copy-1", "copy-2", "copy-3"])
-    monkeypatch.setattr(opensearch_search, "new_copy_id", lambda: next(copy_ids))
+    monkeypatch.setattr(opensearch_index, "new_copy_id", lambda: next(copy_ids))
     idx, client = make(embedder, service="aoss", refresh=True)
     client.responses["search"] = {"hits": {"hits": [
         copy_hit("srv-a", "u0", 5), copy_hit("srv-b", "u1", 1), copy_hit("srv-c", "u1", 1),
@@ -599,7 +596,7 @@ def test_emitted_filter_agrees_with_reference_visibility_rules() -> None:
 
 
 def test_long_multi_path_clauses_are_covered_path_by_path_and_overlong_ones_fail_closed() -> None:
-    from agent_memory.adapters.opensearch_search import MAX_CLAUSE_PATHS
+    from agent_memory.adapters.opensearch.mapping import MAX_CLAUSE_PATHS
 
     paths = [f"org/t{i}/x" for i in range(MAX_CLAUSE_PATHS + 1)]
     full = SearchUnit(id="a", context_id="c", kind="turn", text="t", scopes=[paths[:MAX_CLAUSE_PATHS]])

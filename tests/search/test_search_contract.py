@@ -511,8 +511,8 @@ def _embedded_only(backend: str) -> None:
 
 def test_embedded_views_survive_eviction_compaction_and_budget(backend, tmp_path, embedder, monkeypatch) -> None:
     _embedded_only(backend)
-    from agent_memory.adapters import embedded_search
-    from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+    from agent_memory.adapters.embedded import bm25
+    from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 
     idx = EmbeddedSearchIndex(tmp_path / "lru.sqlite", embedder, max_cached_contexts=1)
     idx.upsert([unit(f"a{i}", f"alpha common words {i}") for i in range(1500)])
@@ -525,8 +525,8 @@ def test_embedded_views_survive_eviction_compaction_and_budget(backend, tmp_path
     assert found(idx, "alpha common words", "vector", k=500) == {f"a{i}" for i in range(1400, 1500)} | {"a_new"}
     assert len(search(idx, "alpha common words 1450", flt(), k=5, mode="hybrid")) == 5
 
-    monkeypatch.setattr(embedded_search, "BM25_MATCH_BUDGET", 10)
-    idx._writes_since_df = 10**9  # force a fresh document-frequency snapshot
+    monkeypatch.setattr(bm25, "BM25_MATCH_BUDGET", 10)
+    idx._bm25.writes_since_df = 10**9  # force a fresh document-frequency snapshot
     # "common" is over budget: the ranked query runs on "kumquat" alone and the rows that only
     # match "common" fill the remaining places, so k hits still come back
     hits = idx.search("common kumquat", flt(), k=3, mode="bm25")
@@ -564,9 +564,9 @@ def test_rank_rows_of_a_large_context_decodes_features_on_first_sight(backend, m
     """Past the in-memory postings limit a view loads no payload features: they are decoded
     the first time a row is a candidate (and BM25 runs in FTS5)."""
     _embedded_only(backend)
-    from agent_memory.adapters import embedded_search
+    from agent_memory.adapters.embedded import term_index
 
-    monkeypatch.setattr(embedded_search, "TERM_INDEX_MAX_ROWS", 0)
+    monkeypatch.setattr(term_index, "MAX_ROWS", 0)
     _check_rank_rows(make_index())
 
 

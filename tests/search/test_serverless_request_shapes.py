@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 from nrt_double import NrtCluster
 
-from agent_memory.adapters.opensearch_admin import provision, switch
-from agent_memory.adapters.opensearch_search import OpenSearchIndex
+from agent_memory.adapters.opensearch.admin import provision, switch
+from agent_memory.adapters.opensearch.index import OpenSearchIndex
 from agent_memory.ports import RowLeg, SearchFilter, SearchUnit
 
 SUPPORTED_OPERATIONS = "https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-genref.html"

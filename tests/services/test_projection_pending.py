@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from fused_search import fused_search
 
-from agent_memory.adapters.embedded_search import EmbeddedSearchIndex
+from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.adapters.embedders import HashingEmbedder
 from agent_memory.adapters.sqlite_store import SQLiteRecordStore
 from agent_memory.ports import Put, Record, SearchFilter, SearchUnavailable

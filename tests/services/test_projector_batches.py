@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_memory.adapters.dynamodb_store import _to_item
-from agent_memory.adapters.opensearch_search import OpenSearchIndex
+from agent_memory.adapters.opensearch.index import OpenSearchIndex
 from agent_memory.config import load_settings
 from agent_memory.http.local_server import LambdaContext
 from agent_memory.ports import Record

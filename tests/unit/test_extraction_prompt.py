@@ -5,11 +5,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_memory.adapters.language_models import OfflineLanguageModel
+from agent_memory.adapters.models.offline import OfflineLanguageModel
 from agent_memory.adapters.offline import extraction_handler, offline_extract, register_offline_extractor
 from agent_memory.models.extraction import ExtractionOutput
 from agent_memory.rules.turn_data import read_turn
-from agent_memory.services.facts.extraction import build_extraction_prompt
+from agent_memory.services.prompts.extraction import build_extraction_prompt
 
 OBSERVED = datetime(2026, 5, 12, 16, 24, tzinfo=UTC)
 

@@ -72,13 +72,13 @@ def test_make_mcp_config_prints_a_registration_with_an_existing_absolute_command
 
 
 def test_the_registration_falls_back_to_the_interpreter_without_the_script(tmp_path, monkeypatch) -> None:
-    from agent_memory.interfaces import mcp_server
+    from agent_memory.interfaces.mcp import command
 
     python = tmp_path / "bin" / "python"
     python.parent.mkdir()
     python.write_text("")
     monkeypatch.setattr(sys, "executable", str(python))
     monkeypatch.setenv("AGENT_MEMORY_API_KEY", "k1")
-    entry = mcp_server.registration("acme", "http://example.test")["mcpServers"]["agent-memory"]
+    entry = command.registration("acme", "http://example.test")["mcpServers"]["agent-memory"]
     assert entry == {"command": str(python), "args": ["-m", "agent_memory.interfaces.cli", "mcp", "--context", "acme"],
                      "env": {"AGENT_MEMORY_URL": "http://example.test", "AGENT_MEMORY_API_KEY": "k1"}}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory.adapters.language_models import NO_MEMORY_REPLY, OfflineLanguageModel
+from agent_memory.adapters.models.offline import NO_MEMORY_REPLY, OfflineLanguageModel
 from agent_memory.adapters.offline import register_offline_extractor
 from agent_memory.adapters.offline.reply import offline_chat_responder, statement_acknowledgement
 from agent_memory.ports import ChatMessage
-from agent_memory.services.conversation.chat.prompt import build_messages
+from agent_memory.services.prompts.chat import build_messages
 
 
 @pytest.mark.parametrize(("message", "reply"), [

@@ -25,7 +25,7 @@ def test_the_package_version_is_one_everywhere() -> None:
 def test_the_mcp_server_reports_the_package_version_not_the_sdks() -> None:
     pytest.importorskip("mcp")
     from agent_memory.client import AsyncAgentMemory
-    from agent_memory.interfaces.mcp_server import SERVER_NAME, build_server
+    from agent_memory.interfaces.mcp.server import SERVER_NAME, build_server
 
     options = build_server(AsyncAgentMemory("acme", base_url="http://127.0.0.1:9")).create_initialization_options()
     assert (options.server_name, options.server_version) == (SERVER_NAME, agent_memory.__version__)

@@ -19,16 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from agent_memory.adapters.language_models import (
-    _bedrock_call,
-    _is_openai_error,
-    _openai_client,
-    _openai_transient,
-    _translate_openai,
-    bedrock_runtime_client,
-    call_with_retries,
-    model_call_timeout,
+from agent_memory.adapters.models.bedrock_client import bedrock_call, bedrock_runtime_client
+from agent_memory.adapters.models.openai_client import (
+    is_openai_error,
+    openai_client,
+    openai_transient,
+    translate_openai,
 )
+from agent_memory.adapters.models.retries import call_with_retries, model_call_timeout
 from agent_memory.kernel.errors import ConfigurationError
 from agent_memory.lexicon import EMBEDDING_STOP_WORDS
 from agent_memory.ports import ModelError
@@ -244,7 +242,7 @@ class OpenAIEmbedder:
     only sent when set, since other models and servers reject it. For a model whose size
     is not known here and no ``dimensions``, the first access to ``dimension`` embeds a
     probe text to find out. Empty texts are sent as a single space (the API rejects empty
-    input). Retries and error mapping follow ``language_models`` (transient errors retried,
+    input). Retries and error mapping follow ``adapters.models`` (transient errors retried,
     timeouts -> ``ModelTimeout``, others -> ``ModelError``); ``http_client`` as there.
     """
 
@@ -270,7 +268,7 @@ class OpenAIEmbedder:
         self.backoff = backoff
         self._dimension = dimensions or _OPENAI_DIMENSIONS.get(model)
         self.timeout = timeout
-        self._client = client if client is not None else _openai_client(api_key, base_url, timeout, http_client)
+        self._client = client if client is not None else openai_client(api_key, base_url, timeout, http_client)
 
     @property
     def dimension(self) -> int:
@@ -295,11 +293,11 @@ class OpenAIEmbedder:
                 lambda: self._client.embeddings.create(
                     model=self.model, input=inputs, encoding_format="float",
                     timeout=model_call_timeout(self.timeout), **extra),
-                is_transient=_openai_transient, max_retries=self.max_retries, backoff=self.backoff)
+                is_transient=openai_transient, max_retries=self.max_retries, backoff=self.backoff)
         except Exception as exc:
-            if not _is_openai_error(exc):
+            if not is_openai_error(exc):
                 raise
-            raise _translate_openai(exc) from exc
+            raise translate_openai(exc) from exc
         data = sorted(resp.data, key=lambda d: d.index)
         if len(data) != len(inputs):
             raise ModelError(f"{self.name} returned {len(data)} embeddings for {len(inputs)} inputs")
@@ -364,7 +362,7 @@ class BedrockTitanEmbedder:
 
     def _embed_one(self, text: str) -> np.ndarray:
         body = self.request_body(text)
-        resp = _bedrock_call(
+        resp = bedrock_call(
             lambda: self._client.invoke_model(
                 modelId=self.model_id, body=body, contentType="application/json", accept="application/json"),
             max_retries=self.max_retries, backoff=self.backoff)

@@ -1,6 +1,6 @@
 """Document object storage (``ports.UploadStore``): S3 when deployed, a directory locally.
 
-Keys (chosen by ``services.documents.service``): ``staging/<document id>`` for a presigned
+Keys (chosen by ``services.documents.content``): ``staging/<document id>`` for a presigned
 upload (the ingestion worker reads it once and deletes it; the bucket's one-day lifecycle rule,
 filtered to ``staging/``, removes what an abandoned upload left) and ``originals/<document id>``
 for the bytes as uploaded (kept until the document is deleted, forgotten or purged).

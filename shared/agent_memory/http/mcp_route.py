@@ -3,7 +3,7 @@
 The MCP SDK's streamable-HTTP transport answers each POST on its own: stateless (no session
 outlives the request, since Lambda has no affinity) and in JSON-response mode (one buffered
 JSON-RPC reply, which API Gateway can carry; MCP allows it in place of an SSE stream). The
-tools are ``interfaces.mcp_server``'s table, the one the stdio server serves.
+tools are ``interfaces.mcp.tools``' table, the one the stdio server serves.
 
 Each tool call is a request to the API's own REST route carrying the headers of the MCP
 request that say who calls (its key, partition and delegation), so a tool sees exactly what
@@ -138,7 +138,7 @@ async def _answer(context_id: str, method: str, path: str, headers: dict[str, st
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
     from agent_memory.client import AsyncAgentMemory
-    from agent_memory.interfaces.mcp_server import build_server
+    from agent_memory.interfaces.mcp.server import build_server
 
     # max_retries=0: a 503 the API sheds with goes back to the MCP client, which may retry
     # the whole call, instead of being waited out inside this request's deadline.

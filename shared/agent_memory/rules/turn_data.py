@@ -1,6 +1,6 @@
 """The extraction prompt's data block: the one place a turn's text travels to a model.
 
-The prompt's user message (``services/facts/extraction/prompt.py``) ends with one fenced
+The prompt's user message (``services/prompts/extraction.py``) ends with one fenced
 block
 
     ```json turn-data

@@ -92,13 +92,14 @@ class OfflineAnswers:
     """The offline provider's answers, keyed the way the OpenAI adapters ask."""
 
     def __init__(self) -> None:
-        from agent_memory.adapters.language_models import OfflineLanguageModel, _schema_name
+        from agent_memory.adapters.models.offline import OfflineLanguageModel
+        from agent_memory.adapters.models.schemas import schema_name
         from agent_memory.adapters.offline import register_offline_extractor
 
         self.model = OfflineLanguageModel(name="offline/fake-openai")
         register_offline_extractor(self.model)
         # response_format.json_schema.name -> the schema class the offline model answers
-        self.schemas = {_schema_name(cls): cls for cls in self.model._handlers}
+        self.schemas = {schema_name(cls): cls for cls in self.model._handlers}
         self._embedders: dict[int, Any] = {}
         self._lock = threading.Lock()
 

@@ -1,6 +1,6 @@
 """The offline model provider: deterministic English patterns instead of a model (tests, CI,
 keyless local runs). ``register_offline_extractor`` teaches an ``OfflineLanguageModel``
-(``adapters/language_models.py``) to answer extraction calls.
+(``adapters/models/offline.py``) to answer extraction calls.
 
 - ``extractor``: the patterns (the table in its docstring).
 - ``words``: its word lists (data).

@@ -134,7 +134,7 @@ def statement_acknowledgement(message: str) -> str | None:
 def offline_chat_responder(messages: Sequence[ChatMessage]) -> str:
     """The offline model's responder: a statement is acknowledged from its parse, anything
     else answered from the retrieved memory in the prompt."""
-    from agent_memory.adapters.language_models import default_offline_responder
+    from agent_memory.adapters.models.offline import default_offline_responder
 
     message = next((m.content for m in reversed(messages) if m.role == "user"), "")
     noted = statement_acknowledgement(message.removeprefix("# Question").strip())

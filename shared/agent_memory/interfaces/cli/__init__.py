@@ -27,7 +27,7 @@ def _client_commands(sub) -> None:
 
 
 def _mcp(sub) -> None:
-    from agent_memory.interfaces.mcp_server import add_command
+    from agent_memory.interfaces.mcp.command import add_command
 
     add_command(sub)  # agent-memory mcp: the MCP server (the mcp extra), through the SDK
 

@@ -65,8 +65,9 @@ def rebuild(settings, contexts: list[str]) -> int:
     alias keeps serving the old index while the new one fills; every context is written
     twice (before and after the switch, revision-ordered, so nothing written meanwhile is
     lost); the old index is kept for the operator to delete."""
-    from agent_memory.adapters.opensearch_admin import provision, switch
-    from agent_memory.adapters.opensearch_search import OpenSearchIndex, make_client
+    from agent_memory.adapters.opensearch.admin import provision, switch
+    from agent_memory.adapters.opensearch.client import make_client
+    from agent_memory.adapters.opensearch.index import OpenSearchIndex
     from agent_memory.interfaces.progress import ProgressBar
     from agent_memory.runtime import Runtime
     from agent_memory.services.operations.reindex import context_ids, reindex_context

@@ -132,7 +132,7 @@ def problem_of(exc: MemoryError_) -> dict[str, Any]:
 
 
 class DocumentIngestion:
-    """``claim_upload`` is the first step of a presigned upload (``DocumentService.claim_upload``:
+    """``claim_upload`` is the first step of a presigned upload (``PresignedUploads.claim``, ``uploads.py``:
     read the object, store its parts, claim the document); ``facts`` extracts and writes each
     chunk's facts; ``concurrency`` bounds the model calls in flight per document;
     ``window_chars`` is how much consecutive chunk text one call covers (``windows``);

@@ -21,14 +21,8 @@ the next upload of the same content or by a DELETE.
 
 Large documents (over ``limits.sync_body_bytes``, which keeps a synchronous request below
 Lambda's 6 MB payload limit; the sync route answers 413 naming this route) go through a
-presigned upload (``create_upload``): the document row is written ``status: "uploading"``
-and the caller gets a URL to PUT exactly the declared number of bytes to (S3,
-``ports.UploadStore``). ``complete_upload`` (``POST /documents/{id}/complete``) queues the
-job; the worker (``claim_upload``) reads the object and does steps 1-4 itself: cap, normalise,
-hash, chunk, part rows, then the claim (content-hash row and ``ingesting`` in one
-transaction). Content already stored as another live document fails the upload with a 409
-problem naming that document (``code: duplicate_document``). The object is deleted once its
-parts are stored; the bucket's lifecycle rule removes what an abandoned upload left.
+presigned upload: ``uploads.py`` (``DocumentService.uploads``). What an upload's bytes become
+(text, chunks, title, the keys its original is kept under) is ``content.py``'s.
 
 Delete marks the document row deleted (reads 404 from then on), removes its chunks (their
 search units go with them through projection) and parts, then the row and its content-hash
@@ -42,7 +36,6 @@ import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from typing import Any
 
 from agent_memory.access import scopes as scope_lib
@@ -51,9 +44,7 @@ from agent_memory.kernel import cursor, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import (
     Conflict,
-    InvalidRequest,
     MemoryError_,
-    NotAvailable,
     NotFound,
     PayloadTooLarge,
 )
@@ -63,9 +54,7 @@ from agent_memory.kernel.stored_item import transaction_batches
 from agent_memory.models.document_records import Document, DocumentHash, DocumentKeyword
 from agent_memory.models.documents import (
     FORMAT_MIME_TYPES,
-    MARKDOWN_SUFFIXES,
     DocumentFileUpload,
-    DocumentUploadTicketRequest,
 )
 from agent_memory.models.records import Chunk, NumberedPage
 from agent_memory.ports import (
@@ -79,23 +68,33 @@ from agent_memory.ports import (
     UploadStore,
 )
 from agent_memory.services import paging
-from agent_memory.services.documents import chunking, formats, links
+from agent_memory.services.documents import chunking, links
+from agent_memory.services.documents.content import (
+    CLAIM_ATTEMPTS,
+    OriginalFile,
+    default_title,
+    document_of,
+    hash_row,
+    is_stale,
+    mark_failed,
+    original_key,
+    read_content,
+    rebuilt_content,
+    staging_key,
+)
 from agent_memory.services.documents.ingestion import (
     IngestionJob,
     part_rows,
-    problem_of,
     remove_all,
     remove_parts,
 )
 from agent_memory.services.documents.keywords import KeywordIndex
+from agent_memory.services.documents.uploads import PresignedUploads
 from agent_memory.services.operations import receipts
 
 log = logging.getLogger("agent_memory.documents")
 
-STALE_INGEST_S = 15 * 60
 RELINK_SYNC_CHUNKS = 2_000  # chunks a recompute-links request relinks itself; the rest go to the worker
-CLAIM_ATTEMPTS = 3
-TITLE_FROM_TEXT_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -105,14 +104,6 @@ class IngestResult:
 
     document: Document
     created: bool
-
-
-@dataclass(frozen=True)
-class OriginalFile:
-    """An uploaded file as it came: its bytes and declared content type (``None``: untyped)."""
-
-    data: bytes
-    content_type: str | None
 
 
 @dataclass(frozen=True)
@@ -180,20 +171,6 @@ def carry_plan(old: list[Chunk], new: list[Any], new_chunk_id: Callable[[], str]
     return CarryPlan(ids, removed, rewritten, carried)
 
 
-@dataclass(frozen=True)
-class UploadTicket:
-    """A presigned upload: the ``uploading`` document and where (and how) to PUT its bytes."""
-
-    document: Document
-    url: str
-    content_type: str
-    expires_at: str
-
-
-def document_of(record: Record) -> Document:
-    return Document.from_item(record.data)
-
-
 class DocumentService:
     """``ingestion_queue`` and ``upload_store`` are providers: the queue and the bucket client
     are built on first use (a function that only reads documents never creates them). A
@@ -210,6 +187,9 @@ class DocumentService:
         self._upload_url_ttl_s = upload_url_ttl_s
         self._queue = ingestion_queue
         self._uploads = upload_store
+        self.uploads = PresignedUploads(store, ingestion_queue=ingestion_queue, upload_store=upload_store,
+                                        document_bytes=document_bytes, upload_url_ttl_s=upload_url_ttl_s,
+                                        load=self._load, live_document=self._live_document)
 
     # --- ingest ---------------------------------------------------------------------
 
@@ -218,7 +198,7 @@ class DocumentService:
         """A JSON upload (``upload.text``), or a file (``original``: its bytes, read as its
         content type says and checked against them, ``services/documents/formats.py``)."""
         cap = self._document_bytes
-        content = _content(upload, original, cap)
+        content = read_content(upload, original, cap)
         text, fmt, chunks = content.text, content.format, content.chunks
         digest = chunking.content_hash(text)
         hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(upload.scopes)}")
@@ -230,7 +210,7 @@ class DocumentService:
         doc_id = new_id("doc")
         uploads = self._uploads()
         doc = Document(id=doc_id, context_id=ctx.context_id, partition=ctx.partition,
-                       title=upload.title or content.title or _default_title(text, fmt, upload.filename),
+                       title=upload.title or content.title or default_title(text, fmt, upload.filename),
                        content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks), chunks_done=0,
                        status="ingesting", format=content.kind, filename=upload.filename, created_at=now,
                        updated_at=now, observed_at=upload.observed_at or now, scopes=upload.scopes,
@@ -241,7 +221,7 @@ class DocumentService:
         for _ in range(CLAIM_ATTEMPTS):
             try:
                 self.store.transact([
-                    Put(_hash_row(ctx, hash_key, doc.id, digest), Condition.absent()),
+                    Put(hash_row(ctx, hash_key, doc.id, digest), Condition.absent()),
                     Put(Record(keys.documents_pk(ctx), doc.id, doc.to_item()), Condition.absent()),
                 ])
                 break
@@ -268,126 +248,6 @@ class DocumentService:
             raise
         return IngestResult(doc, created=True)
 
-    # --- presigned uploads (large documents) ------------------------------------------
-
-    def create_upload(self, ctx: RequestContext, req: DocumentUploadTicketRequest) -> UploadTicket:
-        uploads = self._uploads()
-        if uploads is None:
-            raise NotAvailable("presigned uploads need an upload bucket (AGENT_MEMORY_UPLOAD_BUCKET), and this "
-                               "deployment has none configured; a document up to the synchronous limit can "
-                               "still go to POST /documents", code="uploads_unavailable")
-        cap = self._document_bytes
-        if req.size > cap:
-            raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
-        now = timeutil.now_iso()
-        doc_id = new_id("doc")
-        fmt = req.format or ("markdown" if (req.filename or "").lower().endswith(MARKDOWN_SUFFIXES) else None)
-        content_type = formats.ticket_type(req.mime_type, req.filename, fmt)
-        ttl = self._upload_url_ttl_s
-        expires = timeutil.iso(timeutil.now() + timedelta(seconds=ttl))
-        doc = Document(id=doc_id, context_id=ctx.context_id, partition=ctx.partition, title=req.title or "",
-                       title_given=req.title, format_given=fmt, content_hash="", size=req.size, chunk_count=0,
-                       chunks_done=0, status="uploading", format=fmt or "text", filename=req.filename,
-                       created_at=now, updated_at=now, observed_at=req.observed_at or now, scopes=req.scopes,
-                       labels=req.labels, created_by=ctx.principal, upload_key=staging_key(doc_id),
-                       upload_expires_at=expires, mime_type=content_type)
-        url = uploads.presign_put(staging_key(doc_id), req.size, content_type, ttl)
-        self.store.put(Record(keys.documents_pk(ctx), doc_id, doc.to_item()), Condition.absent())
-        return UploadTicket(doc, url, content_type, expires)
-
-    def complete_upload(self, ctx: RequestContext, doc_id: str) -> tuple[Document, bool]:
-        """Queue the ingestion of an uploaded document; ``(document, queued)``. A document
-        already past ``uploading`` answers as it is (a repeated call queues nothing)."""
-        doc = document_of(self._load(ctx, doc_id))
-        if doc.status != "uploading":
-            return doc, False
-        self._queue().send(IngestionJob.for_document(ctx, doc_id))
-        return doc, True
-
-    def claim_upload(self, ctx: RequestContext, record: Record) -> str:
-        """The worker's first step for an uploaded document: read the object, store its chunks'
-        sources, claim it (``ingesting``). Returns the document's status after the step
-        (``ingesting``, ``failed`` or ``gone``). Idempotent: a redelivery before the claim
-        redoes it, after the claim finds ``ingesting``."""
-        doc = document_of(record)
-        uploads = self._uploads()
-        cap = self._document_bytes
-        try:
-            if uploads is None:
-                raise NotAvailable("the ingestion worker has no upload bucket configured", code="uploads_unavailable")
-            try:
-                raw = uploads.read(doc.upload_key or "", cap)
-            except ValueError as exc:
-                raise PayloadTooLarge(str(exc), limit=cap) from exc
-            if raw is None:
-                raise InvalidRequest("nothing was uploaded to the document's upload URL", code="upload_missing")
-            upload = DocumentFileUpload(title=doc.title_given, format=doc.format_given, filename=doc.filename)
-            content = _content(upload, OriginalFile(raw, doc.mime_type), cap)
-        except MemoryError_ as exc:
-            _drop(uploads, doc.upload_key)
-            return self._fail_upload(record, exc)
-        text, fmt, chunks = content.text, content.format, content.chunks
-        digest = chunking.content_hash(text)
-        hash_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
-        # Sources first (a redelivery before the claim replaces them), then the claim.
-        remove_parts(self.store, ctx, doc.id)
-        parts = part_rows(ctx, doc.id, chunks, lambda: new_id("chunk"))
-        for batch in transaction_batches(parts):
-            self.store.transact(batch)
-        # The original is kept before the claim names it (a redelivery writes it again).
-        uploads.write(original_key(doc.id), content.raw, content.mime_type)  # type: ignore[union-attr]
-        claimed = replace(doc, title=upload.title or content.title or _default_title(text, fmt, upload.filename),
-                          content_hash=digest, size=len(text.encode("utf-8")), chunk_count=len(chunks),
-                          chunks_done=0, status="ingesting", format=content.kind, updated_at=timeutil.now_iso(),
-                          mime_type=content.mime_type, original_key=original_key(doc.id),
-                          original_size=len(content.raw))
-        for _ in range(CLAIM_ATTEMPTS):
-            existing = self._live_document(ctx, hash_key)
-            if existing is not None and existing.id != doc.id:
-                remove_parts(self.store, ctx, doc.id)
-                _drop(uploads, original_key(doc.id))
-                _drop(uploads, doc.upload_key)
-                return self._fail_upload(record, Conflict(
-                    f"the same content is already stored as document {existing.id}",
-                    code="duplicate_document", documentId=existing.id))
-            try:
-                self.store.transact([
-                    Put(_hash_row(ctx, hash_key, doc.id, digest), Condition.absent()),
-                    Put(Record(record.pk, record.sk, claimed.to_item(), version=record.version + 1),
-                        Condition.version_is(record.version)),
-                ])
-                break
-            except ConditionFailed:
-                current = self.store.get(record.pk, record.sk)
-                if current is None or document_of(current).deleted:
-                    remove_parts(self.store, ctx, doc.id)
-                    _drop(uploads, original_key(doc.id))
-                    return "gone"
-                if current.version != record.version:
-                    return document_of(current).status  # another delivery claimed it
-        else:
-            raise Conflict("a document with this content is being written concurrently; retry")
-        try:
-            uploads.delete(doc.upload_key or "")  # type: ignore[union-attr]
-        except Exception:  # the bucket's lifecycle rule removes it later
-            log.warning("could not delete the uploaded object of %s", doc.id, exc_info=True)
-        return "ingesting"
-
-    def _fail_upload(self, record: Record, exc: MemoryError_) -> str:
-        doc = document_of(record)
-        log.warning("uploaded document %s failed: %s", doc.id, exc.detail)
-        failed = replace(doc, status="failed", error=problem_of(exc), updated_at=timeutil.now_iso())
-        try:
-            self.store.put(Record(record.pk, record.sk, failed.to_item(), version=record.version + 1),
-                           Condition.version_is(record.version))
-        except ConditionFailed:
-            current = self.store.get(record.pk, record.sk)
-            if current is None:
-                return "gone"
-            now = document_of(current)
-            return "gone" if now.deleted else now.status
-        return "failed"
-
     def _live_document(self, ctx: RequestContext, hash_key: tuple[str, str]) -> Document | None:
         """The document a content-hash row names, unless that claim was abandoned (its
         document is gone, deleted, or stuck ingesting): then the claim is cleared and None."""
@@ -397,7 +257,7 @@ class DocumentService:
         doc_id = DocumentHash.from_item(claim.data).document_id
         record = self.store.get(keys.documents_pk(ctx), doc_id)
         doc = document_of(record) if record is not None else None
-        if doc is not None and not doc.deleted and not _stale(doc) and doc.status != "failed":
+        if doc is not None and not doc.deleted and not is_stale(doc) and doc.status != "failed":
             return doc
         self._discard(ctx, doc_id, hash_key)
         return None
@@ -471,7 +331,7 @@ class DocumentService:
         queues."""
         record = self._load(ctx, doc_id)
         doc = document_of(record)
-        if doc.status == "uploading" or (doc.status == "ingesting" and not _stale(doc)):
+        if doc.status == "uploading" or (doc.status == "ingesting" and not is_stale(doc)):
             return doc, False
         if not doc.passages_forgotten and (not doc.original_key or self._uploads() is None):
             raise Conflict(f"document {doc_id} has no original kept to reprocess from; upload it again",
@@ -512,7 +372,7 @@ class DocumentService:
             if doc.passages_forgotten and not doc.original_key:
                 # Forget took the original (it held the forgotten text): the document is what
                 # its remaining chunks say, each chunked again on its own (chunking.rebuilt).
-                content = _rebuilt(doc, old)
+                content = rebuilt_content(doc, old)
             elif uploads is None or not doc.original_key:
                 raise Conflict(f"document {doc.id} has no original kept", code="original_unavailable")
             else:
@@ -525,10 +385,10 @@ class DocumentService:
                                    code="original_unavailable")
                 hint = doc.format if doc.format in ("text", "markdown") else None
                 upload = DocumentFileUpload(format=hint, filename=doc.filename)  # type: ignore[arg-type]
-                content = _content(upload, OriginalFile(raw, doc.mime_type), cap)
+                content = read_content(upload, OriginalFile(raw, doc.mime_type), cap)
         except MemoryError_ as exc:  # the old chunks stay searchable; the error says why
             unflagged = Record(record.pk, record.sk, replace(doc, reprocess=False).to_item(), version=record.version)
-            return self._fail_upload(unflagged, exc)
+            return mark_failed(self.store, unflagged, exc)
         plan = carry_plan(old, content.chunks)
         # Vanished and moved rows go first (their own transactions), so that the projection
         # removes their units before the moved chunks' rows (same ids) are written again.
@@ -560,7 +420,7 @@ class DocumentService:
             old_key = (keys.document_hashes_pk(ctx), f"{doc.content_hash}#{scope_sig(doc.scopes)}")
             new_key = (keys.document_hashes_pk(ctx), f"{digest}#{scope_sig(doc.scopes)}")
             if self.store.get(*new_key) is None:
-                ops.append(Put(_hash_row(ctx, new_key, doc.id, digest), Condition.absent()))
+                ops.append(Put(hash_row(ctx, new_key, doc.id, digest), Condition.absent()))
                 claim = self.store.get(*old_key)
                 if claim is not None and DocumentHash.from_item(claim.data).document_id == doc.id:
                     ops.append(Delete(*old_key, Condition.version_is(claim.version)))
@@ -716,99 +576,3 @@ class DocumentService:
                 raise Conflict(f"document {doc_id} is being modified concurrently; retry") from exc
         hash_key = (keys.document_hashes_pk(ctx), f"{doc.content_hash}#{scope_sig(doc.scopes)}")
         self._discard(ctx, doc_id, hash_key)
-
-
-def staging_key(doc_id: str) -> str:
-    return f"staging/{doc_id}"
-
-
-def original_key(doc_id: str) -> str:
-    return f"originals/{doc_id}"
-
-
-def _drop(uploads: UploadStore | None, key: str | None) -> None:
-    if uploads is None or not key:
-        return
-    try:
-        uploads.delete(key)
-    except Exception:  # the staging lifecycle rule, or the next delete, removes it later
-        log.warning("could not delete object %s", key, exc_info=True)
-
-
-@dataclass(frozen=True)
-class _Content:
-    raw: bytes
-    kind: str
-    mime_type: str
-    text: str
-    format: str
-    chunks: list[chunking.Chunk]
-    title: str | None = None
-
-
-def _content(upload: DocumentFileUpload, original: OriginalFile | None, cap: int) -> _Content:
-    """An upload's bytes, text and chunks; every refusal (413/415/422/400) before anything is written."""
-    if original is None:
-        text_in = upload.text  # type: ignore[attr-defined]
-        raw = text_in.encode("utf-8")
-        if len(raw) > cap:
-            raise PayloadTooLarge(f"document is over the {cap}-byte limit")
-        text = chunking.normalise(text_in)
-        if not text:
-            raise InvalidRequest("text: the document is empty", field="text")
-        fmt = upload.format or ("markdown" if chunking.looks_like_markdown(text) else "text")
-        return _Content(raw, fmt, upload.mime_type or FORMAT_MIME_TYPES[fmt], text, fmt, chunking.chunk(text, fmt))
-    if len(original.data) > cap:
-        raise PayloadTooLarge(f"document is over the {cap}-byte limit", limit=cap)
-    if not original.data:
-        raise InvalidRequest("the document is empty (the file part has no content)", field="file")
-    got = formats.extract(original.data, original.content_type, upload.filename, format_hint=upload.format)
-    if got.pages is not None:
-        text, chunks = chunking.paged(got.pages)
-        fmt = "text"
-    else:
-        text = chunking.normalise(got.text)
-        fmt = got.format
-        if got.kind in ("text", "markdown") and upload.format is None:
-            fmt = "markdown" if got.kind == "markdown" or chunking.looks_like_markdown(text) else "text"
-        chunks = chunking.chunk(text, fmt)  # type: ignore[arg-type]
-    if not text:
-        raise InvalidRequest("the document is empty", field="file")
-    kind = got.kind if got.kind not in ("text", "markdown") else fmt
-    return _Content(original.data, kind, got.mime_type, text, fmt, chunks, got.title)
-
-
-def _rebuilt(doc: Document, old: list[Chunk]) -> _Content:
-    """A document whose original forget removed, as its remaining (live) chunks say."""
-    kept = [(c.text, tuple(c.heading_path or ()), c.page)
-            for c in sorted((c for c in old if not c.deleted and c.text), key=lambda c: c.ordinal or 0)]
-    text, chunks = chunking.rebuilt(kept)
-    return _Content(b"", doc.format, doc.mime_type or FORMAT_MIME_TYPES.get(doc.format, "text/plain"),
-                    text, doc.format, chunks, doc.title)
-
-
-def _hash_row(ctx: RequestContext, hash_key: tuple[str, str], doc_id: str, digest: str) -> Record:
-    """The content-hash row that claims ``digest`` (in these scopes) for a document."""
-    return Record(hash_key[0], hash_key[1],
-                  DocumentHash(context_id=ctx.context_id, document_id=doc_id, content_hash=digest).to_item())
-
-
-def _stale(doc: Document) -> bool:
-    if doc.status != "ingesting":
-        return False
-    age = timeutil.now() - timeutil.parse(doc.updated_at or doc.created_at)
-    return age.total_seconds() > STALE_INGEST_S
-
-
-def _default_title(text: str, fmt: str, filename: str | None) -> str:
-    """No title given: the first markdown heading, else the file name without its extension,
-    else the start of the first line."""
-    heading = chunking.first_heading(text) if fmt == "markdown" else None
-    if heading:
-        return heading[:TITLE_FROM_TEXT_CHARS]
-    if filename:
-        stem = filename.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
-        stem = stem.rsplit(".", 1)[0] if "." in stem.strip(".") else stem
-        if stem.strip():
-            return stem.strip()
-    return text.split("\n", 1)[0].strip()[:TITLE_FROM_TEXT_CHARS]

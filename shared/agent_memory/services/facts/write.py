@@ -61,12 +61,12 @@ from agent_memory.services.conversation.sessions import OpenedSession, backoff
 from agent_memory.services.events import DomainEvents, EventPublisher, FactsChanged
 from agent_memory.services.facts import reconcile as rec
 from agent_memory.services.facts.extraction.halving import halves, mentioned_names
-from agent_memory.services.facts.extraction.prompt import build_extraction_prompt, build_window_prompt
 from agent_memory.services.facts.extraction.triples import triples_to_extraction
 from agent_memory.services.facts.extraction.windows import split_by_passage
 from agent_memory.services.facts.repository import Loaded, MemoryRepository, PartitionReads
 from agent_memory.services.facts.speakers import attribute_to_speaker, is_other_speaker, speaker_record
 from agent_memory.services.facts.turn_transactions import PendingTurn, TurnPlanner, plan_turn_transactions
+from agent_memory.services.prompts.extraction import build_extraction_prompt, build_window_prompt
 
 if TYPE_CHECKING:
     from agent_memory.ports import RecordStore

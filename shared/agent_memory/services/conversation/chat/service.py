@@ -36,11 +36,11 @@ from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout
 from agent_memory.rules.questions import question_parts
 from agent_memory.rules.speaker import SELF_ENTITY_ID
 from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
-from agent_memory.services.conversation.chat.prompt import build_messages
 from agent_memory.services.conversation.chat.window import WindowTurn, session_window
 from agent_memory.services.facts.speakers import self_speaker
 from agent_memory.services.facts.write import MemoryReads, PendingTurn, WriteTarget
 from agent_memory.services.operations.traces import memory_counts
+from agent_memory.services.prompts.chat import build_messages
 
 if TYPE_CHECKING:
     from agent_memory.config_slices import ModelsConfig

@@ -1,6 +1,6 @@
 """One extraction call over a window of consecutive document chunks, split back per chunk.
 
-The window prompt (``prompt.build_window_prompt``) asks the model to name, on every item, the
+The window prompt (``services/prompts/extraction.build_window_prompt``) asks the model to name, on every item, the
 passage it comes from. ``split_by_passage`` turns that one answer into one ``ExtractionOutput``
 per passage, so each fact is written with its own chunk as source (citations and
 ``positionPercent`` stay exact). A model that leaves ``passage`` out, or names one outside the

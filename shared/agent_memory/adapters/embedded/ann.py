@@ -6,7 +6,7 @@ product (our vectors are unit length, so that is cosine), persistence to one fil
 cut (hnswlib and usearch were the alternatives: hnswlib has had no release since 2023 and
 builds from source here; usearch filters through a Python callback per candidate).
 
-How it fits the exact view (``embedded_search._ContextView``):
+How it fits the exact view (``view.ContextView``):
 
 - The graph holds vectors under its own ids (insertion order). ``rows`` maps a graph id to
   the view row it was built from (-1 once that row is gone or rewritten: a stale vector is

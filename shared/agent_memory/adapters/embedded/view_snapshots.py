@@ -1,4 +1,4 @@
-"""Persisted context views of the embedded index (``embedded_search._ContextView``).
+"""Persisted context views of the embedded index (``view.ContextView``).
 
 Why: a view was rebuilt from SQLite row by row whenever a context was first searched after
 a start (or after the LRU dropped it), re-tokenising every text for the in-memory BM25 leg:

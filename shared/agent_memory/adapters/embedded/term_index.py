@@ -65,7 +65,7 @@ class TermIndex:
     """Postings of one context view's rows (row numbers are the view's).
 
     Postings come in two parts. The *base* is what a persisted view loaded
-    (``adapters.view_snapshots``): compressed-row arrays (per term, a slice of rows and term
+    (``view_snapshots``): compressed-row arrays (per term, a slice of rows and term
     frequencies) that load without building a Python object per posting; a base row that is
     removed or rewritten is masked out, never edited. Rows set since (and every row of a view
     built from SQLite) are dictionaries, cheap to change one row at a time. ``state`` merges

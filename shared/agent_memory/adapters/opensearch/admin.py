@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent_memory.adapters.opensearch_search import SCHEMA_VERSION, Engine, index_body
+from agent_memory.adapters.opensearch.mapping import SCHEMA_VERSION, Engine, index_body
 
 log = logging.getLogger("agent_memory.opensearch_admin")
 

@@ -1,76 +1,37 @@
-"""OpenSearch search index: one k-NN index per tenant stack, BM25 and vector legs.
-
-Why this shape:
-
-- Every filter runs *inside* the search. The vector leg uses the k-NN plugin's efficient
-  filtering (``"knn": {"embedding": {"vector", "k", "filter"}}``): the engine restricts the
-  graph search to documents matching the filter, so ``k`` visible hits come back whenever
-  ``k`` exist, unlike a post-filter that cuts after top-k. The BM25 leg carries the same
-  bool filter. The index answers ranked legs; fusing them is ``agent_memory.ranking``'s, the
-  same for both backends, so they rank alike. The legs of one ``rank_rows`` call go in one
-  round trip (``_msearch`` on a domain, concurrent ``_search`` requests on Serverless).
-- Projections are idempotent and order-tolerant. On a managed domain (``service="es"``) or a
-  self-managed cluster, bulk writes use ``_id`` = (context, unit) and ``version_type:
-  external_gte`` with the unit's ``revision`` as the version, so a stale stream record is
-  rejected by OpenSearch (HTTP 409, treated as success) and an equal revision overwrites.
-  Serverless vector collections (``service="aoss"``) refuse client-chosen ``_id``s (and so
-  external versions), have no refresh API and may lack ``_delete_by_query``; there the
-  adapter compares revisions itself (one search for the units' visible copies, then one bulk
-  that indexes new copies and deletes replaced ones), ``get`` is a query, and
-  ``delete_context`` pages through the context and bulk-deletes.
-- Writes become searchable only at the next refresh (about a second on a domain, longer on
-  Serverless), so the index can still show a superseded, deleted or reader-narrowed copy,
-  or (Serverless) a copy its writer could not see to delete. Every hit therefore carries its
-  revision and record key, and before ranking the reader drops hits that are not the current
-  revision of a live record (``LiveRevisions``: one consistent batched read of the store).
-- Every request names the index in its path (``POST /<index>/_bulk``, never ``/_bulk`` or
-  ``GET /``), so IAM or a Serverless data access policy confines a tenant to its own index.
-- The index records the embedder in the mapping's ``_meta``; a different embedder name or
-  dimension raises ``EmbedderMismatch`` instead of mixing incomparable vectors.
-- ``opensearchpy`` and ``boto3`` are imported lazily so the domain package (and the
-  embedded mode) never pays for them.
-
-Scope visibility as an index filter (DNF; see ``agent_memory.access.scopes``). A unit is visible
-to a region when it is unscoped or some clause has *every* path covered, where a region path
-covers itself and its descendants. Each document stores:
-
-- ``scope_unscoped``: ``true`` when the DNF is empty.
-- ``scope_single_anc``: for every *single-path* clause ``[p]``, all of ``ancestors(p)``
-  (``org/acme/user/alice`` -> ``org``, ``org/acme``, ``org/acme/user``, ``org/acme/user/alice``).
-  Region path ``r`` covers ``p`` exactly when ``r`` is one of ``p``'s ancestors, and OR over
-  clauses distributes over the union, so "some single-path clause is covered" is one plain
-  ``terms`` query of the region paths against this field. This is the common case and needs
-  no script.
-- ``scope_clauses``: for every clause with two or more paths (up to ``MAX_CLAUSE_PATHS``), a
-  nested object whose ``p<i>`` holds the ancestors of the clause's i-th path. "Every path of
-  the clause covered" is then a nested query: some clause object where each ``p<i>`` meets the
-  region (``terms``) or is absent. Plain terms and bools: no script, on either engine.
-
-The scope filter is ``should: [unscoped, terms(single_anc, region), nested(every p<i> in
-region or absent)]`` with ``minimum_should_match: 1``. A region path with ``*`` segments
-(``users/*/private``) cannot be a ``terms`` value: it becomes an anchored ``regexp`` query on
-the same ancestor fields (``users/[^/]+/private``), one per such path (``region_match``).
-"""
+"""``OpenSearchIndex``: the ``SearchIndex`` over one OpenSearch index in a domain or a
+Serverless collection (the package docstring has the design): idempotent writes (external
+versions on a domain, revisions compared by the adapter on Serverless), the legs of a query
+in one round trip, and hits checked against the store's live revisions before ranking."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
-from urllib.parse import urlparse
+from typing import Any, Literal
 
 import numpy as np
 
-from agent_memory.access.scopes import WILDCARD, ancestors
-from agent_memory.adapters.search_units import embed_all, unit_from_dict, unit_to_dict
+from agent_memory.adapters.opensearch.client import (
+    CLIENT_TIMEOUT_S,
+    make_client,
+    unavailable_on_transport_failure,
+)
+from agent_memory.adapters.opensearch.mapping import (
+    SCHEMA_VERSION,
+    SERVERLESS_ENGINE,
+    Engine,
+    doc_id,
+    index_body,
+    unit_document,
+)
+from agent_memory.adapters.opensearch.queries import bm25_request, build_filter, excluding, knn_request
+from agent_memory.adapters.search_units import embed_all, unit_from_dict
 from agent_memory.kernel import timeutil
-from agent_memory.kernel.cjk import has_cjk
 from agent_memory.ports import (
     Embedder,
     EmbedderMismatch,
@@ -90,58 +51,8 @@ from agent_memory.ranking.visibility import nearest_visible
 
 log = logging.getLogger("agent_memory.opensearch")
 
-Engine = Literal["faiss", "lucene"]
 BULK_CHUNK = 500  # actions per bulk request
 PAGE = 1000  # hits per page when listing copies
-# 2: multi-path scope clauses as nested terms (no script); 3: ``text.cjk`` (the ``cjk`` analyzer:
-# Chinese, Japanese and Korean as character bigrams). An older index works without CJK keyword
-# matches until ``agent-memory reindex --rebuild`` recreates it.
-SCHEMA_VERSION = 3
-
-# Vector collections run HNSW with Faiss only ("Working with vector search collections", Limitations:
-# https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html).
-SERVERLESS_ENGINE = "OpenSearch Serverless vector collections support only the faiss engine, not lucene"
-
-# Paths per multi-path scope clause the index encodes (``scope_clauses.p0`` ...). A longer
-# clause is left out of the document: it then admits no region-restricted reader (fail closed).
-MAX_CLAUSE_PATHS = 16
-
-
-def search_failure(exc: BaseException) -> SearchUnavailable | None:
-    """The ``SearchUnavailable`` a transport failure means (refused, timed out, a 5xx,
-    throttled), or ``None`` for anything else (a bad query stays a bug, not an outage)."""
-    from opensearchpy import exceptions as ose
-
-    if isinstance(exc, ose.ConnectionTimeout | TimeoutError):
-        return SearchUnavailable("timeout", str(exc))
-    if isinstance(exc, ose.ConnectionError | ConnectionError):
-        return SearchUnavailable("refused", str(exc))
-    if isinstance(exc, ose.TransportError) and isinstance(exc.status_code, int):
-        if exc.status_code == 429:
-            return SearchUnavailable("throttled", str(exc))
-        if exc.status_code >= 500:
-            return SearchUnavailable("server-error", str(exc))
-    return None
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _unavailable_on_transport_failure(method: _F) -> _F:
-    """Public index calls raise ``SearchUnavailable`` for a transport failure."""
-    @functools.wraps(method)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(*args, **kwargs)
-        except SearchUnavailable:
-            raise
-        except Exception as exc:
-            failure = search_failure(exc)
-            if failure is None:
-                raise
-            raise failure from exc
-
-    return call  # type: ignore[return-value]
 
 
 def new_copy_id() -> str:
@@ -153,317 +64,11 @@ class OpenSearchBulkError(RuntimeError):
     """A bulk write had item failures other than version conflicts (which are by design)."""
 
 
-def _keyword() -> dict[str, str]:
-    return {"type": "keyword"}
-
-
-def index_body(embedder_name: str, dimension: int, engine: Engine) -> dict[str, Any]:
-    """Settings and mapping for a new index. Every filter field is a ``keyword`` (or date/bool)
-    so filters are exact; ``text`` uses the ``english`` analyzer (stemming, stopwords) for BM25,
-    mirroring the porter tokenizer of the embedded index, and its ``text.cjk`` subfield the
-    built-in ``cjk`` analyzer (standard tokenizer, ``cjk_width``, lowercase, ``cjk_bigram``, stop
-    words: Chinese, Japanese and Korean runs as overlapping bigrams), mirroring the embedded
-    index's ``kernel.cjk`` terms."""
-    return {
-        "settings": {"index": {"knn": True}},
-        "mappings": {
-            "dynamic": False,
-            "_meta": {
-                "embedder_name": embedder_name,
-                "embedder_dimension": dimension,
-                "schema_version": SCHEMA_VERSION,
-            },
-            "properties": {
-                "unit_id": _keyword(),
-                "context_id": _keyword(),
-                "kind": _keyword(),
-                "partition": _keyword(),
-                "role": _keyword(),
-                "session_id": _keyword(),
-                "thread_id": _keyword(),
-                "labels": _keyword(),
-                "entity_ids": _keyword(),
-                "source_ids": _keyword(),
-                "acl_mode": _keyword(),
-                "acl_readers": _keyword(),
-                "scope_unscoped": {"type": "boolean"},
-                "scope_single_anc": _keyword(),
-                "scope_clauses": {
-                    "type": "nested",
-                    "properties": {f"p{i}": _keyword() for i in range(MAX_CLAUSE_PATHS)},
-                },
-                "valid_from": {"type": "date"},
-                "valid_until": {"type": "date"},
-                "occurred_at": {"type": "date"},
-                "revision": {"type": "long"},
-                "copy_id": _keyword(),
-                "text": {"type": "text", "analyzer": "english",
-                         "fields": {"cjk": {"type": "text", "analyzer": "cjk"}}},
-                "embedding": {
-                    "type": "knn_vector",
-                    "dimension": dimension,
-                    "method": {
-                        "name": "hnsw",
-                        "space_type": "cosinesimil",
-                        "engine": engine,
-                        "parameters": {"ef_construction": 128, "m": 16},
-                    },
-                },
-                "payload": {"type": "object", "enabled": False},
-            },
-        },
-    }
-
-
-def doc_id(context_id: str, unit_id: str) -> str:
-    """Document ``_id``: unique per index across contexts (``%`` and ``|`` escaped in the
-    context id so the separator is unambiguous)."""
-    ctx = context_id.replace("%", "%25").replace("|", "%7C")
-    return f"{ctx}|{unit_id}"
-
-
-def unit_document(unit: SearchUnit, vector: np.ndarray | None) -> dict[str, Any]:
-    """The indexed document of a unit: filter fields, scope encoding (module docstring),
-    text, vector (omitted when all zeros: cosine rejects zero vectors) and the full unit
-    under ``payload`` (stored, not indexed) for ``get`` and hits."""
-    single = sorted({a for clause in unit.scopes if len(clause) == 1 for a in ancestors(clause[0])})
-    multi_clauses = sorted({tuple(sorted(set(c))) for c in unit.scopes if 1 < len(set(c)) <= MAX_CLAUSE_PATHS})
-    clauses = [{f"p{i}": ancestors(p) for i, p in enumerate(clause)} for clause in multi_clauses]
-    if unit.acl_readers is None:
-        acl_mode, readers = "open", []
-    elif not unit.acl_readers:
-        acl_mode, readers = "quarantine", []
-    else:
-        acl_mode, readers = "list", sorted(set(unit.acl_readers))
-    doc: dict[str, Any] = {
-        "unit_id": unit.id,
-        "context_id": unit.context_id,
-        "kind": unit.kind,
-        "partition": unit.partition,
-        "role": unit.role,
-        "session_id": unit.session_id,
-        "thread_id": unit.thread_id,
-        "labels": sorted(set(unit.labels)),
-        "entity_ids": list(unit.entity_ids),
-        "source_ids": list(unit.source_ids),
-        "acl_mode": acl_mode,
-        "acl_readers": readers,
-        "scope_unscoped": not unit.scopes,
-        "scope_single_anc": single,
-        "scope_clauses": clauses,
-        "valid_from": _norm_time(unit.valid_from),
-        "valid_until": _norm_time(unit.valid_until),
-        "occurred_at": _norm_time(unit.occurred_at),
-        "revision": int(unit.revision),
-        "text": unit.text,
-        "payload": unit_to_dict(unit),
-    }
-    if vector is not None and np.any(vector):
-        doc["embedding"] = [float(x) for x in vector]
-    return {k: v for k, v in doc.items() if v is not None}
-
-
-def _norm_time(value: str | None) -> str | None:
-    return None if value is None else timeutil.normalise(value)
-
-
-def _open_or(field: str, bound: dict[str, str]) -> dict[str, Any]:
-    """``field`` satisfies ``bound`` or is absent (an open end of the validity window)."""
-    return {
-        "bool": {
-            "should": [
-                {"range": {field: bound}},
-                {"bool": {"must_not": [{"exists": {"field": field}}]}},
-            ],
-            "minimum_should_match": 1,
-        }
-    }
-
-
-def _multi_clause_covered(region: list[str]) -> dict[str, Any]:
-    """Some multi-path clause has every path covered: a nested clause object whose every
-    ``p<i>`` (that path's ancestors) meets the region, or is absent (the clause is shorter).
-    Plain ``nested``/``terms``/``bool``, which both engines run inside k-NN filters; Serverless
-    vector collections support nested queries and filtering ("Working with vector search
-    collections", https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html),
-    where a Painless script query is not among the documented features."""
-    each_path: list[dict[str, Any]] = [region_match("scope_clauses.p0", region),
-                                       region_match("scope_clauses.p1", region)]
-    for i in range(2, MAX_CLAUSE_PATHS):
-        field = f"scope_clauses.p{i}"
-        each_path.append({"bool": {"should": [region_match(field, region),
-                                              {"bool": {"must_not": [{"exists": {"field": field}}]}}],
-                                   "minimum_should_match": 1}})
-    return {"nested": {"path": "scope_clauses", "query": {"bool": {"filter": each_path}}}}
-
-
-# Characters Lucene's regexp syntax gives a meaning (with every optional operator enabled).
-_REGEXP_SPECIAL = set('.?+*|{}[]()"\\#@&<>~^$')
-
-
-def _regexp_literal(segment: str) -> str:
-    return "".join("\\" + c if c in _REGEXP_SPECIAL else c for c in segment)
-
-
-def wildcard_regexp(region_path: str) -> str:
-    """The Lucene regexp (anchored: it matches whole terms) of a region path with ``*``
-    segments: ``users/*/private`` -> ``users/[^/]+/private``. Matched against a field of
-    ancestors, it finds exactly the paths the region path covers: a path is covered when its
-    ancestor with as many segments as the region path matches segment by segment."""
-    return "/".join("[^/]+" if seg == WILDCARD else _regexp_literal(seg) for seg in region_path.split("/"))
-
-
-def region_match(field: str, region: Sequence[str]) -> dict[str, Any]:
-    """Some value of ``field`` (a path's ancestors) is covered by ``region``: a ``terms``
-    query for the literal region paths, and one ``regexp`` query per path with a mid-path
-    or trailing ``*`` segment (a ``terms`` query would look for a literal ``*``)."""
-    literal = sorted({p for p in region if WILDCARD not in p.split("/")})
-    wild = sorted({p for p in region if WILDCARD in p.split("/")})
-    if not wild:
-        return {"terms": {field: literal}}
-    should: list[dict[str, Any]] = [{"terms": {field: literal}}] if literal else []
-    should += [{"regexp": {field: {"value": wildcard_regexp(p), "flags": "NONE"}}} for p in wild]
-    return should[0] if len(should) == 1 else {"bool": {"should": should, "minimum_should_match": 1}}
-
-
-def _path_in_view(field: str, lens_path: str, view: str) -> dict[str, Any]:
-    """Some path whose ancestors ``field`` holds lies in ``lens_path``'s view
-    (``access.scopes.lens_admits``). ``merged``'s ancestors themselves: the field holds the
-    ancestor and nothing below it (a record with a second path below that ancestor is left
-    out: narrower than the embedded index, never wider)."""
-    should: list[dict[str, Any]] = [{"term": {field: lens_path}}]
-    if view == "crossTeam":
-        parent = lens_path.rpartition("/")[0]
-        should = [region_match(field, [f"{parent}/{WILDCARD}" if parent else WILDCARD])]
-    elif view == "merged":
-        for anc in ancestors(lens_path)[:-1]:
-            should.append({"bool": {"filter": [{"term": {field: anc}}],
-                                    "must_not": [{"regexp": {field: {"value": _regexp_literal_path(anc) + "/.+",
-                                                                     "flags": "NONE"}}}]}})
-    return should[0] if len(should) == 1 else {"bool": {"should": should, "minimum_should_match": 1}}
-
-
-def _regexp_literal_path(path: str) -> str:
-    return "/".join(_regexp_literal(seg) for seg in path.split("/"))
-
-
-def lens_match(lens: list[list[str]], view: str) -> dict[str, Any]:
-    """The recall ``lens`` (``SearchFilter.lens``): some lens clause has every path matched by
-    a path of the unit, from its single-path clauses (``scope_single_anc``) or its multi-path
-    ones (the nested ``scope_clauses.p<i>``)."""
-    clauses: list[dict[str, Any]] = []
-    for clause in lens:
-        each: list[dict[str, Any]] = []
-        for lens_path in clause:
-            nested = [_path_in_view(f"scope_clauses.p{i}", lens_path, view) for i in range(MAX_CLAUSE_PATHS)]
-            each.append({"bool": {"should": [
-                _path_in_view("scope_single_anc", lens_path, view),
-                {"nested": {"path": "scope_clauses",
-                            "query": {"bool": {"should": nested, "minimum_should_match": 1}}}},
-            ], "minimum_should_match": 1}})
-        clauses.append({"bool": {"filter": each}})
-    if view == "merged":
-        clauses.append({"term": {"scope_unscoped": True}})
-    return {"bool": {"should": clauses, "minimum_should_match": 1}}
-
-
-def build_filter(flt: SearchFilter, now_iso: str) -> dict[str, Any]:
-    """The bool filter shared by the BM25 leg and the k-NN ``filter`` clause."""
-    must: list[dict[str, Any]] = [
-        {"term": {"context_id": flt.context_id}},
-        {"term": {"partition": flt.partition}},
-    ]
-    if flt.kinds is not None:
-        must.append({"terms": {"kind": list(flt.kinds)}})
-    if flt.roles is not None:
-        must.append({"terms": {"role": list(flt.roles)}})
-    if flt.session_id is not None:
-        must.append({"term": {"session_id": flt.session_id}})
-    if flt.thread_id is not None:
-        must.append({"term": {"thread_id": flt.thread_id}})
-    for label in sorted(set(flt.labels or [])):
-        must.append({"term": {"labels": label}})
-    if flt.as_of is not None:
-        t = timeutil.normalise(flt.as_of)
-        must.append(_open_or("valid_from", {"lte": t}))
-        must.append(_open_or("valid_until", {"gt": t}))
-    elif flt.valid_window is None:
-        must.append(_open_or("valid_until", {"gt": now_iso}))
-    if flt.valid_window is not None:
-        start, end = flt.valid_window
-        if end is not None:
-            must.append(_open_or("valid_from", {"lt": timeutil.normalise(end)}))
-        if start is not None:
-            must.append(_open_or("valid_until", {"gt": timeutil.normalise(start)}))
-    if flt.lens:
-        must.append(lens_match(flt.lens, flt.lens_view))
-    if flt.any_labels is not None:
-        must.append({"terms": {"labels": sorted(set(flt.any_labels))}})
-    if flt.source_ids is not None:
-        must.append({"terms": {"source_ids": sorted(set(flt.source_ids))}})
-    if flt.read_region is not None:
-        region = sorted(set(flt.read_region))
-        should: list[dict[str, Any]] = [{"term": {"scope_unscoped": True}}]
-        if region:
-            should.append(region_match("scope_single_anc", region))
-            should.append(_multi_clause_covered(region))
-        must.append({"bool": {"should": should, "minimum_should_match": 1}})
-    if not flt.admin:
-        readers: list[dict[str, Any]] = [{"term": {"acl_mode": "open"}}]
-        principals = sorted(set(flt.principals))
-        if principals:
-            readers.append({"terms": {"acl_readers": principals}})
-        must.append({"bool": {"should": readers, "minimum_should_match": 1}})
-    body: dict[str, Any] = {"filter": must}
-    if flt.exclude_ids:
-        body["must_not"] = [{"terms": {"unit_id": sorted(set(flt.exclude_ids))}}]
-    return {"bool": body}
-
-
-CLIENT_TIMEOUT_S = 30
-
-
-def make_client(endpoint: str, *, service: str = "aoss", region: str | None = None) -> Any:
-    """An ``opensearchpy.OpenSearch`` client for ``endpoint``.
-
-    AWS endpoints are signed with SigV4 (``AWSV4SignerAuth(credentials, region, service)``,
-    ``service`` ``es`` for a managed domain, ``aoss`` for Serverless); ``http://`` and
-    localhost URLs are local clusters and get no signing (basic auth when the URL has
-    user info, certificate checks off for localhost https, as dev clusters self-sign).
-    """
-    from opensearchpy import AWSV4SignerAuth, OpenSearch, RequestsHttpConnection
-
-    parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
-    https = parsed.scheme == "https"
-    host = parsed.hostname or ""
-    local = not https or host in ("localhost", "127.0.0.1", "::1")
-    kwargs: dict[str, Any] = {
-        "hosts": [{"host": host, "port": parsed.port or (443 if https else 80)}],
-        "use_ssl": https,
-        "verify_certs": https and not local,
-        "ssl_show_warn": False,
-        "connection_class": RequestsHttpConnection,
-        "timeout": CLIENT_TIMEOUT_S,
-    }
-    if local:
-        if parsed.username:
-            kwargs["http_auth"] = (parsed.username, parsed.password or "")
-    else:
-        import boto3
-
-        session = boto3.Session(region_name=region) if region else boto3.Session()
-        signing_region = region or session.region_name
-        if not signing_region:
-            raise ValueError("OpenSearch SigV4 signing needs a region (pass region= or set AWS_REGION)")
-        kwargs["http_auth"] = AWSV4SignerAuth(session.get_credentials(), signing_region, service)
-    return OpenSearch(**kwargs)
-
-
 class OpenSearchIndex:
     """``SearchIndex`` over one OpenSearch index (``index_name``) in an existing domain or
     Serverless collection. With ``create_index`` (local clusters, tests, the CLI) the index is
     created on first use if absent; without it (deployed functions) ``index_name`` is the
-    alias the stack's deploy step made (``opensearch_admin.provision``), the functions never
+    alias the stack's deploy step made (``admin.provision``), the functions never
     hold ``CreateIndex``, and a missing index is ``SearchUnavailable("no-index")``.
 
     Every request names ``index_name`` in its path (no root-level call such as ``GET /`` or
@@ -597,7 +202,7 @@ class OpenSearchIndex:
 
     # -- writes ------------------------------------------------------------------
 
-    @_unavailable_on_transport_failure
+    @unavailable_on_transport_failure
     def upsert(self, units: Sequence[SearchUnit], *, timeout: float | None = None) -> None:
         """Index units so that the highest revision wins whatever the arrival order (a batch
         holding one unit twice keeps its highest revision). See ``write``."""
@@ -608,11 +213,11 @@ class OpenSearchIndex:
                 latest[(u.context_id, u.id)] = u
         self.write(list(latest.values()), {}, timeout=timeout)
 
-    @_unavailable_on_transport_failure
+    @unavailable_on_transport_failure
     def delete(self, context_id: str, unit_ids: Sequence[str], *, timeout: float | None = None) -> None:
         self.write([], {context_id: list(unit_ids)}, timeout=timeout)
 
-    @_unavailable_on_transport_failure
+    @unavailable_on_transport_failure
     def write(self, upserts: Sequence[SearchUnit], deletes: dict[str, list[str]], *,
               timeout: float | None = None) -> None:
         """Upsert and delete units in one ``POST /<index>/_bulk`` (per ``BULK_CHUNK`` units).
@@ -744,7 +349,7 @@ class OpenSearchIndex:
             t = deadline.timeout_for(t if t is not None else CLIENT_TIMEOUT_S, what="search index call")
         return {} if t is None else {"request_timeout": t}
 
-    @_unavailable_on_transport_failure
+    @unavailable_on_transport_failure
     def delete_context(self, context_id: str, *, timeout: float | None = None) -> None:
         """``delete_by_query`` on ``context_id``; on Serverless, page through the context's
         documents (``search_after`` on the unique ``copy_id``) and bulk-delete them."""
@@ -765,7 +370,7 @@ class OpenSearchIndex:
 
     # -- reads ---------------------------------------------------------------------
 
-    @_unavailable_on_transport_failure
+    @unavailable_on_transport_failure
     def get(self, context_id: str, unit_id: str, *, timeout: float | None = None) -> SearchUnit | None:
         """The unit, or ``None``; a copy that is not the current revision of a live record
         reads as absent (``live``)."""
@@ -793,7 +398,7 @@ class OpenSearchIndex:
         units = self._live([(unit_from_dict(resp["_source"]["payload"]), resp.get("_id"))], timeout)
         return units[0] if units else None
 
-    @_unavailable_on_transport_failure
+    @unavailable_on_transport_failure
     def search(self, query: str, flt: SearchFilter, *, k: int = 10, mode: SearchMode,
                timeout: float | None = None) -> list[SearchHit]:
         """One leg (``SearchIndex.search``): cosines for ``vector``, saturated BM25 for ``bm25``."""
@@ -804,7 +409,7 @@ class OpenSearchIndex:
         [hits] = self._legs(flt, [RowLeg(query, mode, k)], timeout)
         return [SearchHit(unit, score) for unit, score in hits]
 
-    @_unavailable_on_transport_failure
+    @unavailable_on_transport_failure
     def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg], timeout: float | None = None) -> RowRanking:
         """The legs in one round trip (``_legs``; hits arrive decoded anyway), as columns with
         the hits' scores (cosine; saturated BM25, monotone in the raw score)."""
@@ -832,12 +437,12 @@ class OpenSearchIndex:
                 flt, labels=sorted({*(flt.labels or ()), *leg.labels}))
             body = None
             if leg.depth > 0 and leg.mode == "bm25" and leg.query.strip():
-                body = self.bm25_request(leg.query, build_filter(leg_flt, now_iso), leg.depth)
+                body = bm25_request(leg.query, build_filter(leg_flt, now_iso), leg.depth)
             elif leg.depth > 0 and leg.mode == "vector":
                 if leg.query not in vectors:
                     vectors[leg.query] = embed_all(self.embedder, [leg.query])[0]
                 if np.any(vectors[leg.query]):  # no words, no direction: nothing to rank by
-                    body = self.knn_request(vectors[leg.query], build_filter(leg_flt, now_iso), leg.depth)
+                    body = knn_request(vectors[leg.query], build_filter(leg_flt, now_iso), leg.depth)
             filters.append(leg_flt)
             bodies.append(body)
         opts = self._timeout(timeout)
@@ -909,15 +514,8 @@ class OpenSearchIndex:
                 dead_by_leg[i] = dead
         if not dead_by_leg:
             return {}
-        retried = [self._excluding(bodies[i], ids) for i, ids in dead_by_leg.items()]  # type: ignore[arg-type]
+        retried = [excluding(bodies[i], ids) for i, ids in dead_by_leg.items()]  # type: ignore[arg-type]
         return {i: self._parse_hits(hits) for i, hits in zip(dead_by_leg, self._send(retried, opts), strict=True)}
-
-    @staticmethod
-    def _excluding(body: dict[str, Any], doc_ids: list[str]) -> dict[str, Any]:
-        """``body``'s k-NN request with the documents ``doc_ids`` filtered out inside the search."""
-        spec = body["query"]["knn"]["embedding"]
-        flt = {"bool": {"filter": [spec["filter"]], "must_not": [{"ids": {"values": doc_ids}}]}}
-        return {**body, "query": {"knn": {"embedding": {**spec, "filter": flt}}}}
 
     def _send(self, bodies: Sequence[dict[str, Any]], opts: dict[str, float]) -> list[list[dict[str, Any]]]:
         """The hits of each search body, in one round trip: a single body as ``_search``; several
@@ -976,34 +574,3 @@ class OpenSearchIndex:
 
     def _live(self, hits: Sequence[tuple[SearchUnit, str | None]], timeout: float | None) -> list[SearchUnit]:
         return [u for (u, _), ok in zip(hits, self._verdicts(hits, timeout), strict=True) if ok]
-
-    @staticmethod
-    def bm25_request(query: str, flt_body: dict[str, Any], depth: int) -> dict[str, Any]:
-        """BM25 over ``text``; a query with Chinese, Japanese or Korean characters also over
-        ``text.cjk`` (either may match: its bigrams are what those scripts need, the english
-        field what the rest of the query needs)."""
-        if not has_cjk(query):
-            match: dict[str, Any] = {"must": [{"match": {"text": {"query": query}}}]}
-        else:
-            match = {"should": [{"match": {"text": {"query": query}}}, {"match": {"text.cjk": {"query": query}}}],
-                     "minimum_should_match": 1}
-        return {
-            "size": depth,
-            "_source": ["payload"],
-            "query": {"bool": {**match, "filter": [flt_body]}},
-        }
-
-    @staticmethod
-    def knn_request(vector: np.ndarray, flt_body: dict[str, Any], depth: int) -> dict[str, Any]:
-        """k-NN with the filter inside (efficient filtering, faiss and lucene engines; Serverless
-        vector collections run the k-NN plugin API with filtering and nested queries:
-        https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-vector-search.html).
-        Several legs go in one ``POST /<index>/_msearch`` on a domain and as concurrent ``_search``
-        requests on Serverless (``_send``; supported operations:
-        https://docs.aws.amazon.com/opensearch-service/latest/developerguide/serverless-genref.html)."""
-        return {
-            "size": depth,
-            "_source": ["payload"],
-            "query": {"knn": {"embedding": {"vector": [float(x) for x in vector], "k": depth,
-                                            "filter": flt_body}}},
-        }
