@@ -3,7 +3,7 @@
 
 Named points:
 - ``projection-after-commit``: a projected record is committed, its search-index write not
-  yet made (``services.projection.ProjectingRecordStore``).
+  yet made (``services.operations.projector.ProjectingRecordStore``).
 """
 
 from __future__ import annotations

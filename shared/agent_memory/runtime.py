@@ -157,14 +157,14 @@ class Runtime:
         base = ScopeIndexingStore(self.base_store)  # each record's scope-index rows in its transaction
         if self.search is None or self.settings.projection == "stream":
             return MeteredStore(base)
-        from agent_memory.services.operations.projection import ProjectingRecordStore
+        from agent_memory.services.operations.projector import ProjectingRecordStore
 
         return MeteredStore(ProjectingRecordStore(base, self.projector,
                                                   retry_interval_s=self.settings.projection_retry_s))
 
     @cached_property
     def projector(self):
-        from agent_memory.services.operations.projection import Projector
+        from agent_memory.services.operations.projector import Projector
 
         return Projector(self.search, background=self.settings.projection == "background",
                          on_searchable=self._outdate_responses_searchable,

@@ -27,7 +27,7 @@ from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.adapters.embedders import HashingEmbedder
 from agent_memory.adapters.sqlite_store import SQLiteRecordStore
 from agent_memory.ports import SearchFilter
-from agent_memory.services.operations.projection import ProjectingRecordStore, Projector
+from agent_memory.services.operations.projector import ProjectingRecordStore, Projector
 from tests.conftest import REPO
 
 CTX = "/api/v1/crashes"

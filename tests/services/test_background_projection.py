@@ -13,7 +13,8 @@ from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.adapters.embedders import HashingEmbedder
 from agent_memory.adapters.sqlite_store import SQLiteRecordStore
 from agent_memory.ports import SearchUnavailable, SearchUnit
-from agent_memory.services.operations.projection import ProjectingRecordStore, ProjectionChange, Projector
+from agent_memory.services.operations.projection import ProjectionChange
+from agent_memory.services.operations.projector import ProjectingRecordStore, Projector
 from tests.services.test_projection_pending import found, turn
 
 

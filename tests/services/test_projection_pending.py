@@ -11,7 +11,7 @@ from agent_memory.adapters.embedded.index import EmbeddedSearchIndex
 from agent_memory.adapters.embedders import HashingEmbedder
 from agent_memory.adapters.sqlite_store import SQLiteRecordStore
 from agent_memory.ports import Put, Record, SearchFilter, SearchUnavailable
-from agent_memory.services.operations.projection import ProjectingRecordStore, Projector
+from agent_memory.services.operations.projector import ProjectingRecordStore, Projector
 
 
 class DownIndex:
@@ -84,9 +84,9 @@ def test_the_outbox_replays_at_start_once_the_index_answers(tmp_path):
 
 
 def test_pending_projections_without_an_outbox_are_bounded(tmp_path, monkeypatch, caplog):
-    from agent_memory.services.operations import projection
+    from agent_memory.services.operations import projector
 
-    monkeypatch.setattr(projection, "MAX_HELD_PROJECTIONS", 3)
+    monkeypatch.setattr(projector, "MAX_HELD_PROJECTIONS", 3)
     records = SQLiteRecordStore(tmp_path / "records.db")
     index = DownIndex(EmbeddedSearchIndex(tmp_path / "search.db", HashingEmbedder(64)))
     store = ProjectingRecordStore(NoOutbox(records), Projector(index))
