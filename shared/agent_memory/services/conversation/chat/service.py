@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import deadline, timeutil
 from agent_memory.kernel.errors import (
+    DomainError,
     InvalidRequest,
-    MemoryError_,
     PayloadTooLarge,
     UpstreamModelError,
     UpstreamModelTimeout,
@@ -147,7 +147,7 @@ class ChatDone:
 class ChatFailed:
     """The model call failed after streaming began: nothing but the retrieval trace was written."""
 
-    error: MemoryError_
+    error: DomainError
 
 
 ChatEvent = ChatDelta | ChatDone | ChatFailed
