@@ -606,11 +606,11 @@ class Runtime:
 
     @cached_property
     def prompt_context(self):
-        from agent_memory.services.retrieval.prompt_context import ContextService
+        from agent_memory.services.retrieval.prompt_context import PromptContextService
 
         # read at call time: only a context with a subject builds the thread service
-        return ContextService(self.store, self.sessions, self.retrieval,
-                              entity_turns=lambda ctx, entity, query, k: self.threads.entity_matches(ctx, entity, query, k))
+        return PromptContextService(self.store, self.sessions, self.retrieval,
+                                    entity_turns=lambda ctx, entity, query, k: self.threads.entity_matches(ctx, entity, query, k))
 
     # --- memory care (services/care) ----------------------------------------------------
 
