@@ -357,7 +357,7 @@ class Runtime:
 
     @cached_property
     def scope_registry(self):
-        from agent_memory.services.operations.scopes import ScopeRegistry
+        from agent_memory.services.operations.scope_registry import ScopeRegistry
 
         return ScopeRegistry(self.store, self.forget, self.scope_index, self.cursor_secret)
 
@@ -521,7 +521,7 @@ class Runtime:
 
     @cached_property
     def documents(self):
-        from agent_memory.services.documents.service import DocumentService
+        from agent_memory.services.documents.document_service import DocumentService
 
         limits = self.settings.limits
         return DocumentService(self.store, self.cursor_secret, ingestion_queue=lambda: self.ingestion_queue,

@@ -13,7 +13,7 @@ import pytest
 from agent_memory.kernel import deadline
 from agent_memory.ports import Record
 from agent_memory.services.operations import scope_index as si
-from agent_memory.services.operations import scopes as scopes_module
+from agent_memory.services.operations import scope_registry as scopes_module
 
 CTX = "/api/v1/acme"
 SCOPES = ["team/a", "team/b", "team/c"]

@@ -15,7 +15,7 @@ from agent_memory.models.extraction import (
     ExtractionOutput,
 )
 from agent_memory.models.facts import Attribute, Entity, Instruction, Relation, Source
-from agent_memory.rules.speaker import SELF_ENTITY_ID, EntityResolver
+from agent_memory.rules.self_entity import SELF_ENTITY_ID, EntityResolver
 from agent_memory.services.facts.reconcile import ReconcileSettings, normalise_value, reconcile, slots
 
 T0 = datetime(2026, 5, 12, 16, 24, tzinfo=UTC)

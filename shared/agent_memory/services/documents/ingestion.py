@@ -1,6 +1,6 @@
 """The document ingestion worker: turns a claimed document's stored parts into chunks and facts.
 
-``POST /documents`` (``services/documents/service.py``) claims the document (``status: "ingesting"``),
+``POST /documents`` (``services/documents/document_service.py``) claims the document (``status: "ingesting"``),
 stores its chunk sources as part rows (``keys.document_parts_pk``, 32 shards) and sends an
 ``IngestionJob`` to the ingestion queue: in-process locally (``adapters/ingestion_queues``),
 SQS plus the ``ingestion`` function on AWS. ``process`` then:

@@ -34,7 +34,7 @@ from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Re
 from agent_memory.ports import Record, RecordStore, SearchUnit
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.event_time import resolve_event_time
-from agent_memory.rules.speaker import EntityResolver
+from agent_memory.rules.self_entity import EntityResolver
 from agent_memory.rules.vocabulary import normalise_value
 from agent_memory.services import paging
 
