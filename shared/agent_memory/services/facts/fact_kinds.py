@@ -14,7 +14,7 @@ entity references, ``ReconcilePlan.created`` and ``to_result``), the projection 
 (``forget.FORGETTERS``, ``forget.entity_refs``), the read filter and typed reads
 (``readable``), the write path's claim splitting (``facts``), and the checks that the
 extraction and result models and the wire mapping cover every kind
-(tests/unit/test_fact_kinds.py).
+(tests/facts/test_fact_kinds.py).
 """
 
 from __future__ import annotations

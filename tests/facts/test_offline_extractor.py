@@ -10,6 +10,8 @@ from agent_memory.adapters.offline import instruction_label, is_question, offlin
 from agent_memory.models.extraction import ExtractionOutput
 from agent_memory.rules.self_entity import SELF_NAME
 
+pytestmark = pytest.mark.adapter
+
 U = SELF_NAME
 
 
