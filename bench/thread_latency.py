@@ -95,7 +95,7 @@ def main() -> None:
             for _ in range(args.samples):
                 req = ThreadContextRequest(query=sentence(rng), **extra)
                 t0 = time.perf_counter()
-                items = threads.context(reader, THREAD, req)
+                items = threads.recall_turns(reader, THREAD, req)
                 samples.append(time.perf_counter() - t0)
                 assert any(i.origin == "semantic" for i in items)
             print(f"{label:<27}{percentiles(samples)}")

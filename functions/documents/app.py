@@ -3,7 +3,7 @@ corpus search (``POST /documents/query``) and the keyword index (``/documents/ke
 ``/documents/{id}/keywords``).
 
 Ingest behaviour (chunking, dedupe, extraction, the order of writes) is documented in
-``agent_memory.services.documents.service``; this module only parses and answers. Chunk pages are
+``agent_memory.services.documents.document_service``; this module only parses and answers. Chunk pages are
 written with ``ensure_ascii=False`` (escaping non-ASCII text would multiply their size).
 """
 

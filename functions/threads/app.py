@@ -82,7 +82,7 @@ def get_turn(context_id: str, thread_id: str, turn_index: str):
 def thread_context(context_id: str, thread_id: str):
     ctx = http.context(app, context_id)
     req = http.body(app, ThreadContextRequest, max_bytes=64 * 1024)
-    return _json(threads_wire.context(get_runtime().threads.context(ctx, _thread(thread_id), req)))
+    return _json(threads_wire.recalled_turns(get_runtime().threads.recall_turns(ctx, _thread(thread_id), req)))
 
 
 @app.get(BASE)

@@ -357,7 +357,7 @@ class Runtime:
 
     @cached_property
     def scope_registry(self):
-        from agent_memory.services.operations.scopes import ScopeRegistry
+        from agent_memory.services.operations.scope_registry import ScopeRegistry
 
         return ScopeRegistry(self.store, self.forget, self.scope_index, self.cursor_secret)
 
@@ -521,7 +521,7 @@ class Runtime:
 
     @cached_property
     def documents(self):
-        from agent_memory.services.documents.service import DocumentService
+        from agent_memory.services.documents.document_service import DocumentService
 
         limits = self.settings.limits
         return DocumentService(self.store, self.cursor_secret, ingestion_queue=lambda: self.ingestion_queue,
@@ -606,11 +606,11 @@ class Runtime:
 
     @cached_property
     def prompt_context(self):
-        from agent_memory.services.retrieval.prompt_context import ContextService
+        from agent_memory.services.retrieval.prompt_context import PromptContextService
 
         # read at call time: only a context with a subject builds the thread service
-        return ContextService(self.store, self.sessions, self.retrieval,
-                              entity_turns=lambda ctx, entity, query, k: self.threads.entity_matches(ctx, entity, query, k))
+        return PromptContextService(self.store, self.sessions, self.retrieval,
+                                    entity_turns=lambda ctx, entity, query, k: self.threads.entity_matches(ctx, entity, query, k))
 
     # --- memory care (services/care) ----------------------------------------------------
 

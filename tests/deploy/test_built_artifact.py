@@ -872,7 +872,7 @@ UNREACHED_PATHS = {
         "an import job writing grant versions not there yet: the scenario imports its own context's export, "
         "whose grant versions are all there (tests/http/test_export_import.py imports them into another context)",
     ("AdministrationFunction", "DocumentObjectsDelete", "s3:DeleteObject"):
-        "scope forget of a subtree holding a document removes its original (services/operations/scopes.py): "
+        "scope forget of a subtree holding a document removes its original (services/operations/scope_registry.py): "
         "the scenario's scoped write is a fact (tests/documents/test_originals_removed.py runs it on moto S3)",
 }
 

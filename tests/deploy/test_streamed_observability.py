@@ -49,7 +49,7 @@ xray_recorder.configure(emitter=MemoryEmitter())
 
 from agent_memory import observability
 from agent_memory.config import load_settings
-from agent_memory.http.gateway import LambdaContext, LocalGateway, build_event
+from agent_memory.http.gateway import LocalLambdaContext, LocalGateway, build_event
 from agent_memory.runtime import Runtime, set_runtime
 
 rt = Runtime(load_settings(env={{"AGENT_MEMORY_DATA_DIR": tempfile.mkdtemp(), "AGENT_MEMORY_CURSOR_SECRET": "s"}}))
@@ -66,7 +66,7 @@ for mode in sys.argv[2:]:
     body = {{"message": "Hello! I live in Oslo. What do you remember?", "stream": mode != "plain"}}
     route, params = gateway.match("POST", path)
     event = build_event(route, "POST", path, "", headers, json.dumps(body).encode(), params, "203.0.113.9")
-    context = LambdaContext("chat")
+    context = LocalLambdaContext("chat")
     context.supports_streaming = mode == "streamed"
     emf = io.StringIO()
     with contextlib.redirect_stdout(emf):

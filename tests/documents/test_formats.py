@@ -10,7 +10,7 @@ import pytest
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
-from agent_memory.kernel.errors import MemoryError_
+from agent_memory.kernel.errors import DomainError
 from agent_memory.runtime import get_runtime
 from agent_memory.services.documents import chunking, formats
 from tests.support.documents import DOCX_TYPE, docx, docx_bomb, encrypted_pdf, pdf
@@ -33,7 +33,7 @@ def settle() -> None:
 
 
 def refused(call, status: int, code: str) -> None:
-    with pytest.raises(MemoryError_) as caught:
+    with pytest.raises(DomainError) as caught:
         call()
     assert (caught.value.status, caught.value.code) == (status, code), caught.value.detail
 

@@ -14,7 +14,7 @@ from agent_memory.models.records import Chunk
 from agent_memory.ports import SearchFilter
 from agent_memory.runtime import get_runtime
 from agent_memory.services.documents import chunking, links
-from agent_memory.services.documents.service import carry_plan
+from agent_memory.services.documents.document_service import carry_plan
 
 CTX = "/api/v1/acme"
 DOCS = f"{CTX}/documents"

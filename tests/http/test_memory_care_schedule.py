@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from agent_memory.cfn_template import load_template
-from agent_memory.http.gateway import LambdaContext
+from agent_memory.http.gateway import LocalLambdaContext
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = load_template(REPO / "template.yaml")
@@ -45,20 +45,20 @@ def test_the_scheduled_event_expires_every_context_and_partition(api, runtime):
              ("care", ended(api, "care", "Cy", partition="team-b"))]
     assert all(runtime.search.get(ctx, i) is not None for ctx, i in units)
     handler = facts_handler()
-    run = handler({"care": "lifecycle"}, LambdaContext("FactsFunction"))
+    run = handler({"care": "lifecycle"}, LocalLambdaContext("FactsFunction"))
     assert run == {"partitions": 3, "reached": 3, "decayed": run["decayed"], "expired": 3, "stopped": None}
     assert (left_to_expire(api, "care"), left_to_expire(api, "other"), left_to_expire(api, "care", "team-b")) == (0, 0, 0)
     assert [i for ctx, i in units if runtime.search.get(ctx, i) is not None] == []  # their search units too
     # The rest of memory stays: the current job titles, in each partition.
     r = api.get("/api/v1/care/entities/person/Cy", headers={"X-Memory-Partition": "team-b"})
     assert [(a["key"], a["value"]) for a in r.json()["attributes"]] == [("job_title", "CTO")]
-    again = handler({"care": "lifecycle"}, LambdaContext("FactsFunction"))
+    again = handler({"care": "lifecycle"}, LocalLambdaContext("FactsFunction"))
     assert (again["reached"], again["expired"]) == (3, 0)  # idempotent
 
 
 def test_a_run_without_time_left_stops_before_a_partition(api, runtime):
     ended(api, "care", "Stu")
-    run = facts_handler()({"care": "lifecycle"}, LambdaContext("FactsFunction", timeout_s=2.0))
+    run = facts_handler()({"care": "lifecycle"}, LocalLambdaContext("FactsFunction", timeout_s=2.0))
     assert (run["partitions"], run["reached"], run["expired"]) == (1, 0, 0) and "left" in run["stopped"]
     assert left_to_expire(api, "care") == 1  # nothing removed; the next run does it
 

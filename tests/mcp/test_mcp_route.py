@@ -22,7 +22,7 @@ from mcp import ClientSession, types  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from agent_memory.client import AgentMemory  # noqa: E402
-from agent_memory.http.gateway import LambdaContext, LocalGateway, build_event  # noqa: E402
+from agent_memory.http.gateway import LocalGateway, LocalLambdaContext, build_event  # noqa: E402
 from agent_memory.interfaces.mcp.tools import TOOLS  # noqa: E402
 from tests.access.test_access_api import KEYS, PRINCIPALS  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
@@ -199,7 +199,7 @@ def test_on_aws_a_tool_call_goes_to_the_apis_own_domain_with_the_callers_headers
                 "authorization": f"Bearer {KEYS['alice']}", "x-trace-me": "not forwarded", **headers}
         event = build_event(route, "POST", path, "", hdrs, json.dumps(message).encode(), params, "203.0.113.9")
         event["requestContext"]["domainName"] = domain
-        answer = handler(event, LambdaContext("state"))  # no invoke_api: as on Lambda
+        answer = handler(event, LocalLambdaContext("state"))  # no invoke_api: as on Lambda
         assert answer["statusCode"] == 200, answer
         assert answer["headers"]["Content-Type"] == "application/json"
         return json.loads(answer["body"])

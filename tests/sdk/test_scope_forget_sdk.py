@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from agent_memory.kernel import deadline
-from agent_memory.services.operations import scopes as scopes_module
+from agent_memory.services.operations import scope_registry as scopes_module
 
 
 def test_forget_scope_resumes_with_its_continuation_until_complete(memory, monkeypatch):

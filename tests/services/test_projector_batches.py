@@ -12,7 +12,7 @@ import pytest
 from agent_memory.adapters.dynamodb_store import _to_item
 from agent_memory.adapters.opensearch.index import OpenSearchIndex
 from agent_memory.config import load_settings
-from agent_memory.http.local_server import LambdaContext
+from agent_memory.http.local_server import LocalLambdaContext
 from agent_memory.ports import Record
 from agent_memory.runtime import Runtime, set_runtime
 
@@ -74,7 +74,7 @@ def test_a_100_record_batch_is_one_bulk_request_with_each_units_newest_state(clu
         records.append(stream_record(seq, "REMOVE", None, turn(i, 1, f"gone {i}")))
     assert len(records) == 100
 
-    response = projector_handler()({"Records": records}, LambdaContext("projector"))
+    response = projector_handler()({"Records": records}, LocalLambdaContext("projector"))
     assert response == {"batchItemFailures": []}
     writes = [p for p in cluster.paths() if "_bulk" in p]
     assert writes == [f"POST /{INDEX}/_bulk"]
@@ -94,13 +94,13 @@ def test_a_failed_write_reports_every_record_of_the_batch(cluster, monkeypatch):
 
     monkeypatch.setattr(get_runtime().search, "write", broken)
     records = [stream_record(i + 1, "INSERT", turn(i, 1, f"text {i}"), None) for i in range(3)]
-    response = projector_handler()({"Records": records}, LambdaContext("projector"))
+    response = projector_handler()({"Records": records}, LocalLambdaContext("projector"))
     assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == ["1", "2", "3"]
 
 
 def test_projection_lag_is_published_as_an_embedded_metric(cluster, capsys, monkeypatch):
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "projector")  # metrics flush inside an invocation
     records = [stream_record(1, "INSERT", turn(0, 1, "hello"), None)]
-    projector_handler()({"Records": records}, LambdaContext("projector"))
+    projector_handler()({"Records": records}, LocalLambdaContext("projector"))
     out = capsys.readouterr().out
     assert '"ProjectionLag"' in out and '"AgentMemory"' in out

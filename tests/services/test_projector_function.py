@@ -9,7 +9,7 @@ from pathlib import Path
 from fused_search import fused_search
 
 from agent_memory.access.request_context import RequestContext
-from agent_memory.http.local_server import LambdaContext
+from agent_memory.http.local_server import LocalLambdaContext
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ports import SearchFilter
 from tests.support.streams import REGION, stream_shards
@@ -44,7 +44,7 @@ def test_stream_records_reach_the_index_through_the_projector(stream_runtime):
 
     event = stream_event(rt.settings.table_name)
     assert len(event["Records"]) >= 6
-    response = projector_handler()(event, LambdaContext("projector"))
+    response = projector_handler()(event, LocalLambdaContext("projector"))
     assert response == {"batchItemFailures": []}
 
     assert [h.unit.text for h in fused_search(rt.search, "location", facts, k=5)] == ["User location: Berlin"]
@@ -54,7 +54,7 @@ def test_stream_records_reach_the_index_through_the_projector(stream_runtime):
     assert "I moved to Berlin." in [h.unit.text for h in turns]
 
     # Replaying the same batch (Lambda retries) changes nothing: projection is idempotent.
-    assert projector_handler()(event, LambdaContext("projector")) == {"batchItemFailures": []}
+    assert projector_handler()(event, LocalLambdaContext("projector")) == {"batchItemFailures": []}
     assert [h.unit.text for h in fused_search(rt.search, "location", facts, k=5)] == ["User location: Berlin"]
 
 
@@ -68,7 +68,7 @@ def test_a_record_that_cannot_be_projected_is_reported_alone(stream_runtime):
     broken["dynamodb"] = {**broken["dynamodb"], "SequenceNumber": "999999999999999999999",
                           "NewImage": {"pk": {"S": "x"}, "sk": {"S": "y"}, "version": {"N": "1"},
                                        "data": {"S": "{not json"}}}
-    response = projector_handler()({"Records": [*event["Records"], broken]}, LambdaContext("projector"))
+    response = projector_handler()({"Records": [*event["Records"], broken]}, LocalLambdaContext("projector"))
     # Lambda retries (then dead-letters) only the failed record, named by its sequence number.
     assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == ["999999999999999999999"]
     turns = fused_search(rt.search, "Oslo", SearchFilter(context_id="acme", kinds=["turn"]), k=5)

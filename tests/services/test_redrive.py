@@ -173,22 +173,22 @@ def outage(aws):
 
 
 def scheduled(rt):
-    from agent_memory.http.local_server import LambdaContext
+    from agent_memory.http.local_server import LocalLambdaContext
     from tests.services.test_projector_function import projector_handler
 
-    return projector_handler()({"redrive": "dead-letters"}, LambdaContext("projector"))
+    return projector_handler()({"redrive": "dead-letters"}, LocalLambdaContext("projector"))
 
 
 def test_the_projector_retries_dead_letters_and_redrives_once_search_answers(outage):
     """Search down: the stream batch fails (Lambda retries it, then dead-letters it); the
     scheduled run leaves the letter while the index fails and replays it once it answers."""
-    from agent_memory.http.local_server import LambdaContext
+    from agent_memory.http.local_server import LocalLambdaContext
     from tests.services.test_projector_function import projector_handler, stream_event
 
     rt, queue, down, breaker, clock = outage
     rt.facts.write(ACME, WriteFactsRequest(text="I keep bees in the garden.", infer="none"))
     event = stream_event(rt.settings.table_name)
-    failed = projector_handler()(event, LambdaContext("projector"))
+    failed = projector_handler()(event, LocalLambdaContext("projector"))
     assert len(failed["batchItemFailures"]) == len(event["Records"])  # retried, whole batch
     arn, shard, seqs = stream_shard(rt.settings.table_name)
     dead_letter(queue, arn, shard, seqs[0], seqs[-1])  # Lambda's on-failure destination

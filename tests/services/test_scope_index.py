@@ -13,7 +13,7 @@ import pytest
 from agent_memory.kernel import deadline
 from agent_memory.ports import Record
 from agent_memory.services.operations import scope_index as si
-from agent_memory.services.operations import scopes as scopes_module
+from agent_memory.services.operations import scope_registry as scopes_module
 
 CTX = "/api/v1/acme"
 SCOPES = ["team/a", "team/b", "team/c"]
@@ -276,7 +276,7 @@ def test_the_stacks_schedule_runs_the_backfill_in_the_administration_function(ap
     from pathlib import Path
 
     from agent_memory.cfn_template import load_template
-    from agent_memory.http.gateway import LambdaContext
+    from agent_memory.http.gateway import LocalLambdaContext
 
     repo = Path(__file__).resolve().parents[2]
     rule = load_template(repo / "template.yaml")["Resources"]["ScopeIndexBackfillSchedule"]["Properties"]
@@ -289,10 +289,10 @@ def test_the_stacks_schedule_runs_the_backfill_in_the_administration_function(ap
         _write(api, scope)
     expected = _member_rows(runtime)
     _forget_index_state(runtime)
-    run = module.lambda_handler(event, LambdaContext("AdministrationFunction"))
+    run = module.lambda_handler(event, LocalLambdaContext("AdministrationFunction"))
     assert run["complete"] is True and run["indexed"] == len(expected), run
     assert _member_rows(runtime) == expected
-    again = module.lambda_handler(event, LambdaContext("AdministrationFunction"))
+    again = module.lambda_handler(event, LocalLambdaContext("AdministrationFunction"))
     assert again == run  # complete: nothing more to do
 
 

@@ -8,7 +8,7 @@ from agent_memory.adapters.sqlite_store import SQLiteRecordStore
 from agent_memory.kernel.errors import InvalidCursor, PayloadTooLarge
 from agent_memory.models.documents import DocumentUpload
 from agent_memory.services.conversation.sessions import NewTurn, SessionService
-from agent_memory.services.documents.service import DocumentService
+from agent_memory.services.documents.document_service import DocumentService
 
 CTX = RequestContext(context_id="slices", principal="tester", admin=True)
 

@@ -37,6 +37,9 @@ _PARTITION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 @dataclass(frozen=True)
 class RequestContext:
+    """Who is asking, and where: the caller's principal, grants and regions inside one tenant
+    context (``context_id``), resolved once per request and handed to every use case."""
+
     context_id: str
     principal: str
     partition: str = "default"

@@ -25,8 +25,8 @@ from agent_memory.http.powertools_resolver import APIGatewayHttpResolver, Respon
 from agent_memory.kernel import deadline, usage
 from agent_memory.kernel.errors import (
     PROBLEM_TYPE_BASE,
+    DomainError,
     InvalidRequest,
-    MemoryError_,
     NotFound,
     PayloadTooLarge,
     ServiceBusy,
@@ -53,7 +53,7 @@ def problem_response(status: int, title: str, detail: str, slug: str, headers: d
                     body=json.dumps(problem_body(status, title, detail, slug, **extensions)), headers=headers)
 
 
-def error_response(exc: MemoryError_) -> Response:
+def error_response(exc: DomainError) -> Response:
     return problem_response(exc.status, exc.title, exc.detail, exc.type_slug, headers=exc.headers or None,
                             code=exc.code, **exc.extensions)
 
@@ -401,8 +401,8 @@ def make_resolver() -> APIGatewayHttpResolver:
     # The request deadline and in-flight slot cover the caller's resolution too.
     app.use(middlewares=[_within_budget, _resolve_and_record_caller])
 
-    @app.exception_handler(MemoryError_)
-    def _domain_error(exc: MemoryError_) -> Response:
+    @app.exception_handler(DomainError)
+    def _domain_error(exc: DomainError) -> Response:
         return error_response(exc)
 
     @app.exception_handler(ModelTimeout)
@@ -693,7 +693,7 @@ def sse_stream(events: Iterable[tuple[str, Any]]) -> Iterator[str]:
     """Server-sent events (docs/decisions.md, "SSE"): one frame per ``(event, data)``, then
     ``data: [DONE]``. An ``error`` event's data is a domain error, framed as its problem document."""
     for event, data in events:
-        if isinstance(data, MemoryError_):
+        if isinstance(data, DomainError):
             data = problem_body(data.status, data.title, data.detail, data.type_slug, code=data.code,
                                 **data.extensions)
         yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"

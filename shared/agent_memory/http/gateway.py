@@ -83,8 +83,9 @@ class HandlerRegistry:
             return self._handlers[handler]
 
 
-class LambdaContext:
-    """The attributes Powertools and our handlers read from a Lambda context."""
+class LocalLambdaContext:
+    """The local server's stand-in for the context Lambda hands a handler: the attributes
+    Powertools and our handlers read (``http.lambda_runtime.LambdaContext`` is the deployed one)."""
 
     def __init__(self, function_name: str, timeout_s: float = 29.0):
         self.function_name = function_name
@@ -200,7 +201,7 @@ class LocalGateway:
         event = build_event(route, method, parts.path, parts.query, headers, body, params, source_ip)
         del body  # the event holds the body now; one copy per request, not two
         handler = self.handlers.get(route.handler)
-        lambda_context = LambdaContext(route.handler.split("/")[1], _function_timeout_s())
+        lambda_context = LocalLambdaContext(route.handler.split("/")[1], _function_timeout_s())
         # A handler that calls the API itself (the MCP route's tools) comes back through here,
         # in-process, as API Gateway would route it (http.mcp_route).
         lambda_context.invoke_api = self.invoke

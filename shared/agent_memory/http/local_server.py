@@ -20,8 +20,8 @@ from typing import Any
 
 from agent_memory.http.gateway import (  # noqa: F401 - re-exported: the local server's public names
     MAX_BODY_BYTES,
-    LambdaContext,
     LocalGateway,
+    LocalLambdaContext,
     Route,
     _problem,
     build_event,

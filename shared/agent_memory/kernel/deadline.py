@@ -20,7 +20,7 @@ from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from agent_memory.kernel.errors import MemoryError_
+from agent_memory.kernel.errors import DomainError
 
 T = TypeVar("T")
 
@@ -33,7 +33,7 @@ MIN_CALL_S = 0.05
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("agent_memory_deadline", default=None)
 
 
-class DeadlineExceeded(MemoryError_):
+class DeadlineExceeded(DomainError):
     status = 503
     title = "Request deadline exceeded"
     type_slug = "deadline-exceeded"

@@ -9,7 +9,9 @@ from typing import Any
 PROBLEM_TYPE_BASE = "https://agent-memory.dev/problems/"
 
 
-class MemoryError_(Exception):
+class DomainError(Exception):
+    """The base of every error the domain raises on purpose; anything else reaching the HTTP layer is a 500."""
+
     status = 500
     title = "Internal error"
     type_slug = "internal"
@@ -23,7 +25,7 @@ class MemoryError_(Exception):
         self.extensions = extensions
 
 
-class InvalidRequest(MemoryError_):
+class InvalidRequest(DomainError):
     """Malformed JSON or a schema violation; ``field`` names the offending field."""
 
     status = 400
@@ -41,25 +43,25 @@ class InvalidCursor(InvalidRequest):
     type_slug = "invalid-cursor"
 
 
-class Unauthorized(MemoryError_):
+class Unauthorized(DomainError):
     status = 401
     title = "Unauthorized"
     type_slug = "unauthorized"
 
 
-class Forbidden(MemoryError_):
+class Forbidden(DomainError):
     status = 403
     title = "Forbidden"
     type_slug = "forbidden"
 
 
-class NotFound(MemoryError_):
+class NotFound(DomainError):
     status = 404
     title = "Not found"
     type_slug = "not-found"
 
 
-class Conflict(MemoryError_):
+class Conflict(DomainError):
     status = 409
     title = "Conflict"
     type_slug = "conflict"
@@ -75,13 +77,13 @@ class IdempotencyConflict(Conflict):
     type_slug = "idempotency-conflict"
 
 
-class PayloadTooLarge(MemoryError_):
+class PayloadTooLarge(DomainError):
     status = 413
     title = "Payload too large"
     type_slug = "payload-too-large"
 
 
-class UnsupportedMediaType(MemoryError_):
+class UnsupportedMediaType(DomainError):
     """A body whose Content-Type names something other than JSON on a route that takes JSON."""
 
     status = 415
@@ -89,13 +91,13 @@ class UnsupportedMediaType(MemoryError_):
     type_slug = "unsupported-media-type"
 
 
-class InvalidContext(MemoryError_):
+class InvalidContext(DomainError):
     status = 422
     title = "Invalid context id"
     type_slug = "invalid-context"
 
 
-class Unprocessable(MemoryError_):
+class Unprocessable(DomainError):
     """Semantically invalid input (for example a malformed triple)."""
 
     status = 422
@@ -103,19 +105,19 @@ class Unprocessable(MemoryError_):
     type_slug = "unprocessable"
 
 
-class UpstreamModelError(MemoryError_):
+class UpstreamModelError(DomainError):
     status = 502
     title = "Model call failed"
     type_slug = "model-failed"
 
 
-class UpstreamModelTimeout(MemoryError_):
+class UpstreamModelTimeout(DomainError):
     status = 504
     title = "Model call timed out"
     type_slug = "model-timeout"
 
 
-class NotAvailable(MemoryError_):
+class NotAvailable(DomainError):
     """A capability this deployment does not have (no upload bucket, say): not load, so no
     Retry-After and no client retry; ``code`` names what is missing."""
 
@@ -124,7 +126,7 @@ class NotAvailable(MemoryError_):
     type_slug = "not-available"
 
 
-class ServiceBusy(MemoryError_):
+class ServiceBusy(DomainError):
     status = 503
     title = "Service busy"
     type_slug = "busy"

@@ -49,7 +49,7 @@ class Document(StoredItem):
     content_version: int | None = _optional()  # 1 as uploaded (absent), +1 for each reprocess
     keyword_count: int | None = _optional()  # keywords indexed when it became ready (none before)
     # Chunks removed by ``POST /forget``: the original went with them, and a reprocess rebuilds
-    # the document from the chunks it has left (services/documents/service.py, ``claim_reprocess``).
+    # the document from the chunks it has left (services/documents/document_service.py, ``claim_reprocess``).
     passages_forgotten: int | None = _optional()
 
 

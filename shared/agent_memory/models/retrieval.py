@@ -152,7 +152,7 @@ class QueryRequest(RecallFilters):
 
 class ContextRequest(RecallFilters):
     # Empty or omitted: the recent window and the standing instructions, no retrieval
-    # (``ContextService.recent``); the Spectron integrations' ``context`` tool sends "".
+    # (``PromptContextService.recent``); the Spectron integrations' ``context`` tool sends "".
     query: str = Field(default="", max_length=QUERY_MAX_CHARS)
     k: int = Field(default=K_DEFAULT, ge=1, le=K_MAX)
     subject: str | None = Field(default=None, min_length=1, max_length=256)

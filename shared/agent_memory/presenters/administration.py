@@ -16,7 +16,7 @@ from agent_memory.services.operations.administration import (
 )
 from agent_memory.services.operations.portability import ImportResult
 from agent_memory.services.operations.portability_jobs import NDJSON, PortabilityJob
-from agent_memory.services.operations.scopes import ScopeForgotten, ScopeNode
+from agent_memory.services.operations.scope_registry import ScopeForgotten, ScopeNode
 
 
 def whoami(me: WhoAmI) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agent_memory.models.document_records import Document, DocumentKeyword
 from agent_memory.models.documents import FORMAT_MIME_TYPES
 from agent_memory.models.records import Chunk
-from agent_memory.services.documents.service import IngestResult, NumberedPage, RelinkResult
+from agent_memory.services.documents.document_service import IngestResult, NumberedPage, RelinkResult
 from agent_memory.services.documents.uploads import UploadTicket
 
 if TYPE_CHECKING:  # corpus search ranks with numpy: the other document routes never load it

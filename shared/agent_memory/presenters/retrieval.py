@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory.services.retrieval.prompt_context import ContextResult
+from agent_memory.services.retrieval.prompt_context import PromptContext
 from agent_memory.services.retrieval.service import Hit, RetrievalResult
 
 
@@ -44,7 +44,7 @@ def sources(markers: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def context(result: ContextResult) -> dict[str, Any]:
+def context(result: PromptContext) -> dict[str, Any]:
     body: dict[str, Any] = {"context": result.text, "tier": result.tier, "queryMs": round(result.query_ms, 2),
                             "sources": sources(result.markers)}
     if result.excluded is not None:

@@ -7,7 +7,7 @@ from typing import Any
 from agent_memory.models.conversation_records import Thread
 from agent_memory.models.records import Page, ThreadTurn
 from agent_memory.presenters.paging import page_wire
-from agent_memory.services.conversation.threads import ContextItem, TurnText
+from agent_memory.services.conversation.threads import RecalledTurn, TurnText
 
 
 def thread_wire(thread: Thread) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def turn_page(page: Page[TurnText]) -> dict[str, Any]:
     return {"items": [turn_wire(t) for t in page.items], "page": page_wire(page)}
 
 
-def context_item(item: ContextItem) -> dict[str, Any]:
+def recalled_turn(item: RecalledTurn) -> dict[str, Any]:
     turn = item.turn
     out = {"turnId": turn.id, "turnIndex": turn.turn_index, "text": item.text, "metadata": turn.metadata or {},
            "entityId": turn.entity_id, "origin": item.origin, "createdAt": turn.created_at,
@@ -51,5 +51,5 @@ def context_item(item: ContextItem) -> dict[str, Any]:
     return out
 
 
-def context(items: list[ContextItem]) -> dict[str, Any]:
-    return {"items": [context_item(i) for i in items]}
+def recalled_turns(items: list[RecalledTurn]) -> dict[str, Any]:
+    return {"items": [recalled_turn(i) for i in items]}

@@ -8,7 +8,7 @@ on services, and the models may use them too.
   cardinality, default category).
 - ``event_time``: event-time phrases ("last month") and their resolution to instants;
   ``months``: which month a yearless month name means.
-- ``speaker``: who "I" is (the self entity ``entity:person/user``) and name -> entity id.
+- ``self_entity``: who "I" is (the self entity ``entity:person/user``) and name -> entity id.
 - ``turn_data``: the extraction prompt's fenced JSON data block, written and read.
 
 Nothing is imported here, so importing one rule loads only that module.

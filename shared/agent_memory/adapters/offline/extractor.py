@@ -4,7 +4,7 @@ It is how tests, CI and keyless local runs extract facts, so it handles a fixed,
 documented set of statements and nothing else (docs/decisions.md, "Models"). It fills the same
 ``ExtractionOutput`` a real model fills, under the same conventions as the prompt.
 
-Speaker mapping (``rules/speaker.py``): "I/me/my" is the entity named ``User`` (the self entity
+Speaker mapping (``rules/self_entity.py``): "I/me/my" is the entity named ``User`` (the self entity
 ``entity:person/user``). Statements about a person named like the speaker ("Alice works at
 Acme" with ``speaker_name="Alice"``) keep the name; reconciliation maps it to the self entity.
 
@@ -138,7 +138,7 @@ from agent_memory.models.extraction import (
 )
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.event_time import leading_time_phrase, trailing_time_phrase
-from agent_memory.rules.speaker import SELF_NAME, self_display_name
+from agent_memory.rules.self_entity import SELF_NAME, self_display_name
 from agent_memory.rules.turn_data import read_turn
 
 #: Diets one holds at a time: "I'm X now" closes the others.

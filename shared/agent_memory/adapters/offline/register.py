@@ -21,7 +21,7 @@ def register_offline_extractor(model: Any) -> None:
     schemas (``care.py``)."""
     model.register_structured(ExtractionOutput, extraction_handler)
     model.register_responder(offline_chat_responder)
-    from agent_memory.adapters.offline.care import register_offline_care
+    from agent_memory.adapters.offline.care_rules import register_offline_care
 
     register_offline_care(model)
 

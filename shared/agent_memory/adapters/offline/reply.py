@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from agent_memory.adapters.offline.extractor import is_question, offline_extract, sentences
 from agent_memory.models.extraction import ExtractedAttribute, ExtractedRelation, ExtractionOutput
 from agent_memory.ports import ChatMessage
-from agent_memory.rules.speaker import SELF_NAME
+from agent_memory.rules.self_entity import SELF_NAME
 
 # key -> (about the speaker, about someone else); {n} is the other's name, {v} the value.
 _SAID: dict[str, tuple[str, str]] = {

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 
-from agent_memory.interfaces.cli import bench, fake_model, keys, redrive, reindex, scopes, serve
+from agent_memory.interfaces.cli import bench, fake_model, keys, redrive, reindex, scope_index, serve
 from agent_memory.interfaces.cli.serve import is_loopback, open_mode_refusal
 from agent_memory.kernel.errors import ConfigurationError
 
@@ -33,7 +33,7 @@ def _mcp(sub) -> None:
 
 
 # In the order `agent-memory --help` lists them.
-_COMMANDS = (serve.add_parser, reindex.add_parser, keys.add_parser, redrive.add_parser, scopes.add_parser,
+_COMMANDS = (serve.add_parser, reindex.add_parser, keys.add_parser, redrive.add_parser, scope_index.add_parser,
              _client_commands, _mcp,
              fake_model.add_parser, bench.add_parser)
 

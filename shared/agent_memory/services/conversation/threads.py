@@ -84,14 +84,14 @@ PROJECTION_RETRY_AFTER_S = 1
 
 @dataclass(frozen=True)
 class TurnText:
-    """A turn with its full text (``None``: not inlined in this response, see ``context``)."""
+    """A turn with its full text (``None``: not inlined in this response, see ``recall_turns``)."""
 
     turn: ThreadTurn
     text: str | None
 
 
 @dataclass(frozen=True)
-class ContextItem(TurnText):
+class RecalledTurn(TurnText):
     origin: str  # "recent" or "semantic"
     score: float | None = None
 
@@ -349,7 +349,7 @@ class ThreadService:
             self.audit.bypass(ctx, "thread.get_turn", [row.id], threadId=thread_id)
         return TurnText(row, self._texts(ctx, thread_id, [row])[row.id])
 
-    def context(self, ctx: RequestContext, thread_id: str, req: ThreadContextRequest) -> list[ContextItem]:
+    def recall_turns(self, ctx: RequestContext, thread_id: str, req: ThreadContextRequest) -> list[RecalledTurn]:
         """The recent window and older semantic matches of a thread. A missing thread, and one
         whose own reader list excludes the caller with no turn of the answer naming it, is 404,
         alike (as every thread read): no oracle for a restricted thread's existence."""
@@ -357,12 +357,12 @@ class ThreadService:
         thread = self._thread(ctx, thread_id)
         if thread is None:
             raise NotFound(f"thread {thread_id} does not exist")
-        items = self._context(ctx, thread, req)
+        items = self._recall_turns(ctx, thread, req)
         if not items and not self._visible(ctx, thread):
             raise NotFound(f"thread {thread_id} does not exist")
         return items
 
-    def _context(self, ctx: RequestContext, thread: Thread, req: ThreadContextRequest) -> list[ContextItem]:
+    def _recall_turns(self, ctx: RequestContext, thread: Thread, req: ThreadContextRequest) -> list[RecalledTurn]:
         thread_id = thread.id
         pk = keys.thread_turns_pk(ctx, thread_id)
         records = self.store.query(pk, limit=req.last_n_turns, forward=False).records  # newest first
@@ -392,7 +392,7 @@ class ThreadService:
             self._require_projected(ctx, thread_id, *window[0])
             semantic = self._semantic(ctx, thread_id, req, rows, start, readable)
         self.audit.bypass(ctx, "thread.context", bypassed, threadId=thread_id)
-        return self._context_items(ctx, thread_id, recent, semantic)
+        return self._recalled_turns(ctx, thread_id, recent, semantic)
 
     def _require_projected(self, ctx: RequestContext, thread_id: str, record: Record, latest: ThreadTurn) -> None:
         unit = self.search.get(ctx.context_id, latest.id) if self.search is not None else None
@@ -479,8 +479,8 @@ class ThreadService:
             texts.update(self._texts(ctx, thread_id, [row for row, _ in found if row.thread_id == thread_id]))
         return [EntityMatch(row, texts.get(row.id, ""), score) for row, score in found]
 
-    def _context_items(self, ctx: RequestContext, thread_id: str, recent: list[ThreadTurn],
-                       semantic: list[tuple[ThreadTurn, float]]) -> list[ContextItem]:
+    def _recalled_turns(self, ctx: RequestContext, thread_id: str, recent: list[ThreadTurn],
+                        semantic: list[tuple[ThreadTurn, float]]) -> list[RecalledTurn]:
         seen: set[str] = set()
         ordered: list[tuple[ThreadTurn, str, float | None]] = []
         for row, origin, score in [*((r, "recent", None) for r in recent), *((r, "semantic", s) for r, s in semantic)]:
@@ -494,7 +494,7 @@ class ThreadService:
                 budget += row.text_bytes
                 inline.append(row)
         texts = self._texts(ctx, thread_id, inline)
-        return [ContextItem(row, texts.get(row.id), origin, score) for row, origin, score in ordered]
+        return [RecalledTurn(row, texts.get(row.id), origin, score) for row, origin, score in ordered]
 
     def _texts(self, ctx: RequestContext, thread_id: str, rows: Sequence[ThreadTurn]) -> dict[str, str]:
         """Full text of each row by turn id, reading part rows for split turns in one batch."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import timeutil
-from agent_memory.kernel.errors import InvalidRequest, MemoryError_, PayloadTooLarge
+from agent_memory.kernel.errors import DomainError, InvalidRequest, PayloadTooLarge
 from agent_memory.models.document_records import Document, DocumentHash
 from agent_memory.models.documents import FORMAT_MIME_TYPES, DocumentFileUpload
 from agent_memory.models.records import Chunk
@@ -133,7 +133,7 @@ def default_title(text: str, fmt: str, filename: str | None) -> str:
     return text.split("\n", 1)[0].strip()[:TITLE_FROM_TEXT_CHARS]
 
 
-def mark_failed(store: RecordStore, record: Record, exc: MemoryError_) -> str:
+def mark_failed(store: RecordStore, record: Record, exc: DomainError) -> str:
     """The worker's first step (an upload's or a reprocess's claim) failed: the document row
     says ``failed`` with the problem. Returns the status it ends in (``gone`` if deleted)."""
     doc = document_of(record)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Literal
 
-from agent_memory.kernel.errors import MemoryError_, Unprocessable
+from agent_memory.kernel.errors import DomainError, Unprocessable
 
 Kind = Literal["pdf", "docx", "html", "markdown", "text"]
 
@@ -95,7 +95,7 @@ class Extracted:
     title: str | None = None
 
 
-class UnsupportedDocument(MemoryError_):
+class UnsupportedDocument(DomainError):
     """The upload is not one of the accepted formats, or not what its content type says."""
 
     status = 415
@@ -293,7 +293,7 @@ def _pdf_pages(data: bytes, limits: FormatLimits) -> tuple[list[str], str | None
         except Exception:  # noqa: BLE001 - a damaged info dictionary is no reason to refuse the text
             title = None
         return pages, title or None
-    except MemoryError_:
+    except DomainError:
         raise
     except Exception as exc:  # noqa: BLE001 - pypdf raises many types for a damaged file
         raise _unprocessable(f"the PDF could not be read ({type(exc).__name__}: {str(exc)[:200]})",

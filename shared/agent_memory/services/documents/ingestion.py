@@ -1,6 +1,6 @@
 """The document ingestion worker: turns a claimed document's stored parts into chunks and facts.
 
-``POST /documents`` (``services/documents/service.py``) claims the document (``status: "ingesting"``),
+``POST /documents`` (``services/documents/document_service.py``) claims the document (``status: "ingesting"``),
 stores its chunk sources as part rows (``keys.document_parts_pk``, 32 shards) and sends an
 ``IngestionJob`` to the ingestion queue: in-process locally (``adapters/ingestion_queues``),
 SQS plus the ``ingestion`` function on AWS. ``process`` then:
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
-from agent_memory.kernel.errors import PROBLEM_TYPE_BASE, MemoryError_
+from agent_memory.kernel.errors import PROBLEM_TYPE_BASE, DomainError
 from agent_memory.models.document_records import Document, DocumentPart
 from agent_memory.models.records import Chunk
 from agent_memory.ports import Condition, ConditionFailed, Delete, Put, Record, RecordStore
@@ -124,7 +124,7 @@ class IngestionJob:
                               groups=self.groups, admin=self.admin, read_region=self.read_region)
 
 
-def problem_of(exc: MemoryError_) -> dict[str, Any]:
+def problem_of(exc: DomainError) -> dict[str, Any]:
     """The problem document a failed ingestion keeps on its document row."""
     body = {"type": PROBLEM_TYPE_BASE + exc.type_slug, "title": exc.title, "status": exc.status,
             "detail": exc.detail}
@@ -205,7 +205,7 @@ class DocumentIngestion:
                 for future, window in done:
                     try:
                         extractions = future.result()
-                    except MemoryError_ as exc:
+                    except DomainError as exc:
                         return self._fail(ctx, state, exc)
                     for part, extraction in zip(window, extractions, strict=True):
                         if not self._commit(ctx, state, part, extraction):
@@ -278,7 +278,7 @@ class DocumentIngestion:
         self._remove_parts(ctx, state.document.id)
         return "ready"
 
-    def _fail(self, ctx: RequestContext, state: _Progress, exc: MemoryError_) -> str:
+    def _fail(self, ctx: RequestContext, state: _Progress, exc: DomainError) -> str:
         log.warning("document %s failed: %s", state.document.id, exc.detail)
         if self._save(state, status="failed", error=problem_of(exc)) is None:
             self._remove_written(ctx, state.document.id)

@@ -24,7 +24,7 @@ from typing import Any
 
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import storage_keys as keys
-from agent_memory.rules.speaker import SELF_ENTITY_ID
+from agent_memory.rules.self_entity import SELF_ENTITY_ID
 from agent_memory.services import paging
 
 MIN_NAME_CHARS = 2

@@ -1,6 +1,6 @@
 """How a stored document chunk becomes a search unit (``kind="chunk"``).
 
-Kept apart from ``services/documents/service.py`` so the projection registry can import it without
+Kept apart from ``services/documents/document_service.py`` so the projection registry can import it without
 pulling in the service: ``services/operations/projection.py`` imports this module and registers
 ``chunk_units`` for the kind, so every path that projects (the local ``ProjectingRecordStore``,
 the projector Lambda, reindex) knows it. This module imports nothing from the projection.

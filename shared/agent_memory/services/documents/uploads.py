@@ -22,8 +22,8 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.errors import (
     Conflict,
+    DomainError,
     InvalidRequest,
-    MemoryError_,
     NotAvailable,
     PayloadTooLarge,
 )
@@ -130,7 +130,7 @@ class PresignedUploads:
                 raise InvalidRequest("nothing was uploaded to the document's upload URL", code="upload_missing")
             upload = DocumentFileUpload(title=doc.title_given, format=doc.format_given, filename=doc.filename)
             content = read_content(upload, OriginalFile(raw, doc.mime_type), cap)
-        except MemoryError_ as exc:
+        except DomainError as exc:
             drop_object(uploads, doc.upload_key)
             return mark_failed(self.store, record, exc)
         text, fmt, chunks = content.text, content.format, content.chunks

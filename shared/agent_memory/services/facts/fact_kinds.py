@@ -14,7 +14,7 @@ entity references, ``ReconcilePlan.created`` and ``to_result``), the projection 
 (``forget.FORGETTERS``, ``forget.entity_refs``), the read filter and typed reads
 (``readable``), the write path's claim splitting (``facts``), and the checks that the
 extraction and result models and the wire mapping cover every kind
-(tests/unit/test_fact_kinds.py).
+(tests/facts/test_fact_kinds.py).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Re
 from agent_memory.ports import Record, RecordStore, SearchUnit
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.event_time import resolve_event_time
-from agent_memory.rules.speaker import EntityResolver
+from agent_memory.rules.self_entity import EntityResolver
 from agent_memory.rules.vocabulary import normalise_value
 from agent_memory.services import paging
 

@@ -260,7 +260,7 @@ class OrphanedEntities:
         self.svc, self.ctx = svc, ctx
 
     def find(self, removing: Sequence[Record]) -> list[Record]:
-        from agent_memory.rules.speaker import SELF_ENTITY_ID
+        from agent_memory.rules.self_entity import SELF_ENTITY_ID
         from agent_memory.services.facts.repository import MemoryRepository
 
         gone = {r.data.get("id") for r in removing}

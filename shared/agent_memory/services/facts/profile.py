@@ -14,7 +14,7 @@ Rules (decided here, tested in tests/unit/test_profile_rules.py):
    object entity (``user -sister-> emma`` is ``{key: sister, value: Emma}``). Actions and
    uncertainties are not part of the profile.
 2. ``selfFacts``: every current fact whose subject is the self entity
-   ``entity:person/user`` (``rules/speaker.py``), whatever its key. Nothing
+   ``entity:person/user`` (``rules/self_entity.py``), whatever its key. Nothing
    about another entity is ever listed there, even a fact stated by the user ("My sister
    Emma lives in Oslo" puts ``sister: Emma`` in selfFacts and ``location: Oslo`` only
    under Emma). Relations *to* the user from another entity are about that entity.

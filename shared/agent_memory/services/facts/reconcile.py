@@ -84,7 +84,7 @@ from agent_memory.models.facts import (
 )
 from agent_memory.rules import vocabulary as vocab
 from agent_memory.rules.event_time import resolve_event_time
-from agent_memory.rules.speaker import SELF_ENTITY_ID, EntityResolver
+from agent_memory.rules.self_entity import SELF_ENTITY_ID, EntityResolver
 from agent_memory.rules.vocabulary import normalise_value
 from agent_memory.services.facts.fact_kinds import FACT_KINDS, RECORD_KINDS, PlanInputs, ReconcileSettings
 from agent_memory.services.facts.fact_kinds import Write as _Write

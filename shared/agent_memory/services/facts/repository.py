@@ -21,7 +21,7 @@ from agent_memory.kernel.storage_keys import scope_sig
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Uncertainty
 from agent_memory.ports import Condition, Page, Put, Record, RecordStore, WriteOp
 from agent_memory.rules import vocabulary as vocab
-from agent_memory.rules.speaker import SELF_ENTITY_ID
+from agent_memory.rules.self_entity import SELF_ENTITY_ID
 from agent_memory.services.facts.fact_kinds import BY_KIND, RECORD_KINDS
 from agent_memory.services.facts.reconcile import ReconcilePlan, normalise_value
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from agent_memory.kernel.ids import entity_id
 from agent_memory.models.records import Turn
 from agent_memory.models.speaker import Speaker
-from agent_memory.rules.speaker import SELF_ENTITY_ID, SELF_NAME, is_self
+from agent_memory.rules.self_entity import SELF_ENTITY_ID, SELF_NAME, is_self
 
 if TYPE_CHECKING:
     from agent_memory.models.extraction import ExtractionOutput

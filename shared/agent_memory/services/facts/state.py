@@ -28,7 +28,7 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import split_entity_id
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Uncertainty
 from agent_memory.ports import Record, RecordStore
-from agent_memory.rules.speaker import SELF_ENTITY_ID
+from agent_memory.rules.self_entity import SELF_ENTITY_ID
 from agent_memory.services import paging
 from agent_memory.services.facts import profile
 from agent_memory.services.facts.readable import Readable

@@ -56,7 +56,7 @@ from agent_memory.ports import (
     WriteOp,
 )
 from agent_memory.ports import ModelError as PortModelError
-from agent_memory.rules.speaker import EntityResolver
+from agent_memory.rules.self_entity import EntityResolver
 from agent_memory.services.conversation.sessions import OpenedSession, backoff
 from agent_memory.services.events import DomainEvents, EventPublisher, FactsChanged
 from agent_memory.services.facts import reconcile as rec

@@ -26,8 +26,8 @@ from typing import Any
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.errors import (
+    DomainError,
     InvalidRequest,
-    MemoryError_,
     NotAvailable,
     NotFound,
     PayloadTooLarge,
@@ -121,7 +121,7 @@ class PortabilityJobMessage:
         return cls(job_id, context_id)
 
 
-def _problem(exc: MemoryError_) -> dict[str, Any]:
+def _problem(exc: DomainError) -> dict[str, Any]:
     out: dict[str, Any] = {"status": exc.status, "title": exc.title, "detail": exc.detail}
     if exc.code:
         out["code"] = exc.code
@@ -219,7 +219,7 @@ class PortabilityJobs:
                 self._run_export(ctx, job, version)
             else:
                 self._run_import(ctx, job, version)
-        except MemoryError_ as exc:
+        except DomainError as exc:
             self._finish(job, "failed", error=_problem(exc))
         except Exception as exc:
             if job.attempts >= MAX_ATTEMPTS:

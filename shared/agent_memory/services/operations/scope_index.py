@@ -49,7 +49,7 @@ from typing import Any
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import deadline, stored_item, timeutil, usage
 from agent_memory.kernel import storage_keys as keys
-from agent_memory.kernel.errors import MemoryError_
+from agent_memory.kernel.errors import DomainError
 from agent_memory.ports import (
     MAX_TRANSACT_OPS,
     Condition,
@@ -75,7 +75,7 @@ NOT_MEMORY = frozenset({"head", "idempotency", "idempotency_ref", "audit", "cach
                         "entity", "scope"})
 
 
-class ScopeIndexBackfilling(MemoryError_):
+class ScopeIndexBackfilling(DomainError):
     status = 503
     title = "The scope index is still being built"
     type_slug = "scope-index-backfilling"

@@ -14,7 +14,7 @@ from datetime import datetime
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import ENTITY_TYPES
 from agent_memory.rules import vocabulary as vocab
-from agent_memory.rules.speaker import SELF_NAME
+from agent_memory.rules.self_entity import SELF_NAME
 from agent_memory.rules.turn_data import TurnInput, turn_data_block
 
 

@@ -30,7 +30,7 @@ RECENT_INSTRUCTIONS = 20  # as many as chat injects
 
 
 @dataclass
-class ContextResult:
+class PromptContext:
     """Formatted context: the text, what each marker (``S1``...) stands for, and for a
     session the window turns retrieval skipped (``excluded``)."""
 
@@ -42,7 +42,10 @@ class ContextResult:
     degraded: str | None = None  # the retrieval's (``RetrievalResult.degraded``)
 
 
-class ContextService:
+class PromptContextService:
+    """Context formatted for the caller's own prompt (what chat would inject), not a request's
+    ``RequestContext`` nor a tenant's ``context_id``."""
+
     def __init__(self, store: RecordStore, sessions: SessionService, retrieval: RetrievalService,
                  entity_turns: Callable[[RequestContext, str, str, int], Sequence[Any]] | None = None):
         """``entity_turns(ctx, entity_id, query, k)``: an entity's best matching thread turns
@@ -54,7 +57,7 @@ class ContextService:
         self._entity_turns = entity_turns
 
     def context(self, ctx: RequestContext, query: str, *, k: int = 10, subject: str | None = None,
-                **filters: Any) -> ContextResult:
+                **filters: Any) -> PromptContext:
         """Retrieval for ``query`` (with the recall filters of ``RetrievalService.retrieve``); an
         empty query (the Spectron integrations' ``context`` tool sends one) answers what an
         agent starts from instead: the latest session's transcript window and the standing
@@ -66,10 +69,10 @@ class ContextService:
         if subject and self._entity_turns is not None:
             hits = _with_thread_turns(hits, self._entity_turns(ctx, subject, query, k), k)
         formatted = format_context(hits)
-        return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers,
+        return PromptContext(formatted.text, result.tier, result.query_ms, formatted.markers,
                              degraded=result.degraded)
 
-    def recent(self, ctx: RequestContext) -> ContextResult:
+    def recent(self, ctx: RequestContext) -> PromptContext:
         """The window of the session written to last (of the newest ``RECENT_SESSIONS`` the
         caller may read) and the active instructions the caller may read."""
         from agent_memory.kernel import storage_keys as keys
@@ -88,10 +91,10 @@ class ContextService:
         instructions = [i.description for i in (Instruction.from_dict(r.data) for r in rows)
                         if i.active and not i.deleted and scopes.visible(i.scopes or [], ctx.read_region)]
         formatted = format_context([], transcript=[(t.role, t.content) for t in window], instructions=instructions)
-        return ContextResult(formatted.text, 0, (time.perf_counter() - started) * 1000, formatted.markers,
+        return PromptContext(formatted.text, 0, (time.perf_counter() - started) * 1000, formatted.markers,
                              excluded=[t.id for t in window])
 
-    def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> ContextResult:
+    def session_context(self, ctx: RequestContext, session_id: str, query: str, *, k: int = 10) -> PromptContext:
         from agent_memory.services.conversation.chat.window import session_window
 
         session = self._sessions.get(ctx, session_id)
@@ -100,7 +103,7 @@ class ContextService:
         window = session_window(self._store, ctx, session_id)
         result = self._retrieval.retrieve(ctx, query, k=k, exclude_ids=[t.id for t in window])
         formatted = format_context(result.hits, transcript=[(t.role, t.content) for t in window])
-        return ContextResult(formatted.text, result.tier, result.query_ms, formatted.markers,
+        return PromptContext(formatted.text, result.tier, result.query_ms, formatted.markers,
                              excluded=[t.id for t in window], degraded=result.degraded)
 
 

@@ -64,7 +64,7 @@ from agent_memory.ranking.rules import echoes_below_sources, evidence_factor
 from agent_memory.ranking.visibility import unit_visible
 from agent_memory.rules import geo
 from agent_memory.rules.questions import PROFILE_SELF, asks_only
-from agent_memory.rules.speaker import SELF_ENTITY_ID
+from agent_memory.rules.self_entity import SELF_ENTITY_ID
 from agent_memory.services.facts.profile import attribute_section, relation_section
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from agent_memory.access.request_context import RequestContext
 from agent_memory.kernel import deadline, timeutil
 from agent_memory.kernel.errors import (
+    DomainError,
     InvalidRequest,
-    MemoryError_,
     PayloadTooLarge,
     UpstreamModelError,
     UpstreamModelTimeout,
@@ -34,7 +34,7 @@ from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Put
 from agent_memory.rules.questions import question_parts
-from agent_memory.rules.speaker import SELF_ENTITY_ID
+from agent_memory.rules.self_entity import SELF_ENTITY_ID
 from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
 from agent_memory.services.conversation.chat.window import WindowTurn, session_window
 from agent_memory.services.facts.speakers import self_speaker
@@ -147,7 +147,7 @@ class ChatDone:
 class ChatFailed:
     """The model call failed after streaming began: nothing but the retrieval trace was written."""
 
-    error: MemoryError_
+    error: DomainError
 
 
 ChatEvent = ChatDelta | ChatDone | ChatFailed

@@ -8,7 +8,9 @@ import pytest
 
 from agent_memory.adapters.offline import instruction_label, is_question, offline_extract
 from agent_memory.models.extraction import ExtractionOutput
-from agent_memory.rules.speaker import SELF_NAME
+from agent_memory.rules.self_entity import SELF_NAME
+
+pytestmark = pytest.mark.adapter
 
 U = SELF_NAME
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import typing
 
+import pytest
+
 from agent_memory.models.extraction import (
     ExtractedAction,
     ExtractedAttribute,
@@ -18,6 +20,8 @@ from agent_memory.services.facts import forget, readable
 from agent_memory.services.facts.extraction import halving
 from agent_memory.services.facts.fact_kinds import BY_KIND, CLAIM_FIELDS, FACT_KINDS
 from agent_memory.services.operations import projection
+
+pytestmark = pytest.mark.service
 
 
 def _list_item(annotation: typing.Any) -> type:

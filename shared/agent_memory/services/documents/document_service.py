@@ -44,7 +44,7 @@ from agent_memory.kernel import cursor, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.errors import (
     Conflict,
-    MemoryError_,
+    DomainError,
     NotFound,
     PayloadTooLarge,
 )
@@ -386,7 +386,7 @@ class DocumentService:
                 hint = doc.format if doc.format in ("text", "markdown") else None
                 upload = DocumentFileUpload(format=hint, filename=doc.filename)  # type: ignore[arg-type]
                 content = read_content(upload, OriginalFile(raw, doc.mime_type), cap)
-        except MemoryError_ as exc:  # the old chunks stay searchable; the error says why
+        except DomainError as exc:  # the old chunks stay searchable; the error says why
             unflagged = Record(record.pk, record.sk, replace(doc, reprocess=False).to_item(), version=record.version)
             return mark_failed(self.store, unflagged, exc)
         plan = carry_plan(old, content.chunks)

@@ -2,6 +2,8 @@
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from agent_memory.adapters.offline import offline_extract
 from agent_memory.kernel import timeutil
 from agent_memory.kernel.ids import new_id
@@ -15,8 +17,10 @@ from agent_memory.models.extraction import (
     ExtractionOutput,
 )
 from agent_memory.models.facts import Attribute, Entity, Instruction, Relation, Source
-from agent_memory.rules.speaker import SELF_ENTITY_ID, EntityResolver
+from agent_memory.rules.self_entity import SELF_ENTITY_ID, EntityResolver
 from agent_memory.services.facts.reconcile import ReconcileSettings, normalise_value, reconcile, slots
+
+pytestmark = pytest.mark.service
 
 T0 = datetime(2026, 5, 12, 16, 24, tzinfo=UTC)
 T0S = "2026-05-12T16:24:00.000Z"

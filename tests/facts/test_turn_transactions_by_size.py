@@ -18,6 +18,8 @@ from agent_memory.ports import MAX_TRANSACT_BYTES, MAX_TRANSACT_OPS
 from agent_memory.services.conversation.sessions import NewTurn, planned_session_bytes, planned_turn_bytes
 from agent_memory.services.facts.write import PendingTurn, plan_turn_transactions
 
+pytestmark = pytest.mark.service
+
 RC = RequestContext(context_id="acme", principal="local-admin", admin=True)
 BIG = 60_000  # characters a turn (under limits.facts_text_bytes)
 

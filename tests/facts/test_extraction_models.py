@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from agent_memory.models.extraction import (
     ActionSummary,
     AttributeSummary,
@@ -14,6 +16,8 @@ from agent_memory.models.extraction import (
     UncertaintySummary,
 )
 from agent_memory.models.facts import Action, Attribute, Entity, Instruction, Relation, Source, Uncertainty
+
+pytestmark = pytest.mark.domain
 
 
 def test_every_extraction_field_is_defaulted():

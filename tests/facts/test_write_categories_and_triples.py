@@ -9,6 +9,8 @@ import pytest
 
 from agent_memory.rules.vocabulary import CATEGORY_SYNONYMS
 
+pytestmark = pytest.mark.http
+
 CTX = "/api/v1/acme"
 CAROL = {"type": "person", "name": "Carol"}
 

@@ -15,6 +15,8 @@ from agent_memory.ports import ModelError as PortModelError
 from agent_memory.ports import ModelOutputInvalid, ModelTimeout, SearchFilter
 from agent_memory.runtime import get_runtime
 
+pytestmark = pytest.mark.http
+
 CTX = "/api/v1/acme"
 USER = "entity:person/user"
 # The context and partition the requests above write to; storage keys come from kernel/storage_keys.py.

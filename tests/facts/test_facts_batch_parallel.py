@@ -16,6 +16,8 @@ from agent_memory.runtime import Runtime, set_runtime
 from agent_memory.testing.fake_openai import Behaviour, FakeOpenAIServer
 from tests.conftest import TEST_SECRET, InProcessApi
 
+pytestmark = pytest.mark.http
+
 CHAT = "/v1/chat/completions"
 RC = RequestContext(context_id="acme", principal="local-admin", admin=True)
 

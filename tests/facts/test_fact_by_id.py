@@ -11,6 +11,8 @@ from openapi_schemas import assert_matches
 from agent_memory.ports import SearchFilter
 from agent_memory.runtime import get_runtime
 
+pytestmark = pytest.mark.http
+
 CTX = "/api/v1/acme"
 USER = "entity:person/user"
 

@@ -9,6 +9,8 @@ from openapi_schemas import assert_matches
 
 from agent_memory.runtime import get_runtime
 
+pytestmark = pytest.mark.http
+
 CTX = "/api/v1/acme"
 
 

@@ -11,6 +11,8 @@ from agent_memory.models.extraction import ExtractionOutput
 from agent_memory.rules.turn_data import read_turn
 from agent_memory.services.prompts.extraction import build_extraction_prompt
 
+pytestmark = pytest.mark.service
+
 OBSERVED = datetime(2026, 5, 12, 16, 24, tzinfo=UTC)
 
 
