@@ -8,7 +8,7 @@ claim (cap, read, normalise, hash, chunk, part rows), then claims the content (c
 and ``ingesting`` in one transaction). Content already stored as another live document fails
 the upload with a 409 problem naming it (``code: duplicate_document``). The object is deleted
 once its parts are stored; the bucket's lifecycle rule removes what an abandoned upload left.
-The documents service (``service.py``) owns the claims these steps check and the reads."""
+The documents service (``document_service.py``) owns the claims these steps check and the reads."""
 
 from __future__ import annotations
 
