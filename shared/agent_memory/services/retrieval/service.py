@@ -251,9 +251,10 @@ class RetrievalService:
         narrowing = None
         if k > 0 and (source is not None or area is not None or documents is not None):
             narrowing = self.narrowing(ctx, kinds, source=source, area=area, documents=documents)
-        result = self.retrieve_resolved(ctx, query, k=k, mode=mode, as_of=as_of, session_id=session_id, labels=labels,
-                             exclude_ids=exclude_ids, include=include, subject=subject, reads=reads,
-                             valid_window=valid_window, lens=lens, scope_view=scope_view, narrowing=narrowing)
+        result = self.retrieve_resolved(ctx, query, k=k, mode=mode, as_of=as_of, session_id=session_id,
+                                        labels=labels, exclude_ids=exclude_ids, include=include, subject=subject,
+                                        reads=reads, valid_window=valid_window, lens=lens, scope_view=scope_view,
+                                        narrowing=narrowing)
         if k > 0:
             result.query_ms = (time.perf_counter() - started) * 1000
         return result
@@ -278,11 +279,12 @@ class RetrievalService:
         return Narrowing(kinds=kinds, source_ids=source_ids, any_labels=any_labels)
 
     def retrieve_resolved(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
-                         as_of: str | None = None, session_id: str | None = None, labels: Sequence[str] | None = None,
-                         exclude_ids: Iterable[str] = (), include: Sequence[str] | None = None,
-                         subject: str | None = None, reads: WriteReads | None = None,
-                         valid_window: tuple[str | None, str | None] | None = None,
-                         lens: Sequence[Sequence[str]] | None = None, scope_view: str = "strict",
+                          as_of: str | None = None, session_id: str | None = None,
+                          labels: Sequence[str] | None = None, exclude_ids: Iterable[str] = (),
+                          include: Sequence[str] | None = None, subject: str | None = None,
+                          reads: WriteReads | None = None,
+                          valid_window: tuple[str | None, str | None] | None = None,
+                          lens: Sequence[Sequence[str]] | None = None, scope_view: str = "strict",
                           narrowing: Narrowing | None = None) -> RetrievalResult:
         """``retrieve`` once its request's narrowing (``narrowing``) is resolved: the pipeline
         (analysis, tier-1 reads, search legs, ranking, rerank, evidence order) on plain values.
