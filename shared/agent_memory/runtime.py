@@ -492,7 +492,7 @@ class Runtime:
         from agent_memory.services.conversation.chat.service import ChatService
 
         # The embedder loads on the first cache lookup, not when the service is built.
-        return ChatService(self.store, self.sessions, self.retrieval, self.facts, self.traces,
+        return ChatService(self.sessions, self.retrieval, self.facts, self.traces,
                            self.response_cache, self.language_model, lambda texts: self.embedder.embed(texts),
                            self.count, models=self.settings.models,
                            message_bytes=self.settings.limits.chat_message_bytes)

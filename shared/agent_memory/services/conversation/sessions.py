@@ -153,6 +153,13 @@ class SessionService:
         turns = [Turn.from_item(r.data) for r in page.records]
         return Page([t for t in turns if not t.deleted], next_cursor)
 
+    def latest_turns(self, ctx: RequestContext, session_id: str, limit: int) -> list[Turn]:
+        """The session's last ``limit`` turns, oldest first, forgotten ones left out (chat's
+        transcript window is cut from them)."""
+        page = self.store.query(keys.turns_pk(ctx, session_id), limit=limit, forward=False)
+        turns = [Turn.from_item(r.data) for r in reversed(page.records)]
+        return [t for t in turns if not t.deleted]
+
     def get_turn(self, ctx: RequestContext, turn_id: str) -> Turn | None:
         page = self.store.query(keys.turn_ids_gsi(ctx), between=(turn_id, turn_id), index="gsi1", limit=1)
         turn = Turn.from_item(page.records[0].data) if page.records else None

@@ -143,6 +143,17 @@ class RetrievalResult:
 
 
 
+@dataclass(frozen=True)
+class Narrowing:
+    """What a request narrows its search to besides the caller's read region, as plain ids:
+    the hit kinds left; the documents a ``source`` or ``documents`` filter admits (``None``:
+    any); the entities an ``area`` holds (``None``: any)."""
+
+    kinds: list[str]
+    source_ids: list[str] | None = None
+    any_labels: list[str] | None = None
+
+
 @dataclass
 class NamedEntity:
     id: str
@@ -236,15 +247,23 @@ class RetrievalService:
           filter, resolved to ids by ``retrieval/corpus.py``); other kinds are dropped.
         """
         started = time.perf_counter()
-        # Looked up on every call: a benchmark swaps recipes in.
-        recipe = RECIPES.get(mode) if mode in RETRIEVAL_MODES else None
-        if recipe is None:
-            raise ValueError(f"unknown retrieval mode {mode!r} (known: {', '.join(RETRIEVAL_MODES)})")
-        if scope_view not in scopes.LENS_VIEWS:
-            raise ValueError(f"unknown scope view {scope_view!r} (known: {', '.join(scopes.LENS_VIEWS)})")
-        if k <= 0:
-            return RetrievalResult(tier=3, hits=[], query_ms=0.0, trace={"mode": mode})
-        kinds = expand_kinds(include) if include else list(DEFAULT_KINDS if mode != "graph" else ALL_KINDS)
+        _, kinds = _recipe_and_kinds(mode, include, scope_view)
+        narrowing = None
+        if k > 0 and (source is not None or area is not None or documents is not None):
+            narrowing = self.narrowing(ctx, kinds, source=source, area=area, documents=documents)
+        result = self.retrieve_resolved(ctx, query, k=k, mode=mode, as_of=as_of, session_id=session_id,
+                                        labels=labels, exclude_ids=exclude_ids, include=include, subject=subject,
+                                        reads=reads, valid_window=valid_window, lens=lens, scope_view=scope_view,
+                                        narrowing=narrowing)
+        if k > 0:
+            result.query_ms = (time.perf_counter() - started) * 1000
+        return result
+
+    def narrowing(self, ctx: RequestContext, kinds: Sequence[str], *, source: str | None = None,
+                  area: geo.Area | None = None, documents: Sequence[str] | None = None) -> Narrowing:
+        """What ``source``, ``area`` and ``documents`` (``retrieve``) narrow ``kinds`` to, resolved
+        once to plain ids through what ``ctx`` may read; the search then runs on those ids."""
+        kinds = list(kinds)
         source_ids: list[str] | None = None
         if source is not None:
             if source in PASSAGE_KINDS:
@@ -256,6 +275,28 @@ class RetrievalService:
             kinds = [x for x in kinds if x == "chunk"]
             wanted = list(dict.fromkeys(documents))
             source_ids = wanted if source_ids is None else [d for d in source_ids if d in set(wanted)]
+        any_labels = self._entities_in(ctx, area) if area is not None else None
+        return Narrowing(kinds=kinds, source_ids=source_ids, any_labels=any_labels)
+
+    def retrieve_resolved(self, ctx: RequestContext, query: str, *, k: int = 10, mode: str = "hybrid",
+                          as_of: str | None = None, session_id: str | None = None,
+                          labels: Sequence[str] | None = None, exclude_ids: Iterable[str] = (),
+                          include: Sequence[str] | None = None, subject: str | None = None,
+                          reads: WriteReads | None = None,
+                          valid_window: tuple[str | None, str | None] | None = None,
+                          lens: Sequence[Sequence[str]] | None = None, scope_view: str = "strict",
+                          narrowing: Narrowing | None = None) -> RetrievalResult:
+        """``retrieve`` once its request's narrowing (``narrowing``) is resolved: the pipeline
+        (analysis, tier-1 reads, search legs, ranking, rerank, evidence order) on plain values.
+        Chat's turns call it directly: they narrow by nothing but the window they exclude."""
+        started = time.perf_counter()
+        recipe, kinds = _recipe_and_kinds(mode, include, scope_view)
+        if k <= 0:
+            return RetrievalResult(tier=3, hits=[], query_ms=0.0, trace={"mode": mode})
+        source_ids: list[str] | None = None
+        any_labels: list[str] | None = None
+        if narrowing is not None:
+            kinds, source_ids, any_labels = list(narrowing.kinds), narrowing.source_ids, narrowing.any_labels
         anchor = timeutil.parse(as_of) if as_of else timeutil.now()
         qa = analyse(query, anchor=anchor)
         flt = SearchFilter(
@@ -267,13 +308,12 @@ class RetrievalService:
             labels=list(labels) if labels else None, exclude_ids=list(dict.fromkeys(exclude_ids)),
             valid_window=tuple(valid_window) if valid_window else None,  # type: ignore[arg-type]
             lens=[list(c) for c in lens] if lens else None, lens_view=scope_view,
-            any_labels=self._entities_in(ctx, area) if area is not None else None, source_ids=source_ids)
+            any_labels=any_labels, source_ids=source_ids)
         if (flt.any_labels is not None and not flt.any_labels) or (source_ids is not None and not source_ids):
             kinds, flt.kinds = [], []  # nothing can match: no entity in the area, no such document
         entities = self.named_entities(ctx, qa, subject, reads)
         if flt.any_labels is not None:
             entities = [e for e in entities if e.id in flt.any_labels]
-        depth = candidate_depth(k, recipe.min_depth, recipe.depth_per_k)
         legs: list[Leg] = []
         seeds: list[SearchUnit] = []
         said = TurnFacts()
@@ -294,6 +334,7 @@ class RetrievalService:
         settled = True
         if flt.kinds:
             settled = self.await_projection(ctx.context_id)
+            depth = candidate_depth(k, recipe.min_depth, recipe.depth_per_k)
             try:
                 ranking, legs = self._search_legs(recipe, qa, flt, entities, depth)
             except SearchUnavailable as exc:
@@ -812,6 +853,18 @@ def _slot(hit: Hit) -> str | None:
 
 def _unit_slot(unit: SearchUnit) -> str | None:
     return unit.metadata.get("label") if unit.kind == "relation" else unit.metadata.get("key")
+
+
+def _recipe_and_kinds(mode: str, include: Sequence[str] | None,
+                      scope_view: str) -> tuple[SearchRecipe, list[str]]:
+    """The mode's recipe and the hit kinds asked for; ``ValueError`` for an unknown mode or view."""
+    # Looked up on every call: a benchmark swaps recipes in.
+    recipe = RECIPES.get(mode) if mode in RETRIEVAL_MODES else None
+    if recipe is None:
+        raise ValueError(f"unknown retrieval mode {mode!r} (known: {', '.join(RETRIEVAL_MODES)})")
+    if scope_view not in scopes.LENS_VIEWS:
+        raise ValueError(f"unknown scope view {scope_view!r} (known: {', '.join(scopes.LENS_VIEWS)})")
+    return recipe, expand_kinds(include) if include else list(DEFAULT_KINDS if mode != "graph" else ALL_KINDS)
 
 
 def expand_kinds(include: Sequence[str]) -> list[str]:

@@ -36,7 +36,7 @@ from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout
 from agent_memory.rules.questions import question_parts
 from agent_memory.rules.self_entity import SELF_ENTITY_ID
 from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
-from agent_memory.services.conversation.chat.window import WindowTurn, session_window
+from agent_memory.services.conversation.chat.window import WINDOW_FETCH, WindowTurn, stored_window
 from agent_memory.services.facts.speakers import self_speaker
 from agent_memory.services.facts.write import MemoryReads, PendingTurn, WriteTarget
 from agent_memory.services.operations.traces import memory_counts
@@ -44,7 +44,7 @@ from agent_memory.services.prompts.chat import build_messages
 
 if TYPE_CHECKING:
     from agent_memory.config_slices import ModelsConfig
-    from agent_memory.ports import LanguageModel, RecordStore
+    from agent_memory.ports import LanguageModel
     from agent_memory.services.conversation.chat.cache import ResponseCache
     from agent_memory.services.conversation.sessions import SessionService
     from agent_memory.services.facts.write import FactsService
@@ -172,12 +172,11 @@ class ChatService:
     ``models.allowed`` a request names); a message is at most ``message_bytes``
     (``limits.chat_message_bytes``)."""
 
-    def __init__(self, store: RecordStore, sessions: SessionService,
-                 retrieval: RetrievalService, facts: FactsService, traces: TraceStore, cache: ResponseCache,
+    def __init__(self, sessions: SessionService, retrieval: RetrievalService, facts: FactsService,
+                 traces: TraceStore, cache: ResponseCache,
                  language_model: Callable[[str], LanguageModel], embed: Callable[[Sequence[str]], Any],
                  count: Callable[[str], None] = lambda metric: None, *,
                  models: ModelsConfig, message_bytes: int):
-        self._store = store
         self._models = models
         self._message_bytes = message_bytes
         self._sessions = sessions
@@ -223,7 +222,7 @@ class ChatService:
                                           session_scopes=True)
         reader = ctx.narrowed(req.scopes)
         session, is_new = target.session, target.opened.is_new
-        window = [] if is_new else session_window(self._store, ctx, session.id)
+        window = [] if is_new else stored_window(self._sessions.latest_turns(ctx, session.id, WINDOW_FETCH))
 
         # Taken before retrieval: a write that commits while this turn answers outdates its entry.
         # Earlier writes' projections are awaited first (read-your-writes, bounded): the write
@@ -240,37 +239,33 @@ class ChatService:
         self._facts.repo.read_entities(ctx, partitions)
         result = self._retrieve(reader, req.message, [t.id for t in window], partitions)
         retrieval_ms = (time.perf_counter() - started) * 1000
-        hits = list(result.hits)
-        messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
-        sources = memory.markers
-        trace_id = self._traces.new_id()
-        retrieval_trace = {
-            "query": req.message, "sessionId": None if is_new else session.id, "tier": result.tier,
-            # the keys the question asks for and the one tier 1 answered with (None: no tier-1 answer)
-            "askedKeys": result.trace.get("askedKeys", []), "tier1Key": result.trace.get("tier1Key"),
-            "excluded": [t.id for t in window], "latencyMs": round(retrieval_ms, 2),
-            "hits": [{"marker": m, "id": h.id, "kind": h.kind, "score": round(float(h.score), 6)}
-                     for m, h in sources.items()]}
-        if result.degraded is not None:
-            retrieval_trace["degraded"] = result.degraded
-        if result.trace.get("projectionPending"):
-            retrieval_trace["projectionPending"] = True  # some writes were not searchable yet
-        turn = PreparedTurn(ctx=ctx, req=req, target=target, window=window, hits=hits,
-                            sources=sources, messages=messages, trace_id=trace_id, tier=3,
-                            retrieval_ms=retrieval_ms, model_name=model_name, memory=known,
-                            degraded=result.degraded,
-                            retrieval_trace=retrieval_trace, cache_entry=cache_entry)
-        if cache_entry is not None:
-            turn.query_vector = self._embed([req.message])[0]
-            hit = self.cache.lookup(reader, model_name, turn.query_vector)
-            if hit is not None:
-                turn.cached, turn.tier = hit.response, 2
-                self._count("CacheHits")
-        # The user turn's extraction runs while the model answers; it is committed only
-        # after the reply succeeds (or discarded).
-        turn.extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
-                                                     timeutil.now_iso(), None, known)
+        # The user turn's extraction runs while the prompt is built and the model answers; it
+        # is committed only after the reply succeeds (or discarded).
+        extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
+                                                timeutil.now_iso(), None, known)
+        try:
+            hits = list(result.hits)
+            messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
+            turn = PreparedTurn(ctx=ctx, req=req, target=target, window=window, hits=hits, sources=memory.markers,
+                                messages=messages, trace_id=self._traces.new_id(), tier=3,
+                                retrieval_ms=retrieval_ms, model_name=model_name, memory=known,
+                                degraded=result.degraded, cache_entry=cache_entry, extraction=extraction,
+                                retrieval_trace=_retrieval_trace(req.message, None if is_new else session.id,
+                                                                 window, result, memory.markers, retrieval_ms))
+            if cache_entry is not None:
+                self._look_up_reply(turn, reader)
+        except BaseException:
+            extraction.cancel()  # nothing is answered: the user turn is not stored
+            raise
         return turn
+
+    def _look_up_reply(self, turn: PreparedTurn, reader: RequestContext) -> None:
+        """Tier 2: a cached reply to a near-identical question in the reader's region."""
+        turn.query_vector = self._embed([turn.req.message])[0]
+        hit = self.cache.lookup(reader, turn.model_name, turn.query_vector)
+        if hit is not None:
+            turn.cached, turn.tier = hit.response, 2
+            self._count("CacheHits")
 
     def _retrieve(self, reader: RequestContext, message: str, exclude: list[str], reads: Any) -> Any:
         """The question's retrieval; a question in several parts (``rules.questions.question_parts``)
@@ -278,9 +273,11 @@ class ChatService:
         part has what answers it in the prompt."""
         parts = question_parts(message)[:MAX_PARTS]
         if len(parts) < 2:
-            return self._retrieval.retrieve(reader, message, k=RETRIEVAL_K, exclude_ids=exclude, reads=reads)
-        results = [self._retrieval.retrieve(reader, part, k=RETRIEVAL_K, exclude_ids=exclude, reads=reads)
+            parts = [message]
+        results = [self._retrieval.retrieve_resolved(reader, part, k=RETRIEVAL_K, exclude_ids=exclude, reads=reads)
                    for part in parts]
+        if len(results) == 1:
+            return results[0]
         merged: dict[str, Any] = {}
         for rank in range(RETRIEVAL_K):
             for result in results:
@@ -415,6 +412,23 @@ class ChatService:
                         page=meta.get("page") if hit.kind == "chunk" else None,
                         document_id=meta.get("documentId") if hit.kind == "chunk" else None,
                         session_id=getattr(hit, "session_id", None) if hit.kind == "turn" else None)
+
+
+def _retrieval_trace(query: str, session_id: str | None, window: list[WindowTurn], result: Any,
+                     sources: dict[str, Any], retrieval_ms: float) -> dict[str, Any]:
+    """The turn's retrieval trace row (written with the commit, or alone when the turn fails)."""
+    trace = {
+        "query": query, "sessionId": session_id, "tier": result.tier,
+        # the keys the question asks for and the one tier 1 answered with (None: no tier-1 answer)
+        "askedKeys": result.trace.get("askedKeys", []), "tier1Key": result.trace.get("tier1Key"),
+        "excluded": [t.id for t in window], "latencyMs": round(retrieval_ms, 2),
+        "hits": [{"marker": m, "id": h.id, "kind": h.kind, "score": round(float(h.score), 6)}
+                 for m, h in sources.items()]}
+    if result.degraded is not None:
+        trace["degraded"] = result.degraded
+    if result.trace.get("projectionPending"):
+        trace["projectionPending"] = True  # some writes were not searchable yet
+    return trace
 
 
 def _cached_citations(cached: dict[str, Any]) -> list[Citation]:

@@ -45,9 +45,13 @@ def transcript_window(turns: Sequence[WindowTurn], *, max_messages: int = WINDOW
     return list(reversed(kept))
 
 
+def stored_window(stored: Sequence[Turn]) -> list[WindowTurn]:
+    """The window of a session's stored turns (oldest first; forgotten ones left out)."""
+    return transcript_window([WindowTurn(t.id, t.role, t.content) for t in stored if not t.deleted])
+
+
 def session_window(store: RecordStore, ctx: RequestContext, session_id: str) -> list[WindowTurn]:
-    """The window of a stored session (forgotten turns are left out)."""
+    """The window of a stored session, read from ``store`` (the prompt context, which has no
+    session service; chat reads ``SessionService.latest_turns``)."""
     page = store.query(keys.turns_pk(ctx, session_id), limit=WINDOW_FETCH, forward=False)
-    stored = [Turn.from_item(r.data) for r in reversed(page.records)]
-    turns = [WindowTurn(t.id, t.role, t.content) for t in stored if not t.deleted]
-    return transcript_window(turns)
+    return stored_window([Turn.from_item(r.data) for r in reversed(page.records)])
