@@ -251,6 +251,13 @@ class FactsService:
         output = self._structured_extraction(system, user)
         return attribute_to_speaker(output, other) if other else output
 
+    def read_and_extract(self, ctx: RequestContext, text: str, observed_at: str | None,
+                         partitions: PartitionReads) -> tuple[MemoryReads, ExtractionOutput]:
+        """``read_memory`` then ``extract``, as one step a caller can run beside other work
+        (chat: after its retrieval read the partitions, while the reply is prepared)."""
+        memory = self.read_memory(ctx, partitions)
+        return memory, self.extract(ctx, text, observed_at, None, memory)
+
     def _extract_batch(self, ctx: RequestContext, req: WriteFactsBatchRequest) -> list[PendingTurn]:
         """A batch's turns with their extractions: one call over the whole conversation
         (``extract: whole_conversation``, attributed to the last turn, the one that completes

@@ -30,7 +30,7 @@ from agent_memory.kernel.errors import (
     UpstreamModelError,
     UpstreamModelTimeout,
 )
-from agent_memory.models.extraction import ExtractionOutput, ExtractionResult
+from agent_memory.models.extraction import ExtractionResult
 from agent_memory.models.requests import ChatRequest
 from agent_memory.ports import ChatMessage, Completion, ModelError, ModelTimeout, Put
 from agent_memory.rules.questions import question_parts
@@ -38,7 +38,7 @@ from agent_memory.rules.self_entity import SELF_ENTITY_ID
 from agent_memory.services.conversation.chat.citations import MarkerStream, resolve_markers
 from agent_memory.services.conversation.chat.window import WINDOW_FETCH, WindowTurn, stored_window
 from agent_memory.services.facts.speakers import self_speaker
-from agent_memory.services.facts.write import MemoryReads, PendingTurn, WriteTarget
+from agent_memory.services.facts.write import PendingTurn, WriteTarget
 from agent_memory.services.operations.traces import memory_counts
 from agent_memory.services.prompts.chat import build_messages
 
@@ -72,12 +72,11 @@ class PreparedTurn:
     tier: int
     retrieval_ms: float
     model_name: str
-    # What the user turn's write read before its extraction: the commit reuses it (one read).
-    memory: MemoryReads
     query_vector: Any = None
     cached: dict[str, Any] | None = None
     # The cache entry this turn may store, its id taken before retrieval (``ResponseCache.begin``).
     cache_entry: str | None = None
+    # The user turn's reads and extraction (``FactsService.read_and_extract``), run beside the reply.
     extraction: Future | None = None
     degraded: str | None = None
     # Written with the commit (one transaction), or alone when the turn fails.
@@ -231,24 +230,24 @@ class ChatService:
         if cacheable:
             self._retrieval.await_projection(reader.context_id)
         cache_entry = self.cache.begin() if cacheable else None
-        # The user turn's write reads each entity partition once: the self entity's facts (the
-        # user's name) and its entity list, read here for retrieval too (retries read afresh).
+        # The user turn's write reads each entity partition once: its entity list, read here for
+        # retrieval too, and the self entity's facts (the user's name), which retrieval's tier-1
+        # reads fetch beside the others in one round, so the write takes them from there.
         partitions = self._facts.repo.partition_reads()
-        known = self._facts.read_memory(ctx, partitions)
         started = time.perf_counter()
         self._facts.repo.read_entities(ctx, partitions)
         result = self._retrieve(reader, req.message, [t.id for t in window], partitions)
         retrieval_ms = (time.perf_counter() - started) * 1000
-        # The user turn's extraction runs while the prompt is built and the model answers; it
-        # is committed only after the reply succeeds (or discarded).
-        extraction = deadline.submit_in_context(self._pool, self._facts.extract, ctx, req.message,
-                                                timeutil.now_iso(), None, known)
+        # The user turn's reads and extraction run while the prompt is built and the model
+        # answers; they are committed only after the reply succeeds (or discarded).
+        extraction = deadline.submit_in_context(self._pool, self._facts.read_and_extract, ctx, req.message,
+                                                timeutil.now_iso(), partitions)
         try:
             hits = list(result.hits)
             messages, memory = build_messages(req.message, hits, window, self._instructions(reader))
             turn = PreparedTurn(ctx=ctx, req=req, target=target, window=window, hits=hits, sources=memory.markers,
                                 messages=messages, trace_id=self._traces.new_id(), tier=3,
-                                retrieval_ms=retrieval_ms, model_name=model_name, memory=known,
+                                retrieval_ms=retrieval_ms, model_name=model_name,
                                 degraded=result.degraded, cache_entry=cache_entry, extraction=extraction,
                                 retrieval_trace=_retrieval_trace(req.message, None if is_new else session.id,
                                                                  window, result, memory.markers, retrieval_ms))
@@ -358,14 +357,14 @@ class ChatService:
         ctx, req = turn.ctx, turn.req
         try:
             try:
-                extraction: ExtractionOutput = turn.extraction.result(timeout=deadline.remaining())
+                memory, extraction = turn.extraction.result(timeout=deadline.remaining())
             except (UpstreamModelError, UpstreamModelTimeout):
                 raise  # the reply cannot be stored without its user turn's extraction
             except FutureTimeout as exc:  # the extraction's own call timeout fits the deadline; belt and braces
                 raise UpstreamModelTimeout("the extraction model did not answer before the request deadline") from exc
             now = timeutil.now_iso()
             # The user turn's speaker is the context's own user; the assistant's role says who it is.
-            speaker = self_speaker(turn.memory.user_name)
+            speaker = self_speaker(memory.user_name)
             # A reply that cites no memory (a refusal) is kept in the transcript, never as evidence.
             pending = [PendingTurn("user", req.message, now, "full", extraction, speaker=speaker),
                        PendingTurn("assistant", reply, now, "none", None, unsupported=not citations)]
@@ -383,7 +382,7 @@ class ChatService:
                 return [Put(self._traces.record(ctx, turn.trace_id, "retrieval", turn.retrieval_trace)),
                         Put(self._traces.record(ctx, turn.trace_id, "response", response))]
 
-            turn_ids, results = self._facts.commit_turns(ctx, turn.target, pending, turn.memory, extra=traces)
+            turn_ids, results = self._facts.commit_turns(ctx, turn.target, pending, memory, extra=traces)
         except BaseException:
             self._trace_failed(turn)
             raise
