@@ -13,7 +13,10 @@ import pytest
 from agent_memory.runtime import get_runtime
 
 CTX = "/api/v1/acme"
-SECRET = "My locker combination is 4417 and it opens the gym locker by the pool"
+# The mark is words no id can contain (ids are hex, or base32 without "l" and "o"): a
+# random trace id once held the digits of an earlier, numeric mark.
+SECRET = "My locker combination is velvet-owl and it opens the gym locker by the pool"
+MARK = "velvet-owl"
 
 
 def chat(api, message: str, session: str | None = None) -> dict:
@@ -44,15 +47,15 @@ def test_forgetting_a_turn_redacts_the_traces_that_quoted_it(api, purge):
     said = chat(api, SECRET)
     asked = chat(api, "What is my locker combination?", said["sessionId"])
     other = chat(api, "The weather in Oslo was mild today.")
-    assert "4417" in trace_text(api, said["traceId"])
+    assert MARK in trace_text(api, said["traceId"])
     r = api.post(f"{CTX}/forget", {"query": SECRET, "limit": 1, "minScore": 0.2, "purge": purge})
     assert r.status == 200 and r.json()["deleted"] == 1, r.text
     assert r.json()["items"][0]["kind"] == "turn"
 
     for trace_id in (said["traceId"], asked["traceId"]):
         text = trace_text(api, trace_id)
-        assert "4417" not in text and "locker combination is" not in text, text
-    assert "4417" not in all_traces(api) and "4417" not in stored_traces()
+        assert MARK not in text and "locker combination is" not in text, text
+    assert MARK not in all_traces(api) and MARK not in stored_traces()
     got = json.loads(trace_text(api, said["traceId"]))
     assert got["retrieval"]["query"] == "[redacted]"
     assert hashlib.sha256(SECRET.encode()).hexdigest() in got["retrieval"]["redacted"]["hashes"]
@@ -60,13 +63,13 @@ def test_forgetting_a_turn_redacts_the_traces_that_quoted_it(api, purge):
     # naming the forgotten turn is an id)
     assert "Oslo" in trace_text(api, other["traceId"])
     audit = api.get(f"{CTX}/audit?limit=200").text
-    assert "4417" not in audit
+    assert MARK not in audit
 
 
 def test_deleting_a_session_redacts_its_traces(api):
     said = chat(api, SECRET)
     other = chat(api, "The weather in Oslo was mild today.")
     assert api.delete(f"{CTX}/sessions/{said['sessionId']}").status == 204
-    assert "4417" not in trace_text(api, said["traceId"])
-    assert "4417" not in stored_traces()
+    assert MARK not in trace_text(api, said["traceId"])
+    assert MARK not in stored_traces()
     assert "Oslo" in trace_text(api, other["traceId"])
