@@ -1,5 +1,5 @@
 """Recall area: POST /query (ranked hits), /context and /sessions/{id}/context (formatted,
-delimited prompt context). Retrieval lives in ``agent_memory.services.retrieval.service``, which
+delimited prompt context). Retrieval lives in ``agent_memory.services.retrieval.retrieval_service``, which
 ranks through ``agent_memory.ranking``; formatting in ``agent_memory.services.retrieval.context_format``."""
 
 from agent_memory.http import api as http

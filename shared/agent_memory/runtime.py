@@ -227,7 +227,7 @@ class Runtime:
         ref = s.models.reranker
         if ref is not None and ref.provider == "local":
             from agent_memory.adapters.rerankers import PrecomputingIndex
-            from agent_memory.services.retrieval.service import hit_text
+            from agent_memory.services.retrieval.retrieval_service import hit_text
 
             # each unit's reranker token vectors are computed as it is indexed (write time)
             index = PrecomputingIndex(index, self.reranker, hit_text)
@@ -489,7 +489,7 @@ class Runtime:
 
     @cached_property
     def chat(self):
-        from agent_memory.services.conversation.chat.service import ChatService
+        from agent_memory.services.conversation.chat.chat_service import ChatService
 
         # The embedder loads on the first cache lookup, not when the service is built.
         return ChatService(self.sessions, self.retrieval, self.facts, self.traces,
@@ -579,7 +579,7 @@ class Runtime:
 
     @cached_property
     def retrieval(self):
-        from agent_memory.services.retrieval.service import RetrievalService
+        from agent_memory.services.retrieval.retrieval_service import RetrievalService
 
         return RetrievalService(self.store, self.search, self.reranker, settle=self.settle)
 

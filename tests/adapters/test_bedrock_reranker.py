@@ -15,7 +15,7 @@ from agent_memory.adapters.rerankers import BedrockReranker
 from agent_memory.config import load_settings
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.runtime import Runtime
-from agent_memory.services.retrieval.service import RetrievalService
+from agent_memory.services.retrieval.retrieval_service import RetrievalService
 from tests.retrieval.test_rerank import NOTES
 
 MODEL = "amazon.rerank-v1:0"

@@ -13,7 +13,7 @@ import pytest
 from agent_memory.access.request_context import RequestContext
 from agent_memory.models.requests import WriteFactsRequest
 from agent_memory.ranking.recipes import RECIPES
-from agent_memory.services.retrieval.service import RetrievalService
+from agent_memory.services.retrieval.retrieval_service import RetrievalService
 
 ADMIN = RequestContext(context_id="acme", principal="tester", admin=True)
 NOTES = [

@@ -97,8 +97,10 @@ def test_idempotency_keys_are_applied_in_one_place():
         for _, module in _package_imports(path):
             if module.startswith("agent_memory.services.facts.idempotency"):
                 users.add(path.relative_to(ROOT).as_posix())
-    # http/api.py checks a key's form with the service's own rule (check_key) before it runs
-    assert users <= {"shared/agent_memory/runtime.py", "shared/agent_memory/http/api.py"}, users
+    # http/request_input.py checks a key's form with the service's own rule (check_key) before
+    # http/api.py runs it
+    assert users <= {"shared/agent_memory/runtime.py", "shared/agent_memory/http/api.py",
+                     "shared/agent_memory/http/request_input.py"}, users
     assert "get_runtime().idempotency.run(" in (package / "http/api.py").read_text()
 
 

@@ -6,29 +6,62 @@ service, return."""
 
 from __future__ import annotations
 
-import base64
 import contextvars
-import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agent_memory import observability
 from agent_memory.access import grants
 from agent_memory.access.request_context import RequestContext, resolve
-from agent_memory.http import safe_json
 from agent_memory.http.powertools_resolver import APIGatewayHttpResolver, Response
+from agent_memory.http.request_input import (
+    body,
+    check_path_ids,
+    header,
+    idempotency_key,
+    is_json_media_type,
+    json_body,
+    page_limit,
+    path_id,
+    query_bool,
+    query_choice,
+    query_instant,
+    query_int,
+    query_str,
+    query_text,
+    raw_body,
+    referenced_ids,
+    validate,
+)
+from agent_memory.http.responses import (
+    DEGRADED_HEADER,
+    DOWNLOAD_HEADERS,
+    RECEIPT_HEADER,
+    answer,
+    bytes_response,
+    empty_response,
+    error_response,
+    json_response,
+    ndjson_response,
+    openapi_response,
+    problem_body,
+    problem_response,
+    raw_response,
+    receipted_empty,
+    redirect_response,
+    sse_response,
+    sse_stream,
+)
 from agent_memory.kernel import deadline, usage
 from agent_memory.kernel.errors import (
-    PROBLEM_TYPE_BASE,
     DomainError,
     InvalidRequest,
     NotFound,
-    PayloadTooLarge,
     ServiceBusy,
     UpstreamModelError,
     UpstreamModelTimeout,
@@ -38,97 +71,59 @@ from agent_memory.runtime import get_runtime
 
 log = logging.getLogger("agent_memory.http.api")
 
-M = TypeVar("M", bound=BaseModel)
-
-
-def problem_body(status: int, title: str, detail: str, slug: str, **extensions: Any) -> dict[str, Any]:
-    body = {"type": PROBLEM_TYPE_BASE + slug, "title": title, "status": status, "detail": detail}
-    body.update({k: v for k, v in extensions.items() if v is not None})
-    return body
-
-
-def problem_response(status: int, title: str, detail: str, slug: str, headers: dict[str, str] | None = None,
-                     **extensions: Any) -> Response:
-    return Response(status_code=status, content_type="application/problem+json",
-                    body=json.dumps(problem_body(status, title, detail, slug, **extensions)), headers=headers)
-
-
-def error_response(exc: DomainError) -> Response:
-    return problem_response(exc.status, exc.title, exc.detail, exc.type_slug, headers=exc.headers or None,
-                            code=exc.code, **exc.extensions)
-
-
-DEGRADED_HEADER = "X-Memory-Degraded"
-
-
-def answer(body: dict[str, Any], degraded: str | None) -> dict[str, Any] | Response:
-    """A read's 200 body; when it was answered degraded (``search-unavailable``: from the
-    record store alone) the same body with the ``X-Memory-Degraded`` header."""
-    if degraded is None:
-        return body
-    return json_response(body, headers={DEGRADED_HEADER: degraded})
-
-
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None, *,
-                  ensure_ascii: bool = True) -> Response:
-    """``ensure_ascii=False`` for text-bearing bodies (turns, chunks): escaping every non-ASCII
-    character would multiply their size against Lambda's 6 MB response limit."""
-    return Response(status_code=status, content_type="application/json",
-                    body=json.dumps(body, ensure_ascii=ensure_ascii), headers=headers)
-
-
-def empty_response(status: int = 204) -> Response:
-    return Response(status_code=status, content_type="application/json", body="")
-
-
-#: A removal that answers 204 names its erasure receipt here (``GET /receipts/{id}``).
-RECEIPT_HEADER = "X-Erasure-Receipt"
-
-
-def receipted_empty(receipt: dict[str, Any] | None) -> Response:
-    """204 naming the removal's receipt (``services/operations/receipts.py``)."""
-    headers = {RECEIPT_HEADER: receipt["id"]} if receipt and receipt.get("id") else None
-    return Response(status_code=204, content_type="application/json", body="", headers=headers)
-
-
-# A caller's own bytes served back (``GET /documents/{id}/raw``): a download, never a page of
-# this origin (the inspector's): no sniffing, no scripts, no plugins, not framed.
-DOWNLOAD_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-                    "Content-Disposition": "attachment",
-                    "Content-Security-Policy": "default-src 'none'; sandbox; frame-ancestors 'none'"}
-
-
-def bytes_response(data: bytes, content_type: str, headers: dict[str, str] | None = None) -> Response:
-    """Binary bytes as they are (API Gateway gets them base64-encoded, ``isBase64Encoded``)."""
-    return Response(status_code=200, content_type=content_type, body=data, headers=headers)
-
-
-def raw_response(status: int, headers: dict[str, str], body: bytes) -> Response:
-    """A response another layer produced whole (the MCP transport's): status, headers, text body."""
-    headers = dict(headers)
-    content_type = headers.pop("content-type", None) or "application/json"
-    return Response(status_code=status, content_type=content_type, body=body.decode("utf-8"),
-                    headers=headers or None)
-
-
-def openapi_response(fmt: str) -> Response:
-    """openapi.yaml as the service serves it (``GET /api/v1/openapi.json`` or ``.yaml``): the
-    package's copy, since a deployed function has no repo root (tests/deploy/served_spec.py
-    writes it)."""
-    from importlib import resources
-
-    document = resources.files(__package__).joinpath("openapi.json").read_text(encoding="utf-8")
-    if fmt == "json":
-        return Response(status_code=200, content_type="application/json", body=document)
-    import yaml
-
-    return Response(status_code=200, content_type="application/yaml; charset=utf-8",
-                    body=yaml.safe_dump(json.loads(document), sort_keys=False, allow_unicode=True))
-
-
-def redirect_response(location: str, status: int = 303) -> Response:
-    return Response(status_code=status, content_type="application/json", body="",
-                    headers={"Location": location, "Cache-Control": "no-store"})
+# The handlers' one import (``from agent_memory.http import api as http``): the resolver and the
+# caller's resolution here, what a request carries (``request_input``) and what a handler
+# answers with (``responses``).
+__all__ = [
+    "DEGRADED_HEADER",
+    "DOWNLOAD_HEADERS",
+    "RECEIPT_HEADER",
+    "StreamSlot",
+    "ThreadSafeHttpResolver",
+    "answer",
+    "attach_stream",
+    "authenticate",
+    "body",
+    "bytes_response",
+    "check_path_ids",
+    "context",
+    "empty_response",
+    "error_response",
+    "header",
+    "idempotency_key",
+    "idempotency_lease_s",
+    "idempotent",
+    "is_json_media_type",
+    "json_body",
+    "json_response",
+    "make_resolver",
+    "ndjson_response",
+    "openapi_response",
+    "page_limit",
+    "path_id",
+    "problem_body",
+    "problem_response",
+    "query_bool",
+    "query_choice",
+    "query_instant",
+    "query_int",
+    "query_str",
+    "query_text",
+    "raw_body",
+    "raw_response",
+    "receipted_empty",
+    "record_access",
+    "redirect_response",
+    "referenced_ids",
+    "request_budget_s",
+    "request_origin",
+    "resolve_caller",
+    "sse_response",
+    "sse_stream",
+    "stream_in_request",
+    "unreadable_contexts",
+    "validate",
+]
 
 
 def request_origin(app: APIGatewayHttpResolver) -> str:
@@ -375,27 +370,6 @@ def _resolve_and_record_caller(app: APIGatewayHttpResolver, next_middleware: Any
     return next_middleware(app)
 
 
-def check_path_ids(route_args: dict[str, Any]) -> None:
-    """The one check of the ids a route's path names (``kernel.ids.path_id_problem``: length
-    and characters), before its handler reaches any store: a bad one is a 400."""
-    from agent_memory.kernel.ids import path_id_problem
-
-    for name, raw in route_args.items():
-        if name == "context_id" or not isinstance(raw, str):
-            continue
-        problem = path_id_problem(name, raw)
-        if problem is not None:
-            raise InvalidRequest(problem, field=name)
-
-
-def path_id(raw: str) -> str:
-    """An id a route's path names, as the client meant it: the route matches the raw path, so
-    a caller-named session ``sess:abc`` arrives percent-encoded (``sess%3Aabc``)."""
-    from urllib.parse import unquote
-
-    return unquote(raw)
-
-
 def make_resolver() -> APIGatewayHttpResolver:
     app = ThreadSafeHttpResolver()
     # The request deadline and in-flight slot cover the caller's resolution too.
@@ -494,157 +468,6 @@ def unreadable_contexts(caller: Any) -> list[str]:
     return unreadable_contexts(caller)
 
 
-def raw_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> bytes:
-    event = app.current_event
-    if event.body is None:
-        data = b""
-    elif event.is_base64_encoded:
-        # Not Powertools' ``decoded_body``: it decodes the bytes as UTF-8 again, and a binary
-        # body (a multipart upload of a file in another encoding) must stay bytes.
-        try:
-            data = base64.b64decode(event.body)
-        except ValueError as exc:
-            raise InvalidRequest("body is not valid base64", field="body") from exc
-    else:
-        data = event.body.encode("utf-8")
-    if max_bytes is not None and len(data) > max_bytes:
-        raise PayloadTooLarge(f"request body is {len(data)} bytes; the limit is {max_bytes}")
-    return data
-
-
-def is_json_media_type(content_type: str | None) -> bool:
-    """``application/json`` or a ``+json`` type (RFC 6839), parameters aside; no Content-Type
-    at all is read as JSON too (a body is JSON on these routes unless its sender says not)."""
-    media = (content_type or "").split(";", 1)[0].strip().lower()
-    return not media or media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
-
-
-def json_body(app: APIGatewayHttpResolver, max_bytes: int | None = None) -> dict[str, Any]:
-    data = raw_body(app, max_bytes)
-    if not data.strip():
-        raise InvalidRequest("request body is required", field="body")
-    content_type = header(app, "content-type")
-    if not is_json_media_type(content_type):
-        from agent_memory.kernel.errors import UnsupportedMediaType
-
-        raise UnsupportedMediaType(
-            f"the body is sent as {(content_type or '').split(';', 1)[0].strip()!r}; this route takes application/json",
-            code="json_required", field="content-type")
-    try:
-        parsed = safe_json.loads(data)
-    except safe_json.JsonLimitExceeded as exc:
-        raise InvalidRequest(f"request body: {exc}", field=exc.path or "body", limit=exc.limit) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidRequest(f"malformed JSON: {exc}", field="body") from exc
-    if not isinstance(parsed, dict):
-        raise InvalidRequest("request body must be a JSON object", field="body")
-    return parsed
-
-
-def validate(model: type[M], data: dict[str, Any]) -> M:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "body"
-        raise InvalidRequest(f"{field}: {first['msg']}", field=field) from exc
-
-
-def body(app: APIGatewayHttpResolver, model: type[M], max_bytes: int | None = None,
-         optional: bool = False) -> M:
-    if optional and not raw_body(app).strip():
-        return validate(model, {})
-    return validate(model, json_body(app, max_bytes))
-
-
-def query_int(app: APIGatewayHttpResolver, name: str, default: int, *, minimum: int = 1,
-              maximum: int | None = None) -> int:
-    raw = app.current_event.get_query_string_value(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)  # an empty value (``limit=``) is not an integer: 400, not the default
-    except ValueError as exc:
-        raise InvalidRequest(f"{name} must be an integer", field=name) from exc
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
-        raise InvalidRequest(f"{name} must be {bound}", field=name)
-    return value
-
-
-def query_str(app: APIGatewayHttpResolver, name: str) -> str | None:
-    """A query value whose empty form is documented as absent: only ``cursor`` (a first page);
-    every other value goes through ``query_text``, ``query_choice`` or ``query_int``."""
-    value = app.current_event.get_query_string_value(name)
-    return value if value not in (None, "") else None
-
-
-def query_text(app: APIGatewayHttpResolver, name: str) -> str | None:
-    """A query value that is absent or says something: empty (``partition=``) is a 400, as every
-    other empty query value (``query_str`` is for the cursor, whose empty is documented as absent)."""
-    raw = app.current_event.get_query_string_value(name)
-    if raw == "":
-        raise InvalidRequest(f"{name} is empty: leave it out, or give a value", field=name)
-    return raw
-
-
-def query_choice(app: APIGatewayHttpResolver, name: str, choices: Sequence[str]) -> str | None:
-    """One of ``choices`` (compared case-insensitively, answered as listed); absent is ``None``,
-    and empty (``kind=``) is a 400 naming the choices, as for every other query value."""
-    raw = app.current_event.get_query_string_value(name)
-    if raw is None:
-        return None
-    for choice in choices:
-        if raw.strip().lower() == choice.lower():
-            return choice
-    raise InvalidRequest(f"{name} must be one of {', '.join(choices)}", field=name)
-
-
-def query_bool(app: APIGatewayHttpResolver, name: str) -> bool | None:
-    """``true``/``false`` (also 1/0); absent is ``None``; anything else (empty too) is a 400."""
-    raw = app.current_event.get_query_string_value(name)
-    if raw is None:
-        return None
-    value = {"true": True, "1": True, "false": False, "0": False}.get(raw.strip().lower())
-    if value is None:
-        raise InvalidRequest(f"{name} must be true or false", field=name)
-    return value
-
-
-def query_instant(app: APIGatewayHttpResolver, name: str) -> str | None:
-    """An RFC 3339 query parameter, normalised to UTC millisecond form (400 when invalid)."""
-    from agent_memory.kernel import timeutil
-
-    raw = app.current_event.get_query_string_value(name)
-    if raw is None:
-        return None
-    try:
-        return timeutil.normalise(raw.replace(" ", "+"))  # a raw '+' in a query string reads as a space
-    except ValueError as exc:
-        raise InvalidRequest(f"{name} must be an RFC 3339 timestamp in the years "
-                             f"{timeutil.MIN_YEAR:04d}-{timeutil.MAX_YEAR} (UTC)", field=name) from exc
-
-
-def header(app: APIGatewayHttpResolver, name: str) -> str | None:
-    return app.current_event.headers.get(name)
-
-
-def idempotency_key(app: APIGatewayHttpResolver) -> str | None:
-    """The ``Idempotency-Key`` header, checked: also where the call runs without it (a dry run,
-    a reflection not persisted), so a bad key is a 400 on every route that documents it."""
-    from agent_memory.services.facts.idempotency import check_key
-
-    key = header(app, "Idempotency-Key")
-    if key is not None:
-        check_key(key)
-    return key
-
-
-def page_limit(app: APIGatewayHttpResolver) -> int:
-    limits = get_runtime().settings.limits
-    return query_int(app, "limit", limits.page_default, maximum=limits.page_max)
-
-
 def idempotent(app: APIGatewayHttpResolver, ctx: RequestContext, operation: str, req: BaseModel | dict[str, Any],
                run: Any, status: int = 200, *, body_key: str | None = None, refs: Any = None,
                ensure_ascii: bool = True) -> Response:
@@ -672,45 +495,6 @@ def idempotent(app: APIGatewayHttpResolver, ctx: RequestContext, operation: str,
                                             lease_s=idempotency_lease_s(app.lambda_context))
     headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
     return json_response(outcome.body, outcome.status, headers, ensure_ascii=ensure_ascii)
-
-
-def referenced_ids(body: Any) -> list[str]:
-    """Record ids a response mentions (``turn_…``, ``attr_…``), for forget to find stored replies."""
-    found: list[str] = []
-    if isinstance(body, dict):
-        for value in body.values():
-            found += referenced_ids(value)
-    elif isinstance(body, list):
-        for value in body:
-            found += referenced_ids(value)
-    elif isinstance(body, str) and "_" in body and body.split("_", 1)[0] in {
-            "turn", "attr", "rel", "act", "instr", "unc", "doc", "chunk", "sess", "tturn"}:
-        found.append(body)
-    return found
-
-
-def sse_stream(events: Iterable[tuple[str, Any]]) -> Iterator[str]:
-    """Server-sent events (docs/decisions.md, "SSE"): one frame per ``(event, data)``, then
-    ``data: [DONE]``. An ``error`` event's data is a domain error, framed as its problem document."""
-    for event, data in events:
-        if isinstance(data, DomainError):
-            data = problem_body(data.status, data.title, data.detail, data.type_slug, code=data.code,
-                                **data.extensions)
-        yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
-    yield "data: [DONE]\n\n"
-
-
-def sse_response(degraded: str | None = None) -> Response:
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    if degraded is not None:
-        headers[DEGRADED_HEADER] = degraded
-    return Response(status_code=200, content_type="text/event-stream", headers=headers, body="")
-
-
-def ndjson_response(filename: str) -> Response:
-    """The head of a streamed NDJSON download (an export); its lines go in by ``attach_stream``."""
-    return Response(status_code=200, content_type="application/x-ndjson", body="",
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
 
 
 class StreamSlot:

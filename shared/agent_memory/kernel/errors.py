@@ -1,5 +1,5 @@
 """Domain errors. Each carries the HTTP status it maps to; the HTTP layer maps them once
-(``agent_memory.http.api.problem``) into problem documents: ``type``, ``title``, ``status``,
+(``agent_memory.http.responses.error_response``) into problem documents: ``type``, ``title``, ``status``,
 ``detail`` plus optional extensions (``code``, ``field``)."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agent_memory.presenters.facts import extraction
-from agent_memory.services.conversation.chat.service import (
+from agent_memory.services.conversation.chat.chat_service import (
     ChatDelta,
     ChatDone,
     ChatFailed,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_memory.services.retrieval.prompt_context import PromptContext
-from agent_memory.services.retrieval.service import Hit, RetrievalResult
+from agent_memory.services.retrieval.retrieval_service import Hit, RetrievalResult
 
 
 def hit(h: Hit) -> dict[str, Any]:

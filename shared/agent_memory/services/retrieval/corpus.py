@@ -31,7 +31,7 @@ from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.models.document_records import Document
 from agent_memory.ports import RecordStore, SearchFilter, SearchIndex, SearchUnavailable, SearchUnit
 from agent_memory.ranking.visibility import unit_visible
-from agent_memory.services.retrieval.service import Hit, RetrievalService, hit_text
+from agent_memory.services.retrieval.retrieval_service import Hit, RetrievalService, hit_text
 
 GRAPH_DECAY = 0.5
 SEED_CHUNKS = 5  # top chunks whose entities are followed

@@ -22,7 +22,7 @@ from agent_memory.services.retrieval.context_format import format_context
 if TYPE_CHECKING:
     from agent_memory.ports import RecordStore
     from agent_memory.services.conversation.sessions import SessionService
-    from agent_memory.services.retrieval.service import RetrievalService
+    from agent_memory.services.retrieval.retrieval_service import RetrievalService
 
 
 RECENT_SESSIONS = 20  # an empty /context query looks for the latest session among the newest these
@@ -111,7 +111,7 @@ def _with_thread_turns(hits: list[Any], matches: Sequence[Any], k: int) -> list[
     """``hits`` then the subject's thread turns (``EntityMatch``, best first), at most ``k`` in
     all, the turns keeping up to half of them (their scores come from another ranking, so the
     two lists are not merged by score): each as a turn hit that names its thread."""
-    from agent_memory.services.retrieval.service import Hit
+    from agent_memory.services.retrieval.retrieval_service import Hit
 
     seen = {h.id for h in hits}
     turns = [Hit(id=m.turn.id, kind="turn", text=m.text, score=m.score, occurred_at=m.turn.created_at,

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from agent_memory.services.conversation.sessions import SessionService
     from agent_memory.services.facts.write import FactsService
     from agent_memory.services.operations.traces import TraceStore
-    from agent_memory.services.retrieval.service import RetrievalService
+    from agent_memory.services.retrieval.retrieval_service import RetrievalService
 
 log = logging.getLogger("agent_memory.chat")
 
