@@ -227,7 +227,7 @@ class Runtime:
         ref = s.models.reranker
         if ref is not None and ref.provider == "local":
             from agent_memory.adapters.rerankers import PrecomputingIndex
-            from agent_memory.services.retrieval.retrieval_service import hit_text
+            from agent_memory.services.retrieval.hits import hit_text
 
             # each unit's reranker token vectors are computed as it is indexed (write time)
             index = PrecomputingIndex(index, self.reranker, hit_text)

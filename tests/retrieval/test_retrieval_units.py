@@ -10,8 +10,8 @@ import pytest
 from agent_memory.presenters.retrieval import sources
 from agent_memory.services.operations.projection import build_units
 from agent_memory.services.retrieval.context_format import format_context, sanitise
+from agent_memory.services.retrieval.hits import Hit
 from agent_memory.services.retrieval.query_analysis import analyse
-from agent_memory.services.retrieval.retrieval_service import Hit
 
 SELF = "entity:person/user"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_memory.services.retrieval.hits import Hit, RetrievalResult
 from agent_memory.services.retrieval.prompt_context import PromptContext
-from agent_memory.services.retrieval.retrieval_service import Hit, RetrievalResult
 
 
 def hit(h: Hit) -> dict[str, Any]:

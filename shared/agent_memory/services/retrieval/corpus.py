@@ -31,7 +31,8 @@ from agent_memory.kernel.errors import InvalidRequest
 from agent_memory.models.document_records import Document
 from agent_memory.ports import RecordStore, SearchFilter, SearchIndex, SearchUnavailable, SearchUnit
 from agent_memory.ranking.visibility import unit_visible
-from agent_memory.services.retrieval.retrieval_service import Hit, RetrievalService, hit_text
+from agent_memory.services.retrieval.hits import Hit, hit_text
+from agent_memory.services.retrieval.retrieval_service import RetrievalService
 
 GRAPH_DECAY = 0.5
 SEED_CHUNKS = 5  # top chunks whose entities are followed

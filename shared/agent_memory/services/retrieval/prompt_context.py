@@ -111,7 +111,7 @@ def _with_thread_turns(hits: list[Any], matches: Sequence[Any], k: int) -> list[
     """``hits`` then the subject's thread turns (``EntityMatch``, best first), at most ``k`` in
     all, the turns keeping up to half of them (their scores come from another ranking, so the
     two lists are not merged by score): each as a turn hit that names its thread."""
-    from agent_memory.services.retrieval.retrieval_service import Hit
+    from agent_memory.services.retrieval.hits import Hit
 
     seen = {h.id for h in hits}
     turns = [Hit(id=m.turn.id, kind="turn", text=m.text, score=m.score, occurred_at=m.turn.created_at,

@@ -42,7 +42,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -54,7 +54,6 @@ from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_id, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Entity
 from agent_memory.ports import RowLeg, RowRanking, SearchFilter, SearchUnavailable, SearchUnit
-from agent_memory.ranking.encoding import instant
 from agent_memory.ranking.fusion import STRUCTURED_LEG, Leg, candidate_depth
 from agent_memory.ranking.rank import QueryFacts, rank
 from agent_memory.ranking.recipes import RECIPES, RETRIEVAL_MODES, SearchRecipe
@@ -67,7 +66,22 @@ from agent_memory.rules.questions import PROFILE_SELF, asks_only
 from agent_memory.rules.self_entity import SELF_ENTITY_ID
 from agent_memory.services.facts.profile import attribute_section, relation_section
 from agent_memory.services.operations.projection import build_units
-from agent_memory.services.retrieval.query_analysis import STOPWORDS, QueryAnalysis, analyse
+from agent_memory.services.retrieval.hits import (
+    ALL_KINDS,
+    DEFAULT_KINDS,
+    PASSAGE_KINDS,
+    Hit,
+    NamedEntity,
+    RetrievalResult,
+    TurnFacts,
+    echo_words,
+    expand_kinds,
+    hit_text,
+    seed_order,
+    subject_name,
+)
+from agent_memory.services.retrieval.query_analysis import QueryAnalysis, analyse
+from agent_memory.services.retrieval.read_cache import MISSING, ReadCache
 
 if TYPE_CHECKING:
     from agent_memory.ports import Record, RecordStore, Reranker, SearchIndex
@@ -82,13 +96,6 @@ RECENT_SESSIONS = 3  # newest sessions read
 RECENT_TURNS = 50  # newest turns read per session (and the most kept)
 _WORD = re.compile(r"[a-z0-9][\w'\-]*")  # query_analysis's words, on lower-cased text
 
-#: Hit kinds a query returns unless ``include`` says otherwise. ``entity`` hits (a profile
-#: line per named entity) come only when asked for or in ``graph`` mode; thread turns are
-#: served by the threads area, whose reader lists and audit rules retrieval does not apply.
-DEFAULT_KINDS = ("turn", "attribute", "relation", "action", "instruction", "chunk")
-ALL_KINDS = (*DEFAULT_KINDS, "entity")
-FACT_KINDS = ("attribute", "relation")
-PASSAGE_KINDS = ("turn", "chunk")  # what was said or written, as against what was learned from it
 SOURCE_DOCUMENTS = 5000  # documents read to resolve a ``source`` filter
 LOCATED_ATTRIBUTES = 20_000  # current attributes read to resolve a ``location`` filter
 SEED_ROWS = 500  # rows of one entity's attribute or relation history read for tier 1
@@ -104,45 +111,6 @@ class WriteReads(Protocol):
     def complete(self, pk: str) -> dict[str, Record] | None: ...
 
 
-@dataclass
-class Hit:
-    """One retrieved item. ``source_ids`` are the records it derives from (a fact's source
-    turns, a chunk's document); ``metadata`` carries kind-specific details (a chunk's
-    ``documentId``/``documentTitle``/``positionPercent``, a turn's ``seq``/``speaker``, a
-    fact's ``entity``/``key``/``value``). ``score`` is relative (higher is better)."""
-
-    id: str
-    kind: str
-    text: str
-    score: float
-    occurred_at: str | None = None
-    role: str | None = None
-    session_id: str | None = None
-    source_ids: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    structured: bool = False  # found by a tier-1 structured read
-    # A turn whose facts were all superseded by the query's instant: when the last of them
-    # was (the context block says so, so a model does not take it as current).
-    superseded_at: str | None = None
-
-
-
-@dataclass
-class RetrievalResult:
-    """``tier``: 1 when the best hit is a tier-1 structured read (an entity the query names
-    has a current fact that answers it), else 3 (search results; a chat turn needs the model).
-    Tier 2 is chat's response cache and never comes from retrieval."""
-
-    tier: int
-    hits: list[Hit]
-    query_ms: float
-    trace: dict[str, Any] = field(default_factory=dict)
-    # ``search-unavailable`` when the index failed and the answer is the record store's alone
-    # (tier-1 facts of the entities the query names); ``None`` for a full answer.
-    degraded: str | None = None
-
-
-
 @dataclass(frozen=True)
 class Narrowing:
     """What a request narrows its search to besides the caller's read region, as plain ids:
@@ -154,47 +122,6 @@ class Narrowing:
     any_labels: list[str] | None = None
 
 
-@dataclass
-class NamedEntity:
-    id: str
-    name: str
-    stored: Entity | None = None  # None: only a label (a speaker never extracted as an entity)
-
-
-class _ReadCache:
-    """Decoded tier-1 store reads (entities by key, a partition's fact units), kept while the
-    store's ``generation()`` token is unchanged, so a question about the same people as the
-    last one reads and decodes nothing again. Stores without the token are read every time.
-    Entries carry the token they were read under: one read under an older token never
-    serves a newer one, whichever thread stored it."""
-
-    MAX_ITEMS = 4096
-
-    def __init__(self) -> None:
-        self.items: dict[Any, tuple[Any, Any]] = {}
-
-    @staticmethod
-    def token(store: Any) -> Any:
-        generation = getattr(store, "generation", None)
-        return generation() if callable(generation) else None
-
-    def get(self, token: Any, key: Any) -> Any:
-        if token is None:
-            return None
-        hit = self.items.get(key)
-        return hit[1] if hit is not None and hit[0] == token else None
-
-    def put(self, token: Any, key: Any, value: Any) -> None:
-        if token is None:
-            return
-        if len(self.items) >= self.MAX_ITEMS:
-            self.items.clear()
-        self.items[key] = (token, value)
-
-
-_MISSING = object()  # a cached "no such record"
-
-
 class RetrievalService:
     def __init__(self, store: RecordStore, search: SearchIndex | None, reranker: Reranker | None = None, *,
                  settle: Callable[[str], bool] | None = None):
@@ -204,7 +131,7 @@ class RetrievalService:
         # Read-your-writes where projection runs after the commit (``Projector.settle``): a
         # search first waits, within a bound, for its context's projections queued before it.
         self._settle = settle
-        self._reads = _ReadCache()
+        self._reads = ReadCache()
 
     def await_projection(self, context_id: str) -> bool:
         """Wait (bounded) until the context's writes committed before now are searchable;
@@ -327,7 +254,7 @@ class RetrievalService:
                                 with_profiles="entity" in kinds,
                                 bearing_only=bool(recipe.bm25 or recipe.vector) and not qa.profile_of,
                                 reads=reads, said=said)
-        profiled = _profiled(qa, entities) if seeds else None
+        profiled = profiled_entity(qa, entities) if seeds else None
         ranking = ranking_from_units([])
         degraded: str | None = None
         # False: the bound passed with some of this context's writes not yet searchable.
@@ -379,7 +306,7 @@ class RetrievalService:
             "legs": {leg.name: len(leg.rows) for leg in legs}, "candidates": candidates,
             "vectorQuery": qa.content, "timeWindow": qa.time.to_wire() if qa.time else None,
             # The keys and labels the question asks for, and the one tier 1 answered with.
-            "askedKeys": sorted(qa.key_hints), "tier1Key": _slot(hits[0]) if answer else None,
+            "askedKeys": sorted(qa.key_hints), "tier1Key": slot_of(hits[0]) if answer else None,
         }
         if said.stale:
             trace["superseded"] = {uid: when for uid, when in said.stale.items() if when}
@@ -394,7 +321,7 @@ class RetrievalService:
             hits = profile_first(hits, profiled)
         hits = hits[:k]
         answer = tier1_answer(hits, qa)
-        if profiled and hits and _about(hits[0], profiled):
+        if profiled and hits and hit_is_about(hits[0], profiled):
             answer, trace["profileOf"] = True, profiled
         tier = 1 if answer else 3
         elapsed = (time.perf_counter() - started) * 1000
@@ -432,7 +359,7 @@ class RetrievalService:
             rest = [dataclasses.replace(h, score=score) for score, _, h in scored]
         echo = [h.id in asked or (h.kind == "turn" and h.role == "assistant") for h in rest]
         if any(echo):
-            words = [_echo_words(h.text) for h in rest]
+            words = [echo_words(h.text) for h in rest]
             # A question repeats what shares two of its content words (or its only one); a reply
             # restates anything it shares a word with. An echo with no content word of its own
             # ("Who am I?") repeats nothing: every statement and passage found for it outranks it.
@@ -536,7 +463,7 @@ class RetrievalService:
         "I/me/my" (or when the user's own name is used)."""
         wanted = [subject] if subject else []
         wanted += qa.lookup_names
-        stored = self._entities_by_name(ctx, [_subject_name(w) for w in wanted], reads)
+        stored = self._entities_by_name(ctx, [subject_name(w) for w in wanted], reads)
         self_entity = stored.get(SELF_ENTITY_ID)
         self_name = normalise_entity_name(self_entity.name) if self_entity and self_entity.name else None
         by_name: dict[str, list[Entity]] = {}
@@ -557,7 +484,7 @@ class RetrievalService:
                 found = self._entity(ctx, sid)
                 add(sid, found.name if found else split_entity_id(sid)[1], found)
         for raw in wanted:
-            name = _subject_name(raw)
+            name = subject_name(raw)
             norm = normalise_entity_name(name) if len(name) <= MAX_NAME_CHARS else ""
             if not norm:
                 continue
@@ -599,11 +526,11 @@ class RetrievalService:
             chunk = todo[i:i + 100]
             read = {(r.pk, r.sk): Entity.from_dict(r.data) for r in store.batch_get(chunk)}
             for key in chunk:
-                cached[key] = read.get(key, _MISSING)
+                cached[key] = read.get(key, MISSING)
                 self._reads.put(token, ("entity", key), cached[key])
         for key in keys_:
             entity = cached[key]
-            if entity is not _MISSING and not entity.deleted and scopes.visible(entity.scopes, ctx.read_region):
+            if entity is not MISSING and not entity.deleted and scopes.visible(entity.scopes, ctx.read_region):
                 found[entity.id] = entity
         return found
 
@@ -653,7 +580,7 @@ class RetrievalService:
             facts: list[tuple[tuple[float, ...], SearchUnit]] = []
             for unit in by_entity.get(entity.id, ()):
                 if unit_visible(unit, any_kind, now):
-                    facts.append((_seed_order(unit, qa), unit))
+                    facts.append((seed_order(unit, qa), unit))
                 if said is not None and unit.source_ids and unit_visible(unit, any_time, now):
                     said.add(unit, instant_iso, qa.key_hints)
             facts.sort(key=lambda ou: ou[0])
@@ -667,7 +594,7 @@ class RetrievalService:
     def _fact_units(self, store: Any, token: Any, pk: str, kind: str,
                     reads: WriteReads | None = None) -> list[SearchUnit]:
         """The units of one entity partition's ``kind`` facts (not deleted), as search
-        would index them; decoded once per store generation (``_ReadCache``), or from
+        would index them; decoded once per store generation (``ReadCache``), or from
         ``reads`` (the whole partition, which the write after this retrieval reuses)."""
         if reads is not None:
             rows = [r for r in reads.rows(pk) if r.sk.startswith("a#")][:SEED_ROWS]
@@ -747,57 +674,31 @@ class RetrievalService:
 # --- helpers ------------------------------------------------------------------------------
 
 
-_ECHO_WORD = re.compile(r"[^\W_]{3,}")
-_SUFFIXES = ("ing", "ed", "es", "s")
+def _recipe_and_kinds(mode: str, include: Sequence[str] | None,
+                      scope_view: str) -> tuple[SearchRecipe, list[str]]:
+    """The mode's recipe and the hit kinds asked for; ``ValueError`` for an unknown mode or view."""
+    # Looked up on every call: a benchmark swaps recipes in.
+    recipe = RECIPES.get(mode) if mode in RETRIEVAL_MODES else None
+    if recipe is None:
+        raise ValueError(f"unknown retrieval mode {mode!r} (known: {', '.join(RETRIEVAL_MODES)})")
+    if scope_view not in scopes.LENS_VIEWS:
+        raise ValueError(f"unknown scope view {scope_view!r} (known: {', '.join(scopes.LENS_VIEWS)})")
+    return recipe, expand_kinds(include) if include else list(DEFAULT_KINDS if mode != "graph" else ALL_KINDS)
 
 
-def _echo_words(text: str) -> frozenset[str]:
-    """The content words of ``text``, crudely stemmed ("returned" and "returns" meet
-    "return"), for telling which statement or passage an echo repeats."""
-    out = set()
-    for word in _ECHO_WORD.findall((text or "").lower()):
-        if word in STOPWORDS:
-            continue
-        for suffix in _SUFFIXES:
-            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-                word = word[: -len(suffix)]
-                break
-        out.add(word)
-    return frozenset(out)
+def _profile_unit(ctx: RequestContext, entity: Entity, attributes: Sequence[SearchUnit]) -> SearchUnit:
+    """An ``entity`` hit: the entity's name and type with a few current attributes."""
+    etype = split_entity_id(entity.id)[0]
+    parts = [f"{u.metadata.get('key', '').replace('_', ' ')}: {u.metadata.get('value')}"
+             for u in attributes if u.valid_until is None][:ENTITY_PROFILE_ATTRIBUTES]
+    text = f"{entity.name or split_entity_id(entity.id)[1]} ({etype})" + (": " + "; ".join(parts) if parts else "")
+    return SearchUnit(id=entity.id, context_id=ctx.context_id, kind="entity", text=text, partition=ctx.partition,
+                      scopes=entity.scopes, labels=[entity.id], entity_ids=[entity.id],
+                      occurred_at=entity.updated_at or entity.created_at or None,
+                      metadata={"entityType": etype, "name": entity.name})
 
 
-@dataclass
-class TurnFacts:
-    """What the named entities' facts (closed ones included) say of the turns that stated
-    them, at the query's instant: ``sources``, every turn some fact came from; ``stale``, the
-    turns none of whose facts holds at that instant (superseded, or not yet valid under
-    ``asOf``), each with when the last of its facts was superseded (``None``: none was, they
-    are not valid yet); ``supports``, the turns that state a value holding at that instant of a
-    key or label the question asks for."""
-
-    sources: set[str] = field(default_factory=set)
-    stale: dict[str, str | None] = field(default_factory=dict)
-    supports: set[str] = field(default_factory=set)
-    _holds: set[str] = field(default_factory=set)
-
-    def add(self, unit: SearchUnit, instant_iso: str, asked: frozenset[str]) -> None:
-        start = timeutil.normalise(unit.valid_from) if unit.valid_from else None
-        end = timeutil.normalise(unit.valid_until) if unit.valid_until else None
-        holds = (start is None or start <= instant_iso) and (end is None or end > instant_iso)
-        for turn in unit.source_ids:
-            self.sources.add(turn)
-            if holds:
-                self._holds.add(turn)
-                self.stale.pop(turn, None)
-                if _unit_slot(unit) in asked:
-                    self.supports.add(turn)
-            elif turn not in self._holds:
-                closed = end if end is not None and end <= instant_iso else None
-                before = self.stale.get(turn)
-                self.stale[turn] = max(x for x in (before, closed) if x) if (before or closed) else None
-
-
-def _profiled(qa: QueryAnalysis, entities: Sequence[NamedEntity]) -> str | None:
+def profiled_entity(qa: QueryAnalysis, entities: Sequence[NamedEntity]) -> str | None:
     """The entity a profile question asks about (``qa.profile_of``), when it is stored."""
     if not qa.profile_of:
         return None
@@ -810,7 +711,7 @@ def _profiled(qa: QueryAnalysis, entities: Sequence[NamedEntity]) -> str | None:
     return None
 
 
-def _about(hit: Hit, entity: str) -> bool:
+def hit_is_about(hit: Hit, entity: str) -> bool:
     """A structured fact (attribute or relation) whose subject is ``entity``."""
     meta = hit.metadata or {}
     return hit.structured and hit.kind in ("attribute", "relation") \
@@ -822,7 +723,7 @@ def profile_first(hits: Sequence[Hit], entity: str) -> list[Hit]:
     (static: who they are; dynamic: work, places, people; preferences: tastes; the sections
     of ``GET /profile``, ``facts/profile.py``), each section in rank order; then the rest."""
     order = {"static": 0, "dynamic": 1, "preferences": 2}
-    facts = [(order[_section(h)], i, h) for i, h in enumerate(hits) if _about(h, entity)]
+    facts = [(order[_section(h)], i, h) for i, h in enumerate(hits) if hit_is_about(h, entity)]
     if not facts:
         return list(hits)
     facts.sort(key=lambda t: t[:2])
@@ -844,86 +745,8 @@ def _section(hit: Hit) -> str:
 def tier1_answer(hits: Sequence[Hit], qa: QueryAnalysis) -> bool:
     """Whether the first hit is a tier-1 answer: a structured read of a key or label the
     question asks for. A question that names none gets no tier-1 answer, whatever was read."""
-    return bool(hits) and hits[0].structured and _slot(hits[0]) in qa.key_hints
+    return bool(hits) and hits[0].structured and slot_of(hits[0]) in qa.key_hints
 
 
-def _slot(hit: Hit) -> str | None:
+def slot_of(hit: Hit) -> str | None:
     return hit.metadata.get("label") if hit.kind == "relation" else hit.metadata.get("key")
-
-
-def _unit_slot(unit: SearchUnit) -> str | None:
-    return unit.metadata.get("label") if unit.kind == "relation" else unit.metadata.get("key")
-
-
-def _recipe_and_kinds(mode: str, include: Sequence[str] | None,
-                      scope_view: str) -> tuple[SearchRecipe, list[str]]:
-    """The mode's recipe and the hit kinds asked for; ``ValueError`` for an unknown mode or view."""
-    # Looked up on every call: a benchmark swaps recipes in.
-    recipe = RECIPES.get(mode) if mode in RETRIEVAL_MODES else None
-    if recipe is None:
-        raise ValueError(f"unknown retrieval mode {mode!r} (known: {', '.join(RETRIEVAL_MODES)})")
-    if scope_view not in scopes.LENS_VIEWS:
-        raise ValueError(f"unknown scope view {scope_view!r} (known: {', '.join(scopes.LENS_VIEWS)})")
-    return recipe, expand_kinds(include) if include else list(DEFAULT_KINDS if mode != "graph" else ALL_KINDS)
-
-
-def expand_kinds(include: Sequence[str]) -> list[str]:
-    """``include`` as hit kinds: ``facts`` -> ``FACT_KINDS``, ``passages`` -> ``PASSAGE_KINDS``."""
-    out: list[str] = []
-    for name in include:
-        out += FACT_KINDS if name == "facts" else PASSAGE_KINDS if name == "passages" else [name]
-    unknown = [x for x in out if x not in ALL_KINDS]
-    if unknown:
-        raise ValueError(f"unknown hit kinds {unknown} (known: {', '.join(ALL_KINDS)}, facts, passages)")
-    return list(dict.fromkeys(out))
-
-
-def hit_text(unit: SearchUnit) -> str:
-    """The text a unit is shown, cited and reranked as: another speaker's turn names them
-    (the user's own turns need no name). The local reranker stores token vectors of this text
-    at write time (runtime: ``PrecomputingIndex``)."""
-    speaker = unit.metadata.get("speaker") if unit.kind == "turn" else None
-    if speaker and SELF_ENTITY_ID not in unit.entity_ids:
-        return f"{speaker}: {unit.text}"
-    return unit.text
-
-
-def _seed_order(unit: SearchUnit, qa: QueryAnalysis) -> tuple[float, ...]:
-    """Tier-1 facts: the key the question asks about (``where`` -> location), then words
-    shared with the query, then current before closed, then newest."""
-    key = unit.metadata.get("key") or unit.metadata.get("label") or ""
-    hinted = 1.0 if key in qa.key_hints else 0.0
-    words, prefixes = _content_words(unit.text)
-    overlap = sum(1 for w in qa.content_words if w in words or (len(w) > 4 and w[:5] in prefixes))
-    return (-hinted, -overlap, 0.0 if unit.valid_until is None else 1.0, -_epoch(unit.valid_from), unit.id)
-
-
-def _profile_unit(ctx: RequestContext, entity: Entity, attributes: Sequence[SearchUnit]) -> SearchUnit:
-    """An ``entity`` hit: the entity's name and type with a few current attributes."""
-    etype = split_entity_id(entity.id)[0]
-    parts = [f"{u.metadata.get('key', '').replace('_', ' ')}: {u.metadata.get('value')}"
-             for u in attributes if u.valid_until is None][:ENTITY_PROFILE_ATTRIBUTES]
-    text = f"{entity.name or split_entity_id(entity.id)[1]} ({etype})" + (": " + "; ".join(parts) if parts else "")
-    return SearchUnit(id=entity.id, context_id=ctx.context_id, kind="entity", text=text, partition=ctx.partition,
-                      scopes=entity.scopes, labels=[entity.id], entity_ids=[entity.id],
-                      occurred_at=entity.updated_at or entity.created_at or None,
-                      metadata={"entityType": etype, "name": entity.name})
-
-
-def _subject_name(value: str) -> str:
-    """``entity:person/alice`` / ``person/alice`` -> ``alice``; a plain name stays."""
-    body = value.removeprefix("entity:")
-    etype, sep, name = body.partition("/")
-    return name if sep and etype in ENTITY_TYPES else value
-
-
-@functools.lru_cache(maxsize=65536)
-def _content_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """A text's content words, and the 5-letter prefixes of those that long (loose match)."""
-    words = frozenset(w for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS)
-    return words, frozenset(w[:5] for w in words if len(w) >= 5)
-
-
-def _epoch(value: str | None) -> float:
-    parsed = instant(value) if value else None
-    return parsed.timestamp() if parsed else 0.0
