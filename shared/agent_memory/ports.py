@@ -510,6 +510,15 @@ class SearchIndex(Protocol):
 
 
 @runtime_checkable
+class QueryPrefetch(Protocol):
+    """A search index that can start embedding a query before its vector legs are asked for,
+    so the caller's other reads (tier-1 facts, named entities) overlap the model call; the
+    ``rank_rows`` that runs the legs then takes that vector. A hint: it never raises."""
+
+    def prefetch_query(self, query: str) -> None: ...
+
+
+@runtime_checkable
 class BatchWritableIndex(Protocol):
     """A search index that applies upserts and deletes (``context -> unit ids``) together in
     one request (the projector writes a whole stream batch at once)."""

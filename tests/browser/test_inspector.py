@@ -199,6 +199,32 @@ def test_a_key_sees_only_its_own_memory_and_contexts(keyed, page, server):
     assert page.locator("#session-list li button").count() == 2
 
 
+def test_the_only_context_never_fills_the_field_the_user_is_typing_in(keyed, page, server):
+    """The contexts list lands while the user has the Context field focused: what they type
+    stays what they typed (filled under their cursor, it once read "acmeacme")."""
+    held, released = [], []
+    page.route(re.compile(r"/api/v1/contexts\?"),
+               lambda route: route.continue_() if released else held.append(route))
+    page.goto(f"{server}/inspector/")
+    page.get_by_label("API key", exact=True).fill(KEYS["alice"])
+    page.get_by_label("API key", exact=True).dispatch_event("change")
+    page.get_by_label("Context", exact=True).focus()
+    for _ in range(100):  # the page's first ask (no key) and those the key's change made
+        if len(held) >= 2:
+            break
+        page.wait_for_timeout(100)
+    page.wait_for_timeout(300)
+    assert len(held) >= 2, held
+    released.append(True)
+    for route in held:
+        route.continue_()
+    expect(page.locator("#context-options option")).to_have_count(1)
+    page.keyboard.type(CTX)
+    assert page.locator("#context").input_value() == CTX
+    page.get_by_role("button", name="Open").click()
+    page.locator("#state-counts").get_by_text(re.compile(r"^0 entities")).wait_for()
+
+
 def test_this_is_wrong_corrects_a_value_and_forgets_another(page, server):
     seed(server)
     with httpx.Client(base_url=server, timeout=30) as c:

@@ -246,6 +246,8 @@ class OpenAIEmbedder:
     timeouts -> ``ModelTimeout``, others -> ``ModelError``); ``http_client`` as there.
     """
 
+    remote = True  # a call waits on the network: a query is worth embedding ahead (adapters/query_cache.py)
+
     def __init__(
         self,
         model: str = "text-embedding-3-small",
@@ -318,6 +320,8 @@ class BedrockTitanEmbedder:
     Rows are normalised again locally, which is cheap and makes the port's guarantee hold
     whatever the model did.
     """
+
+    remote = True  # a call waits on the network: a query is worth embedding ahead (adapters/query_cache.py)
 
     def __init__(
         self,

@@ -279,6 +279,12 @@ class EmbeddedSearchIndex:
             units = self._units(view, [uid for uid, _ in ranked])
         return [SearchHit(units[uid], score) for uid, score in ranked if uid in units]
 
+    def prefetch_query(self, query: str) -> None:
+        """Start embedding ``query`` (``ports.QueryPrefetch``) where the embedder can."""
+        ahead = getattr(self.embedder, "embed_ahead", None)
+        if ahead is not None:
+            ahead(query)
+
     def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg]) -> RowRanking:
         """Each leg ranked exactly as ``search`` ranks that mode, returned as the view's
         columns over the candidates: no unit is decoded to rank (a row's payload features

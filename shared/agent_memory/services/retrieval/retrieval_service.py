@@ -53,7 +53,7 @@ from agent_memory.kernel import fan_out, timeutil
 from agent_memory.kernel import storage_keys as keys
 from agent_memory.kernel.ids import ENTITY_TYPES, entity_id, normalise_entity_name, split_entity_id
 from agent_memory.models.facts import Entity
-from agent_memory.ports import RowLeg, RowRanking, SearchFilter, SearchUnavailable, SearchUnit
+from agent_memory.ports import QueryPrefetch, RowLeg, RowRanking, SearchFilter, SearchUnavailable, SearchUnit
 from agent_memory.ranking.fusion import STRUCTURED_LEG, Leg, candidate_depth
 from agent_memory.ranking.rank import QueryFacts, rank
 from agent_memory.ranking.recipes import RECIPES, RETRIEVAL_MODES, SearchRecipe
@@ -238,6 +238,10 @@ class RetrievalService:
             any_labels=any_labels, source_ids=source_ids)
         if (flt.any_labels is not None and not flt.any_labels) or (source_ids is not None and not source_ids):
             kinds, flt.kinds = [], []  # nothing can match: no entity in the area, no such document
+        if flt.kinds and (recipe.vector or recipe.entity_vector) and isinstance(self._search, QueryPrefetch):
+            # The query's embedding runs while tier 1 reads the store (``_search_legs`` embeds
+            # this same text): with MiniLM most of a search, with a remote model a round trip.
+            self._search.prefetch_query(qa.content or qa.text)
         entities = self.named_entities(ctx, qa, subject, reads)
         if flt.any_labels is not None:
             entities = [e for e in entities if e.id in flt.any_labels]

@@ -150,7 +150,9 @@ async function loadContexts() {
     const fill = () => $("#partition-options").replaceChildren(
       ...(known[$("#context").value] || []).map((p) => el("option", { value: p })));
     $("#context").addEventListener("change", fill);
-    if (!$("#context").value && page.items.length === 1) $("#context").value = page.items[0].contextId;
+    // Never under the user's cursor: set while they type, the value would take their keys after it.
+    const typing = document.activeElement === $("#context");
+    if (!$("#context").value && !typing && page.items.length === 1) $("#context").value = page.items[0].contextId;
     fill();
     // The only context this key may use opens by itself, unless one is already open.
     if (page.items.length === 1 && !conn.context && $("#context").value === page.items[0].contextId) openContext();
