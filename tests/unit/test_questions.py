@@ -4,6 +4,8 @@ registry nouns (never word by word), and whether a turn only asks."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_memory.rules.questions import asked_slots, asks_only
 
@@ -103,3 +105,20 @@ def test_question_parts(question, parts):
     from agent_memory.rules.questions import question_parts
 
     assert question_parts(question) == parts
+
+
+def _asks_only_by_definition(text: str) -> bool:
+    """Every sentence split out at once: the definition ``asks_only`` walks lazily."""
+    import re
+
+    from agent_memory.rules.questions import is_question
+
+    parts = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+    return any(is_question(p) for p in parts) and all(is_question(p) or len(p.split()) <= 2 for p in parts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["What", "is", "it", "?", ".", "!", " ", "\n", "do", "not", "go", "Thanks",
+                                 "Where did you go", "I went home", "ok"]), max_size=12).map("".join))
+def test_asks_only_stops_at_the_first_statement_and_agrees_with_its_definition(text):
+    assert asks_only(text) == _asks_only_by_definition(text)

@@ -16,6 +16,7 @@ words or fewer aside), so the text states nothing that could answer one.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -111,9 +112,15 @@ def is_question(sentence: str) -> bool:
 def asks_only(text: str) -> bool:
     """Whether every sentence of ``text`` is a question (two-word interjections aside): a
     turn that asks and states nothing."""
-    parts = [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
+    text = text or ""
     asked = False
-    for part in parts:
+    start = 0
+    # Sentence by sentence, stopping at the first statement (most turns: the first sentence).
+    for end in itertools.chain((m.span() for m in _SENTENCE_END.finditer(text)), [(len(text), len(text))]):
+        part = text[start:end[0]].strip()
+        start = end[1]
+        if not part:
+            continue
         if is_question(part):
             asked = True
         elif len(part.split()) > 2:
