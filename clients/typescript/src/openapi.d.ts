@@ -2283,8 +2283,37 @@ export interface components {
             tier: 1 | 3;
             hits: components["schemas"]["QueryHit"][];
             queryMs: number;
-            /** @description How the query ran (named entities, legs and their sizes, time window, the reranker when one is configured); for debugging. */
+            /** @description How the query ran, for debugging; the fields below when they apply, and others that may change between versions. */
             trace: {
+                /** @description The retrieval mode that ran. */
+                mode?: string;
+                /** @description The entities the query named (ids), most specific first. */
+                entities?: string[];
+                /** @description Each search leg's candidate count. */
+                legs?: {
+                    [key: string]: number;
+                };
+                /** @description Distinct candidates ranked. */
+                candidates?: number;
+                /** @description The text the vector legs embedded. */
+                vectorQuery?: string;
+                /** @description The time window the query names. */
+                timeWindow?: {
+                    [key: string]: unknown;
+                } | null;
+                /** @description The attribute keys and relation labels the query asks for. */
+                askedKeys?: string[];
+                /** @description The key of the tier-1 answer, when one answered. */
+                tier1Key?: string | null;
+                /** @description The reranker's part, when one is configured. */
+                rerank?: {
+                    [key: string]: unknown;
+                };
+                /** @description Present when the search index could not answer: the hits come from the record store alone. */
+                degraded?: string;
+                /** @description True when some of this context's writes were not yet searchable when the bound to wait for them passed: they may be missing from the hits (docs/local-server.md). */
+                projectionPending?: boolean;
+            } & {
                 [key: string]: unknown;
             };
         };
