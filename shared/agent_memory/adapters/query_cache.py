@@ -76,7 +76,10 @@ class QueryCachingEmbedder:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embed")
             # In a copy of the caller's context: its deadline and trace follow the call.
-            future = self._pool.submit(contextvars.copy_context().run, self._embed_one, text)
+            try:
+                future = self._pool.submit(contextvars.copy_context().run, self._embed_one, text)
+            except RuntimeError:  # the interpreter is shutting down: the caller embeds it
+                return
             self._ahead[text] = future
         future.add_done_callback(lambda done: self._landed(text, done))
 

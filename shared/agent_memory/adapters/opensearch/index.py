@@ -409,13 +409,13 @@ class OpenSearchIndex:
         [hits] = self._legs(flt, [RowLeg(query, mode, k)], timeout)
         return [SearchHit(unit, score) for unit, score in hits]
 
-    @unavailable_on_transport_failure
     def prefetch_query(self, query: str) -> None:
         """Start embedding ``query`` (``ports.QueryPrefetch``) where the embedder can."""
         ahead = getattr(self.embedder, "embed_ahead", None)
         if ahead is not None:
             ahead(query)
 
+    @unavailable_on_transport_failure
     def rank_rows(self, flt: SearchFilter, legs: Sequence[RowLeg], timeout: float | None = None) -> RowRanking:
         """The legs in one round trip (``_legs``; hits arrive decoded anyway), as columns with
         the hits' scores (cosine; saturated BM25, monotone in the raw score)."""
