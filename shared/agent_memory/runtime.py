@@ -139,6 +139,9 @@ class Runtime:
         store = getattr(store, "inner", store)  # under the metering
         if store is not None and hasattr(type(store), "stop_retries"):
             store.stop_retries()  # no pending-projection retry after this
+        embedder = self.__dict__.get("embedder")
+        if embedder is not None and hasattr(embedder, "close"):
+            embedder.close()  # a query embedding started ahead ends; its worker thread goes
         projector = self.__dict__.get("projector")
         if projector is not None and projector.background:
             # What the worker has queued reaches the index now; past the bound it stays in the

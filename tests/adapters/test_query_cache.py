@@ -108,6 +108,21 @@ def test_embeddings_ahead_are_bounded(monkeypatch):
     assert cache.embed(["three"]).shape == (1, 64)  # not started ahead: embedded by the caller
 
 
+def test_close_ends_the_worker_and_a_later_query_starts_another():
+    inner = Recording()
+    cache = QueryCachingEmbedder(inner)
+    cache.embed_ahead("first")
+    cache.embed(["first"])
+    [worker] = [t for t in threading.enumerate() if t.name == inner.calls[0][1]]
+    cache.close()
+    assert not worker.is_alive() and cache._pool is None
+    cache.embed_ahead("second")
+    assert cache.embed(["second"]).shape == (1, 64)
+    assert [(texts, thread.startswith("query-embed")) for texts, thread, _ in inner.calls] == \
+        [(["first"], True), (["second"], True)]
+    cache.close()
+
+
 def test_a_local_model_embeds_on_the_callers_thread():
     inner = Recording()
     inner.remote = False

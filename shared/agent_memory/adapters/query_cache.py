@@ -83,6 +83,14 @@ class QueryCachingEmbedder:
             self._ahead[text] = future
         future.add_done_callback(lambda done: self._landed(text, done))
 
+    def close(self) -> None:
+        """Stop the worker thread once what it runs has ended (``Runtime.close``); a later
+        ``embed_ahead`` starts a new one."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
     def _embed_one(self, text: str) -> np.ndarray:
         return np.asarray(self.inner.embed([text]), dtype=np.float32)
 
