@@ -7,9 +7,10 @@ Usage::
     make bench-mem0                      # installs Mem0's side into .bench-mem0, then runs
     .venv-bench/bin/python bench/mem0_side_by_side.py .locomo [--embedder minilm|hashing]
         [--limit N] [--conversations 26,30] [--rounds R] [--questions Q] [--out results.json]
+        [--baseline CHECKOUT]
 
 What runs: this process starts two children and drives them turn by turn, alternating which
-side goes first, so the machine's load hits both alike:
+side goes first, so the machine's load hits both alike (with ``--baseline``, three children in turn):
 
 - **ours**: agent-memory in-process (``bench/locomo.py``'s ``make_runtime``: SQLite store and
   the embedded search index in a temporary folder), with the product's local MiniLM embedder
@@ -18,6 +19,10 @@ side goes first, so the machine's load hits both alike:
   (speaker field, session date, the configured offline extractor); search is
   ``retrieval.retrieve`` with k=10. Interpreter: ``--ours-python`` (default: this one, i.e.
   ``.venv-bench``), with this checkout's ``shared/`` first on its path.
+- **ours before** (``--baseline CHECKOUT``): the same as **ours**, but from another checkout
+  of agent-memory (its ``bench/locomo.py`` and ``shared/``; e.g. ``git worktree add
+  /tmp/am-before <commit>``), so an earlier commit and this one are measured in the same run,
+  under the same load, against the same Mem0 (the figures "no slower than before" needs).
 - **Mem0**: ``mem0ai`` (pinned in ``bench/mem0-requirements.txt``) from its own target folder
   (``--mem0-path``, default ``.bench-mem0``) with its own ``sys.path`` (``python -S``, that
   folder only). Embedder: Mem0's ``huggingface`` provider (sentence-transformers) on the
@@ -59,6 +64,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 SIDES = ("ours", "mem0")
+BASELINE = "before"  # the third side, with --baseline
 K = 10
 EMBEDDERS = ("minilm", "hashing")
 
@@ -111,26 +117,34 @@ def report(results: dict[str, Any]) -> str:
     def pair(figure: dict[str, Any]) -> str:
         return f"{_fmt(figure['p50'], ' ms')} ({_fmt(figure['p95'], ' ms')})"
 
-    rows: list[tuple[str, str, str, str]] = []
+    before = sides.get(BASELINE)
+    # One column per side (ours before, with --baseline, after Mem0), then the ratios.
+    columns = [ours, mem0, *([before] if before else [])]
+    rows: list[tuple[str, ...]] = []
     for key, label in (("add", "add per turn p50 (p95)"), ("add_embedding", "  of which embedding"),
                        ("search", f"search k={K} p50 (p95)"), ("search_embedding", "  of which embedding"),
                        ("search_minus_embedding", "search minus embedding")):
-        rows.append((label, pair(ours[key]), pair(mem0[key]),
-                     _fmt(ratio(mem0[key]["p50"], ours[key]["p50"]), "x") if key in RATIO_KEYS else ""))
+        ratios = [_fmt(ratio(side[key]["p50"], ours[key]["p50"]), "x") if key in RATIO_KEYS else ""
+                  for side in columns[1:]]
+        rows.append((label, *(pair(side[key]) for side in columns), *ratios))
     for split in ("tuning", "validation", "all"):
-        rows.append((f"recall@{K} {split}", _fmt(ours["recall"].get(split), "recall"),
-                     _fmt(mem0["recall"].get(split), "recall"), ""))
-    rows.append(("peak memory (VmHWM)", _fmt(ours["peak_mb"], " MB"), _fmt(mem0["peak_mb"], " MB"),
-                 _fmt(ratio(mem0["peak_mb"], ours["peak_mb"]), "x")))
-    head = ("figure", f"agent-memory ({ours['describe'].get('embedder', '?')})",
-            f"Mem0 {mem0['describe'].get('version', '?')}", "Mem0/ours (p50)")
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+        rows.append((f"recall@{K} {split}", *(_fmt(side["recall"].get(split), "recall") for side in columns),
+                     *([""] * (len(columns) - 1))))
+    rows.append(("peak memory (VmHWM)", *(_fmt(side["peak_mb"], " MB") for side in columns),
+                 *(_fmt(ratio(side["peak_mb"], ours["peak_mb"]), "x") for side in columns[1:])))
+    head: tuple[str, ...] = ("figure", f"agent-memory ({ours['describe'].get('embedder', '?')})",
+                             f"Mem0 {mem0['describe'].get('version', '?')}")
+    if before:
+        head += (f"ours before ({before['describe'].get('commit', '?')})",)
+    head += ("Mem0/ours (p50)",) + (("before/ours (p50)",) if before else ())
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     lines = [results["title"], "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     if results.get("embedder", "minilm") != "minilm":
         lines.append(f"note: ours embeds with {results['embedder']}, Mem0 with MiniLM: only the figures "
                      "without embedding compare like for like")
     lines += [f"ours: {_describe(ours['describe'])}", f"Mem0: {_describe(mem0['describe'])}",
+              *([f"ours before: {_describe(before['describe'])}"] if before else []),
               f"{results['turns']} turns, {results['questions']} questions, {results['rounds']} round(s), "
               f"{results['seconds']} s; load average before/after: {results['load_before']} / {results['load_after']}"]
     return "\n".join(lines)
@@ -207,8 +221,8 @@ def _memory() -> dict[str, Any]:
 
 
 class OursSide:
-    def __init__(self, embedder: str, data_dir: Path) -> None:
-        sys.path.insert(0, str(REPO / "bench"))
+    def __init__(self, embedder: str, data_dir: Path, repo: Path = REPO) -> None:
+        sys.path.insert(0, str(repo / "bench"))
         import locomo
 
         self.locomo = locomo
@@ -323,7 +337,7 @@ def _bundled_minilm() -> Path:
     return path
 
 
-def child_main(side: str, embedder: str) -> int:
+def child_main(side: str, embedder: str, repo: Path = REPO) -> int:
     """Answer JSON lines on the original stdout; anything a library prints goes to stderr."""
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
@@ -332,7 +346,7 @@ def child_main(side: str, embedder: str) -> int:
 
     logging.basicConfig(level=logging.ERROR)
     with tempfile.TemporaryDirectory(prefix=f"mem0-sbs-{side}-") as tmp:
-        system: Any = OursSide(embedder, Path(tmp)) if side == "ours" else Mem0Side(Path(tmp))
+        system: Any = OursSide(embedder, Path(tmp), repo) if side == "ours" else Mem0Side(Path(tmp))
         proto.write(json.dumps({"ready": True}) + "\n")
         for line in sys.stdin:
             msg = json.loads(line)
@@ -416,8 +430,12 @@ def start_children(args: argparse.Namespace, home: str) -> dict[str, Child]:
         # -S: no site-packages, so Mem0 sees only its own target folder and the stdlib.
         "mem0": ([args.mem0_python, "-S", script, "--child", "mem0"], mem0_env),
     }
+    if args.baseline is not None:
+        before = Path(args.baseline).resolve()
+        commands[BASELINE] = ([args.ours_python, script, "--child", "ours", "--embedder", args.embedder,
+                               "--repo", str(before)], _child_env([before / "shared"]))
     try:
-        for side in SIDES:
+        for side in commands:
             children[side] = Child(side, *commands[side])
     except BaseException:
         for child in children.values():
@@ -439,17 +457,20 @@ def selected_conversations(directory: Path, names: str | None, limit: int | None
     return conversations[:limit] if limit else conversations
 
 
-def alternate(step: int) -> tuple[str, str]:
-    """Which side goes first on the step-th call: ours, Mem0, then Mem0, ours, and so on."""
-    return SIDES if step % 2 == 0 else SIDES[::-1]
+def alternate(step: int, sides: Sequence[str] = SIDES) -> tuple[str, ...]:
+    """The order the sides are called in on the step-th call: rotated by one each step, so
+    each goes first equally often (two sides: ours, Mem0, then Mem0, ours, and so on)."""
+    at = step % len(sides)
+    return tuple(sides[at:]) + tuple(sides[:at])
 
 
 def drive(children: dict[str, Child], conversations: Iterable[Any], rounds: int, questions: int | None,
           progress: Callable[[str], None]) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, list[float]]], int, int]:
     import locomo
 
-    raw = {side: {"add": [], "add_embedding": [], "search": [], "search_embedding": []} for side in SIDES}
-    recall = {side: {"tuning": [], "validation": [], "all": []} for side in SIDES}
+    sides = tuple(children)
+    raw = {side: {"add": [], "add_embedding": [], "search": [], "search_embedding": []} for side in sides}
+    recall = {side: {"tuning": [], "validation": [], "all": []} for side in sides}
     step = turns = asked = 0
     conversations = list(conversations)
     for round_number in range(1, rounds + 1):
@@ -461,14 +482,14 @@ def drive(children: dict[str, Child], conversations: Iterable[Any], rounds: int,
                     msg = {"op": "add", "scope": scope, "session": f"{scope}-s{session.number}",
                            "observed_at": session.observed_at, "speaker": turn.speaker, "text": turn.text,
                            "dia_id": turn.dia_id}
-                    for side in alternate(step):
+                    for side in alternate(step, sides):
                         out = children[side].call(**msg)
                         raw[side]["add"].append(out["ms"])
                         raw[side]["add_embedding"].append(out["embed_ms"])
                     step += 1
                     turns += 1
             for q in conv.questions[:questions]:
-                for side in alternate(step):
+                for side in alternate(step, sides):
                     out = children[side].call(op="search", scope=scope, query=q.question)
                     raw[side]["search"].append(out["ms"])
                     raw[side]["search_embedding"].append(out["embed_ms"])
@@ -492,6 +513,18 @@ def _load() -> str:
         return "?"
 
 
+def _commit(checkout: Path) -> str:
+    """The checkout's commit (``+`` when its tree has changes), or ``?``."""
+    try:
+        head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True, timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(checkout), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return head + ("+" if dirty else "")
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(REPO / "bench"))
     conversations = selected_conversations(args.directory, args.conversations, args.limit)
@@ -502,15 +535,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         raw, recall, turns, asked = drive(children, conversations, args.rounds, args.questions,
                                           lambda line: print(line, file=sys.stderr, flush=True))
-        described = {side: children[side].call(op="describe") for side in SIDES}
+        described = {side: child.call(op="describe") for side, child in children.items()}
     finally:
         for child in children.values():
             child.close()
         home.cleanup()
     sides = {side: side_figures(raw[side], recall[side], described[side]["describe"], described[side]["memory"])
-             for side in SIDES}
+             for side in described}
     ours, mem0 = sides["ours"], sides["mem0"]
+    extra: dict[str, Any] = {}
+    if BASELINE in sides:
+        before = sides[BASELINE]
+        sides[BASELINE]["describe"]["commit"] = _commit(Path(args.baseline))
+        extra["ratios_before_over_ours_p50"] = {
+            **{key: ratio(before[key]["p50"], ours[key]["p50"]) for key in RATIO_KEYS},
+            "peak_memory": ratio(before["peak_mb"], ours["peak_mb"])}
+    sides["ours"]["describe"]["commit"] = _commit(REPO)
     return {
+        **extra,
         "title": (f"agent-memory vs Mem0 on LoCoMo {', '.join(c.name for c in conversations)} "
                   f"(one interleaved run; no LLM on either side: Mem0 add infer=False)"),
         "sides": sides,
@@ -539,10 +581,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mem0-python", default=sys.executable, help="interpreter for Mem0's side (run with -S)")
     parser.add_argument("--ours-python", default=sys.executable, help="interpreter for our side (.venv-bench)")
     parser.add_argument("--out", type=Path, default=None, help="JSON results (default bench/results/...)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another checkout of agent-memory run as a third side (ours before)")
     parser.add_argument("--child", choices=SIDES, help=argparse.SUPPRESS)
+    parser.add_argument("--repo", type=Path, default=REPO, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        return child_main(args.child, args.embedder)
+        return child_main(args.child, args.embedder, args.repo)
+    if args.baseline is not None and not (args.baseline / "shared" / "agent_memory").is_dir():
+        print(f"mem0_side_by_side: {args.baseline}: not a checkout of agent-memory", file=sys.stderr)
+        return 2
     if not args.directory.is_dir():
         print(f"mem0_side_by_side: {args.directory}: no such folder; prepare it with "
               "`python bench/locomo_data.py <locomo data> --out .locomo`", file=sys.stderr)

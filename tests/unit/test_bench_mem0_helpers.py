@@ -85,3 +85,32 @@ def test_the_report_prints_each_figure_and_the_ratios() -> None:
     assert lines["peak memory (VmHWM)"].rstrip().endswith("2.0x")
     assert "0.7000" in lines["recall@10 tuning"] and "0.4000" in lines["recall@10 tuning"]
     assert "agent-memory (local/all-MiniLM-L6-v2)" in text and "Mem0 2.2.1" in text
+
+
+def test_three_sides_take_turns_going_first() -> None:
+    bench = _load()
+    sides = ("ours", "mem0", "before")
+    orders = [bench.alternate(i, sides) for i in range(3)]
+    assert orders == [("ours", "mem0", "before"), ("mem0", "before", "ours"), ("before", "ours", "mem0")]
+    assert {order[0] for order in orders} == set(sides)
+
+
+def test_the_report_with_a_baseline_has_its_column_and_its_ratios() -> None:
+    bench = _load()
+
+    def side(search, embed, peak, describe):
+        raw = {"add": [5.0], "add_embedding": [4.0], "search": search, "search_embedding": embed}
+        return bench.side_figures(raw, {"tuning": [0.5]}, describe, {"vmhwm_mb": peak})
+
+    ours = side([6.0], [4.0], 300.0, {"embedder": "local/all-MiniLM-L6-v2", "commit": "abc1234"})
+    mem0 = side([34.0], [14.0], 600.0, {"version": "2.2.1"})
+    before = side([15.0], [12.0], 700.0, {"embedder": "local/all-MiniLM-L6-v2", "commit": "78846ec"})
+    text = bench.report({"title": "T", "sides": {"ours": ours, "mem0": mem0, "before": before}, "turns": 1,
+                         "questions": 1, "rounds": 1, "seconds": 1.0, "load_before": "1", "load_after": "1"})
+    lines = {line.split("  ")[0].strip(): line for line in text.splitlines()}
+    header = text.splitlines()[1]
+    assert "ours before (78846ec)" in header and header.rstrip().endswith("before/ours (p50)")
+    # Mem0/ours 20 ms / 2 ms, then before/ours 3 ms / 2 ms.
+    assert lines["search minus embedding"].split()[-2:] == ["10.0x", "1.5x"]
+    assert lines["peak memory (VmHWM)"].split()[-2:] == ["2.0x", "2.3x"]
+    assert "ours before: " in text and "commit 78846ec" in text

@@ -38,8 +38,9 @@ def rank(recipe: SearchRecipe, ranking: RowRanking, legs: Sequence[Leg], k: int,
     fused = fuse(len(ranking.ids), legs, recipe.rrf_k, recipe.score_share)
     scores, seen = fused.scores, fused.seen
     kind = ranking.kind
+    sessions = rules.session_codes(ranking.session_id)
     if recipe.neighbour_share:
-        scores = rules.share_with_neighbours(scores, seen & (kind == "turn"), ranking.seq, ranking.session_id,
+        scores = rules.share_with_neighbours(scores, seen & (kind == "turn"), ranking.seq, sessions,
                                              recipe.neighbour_share, recipe.neighbour_window,
                                              recipe.neighbour_decay, recipe.neighbour_strong)
     spared = np.asarray([leg.rows[0] for leg in legs if leg.name == STRUCTURED_LEG and leg.rows.size],
@@ -57,7 +58,7 @@ def rank(recipe: SearchRecipe, ranking: RowRanking, legs: Sequence[Leg], k: int,
                                             recipe.time_boost)
     scores = scores * factor
     if recipe.session_prior:
-        scores = rules.session_prior(scores, seen, ranking.session_id, recipe.session_prior)
+        scores = rules.session_prior(scores, seen, sessions, recipe.session_prior)
     if recipe.lead_answer and query.key_hints and spared.size:
         answer = int(spared[0])
         if kind[answer] in ("attribute", "relation") and ranking.key[answer] in query.key_hints:

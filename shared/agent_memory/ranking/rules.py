@@ -33,11 +33,11 @@ def share_with_neighbours(scores: np.ndarray, turns: np.ndarray, seq: np.ndarray
     run of weak matches in one short session would add up and outrank a strong document chunk
     or fact. Only candidates take part: a neighbour the filter did not let through is never
     added. Shares come from the scores before sharing: no chains."""
-    idx = np.flatnonzero(turns & (seq != NO_SEQ))
-    idx = idx[(sessions[idx] != None) & (sessions[idx] != "")]  # noqa: E711 - elementwise
+    codes = session_codes(sessions)
+    idx = np.flatnonzero(turns & (seq != NO_SEQ) & (codes >= 0))
     if idx.size < 2:
         return scores
-    session = _session_codes(sessions, idx)
+    session = codes[idx]
     stride = int(seq[idx].max()) + window + 2
     position = session * stride + seq[idx].astype(np.int64)
     order = np.argsort(position, kind="stable")
@@ -71,11 +71,12 @@ def session_prior(scores: np.ndarray, seen: np.ndarray, sessions: np.ndarray, we
     top = float(scores[cand].max())
     if top <= 0:
         return scores
-    has = (sessions[cand] != None) & (sessions[cand] != "")  # noqa: E711 - elementwise
+    codes = session_codes(sessions)
+    has = codes[cand] >= 0
     b = scores[cand].copy()
     idx = cand[has]
     if idx.size:
-        session = _session_codes(sessions, idx)
+        session = codes[idx]
         best = np.zeros(int(session.max()) + 1)
         np.maximum.at(best, session, scores[idx])
         b[has] = best[session]
@@ -209,8 +210,12 @@ def time_factor(occurred_at: np.ndarray, candidates: np.ndarray, start: datetime
     return factor
 
 
-def _session_codes(sessions: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """A small integer per distinct session among ``sessions[idx]``, in first-seen order."""
+def session_codes(sessions: np.ndarray) -> np.ndarray:
+    """A small integer per distinct session among ``sessions`` (``session_id`` strings), -1
+    for none or empty; an integer array is taken as codes already (``rank`` computes them once
+    for every rule that groups by session)."""
+    if sessions.dtype.kind in "iu":
+        return sessions
     codes: dict[str, int] = {}
-    return np.fromiter((codes.setdefault(x, len(codes)) for x in sessions[idx].tolist()), dtype=np.int64,
-                       count=idx.size)
+    return np.fromiter((codes.setdefault(x, len(codes)) if x else -1 for x in sessions.tolist()),
+                       dtype=np.int64, count=sessions.size)

@@ -109,6 +109,7 @@ def is_question(sentence: str) -> bool:
     return bool(words) and words[0] in lexicon.QUESTION_WORDS and words[:2] != ["do", "not"]
 
 
+@functools.lru_cache(maxsize=16384)  # retrieval asks it of the same candidate turns query after query
 def asks_only(text: str) -> bool:
     """Whether every sentence of ``text`` is a question (two-word interjections aside): a
     turn that asks and states nothing."""

@@ -302,6 +302,11 @@ class EmbeddedSearchIndex:
             leg_scores: list[np.ndarray] = []
             now = self._clock()
             derived = self._derived_from(view, flt) if flt.source_ids is not None else None
+            # Legs sharing a query vector (the whole context and each named entity's units)
+            # score it against the matrix once, in an exact scan.
+            shared = self._vectors.exact(view) and view.n > view.dead and sum(
+                1 for leg in legs if leg.mode == "vector" and leg.depth > 0) > 1
+            scored: dict[str, np.ndarray] = {}
             for leg in legs:
                 hits: list[tuple[int, float]] = []
                 if view.n > view.dead and leg.depth > 0:
@@ -313,7 +318,12 @@ class EmbeddedSearchIndex:
                     if m.any():
                         if leg.mode == "vector":
                             q = vectors[leg.query]
-                            hits = self._vectors.top(view, q, m, leg.depth) if q is not None else []
+                            if q is None:
+                                hits = []
+                            else:
+                                if shared and leg.query not in scored:
+                                    scored[leg.query] = view.matrix[: view.n] @ q
+                                hits = self._vectors.top(view, q, m, leg.depth, scored.get(leg.query))
                         else:
                             hits = self._bm25.top(view, leg.query, m, leg.depth)
                 leg_rows.append(np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits)))

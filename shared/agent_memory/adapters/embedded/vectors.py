@@ -32,12 +32,18 @@ class VectorLeg:
         self.exact_below = exact_below
         self.available = ann.available()
 
-    def top(self, view: ContextView, q: np.ndarray, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
-        if not self.available or view.n - view.dead < self.min_rows:
-            return view.top_vector(q, m, depth)
+    def exact(self, view: ContextView) -> bool:
+        """Whether ``top`` scans the matrix for every filter (no graph for this view)."""
+        return not self.available or view.n - view.dead < self.min_rows
+
+    def top(self, view: ContextView, q: np.ndarray, m: np.ndarray, depth: int,
+            scored: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """``scored``: ``q``'s cosines with every row, for an exact scan (``view.top_vector``)."""
+        if self.exact(view):
+            return view.top_vector(q, m, depth, scored)
         visible = int(np.count_nonzero(m))
         if visible <= self.exact_below:
-            return view.top_vector(q, m, depth)
+            return view.top_vector(q, m, depth, scored)
         graph = self._graph(view)
         found = graph.search(q, m, depth)
         pending = np.fromiter(view.pending, dtype=np.int64, count=len(view.pending))

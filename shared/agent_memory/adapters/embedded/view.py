@@ -419,16 +419,19 @@ class ContextView:
             m &= ok[self.acl[:n]]
         return m
 
-    def top_vector(self, q: np.ndarray, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
-        """Top ``depth`` rows by cosine among rows where ``m`` holds: ``(row, cosine)``."""
+    def top_vector(self, q: np.ndarray, m: np.ndarray, depth: int,
+                   scored: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """Top ``depth`` rows by cosine among rows where ``m`` holds: ``(row, cosine)``.
+        ``scored``: ``q``'s cosine with every row (``matrix[:n] @ q``), when the caller runs
+        several legs with one query (one pass over the matrix instead of one a leg)."""
         rows = np.flatnonzero(m)
         if rows.size == 0 or depth <= 0:
             return []
         if rows.size * 4 < self.n:  # selective filter: score only the visible rows
-            scores = self.matrix[rows] @ q
+            scores = scored[rows] if scored is not None else self.matrix[rows] @ q
             cand = rows
         else:
-            scores = self.matrix[: self.n] @ q
+            scores = scored if scored is not None else self.matrix[: self.n] @ q
             scores = np.where(m, scores, -np.inf)
             cand = None
         kk = min(depth, rows.size)

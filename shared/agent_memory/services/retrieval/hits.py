@@ -88,6 +88,7 @@ _ECHO_WORD = re.compile(r"[^\W_]{3,}")
 _SUFFIXES = ("ing", "ed", "es", "s")
 
 
+@functools.lru_cache(maxsize=16384)  # the same candidates' texts come back query after query
 def echo_words(text: str) -> frozenset[str]:
     """The content words of ``text``, crudely stemmed ("returned" and "returns" meet
     "return"), for telling which statement or passage an echo repeats."""
@@ -118,8 +119,8 @@ class TurnFacts:
     _holds: set[str] = field(default_factory=set)
 
     def add(self, unit: SearchUnit, instant_iso: str, asked: frozenset[str]) -> None:
-        start = timeutil.normalise(unit.valid_from) if unit.valid_from else None
-        end = timeutil.normalise(unit.valid_until) if unit.valid_until else None
+        start = _normalised(unit.valid_from) if unit.valid_from else None
+        end = _normalised(unit.valid_until) if unit.valid_until else None
         holds = (start is None or start <= instant_iso) and (end is None or end > instant_iso)
         for turn in unit.source_ids:
             self.sources.add(turn)
@@ -132,6 +133,10 @@ class TurnFacts:
                 closed = end if end is not None and end <= instant_iso else None
                 before = self.stale.get(turn)
                 self.stale[turn] = max(x for x in (before, closed) if x) if (before or closed) else None
+
+
+# A named entity's facts are read on every query that names it: their windows parse once.
+_normalised = functools.lru_cache(maxsize=65536)(timeutil.normalise)
 
 
 def unit_slot(unit: SearchUnit) -> str | None:

@@ -132,6 +132,8 @@ class RetrievalService:
         # search first waits, within a bound, for its context's projections queued before it.
         self._settle = settle
         self._reads = ReadCache()
+        # Checked once: a runtime-checkable Protocol's isinstance costs tens of microseconds.
+        self._prefetch = search if isinstance(search, QueryPrefetch) else None
 
     def await_projection(self, context_id: str) -> bool:
         """Wait (bounded) until the context's writes committed before now are searchable;
@@ -238,10 +240,10 @@ class RetrievalService:
             any_labels=any_labels, source_ids=source_ids)
         if (flt.any_labels is not None and not flt.any_labels) or (source_ids is not None and not source_ids):
             kinds, flt.kinds = [], []  # nothing can match: no entity in the area, no such document
-        if flt.kinds and (recipe.vector or recipe.entity_vector) and isinstance(self._search, QueryPrefetch):
+        if flt.kinds and (recipe.vector or recipe.entity_vector) and self._prefetch is not None:
             # The query's embedding runs while tier 1 reads the store (``_search_legs`` embeds
             # this same text): with MiniLM most of a search, with a remote model a round trip.
-            self._search.prefetch_query(qa.content or qa.text)
+            self._prefetch.prefetch_query(qa.content or qa.text)
         entities = self.named_entities(ctx, qa, subject, reads)
         if flt.any_labels is not None:
             entities = [e for e in entities if e.id in flt.any_labels]
