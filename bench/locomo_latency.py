@@ -89,8 +89,13 @@ def main(argv: list[str] | None = None) -> int:
             index = rt.search
             timer = TimedEmbedder(index.embedder)
             index.embedder = timer
-            view = index._view(ctx.context_id)  # noqa: SLF001 - bench: count the context's units
-            units.append(view.n - view.dead)
+            # Projection runs after the commit, on the index's worker: count once it is done,
+            # under the index's lock (the worker writes through the same connection).
+            while not rt.retrieval.await_projection(ctx.context_id):
+                pass
+            with index._lock:  # noqa: SLF001 - bench: count the context's units
+                view = index._view(ctx.context_id)  # noqa: SLF001
+                units.append(view.n - view.dead)
             rt.retrieval.retrieve(ctx, "warm up", k=10)
             for n in range(args.repeat):
                 for q in conv.questions:

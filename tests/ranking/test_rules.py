@@ -170,3 +170,15 @@ def test_passed_along_reaches_the_turn_step_positions_away_in_the_same_session_o
     assert back.tolist() == pytest.approx([0.1, 0.0, 0.0, 0.0, 0.0])
     ahead = rules.passed_along(scores, sessions, seqs, [True, False, True, True, True], step=1, share=0.4)
     assert ahead.tolist() == pytest.approx([0.0, 0.2, 0.0, 0.0, 0.0])  # only givers give
+
+
+def test_session_codes_group_equal_sessions_and_leave_none_out() -> None:
+    sessions = np.asarray(["s2", None, "s1", "", "s2", "s1"], dtype=object)
+    codes = rules.session_codes(sessions)
+    assert codes.dtype == np.int64 and codes.tolist()[1] == -1 and codes.tolist()[3] == -1
+    assert codes[0] == codes[4] != codes[2] == codes[5] >= 0
+    assert rules.session_codes(codes) is codes  # codes already: taken as they are
+    scores = np.asarray([1.0, 0.5, 0.2, 0.9, 0.1, 0.3])
+    seen = np.ones(6, dtype=bool)
+    # Either form gives the same prior.
+    assert rules.session_prior(scores, seen, sessions, 1.0).tolist() == rules.session_prior(scores, seen, codes, 1.0).tolist()

@@ -82,3 +82,28 @@ def test_a_context_that_grows_past_the_limit_falls_back_to_fts5(tmp_path, embedd
     hits = index.search("boat", flt, k=5, mode="bm25")
     assert index._views["c"].terms is None and hits  # noqa: SLF001
     index.close()
+
+
+@pytest.mark.parametrize("labelled", [10, 200], ids=["selective", "most rows"])
+def test_legs_sharing_a_query_vector_rank_as_each_leg_alone(tmp_path, embedder, labelled):
+    """``rank_rows`` scores a query vector against the matrix once for all its legs; each
+    leg (the whole context, and one restricted to an entity's label) comes back with the rows
+    and cosines it has when it runs alone, on both of ``top_vector``'s paths (the visible rows
+    only, for a selective filter, or the whole matrix)."""
+    from agent_memory.ports import RowLeg
+
+    index = EmbeddedSearchIndex(tmp_path / "s.sqlite", embedder)
+    data = [SearchUnit(id=u.id, context_id="c", kind="turn", role="user", text=u.text,
+                       labels=["person/ana"] if i < labelled else [])
+            for i, u in enumerate(units(300, seed=5))]
+    index.upsert(data)
+    flt = SearchFilter(context_id="c", admin=True)
+    whole = RowLeg("sailing boat repair", "vector", 25)
+    about = RowLeg("sailing boat repair", "vector", 25, ("person/ana",))
+    together = index.rank_rows(flt, [whole, about])
+    for at, leg in enumerate((whole, about)):
+        alone = index.rank_rows(flt, [leg])
+        assert [together.ids[i] for i in together.legs[at].tolist()] == [alone.ids[i] for i in alone.legs[0].tolist()]
+        assert together.leg_scores[at].tolist() == pytest.approx(alone.leg_scores[0].tolist(), abs=1e-6)
+    assert {together.ids[i] for i in together.legs[1].tolist()} <= {u.id for u in data[:labelled]}
+    index.close()

@@ -5,8 +5,9 @@
   ``candidate_depth``, ``RRF_K``).
 - ``rules``: the ranking rules as pure functions over candidate columns (``share_of_best``,
   ``share_with_neighbours``, ``session_prior``, ``share_with_replies``, ``kind_factor``,
-  ``key_hint_factor``, ``said_factor`` for superseded and supporting turns, ``time_factor``,
-  and ``evidence_factor`` for decoded hits: questions, echoes, superseded turns).
+  ``key_hint_factor``, ``said_factor`` for superseded and supporting turns, ``time_factor``, and
+  ``evidence_factor`` for decoded hits: questions, echoes, superseded turns; and
+  ``session_codes``, the integer groups the session rules share).
 - ``rank``: a recipe applied to a ranking's legs: fusion, the rules in order, the cut
   (``rank``, ``QueryFacts``).
 - ``rerank``: the best fused candidates blended with a ``ports.Reranker``'s scores, a tier-1
