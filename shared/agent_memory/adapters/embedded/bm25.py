@@ -15,7 +15,7 @@ import numpy as np
 from agent_memory.adapters.embedded.fts import context_token, fts_match_expression, query_terms
 from agent_memory.adapters.embedded.sql import SQL_IN_CHUNK, chunks, qmarks
 from agent_memory.adapters.embedded.term_index import TermIndex, Tokenizer
-from agent_memory.adapters.embedded.view import ContextView
+from agent_memory.adapters.embedded.view import ContextView, RankedRows, no_rows, ranked_rows
 
 # Most rows the BM25 leg lets FTS5 score per query. FTS5's bm25() costs about 1 us per matching
 # row, so a query made of very common words would cost ~100 ms at 100k units. When the query's
@@ -46,8 +46,9 @@ class Bm25Leg:
     def deleted(self, rows: int) -> None:
         self.writes_since_df += rows
 
-    def top(self, view: ContextView, query: str, m: np.ndarray, depth: int) -> list[tuple[int, float]]:
-        """Best ``depth`` visible rows by BM25: ``(row, raw bm25)``, filtered before the cut.
+    def top(self, view: ContextView, query: str, m: np.ndarray, depth: int) -> RankedRows:
+        """Best ``depth`` visible rows by BM25 and their raw bm25 (lower is better), filtered
+        before the cut.
 
         The ranked query uses the budgeted terms (``_budgeted_terms``). If it yields fewer
         than ``depth`` visible rows while terms were left out, visible rows that match only
@@ -64,13 +65,13 @@ class Bm25Leg:
         token = context_token(view.context_id)
         match = fts_match_expression(kept, token)
         if match is None:
-            return []
+            return no_rows()
         out = self._ranked_visible(view, match, m, depth, live)
         if len(out) < depth and len(kept) < len(matchable):
             full = fts_match_expression(matchable, token)
             assert full is not None
             out += self._scan_visible(view, full, m, depth - len(out), {r for r, _ in out})
-        return out
+        return ranked_rows(out)
 
     def _ranked_visible(self, view: ContextView, match: str, m: np.ndarray, depth: int,
                         live: int) -> list[tuple[int, float]]:
@@ -203,16 +204,16 @@ class Bm25Leg:
         return out
 
 
-def top_in_memory(terms_index: TermIndex, terms: list[str], m: np.ndarray, depth: int) -> list[tuple[int, float]]:
-    """Best ``depth`` visible rows by in-memory BM25, ``(row, negated score)`` best first
+def top_in_memory(terms_index: TermIndex, terms: list[str], m: np.ndarray, depth: int) -> RankedRows:
+    """Best ``depth`` visible rows by in-memory BM25 and their negated scores, best first
     (ties by row), filtered before the cut: the FTS5 leg's contract."""
     rows, raw = terms_index.scores(terms)
     if rows.size == 0:
-        return []
+        return no_rows()
     ok = m[rows]
     rows, raw = rows[ok], raw[ok]
     if rows.size > depth:
         part = np.argpartition(raw, depth - 1)[:depth]
         rows, raw = rows[part], raw[part]
     order = np.lexsort((rows, raw))
-    return list(zip(rows[order].tolist(), raw[order].tolist(), strict=True))
+    return rows[order].astype(np.int64, copy=False), raw[order].astype(np.float64, copy=False)

@@ -40,7 +40,7 @@ from agent_memory.adapters.embedded.sql import (
 )
 from agent_memory.adapters.embedded.term_index import Tokenizer
 from agent_memory.adapters.embedded.vectors import ANN_EXACT_BELOW, ANN_MIN_ROWS, VectorLeg
-from agent_memory.adapters.embedded.view import ContextView
+from agent_memory.adapters.embedded.view import ContextView, no_rows
 from agent_memory.adapters.search_units import embed_all, unit_from_dict
 from agent_memory.ports import (
     Embedder,
@@ -272,10 +272,11 @@ class EmbeddedSearchIndex:
                 return []
             ids = view.ids
             if mode == "vector":
-                hits = self._vectors.top(view, qvec, m, k) if qvec is not None else []
-                ranked = [(ids[r], s) for r, s in hits]
+                rows, scores = self._vectors.top(view, qvec, m, k) if qvec is not None else no_rows()
+                ranked = [(ids[r], s) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
             else:  # FTS5's bm25 is negative, lower is better
-                ranked = [(ids[r], saturate(-s)) for r, s in self._bm25.top(view, query, m, k)]
+                rows, scores = self._bm25.top(view, query, m, k)
+                ranked = [(ids[r], saturate(-s)) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]
             units = self._units(view, [uid for uid, _ in ranked])
         return [SearchHit(units[uid], score) for uid, score in ranked if uid in units]
 
@@ -308,7 +309,7 @@ class EmbeddedSearchIndex:
                 1 for leg in legs if leg.mode == "vector" and leg.depth > 0) > 1
             scored: dict[str, np.ndarray] = {}
             for leg in legs:
-                hits: list[tuple[int, float]] = []
+                rows, raw = no_rows()
                 if view.n > view.dead and leg.depth > 0:
                     leg_flt = flt if not leg.labels else dataclasses.replace(
                         flt, labels=sorted({*(flt.labels or ()), *leg.labels}))
@@ -318,19 +319,16 @@ class EmbeddedSearchIndex:
                     if m.any():
                         if leg.mode == "vector":
                             q = vectors[leg.query]
-                            if q is None:
-                                hits = []
-                            else:
+                            if q is not None:
                                 if shared and leg.query not in scored:
                                     scored[leg.query] = view.matrix[: view.n] @ q
-                                hits = self._vectors.top(view, q, m, leg.depth, scored.get(leg.query))
+                                rows, raw = self._vectors.top(view, q, m, leg.depth, scored.get(leg.query))
                         else:
-                            hits = self._bm25.top(view, leg.query, m, leg.depth)
-                leg_rows.append(np.fromiter((r for r, _ in hits), dtype=np.int64, count=len(hits)))
+                            rows, raw = self._bm25.top(view, leg.query, m, leg.depth)
+                leg_rows.append(rows)
                 # Higher is better: cosines as they are, BM25 (FTS5's sign: lower is better)
                 # negated. Non-increasing along the leg: a tail filled by a wider BM25 query
                 # (``Bm25Leg.top``) scores on another scale and must not outscore the ranked head.
-                raw = np.fromiter((x for _, x in hits), dtype=np.float64, count=len(hits))
                 leg_scores.append(np.minimum.accumulate(raw if leg.mode == "vector" else -raw))
             if not leg_rows:
                 return ranking_from_units([])

@@ -11,7 +11,7 @@ import numpy as np
 from agent_memory.adapters.embedded import ann
 from agent_memory.adapters.embedded.ann import AnnGraph
 from agent_memory.adapters.embedded.fts import context_token
-from agent_memory.adapters.embedded.view import ContextView, rows_of_pks
+from agent_memory.adapters.embedded.view import ContextView, RankedRows, rows_of_pks
 
 ANN_MIN_ROWS = 50_000  # contexts this large search vectors through the ANN graph (``ann``)
 ANN_EXACT_BELOW = 20_000  # ... unless the filter leaves at most this many rows visible
@@ -37,8 +37,9 @@ class VectorLeg:
         return not self.available or view.n - view.dead < self.min_rows
 
     def top(self, view: ContextView, q: np.ndarray, m: np.ndarray, depth: int,
-            scored: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """``scored``: ``q``'s cosines with every row, for an exact scan (``view.top_vector``)."""
+            scored: np.ndarray | None = None) -> RankedRows:
+        """Top ``depth`` rows where ``m`` holds, best first. ``scored``: ``q``'s cosines with
+        every row, for an exact scan (``view.top_vector``)."""
         if self.exact(view):
             return view.top_vector(q, m, depth, scored)
         visible = int(np.count_nonzero(m))
@@ -58,7 +59,7 @@ class VectorLeg:
         kk = min(depth, cand.size)
         part = np.argpartition(-scores, kk - 1)[:kk] if kk < cand.size else np.arange(cand.size)
         part = part[np.lexsort((cand[part], -scores[part]))]
-        return [(int(cand[p]), float(scores[p])) for p in part]
+        return cand[part].astype(np.int64, copy=False), scores[part].astype(np.float64)
 
     def _graph(self, view: ContextView) -> AnnGraph:
         """The context's graph: loaded from disk or built on first need, pending rows folded

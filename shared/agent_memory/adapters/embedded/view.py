@@ -420,13 +420,13 @@ class ContextView:
         return m
 
     def top_vector(self, q: np.ndarray, m: np.ndarray, depth: int,
-                   scored: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """Top ``depth`` rows by cosine among rows where ``m`` holds: ``(row, cosine)``.
+                   scored: np.ndarray | None = None) -> RankedRows:
+        """Top ``depth`` rows by cosine among rows where ``m`` holds, best first.
         ``scored``: ``q``'s cosine with every row (``matrix[:n] @ q``), when the caller runs
         several legs with one query (one pass over the matrix instead of one a leg)."""
         rows = np.flatnonzero(m)
         if rows.size == 0 or depth <= 0:
-            return []
+            return no_rows()
         if rows.size * 4 < self.n:  # selective filter: score only the visible rows
             scores = scored[rows] if scored is not None else self.matrix[rows] @ q
             cand = rows
@@ -441,8 +441,25 @@ class ContextView:
             part = np.arange(scores.size)
         part = part[np.argsort(-scores[part], kind="stable")]
         picked = cand[part] if cand is not None else part
-        return list(zip(picked.tolist(), scores[part].astype(np.float64).tolist(), strict=True))
+        return picked.astype(np.int64, copy=False), scores[part].astype(np.float64)
 
+
+
+#: A leg's result as columns: view rows (int64) and their scores (float64), best first. Kept
+#: as arrays from the scan to the ranking (no tuple per candidate).
+RankedRows = tuple[np.ndarray, np.ndarray]
+
+
+def no_rows() -> RankedRows:
+    return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+
+
+def ranked_rows(pairs: list[tuple[int, float]]) -> RankedRows:
+    """``(row, score)`` pairs (an SQL leg's) as ``RankedRows``."""
+    if not pairs:
+        return no_rows()
+    rows, scores = zip(*pairs, strict=True)
+    return np.asarray(rows, dtype=np.int64), np.asarray(scores, dtype=np.float64)
 
 
 def rows_of_pks(view: ContextView, pks: np.ndarray) -> np.ndarray:
