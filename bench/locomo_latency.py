@@ -5,12 +5,17 @@ the turns plus the facts extraction stored), embedded store, hashing embedder. N
 Usage::
 
     python bench/locomo_latency.py .locomo [--limit N] [--profile] [--repeat R]
-                                   [--reranker none|minilm]
+                                   [--reranker none|minilm] [--evict-mb MB]
 
 The query embedding is excluded: the index's embedder is wrapped with a timer and its time
 is subtracted from each call (with the runtime's query cache a question is embedded once).
 Prints p50/p95/max in milliseconds and, with ``--profile``, cProfile's top functions by
 cumulative and by own time over all the timed calls.
+
+``--evict-mb MB`` reads MB megabytes of unrelated memory before each question (untimed), so
+every retrieval starts with cold CPU caches, as it does right after a model's pass (a local
+MiniLM query embedding streams ~22 MB of weights): without it, question after question keeps
+the context's arrays and the code cache-warm.
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="run every question R times")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--infer", default="full", choices=["full", "none"])
+    parser.add_argument("--evict-mb", type=int, default=0,
+                        help="read this many MB of other memory before each question (cold caches)")
     parser.add_argument("--reranker", default="none", choices=sorted(locomo.RERANKERS),
                         help="models.reranker (minilm: late interaction; its time is included)")
     args = parser.parse_args(argv)
@@ -78,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     units: list[int] = []
     last_pass: list[float] = []  # with --repeat: the last pass's wall times (caches warm)
     profiler = cProfile.Profile() if args.profile else None
+    evict = np.ones(args.evict_mb * 2**20 // 8) if args.evict_mb > 0 else None
     with tempfile.TemporaryDirectory(prefix="locomo-latency-") as tmp:
         rt = locomo.make_runtime(Path(tmp), "hashing", args.reranker)
         for conv in conversations:
@@ -99,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             rt.retrieval.retrieve(ctx, "warm up", k=10)
             for n in range(args.repeat):
                 for q in conv.questions:
+                    if evict is not None:
+                        evict.sum()
                     before = timer.seconds
                     timer.mark()
                     t0, c0 = time.perf_counter(), time.thread_time()
